@@ -1,0 +1,11 @@
+"""netc: a source-to-source compiler for neural-network loops.
+
+`from netc import ...` gives the model language (dims, ops, `@network`); see docs/language.md.
+"""
+
+from netc.dsl import OPS as _OPS
+from netc.dsl import Dim, Labels, Module, Tensor, batch, network, unstack
+
+globals().update(_OPS)
+
+__all__ = ["Dim", "Labels", "Module", "Tensor", "batch", "network", "unstack", *sorted(_OPS)]

@@ -1,0 +1,102 @@
+"""The model language as Python objects, so a model file also runs eagerly.
+
+The compiler never executes these; it reads model files as source. When a model runs
+eagerly, ops dispatch to the eager runtime (`netc_runtime.eager`), which imports torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from netc.ops import BY_FN_NAME
+
+
+class Dim:
+    """A named axis: `Dim("time")` is dynamic, `Dim("feat", 40)` is static."""
+
+    def __init__(self, name: str, size: int | None = None, *, _kind: str | None = None):
+        self.name = name
+        self.size = size
+        self.kind = _kind or ("dynamic" if size is None else "static")
+
+    def __mul__(self, n: int) -> Dim:
+        if not isinstance(n, int) or self.size is None:
+            return NotImplemented
+        return self if n == 1 else Dim(f"{n}*{self.name}", n * self.size)
+
+    __rmul__ = __mul__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Dim) and (self.name, self.size) == (other.name, other.size)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.size))
+
+    def __repr__(self) -> str:
+        return f"Dim({self.name!r}{'' if self.size is None else f', {self.size}'})"
+
+
+batch = Dim("batch", _kind="batch")
+
+
+class _InputType:
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __class_getitem__(cls, item):  # pragma: no cover - only used as Tensor[...]
+        raise TypeError
+
+    def __getitem__(self, dims) -> tuple[str, tuple[Dim, ...]]:
+        return (self.kind, dims if isinstance(dims, tuple) else (dims,))
+
+
+Tensor = _InputType("Tensor")
+Labels = _InputType("Labels")
+
+
+def _eager():
+    from netc_runtime import eager
+
+    return eager
+
+
+class Module:
+    """Base class of user modules: `__init__` builds sub-modules, `__call__`/`forward` runs a step."""
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} defines neither __call__ nor forward")
+
+
+def network(fn: Callable) -> Any:
+    """Marks the model function. Calling the result runs the model eagerly on torch tensors."""
+    return _eager().Network(fn)
+
+
+def unstack(x, axis: Dim):
+    return _eager().unstack(x, axis)
+
+
+def _op_function(name: str) -> Callable:
+    def fn(*args, **kwargs):
+        return _eager().call_op(name, args, kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _op_module(name: str) -> type:
+    def __init__(self, *args, **kwargs):
+        self._impl = _eager().OpModule(name, args, kwargs)
+
+    def __call__(self, x):
+        return self._impl(x)
+
+    return type(name, (), {"__init__": __init__, "__call__": __call__, "__module__": __name__})
+
+
+OPS: dict[str, Any] = {
+    fn_name: (_op_module(fn_name) if op.module else _op_function(fn_name)) for fn_name, op in BY_FN_NAME.items()
+}

@@ -1,0 +1,89 @@
+"""The dim table: every dim a graph uses, with the rules for derived dims and canonical order."""
+
+from __future__ import annotations
+
+from netc.ir.model import DimDef
+
+_GROUP = {"batch": 0, "dynamic": 1, "static": 2}
+
+
+class DimError(Exception):
+    """A dim rule failed; the caller attaches the source span."""
+
+
+class DimTable:
+    def __init__(self, dims: list[DimDef] | None = None):
+        self.dims: dict[str, DimDef] = {}
+        for d in dims or [DimDef(name="batch", kind="batch")]:
+            self.dims[d.name] = d
+
+    def __getitem__(self, name: str) -> DimDef:
+        return self.dims[name]
+
+    def declare(self, name: str, size: int | None) -> DimDef:
+        """A user `Dim(name[, size])`; redeclaring with the same size gives the same dim."""
+        kind = "dynamic" if size is None else "static"
+        if name == "batch":
+            raise DimError("`batch` is predefined; use `batch` instead of declaring it")
+        old = self.dims.get(name)
+        if old is not None:
+            if old.size != size:
+                raise DimError(f"dim `{name}` declared again with another size ({old.size} vs {size})")
+            return old
+        d = DimDef(name=name, kind=kind, size=size)
+        self.dims[name] = d
+        return d
+
+    def scaled(self, base: str, factor: int) -> DimDef:
+        """`factor * base`: a static dim named `4*hidden`."""
+        b = self.dims[base]
+        if b.size is None:
+            raise DimError(f"cannot multiply dynamic dim `{base}`; only static dims scale")
+        if factor == 1:
+            return b
+        return self._derived(f"{factor}*{base}", factor * b.size)
+
+    def part(self, whole: str, n: int) -> DimDef:
+        """The dim of each of n equal parts of `whole` (`split`): `hidden` for `4*hidden`."""
+        w = self.dims[whole]
+        if w.size is None:
+            raise DimError(f"cannot split dynamic dim `{whole}`")
+        prefix = f"{n}*"
+        if whole.startswith(prefix) and whole[len(prefix):] in self.dims:
+            return self.dims[whole[len(prefix):]]
+        if w.size % n:
+            raise DimError(f"cannot split `{whole}` of size {w.size} into {n} equal parts")
+        return self._derived(f"{whole}/{n}", w.size // n)
+
+    def concat(self, parts: list[str]) -> DimDef:
+        sizes = [self.dims[p].size for p in parts]
+        if any(s is None for s in sizes):
+            raise DimError("concat needs static feature dims")
+        return self._derived("+".join(parts), sum(sizes))  # type: ignore[arg-type]
+
+    def _derived(self, name: str, size: int) -> DimDef:
+        old = self.dims.get(name)
+        if old is not None:
+            return old
+        d = DimDef(name=name, kind="static", size=size)
+        self.dims[name] = d
+        return d
+
+    def canonical(self, dims) -> tuple[str, ...]:
+        """Batch first, then dynamic dims, then static dims; each group in declaration order."""
+        order = {n: i for i, n in enumerate(self.dims)}
+        uniq = list(dict.fromkeys(dims))
+        return tuple(sorted(uniq, key=lambda n: (_GROUP[self.dims[n].kind], order[n])))
+
+    def feature(self, dims: tuple[str, ...]) -> str:
+        static = [d for d in dims if self.dims[d].kind == "static"]
+        if len(static) != 1:
+            shown = ", ".join(dims) or "no dims"
+            raise DimError(f"expected exactly one static feature dim, got [{shown}]")
+        return static[0]
+
+    def dynamic(self, dims: tuple[str, ...]) -> list[str]:
+        return [d for d in dims if self.dims[d].kind == "dynamic"]
+
+    def as_list(self) -> list[DimDef]:
+        return list(self.dims.values())

@@ -1,0 +1,146 @@
+"""The IR data model: dims, values, ops, and loops as regions with explicit carried values.
+
+A loop is like MLIR's `scf.for` with `iter_args`: its body is a block whose block
+arguments are the per-step frames of its sequences, the outer values it reads
+(invariants) and the previous values of its carried state. Nothing in a body refers
+to an outer value directly; everything crosses the region boundary explicitly.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from netc.errors import Span
+
+DType = Literal["float32", "int32", "bool"]
+
+
+class DimDef(BaseModel):
+    """A named dim. `batch` is the batch dim; dynamic dims have per-sequence lengths."""
+
+    name: str
+    kind: Literal["batch", "dynamic", "static"]
+    size: int | None = None
+
+
+class Value(BaseModel):
+    """One SSA value. `dims` are dim names in canonical order (see `DimTable.canonical`)."""
+
+    id: int
+    dims: tuple[str, ...]
+    dtype: DType = "float32"
+    name: str | None = None  # the user's variable name, when the value was assigned to one
+    sparse_dim: str | None = None  # for int32 labels: their class dim
+
+
+class Op(BaseModel):
+    kind: Literal["op"] = "op"
+    op: str  # key into the op registry
+    args: list[int]
+    attrs: dict[str, Any] = Field(default_factory=dict)
+    outs: list[Value]
+    span: Span
+    param: str | None = None  # module path of a parameterised op, e.g. "cell/ff"
+
+
+class LoopSeq(BaseModel):
+    """An input unstacked over the loop axis: `inner` is its frame in each step."""
+
+    outer: int
+    inner: Value
+
+
+class LoopInvariant(BaseModel):
+    """An outer value read in the body."""
+
+    outer: int
+    inner: Value
+
+
+class LoopCarry(BaseModel):
+    """Loop-carried state: `inner` is the previous step's value (RETURNN `prev:`)."""
+
+    name: str
+    init: int  # outer value: the state before the first step
+    inner: Value
+    next: int  # body value: the state after this step
+    out: Value | None = None  # outer value: the state after each sequence's last step
+
+
+class LoopStack(BaseModel):
+    """`ys.append(v)`: `value` per step, stacked over the loop axis into `out`."""
+
+    name: str
+    value: int
+    out: Value
+
+
+class LoopLast(BaseModel):
+    """A body value read after the loop: its value at each sequence's last valid step."""
+
+    name: str
+    value: int
+    out: Value
+
+
+class Loop(BaseModel):
+    kind: Literal["loop"] = "loop"
+    axis: str  # the dynamic dim stepped over
+    span: Span
+    seqs: list[LoopSeq] = Field(default_factory=list)
+    invariants: list[LoopInvariant] = Field(default_factory=list)
+    carries: list[LoopCarry] = Field(default_factory=list)
+    stacks: list[LoopStack] = Field(default_factory=list)
+    lasts: list[LoopLast] = Field(default_factory=list)
+    body: list[Node] = Field(default_factory=list)
+
+    def block_args(self) -> list[Value]:
+        return [s.inner for s in self.seqs] + [i.inner for i in self.invariants] + [c.inner for c in self.carries]
+
+    def results(self) -> list[Value]:
+        outs = [c.out for c in self.carries if c.out is not None]
+        return outs + [s.out for s in self.stacks] + [ll.out for ll in self.lasts]
+
+
+Node = Annotated[Union[Op, Loop], Field(discriminator="kind")]
+Loop.model_rebuild()
+
+
+class Input(BaseModel):
+    name: str
+    value: Value
+    annotated_dims: tuple[str, ...]  # the user's order, as fed by callers
+
+
+class ParamDef(BaseModel):
+    """One parameter tensor. `name` is its RETURNN variable name (e.g. `cell/ff/W`)."""
+
+    name: str
+    dims: tuple[str, ...]
+    call_path: tuple[tuple[int, int], ...]  # (line, col) of each call site down to the constructor
+    role: str  # the op's own name for it, e.g. "W"
+
+
+class Output(BaseModel):
+    name: str
+    value: int
+
+
+class Graph(BaseModel):
+    model_config = ConfigDict(validate_assignment=False)
+
+    source_file: str
+    network: str  # name of the @network function
+    dims: list[DimDef]
+    inputs: list[Input]
+    params: list[ParamDef]
+    body: list[Node]
+    outputs: list[Output]
+
+    def dim(self, name: str) -> DimDef:
+        for d in self.dims:
+            if d.name == name:
+                return d
+        raise KeyError(name)

@@ -1,0 +1,49 @@
+"""A readable text form of the IR, for `netc explain` and debugging."""
+
+from __future__ import annotations
+
+from netc.ir.model import Graph, Loop, Node, Value
+
+
+def _v(v: Value) -> str:
+    name = f" {v.name}" if v.name else ""
+    return f"%{v.id}{name}: {v.dtype}[{', '.join(v.dims)}]"
+
+
+def _ref(i: int) -> str:
+    return f"%{i}"
+
+
+def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
+    for n in nodes:
+        if isinstance(n, Loop):
+            out.append(f"{indent}loop over {n.axis}  # line {n.span.line}")
+            for s in n.seqs:
+                out.append(f"{indent}  seq {_v(s.inner)} = frame of {_ref(s.outer)}")
+            for i in n.invariants:
+                out.append(f"{indent}  invariant {_v(i.inner)} = {_ref(i.outer)}")
+            for c in n.carries:
+                out.append(f"{indent}  carry {c.name}: {_v(c.inner)} init {_ref(c.init)} next {_ref(c.next)}")
+            _nodes(n.body, indent + "  ", out)
+            for c in n.carries:
+                if c.out is not None:
+                    out.append(f"{indent}  -> {_v(c.out)} = final {c.name}")
+            for s in n.stacks:
+                out.append(f"{indent}  -> {_v(s.out)} = stack {_ref(s.value)}")
+            for ll in n.lasts:
+                out.append(f"{indent}  -> {_v(ll.out)} = last {_ref(ll.value)}")
+        else:
+            outs = ", ".join(_v(o) for o in n.outs)
+            attrs = "".join(f" {k}={val!r}" for k, val in n.attrs.items())
+            param = f" param={n.param}" if n.param else ""
+            out.append(f"{indent}{outs} = {n.op}({', '.join(map(_ref, n.args))}){attrs}{param}  # line {n.span.line}")
+
+
+def print_graph(g: Graph) -> str:
+    out = [f"network {g.network}  # {g.source_file}"]
+    out += [f"  dim {d.name}: {d.kind}{'' if d.size is None else f' {d.size}'}" for d in g.dims]
+    out += [f"  input {i.name} {_v(i.value)}" for i in g.inputs]
+    out += [f"  param {p.name} [{', '.join(p.dims)}]" for p in g.params]
+    _nodes(g.body, "  ", out)
+    out += [f"  output {o.name} = {_ref(o.value)}" for o in g.outputs]
+    return "\n".join(out) + "\n"

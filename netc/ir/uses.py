@@ -1,0 +1,48 @@
+"""Use counts of values, recomputed on demand (never kept in sync by hand)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from netc.ir.model import Graph, Loop, Node
+
+
+def node_uses(n: Node) -> list[int]:
+    """Values a node reads from its own block (for a loop: its outer operands)."""
+    if isinstance(n, Loop):
+        return [s.outer for s in n.seqs] + [i.outer for i in n.invariants] + [c.init for c in n.carries]
+    return list(n.args)
+
+
+def loop_inner_uses(n: Loop) -> list[int]:
+    """Values of a loop's body read by the loop itself (state updates and results)."""
+    return [c.next for c in n.carries] + [s.value for s in n.stacks] + [ll.value for ll in n.lasts]
+
+
+def count_uses(g: Graph) -> Counter:
+    uses: Counter = Counter()
+
+    def walk(nodes: list[Node]) -> None:
+        for n in nodes:
+            uses.update(node_uses(n))
+            if isinstance(n, Loop):
+                uses.update(loop_inner_uses(n))
+                walk(n.body)
+
+    walk(g.body)
+    uses.update(o.value for o in g.outputs)
+    return uses
+
+
+def replace_uses(nodes: list[Node], old: int, new: int) -> None:
+    """Rename every read of `old` to `new` within these nodes (one block and below)."""
+    for n in nodes:
+        if isinstance(n, Loop):
+            for s in n.seqs:
+                s.outer = new if s.outer == old else s.outer
+            for i in n.invariants:
+                i.outer = new if i.outer == old else i.outer
+            for c in n.carries:
+                c.init = new if c.init == old else c.init
+        else:
+            n.args = [new if a == old else a for a in n.args]

@@ -1,0 +1,73 @@
+"""The IR verifier, run after parsing and after every pass: a failure is a compiler bug."""
+
+from __future__ import annotations
+
+from netc.ir.model import Graph, Loop, Node
+
+
+class IRError(AssertionError):
+    pass
+
+
+def verify(g: Graph) -> None:
+    dims = {d.name for d in g.dims}
+    seen: set[int] = set()
+
+    def define(v) -> None:
+        if v.id in seen:
+            raise IRError(f"value %{v.id} defined twice")
+        for d in v.dims:
+            if d not in dims:
+                raise IRError(f"value %{v.id} has undeclared dim {d}")
+        seen.add(v.id)
+
+    def block(nodes: list[Node], visible: set[int]) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                inner: set[int] = set()
+                for s in n.seqs:
+                    need(s.outer, visible, n)
+                    define(s.inner)
+                    inner.add(s.inner.id)
+                for i in n.invariants:
+                    need(i.outer, visible, n)
+                    define(i.inner)
+                    inner.add(i.inner.id)
+                for c in n.carries:
+                    need(c.init, visible, n)
+                    define(c.inner)
+                    inner.add(c.inner.id)
+                block(n.body, inner)
+                for c in n.carries:
+                    need(c.next, inner, n)
+                for s in n.stacks:
+                    need(s.value, inner, n)
+                    if n.axis not in s.out.dims:
+                        raise IRError(f"stack %{s.out.id} lacks the loop axis")
+                for ll in n.lasts:
+                    need(ll.value, inner, n)
+                for r in n.results():
+                    define(r)
+                    visible.add(r.id)
+            else:
+                for a in n.args:
+                    need(a, visible, n)
+                for o in n.outs:
+                    define(o)
+                    visible.add(o.id)
+
+    def need(i: int, visible: set[int], n) -> None:
+        if i not in visible:
+            raise IRError(f"%{i} used by {getattr(n, 'op', 'loop')} at line {n.span.line} is not defined in its block")
+
+    top: set[int] = set()
+    for inp in g.inputs:
+        define(inp.value)
+        top.add(inp.value.id)
+    block(g.body, top)
+    for o in g.outputs:
+        if o.value not in top:
+            raise IRError(f"output {o.name} refers to an undefined value")
+    names = [o.name for o in g.outputs]
+    if len(set(names)) != len(names):
+        raise IRError("duplicate output names")

@@ -1,0 +1,108 @@
+"""The op registry's shape: one `OpDef` per op, holding its user-facing signature, its dim
+rule, its RETURNN layer, its PyTorch code and its eager implementation side by side.
+
+Lowering contexts (`ReturnnCtx`, `TorchCtx`, `EagerCtx`) are protocols implemented by the
+emitters and the eager runtime; an op only asks them for names, dims and aligned operands.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from netc.ir.dims import DimTable
+from netc.ir.model import Op, Value
+
+
+@dataclass(frozen=True)
+class OutType:
+    dims: tuple[str, ...]
+    dtype: str = "float32"
+    sparse_dim: str | None = None
+
+
+class Code(str):
+    """A Python expression to be emitted as-is in a config (e.g. a Dim variable)."""
+
+
+class ReturnnCtx(Protocol):
+    def src(self, i: int) -> str: ...  # layer reference of arg i
+    def dim(self, name: str) -> Code: ...  # the config's variable for a dim
+
+
+class TorchCtx(Protocol):
+    def arg(self, i: int) -> str: ...
+    def aligned(self, i: int, dims: tuple[str, ...]) -> str: ...
+    def axis(self, i: int, dim: str) -> int: ...
+    def size(self, dim: str) -> str: ...
+    def mask(self, dim: str, dims: tuple[str, ...]) -> str: ...
+    def lens(self, dim: str, dims: tuple[str, ...]) -> str: ...
+    def param(self, role: str) -> str: ...
+
+
+class EagerCtx(Protocol):
+    def size(self, dim: str) -> int: ...
+    def param(self, role: str) -> Any: ...
+
+
+class OpDef:
+    """Base class. Subclasses set `name`, define `api` (the user signature) and the four rules."""
+
+    name: str = ""
+    fn_name: str | None = None  # the DSL function name, if the op is called as a function
+    tensors: tuple[str, ...] = ("x",)  # api parameters that take tensors (a `*args` one takes many)
+    module: bool = False  # a parameterised module: `Linear(out_dim)(x)`; ctor args are attrs
+
+    def api(self, x):  # noqa: D401 - the signature is the point
+        """The user-facing signature."""
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple[list[Any], dict[str, Any]]:
+        """Split a call's arguments into tensor arguments and attributes (raises TypeError)."""
+        sig = inspect.signature(self.api)
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        tensors: list[Any] = []
+        attrs: dict[str, Any] = {}
+        for pname, val in bound.arguments.items():
+            if pname in self.tensors:
+                if sig.parameters[pname].kind is inspect.Parameter.VAR_POSITIONAL:
+                    tensors.extend(val)
+                else:
+                    tensors.append(val)
+            else:
+                attrs[pname] = val
+        return tensors, attrs
+
+    def infer(self, dt: DimTable, args: list[Value], attrs: dict) -> list[OutType]:
+        raise NotImplementedError
+
+    def params(self, dt: DimTable, args: list[Value], attrs: dict) -> dict[str, tuple[str, ...]]:
+        """Parameter roles and their dims (parameterised ops only)."""
+        return {}
+
+    def returnn(self, ctx: ReturnnCtx, op: Op) -> dict:
+        raise NotImplementedError
+
+    def returnn_outs(self, layer: str, op: Op) -> list[str]:
+        """Layer references for each result (multi-result ops override)."""
+        return [layer]
+
+    def torch(self, ctx: TorchCtx, op: Op) -> str:
+        raise NotImplementedError
+
+    def eager(self, ctx: EagerCtx, args: list, attrs: dict, outs: list[OutType]):
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, OpDef] = {}
+BY_FN_NAME: dict[str, OpDef] = {}
+
+
+def register(cls: Callable[[], OpDef]) -> Callable[[], OpDef]:
+    op = cls()
+    assert op.name and op.name not in REGISTRY, op.name
+    REGISTRY[op.name] = op
+    if op.fn_name:
+        BY_FN_NAME[op.fn_name] = op
+    return cls

@@ -1,0 +1,543 @@
+"""Every op netc knows: dim rule, RETURNN layer, PyTorch code and eager implementation.
+
+Adding an op means adding one class here. Eager implementations import torch lazily so
+that the compiler itself never loads it.
+"""
+
+from __future__ import annotations
+
+from netc.ir.dims import DimError, DimTable
+from netc.ir.model import Op, Value
+from netc.ops.align import align_tensor
+from netc.ops.base import Code, OpDef, OutType, register
+
+
+def _union(dt: DimTable, args: list[Value]) -> tuple[str, ...]:
+    return dt.canonical([d for a in args for d in a.dims])
+
+
+def _dims_attr(dt: DimTable, axis) -> list[str]:
+    names = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    for n in names:
+        if not isinstance(n, str) or n not in dt.dims:
+            raise DimError("`axis` must be a dim or a list of dims")
+    return names
+
+
+def _float_check(op: str, args: list[Value]) -> None:
+    for a in args:
+        if a.dtype != "float32":
+            raise DimError(f"`{op}` needs float tensors, got {a.dtype}")
+
+
+# --- elementwise -----------------------------------------------------------------------
+
+
+class _Binary(OpDef):
+    """`a <op> b` on tensors, or with one Python number (attr `scalar`, `scalar_left`)."""
+
+    tensors = ("a", "b")
+    symbol = ""
+    combine_kind = ""
+    torch_fn = ""
+
+    def api(self, a, b):
+        pass
+
+    def infer(self, dt, args, attrs):
+        if len({a.dtype for a in args}) > 1:
+            raise DimError(f"operands of `{self.symbol}` have different dtypes")
+        return [OutType(_union(dt, args), args[0].dtype)]
+
+    def _scalar_expr(self, attrs: dict, operand: str) -> str:
+        s = repr(attrs["scalar"])
+        return f"{s} {self.symbol} {operand}" if attrs.get("scalar_left") else f"{operand} {self.symbol} {s}"
+
+    def returnn(self, ctx, op):
+        if "scalar" in op.attrs:
+            return {"class": "eval", "from": [ctx.src(0)], "eval": self._scalar_expr(op.attrs, "source(0)")}
+        return {"class": "combine", "kind": self.combine_kind, "from": [ctx.src(0), ctx.src(1)]}
+
+    def torch(self, ctx, op):
+        dims = op.outs[0].dims
+        if "scalar" in op.attrs:
+            return self._scalar_expr(op.attrs, ctx.arg(0))
+        return f"{ctx.aligned(0, dims)} {self.symbol} {ctx.aligned(1, dims)}"
+
+    def eager(self, ctx, args, attrs, outs):
+        dims = outs[0].dims
+        xs = [align_tensor(a.data, a.dims, dims) for a in args]
+        if "scalar" in attrs:
+            s = attrs["scalar"]
+            xs = [s, xs[0]] if attrs.get("scalar_left") else [xs[0], s]
+        return self.apply(*xs)
+
+    def apply(self, a, b):
+        raise NotImplementedError
+
+
+@register
+class Add(_Binary):
+    name, symbol, combine_kind = "add", "+", "add"
+
+    def apply(self, a, b):
+        return a + b
+
+
+@register
+class Sub(_Binary):
+    name, symbol, combine_kind = "sub", "-", "sub"
+
+    def apply(self, a, b):
+        return a - b
+
+
+@register
+class Mul(_Binary):
+    name, symbol, combine_kind = "mul", "*", "mul"
+
+    def apply(self, a, b):
+        return a * b
+
+
+@register
+class Div(_Binary):
+    name, symbol, combine_kind = "div", "/", "truediv"
+
+    def apply(self, a, b):
+        return a / b
+
+
+class _Unary(OpDef):
+    """A float → float function applied elementwise."""
+
+    activation = ""  # RETURNN activation name
+    torch_fn = ""  # torch function, e.g. "torch.tanh"
+
+    def infer(self, dt, args, attrs):
+        _float_check(self.fn_name or self.name, args)
+        return [OutType(args[0].dims)]
+
+    def returnn(self, ctx, op):
+        return {"class": "activation", "activation": self.activation, "from": ctx.src(0)}
+
+    def torch(self, ctx, op):
+        return f"{self.torch_fn}({ctx.arg(0)})"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        fn = eval(self.torch_fn, {"torch": torch})  # torch_fn is a fixed attribute path
+        return fn(args[0].data)
+
+
+def _unary(name: str, activation: str, torch_fn: str) -> None:
+    cls = type(name.capitalize(), (_Unary,), {"name": name, "fn_name": name, "activation": activation, "torch_fn": torch_fn})
+    register(cls)
+
+
+for _n, _act, _fn in [
+    ("tanh", "tanh", "torch.tanh"),
+    ("sigmoid", "sigmoid", "torch.sigmoid"),
+    ("relu", "relu", "torch.relu"),
+    ("gelu", "gelu", "torch.nn.functional.gelu"),
+    ("exp", "exp", "torch.exp"),
+    ("log", "log", "torch.log"),
+    ("sqrt", "sqrt", "torch.sqrt"),
+]:
+    _unary(_n, _act, _fn)
+
+
+@register
+class Neg(OpDef):
+    name = "neg"
+
+    def infer(self, dt, args, attrs):
+        return [OutType(args[0].dims, args[0].dtype)]
+
+    def returnn(self, ctx, op):
+        return {"class": "eval", "from": [ctx.src(0)], "eval": "-source(0)"}
+
+    def torch(self, ctx, op):
+        return f"-{ctx.arg(0)}"
+
+    def eager(self, ctx, args, attrs, outs):
+        return -args[0].data
+
+
+# --- creation --------------------------------------------------------------------------
+
+
+class _Fill(OpDef):
+    tensors = ()
+    fill: float = 0.0
+
+    def api(self, *dims):
+        pass
+
+    def _value(self, attrs) -> float:
+        return float(attrs.get("value", self.fill))
+
+    def infer(self, dt, args, attrs):
+        dims = attrs["dims"]
+        for d in dims:
+            if not isinstance(d, str) or d not in dt.dims:
+                raise DimError(f"`{self.fn_name}` takes dims")
+            if dt[d].kind == "dynamic":
+                raise DimError(f"`{self.fn_name}` cannot create a tensor over dynamic dim `{d}`")
+        return [OutType(dt.canonical(dims))]
+
+    def returnn(self, ctx, op):
+        shape = [ctx.dim(d) for d in op.outs[0].dims]
+        return {"class": "constant", "value": self._value(op.attrs), "shape": shape}
+
+    def torch(self, ctx, op):
+        shape = ", ".join(ctx.size(d) for d in op.outs[0].dims)
+        return f"torch.full(({shape}{',' if len(op.outs[0].dims) == 1 else ''}), {self._value(op.attrs)!r})"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        return torch.full(tuple(ctx.size(d) for d in outs[0].dims), self._value(attrs))
+
+
+@register
+class Zeros(_Fill):
+    name = fn_name = "zeros"
+
+    def bind(self, args, kwargs):
+        if kwargs:
+            raise TypeError("zeros() takes only dims")
+        return [], {"dims": list(args)}
+
+
+@register
+class Ones(_Fill):
+    name = fn_name = "ones"
+    fill = 1.0
+
+    def bind(self, args, kwargs):
+        if kwargs:
+            raise TypeError("ones() takes only dims")
+        return [], {"dims": list(args)}
+
+
+@register
+class Full(_Fill):
+    name = fn_name = "full"
+
+    def bind(self, args, kwargs):
+        if set(kwargs) != {"value"} or not isinstance(kwargs["value"], (int, float)):
+            raise TypeError("full() takes dims and value=<number>")
+        return [], {"dims": list(args), "value": float(kwargs["value"])}
+
+
+# --- modules ---------------------------------------------------------------------------
+
+
+@register
+class Linear(OpDef):
+    """`Linear(out_dim, with_bias=True)(x)`: x @ W + b over x's feature dim."""
+
+    name = "linear"
+    fn_name = "Linear"
+    module = True
+
+    def ctor(self, out_dim, with_bias=True):
+        pass
+
+    def infer(self, dt, args, attrs):
+        _float_check("Linear", args)
+        x = args[0]
+        feat = dt.feature(x.dims)
+        out = attrs["out_dim"]
+        if not isinstance(out, str) or dt[out].kind != "static":
+            raise DimError("Linear(out_dim) needs a static dim")
+        if out in x.dims and out != feat:
+            raise DimError(f"Linear output dim `{out}` is already a dim of its input")
+        return [OutType(dt.canonical([d for d in x.dims if d != feat] + [out]))]
+
+    def params(self, dt, args, attrs):
+        feat = dt.feature(args[0].dims)
+        p = {"W": (feat, attrs["out_dim"])}
+        if attrs.get("with_bias", True):
+            p["b"] = (attrs["out_dim"],)
+        return p
+
+    def returnn(self, ctx, op):
+        return {
+            "class": "linear",
+            "from": ctx.src(0),
+            "out_dim": ctx.dim(op.attrs["out_dim"]),
+            "with_bias": bool(op.attrs.get("with_bias", True)),
+        }
+
+    # canonical order keeps the one static (feature) dim last: a plain matmul contracts it
+    def torch(self, ctx, op):
+        expr = f"torch.matmul({ctx.arg(0)}, {ctx.param('W')})"
+        return f"{expr} + {ctx.param('b')}" if op.attrs.get("with_bias", True) else expr
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        y = torch.matmul(args[0].data, ctx.param("W"))
+        return y + ctx.param("b") if attrs.get("with_bias", True) else y
+
+
+# --- structure -------------------------------------------------------------------------
+
+
+@register
+class Split(OpDef):
+    """`split(x, n)` into n equal parts of the feature dim, or `split(x, [d1, d2])`."""
+
+    name = fn_name = "split"
+
+    def api(self, x, parts):
+        pass
+
+    def _part_dims(self, dt: DimTable, x: Value, parts) -> list[str]:
+        feat = dt.feature(x.dims)
+        if isinstance(parts, int) and not isinstance(parts, bool):
+            if parts < 1:
+                raise DimError("split needs a positive number of parts")
+            return [dt.part(feat, parts).name] * parts
+        if isinstance(parts, (list, tuple)) and all(isinstance(p, str) and p in dt.dims for p in parts):
+            total = sum(dt[p].size or 0 for p in parts)
+            if total != dt[feat].size:
+                raise DimError(f"split parts sum to {total}, but `{feat}` has size {dt[feat].size}")
+            return list(parts)
+        raise DimError("split(x, n) takes a number of parts or a list of dims")
+
+    def infer(self, dt, args, attrs):
+        x = args[0]
+        feat = dt.feature(x.dims)
+        parts = self._part_dims(dt, x, attrs["parts"])
+        rest = [d for d in x.dims if d != feat]
+        for p in parts:
+            if p in rest:
+                raise DimError(f"split part dim `{p}` is already a dim of the input")
+        return [OutType(dt.canonical(rest + [p]), x.dtype) for p in parts]
+
+    def returnn(self, ctx, op):
+        feat = [d for d in ctx.in_dims(0) if d not in op.outs[0].dims][0]
+        return {
+            "class": "split",
+            "from": ctx.src(0),
+            "axis": ctx.dim(feat),
+            "out_dims": [ctx.dim(o.dims[-1]) for o in op.outs],
+        }
+
+    def returnn_outs(self, layer, op):
+        return [f"{layer}/{i}" for i in range(len(op.outs))]
+
+    def torch(self, ctx, op):
+        sizes = [ctx.size(o.dims[-1]) for o in op.outs]
+        return f"torch.split({ctx.arg(0)}, [{', '.join(sizes)}], dim=-1)"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        sizes = [ctx.size(o.dims[-1]) for o in outs]
+        return tuple(torch.split(args[0].data, sizes, dim=-1))
+
+
+@register
+class Concat(OpDef):
+    """`concat(a, b, ...)` along the feature dims."""
+
+    name = fn_name = "concat"
+    tensors = ("xs",)
+
+    def api(self, *xs):
+        pass
+
+    def infer(self, dt, args, attrs):
+        if len(args) < 2:
+            raise DimError("concat needs at least two tensors")
+        feats = [dt.feature(a.dims) for a in args]
+        rests = [tuple(d for d in a.dims if d != f) for a, f in zip(args, feats)]
+        if len(set(rests)) != 1:
+            raise DimError("concat inputs must agree on all dims but the feature dim: " + " vs ".join(map(str, rests)))
+        out = dt.concat(feats)
+        return [OutType(dt.canonical(list(rests[0]) + [out.name]), args[0].dtype)]
+
+    def returnn(self, ctx, op):
+        srcs = [[ctx.src(i), ctx.dim(ctx.in_dims(i)[-1])] for i in range(len(op.args))]
+        return {"class": "concat", "from": [tuple(s) for s in srcs], "out_dim": ctx.dim(op.outs[0].dims[-1])}
+
+    def torch(self, ctx, op):
+        return f"torch.cat([{', '.join(ctx.arg(i) for i in range(len(op.args)))}], dim=-1)"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        return torch.cat([a.data for a in args], dim=-1)
+
+
+# --- reductions ------------------------------------------------------------------------
+
+
+class _Reduce(OpDef):
+    mode = ""
+
+    def api(self, x, axis):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x = args[0]
+        axes = _dims_attr(dt, attrs["axis"])
+        for a in axes:
+            if a not in x.dims:
+                raise DimError(f"cannot reduce over `{a}`: not a dim of [{', '.join(x.dims)}]")
+            if dt[a].kind == "batch":
+                raise DimError("cannot reduce over the batch dim")
+        return [OutType(tuple(d for d in x.dims if d not in axes), x.dtype)]
+
+    def returnn(self, ctx, op):
+        axes = _dims_attr_names(op.attrs["axis"])
+        return {"class": "reduce", "mode": self.mode, "from": ctx.src(0), "axis": [ctx.dim(a) for a in axes]}
+
+    def torch(self, ctx, op):
+        x_dims = ctx.in_dims(0)
+        axes = _dims_attr_names(op.attrs["axis"])
+        pos = tuple(x_dims.index(a) for a in axes)
+        x = ctx.arg(0)
+        dyn = [a for a in axes if ctx.is_dynamic(a)]
+        fill = "float('-inf')" if self.mode == "max" else "0.0"
+        for a in dyn:
+            x = f"{x}.masked_fill(~{ctx.mask(a, x_dims)}, {fill})"
+        fn = {"sum": "sum", "mean": "sum", "max": "amax"}[self.mode]
+        expr = f"{x}.{fn}(dim={pos if len(pos) > 1 else pos[0]})"
+        if self.mode == "mean":
+            counts = [ctx.lens(a, op.outs[0].dims) if a in dyn else ctx.size(a) for a in axes]
+            expr = f"{expr} / ({' * '.join(counts)})"
+        return expr
+
+    def eager(self, ctx, args, attrs, outs):
+        x = args[0]
+        axes = _dims_attr_names(attrs["axis"])
+        pos = tuple(x.dims.index(a) for a in axes)
+        return {"sum": x.data.sum, "mean": x.data.mean, "max": x.data.amax}[self.mode](dim=pos)
+
+
+def _dims_attr_names(axis) -> list[str]:
+    return list(axis) if isinstance(axis, (list, tuple)) else [axis]
+
+
+@register
+class ReduceSum(_Reduce):
+    name = fn_name = "reduce_sum"
+    mode = "sum"
+
+
+@register
+class ReduceMean(_Reduce):
+    name = fn_name = "reduce_mean"
+    mode = "mean"
+
+
+@register
+class ReduceMax(_Reduce):
+    name = fn_name = "reduce_max"
+    mode = "max"
+
+
+@register
+class Dot(OpDef):
+    """`dot(a, b, reduce=dim)`: multiply, sum over `reduce`, keep all other dims (einsum)."""
+
+    name = fn_name = "dot"
+    tensors = ("a", "b")
+
+    def api(self, a, b, reduce):
+        pass
+
+    def infer(self, dt, args, attrs):
+        _float_check("dot", args)
+        axes = _dims_attr(dt, attrs["reduce"])
+        for a in axes:
+            for v in args:
+                if a not in v.dims:
+                    raise DimError(f"dot reduces over `{a}`, which is not a dim of [{', '.join(v.dims)}]")
+        return [OutType(tuple(d for d in _union(dt, args) if d not in axes))]
+
+    def returnn(self, ctx, op):
+        axes = _dims_attr_names(op.attrs["reduce"])
+        return {"class": "dot", "from": [ctx.src(0), ctx.src(1)], "reduce": [ctx.dim(a) for a in axes]}
+
+    def torch(self, ctx, op):
+        axes = _dims_attr_names(op.attrs["reduce"])
+        a = ctx.arg(0)
+        a_dims = ctx.in_dims(0)
+        for d in axes:  # padded frames may hold anything: zero them on one side
+            if ctx.is_dynamic(d):
+                a = f"{a}.masked_fill(~{ctx.mask(d, a_dims)}, 0.0)"
+        letters = _letters([*a_dims, *ctx.in_dims(1)])
+        spec = f"{''.join(letters[d] for d in a_dims)},{''.join(letters[d] for d in ctx.in_dims(1))}"
+        out = "".join(letters[d] for d in op.outs[0].dims)
+        return f'torch.einsum("{spec}->{out}", {a}, {ctx.arg(1)})'
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        letters = _letters([*args[0].dims, *args[1].dims])
+        spec = f"{''.join(letters[d] for d in args[0].dims)},{''.join(letters[d] for d in args[1].dims)}"
+        out = "".join(letters[d] for d in outs[0].dims)
+        return torch.einsum(f"{spec}->{out}", args[0].data, args[1].data)
+
+
+def _letters(dims: list[str]) -> dict[str, str]:
+    uniq = list(dict.fromkeys(dims))
+    return {d: "abcdefghijklmnopqrstuvwxyz"[i] for i, d in enumerate(uniq)}
+
+
+class _Softmax(OpDef):
+    log = False
+
+    def api(self, x, axis):
+        pass
+
+    def infer(self, dt, args, attrs):
+        _float_check(self.fn_name or self.name, args)
+        axes = _dims_attr(dt, attrs["axis"])
+        if len(axes) != 1 or axes[0] not in args[0].dims:
+            raise DimError(f"`axis` must be one dim of [{', '.join(args[0].dims)}]")
+        if dt[axes[0]].kind == "batch":
+            raise DimError("softmax over the batch dim is not allowed")
+        return [OutType(args[0].dims)]
+
+    def returnn(self, ctx, op):
+        axis = op.attrs["axis"]
+        if ctx.is_dynamic(axis):
+            return {"class": "softmax_over_spatial", "from": ctx.src(0), "axis": ctx.dim(axis), "log_space": self.log}
+        return {"class": "activation", "activation": "log_softmax" if self.log else "softmax", "from": ctx.src(0)}
+
+    def torch(self, ctx, op):
+        axis = op.attrs["axis"]
+        dims = ctx.in_dims(0)
+        x = ctx.arg(0)
+        if ctx.is_dynamic(axis):
+            x = f"{x}.masked_fill(~{ctx.mask(axis, dims)}, float('-inf'))"
+        fn = "log_softmax" if self.log else "softmax"
+        return f"torch.{fn}({x}, dim={dims.index(axis)})"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        fn = torch.log_softmax if self.log else torch.softmax
+        return fn(args[0].data, dim=args[0].dims.index(attrs["axis"]))
+
+
+@register
+class Softmax(_Softmax):
+    name = fn_name = "softmax"
+
+
+@register
+class LogSoftmax(_Softmax):
+    name = fn_name = "log_softmax"
+    log = True
+
+
+_ = Code  # re-exported for lowerings that build code fragments

@@ -1,0 +1,294 @@
+"""Turning a Python `for` statement into a `Loop` region.
+
+Every name the body assigns that holds a tensor before the loop becomes a carried
+value (its block argument is the previous step's value); the rec-state pass later drops
+carries whose previous value is never read. Names assigned in the body are bound after
+the loop to their last-frame value, and lists appended to become stacked tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack
+from netc.parser import values as V
+
+if TYPE_CHECKING:
+    from netc.parser.tracer import Tracer
+
+
+@dataclass(eq=False)
+class _LoopCtx:
+    stmt: cst.For
+    loop: Loop
+    block: V.Block
+    env: dict[str, Any]
+    assigned: dict[str, cst.CSTNode]
+    start_lists: set[int]  # ids of the empty lists bound when the loop started
+    appends: dict[int, tuple[V.PyList, V.TV, cst.CSTNode]] = field(default_factory=dict)
+    index: V.LoopIndex | None = None
+
+
+def assigned_names(stmts) -> dict[str, cst.CSTNode]:
+    """Names a loop body binds (first binding node each), including nested blocks."""
+    found: dict[str, cst.CSTNode] = {}
+
+    class Visitor(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            return False
+
+        def visit_ClassDef(self, node):
+            return False
+
+        def visit_AssignTarget(self, node):
+            self._names(node.target)
+
+        def visit_AugAssign(self, node):
+            self._names(node.target)
+
+        def visit_AnnAssign(self, node):
+            self._names(node.target)
+
+        def visit_For(self, node):
+            self._names(node.target)
+
+        def _names(self, t):
+            if isinstance(t, cst.Name):
+                found.setdefault(t.value, t)
+            elif isinstance(t, (cst.Tuple, cst.List)):
+                for el in t.elements:
+                    self._names(el.value)
+
+    for s in stmts:
+        s.visit(Visitor())
+    return found
+
+
+class LoopBuilder:
+    def __init__(self, tracer: Tracer):
+        self.t = tracer
+        self.active: list[_LoopCtx] = []
+
+    # --- values crossing region boundaries ---------------------------------------------
+
+    def capture(self, tv: V.TV, block: V.Block, node: cst.CSTNode) -> V.TV:
+        if tv.block is block:
+            return tv
+        if block.parent is None:
+            raise self.t.error(node, "a value computed inside a loop is used outside it; read it after the loop through a variable (last frame) or a list (stacked)")
+        outer = self.capture(tv, block.parent, node)
+        got = block.captured.get(outer.value.id)
+        if got is None:
+            v = outer.value
+            inner = self.t.new_value(v.dims, v.dtype, name=v.name, sparse_dim=v.sparse_dim)
+            block.loop.invariants.append(LoopInvariant(outer=v.id, inner=inner))
+            got = block.captured[v.id] = V.TV(inner, block)
+        return got
+
+    # --- iterables -----------------------------------------------------------------------
+
+    def iter_builtin(self, name: str, node: cst.Call) -> Any:
+        args, kwargs = self.t.call_args(node)
+        if kwargs:
+            raise self.t.error(node, f"`{name}` takes no keyword arguments here")
+        if name == "range":
+            if len(args) != 1 or not isinstance(args[0], V.SeqLen):
+                raise self.t.error(node, "loops over `range` need `range(x.max_seq_len)` (each sequence's own length)")
+            return V.RangeSpec(args[0].dim)
+        if name == "zip":
+            if len(args) < 2:
+                raise self.t.error(node, "zip needs at least two sequences")
+            return V.ZipSpec(tuple(args))
+        raise self.t.error(node, "`reversed` loops are not supported yet")
+
+    def unstack(self, node: cst.Call) -> V.UnstackSpec:
+        args, kwargs = self.t.call_args(node)
+        try:
+            x, axis = _unstack_args(*args, **kwargs)
+        except TypeError:
+            raise self.t.error(node, "use unstack(x, axis=dim)") from None
+        if not isinstance(x, V.TV) or not isinstance(axis, V.DimRef):
+            raise self.t.error(node, "use unstack(x, axis=dim) with a tensor and a dim")
+        if axis.name not in x.dims or self.t.dims[axis.name].kind != "dynamic":
+            raise self.t.error(node, f"`{axis.name}` is not a dynamic dim of the tensor [{', '.join(x.dims)}]")
+        return V.UnstackSpec(x, axis.name)
+
+    def _seq(self, it: Any, node: cst.CSTNode) -> tuple[V.TV, str]:
+        if isinstance(it, V.UnstackSpec):
+            return it.tensor, it.axis
+        if isinstance(it, V.TV):
+            dyn = self.t.dims.dynamic(it.dims)
+            if len(dyn) != 1:
+                what = "no dynamic dim" if not dyn else f"several dynamic dims ({', '.join(dyn)}); use unstack(x, axis=...)"
+                raise self.t.error(node, f"cannot loop over a tensor with {what}")
+            return it, dyn[0]
+        raise self.t.error(node, "a loop iterates over a tensor, `unstack(x, axis=...)`, `zip(...)` or `range(x.max_seq_len)`")
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def for_loop(self, stmt: cst.For) -> None:
+        t = self.t
+        if stmt.orelse is not None:
+            raise t.error(stmt.orelse, "`for ... else` is not supported")
+        it = t.eval_expr(stmt.iter)
+        targets: list[tuple[cst.BaseAssignTargetExpression, V.TV]] = []
+        seqs: list[tuple[V.TV, str, cst.CSTNode]] = []
+        if isinstance(it, V.RangeSpec):
+            axis = it.dim
+        elif isinstance(it, V.ZipSpec):
+            if not isinstance(stmt.target, (cst.Tuple, cst.List)) or len(stmt.target.elements) != len(it.parts):
+                raise t.error(stmt.target, f"zip of {len(it.parts)} sequences needs {len(it.parts)} loop variables")
+            for el, part in zip(stmt.target.elements, it.parts):
+                x, ax = self._seq(part, stmt.iter)
+                seqs.append((x, ax, el.value))
+            axes = {ax for _, ax, _ in seqs}
+            if len(axes) != 1:
+                raise t.error(stmt.iter, f"zip over different axes: {', '.join(sorted(axes))}")
+            axis = seqs[0][1]
+        else:
+            x, axis = self._seq(it, stmt.iter)
+            seqs.append((x, axis, stmt.target))
+
+        outer = t.block
+        env = t.env
+        loop = Loop(axis=axis, span=t.span(stmt))
+        outer.nodes.append(loop)
+        body = V.Block(nodes=loop.body, loop=loop, parent=outer)
+        for x, _, target in seqs:
+            ox = self.capture(x, outer, stmt.iter)
+            frame = t.new_value(tuple(d for d in ox.dims if d != axis), ox.value.dtype, sparse_dim=ox.value.sparse_dim)
+            loop.seqs.append(LoopSeq(outer=ox.value.id, inner=frame))
+            targets.append((target, V.TV(frame, body)))
+
+        assigned = assigned_names(stmt.body.body)
+        target_names: set[str] = set()
+        for target, _ in targets:
+            target_names |= set(_target_names(target))
+        if isinstance(it, V.RangeSpec):
+            target_names |= set(_target_names(stmt.target))
+        python_bound = {n for n in assigned if n in env and not isinstance(env[n], V.TV) and n not in target_names}
+        for name in assigned:
+            if name in env and isinstance(env[name], V.TV) and name not in target_names:
+                init = self.capture(env[name], outer, assigned[name])
+                inner = t.new_value(init.dims, init.value.dtype, name=name, sparse_dim=init.value.sparse_dim)
+                loop.carries.append(LoopCarry(name=name, init=init.value.id, inner=inner, next=-1))
+                env[name] = V.TV(inner, body)
+
+        ctx = _LoopCtx(stmt=stmt, loop=loop, block=body, env=env, assigned=assigned,
+                       start_lists={id(v) for v in env.values() if isinstance(v, V.PyList) and not v.items})
+        if isinstance(it, V.RangeSpec):
+            if not isinstance(stmt.target, cst.Name):
+                raise t.error(stmt.target, "`for t in range(...)` binds one name")
+            ctx.index = V.LoopIndex(block=body, axis=axis)
+            env[stmt.target.value] = ctx.index
+        else:
+            for target, frame in targets:
+                t.assign(target, frame)
+        before = {n: env.get(n) for n in python_bound}
+
+        self.active.append(ctx)
+        t.block = body
+        try:
+            for s in stmt.body.body:
+                if isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Continue)) for x in s.body):
+                    raise t.error(s, "`break`/`continue` need `if end(cond): break` (not supported yet)")
+                t.stmt(s)
+        finally:
+            t.block = outer
+            self.active.pop()
+
+        for name in python_bound:
+            if env.get(name) is not before[name]:
+                raise t.error(assigned[name], f"`{name}` holds a Python value before the loop and is reassigned in the body; loop state must be tensors")
+        self._close(ctx, outer, target_names)
+
+    def _close(self, ctx: _LoopCtx, outer: V.Block, target_names: set[str]) -> None:
+        t, loop, body, env = self.t, ctx.loop, ctx.block, ctx.env
+        carried = {c.name for c in loop.carries}
+        for c in loop.carries:
+            nxt = env.get(c.name)
+            node = ctx.assigned[c.name]
+            if not isinstance(nxt, V.TV):
+                raise t.error(node, f"loop state `{c.name}` must stay a tensor")
+            nxt = self.capture(nxt, body, node)
+            if nxt.dims != c.inner.dims or nxt.value.dtype != c.inner.dtype:
+                raise t.error(node, f"loop state `{c.name}` changes in the loop: [{', '.join(c.inner.dims)}] before, "
+                                    f"[{', '.join(nxt.dims)}] after a step")
+            c.next = nxt.value.id
+            c.out = t.new_value(c.inner.dims, c.inner.dtype, name=c.name, sparse_dim=c.inner.sparse_dim)
+            env[c.name] = V.TV(c.out, outer)
+        for name in list(ctx.assigned) + sorted(target_names - set(ctx.assigned)):
+            v = env.get(name)
+            if name in carried or not isinstance(v, V.TV) or not _inside(v.block, body):
+                continue
+            v = self.capture(v, body, ctx.assigned.get(name, ctx.stmt))
+            out = t.new_value(v.dims, v.value.dtype, name=name, sparse_dim=v.value.sparse_dim)
+            loop.lasts.append(LoopLast(name=name, value=v.value.id, out=out))
+            env[name] = V.TV(out, outer)
+        for lst, value, _node in ctx.appends.values():
+            dims = t.dims.canonical((*value.dims, loop.axis))
+            names = [n for n, v in env.items() if v is lst]
+            out = t.new_value(dims, value.value.dtype, name=names[0] if names else None, sparse_dim=value.value.sparse_dim)
+            loop.stacks.append(LoopStack(name=out.name or "stack", value=value.value.id, out=out))
+            stacked = V.TV(out, outer)
+            for n in names:
+                env[n] = stacked
+
+    def append(self, lst: V.PyList, value: Any, node: cst.CSTNode) -> None:
+        ctx = self.active[-1] if self.active else None
+        if ctx is None or id(lst) not in ctx.start_lists:
+            if any(id(lst) in c.start_lists for c in self.active):
+                raise self.t.error(node, "append to a list of an outer loop inside a nested loop; stack in the inner loop first")
+            lst.items.append(value)  # a plain Python list, e.g. collected for concat
+            return
+        if not isinstance(value, V.TV):
+            raise self.t.error(node, "only tensors can be stacked over a loop")
+        if id(lst) in ctx.appends:
+            raise self.t.error(node, "a list is appended to twice in one step; use one append per step")
+        ctx.appends[id(lst)] = (lst, self.capture(value, ctx.block, node), node)
+
+    def index(self, x: V.TV, idx: V.LoopIndex, node: cst.CSTNode) -> V.TV:
+        ctx = next((c for c in self.active if c.index is idx), None)
+        if ctx is None:
+            raise self.t.error(node, "the loop index is only valid inside its loop")
+        if idx.axis not in x.dims:
+            raise self.t.error(node, f"cannot index [{', '.join(x.dims)}] by the loop index over `{idx.axis}`")
+        outer = self.capture(x, ctx.block.parent, node)
+        frame = idx.seqs.get(outer.value.id)
+        if frame is None:
+            v = outer.value
+            inner = self.t.new_value(tuple(d for d in v.dims if d != idx.axis), v.dtype, sparse_dim=v.sparse_dim)
+            ctx.loop.seqs.append(LoopSeq(outer=v.id, inner=inner))
+            frame = idx.seqs[v.id] = V.TV(inner, ctx.block)
+        return self.capture(frame, self.t.block, node)
+
+    def unbound_read(self, node: cst.Name) -> None:
+        for ctx in reversed(self.active):
+            if ctx.env is self.t.env and node.value in ctx.assigned:
+                raise self.t.error(node, f"`{node.value}` is read before it is assigned in the loop body and has no value "
+                                         f"before the loop; give the state an initial value before the loop "
+                                         f"(e.g. `{node.value} = zeros(batch, ...)`)")
+
+
+def _target_names(t: cst.CSTNode) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for el in t.elements for n in _target_names(el.value)]
+    return []
+
+
+def _inside(block: V.Block, body: V.Block) -> bool:
+    while block is not None:
+        if block is body:
+            return True
+        block = block.parent
+    return False
+
+
+def _unstack_args(x, axis):
+    return x, axis
+

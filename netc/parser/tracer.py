@@ -1,0 +1,715 @@
+"""Symbolic evaluation of a model file's CST into IR.
+
+The parser is the only place that knows Python syntax. It walks the `@network`
+function statement by statement, keeps an environment of what each name stands for,
+inlines helper functions and `Module` methods, and appends IR nodes to the current
+block. Loops become `Loop` regions (see `loops.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from netc.errors import CompileError, Span
+from netc.ir.dims import DimError, DimTable
+from netc.ir.model import Graph, Input, Op, Output, ParamDef, Value
+from netc.ops import BY_FN_NAME, REGISTRY, OpDef
+from netc.parser import values as V
+from netc.parser.loops import LoopBuilder
+from netc.parser.names import Namer
+
+# names `from netc import ...` may bring in that are not ops
+DSL_SYMBOLS = {"Dim", "batch", "Tensor", "Labels", "network", "Module", "unstack"}
+BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "isinstance"}
+_BINOPS = {cst.Add: ("add", lambda a, b: a + b), cst.Subtract: ("sub", lambda a, b: a - b),
+           cst.Multiply: ("mul", lambda a, b: a * b), cst.Divide: ("div", lambda a, b: a / b)}
+
+
+class _Return(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
+class Tracer:
+    def __init__(self, path: str, source: str):
+        self.path = path
+        self.source = source
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as e:
+            span = Span(file=path, line=e.raw_line, col=max(e.raw_column, 0), end_line=e.raw_line, end_col=e.raw_column + 1)
+            raise CompileError(span, f"syntax error: {e.message}") from None
+        wrapper = MetadataWrapper(module)
+        self.module = wrapper.module
+        self.positions = wrapper.resolve(PositionProvider)
+        self.dims = DimTable()
+        self.globals: dict[str, Any] = {name: V.Builtin(name) for name in BUILTINS}
+        self.next_id = 0
+        self.block = V.Block(nodes=[])
+        self.root = self.block
+        self.params: list[ParamDef] = []
+        self.namer = Namer()
+        self.call_path: list[tuple[int, int]] = []
+        self.scope: list[str] = []  # module path prefix for parameters
+        self.stmt_target: str | None = None  # the single Name a statement assigns, for naming
+        self.loops = LoopBuilder(self)
+        self.local_stack: list[dict[str, Any]] = [self.globals]
+
+    # --- spans and errors --------------------------------------------------------------
+
+    def span(self, node: cst.CSTNode) -> Span:
+        r = self.positions[node]
+        return Span(file=self.path, line=r.start.line, col=r.start.column, end_line=r.end.line, end_col=r.end.column)
+
+    def error(self, node: cst.CSTNode, msg: str) -> CompileError:
+        return CompileError(self.span(node), msg)
+
+    # --- values ------------------------------------------------------------------------
+
+    def new_value(self, dims, dtype="float32", name=None, sparse_dim=None) -> Value:
+        self.next_id += 1
+        return Value(id=self.next_id, dims=tuple(dims), dtype=dtype, name=name, sparse_dim=sparse_dim)
+
+    def use(self, tv: V.TV, node: cst.CSTNode) -> V.TV:
+        """The value as seen from the current block (capturing outer values as invariants)."""
+        return self.loops.capture(tv, self.block, node)
+
+    def emit(self, opdef: OpDef, args: list[V.TV], attrs: dict, node: cst.CSTNode, param: V.OpModule | None = None) -> list[V.TV]:
+        args = [self.use(a, node) for a in args]
+        try:
+            outs = opdef.infer(self.dims, [a.value for a in args], attrs)
+            roles = opdef.params(self.dims, [a.value for a in args], attrs) if param is not None else {}
+        except DimError as e:
+            raise self.error(node, str(e)) from None
+        if param is not None:
+            if param.params is None:
+                param.params = roles
+                for role, dims in roles.items():
+                    self.params.append(ParamDef(name=f"{param.path}/{role}", dims=dims, call_path=param.call_path, role=role))
+            elif param.params != roles:
+                raise self.error(node, f"module `{param.path}` called on inputs of another shape than before (its parameters are shared)")
+        vals = [self.new_value(o.dims, o.dtype, sparse_dim=o.sparse_dim) for o in outs]
+        self.block.nodes.append(Op(op=opdef.name, args=[a.value.id for a in args], attrs=attrs, outs=vals,
+                                   span=self.span(node), param=param.path if param else None))
+        return [V.TV(v, self.block) for v in vals]
+
+    # --- module level ------------------------------------------------------------------
+
+    def trace(self, network: str | None = None) -> Graph:
+        nets: list[cst.FunctionDef] = []
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.FunctionDef) and self._is_network(stmt):
+                nets.append(stmt)
+                self.globals[stmt.name.value] = V.FunctionRef(stmt)
+            else:
+                self.module_stmt(stmt)
+        if network is not None:
+            nets = [n for n in nets if n.name.value == network]
+        if not nets:
+            raise CompileError(None, f"{self.path}: no @network function" + (f" named `{network}`" if network else ""))
+        if len(nets) > 1:
+            raise self.error(nets[1], "several @network functions; pick one with --network NAME")
+        return self.trace_network(nets[0])
+
+    def _is_network(self, fn: cst.FunctionDef) -> bool:
+        for dec in fn.decorators:
+            try:
+                val = self.eval_expr(dec.decorator)
+            except CompileError:
+                continue
+            if val == V.NetcSym("network"):
+                return True
+        return False
+
+    def module_stmt(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.ImportFrom):
+                    self.import_from(small)
+                elif isinstance(small, cst.Import):
+                    self.import_(small)
+                elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                    self.small_stmt(small)
+                elif isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+                    pass  # docstring
+                elif isinstance(small, cst.Pass):
+                    pass
+                else:
+                    raise self.error(small, "only imports, dims and constants are supported at module level")
+        elif isinstance(stmt, cst.FunctionDef):
+            self.globals[stmt.name.value] = V.FunctionRef(stmt)
+        elif isinstance(stmt, cst.ClassDef):
+            self.globals[stmt.name.value] = V.ClassRef(stmt)
+        elif isinstance(stmt, cst.If) and self._is_main_guard(stmt.test):
+            pass  # `if __name__ == "__main__":` is eager-only code
+        else:
+            raise self.error(stmt, f"unsupported statement at module level: {type(stmt).__name__}")
+
+    @staticmethod
+    def _is_main_guard(test: cst.BaseExpression) -> bool:
+        return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__")
+
+    def import_from(self, node: cst.ImportFrom) -> None:
+        mod = cst.helpers.get_full_name_for_node(node.module) if node.module else ""
+        if mod == "__future__":
+            return
+        if isinstance(node.names, cst.ImportStar):
+            raise self.error(node, "`import *` is not supported; import names explicitly")
+        for alias in node.names:
+            name = cst.helpers.get_full_name_for_node(alias.name)
+            as_name = alias.asname.name.value if alias.asname else name
+            if mod == "netc":
+                if name not in DSL_SYMBOLS and name not in BY_FN_NAME:
+                    raise self.error(alias, f"`netc` has no `{name}`")
+                self.globals[as_name] = _netc_symbol(name)
+            else:
+                self.globals[as_name] = V.Foreign(f"{mod}.{name}")
+
+    def import_(self, node: cst.Import) -> None:
+        for alias in node.names:
+            name = cst.helpers.get_full_name_for_node(alias.name)
+            as_name = alias.asname.name.value if alias.asname else name.split(".")[0]
+            self.globals[as_name] = V.NetcModule() if name == "netc" else V.Foreign(name)
+
+    # --- the network function ----------------------------------------------------------
+
+    def trace_network(self, fn: cst.FunctionDef) -> Graph:
+        env: dict[str, Any] = {}
+        inputs: list[Input] = []
+        for p in fn.params.params:
+            name = p.name.value
+            if p.annotation is None:
+                raise self.error(p, f"network input `{name}` needs an annotation such as Tensor[batch, time, feat]")
+            kind, dims = self.input_annotation(p.annotation.annotation)
+            canon = self.dims.canonical(dims)
+            if kind == "Labels":
+                sparse = dims[-1]
+                dims = dims[:-1]
+                canon = self.dims.canonical(dims)
+                val = self.new_value(canon, "int32", name=name, sparse_dim=sparse)
+            else:
+                val = self.new_value(canon, "float32", name=name)
+            inputs.append(Input(name=name, value=val, annotated_dims=tuple(dims)))
+            env[name] = V.TV(val, self.root)
+        if fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.kwonly_params or fn.params.star_kwarg:
+            raise self.error(fn.params, "network inputs must be plain parameters")
+        self.local_stack.append(env)
+        try:
+            self.run_body(fn.body.body)
+            raise self.error(fn, "the network function must end with `return`")
+        except _Return as r:
+            outputs = self.network_outputs(fn, r.value)
+        finally:
+            self.local_stack.pop()
+        return Graph(source_file=self.path, network=fn.name.value, dims=self.dims.as_list(), inputs=inputs,
+                     params=self.params, body=self.root.nodes, outputs=outputs)
+
+    def input_annotation(self, ann: cst.BaseExpression) -> tuple[str, list[str]]:
+        if isinstance(ann, cst.Subscript):
+            kind = self.eval_expr(ann.value)
+            if kind in (V.NetcSym("Tensor"), V.NetcSym("Labels")):
+                dims = []
+                for el in ann.slice:
+                    d = self.eval_expr(el.slice.value) if isinstance(el.slice, cst.Index) else None
+                    if not isinstance(d, V.DimRef):
+                        raise self.error(el, "annotation entries must be dims")
+                    dims.append(d.name)
+                if len(set(dims)) != len(dims):
+                    raise self.error(ann, "a dim appears twice in the annotation")
+                if "batch" not in dims:
+                    raise self.error(ann, "network inputs need the `batch` dim")
+                if kind.name == "Labels" and (len(dims) < 2 or self.dims[dims[-1]].kind != "static"):
+                    raise self.error(ann, "Labels[...] ends with its class dim, e.g. Labels[batch, time, vocab]")
+                return kind.name, dims
+        raise self.error(ann, "network inputs are annotated Tensor[...] or Labels[...]")
+
+    def network_outputs(self, fn: cst.FunctionDef, value: Any) -> list[Output]:
+        node = getattr(self, "_return_node", fn)
+        items = value.items() if isinstance(value, dict) else [("output", value)]
+        outs = []
+        for name, v in items:
+            if not isinstance(v, V.TV):
+                raise self.error(node, f"output `{name}` is not a tensor")
+            v = self.use(v, node)
+            if v.value.name is None:
+                v.value.name = name
+            outs.append(Output(name=name, value=v.value.id))
+        if not outs:
+            raise self.error(node, "the network returns no outputs")
+        return outs
+
+    # --- statements --------------------------------------------------------------------
+
+    @property
+    def env(self) -> dict[str, Any]:
+        return self.local_stack[-1]
+
+    def run_body(self, stmts) -> None:
+        for stmt in stmts:
+            self.stmt(stmt)
+
+    def stmt(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self.small_stmt(small)
+        elif isinstance(stmt, cst.For):
+            self.loops.for_loop(stmt)
+        elif isinstance(stmt, cst.If):
+            self.if_stmt(stmt)
+        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            raise self.error(stmt, "define functions and classes at module level")
+        else:
+            what = {cst.Try: "`try`", cst.While: "`while` without `if end(...): break`", cst.With: "`with`"}.get(type(stmt), type(stmt).__name__)
+            raise self.error(stmt, f"{what} is not supported in a network")
+
+    def if_stmt(self, node: cst.If) -> None:
+        cond = self.eval_expr(node.test)
+        if isinstance(cond, V.TV):
+            raise self.error(node.test, "`if` on a tensor is not supported yet; use where(cond, a, b)")
+        if not isinstance(cond, (bool, int, float, str, type(None))):
+            raise self.error(node.test, "`if` needs a condition known at compile time")
+        if cond:
+            self.run_body(node.body.body)
+        elif isinstance(node.orelse, cst.If):
+            self.if_stmt(node.orelse)
+        elif node.orelse is not None:
+            self.run_body(node.orelse.body.body)
+
+    def small_stmt(self, small: cst.CSTNode) -> None:
+        if isinstance(small, cst.Assign):
+            target = small.targets[0].target if len(small.targets) == 1 else None
+            self.stmt_target = target.value if isinstance(target, cst.Name) else None
+            if isinstance(target, cst.Attribute):
+                self.stmt_target = target.attr.value
+            try:
+                value = self.eval_expr(small.value)
+            finally:
+                self.stmt_target = None
+            for t in small.targets:
+                self.assign(t.target, value)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is None:
+                raise self.error(small, "annotation without a value")
+            self.assign(small.target, self.eval_expr(small.value))
+        elif isinstance(small, cst.AugAssign):
+            op = type(small.operator).__name__.replace("Assign", "")
+            binop = {"Add": cst.Add(), "Subtract": cst.Subtract(), "Multiply": cst.Multiply(), "Divide": cst.Divide()}.get(op)
+            if binop is None:
+                raise self.error(small, "unsupported augmented assignment")
+            left = self.eval_expr(small.target)
+            self.stmt_target = small.target.value if isinstance(small.target, cst.Name) else None
+            try:
+                value = self.binop(binop, left, self.eval_expr(small.value), small)
+            finally:
+                self.stmt_target = None
+            self.assign(small.target, value)
+        elif isinstance(small, cst.Expr):
+            if not isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+                self.eval_expr(small.value)
+        elif isinstance(small, cst.Return):
+            self._return_node = small
+            raise _Return(self.eval_expr(small.value) if small.value else None)
+        elif isinstance(small, cst.Pass):
+            pass
+        else:
+            raise self.error(small, f"`{type(small).__name__.lower()}` is not supported in a network")
+
+    def assign(self, target: cst.BaseAssignTargetExpression, value: Any) -> None:
+        if isinstance(target, cst.Name):
+            if isinstance(value, V.TV) and value.value.name is None:
+                value.value.name = target.value
+            self.env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            items = value if isinstance(value, (tuple, list)) else None
+            if items is None or len(items) != len(target.elements):
+                n = len(items) if items is not None else "a non-sequence"
+                raise self.error(target, f"cannot unpack {n} into {len(target.elements)} names")
+            for el, v in zip(target.elements, items):
+                self.assign(el.value, v)
+        elif isinstance(target, cst.Attribute):
+            obj = self.eval_expr(target.value)
+            if not isinstance(obj, V.ModuleInstance):
+                raise self.error(target, "only `self.<name> = ...` attributes of Modules can be assigned")
+            if isinstance(value, V.TV) and value.value.name is None:
+                value.value.name = target.attr.value
+            obj.attrs[target.attr.value] = value
+        else:
+            raise self.error(target, "unsupported assignment target")
+
+    # --- expressions -------------------------------------------------------------------
+
+    def lookup(self, node: cst.Name) -> Any:
+        name = node.value
+        if name in self.env:
+            return self.env[name]
+        if name in self.globals:
+            return self.globals[name]
+        if name in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[name]
+        self.loops.unbound_read(node)
+        raise self.error(node, f"unknown name `{name}`")
+
+    def eval_expr(self, node: cst.BaseExpression) -> Any:
+        if isinstance(node, cst.Name):
+            return self.lookup(node)
+        if isinstance(node, cst.Integer):
+            return int(node.value, 0)
+        if isinstance(node, cst.Float):
+            return float(node.value)
+        if isinstance(node, cst.SimpleString):
+            return node.evaluated_value
+        if isinstance(node, (cst.Tuple, cst.List)):
+            items = [self.eval_expr(e.value) for e in node.elements]
+            return tuple(items) if isinstance(node, cst.Tuple) else V.PyList(items) if not items else items
+        if isinstance(node, cst.Dict):
+            out = {}
+            for el in node.elements:
+                if not isinstance(el, cst.DictElement):
+                    raise self.error(el, "unsupported dict element")
+                out[self.eval_expr(el.key)] = self.eval_expr(el.value)
+            return out
+        if isinstance(node, cst.Attribute):
+            return self.attribute(self.eval_expr(node.value), node)
+        if isinstance(node, cst.Call):
+            return self.call(node)
+        if isinstance(node, cst.BinaryOperation):
+            return self.binop(node.operator, self.eval_expr(node.left), self.eval_expr(node.right), node)
+        if isinstance(node, cst.UnaryOperation):
+            return self.unary(node)
+        if isinstance(node, cst.Subscript):
+            return self.subscript(node)
+        if isinstance(node, cst.Comparison):
+            return self.compare(node)
+        raise self.error(node, f"unsupported expression: {type(node).__name__}")
+
+    def attribute(self, obj: Any, node: cst.Attribute) -> Any:
+        attr = node.attr.value
+        if isinstance(obj, V.NetcModule):
+            if attr not in DSL_SYMBOLS and attr not in BY_FN_NAME:
+                raise self.error(node, f"`netc` has no `{attr}`")
+            return _netc_symbol(attr)
+        if isinstance(obj, V.ModuleInstance):
+            if attr in obj.attrs:
+                return obj.attrs[attr]
+            if obj.cls.method(attr) is not None:
+                return V.BoundMethod(obj, attr)
+            raise self.error(node, f"module `{obj.path or obj.cls.node.name.value}` has no attribute `{attr}`")
+        if isinstance(obj, V.TV):
+            if attr == "max_seq_len":
+                dyn = self.dims.dynamic(obj.dims)
+                if len(dyn) != 1:
+                    raise self.error(node, f"`max_seq_len` needs exactly one dynamic dim, got [{', '.join(obj.dims)}]")
+                return V.SeqLen(dyn[0])
+            raise self.error(node, f"tensors have no attribute `{attr}`")
+        if isinstance(obj, V.PyList) and attr == "append":
+            return V.BoundMethod(obj, "append")
+        if isinstance(obj, V.Super) and attr == "__init__":
+            return V.NOOP
+        if isinstance(obj, V.Foreign):
+            return V.Foreign(f"{obj.name}.{attr}")
+        raise self.error(node, f"unsupported attribute `{attr}`")
+
+    def unary(self, node: cst.UnaryOperation) -> Any:
+        v = self.eval_expr(node.expression)
+        if isinstance(node.operator, cst.Minus):
+            if isinstance(v, V.TV):
+                return self.emit(REGISTRY["neg"], [v], {}, node)[0]
+            if isinstance(v, (int, float)):
+                return -v
+        if isinstance(node.operator, cst.Plus) and isinstance(v, (int, float, V.TV)):
+            return v
+        if isinstance(node.operator, cst.Not) and not isinstance(v, V.TV):
+            return not v
+        raise self.error(node, "unsupported unary operation")
+
+    def binop(self, operator: cst.BaseBinaryOp, a: Any, b: Any, node: cst.CSTNode) -> Any:
+        entry = _BINOPS.get(type(operator))
+        if entry is None:
+            raise self.error(node, f"unsupported operator `{type(operator).__name__}`")
+        opname, pyfn = entry
+        num = (int, float)
+        if isinstance(a, V.TV) or isinstance(b, V.TV):
+            if isinstance(a, V.TV) and isinstance(b, V.TV):
+                return self.emit(REGISTRY[opname], [a, b], {}, node)[0]
+            tv, other = (a, b) if isinstance(a, V.TV) else (b, a)
+            if isinstance(other, bool) or not isinstance(other, num):
+                raise self.error(node, f"cannot combine a tensor with {_describe(other)}")
+            return self.emit(REGISTRY[opname], [tv], {"scalar": other, "scalar_left": tv is b}, node)[0]
+        if isinstance(a, V.DimRef) or isinstance(b, V.DimRef):
+            dim, n = (a, b) if isinstance(a, V.DimRef) else (b, a)
+            if opname != "mul" or not isinstance(n, int):
+                raise self.error(node, "dims can only be multiplied by an integer (n * dim)")
+            try:
+                return V.DimRef(self.dims.scaled(dim.name, n).name)
+            except DimError as e:
+                raise self.error(node, str(e)) from None
+        if isinstance(a, num) and isinstance(b, num):
+            return pyfn(a, b)
+        if isinstance(a, V.SeqLen) or isinstance(b, V.SeqLen):
+            raise self.error(node, "arithmetic on `max_seq_len` is only supported in loops with `end` (not yet)")
+        raise self.error(node, f"unsupported operands: {_describe(a)} and {_describe(b)}")
+
+    def compare(self, node: cst.Comparison) -> Any:
+        left = self.eval_expr(node.left)
+        if len(node.comparisons) != 1:
+            raise self.error(node, "chained comparisons are not supported")
+        right = self.eval_expr(node.comparisons[0].comparator)
+        if isinstance(left, V.TV) or isinstance(right, V.TV):
+            raise self.error(node, "comparisons of tensors are not supported yet")
+        ops = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,
+               cst.GreaterThan: lambda a, b: a > b, cst.LessThanEqual: lambda a, b: a <= b,
+               cst.GreaterThanEqual: lambda a, b: a >= b, cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b}
+        fn = ops.get(type(node.comparisons[0].operator))
+        if fn is None or not all(isinstance(v, (int, float, str, bool, type(None))) for v in (left, right)):
+            raise self.error(node, "unsupported comparison")
+        return fn(left, right)
+
+    def subscript(self, node: cst.Subscript) -> Any:
+        obj = self.eval_expr(node.value)
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            raise self.error(node, "unsupported subscript")
+        idx = self.eval_expr(node.slice[0].slice.value)
+        if isinstance(obj, V.TV):
+            if isinstance(idx, V.LoopIndex):
+                return self.loops.index(obj, idx, node)
+            raise self.error(node, "tensors can only be indexed by a loop index (`x[t]` in `for t in range(x.max_seq_len)`)")
+        if isinstance(obj, (tuple, list)) and isinstance(idx, int):
+            if not -len(obj) <= idx < len(obj):
+                raise self.error(node, f"index {idx} out of range for {len(obj)} items")
+            return obj[idx]
+        if isinstance(obj, dict) and idx in obj:
+            return obj[idx]
+        if isinstance(obj, V.NetcSym) and obj.name in ("Tensor", "Labels"):
+            raise self.error(node, f"`{obj.name}[...]` is only for annotating network inputs")
+        raise self.error(node, "unsupported subscript")
+
+    # --- calls -------------------------------------------------------------------------
+
+    def call_args(self, node: cst.Call) -> tuple[list[Any], dict[str, Any]]:
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for a in node.args:
+            v = self.eval_expr(a.value)
+            if a.star == "*":
+                if not isinstance(v, (tuple, list)):
+                    raise self.error(a, "`*` needs a tuple or list")
+                args.extend(v)
+            elif a.star:
+                raise self.error(a, "`**` arguments are not supported")
+            elif a.keyword is not None:
+                kwargs[a.keyword.value] = v
+            else:
+                args.append(v)
+        return args, kwargs
+
+    def call(self, node: cst.Call) -> Any:
+        fn = self.eval_expr(node.func)
+        if isinstance(fn, V.Builtin) and fn.name in ("range", "zip", "reversed"):
+            return self.loops.iter_builtin(fn.name, node)
+        if isinstance(fn, V.NetcSym) and fn.name == "unstack":
+            return self.loops.unstack(node)
+        args, kwargs = self.call_args(node)
+        if isinstance(fn, V.NetcSym):
+            return self.call_netc(fn.name, args, kwargs, node)
+        if isinstance(fn, V.OpModule):
+            return self.call_op_module(fn, args, kwargs, node)
+        if isinstance(fn, V.FunctionRef):
+            return self.inline(fn.node, args, kwargs, node, self_obj=None, scope=self.helper_scope(fn.node.name.value))
+        if isinstance(fn, V.ClassRef):
+            return self.construct(fn, args, kwargs, node)
+        if isinstance(fn, V.ModuleInstance):
+            return self.call_method(fn, "__call__", args, kwargs, node)
+        if isinstance(fn, V.BoundMethod):
+            if isinstance(fn.obj, V.PyList):
+                if len(args) != 1 or kwargs:
+                    raise self.error(node, "append takes one value")
+                self.loops.append(fn.obj, args[0], node)
+                return None
+            return self.call_method(fn.obj, fn.name, args, kwargs, node)
+        if isinstance(fn, V.Builtin):
+            return self.call_builtin(fn.name, args, kwargs, node)
+        if isinstance(fn, V.Foreign):
+            raise self.error(node, f"`{fn.name}` is not part of the netc language; networks may only call netc ops, helper functions and Modules")
+        raise self.error(node, f"{_describe(fn)} is not callable")
+
+    def call_builtin(self, name: str, args, kwargs, node) -> Any:
+        if name == "noop":
+            return None
+        if name == "super":
+            return V.Super()
+        if name == "print":
+            return None  # printing is for eager runs; compiled code has nothing to show
+        if name == "len" and len(args) == 1 and isinstance(args[0], (tuple, list)):
+            return len(args[0])
+        if name in ("float", "int") and len(args) == 1 and isinstance(args[0], (int, float)):
+            return float(args[0]) if name == "float" else int(args[0])
+        if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], (tuple, list)):
+            return tuple(args[0]) if name == "tuple" else list(args[0])
+        raise self.error(node, f"`{name}(...)` is not supported here")
+
+    def call_netc(self, name: str, args, kwargs, node: cst.Call) -> Any:
+        if name == "Dim":
+            return self.declare_dim(args, kwargs, node)
+        opdef = BY_FN_NAME.get(name)
+        if opdef is None:
+            raise self.error(node, f"`{name}` cannot be called in a network")
+        if opdef.module:
+            return self.construct_op_module(opdef, args, kwargs, node)
+        try:
+            tensors, attrs = opdef.bind(tuple(args), kwargs)
+        except TypeError as e:
+            raise self.error(node, f"bad arguments to `{name}`: {e}") from None
+        tensors = [self.as_tensor(t, node, name) for t in tensors]
+        attrs = {k: self.attr_value(v, node, name) for k, v in attrs.items()}
+        outs = self.emit(opdef, tensors, attrs, node)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def as_tensor(self, v: Any, node, opname: str) -> V.TV:
+        if isinstance(v, V.TV):
+            return v
+        raise self.error(node, f"`{opname}` expects a tensor, got {_describe(v)}")
+
+    def attr_value(self, v: Any, node, opname: str) -> Any:
+        """Attributes in IR are plain data: dims by name."""
+        if isinstance(v, V.DimRef):
+            return v.name
+        if isinstance(v, (list, tuple)):
+            return [self.attr_value(x, node, opname) for x in v]
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            return v
+        raise self.error(node, f"bad argument to `{opname}`: {_describe(v)}")
+
+    def declare_dim(self, args, kwargs, node) -> V.DimRef:
+        try:
+            name, size = _dim_args(*args, **kwargs)
+        except TypeError:
+            raise self.error(node, "use Dim(name) or Dim(name, size)") from None
+        try:
+            return V.DimRef(self.dims.declare(name, size).name)
+        except DimError as e:
+            raise self.error(node, str(e)) from None
+
+    def construct_op_module(self, opdef: OpDef, args, kwargs, node: cst.Call) -> V.OpModule:
+        import inspect
+
+        try:
+            bound = inspect.signature(opdef.ctor).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(node, f"bad arguments to `{opdef.fn_name}`: {e}") from None
+        bound.apply_defaults()
+        attrs = {k: self.attr_value(v, node, opdef.fn_name or opdef.name) for k, v in bound.arguments.items()}
+        base = self.stmt_target or opdef.name
+        path = self.namer.module_path("/".join([*self.scope, base]))
+        span = self.span(node)
+        return V.OpModule(op=opdef.name, attrs=attrs, path=path, call_path=(*self.call_path, span.key()))
+
+    def call_op_module(self, mod: V.OpModule, args, kwargs, node) -> V.TV:
+        opdef = REGISTRY[mod.op]
+        if len(args) != 1 or kwargs:
+            raise self.error(node, f"`{opdef.fn_name}(...)` is called with one tensor")
+        x = self.as_tensor(args[0], node, opdef.fn_name or opdef.name)
+        return self.emit(opdef, [x], dict(mod.attrs), node, param=mod)[0]
+
+    def helper_scope(self, fname: str) -> list[str]:
+        return [*self.scope, self.namer.scope_name("/".join(self.scope), fname)]
+
+    def construct(self, cls: V.ClassRef, args, kwargs, node: cst.Call) -> V.ModuleInstance:
+        if not self._is_module_class(cls):
+            raise self.error(node, f"class `{cls.node.name.value}` must derive from netc's Module")
+        base = self.stmt_target or cls.node.name.value.lower()
+        inst = V.ModuleInstance(cls=cls, path=self.namer.module_path("/".join([*self.scope, base])))
+        init = cls.method("__init__")
+        if init is not None:
+            self.inline(init, args, kwargs, node, self_obj=inst, scope=inst.path.split("/"))
+        elif args or kwargs:
+            raise self.error(node, f"`{cls.node.name.value}` takes no arguments")
+        return inst
+
+    def _is_module_class(self, cls: V.ClassRef) -> bool:
+        for b in cls.node.bases:
+            v = self.eval_expr(b.value)
+            if v == V.NetcSym("Module") or (isinstance(v, V.ClassRef) and self._is_module_class(v)):
+                return True
+        return False
+
+    def call_method(self, inst: V.ModuleInstance, name: str, args, kwargs, node) -> Any:
+        method = inst.cls.method(name)
+        if method is None and name == "__call__":
+            method = inst.cls.method("forward")
+        if method is None:
+            raise self.error(node, f"`{inst.cls.node.name.value}` has no method `{name}`")
+        return self.inline(method, args, kwargs, node, self_obj=inst, scope=inst.path.split("/"))
+
+    def inline(self, fn: cst.FunctionDef, args, kwargs, node, self_obj, scope: list[str]) -> Any:
+        env: dict[str, Any] = {}
+        params = list(fn.params.params)
+        if self_obj is not None:
+            if not params:
+                raise self.error(fn, "methods need a `self` parameter")
+            env[params[0].name.value] = self_obj
+            params = params[1:]
+        if fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.star_kwarg:
+            raise self.error(fn.params, "`*args` / `**kwargs` are not supported")
+        params += list(fn.params.kwonly_params)
+        if len(args) > len(params) - len(fn.params.kwonly_params):
+            raise self.error(node, f"`{fn.name.value}` takes {len(params)} arguments, got {len(args)}")
+        for p, a in zip(params, args):
+            env[p.name.value] = a
+        for k, v in kwargs.items():
+            if k in env or k not in [p.name.value for p in params]:
+                raise self.error(node, f"`{fn.name.value}` got an unexpected or repeated argument `{k}`")
+            env[k] = v
+        for p in params:
+            if p.name.value not in env:
+                if p.default is None:
+                    raise self.error(node, f"`{fn.name.value}` is missing argument `{p.name.value}`")
+                env[p.name.value] = self.eval_expr(p.default)
+        if len(self.call_path) > 50:
+            raise self.error(node, "recursion is not supported")
+        self.local_stack.append(env)
+        saved = (self.scope, self.call_path)
+        self.scope, self.call_path = scope, [*self.call_path, self.span(node).key()]
+        try:
+            self.run_body(fn.body.body)
+            return None
+        except _Return as r:
+            return r.value
+        finally:
+            self.scope, self.call_path = saved
+            self.local_stack.pop()
+
+
+def _netc_symbol(name: str) -> Any:
+    return V.DimRef("batch") if name == "batch" else V.NetcSym(name)
+
+
+def _dim_args(name, size=None) -> tuple[str, int | None]:
+    if not isinstance(name, str) or not (size is None or (isinstance(size, int) and size > 0)):
+        raise TypeError
+    return name, size
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, V.TV):
+        return f"a tensor [{', '.join(v.dims)}]"
+    if isinstance(v, V.DimRef):
+        return f"dim `{v.name}`"
+    if isinstance(v, V.PyList):
+        return "a list"
+    if isinstance(v, V.SeqLen):
+        return "`max_seq_len`"
+    if isinstance(v, (V.FunctionRef, V.ClassRef)):
+        return f"`{v.node.name.value}`"
+    if isinstance(v, V.NetcSym):
+        return f"`{v.name}`"
+    return f"`{v!r}`" if isinstance(v, (int, float, str, bool)) or v is None else type(v).__name__
+
+
+def parse_file(path: str, source: str | None = None, network: str | None = None) -> Graph:
+    if source is None:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    return Tracer(path, source).trace(network)

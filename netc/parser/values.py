@@ -1,0 +1,153 @@
+"""What a name can stand for while the parser evaluates a model file symbolically."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from netc.ir.model import Loop, Node, Value
+
+
+@dataclass(eq=False)
+class Block:
+    """A list of IR nodes being built: the graph body or a loop body."""
+
+    nodes: list[Node]
+    loop: Loop | None = None
+    parent: Block | None = None
+    captured: dict[int, TV] = field(default_factory=dict)  # outer value id -> invariant arg
+
+    def depth(self) -> int:
+        return 0 if self.parent is None else 1 + self.parent.depth()
+
+
+@dataclass(eq=False)
+class TV:
+    """A traced tensor: an IR value and the block that defines it."""
+
+    value: Value
+    block: Block
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return self.value.dims
+
+
+@dataclass(frozen=True)
+class DimRef:
+    name: str
+
+
+@dataclass(frozen=True)
+class NetcSym:
+    """A name exported by the `netc` package (an op, `Dim`, `batch`, `Tensor`, ...)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class NetcModule:
+    """`import netc as nc`."""
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """A name imported from elsewhere: usable only in eager code, an error in a network."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Builtin:
+    name: str
+
+
+@dataclass(eq=False)
+class FunctionRef:
+    node: cst.FunctionDef
+
+
+@dataclass(eq=False)
+class ClassRef:
+    node: cst.ClassDef
+
+    def method(self, name: str) -> cst.FunctionDef | None:
+        for stmt in self.node.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                return stmt
+        return None
+
+
+@dataclass(eq=False)
+class ModuleInstance:
+    """An instance of a user `Module` subclass: attributes and its hierarchical path."""
+
+    cls: ClassRef
+    path: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class OpModule:
+    """A constructed parameterised op such as `Linear(hidden)`."""
+
+    op: str
+    attrs: dict[str, Any]
+    path: str
+    call_path: tuple[tuple[int, int], ...]
+    params: dict[str, tuple[str, ...]] | None = None  # fixed at the first call
+
+
+@dataclass(eq=False)
+class BoundMethod:
+    obj: Any
+    name: str
+
+
+@dataclass(eq=False)
+class PyList:
+    """A Python list; `append` inside a loop stacks over the loop axis."""
+
+    items: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SeqLen:
+    """`x.max_seq_len`: each sequence's own length of `dim`."""
+
+    dim: str
+
+
+@dataclass(frozen=True)
+class RangeSpec:
+    dim: str
+
+
+@dataclass(frozen=True)
+class UnstackSpec:
+    tensor: TV
+    axis: str
+
+
+@dataclass(frozen=True)
+class ZipSpec:
+    parts: tuple[Any, ...]
+
+
+@dataclass(eq=False)
+class LoopIndex:
+    """The `t` of `for t in range(x.max_seq_len)`: only good for indexing `x[t]`."""
+
+    block: Block  # the loop's body block
+    axis: str
+    seqs: dict[int, TV] = field(default_factory=dict)  # outer value id -> frame
+
+
+@dataclass(frozen=True)
+class Super:
+    pass
+
+
+NOOP = Builtin("noop")

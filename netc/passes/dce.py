@@ -1,0 +1,46 @@
+"""Dead-code removal: ops and loop results nobody reads, and loops left with no results."""
+
+from __future__ import annotations
+
+from netc.ir.model import Graph, Loop, Node
+from netc.ir.uses import count_uses
+
+
+def transform(g: Graph) -> tuple[Graph, bool]:
+    g = g.model_copy(deep=True)
+    changed_any = False
+    while True:
+        uses = count_uses(g)
+        changed = _sweep(g.body, uses)
+        if not changed:
+            return g, changed_any
+        changed_any = True
+
+
+def _sweep(nodes: list[Node], uses) -> bool:
+    changed = False
+    keep: list[Node] = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            before = (len(n.stacks), len(n.lasts), sum(c.out is not None for c in n.carries), len(n.invariants), len(n.seqs))
+            n.stacks = [s for s in n.stacks if uses[s.out.id]]
+            n.lasts = [ll for ll in n.lasts if uses[ll.out.id]]
+            for c in n.carries:
+                if c.out is not None and not uses[c.out.id]:
+                    c.out = None
+            if not n.stacks and not n.lasts and all(c.out is None for c in n.carries):
+                changed = True
+                continue
+            changed |= _sweep(n.body, uses)
+            n.invariants = [i for i in n.invariants if uses[i.inner.id]]
+            # a loop keeps its first sequence: it defines the steps even when the body ignores it
+            n.seqs = [s for k, s in enumerate(n.seqs) if uses[s.inner.id] or k == 0]
+            after = (len(n.stacks), len(n.lasts), sum(c.out is not None for c in n.carries), len(n.invariants), len(n.seqs))
+            changed |= before != after
+            keep.append(n)
+        elif any(uses[o.id] for o in n.outs):
+            keep.append(n)
+        else:
+            changed = True
+    nodes[:] = keep
+    return changed

@@ -1,0 +1,59 @@
+"""Rec-state analysis: which carried values are really state.
+
+The parser makes a carry of every name that is bound before a loop and assigned in it.
+A carry whose previous value is never read is no state: it becomes a plain per-step value
+(its final value a last-frame output). A carry the body never changes is the initial
+value throughout. What remains is exactly RETURNN's `prev:` state.
+"""
+
+from __future__ import annotations
+
+from netc.ir.model import Graph, Loop, LoopInvariant, LoopLast, Node
+from netc.ir.uses import count_uses, replace_uses
+
+
+def transform(g: Graph) -> tuple[Graph, bool]:
+    g = g.model_copy(deep=True)
+    changed = False
+    outputs_fix: dict[int, int] = {}
+
+    def block(nodes: list[Node]) -> None:
+        nonlocal changed
+        for idx, n in enumerate(nodes):
+            if not isinstance(n, Loop):
+                continue
+            block(n.body)
+            uses = count_uses_in_loop(n)
+            keep = []
+            for c in n.carries:
+                if c.next == c.inner.id:
+                    # never reassigned: the carried value is the initial value at every step
+                    n.invariants.append(LoopInvariant(outer=c.init, inner=c.inner))
+                    if c.out is not None:
+                        replace_uses(nodes[idx + 1:], c.out.id, c.init)
+                        outputs_fix[c.out.id] = c.init
+                    changed = True
+                elif uses[c.inner.id] == 0:
+                    if c.out is not None:
+                        n.lasts.append(LoopLast(name=c.name, value=c.next, out=c.out))
+                    changed = True
+                else:
+                    keep.append(c)
+            n.carries = keep
+
+    block(g.body)
+    for o in g.outputs:
+        o.value = outputs_fix.get(o.value, o.value)
+    return g, changed
+
+
+def count_uses_in_loop(n: Loop):
+    sub = Graph(source_file="", network="", dims=[], inputs=[], params=[], body=n.body, outputs=[])
+    uses = count_uses(sub)
+    for c in n.carries:
+        uses[c.next] += 1
+    for s in n.stacks:
+        uses[s.value] += 1
+    for ll in n.lasts:
+        uses[ll.value] += 1
+    return uses

@@ -1,0 +1,364 @@
+"""Eager execution: the model file runs as plain Python, one sequence at a time.
+
+This is the reference semantics (LANGUAGE.md §1): no padding, no state analysis. Each
+sequence of a batch is cut to its own lengths and the user's function runs literally on
+it (a batch of one); the results are padded back into a batch. Only parameter identity
+(which constructor call is which parameter) and dim names come from the compiler.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from netc.ir.dims import DimTable
+from netc.ir.model import Graph, Value
+from netc.ops import REGISTRY, OpDef
+from netc.ops.align import align_tensor
+
+import netc as _netc
+
+# frames in these packages are netc's own, not user call sites
+_PKG_DIRS = tuple(os.path.dirname(os.path.abspath(m)) + os.sep for m in (__file__, _netc.__file__))
+
+
+@dataclass
+class _Run:
+    net: Network
+    loops: list[str]  # axes of the loops currently iterating (innermost last)
+
+
+_current: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("netc_eager_run", default=None)
+
+
+def _run() -> _Run:
+    r = _current.get()
+    if r is None:
+        raise RuntimeError("netc ops run eagerly only inside a call of a @network function")
+    return r
+
+
+class ETensor:
+    """An eager tensor: torch data with named dims (canonical order), plus the loop axes
+    it was computed in (so that a list of per-step values knows its stacking axis)."""
+
+    def __init__(self, data: torch.Tensor, dims: tuple[str, ...], frames: tuple[str, ...] = ()):
+        self.data, self.dims, self.frames = data, tuple(dims), frames
+        assert data.dim() == len(self.dims), (data.shape, dims)
+
+    def __repr__(self) -> str:
+        return f"ETensor[{', '.join(self.dims)}]({self.data})"
+
+    def _dyn(self) -> str:
+        dt = _run().net.dims
+        dyn = dt.dynamic(self.dims)
+        if len(dyn) != 1:
+            raise TypeError(f"needs exactly one dynamic dim, got [{', '.join(self.dims)}]")
+        return dyn[0]
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.data.shape[self.dims.index(self._dyn())]
+
+    def _frame(self, axis: str, i: int) -> ETensor:
+        pos = self.dims.index(axis)
+        frames = _longest(self.frames, tuple(_run().loops)) + (axis,)
+        return ETensor(self.data.select(pos, i), self.dims[:pos] + self.dims[pos + 1:], frames)
+
+    def __getitem__(self, t: int) -> ETensor:
+        return self._frame(self._dyn(), t)
+
+    def __iter__(self):
+        return _iterate(self, self._dyn())
+
+    def _binary(self, name: str, other: Any, left: bool) -> ETensor:
+        if isinstance(other, list):
+            other = stack_list(other)
+        if isinstance(other, ETensor):
+            args = [other, self] if left else [self, other]
+            return _apply(REGISTRY[name], args, {})
+        return _apply(REGISTRY[name], [self], {"scalar": other, "scalar_left": left})
+
+    def __add__(self, o):
+        return self._binary("add", o, False)
+
+    def __radd__(self, o):
+        return self._binary("add", o, True)
+
+    def __sub__(self, o):
+        return self._binary("sub", o, False)
+
+    def __rsub__(self, o):
+        return self._binary("sub", o, True)
+
+    def __mul__(self, o):
+        return self._binary("mul", o, False)
+
+    def __rmul__(self, o):
+        return self._binary("mul", o, True)
+
+    def __truediv__(self, o):
+        return self._binary("div", o, False)
+
+    def __rtruediv__(self, o):
+        return self._binary("div", o, True)
+
+    def __neg__(self):
+        return _apply(REGISTRY["neg"], [self], {})
+
+
+def _iterate(x: ETensor, axis: str):
+    run = _run()
+    run.loops.append(axis)
+    try:
+        for i in range(x.data.shape[x.dims.index(axis)]):
+            yield x._frame(axis, i)
+    finally:
+        run.loops.pop()
+
+
+def unstack(x: ETensor, axis) -> Any:
+    return _iterate(x, axis.name)
+
+
+def _longest(*frames: tuple[str, ...]) -> tuple[str, ...]:
+    return max(frames, key=len)
+
+
+def stack_list(items: list) -> ETensor:
+    """A list appended to in a loop, as the stacked tensor it is in the compiled targets."""
+    if not items or not all(isinstance(i, ETensor) for i in items):
+        raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
+    frames = {i.frames for i in items}
+    dims = {i.dims for i in items}
+    if len(frames) != 1 or len(dims) != 1 or not items[0].frames:
+        raise TypeError("list items come from different loops or have different dims")
+    axis = items[0].frames[-1]
+    out_dims = _run().net.dims.canonical((*items[0].dims, axis))
+    data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
+    return ETensor(data, out_dims, items[0].frames[:-1])
+
+
+class _Ctx:
+    def __init__(self, params: dict[str, torch.Tensor] | None = None):
+        self.params = params or {}
+
+    def size(self, dim: str) -> int:
+        d = _run().net.dims[dim]
+        if d.kind == "batch":
+            return 1
+        if d.size is None:
+            raise TypeError(f"no size for dynamic dim {dim}")
+        return d.size
+
+    def param(self, role: str) -> torch.Tensor:
+        return self.params[role]
+
+
+def _attr(v: Any) -> Any:
+    from netc.dsl import Dim
+
+    if isinstance(v, Dim):
+        return v.name
+    if isinstance(v, (list, tuple)):
+        return [_attr(x) for x in v]
+    return v
+
+
+def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None = None):
+    run = _run()
+    vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data)) for a in args]
+    outs = opdef.infer(run.net.dims, vals, attrs)
+    res = opdef.eager(_Ctx(params), args, attrs, outs)
+    frames = _longest(tuple(run.loops), *(a.frames for a in args))
+    if isinstance(res, tuple):
+        return tuple(ETensor(r, o.dims, frames) for r, o in zip(res, outs))
+    return ETensor(res, outs[0].dims, frames)
+
+
+def _dtype(t: torch.Tensor) -> str:
+    return {torch.float32: "float32", torch.bool: "bool"}.get(t.dtype, "int32")
+
+
+def call_op(name: str, args: tuple, kwargs: dict):
+    from netc.ops import BY_FN_NAME
+
+    opdef = BY_FN_NAME[name]
+    tensors, attrs = opdef.bind(args, kwargs)
+    tensors = [stack_list(t) if isinstance(t, list) else t for t in tensors]
+    return _apply(opdef, tensors, {k: _attr(v) for k, v in attrs.items()})
+
+
+def _call_path(net: Network) -> tuple[tuple[int, int], ...]:
+    """(line, col) of each user call site from the network function down to this constructor."""
+    path = []
+    f = inspect.currentframe()
+    while f is not None:
+        code = f.f_code
+        if not os.path.abspath(code.co_filename).startswith(_PKG_DIRS):
+            pos = list(code.co_positions())[f.f_lasti // 2]
+            path.append((pos[0], pos[2]))
+        if code is net.fn.__code__:
+            return tuple(reversed(path))
+        f = f.f_back
+    raise RuntimeError("module constructed outside the @network function")
+
+
+class OpModule:
+    """Eager side of a parameterised op such as `Linear(hidden)`: parameters by call path."""
+
+    def __init__(self, name: str, args: tuple, kwargs: dict):
+        from netc.ops import BY_FN_NAME
+
+        self.opdef = BY_FN_NAME[name]
+        run = _run()
+        bound = inspect.signature(self.opdef.ctor).bind(*args, **kwargs)
+        bound.apply_defaults()
+        self.attrs = {k: _attr(v) for k, v in bound.arguments.items()}
+        key = _call_path(run.net)
+        if key not in run.net.params_by_path:
+            raise RuntimeError(f"no parameters known for the module constructed at {key}")
+        self.params = run.net.params_by_path[key]
+
+    def __call__(self, x: ETensor) -> ETensor:
+        if isinstance(x, list):
+            x = stack_list(x)
+        return _apply(self.opdef, [x], dict(self.attrs), self.params)
+
+
+def graph_values(g: Graph) -> dict[int, Value]:
+    from netc.ir.model import Loop
+
+    out = {i.value.id: i.value for i in g.inputs}
+
+    def walk(nodes) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                for v in n.block_args() + n.results():
+                    out[v.id] = v
+                walk(n.body)
+            else:
+                for v in n.outs:
+                    out[v.id] = v
+
+    walk(g.body)
+    return out
+
+
+class Network:
+    """`@network`: call it with torch tensors as the emitted module's `forward` is called."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self._graph: Graph | None = None
+        self._params: dict[str, torch.Tensor] | None = None
+
+    # compiled lazily: importing a model file stays cheap
+    @property
+    def graph(self) -> Graph:
+        if self._graph is None:
+            from netc.parser import parse_file
+
+            self._graph = parse_file(inspect.getsourcefile(self.fn), network=self.fn.__name__)
+        return self._graph
+
+    @property
+    def dims(self) -> DimTable:
+        return DimTable(self.graph.dims)
+
+    @property
+    def params(self) -> dict[str, torch.Tensor]:
+        """Parameters by RETURNN variable name, Glorot-uniform weights and zero biases."""
+        if self._params is None:
+            self._params = {}
+            for p in self.graph.params:
+                shape = [self.dims[d].size for d in p.dims]
+                t = torch.empty(*shape)
+                torch.nn.init.xavier_uniform_(t) if t.dim() >= 2 else torch.nn.init.zeros_(t)
+                self._params[p.name] = t
+        return self._params
+
+    @property
+    def params_by_path(self) -> dict[tuple, dict[str, torch.Tensor]]:
+        out: dict[tuple, dict[str, torch.Tensor]] = {}
+        for p in self.graph.params:
+            out.setdefault(tuple(map(tuple, p.call_path)), {})[p.role] = self.params[p.name]
+        return out
+
+    def load_returnn_params(self, mapping) -> None:
+        for name, value in mapping.items():
+            if name not in self.params:
+                raise KeyError(f"unknown parameter {name!r}; known: {sorted(self.params)}")
+            t = self.params[name]
+            t.copy_(torch.as_tensor(value, dtype=t.dtype).reshape(t.shape))
+
+    @property
+    def output_dims(self) -> dict[str, list[str]]:
+        values = graph_values(self.graph)
+        return {o.name: list(values[o.value].dims) for o in self.graph.outputs}
+
+    def input_names(self) -> list[str]:
+        g = self.graph
+        dyn = [d.name for d in g.dims if d.kind == "dynamic" and any(d.name in i.value.dims for i in g.inputs)]
+        return [i.name for i in g.inputs] + [f"{d}_lens" for d in dyn]
+
+    def __call__(self, *args, **kwargs) -> dict[str, torch.Tensor]:
+        out, _ = self.run(*args, **kwargs)
+        return out
+
+    def run(self, *args, **kwargs) -> tuple[dict[str, torch.Tensor], dict[str, dict[str, list[int]]]]:
+        """Outputs (padded, canonical dim order) and, per output, its dynamic dims' lengths."""
+        names = self.input_names()
+        bound = dict(zip(names, args))
+        bound.update(kwargs)
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise TypeError(f"missing inputs: {', '.join(missing)}")
+        g, dt = self.graph, self.dims
+        per_seq: list[dict[str, ETensor]] = []
+        batch = bound[g.inputs[0].name].shape[0]
+        with torch.no_grad():
+            for b in range(batch):
+                inputs = {}
+                for inp in g.inputs:
+                    x = torch.as_tensor(bound[inp.name])[b:b + 1]
+                    for axis, d in enumerate(inp.annotated_dims):
+                        if dt[d].kind == "dynamic":
+                            x = x.narrow(axis, 0, int(bound[f"{d}_lens"][b]))
+                    x = align_tensor(x, inp.annotated_dims, inp.value.dims)
+                    x = x.long() if inp.value.dtype == "int32" else x.float()
+                    inputs[inp.name] = ETensor(x, inp.value.dims)
+                token = _current.set(_Run(self, []))
+                try:
+                    res = self.fn(**inputs)
+                    if not isinstance(res, dict):
+                        res = {"output": res}
+                    res = {k: stack_list(v) if isinstance(v, list) else v for k, v in res.items()}
+                finally:
+                    _current.reset(token)
+                per_seq.append(res)
+        return _pad(per_seq, self.output_dims, dt)
+
+
+def _pad(per_seq: list[dict[str, ETensor]], out_dims: dict[str, list[str]], dt: DimTable):
+    outs, lens = {}, {}
+    for name, dims in out_dims.items():
+        seqs = [s[name] for s in per_seq]
+        for s in seqs:
+            if list(s.dims) != dims:
+                raise AssertionError(f"eager output {name} has dims {s.dims}, compiler says {dims}")
+        shape = [max(s.data.shape[i] for s in seqs) for i in range(len(dims))]
+        shape[0] = len(seqs)
+        out = torch.zeros(shape, dtype=seqs[0].data.dtype)
+        for b, s in enumerate(seqs):
+            out[(slice(b, b + 1),) + tuple(slice(0, n) for n in s.data.shape[1:])] = s.data
+        outs[name] = out
+        lens[name] = {d: [s.data.shape[i] for s in seqs] for i, d in enumerate(dims) if dt[d].kind == "dynamic"}
+    return outs, lens
