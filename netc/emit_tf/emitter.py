@@ -1,0 +1,205 @@
+"""IR → a RETURNN config (text): dims, `extern_data` and the `network` dict.
+
+A loop becomes a `rec` layer with a subnetwork unit: sequences are `rec_unstack` layers,
+outer values `base:` references, carried state `prev:` references with `initial_output`,
+stacked results `rec/<layer>` (marked `is_output_layer`), last frames `need_last` +
+`rec_last_output`. Parameterised layers get an absolute `name_scope` so TF variables are
+named by module path (`cell/ff/W`) wherever RETURNN places the layer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import jinja2
+
+from netc.ir.model import Graph, Loop, Node, Op, Value
+from netc.naming import Namespace
+from netc.ops import REGISTRY
+from netc.ops.base import Code
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+)
+_UNIT_RESERVED = {"output", "end", "data", "base", "prev"}
+
+
+def dim_var(name: str) -> str:
+    s = name.replace("*", "x").replace("/", "_div_").replace("+", "_plus_")
+    return "dim_" + re.sub(r"\W", "_", s)
+
+
+class _OpCtx:
+    """What an op's RETURNN lowering may ask for (netc.ops.base.ReturnnCtx)."""
+
+    def __init__(self, em: ReturnnEmitter, blk: _Block, op: Op):
+        self.em, self.blk, self.op = em, blk, op
+
+    def src(self, i: int) -> str:
+        return self.blk.refs[self.op.args[i]]
+
+    def in_dims(self, i: int) -> tuple[str, ...]:
+        return self.em.values[self.op.args[i]].dims
+
+    def dim(self, name: str) -> Code:
+        return Code("batch_dim") if name == "batch" else Code(dim_var(name))
+
+    def is_dynamic(self, name: str) -> bool:
+        return self.em.g.dim(name).kind == "dynamic"
+
+
+class _Block:
+    def __init__(self, reserved: set[str]):
+        self.ns = Namespace(reserved, python=False)
+        self.layers: dict[str, dict] = {}
+        self.refs: dict[int, str] = {}
+        self.layer_of: dict[int, str] = {}  # value id -> its own layer in this block (not a `base:`/`prev:` ref)
+
+
+class ReturnnEmitter:
+    def __init__(self, g: Graph):
+        self.g = g
+        self.values: dict[int, Value] = {}
+
+    def render(self) -> str:
+        g = self.g
+        root = _Block({"data", *(o.name for o in g.outputs)})
+        for inp in g.inputs:
+            root.refs[inp.value.id] = f"data:{inp.name}"
+            self.values[inp.value.id] = inp.value
+        self.block(g.body, root)
+        for o in g.outputs:
+            root.layers[o.name] = {"class": "copy", "from": root.refs[o.value], "is_output_layer": True}
+        extern = {}
+        for inp in g.inputs:
+            entry: dict = {"dim_tags": [self._dim(d) for d in inp.annotated_dims if d != inp.value.sparse_dim]}
+            if inp.value.sparse_dim:
+                entry["dim_tags"] = [self._dim(d) for d in inp.annotated_dims]
+                entry["sparse_dim"] = self._dim(inp.value.sparse_dim)
+                entry["dtype"] = "int32"
+            extern[inp.name] = entry
+        dims = [(dim_var(d.name), d.name, d.size) for d in g.dims if d.kind != "batch"]
+        return _TEMPLATES.get_template("config.py.j2").render(
+            source=os.path.basename(g.source_file),
+            network=g.network,
+            dims=dims,
+            extern_data=pyrepr(extern, 0),
+            net=pyrepr(root.layers, 0, nest=("unit",)),
+        )
+
+    def _dim(self, name: str) -> Code:
+        return Code("batch_dim") if name == "batch" else Code(dim_var(name))
+
+    # --- blocks ------------------------------------------------------------------------
+
+    def block(self, nodes: list[Node], blk: _Block, reserved: dict[int, str] | None = None) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                self.loop(n, blk)
+            else:
+                self.op(n, blk, reserved or {})
+
+    def op(self, op: Op, blk: _Block, reserved: dict[int, str]) -> None:
+        """One layer; its name was reserved up front when a carry needs it, else from the variable."""
+        opdef = REGISTRY[op.op]
+        layer = opdef.returnn(_OpCtx(self, blk, op), op)
+        if op.param:
+            layer["name_scope"] = f"/{op.param}"
+        name = reserved.get(op.outs[0].id) or blk.ns.fresh(op.outs[0].name or op.op)
+        blk.layers[name] = layer
+        for v, ref in zip(op.outs, opdef.returnn_outs(name, op)):
+            self.values[v.id] = v
+            blk.refs[v.id] = ref
+            if ref == name:
+                blk.layer_of[v.id] = name
+
+    def _own_layer(self, blk: _Block, vid: int, hint: str) -> str:
+        """A layer of this block holding value `vid` (a copy when it is a reference)."""
+        if vid in blk.layer_of:
+            return blk.layer_of[vid]
+        name = blk.ns.fresh(hint)
+        blk.layers[name] = {"class": "copy", "from": blk.refs[vid]}
+        blk.layer_of[vid] = name
+        return name
+
+    def loop(self, n: Loop, outer: _Block) -> None:
+        rec = outer.ns.fresh("rec")
+        outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
+        unit = _Block(_UNIT_RESERVED)
+        axis = Code(dim_var(n.axis))
+        for s in n.seqs:
+            self.values[s.inner.id] = s.inner
+            name = unit.ns.fresh(s.inner.name or f"{self.values[s.outer].name or 'x'}_t")
+            unit.layers[name] = {"class": "rec_unstack", "from": _base(outer.refs[s.outer]), "axis": axis}
+            unit.refs[s.inner.id] = unit.layer_of[s.inner.id] = name
+        for i in n.invariants:
+            self.values[i.inner.id] = i.inner
+            unit.refs[i.inner.id] = _base(outer.refs[i.outer])
+        # `prev:` refs must be known before the body: each carry's layer is named after its
+        # variable, and is the layer computing its next value when that is an op of this body
+        single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
+        carry_layers: dict[int, str] = {}
+        reserved: dict[int, str] = {}
+        for c in n.carries:
+            self.values[c.inner.id] = c.inner
+            carry_layers[c.inner.id] = unit.ns.fresh(c.name)
+            if c.next in single and c.next not in reserved:
+                reserved[c.next] = carry_layers[c.inner.id]
+            unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
+        self.block(n.body, unit, reserved)
+        for c in n.carries:
+            name = carry_layers[c.inner.id]
+            if name not in unit.layers:
+                unit.layers[name] = {"class": "copy", "from": unit.refs[c.next]}
+                unit.layer_of.setdefault(c.next, name)
+            unit.layers[name]["initial_output"] = _base(outer.refs[c.init])
+            if c.out is not None:
+                unit.layers[name]["need_last"] = True
+                self._last(outer, rec, name, c.out)
+        for s in n.stacks:
+            name = self._own_layer(unit, s.value, s.name)
+            unit.layers[name]["is_output_layer"] = True
+            self.values[s.out.id] = s.out
+            outer.refs[s.out.id] = f"{rec}/{name}"
+        for ll in n.lasts:
+            name = self._own_layer(unit, ll.value, ll.name)
+            unit.layers[name]["need_last"] = True
+            self._last(outer, rec, name, ll.out)
+        first = n.stacks[0].value if n.stacks else n.lasts[0].value if n.lasts else n.carries[0].next
+        unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, first, "out")}
+        outer.layers[rec].update({"class": "rec", "from": [], "axis": axis, "unit": unit.layers})
+
+    def _last(self, outer: _Block, rec: str, sub: str, out: Value) -> None:
+        name = outer.ns.fresh(out.name or f"{sub}_last")
+        outer.layers[name] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": sub}
+        self.values[out.id] = out
+        outer.refs[out.id] = outer.layer_of[out.id] = name
+
+
+def _base(ref: str) -> str:
+    return f"base:{ref}"
+
+
+def pyrepr(v, indent: int, nest: tuple[str, ...] = ()) -> str:
+    """Python source for a config value; dicts of layers one per line, units nested."""
+    pad = "    " * indent
+    if isinstance(v, Code):
+        return str(v)
+    if isinstance(v, dict) and (indent == 0 or any(isinstance(x, dict) for x in v.values())):
+        items = [f"{pad}    {k!r}: {pyrepr(x, indent + 1, nest)}," for k, x in v.items()]
+        return "{\n" + "\n".join(items) + f"\n{pad}}}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {pyrepr(x, indent, nest)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(pyrepr(x, indent, nest) for x in v) + "]"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(pyrepr(x, indent, nest) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def emit_returnn(g: Graph) -> str:
+    return ReturnnEmitter(g).render()

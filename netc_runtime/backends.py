@@ -1,0 +1,143 @@
+"""The three ways to run a model on one padded batch: eager, emitted torch, emitted RETURNN config.
+
+All take and give numpy arrays: inputs by input name (batch-major, annotation order),
+lengths by dynamic dim name, parameters by RETURNN variable name; outputs by name in the
+compiler's dim order, plus each output's dynamic-dim lengths.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from netc.compiler import compile_graph
+from netc.emit_tf.emitter import dim_var, emit_returnn
+from netc.emit_torch.emitter import emit_torch
+from netc.ir.model import Graph
+
+
+@dataclass
+class Result:
+    outputs: dict[str, np.ndarray]
+    dims: dict[str, list[str]]
+    lens: dict[str, dict[str, np.ndarray]]  # output -> dynamic dim -> lengths
+
+
+def _import_file(path: str, prefix: str):
+    name = f"{prefix}_{abs(hash(os.path.abspath(path)))}_{len(sys.modules)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def output_dims(g: Graph) -> dict[str, list[str]]:
+    from netc_runtime.eager import graph_values
+
+    values = graph_values(g)
+    return {o.name: list(values[o.value].dims) for o in g.outputs}
+
+
+def _input_lens(g: Graph, lens: dict[str, np.ndarray], dims: dict[str, list[str]]) -> dict[str, dict[str, np.ndarray]]:
+    kinds = {d.name: d.kind for d in g.dims}
+    return {o: {d: np.asarray(lens[d]) for d in ds if kinds[d] == "dynamic"} for o, ds in dims.items()}
+
+
+def run_eager(model_path: str, g: Graph, inputs, lens, params) -> Result:
+    import torch
+
+    mod = _import_file(model_path, "netc_model")
+    net = getattr(mod, g.network)
+    net.load_returnn_params(params)
+    args = {k: torch.as_tensor(v) for k, v in inputs.items()}
+    args.update({f"{d}_lens": torch.as_tensor(v) for d, v in lens.items()})
+    outs, out_lens = net.run(**args)
+    return Result({k: v.numpy() for k, v in outs.items()}, net.output_dims,
+                  {o: {d: np.asarray(v) for d, v in ls.items()} for o, ls in out_lens.items()})
+
+
+def load_torch_module(g: Graph, directory: str | None = None):
+    """Write the emitted module to a file and import it (so tracebacks show real lines)."""
+    directory = directory or tempfile.mkdtemp(prefix="netc_torch_")
+    path = os.path.join(directory, f"{g.network}_torch.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(emit_torch(g))
+    return _import_file(path, "netc_torch")
+
+
+def run_torch(g: Graph, inputs, lens, params) -> Result:
+    import torch
+
+    mod = load_torch_module(g)
+    model = mod.Model()
+    model.load_returnn_params(params)
+    model.eval()
+    args = {k: torch.as_tensor(v) for k, v in inputs.items()}
+    args.update({f"{d}_lens": torch.as_tensor(v, dtype=torch.int64) for d, v in lens.items()})
+    with torch.no_grad():
+        outs = model(**args)
+    dims = dict(model.output_dims)
+    return Result({k: v.numpy() for k, v in outs.items()}, dims, _input_lens(g, lens, dims))
+
+
+def run_returnn(g: Graph, inputs, lens, params, config_text: str | None = None) -> Result:
+    """Real RETURNN on TensorFlow (graph mode): load the config with RETURNN's own loader,
+    build the `TFNetwork`, load parameters by variable name, feed the padded batch."""
+    import tensorflow as tf
+    from returnn.config import Config
+    from returnn.tensor import batch_dim
+    from returnn.tf.network import TFNetwork
+
+    tf.compat.v1.disable_eager_execution()
+    with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
+        f.write(config_text or emit_returnn(g))
+        path = f.name
+    cfg = Config()
+    cfg.load_file(path)
+    dims = output_dims(g)
+    with tf.Graph().as_default() as graph:
+        net = TFNetwork(config=cfg, train_flag=False)
+        net.construct_from_dict(cfg.typed_value("network"))
+
+        def dim_obj(name: str):
+            return batch_dim if name == "batch" else cfg.typed_value(dim_var(name))
+
+        fetch = {}
+        for o in g.outputs:
+            out = net.get_layer(o.name).output.copy_transpose([dim_obj(d) for d in dims[o.name]])
+            fetch[o.name] = out.placeholder
+        feed = {}
+        for inp in g.inputs:
+            feed[net.extern_data.data[inp.name].placeholder] = inputs[inp.name]
+        for d, v in lens.items():
+            feed[dim_obj(d).dyn_size_ext.placeholder] = np.asarray(v, dtype=np.int32)
+        with tf.compat.v1.Session(graph=graph) as session:
+            net.initialize_params(session)
+            variables = {v.name[:-2]: v for v in net.get_params_list()}
+            for name, value in params.items():
+                if name not in variables:
+                    raise KeyError(f"RETURNN has no variable {name!r}; it has {sorted(variables)}")
+                variables[name].load(np.asarray(value, dtype=np.float32), session)
+            outs = session.run(fetch, feed_dict=feed)
+    os.unlink(path)
+    return Result(outs, dims, _input_lens(g, lens, dims))
+
+
+BACKENDS = ("eager", "torch", "returnn")
+
+
+def run_backend(backend: str, model_path: str, inputs, lens, params, g: Graph | None = None) -> Result:
+    g = g or compile_graph(model_path)
+    if backend == "eager":
+        return run_eager(model_path, g, inputs, lens, params)
+    if backend == "torch":
+        return run_torch(g, inputs, lens, params)
+    if backend == "returnn":
+        return run_returnn(g, inputs, lens, params)
+    raise ValueError(f"unknown backend {backend!r}")

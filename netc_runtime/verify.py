@@ -1,0 +1,116 @@
+"""The oracle: eager = torch = RETURNN on one padded batch with unequal sequence lengths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from netc.ir.model import Graph
+from netc_runtime.backends import BACKENDS, Result, run_backend
+
+TOLERANCE = 1e-4
+
+
+def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Unequal lengths per dynamic input dim; the first sequence is the longest."""
+    lens = {}
+    dyn = [d.name for d in g.dims if d.kind == "dynamic" and any(d.name in i.value.dims for i in g.inputs)]
+    for k, d in enumerate(dyn):
+        top = max_len + k
+        ls = [top] + sorted(rng.integers(1, top, size=batch - 1).tolist(), reverse=True)
+        lens[d] = np.asarray(ls, dtype=np.int64)
+    return lens
+
+
+def random_inputs(g: Graph, lens: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Random inputs whose padded frames hold garbage, so that any leak of padding shows."""
+    sizes = {d.name: d.size for d in g.dims}
+    out = {}
+    for inp in g.inputs:
+        shape = [len(next(iter(lens.values()))) if d == "batch" else int(lens[d].max()) if sizes[d] is None else sizes[d]
+                 for d in inp.annotated_dims if d != inp.value.sparse_dim]
+        if inp.value.sparse_dim:
+            x = rng.integers(0, sizes[inp.value.sparse_dim], size=shape).astype(np.int32)
+        else:
+            x = rng.standard_normal(shape).astype(np.float32)
+            valid = valid_mask([d for d in inp.annotated_dims if d != inp.value.sparse_dim], lens, g, shape)
+            x = np.where(valid, x, np.float32(3.0) + rng.standard_normal(shape).astype(np.float32))
+        out[inp.name] = x
+    return out
+
+
+def valid_mask(dims: list[str], lens: dict[str, np.ndarray], g: Graph, shape) -> np.ndarray:
+    kinds = {d.name: d.kind for d in g.dims}
+    mask = np.ones(shape, dtype=bool)
+    b_ax = dims.index("batch")
+    for ax, d in enumerate(dims):
+        if kinds[d] == "dynamic":
+            idx = np.arange(shape[ax])
+            m = idx[None, :] < np.asarray(lens[d])[:, None]  # [batch, size]
+            view = [1] * len(shape)
+            view[b_ax], view[ax] = shape[b_ax], shape[ax]
+            order = sorted([(b_ax, 0), (ax, 1)])
+            m = m if order[0][1] == 0 else m.T
+            mask = mask & m.reshape(view)
+    return mask
+
+
+def random_params(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Glorot-uniform weights; biases small but non-zero, so that a dropped bias shows."""
+    sizes = {d.name: d.size for d in g.dims}
+    params = {}
+    for p in g.params:
+        shape = [sizes[d] for d in p.dims]
+        if len(shape) >= 2:
+            limit = np.sqrt(6.0 / (shape[0] + shape[-1]))
+            params[p.name] = rng.uniform(-limit, limit, size=shape).astype(np.float32)
+        else:
+            params[p.name] = (0.1 * rng.standard_normal(shape)).astype(np.float32)
+    return params
+
+
+@dataclass
+class Comparison:
+    output: str
+    backend: str
+    max_abs_diff: float
+    valid_frames: int
+
+
+def compare(g: Graph, ref: Result, other: Result, backend: str) -> list[Comparison]:
+    out = []
+    for o in g.outputs:
+        a, b = ref.outputs[o.name], other.outputs[o.name]
+        dims = ref.dims[o.name]
+        if other.dims[o.name] != dims:
+            raise AssertionError(f"{backend}: output {o.name} has dims {other.dims[o.name]}, eager {dims}")
+        for d, ls in ref.lens[o.name].items():
+            if not np.array_equal(np.asarray(ls), np.asarray(other.lens[o.name][d])):
+                raise AssertionError(f"{backend}: output {o.name} lengths of {d} differ: {other.lens[o.name][d]} vs {ls}")
+        shape = tuple(min(x, y) for x, y in zip(a.shape, b.shape))
+        for ax, d in enumerate(dims):
+            if d in ref.lens[o.name] and shape[ax] < int(np.max(ref.lens[o.name][d], initial=0)):
+                raise AssertionError(f"{backend}: output {o.name} is shorter than its lengths along {d}")
+        a = a[tuple(slice(0, n) for n in shape)]
+        b = b[tuple(slice(0, n) for n in shape)]
+        mask = valid_mask(dims, ref.lens[o.name], g, shape)
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        diff = np.where(mask, diff, 0.0)
+        bad = np.isnan(b) & mask
+        worst = float("inf") if bad.any() else float(diff.max(initial=0.0))
+        out.append(Comparison(o.name, backend, worst, int(mask.sum())))
+    return out
+
+
+def verify(model_path: str, g: Graph, backends=BACKENDS, seed: int = 0, batch: int = 3, max_len: int = 7):
+    rng = np.random.default_rng(seed)
+    lens = random_lengths(g, batch, max_len, rng)
+    inputs = random_inputs(g, lens, rng)
+    params = random_params(g, rng)
+    results = {b: run_backend(b, model_path, inputs, lens, params, g) for b in backends}
+    ref = results[backends[0]]
+    comps = []
+    for b in backends[1:]:
+        comps += compare(g, ref, results[b], b)
+    return comps, lens
