@@ -94,7 +94,11 @@ def run_returnn(g: Graph, inputs, lens, params, config_text: str | None = None) 
     from returnn.tensor import batch_dim
     from returnn.tf.network import TFNetwork
 
+    from returnn.log import log
+
     tf.compat.v1.disable_eager_execution()
+    log.initialize(verbosity=[0])  # RETURNN prints every layer template otherwise
+    tf.get_logger().setLevel("ERROR")
     with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
         f.write(config_text or emit_returnn(g))
         path = f.name
@@ -123,7 +127,7 @@ def run_returnn(g: Graph, inputs, lens, params, config_text: str | None = None) 
             for name, value in params.items():
                 if name not in variables:
                     raise KeyError(f"RETURNN has no variable {name!r}; it has {sorted(variables)}")
-                variables[name].load(np.asarray(value, dtype=np.float32), session)
+                net.get_var_assigner(variables[name]).assign(np.asarray(value, dtype=np.float32), session=session)
             outs = session.run(fetch, feed_dict=feed)
     os.unlink(path)
     return Result(outs, dims, _input_lens(g, lens, dims))

@@ -109,7 +109,8 @@ class ReturnnEmitter:
         layer = opdef.returnn(_OpCtx(self, blk, op), op)
         if op.param:
             layer["name_scope"] = f"/{op.param}"
-        name = reserved.get(op.outs[0].id) or blk.ns.fresh(op.outs[0].name or op.op)
+        hint = op.outs[0].name if len(op.outs) == 1 else op.op  # a split is named for what it does
+        name = reserved.get(op.outs[0].id) or blk.ns.fresh(hint or op.op)
         blk.layers[name] = layer
         for v, ref in zip(op.outs, opdef.returnn_outs(name, op)):
             self.values[v.id] = v

@@ -358,7 +358,8 @@ class Concat(OpDef):
         feats = [dt.feature(a.dims) for a in args]
         rests = [tuple(d for d in a.dims if d != f) for a, f in zip(args, feats)]
         if len(set(rests)) != 1:
-            raise DimError("concat inputs must agree on all dims but the feature dim: " + " vs ".join(map(str, rests)))
+            raise DimError("concat inputs must agree on all dims but the feature dim: "
+                           + " vs ".join(f"[{', '.join(r)}]" for r in rests))
         out = dt.concat(feats)
         return [OutType(dt.canonical(list(rests[0]) + [out.name]), args[0].dtype)]
 

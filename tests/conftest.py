@@ -1,0 +1,27 @@
+"""Shared test helpers: the real `netc` CLI as a subprocess, example paths."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+NETC = Path(sys.executable).parent / "netc"
+
+
+def run_netc(*args: str, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([str(NETC), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"netc {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def netc():
+    return run_netc
