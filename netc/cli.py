@@ -42,8 +42,11 @@ def main() -> None:
 @click.option("--target", type=click.Choice(_TARGETS), default="returnn", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @click.option("--network", help="The @network function, when the file has several.")
-@click.option("--base-config", type=click.Path(exists=True, dir_okay=False),
-              help="RETURNN target: a config whose settings are merged into the emitted one.")
+@click.option(
+    "--base-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="RETURNN target: a config whose settings are merged into the emitted one.",
+)
 def compile(model: str, target: str, output: str | None, network: str | None, base_config: str | None) -> None:
     """Compile MODEL to a RETURNN config or a PyTorch module."""
     from netc.compiler import TARGETS
@@ -103,15 +106,25 @@ def _quiet_tf() -> None:
 @main.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.option("--backend", type=click.Choice(("eager", "torch", "returnn")), required=True)
-@click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="npz with in:<input>, len:<dim> (and optionally param:<name>).")
-@click.option("--params", "params_path", type=click.Path(exists=True, dir_okay=False),
-              help="npz with param:<RETURNN variable name>; others are drawn randomly.")
+@click.option(
+    "--inputs",
+    "inputs_path",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="npz with in:<input>, len:<dim> (and optionally param:<name>).",
+)
+@click.option(
+    "--params",
+    "params_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="npz with param:<RETURNN variable name>; others are drawn randomly.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for parameters not given.")
 @click.option("--network", help="The @network function, when the file has several.")
-def run(model: str, backend: str, inputs_path: str, params_path: str | None, output: str, seed: int,
-        network: str | None) -> None:
+def run(
+    model: str, backend: str, inputs_path: str, params_path: str | None, output: str, seed: int, network: str | None
+) -> None:
     """Run MODEL on one batch with one backend; write outputs to an npz."""
     _quiet_tf()
     from netc_runtime.npz import run_npz
@@ -143,8 +156,10 @@ def verify(model: str, seed: int, batch: int, max_len: int, network: str | None)
     for c in comps:
         good = c.max_abs_diff <= TOLERANCE
         ok &= good
-        click.echo(f"  {c.output:<16} eager vs {c.backend:<8} max|Δ| = {c.max_abs_diff:.3e}  "
-                   f"({c.valid_frames} valid values)  {'ok' if good else 'FAIL'}")
+        click.echo(
+            f"  {c.output:<16} eager vs {c.backend:<8} max|Δ| = {c.max_abs_diff:.3e}  "
+            f"({c.valid_frames} valid values)  {'ok' if good else 'FAIL'}"
+        )
     if not ok:
         click.echo(f"verify failed: difference above {TOLERANCE}", err=True)
         sys.exit(1)

@@ -6,7 +6,8 @@ eagerly, ops dispatch to the eager runtime (`netc_runtime.eager`), which imports
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from netc.ops import BY_FN_NAME
 

@@ -58,8 +58,11 @@ def run_eager(model_path: str, g: Graph, inputs, lens, params) -> Result:
     args = {k: torch.as_tensor(v) for k, v in inputs.items()}
     args.update({f"{d}_lens": torch.as_tensor(v) for d, v in lens.items()})
     outs, out_lens = net.run(**args)
-    return Result({k: v.numpy() for k, v in outs.items()}, net.output_dims,
-                  {o: {d: np.asarray(v) for d, v in ls.items()} for o, ls in out_lens.items()})
+    return Result(
+        {k: v.numpy() for k, v in outs.items()},
+        net.output_dims,
+        {o: {d: np.asarray(v) for d, v in ls.items()} for o, ls in out_lens.items()},
+    )
 
 
 def load_torch_module(g: Graph, directory: str | None = None):
@@ -86,15 +89,16 @@ def run_torch(g: Graph, inputs, lens, params) -> Result:
     return Result({k: v.numpy() for k, v in outs.items()}, dims, _input_lens(g, lens, dims))
 
 
-def run_returnn(g: Graph, inputs, lens, params, config_text: str | None = None) -> Result:
+def run_returnn(
+    g: Graph, inputs, lens, params, config_text: str | None = None, save_checkpoint: str | None = None
+) -> Result:
     """Real RETURNN on TensorFlow (graph mode): load the config with RETURNN's own loader,
     build the `TFNetwork`, load parameters by variable name, feed the padded batch."""
     import tensorflow as tf
     from returnn.config import Config
+    from returnn.log import log
     from returnn.tensor import batch_dim
     from returnn.tf.network import TFNetwork
-
-    from returnn.log import log
 
     tf.compat.v1.disable_eager_execution()
     log.initialize(verbosity=[0])  # RETURNN prints every layer template otherwise
@@ -129,6 +133,8 @@ def run_returnn(g: Graph, inputs, lens, params, config_text: str | None = None) 
                     raise KeyError(f"RETURNN has no variable {name!r}; it has {sorted(variables)}")
                 net.get_var_assigner(variables[name]).assign(np.asarray(value, dtype=np.float32), session=session)
             outs = session.run(fetch, feed_dict=feed)
+            if save_checkpoint:
+                net.save_params_to_file(save_checkpoint, session=session)
     os.unlink(path)
     return Result(outs, dims, _input_lens(g, lens, dims))
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 import contextvars
 import inspect
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
+import netc as _netc
 from netc.ir.dims import DimTable
 from netc.ir.model import Graph, Value
 from netc.ops import REGISTRY, OpDef
 from netc.ops.align import align_tensor
-
-import netc as _netc
 
 # frames in these packages are netc's own, not user call sites
 _PKG_DIRS = tuple(os.path.dirname(os.path.abspath(m)) + os.sep for m in (__file__, _netc.__file__))
@@ -68,7 +68,7 @@ class ETensor:
     def _frame(self, axis: str, i: int) -> ETensor:
         pos = self.dims.index(axis)
         frames = _longest(self.frames, tuple(_run().loops)) + (axis,)
-        return ETensor(self.data.select(pos, i), self.dims[:pos] + self.dims[pos + 1:], frames)
+        return ETensor(self.data.select(pos, i), self.dims[:pos] + self.dims[pos + 1 :], frames)
 
     def __getitem__(self, t: int) -> ETensor:
         return self._frame(self._dyn(), t)
@@ -328,7 +328,7 @@ class Network:
             for b in range(batch):
                 inputs = {}
                 for inp in g.inputs:
-                    x = torch.as_tensor(bound[inp.name])[b:b + 1]
+                    x = torch.as_tensor(bound[inp.name])[b : b + 1]
                     for axis, d in enumerate(inp.annotated_dims):
                         if dt[d].kind == "dynamic":
                             x = x.narrow(axis, 0, int(bound[f"{d}_lens"][b]))

@@ -22,14 +22,16 @@ def _params(g: Graph, params_path: str | None, inputs_npz, seed: int) -> dict[st
             continue
         for k in src.files:
             if k.startswith("param:"):
-                name = k[len("param:"):]
+                name = k[len("param:") :]
                 if name not in known:
                     raise KeyError(f"unknown parameter {name!r} (known: {', '.join(sorted(known))})")
                 params[name] = src[k]
     return params
 
 
-def run_npz(model: str, g: Graph, backend: str, inputs_path: str, params_path: str | None, output: str, seed: int) -> None:
+def run_npz(
+    model: str, g: Graph, backend: str, inputs_path: str, params_path: str | None, output: str, seed: int
+) -> None:
     data = np.load(inputs_path)
     inputs, lens = {}, {}
     for inp in g.inputs:

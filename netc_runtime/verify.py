@@ -28,8 +28,11 @@ def random_inputs(g: Graph, lens: dict[str, np.ndarray], rng: np.random.Generato
     sizes = {d.name: d.size for d in g.dims}
     out = {}
     for inp in g.inputs:
-        shape = [len(next(iter(lens.values()))) if d == "batch" else int(lens[d].max()) if sizes[d] is None else sizes[d]
-                 for d in inp.annotated_dims if d != inp.value.sparse_dim]
+        shape = [
+            len(next(iter(lens.values()))) if d == "batch" else int(lens[d].max()) if sizes[d] is None else sizes[d]
+            for d in inp.annotated_dims
+            if d != inp.value.sparse_dim
+        ]
         if inp.value.sparse_dim:
             x = rng.integers(0, sizes[inp.value.sparse_dim], size=shape).astype(np.int32)
         else:
@@ -87,7 +90,9 @@ def compare(g: Graph, ref: Result, other: Result, backend: str) -> list[Comparis
             raise AssertionError(f"{backend}: output {o.name} has dims {other.dims[o.name]}, eager {dims}")
         for d, ls in ref.lens[o.name].items():
             if not np.array_equal(np.asarray(ls), np.asarray(other.lens[o.name][d])):
-                raise AssertionError(f"{backend}: output {o.name} lengths of {d} differ: {other.lens[o.name][d]} vs {ls}")
+                raise AssertionError(
+                    f"{backend}: output {o.name} lengths of {d} differ: {other.lens[o.name][d]} vs {ls}"
+                )
         shape = tuple(min(x, y) for x, y in zip(a.shape, b.shape))
         for ax, d in enumerate(dims):
             if d in ref.lens[o.name] and shape[ax] < int(np.max(ref.lens[o.name][d], initial=0)):

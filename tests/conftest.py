@@ -18,7 +18,9 @@ def run_netc(*args: str, cwd: Path | None = None, check: bool = False) -> subpro
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run([str(NETC), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env)
     if check and proc.returncode != 0:
-        raise AssertionError(f"netc {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(
+            f"netc {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc
 
 

@@ -18,12 +18,20 @@ hidden = Dim("hidden", 6)
 
 # (name, body of the model after HEADER, expected message part, expected line of the body (1-based), col or None)
 CASES = [
-    ("unknown_name", """
+    (
+        "unknown_name",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             return Linear(hidden)(y)
-        """, "unknown name `y`", 3, 26),
-    ("try_statement", """
+        """,
+        "unknown name `y`",
+        3,
+        26,
+    ),
+    (
+        "try_statement",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             try:
@@ -31,8 +39,14 @@ CASES = [
             except Exception:
                 y = x
             return y
-        """, "`try` is not supported", 3, 4),
-    ("state_without_initial_value", """
+        """,
+        "`try` is not supported",
+        3,
+        4,
+    ),
+    (
+        "state_without_initial_value",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
@@ -40,78 +54,156 @@ CASES = [
                 h = tanh(Linear(hidden)(x_t) + h)
                 out.append(h)
             return out
-        """, "`h` is read before it is assigned in the loop body", 5, 39),
-    ("state_changes_dims", """
+        """,
+        "`h` is read before it is assigned in the loop body",
+        5,
+        39,
+    ),
+    (
+        "state_changes_dims",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
             for x_t in x:
                 h = x_t
             return h
-        """, "loop state `h` changes in the loop: [batch, hidden] before, [batch, feat] after", 5, 8),
-    ("linear_needs_a_dim", """
+        """,
+        "loop state `h` changes in the loop: [batch, hidden] before, [batch, feat] after",
+        5,
+        8,
+    ),
+    (
+        "linear_needs_a_dim",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             return Linear(5)(x)
-        """, "Linear(out_dim) needs a static dim", 3, 11),
-    ("unknown_netc_import", """
+        """,
+        "Linear(out_dim) needs a static dim",
+        3,
+        11,
+    ),
+    (
+        "unknown_netc_import",
+        """
         from netc import Conv9
-        """, "`netc` has no `Conv9`", 1, 17),
-    ("loop_over_static_tensor", """
+        """,
+        "`netc` has no `Conv9`",
+        1,
+        17,
+    ),
+    (
+        "loop_over_static_tensor",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
             for v in zeros(batch, hidden):
                 out.append(v)
             return out
-        """, "cannot loop over a tensor with no dynamic dim", 4, 13),
-    ("while_loop", """
+        """,
+        "cannot loop over a tensor with no dynamic dim",
+        4,
+        13,
+    ),
+    (
+        "while_loop",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             while True:
                 pass
             return x
-        """, "`while` without `if end(...): break` is not supported", 3, 4),
-    ("reduce_over_missing_dim", """
+        """,
+        "`while` without `if end(...): break` is not supported",
+        3,
+        4,
+    ),
+    (
+        "reduce_over_missing_dim",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             return reduce_sum(x, axis=hidden)
-        """, "cannot reduce over `hidden`", 3, 11),
-    ("split_not_divisible", """
+        """,
+        "cannot reduce over `hidden`",
+        3,
+        11,
+    ),
+    (
+        "split_not_divisible",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             a, b, c = split(x, 3)
             return a
-        """, "cannot split `feat` of size 8 into 3 equal parts", 3, 14),
-    ("concat_mismatch", """
+        """,
+        "cannot split `feat` of size 8 into 3 equal parts",
+        3,
+        14,
+    ),
+    (
+        "concat_mismatch",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
             return concat(x, h)
-        """, "concat inputs must agree on all dims but the feature dim: [batch, time] vs [batch]", 4, 11),
-    ("foreign_call", """
+        """,
+        "concat inputs must agree on all dims but the feature dim: [batch, time] vs [batch]",
+        4,
+        11,
+    ),
+    (
+        "foreign_call",
+        """
         import numpy as np
         @network
         def f(x: Tensor[batch, time, feat]):
             return np.tanh(x)
-        """, "`numpy.tanh` is not part of the netc language", 4, 11),
-    ("unpack_mismatch", """
+        """,
+        "`numpy.tanh` is not part of the netc language",
+        4,
+        11,
+    ),
+    (
+        "unpack_mismatch",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             a, b = split(x, 4)
             return a
-        """, "cannot unpack 4 into 2 names", 3, 4),
-    ("missing_annotation", """
+        """,
+        "cannot unpack 4 into 2 names",
+        3,
+        4,
+    ),
+    (
+        "missing_annotation",
+        """
         @network
         def f(x):
             return x
-        """, "network input `x` needs an annotation", 2, 6),
-    ("syntax_error", """
+        """,
+        "network input `x` needs an annotation",
+        2,
+        6,
+    ),
+    (
+        "syntax_error",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             return x +
-        """, "syntax error", 3, None),
-    ("break_without_end", """
+        """,
+        "syntax error",
+        3,
+        None,
+    ),
+    (
+        "break_without_end",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
@@ -119,21 +211,39 @@ CASES = [
                 out.append(x_t)
                 break
             return out
-        """, "`break`/`continue` need `if end(cond): break`", 6, 8),
-    ("no_return", """
+        """,
+        "`break`/`continue` need `if end(cond): break`",
+        6,
+        8,
+    ),
+    (
+        "no_return",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             y = x
-        """, "the network function must end with `return`", 2, 0),
-    ("range_of_a_number", """
+        """,
+        "the network function must end with `return`",
+        2,
+        0,
+    ),
+    (
+        "range_of_a_number",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
             for t in range(5):
                 out.append(x[t])
             return out
-        """, "loops over `range` need `range(x.max_seq_len)`", 4, 13),
-    ("python_value_as_state", """
+        """,
+        "loops over `range` need `range(x.max_seq_len)`",
+        4,
+        13,
+    ),
+    (
+        "python_value_as_state",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             i = 0
@@ -142,8 +252,14 @@ CASES = [
                 i = i + 1
                 out.append(x_t * i)
             return out
-        """, "`i` holds a Python value before the loop and is reassigned", 6, 8),
-    ("append_twice", """
+        """,
+        "`i` holds a Python value before the loop and is reassigned",
+        6,
+        8,
+    ),
+    (
+        "append_twice",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
@@ -151,40 +267,80 @@ CASES = [
                 out.append(x_t)
                 out.append(x_t)
             return out
-        """, "a list is appended to twice in one step", 6, 8),
-    ("shared_module_other_shape", """
+        """,
+        "a list is appended to twice in one step",
+        6,
+        8,
+    ),
+    (
+        "shared_module_other_shape",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             lin = Linear(hidden)
             a = lin(x)
             return lin(a)
-        """, "module `lin` called on inputs of another shape", 5, 11),
-    ("softmax_over_batch", """
+        """,
+        "module `lin` called on inputs of another shape",
+        5,
+        11,
+    ),
+    (
+        "softmax_over_batch",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             return softmax(x, axis=batch)
-        """, "softmax over the batch dim is not allowed", 3, 11),
-    ("index_with_int", """
+        """,
+        "softmax over the batch dim is not allowed",
+        3,
+        11,
+    ),
+    (
+        "index_with_int",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             return x[0]
-        """, "tensors can only be indexed by a loop index", 3, 11),
-    ("dim_redeclared", """
+        """,
+        "tensors can only be indexed by a loop index",
+        3,
+        11,
+    ),
+    (
+        "dim_redeclared",
+        """
         hidden2 = Dim("hidden", 7)
-        """, "dim `hidden` declared again with another size (6 vs 7)", 1, 10),
-    ("unstack_non_dynamic", """
+        """,
+        "dim `hidden` declared again with another size (6 vs 7)",
+        1,
+        10,
+    ),
+    (
+        "unstack_non_dynamic",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
             for v in unstack(x, axis=feat):
                 out.append(v)
             return out
-        """, "`feat` is not a dynamic dim", 4, 13),
-    ("bad_op_arguments", """
+        """,
+        "`feat` is not a dynamic dim",
+        4,
+        13,
+    ),
+    (
+        "bad_op_arguments",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             return reduce_sum(x)
-        """, "bad arguments to `reduce_sum`", 3, 11),
+        """,
+        "bad arguments to `reduce_sum`",
+        3,
+        11,
+    ),
 ]
 
 

@@ -25,9 +25,32 @@ _TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 _TORCH_DTYPE = {"float32": "torch.float32", "int32": "torch.long", "bool": "torch.bool"}
-_NN_MODULE_ATTRS = {"training", "forward", "apply", "to", "cuda", "cpu", "eval", "train", "float", "double", "half",
-                    "type", "state_dict", "parameters", "buffers", "children", "modules", "zero_grad", "register_buffer",
-                    "load_returnn_params", "reset_parameters", "output_dims", "returnn_param_names", "input_names"}
+_NN_MODULE_ATTRS = {
+    "training",
+    "forward",
+    "apply",
+    "to",
+    "cuda",
+    "cpu",
+    "eval",
+    "train",
+    "float",
+    "double",
+    "half",
+    "type",
+    "state_dict",
+    "parameters",
+    "buffers",
+    "children",
+    "modules",
+    "zero_grad",
+    "register_buffer",
+    "load_returnn_params",
+    "reset_parameters",
+    "output_dims",
+    "returnn_param_names",
+    "input_names",
+}
 
 
 def class_name(network: str) -> str:

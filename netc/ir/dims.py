@@ -49,8 +49,8 @@ class DimTable:
         if w.size is None:
             raise DimError(f"cannot split dynamic dim `{whole}`")
         prefix = f"{n}*"
-        if whole.startswith(prefix) and whole[len(prefix):] in self.dims:
-            return self.dims[whole[len(prefix):]]
+        if whole.startswith(prefix) and whole[len(prefix) :] in self.dims:
+            return self.dims[whole[len(prefix) :]]
         if w.size % n:
             raise DimError(f"cannot split `{whole}` of size {w.size} into {n} equal parts")
         return self._derived(f"{whole}/{n}", w.size // n)

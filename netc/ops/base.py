@@ -8,8 +8,9 @@ emitters and the eager runtime; an op only asks them for names, dims and aligned
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from netc.ir.dims import DimTable
 from netc.ir.model import Op, Value

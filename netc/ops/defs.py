@@ -7,7 +7,7 @@ that the compiler itself never loads it.
 from __future__ import annotations
 
 from netc.ir.dims import DimError, DimTable
-from netc.ir.model import Op, Value
+from netc.ir.model import Value
 from netc.ops.align import align_tensor
 from netc.ops.base import Code, OpDef, OutType, register
 
@@ -132,7 +132,9 @@ class _Unary(OpDef):
 
 
 def _unary(name: str, activation: str, torch_fn: str) -> None:
-    cls = type(name.capitalize(), (_Unary,), {"name": name, "fn_name": name, "activation": activation, "torch_fn": torch_fn})
+    cls = type(
+        name.capitalize(), (_Unary,), {"name": name, "fn_name": name, "activation": activation, "torch_fn": torch_fn}
+    )
     register(cls)
 
 
@@ -358,8 +360,10 @@ class Concat(OpDef):
         feats = [dt.feature(a.dims) for a in args]
         rests = [tuple(d for d in a.dims if d != f) for a, f in zip(args, feats)]
         if len(set(rests)) != 1:
-            raise DimError("concat inputs must agree on all dims but the feature dim: "
-                           + " vs ".join(f"[{', '.join(r)}]" for r in rests))
+            raise DimError(
+                "concat inputs must agree on all dims but the feature dim: "
+                + " vs ".join(f"[{', '.join(r)}]" for r in rests)
+            )
         out = dt.concat(feats)
         return [OutType(dt.canonical(list(rests[0]) + [out.name]), args[0].dtype)]
 

@@ -78,7 +78,10 @@ class LoopBuilder:
         if tv.block is block:
             return tv
         if block.parent is None:
-            raise self.t.error(node, "a value computed inside a loop is used outside it; read it after the loop through a variable (last frame) or a list (stacked)")
+            raise self.t.error(
+                node,
+                "a value computed inside a loop is used outside it; read it after the loop through a variable (last frame) or a list (stacked)",
+            )
         outer = self.capture(tv, block.parent, node)
         got = block.captured.get(outer.value.id)
         if got is None:
@@ -122,10 +125,16 @@ class LoopBuilder:
         if isinstance(it, V.TV):
             dyn = self.t.dims.dynamic(it.dims)
             if len(dyn) != 1:
-                what = "no dynamic dim" if not dyn else f"several dynamic dims ({', '.join(dyn)}); use unstack(x, axis=...)"
+                what = (
+                    "no dynamic dim"
+                    if not dyn
+                    else f"several dynamic dims ({', '.join(dyn)}); use unstack(x, axis=...)"
+                )
                 raise self.t.error(node, f"cannot loop over a tensor with {what}")
             return it, dyn[0]
-        raise self.t.error(node, "a loop iterates over a tensor, `unstack(x, axis=...)`, `zip(...)` or `range(x.max_seq_len)`")
+        raise self.t.error(
+            node, "a loop iterates over a tensor, `unstack(x, axis=...)`, `zip(...)` or `range(x.max_seq_len)`"
+        )
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -177,8 +186,14 @@ class LoopBuilder:
                 loop.carries.append(LoopCarry(name=name, init=init.value.id, inner=inner, next=-1))
                 env[name] = V.TV(inner, body)
 
-        ctx = _LoopCtx(stmt=stmt, loop=loop, block=body, env=env, assigned=assigned,
-                       start_lists={id(v) for v in env.values() if isinstance(v, V.PyList) and not v.items})
+        ctx = _LoopCtx(
+            stmt=stmt,
+            loop=loop,
+            block=body,
+            env=env,
+            assigned=assigned,
+            start_lists={id(v) for v in env.values() if isinstance(v, V.PyList) and not v.items},
+        )
         if isinstance(it, V.RangeSpec):
             if not isinstance(stmt.target, cst.Name):
                 raise t.error(stmt.target, "`for t in range(...)` binds one name")
@@ -193,7 +208,9 @@ class LoopBuilder:
         t.block = body
         try:
             for s in stmt.body.body:
-                if isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Continue)) for x in s.body):
+                if isinstance(s, cst.SimpleStatementLine) and any(
+                    isinstance(x, (cst.Break, cst.Continue)) for x in s.body
+                ):
                     raise t.error(s, "`break`/`continue` need `if end(cond): break` (not supported yet)")
                 t.stmt(s)
         finally:
@@ -202,7 +219,10 @@ class LoopBuilder:
 
         for name in python_bound:
             if env.get(name) is not before[name]:
-                raise t.error(assigned[name], f"`{name}` holds a Python value before the loop and is reassigned in the body; loop state must be tensors")
+                raise t.error(
+                    assigned[name],
+                    f"`{name}` holds a Python value before the loop and is reassigned in the body; loop state must be tensors",
+                )
         self._close(ctx, outer, target_names)
 
     def _close(self, ctx: _LoopCtx, outer: V.Block, target_names: set[str]) -> None:
@@ -215,8 +235,11 @@ class LoopBuilder:
                 raise t.error(node, f"loop state `{c.name}` must stay a tensor")
             nxt = self.capture(nxt, body, node)
             if nxt.dims != c.inner.dims or nxt.value.dtype != c.inner.dtype:
-                raise t.error(node, f"loop state `{c.name}` changes in the loop: [{', '.join(c.inner.dims)}] before, "
-                                    f"[{', '.join(nxt.dims)}] after a step")
+                raise t.error(
+                    node,
+                    f"loop state `{c.name}` changes in the loop: [{', '.join(c.inner.dims)}] before, "
+                    f"[{', '.join(nxt.dims)}] after a step",
+                )
             c.next = nxt.value.id
             c.out = t.new_value(c.inner.dims, c.inner.dtype, name=c.name, sparse_dim=c.inner.sparse_dim)
             env[c.name] = V.TV(c.out, outer)
@@ -231,7 +254,9 @@ class LoopBuilder:
         for lst, value, _node in ctx.appends.values():
             dims = t.dims.canonical((*value.dims, loop.axis))
             names = [n for n, v in env.items() if v is lst]
-            out = t.new_value(dims, value.value.dtype, name=names[0] if names else None, sparse_dim=value.value.sparse_dim)
+            out = t.new_value(
+                dims, value.value.dtype, name=names[0] if names else None, sparse_dim=value.value.sparse_dim
+            )
             loop.stacks.append(LoopStack(name=out.name or "stack", value=value.value.id, out=out))
             stacked = V.TV(out, outer)
             for n in names:
@@ -241,7 +266,9 @@ class LoopBuilder:
         ctx = self.active[-1] if self.active else None
         if ctx is None or id(lst) not in ctx.start_lists:
             if any(id(lst) in c.start_lists for c in self.active):
-                raise self.t.error(node, "append to a list of an outer loop inside a nested loop; stack in the inner loop first")
+                raise self.t.error(
+                    node, "append to a list of an outer loop inside a nested loop; stack in the inner loop first"
+                )
             lst.items.append(value)  # a plain Python list, e.g. collected for concat
             return
         if not isinstance(value, V.TV):
@@ -268,9 +295,12 @@ class LoopBuilder:
     def unbound_read(self, node: cst.Name) -> None:
         for ctx in reversed(self.active):
             if ctx.env is self.t.env and node.value in ctx.assigned:
-                raise self.t.error(node, f"`{node.value}` is read before it is assigned in the loop body and has no value "
-                                         f"before the loop; give the state an initial value before the loop "
-                                         f"(e.g. `{node.value} = zeros(batch, ...)`)")
+                raise self.t.error(
+                    node,
+                    f"`{node.value}` is read before it is assigned in the loop body and has no value "
+                    f"before the loop; give the state an initial value before the loop "
+                    f"(e.g. `{node.value} = zeros(batch, ...)`)",
+                )
 
 
 def _target_names(t: cst.CSTNode) -> list[str]:
@@ -291,4 +321,3 @@ def _inside(block: V.Block, body: V.Block) -> bool:
 
 def _unstack_args(x, axis):
     return x, axis
-

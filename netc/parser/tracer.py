@@ -24,8 +24,12 @@ from netc.parser.names import Namer
 # names `from netc import ...` may bring in that are not ops
 DSL_SYMBOLS = {"Dim", "batch", "Tensor", "Labels", "network", "Module", "unstack"}
 BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "isinstance"}
-_BINOPS = {cst.Add: ("add", lambda a, b: a + b), cst.Subtract: ("sub", lambda a, b: a - b),
-           cst.Multiply: ("mul", lambda a, b: a * b), cst.Divide: ("div", lambda a, b: a / b)}
+_BINOPS = {
+    cst.Add: ("add", lambda a, b: a + b),
+    cst.Subtract: ("sub", lambda a, b: a - b),
+    cst.Multiply: ("mul", lambda a, b: a * b),
+    cst.Divide: ("div", lambda a, b: a / b),
+}
 
 
 class _Return(Exception):
@@ -40,7 +44,9 @@ class Tracer:
         try:
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as e:
-            span = Span(file=path, line=e.raw_line, col=max(e.raw_column, 0), end_line=e.raw_line, end_col=e.raw_column + 1)
+            span = Span(
+                file=path, line=e.raw_line, col=max(e.raw_column, 0), end_line=e.raw_line, end_col=e.raw_column + 1
+            )
             raise CompileError(span, f"syntax error: {e.message}") from None
         wrapper = MetadataWrapper(module)
         self.module = wrapper.module
@@ -77,7 +83,9 @@ class Tracer:
         """The value as seen from the current block (capturing outer values as invariants)."""
         return self.loops.capture(tv, self.block, node)
 
-    def emit(self, opdef: OpDef, args: list[V.TV], attrs: dict, node: cst.CSTNode, param: V.OpModule | None = None) -> list[V.TV]:
+    def emit(
+        self, opdef: OpDef, args: list[V.TV], attrs: dict, node: cst.CSTNode, param: V.OpModule | None = None
+    ) -> list[V.TV]:
         args = [self.use(a, node) for a in args]
         try:
             outs = opdef.infer(self.dims, [a.value for a in args], attrs)
@@ -88,12 +96,25 @@ class Tracer:
             if param.params is None:
                 param.params = roles
                 for role, dims in roles.items():
-                    self.params.append(ParamDef(name=f"{param.path}/{role}", dims=dims, call_path=param.call_path, role=role))
+                    self.params.append(
+                        ParamDef(name=f"{param.path}/{role}", dims=dims, call_path=param.call_path, role=role)
+                    )
             elif param.params != roles:
-                raise self.error(node, f"module `{param.path}` called on inputs of another shape than before (its parameters are shared)")
+                raise self.error(
+                    node,
+                    f"module `{param.path}` called on inputs of another shape than before (its parameters are shared)",
+                )
         vals = [self.new_value(o.dims, o.dtype, sparse_dim=o.sparse_dim) for o in outs]
-        self.block.nodes.append(Op(op=opdef.name, args=[a.value.id for a in args], attrs=attrs, outs=vals,
-                                   span=self.span(node), param=param.path if param else None))
+        self.block.nodes.append(
+            Op(
+                op=opdef.name,
+                args=[a.value.id for a in args],
+                attrs=attrs,
+                outs=vals,
+                span=self.span(node),
+                param=param.path if param else None,
+            )
+        )
         return [V.TV(v, self.block) for v in vals]
 
     # --- module level ------------------------------------------------------------------
@@ -133,7 +154,9 @@ class Tracer:
                     self.import_(small)
                 elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                     self.small_stmt(small)
-                elif isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+                elif isinstance(small, cst.Expr) and isinstance(
+                    small.value, (cst.SimpleString, cst.ConcatenatedString)
+                ):
                     pass  # docstring
                 elif isinstance(small, cst.Pass):
                     pass
@@ -150,7 +173,7 @@ class Tracer:
 
     @staticmethod
     def _is_main_guard(test: cst.BaseExpression) -> bool:
-        return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__")
+        return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
 
     def import_from(self, node: cst.ImportFrom) -> None:
         mod = cst.helpers.get_full_name_for_node(node.module) if node.module else ""
@@ -194,7 +217,11 @@ class Tracer:
                 val = self.new_value(canon, "float32", name=name)
             inputs.append(Input(name=name, value=val, annotated_dims=tuple(dims)))
             env[name] = V.TV(val, self.root)
-        if fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.kwonly_params or fn.params.star_kwarg:
+        if (
+            fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT)
+            or fn.params.kwonly_params
+            or fn.params.star_kwarg
+        ):
             raise self.error(fn.params, "network inputs must be plain parameters")
         self.local_stack.append(env)
         try:
@@ -204,8 +231,15 @@ class Tracer:
             outputs = self.network_outputs(fn, r.value)
         finally:
             self.local_stack.pop()
-        return Graph(source_file=self.path, network=fn.name.value, dims=self.dims.as_list(), inputs=inputs,
-                     params=self.params, body=self.root.nodes, outputs=outputs)
+        return Graph(
+            source_file=self.path,
+            network=fn.name.value,
+            dims=self.dims.as_list(),
+            inputs=inputs,
+            params=self.params,
+            body=self.root.nodes,
+            outputs=outputs,
+        )
 
     def input_annotation(self, ann: cst.BaseExpression) -> tuple[str, list[str]]:
         if isinstance(ann, cst.Subscript):
@@ -262,7 +296,9 @@ class Tracer:
         elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             raise self.error(stmt, "define functions and classes at module level")
         else:
-            what = {cst.Try: "`try`", cst.While: "`while` without `if end(...): break`", cst.With: "`with`"}.get(type(stmt), type(stmt).__name__)
+            what = {cst.Try: "`try`", cst.While: "`while` without `if end(...): break`", cst.With: "`with`"}.get(
+                type(stmt), type(stmt).__name__
+            )
             raise self.error(stmt, f"{what} is not supported in a network")
 
     def if_stmt(self, node: cst.If) -> None:
@@ -296,7 +332,12 @@ class Tracer:
             self.assign(small.target, self.eval_expr(small.value))
         elif isinstance(small, cst.AugAssign):
             op = type(small.operator).__name__.replace("Assign", "")
-            binop = {"Add": cst.Add(), "Subtract": cst.Subtract(), "Multiply": cst.Multiply(), "Divide": cst.Divide()}.get(op)
+            binop = {
+                "Add": cst.Add(),
+                "Subtract": cst.Subtract(),
+                "Multiply": cst.Multiply(),
+                "Divide": cst.Divide(),
+            }.get(op)
             if binop is None:
                 raise self.error(small, "unsupported augmented assignment")
             left = self.eval_expr(small.target)
@@ -459,9 +500,16 @@ class Tracer:
         right = self.eval_expr(node.comparisons[0].comparator)
         if isinstance(left, V.TV) or isinstance(right, V.TV):
             raise self.error(node, "comparisons of tensors are not supported yet")
-        ops = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,
-               cst.GreaterThan: lambda a, b: a > b, cst.LessThanEqual: lambda a, b: a <= b,
-               cst.GreaterThanEqual: lambda a, b: a >= b, cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b}
+        ops = {
+            cst.Equal: lambda a, b: a == b,
+            cst.NotEqual: lambda a, b: a != b,
+            cst.LessThan: lambda a, b: a < b,
+            cst.GreaterThan: lambda a, b: a > b,
+            cst.LessThanEqual: lambda a, b: a <= b,
+            cst.GreaterThanEqual: lambda a, b: a >= b,
+            cst.Is: lambda a, b: a is b,
+            cst.IsNot: lambda a, b: a is not b,
+        }
         fn = ops.get(type(node.comparisons[0].operator))
         if fn is None or not all(isinstance(v, (int, float, str, bool, type(None))) for v in (left, right)):
             raise self.error(node, "unsupported comparison")
@@ -475,7 +523,9 @@ class Tracer:
         if isinstance(obj, V.TV):
             if isinstance(idx, V.LoopIndex):
                 return self.loops.index(obj, idx, node)
-            raise self.error(node, "tensors can only be indexed by a loop index (`x[t]` in `for t in range(x.max_seq_len)`)")
+            raise self.error(
+                node, "tensors can only be indexed by a loop index (`x[t]` in `for t in range(x.max_seq_len)`)"
+            )
         if isinstance(obj, (tuple, list)) and isinstance(idx, int):
             if not -len(obj) <= idx < len(obj):
                 raise self.error(node, f"index {idx} out of range for {len(obj)} items")
@@ -532,7 +582,10 @@ class Tracer:
         if isinstance(fn, V.Builtin):
             return self.call_builtin(fn.name, args, kwargs, node)
         if isinstance(fn, V.Foreign):
-            raise self.error(node, f"`{fn.name}` is not part of the netc language; networks may only call netc ops, helper functions and Modules")
+            raise self.error(
+                node,
+                f"`{fn.name}` is not part of the netc language; networks may only call netc ops, helper functions and Modules",
+            )
         raise self.error(node, f"{_describe(fn)} is not callable")
 
     def call_builtin(self, name: str, args, kwargs, node) -> Any:

@@ -13,8 +13,24 @@ def transform(g: Graph) -> tuple[Graph, bool]:
         uses = count_uses(g)
         changed = _sweep(g.body, uses)
         if not changed:
-            return g, changed_any
+            break
         changed_any = True
+    live = _param_paths(g.body)
+    params = [p for p in g.params if p.name.rsplit("/", 1)[0] in live]
+    changed_any |= len(params) != len(g.params)
+    g.params = params
+    return g, changed_any
+
+
+def _param_paths(nodes: list[Node]) -> set[str]:
+    """Module paths of the parameterised ops still in the graph: the parameters to keep."""
+    out: set[str] = set()
+    for n in nodes:
+        if isinstance(n, Loop):
+            out |= _param_paths(n.body)
+        elif n.param:
+            out.add(n.param)
+    return out
 
 
 def _sweep(nodes: list[Node], uses) -> bool:
@@ -22,7 +38,13 @@ def _sweep(nodes: list[Node], uses) -> bool:
     keep: list[Node] = []
     for n in nodes:
         if isinstance(n, Loop):
-            before = (len(n.stacks), len(n.lasts), sum(c.out is not None for c in n.carries), len(n.invariants), len(n.seqs))
+            before = (
+                len(n.stacks),
+                len(n.lasts),
+                sum(c.out is not None for c in n.carries),
+                len(n.invariants),
+                len(n.seqs),
+            )
             n.stacks = [s for s in n.stacks if uses[s.out.id]]
             n.lasts = [ll for ll in n.lasts if uses[ll.out.id]]
             for c in n.carries:
@@ -35,7 +57,13 @@ def _sweep(nodes: list[Node], uses) -> bool:
             n.invariants = [i for i in n.invariants if uses[i.inner.id]]
             # a loop keeps its first sequence: it defines the steps even when the body ignores it
             n.seqs = [s for k, s in enumerate(n.seqs) if uses[s.inner.id] or k == 0]
-            after = (len(n.stacks), len(n.lasts), sum(c.out is not None for c in n.carries), len(n.invariants), len(n.seqs))
+            after = (
+                len(n.stacks),
+                len(n.lasts),
+                sum(c.out is not None for c in n.carries),
+                len(n.invariants),
+                len(n.seqs),
+            )
             changed |= before != after
             keep.append(n)
         elif any(uses[o.id] for o in n.outs):

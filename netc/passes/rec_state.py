@@ -30,7 +30,7 @@ def transform(g: Graph) -> tuple[Graph, bool]:
                     # never reassigned: the carried value is the initial value at every step
                     n.invariants.append(LoopInvariant(outer=c.init, inner=c.inner))
                     if c.out is not None:
-                        replace_uses(nodes[idx + 1:], c.out.id, c.init)
+                        replace_uses(nodes[idx + 1 :], c.out.id, c.init)
                         outputs_fix[c.out.id] = c.init
                     changed = True
                 elif uses[c.inner.id] == 0:

@@ -1,0 +1,30 @@
+"""Every example verifies across eager, RETURNN and torch through the real `netc verify`."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import EXAMPLES
+
+MODELS = sorted(p.name for p in EXAMPLES.glob("*.py"))
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_example_verifies(netc, model):
+    proc = netc("verify", EXAMPLES / model, "--seed", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    lens = re.search(r"lengths (.*)", proc.stdout).group(1)
+    for part in lens.split("], "):
+        values = [int(v) for v in re.findall(r"\d+", part.split("=")[1])]
+        assert len(set(values)) > 1, f"lengths must differ across the batch: {lens}"
+    rows = re.findall(r"eager vs (\w+)\s+max\|Δ\| = (\S+)\s+\((\d+) valid", proc.stdout)
+    assert {b for b, _, _ in rows} == {"torch", "returnn"}
+    for backend, diff, frames in rows:
+        assert float(diff) <= 1e-4, (backend, diff)
+        assert int(frames) > 0
+
+
+def test_examples_cover_the_seed_models():
+    assert {"elman.py", "lstm.py", "gru.py", "stacked_rnn.py"} <= set(MODELS)

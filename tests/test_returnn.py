@@ -1,0 +1,117 @@
+"""RETURNN itself loads what netc emits: its own config loader, TFNetwork, real checkpoints.
+
+TensorFlow is imported once per test process; each test builds its own graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES
+
+from netc.compiler import compile_graph
+from netc.emit_tf.emitter import emit_returnn
+from netc_runtime.backends import load_torch_module, run_eager, run_returnn, run_torch
+from netc_runtime.checkpoint import read_tf_checkpoint
+from netc_runtime.verify import random_inputs, random_lengths, random_params
+
+MODELS = sorted(p.name for p in EXAMPLES.glob("*.py"))
+
+
+def _batch(g, seed=0):
+    rng = np.random.default_rng(seed)
+    lens = random_lengths(g, 3, 6, rng)
+    return random_inputs(g, lens, rng), lens, random_params(g, rng)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_dim_is_declared_by_netc(model):
+    """No dim is left for RETURNN to invent: every layer's dims are the config's own objects."""
+    import tensorflow as tf
+    from returnn.config import Config
+    from returnn.tensor import batch_dim
+    from returnn.tf.network import TFNetwork
+
+    g = compile_graph(str(EXAMPLES / model))
+    cfg = Config()
+    cfg.load_file(_write(emit_returnn(g)))
+    declared = [batch_dim] + [v for k, v in cfg.typed_dict.items() if k.startswith("dim_")]
+    tf.compat.v1.disable_eager_execution()
+    with tf.Graph().as_default():
+        net = TFNetwork(config=cfg, train_flag=False)
+        net.construct_from_dict(cfg.typed_value("network"))
+        for o in g.outputs:
+            for tag in net.get_layer(o.name).output.dim_tags:
+                assert any(tag is d for d in declared), (o.name, tag)
+
+
+def _write(text: str) -> str:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(text)
+    return f.name
+
+
+@pytest.mark.parametrize("model", ["elman.py", "lstm.py"])
+def test_checkpoint_moves_from_returnn_to_torch_and_eager(tmp_path, model):
+    """Save a real RETURNN checkpoint, load it into the torch module and eager mode by name."""
+    path = str(EXAMPLES / model)
+    g = compile_graph(path)
+    inputs, lens, params = _batch(g)
+    prefix = str(tmp_path / "model")
+    ret = run_returnn(g, inputs, lens, params, save_checkpoint=prefix)
+    ckpt = read_tf_checkpoint(prefix)
+    assert set(ckpt) == {p.name for p in g.params}
+    for name, value in params.items():
+        np.testing.assert_array_equal(ckpt[name], value)
+    tor = run_torch(g, inputs, lens, ckpt)
+    eag = run_eager(path, g, inputs, lens, ckpt)
+    for o in g.outputs:
+        mask = _valid(g, ret, o.name)
+        for other in (tor, eag):
+            diff = np.abs(ret.outputs[o.name] - other.outputs[o.name])[mask]
+            assert diff.max() <= 1e-5
+
+
+def _valid(g, res, name):
+    dims = res.dims[name]
+    out = res.outputs[name]
+    mask = np.ones(out.shape, bool)
+    for ax, d in enumerate(dims):
+        if d in res.lens[name]:
+            idx = np.arange(out.shape[ax]).reshape([-1 if i == ax else 1 for i in range(out.ndim)])
+            lens = np.asarray(res.lens[name][d]).reshape([-1 if i == 0 else 1 for i in range(out.ndim)])
+            mask &= idx < lens
+    return mask
+
+
+def test_torch_module_interface():
+    g = compile_graph(str(EXAMPLES / "lstm.py"))
+    mod = load_torch_module(g)
+    import torch
+
+    model = mod.Model()
+    assert mod.Model is mod.Lstm
+    assert model.output_dims == {"output": ["batch", "time", "dim"], "h": ["batch", "dim"], "c": ["batch", "dim"]}
+    assert set(model.returnn_param_names) == {"cell/ff_linear/W", "cell/ff_linear/b", "cell/rec_linear/W"}
+    # torch names follow the same hierarchy
+    assert {n for n, _ in model.named_parameters()} == {"cell.ff_linear.W", "cell.ff_linear.b", "cell.rec_linear.W"}
+    out = model(torch.randn(2, 5, 20), time_lens=torch.tensor([5, 3]))
+    assert out["output"].shape == (2, 5, 16) and out["h"].shape == (2, 16)
+    assert torch.all(out["output"][1, 3:] == 0)  # padded frames are zero
+    with pytest.raises(KeyError):
+        model.load_returnn_params({"rec/rec/nothing/W": np.zeros(3)})
+
+
+def test_loaded_config_runs_like_torch(tmp_path, netc):
+    """The config file written by the CLI, loaded by RETURNN's own loader, gives torch's numbers."""
+    cfg = tmp_path / "cfg.py"
+    netc("compile", EXAMPLES / "gru.py", "--target", "returnn", "-o", cfg, check=True)
+    g = compile_graph(str(EXAMPLES / "gru.py"))
+    inputs, lens, params = _batch(g, seed=3)
+    ret = run_returnn(g, inputs, lens, params, config_text=cfg.read_text())
+    tor = run_torch(g, inputs, lens, params)
+    for o in g.outputs:
+        mask = _valid(g, ret, o.name)
+        assert np.abs(ret.outputs[o.name] - tor.outputs[o.name])[mask].max() <= 1e-5
