@@ -27,10 +27,34 @@ from netc.ops.align import align_tensor
 _PKG_DIRS = tuple(os.path.dirname(os.path.abspath(m)) + os.sep for m in (__file__, _netc.__file__))
 
 
+@dataclass(eq=False)
+class _Tag:
+    """One run of one loop. A value made inside it is tagged with it, so a list of per-step
+    values knows the axis (and direction) to stack over; a finished run tags nothing new."""
+
+    axis: str
+    backward: bool
+    seq: int  # creation order: outer loops are created before inner ones
+    finished: bool = False
+
+
 @dataclass
 class _Run:
     net: Network
-    loops: list[str]  # axes of the loops currently iterating (innermost last)
+    loops: list[_Tag]  # iterator loops currently running (innermost last)
+    range_tags: dict[tuple, _Tag]  # `x[t]` loops, which Python gives no hook to see end
+    count: int = 0
+
+    def tag(self, axis: str, backward: bool) -> _Tag:
+        self.count += 1
+        return _Tag(axis, backward, self.count)
+
+    def frames(self, *inputs: tuple[_Tag, ...]) -> tuple[_Tag, ...]:
+        """A new value's loops: the running iterator loops and the `x[t]` loops of its inputs."""
+        tags = {id(t): t for t in self.loops}
+        for frames in inputs:
+            tags.update({id(t): t for t in frames if not t.finished and t in self.range_tags.values()})
+        return tuple(sorted(tags.values(), key=lambda t: t.seq))
 
 
 _current: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("netc_eager_run", default=None)
@@ -47,7 +71,7 @@ class ETensor:
     """An eager tensor: torch data with named dims (canonical order), plus the loop axes
     it was computed in (so that a list of per-step values knows its stacking axis)."""
 
-    def __init__(self, data: torch.Tensor, dims: tuple[str, ...], frames: tuple[str, ...] = ()):
+    def __init__(self, data: torch.Tensor, dims: tuple[str, ...], frames: tuple[_Tag, ...] = ()):
         self.data, self.dims, self.frames = data, tuple(dims), frames
         assert data.dim() == len(self.dims), (data.shape, dims)
 
@@ -66,8 +90,15 @@ class ETensor:
         return self.data.shape[self.dims.index(self._dyn())]
 
     def _frame(self, axis: str, i: int) -> ETensor:
+        run = _run()
         pos = self.dims.index(axis)
-        frames = _longest(self.frames, tuple(_run().loops)) + (axis,)
+        if not run.loops or run.loops[-1].axis != axis:  # x[t] in `for t in range(...)`
+            key = (axis, tuple(id(t) for t in run.loops))
+            if key not in run.range_tags:
+                run.range_tags[key] = run.tag(axis, False)
+            frames = run.frames(self.frames, (run.range_tags[key],))
+        else:
+            frames = run.frames(self.frames)
         return ETensor(self.data.select(pos, i), self.dims[:pos] + self.dims[pos + 1 :], frames)
 
     def __getitem__(self, t: int) -> ETensor:
@@ -75,6 +106,9 @@ class ETensor:
 
     def __iter__(self):
         return _iterate(self, self._dyn())
+
+    def __reversed__(self):
+        return _iterate(self, self._dyn(), backward=True)
 
     def _binary(self, name: str, other: Any, left: bool) -> ETensor:
         if isinstance(other, list):
@@ -111,23 +145,56 @@ class ETensor:
     def __neg__(self):
         return _apply(REGISTRY["neg"], [self], {})
 
+    def __lt__(self, o):
+        return self._binary("lt", o, False)
 
-def _iterate(x: ETensor, axis: str):
+    def __le__(self, o):
+        return self._binary("le", o, False)
+
+    def __gt__(self, o):
+        return self._binary("gt", o, False)
+
+    def __ge__(self, o):
+        return self._binary("ge", o, False)
+
+    def __eq__(self, o):  # type: ignore[override]  # elementwise, as in torch
+        return self._binary("eq", o, False)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._binary("ne", o, False)
+
+    __hash__ = object.__hash__
+
+
+class _Unstacked:
+    """`unstack(x, axis=...)`: iterable forwards, and backwards with `reversed`."""
+
+    def __init__(self, x: ETensor, axis: str):
+        self.x, self.axis = x, axis
+
+    def __iter__(self):
+        return _iterate(self.x, self.axis)
+
+    def __reversed__(self):
+        return _iterate(self.x, self.axis, backward=True)
+
+
+def _iterate(x: ETensor, axis: str, backward: bool = False):
+    """Frames along `axis`; values made meanwhile are tagged with this run of the loop."""
     run = _run()
-    run.loops.append(axis)
+    n = x.data.shape[x.dims.index(axis)]
+    tag = run.tag(axis, backward)
+    run.loops.append(tag)
     try:
-        for i in range(x.data.shape[x.dims.index(axis)]):
+        for i in reversed(range(n)) if backward else range(n):
             yield x._frame(axis, i)
     finally:
-        run.loops.pop()
+        run.loops.remove(tag)
+        tag.finished = True
 
 
 def unstack(x: ETensor, axis) -> Any:
-    return _iterate(x, axis.name)
-
-
-def _longest(*frames: tuple[str, ...]) -> tuple[str, ...]:
-    return max(frames, key=len)
+    return _Unstacked(x, axis.name)
 
 
 def stack_list(items: list) -> ETensor:
@@ -138,15 +205,19 @@ def stack_list(items: list) -> ETensor:
     dims = {i.dims for i in items}
     if len(frames) != 1 or len(dims) != 1 or not items[0].frames:
         raise TypeError("list items come from different loops or have different dims")
-    axis = items[0].frames[-1]
+    tag = items[0].frames[-1]
+    axis = tag.axis
+    if tag.backward:  # appended backwards: stacked in frame order, as the targets do
+        items = items[::-1]
     out_dims = _run().net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
-    return ETensor(data, out_dims, items[0].frames[:-1])
+    return ETensor(data, out_dims, _run().frames(items[0].frames[:-1]))
 
 
 class _Ctx:
     def __init__(self, params: dict[str, torch.Tensor] | None = None):
         self.params = params or {}
+        self.training = _run().net.training
 
     def size(self, dim: str) -> int:
         d = _run().net.dims[dim]
@@ -175,7 +246,7 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data)) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
     res = opdef.eager(_Ctx(params), args, attrs, outs)
-    frames = _longest(tuple(run.loops), *(a.frames for a in args))
+    frames = run.frames(*(a.frames for a in args))
     if isinstance(res, tuple):
         return tuple(ETensor(r, o.dims, frames) for r, o in zip(res, outs))
     return ETensor(res, outs[0].dims, frames)
@@ -259,6 +330,14 @@ class Network:
         self.__doc__ = fn.__doc__
         self._graph: Graph | None = None
         self._params: dict[str, torch.Tensor] | None = None
+        self.training = False  # like nn.Module: dropout is active only in training mode
+
+    def train(self, mode: bool = True) -> Network:
+        self.training = mode
+        return self
+
+    def eval(self) -> Network:
+        return self.train(False)
 
     # compiled lazily: importing a model file stays cheap
     @property
@@ -335,7 +414,7 @@ class Network:
                     x = align_tensor(x, inp.annotated_dims, inp.value.dims)
                     x = x.long() if inp.value.dtype == "int32" else x.float()
                     inputs[inp.name] = ETensor(x, inp.value.dims)
-                token = _current.set(_Run(self, []))
+                token = _current.set(_Run(self, [], {}))
                 try:
                     res = self.fn(**inputs)
                     if not isinstance(res, dict):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jinja2
 
+from netc.errors import CompileError
 from netc.ir.model import Graph, Loop, Node, Op, Value
 from netc.naming import Namespace
 from netc.ops import REGISTRY
@@ -53,7 +54,8 @@ class _OpCtx:
 
 
 class _Block:
-    def __init__(self, reserved: set[str]):
+    def __init__(self, reserved: set[str], in_unit: bool = False):
+        self.in_unit = in_unit
         self.ns = Namespace(reserved, python=False)
         self.layers: dict[str, dict] = {}
         self.refs: dict[int, str] = {}
@@ -64,6 +66,7 @@ class ReturnnEmitter:
     def __init__(self, g: Graph):
         self.g = g
         self.values: dict[int, Value] = {}
+        self.uses_reverse = False
 
     def render(self) -> str:
         g = self.g
@@ -89,6 +92,7 @@ class ReturnnEmitter:
             dims=dims,
             extern_data=pyrepr(extern, 0),
             net=pyrepr(root.layers, 0, nest=("unit",)),
+            reverse_helper=self.uses_reverse,
         )
 
     def _dim(self, name: str) -> Code:
@@ -130,12 +134,15 @@ class ReturnnEmitter:
     def loop(self, n: Loop, outer: _Block) -> None:
         rec = outer.ns.fresh("rec")
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
-        unit = _Block(_UNIT_RESERVED)
+        unit = _Block(_UNIT_RESERVED, in_unit=True)
         axis = Code(dim_var(n.axis))
         for s in n.seqs:
             self.values[s.inner.id] = s.inner
+            src = outer.refs[s.outer]
+            if n.reverse:
+                src = self._reverse(outer, src, n.axis, f"{self.values[s.outer].name or 'x'}_reversed")
             name = unit.ns.fresh(s.inner.name or f"{self.values[s.outer].name or 'x'}_t")
-            unit.layers[name] = {"class": "rec_unstack", "from": _base(outer.refs[s.outer]), "axis": axis}
+            unit.layers[name] = {"class": "rec_unstack", "from": _base(src), "axis": axis}
             unit.refs[s.inner.id] = unit.layer_of[s.inner.id] = name
         for i in n.invariants:
             self.values[i.inner.id] = i.inner
@@ -158,27 +165,56 @@ class ReturnnEmitter:
                 unit.layers[name] = {"class": "copy", "from": unit.refs[c.next]}
                 unit.layer_of.setdefault(c.next, name)
             unit.layers[name]["initial_output"] = _base(outer.refs[c.init])
-            if c.out is not None:
+        results = [(c.next, c.out, carry_layers[c.inner.id], "last") for c in n.carries if c.out is not None]
+        results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
+        results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts]
+        if outer.in_unit and len(results) != 1:
+            raise CompileError(
+                n.span,
+                "RETURNN target: a loop inside another loop can give one result (a stacked list "
+                "or one variable read after it); split it into several loops",
+            )
+        for value, out, hint, kind in results:
+            name = self._own_layer(unit, value, hint)
+            self.values[out.id] = out
+            if outer.in_unit:
+                # sub-layers of a rec layer inside a unit cannot be reached; its own output can
+                unit.layers["output"] = {"class": "copy", "from": name}
+                ref = rec if kind == "stack" else self._gather_last(outer, rec, out, n.axis)
+            elif kind == "stack":
+                unit.layers[name]["is_output_layer"] = True
+                ref = f"{rec}/{name}"
+            else:
                 unit.layers[name]["need_last"] = True
-                self._last(outer, rec, name, c.out)
-        for s in n.stacks:
-            name = self._own_layer(unit, s.value, s.name)
-            unit.layers[name]["is_output_layer"] = True
-            self.values[s.out.id] = s.out
-            outer.refs[s.out.id] = f"{rec}/{name}"
-        for ll in n.lasts:
-            name = self._own_layer(unit, ll.value, ll.name)
-            unit.layers[name]["need_last"] = True
-            self._last(outer, rec, name, ll.out)
-        first = n.stacks[0].value if n.stacks else n.lasts[0].value if n.lasts else n.carries[0].next
-        unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, first, "out")}
+                ref = outer.ns.fresh(out.name or f"{name}_last")
+                outer.layers[ref] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": name}
+            if kind == "stack" and n.reverse:  # the loop ran over reversed sequences: back to frame order
+                ref = self._reverse(outer, ref, n.axis, hint)
+            outer.refs[out.id] = ref
+        if "output" not in unit.layers:
+            unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, results[0][0], "out")}
         outer.layers[rec].update({"class": "rec", "from": [], "axis": axis, "unit": unit.layers})
 
-    def _last(self, outer: _Block, rec: str, sub: str, out: Value) -> None:
-        name = outer.ns.fresh(out.name or f"{sub}_last")
-        outer.layers[name] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": sub}
-        self.values[out.id] = out
-        outer.refs[out.id] = outer.layer_of[out.id] = name
+    def _reverse(self, blk: _Block, src: str, axis: str, hint: str) -> str:
+        """RETURNN ignores `direction: -1` on subnetwork units: reverse within each length instead."""
+        self.uses_reverse = True
+        name = blk.ns.fresh(hint)
+        blk.layers[name] = {
+            "class": "eval",
+            "from": src,
+            "eval": Code("reverse_in_length"),
+            "eval_locals": {"axis_dim": Code(dim_var(axis))},
+        }
+        return name
+
+    def _gather_last(self, outer: _Block, rec: str, out: Value, axis: str) -> str:
+        """Each sequence's last frame of a rec layer's output (`rec_last_output` cannot live in a unit)."""
+        name = outer.ns.fresh(out.name or f"{rec}_last")
+        length, pos = outer.ns.fresh(f"{name}_len"), outer.ns.fresh(f"{name}_pos")
+        outer.layers[length] = {"class": "length", "from": rec, "axis": Code(dim_var(axis))}
+        outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
+        outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(dim_var(axis))}
+        return name
 
 
 def _base(ref: str) -> str:

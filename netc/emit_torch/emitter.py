@@ -61,6 +61,8 @@ def class_name(network: str) -> str:
 class _OpCtx:
     """What an op's torch lowering may ask for (netc.ops.base.TorchCtx)."""
 
+    training = "self.training"
+
     def __init__(self, em: TorchEmitter, op: Op):
         self.em, self.op = em, op
 
@@ -195,7 +197,7 @@ class TorchEmitter:
 
     def loop(self, n: Loop) -> None:
         axis = n.axis
-        self.emit(f"# loop over {axis} (line {n.span.line})")
+        self.emit(f"# loop over {axis}{', backwards' if n.reverse else ''} (line {n.span.line})")
         for inv in n.invariants:
             self.alias(inv.inner, inv.outer)
         for c in n.carries:
@@ -215,7 +217,9 @@ class TorchEmitter:
             self.emit(f"{last_vars[v.id]} = torch.zeros({self.shape(v.dims)}{dtype})")
         step = self.ns.fresh("t")
         valid = self.ns.fresh("valid")
-        self.emit(f"for {step} in range({self.size_var[axis]}):")
+        steps = f"range({self.size_var[axis]})"
+        # backwards: each sequence starts at its own last frame (earlier steps are not valid for it)
+        self.emit(f"for {step} in {f'reversed({steps})' if n.reverse else steps}:")
         self.indent += 1
         self.emit(f"{valid} = {step} < {self.lens_var[axis]}  # [batch]: sequences still running")
         for s in n.seqs:
@@ -236,7 +240,8 @@ class TorchEmitter:
         for s in n.stacks:
             name = self.define(s.out)
             pos = s.out.dims.index(axis)
-            self.emit(f"{name} = torch.stack({stack_lists[s.out.id]}, dim={pos})")
+            steps = f"{stack_lists[s.out.id]}[::-1]" if n.reverse else stack_lists[s.out.id]
+            self.emit(f"{name} = torch.stack({steps}, dim={pos})")
             self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
 
 

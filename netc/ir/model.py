@@ -89,6 +89,7 @@ class Loop(BaseModel):
     kind: Literal["loop"] = "loop"
     axis: str  # the dynamic dim stepped over
     span: Span
+    reverse: bool = False  # each sequence from its last valid frame to its first; stacks stay aligned
     seqs: list[LoopSeq] = Field(default_factory=list)
     invariants: list[LoopInvariant] = Field(default_factory=list)
     carries: list[LoopCarry] = Field(default_factory=list)

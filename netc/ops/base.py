@@ -29,11 +29,17 @@ class Code(str):
 
 class ReturnnCtx(Protocol):
     def src(self, i: int) -> str: ...  # layer reference of arg i
+    def in_dims(self, i: int) -> tuple[str, ...]: ...
     def dim(self, name: str) -> Code: ...  # the config's variable for a dim
+    def is_dynamic(self, name: str) -> bool: ...
 
 
 class TorchCtx(Protocol):
+    training: str  # code for "is the module training" (`self.training`)
+
     def arg(self, i: int) -> str: ...
+    def in_dims(self, i: int) -> tuple[str, ...]: ...
+    def is_dynamic(self, name: str) -> bool: ...
     def aligned(self, i: int, dims: tuple[str, ...]) -> str: ...
     def axis(self, i: int, dim: str) -> int: ...
     def size(self, dim: str) -> str: ...
@@ -43,6 +49,8 @@ class TorchCtx(Protocol):
 
 
 class EagerCtx(Protocol):
+    training: bool
+
     def size(self, dim: str) -> int: ...
     def param(self, role: str) -> Any: ...
 
@@ -54,6 +62,7 @@ class OpDef:
     fn_name: str | None = None  # the DSL function name, if the op is called as a function
     tensors: tuple[str, ...] = ("x",)  # api parameters that take tensors (a `*args` one takes many)
     module: bool = False  # a parameterised module: `Linear(out_dim)(x)`; ctor args are attrs
+    pure: bool = True  # same inputs, same result: may be moved out of loops (not so for dropout)
 
     def api(self, x):  # noqa: D401 - the signature is the point
         """The user-facing signature."""

@@ -108,6 +108,45 @@ class Div(_Binary):
         return a / b
 
 
+class _Compare(_Binary):
+    """Elementwise comparison: a bool tensor (RETURNN `compare`, torch operators)."""
+
+    flipped = ""  # the comparison with operands swapped, for `number < tensor`
+
+    def infer(self, dt, args, attrs):
+        return [OutType(_union(dt, args), "bool")]
+
+    def returnn(self, ctx, op):
+        if "scalar" in op.attrs:
+            kind = REGISTRY_COMPARE_KIND[self.flipped if op.attrs.get("scalar_left") else self.name]
+            return {"class": "compare", "kind": kind, "from": [ctx.src(0)], "value": op.attrs["scalar"]}
+        return {"class": "compare", "kind": REGISTRY_COMPARE_KIND[self.name], "from": [ctx.src(0), ctx.src(1)]}
+
+    def apply(self, a, b):
+        import operator
+
+        return getattr(operator, self.name)(a, b)
+
+
+REGISTRY_COMPARE_KIND = {
+    "eq": "equal",
+    "ne": "not_equal",
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
+}
+for _name, _sym, _flip in [
+    ("eq", "==", "eq"),
+    ("ne", "!=", "ne"),
+    ("lt", "<", "gt"),
+    ("le", "<=", "ge"),
+    ("gt", ">", "lt"),
+    ("ge", ">=", "le"),
+]:
+    register(type(f"Compare_{_name}", (_Compare,), {"name": _name, "symbol": _sym, "flipped": _flip}))
+
+
 class _Unary(OpDef):
     """A float → float function applied elementwise."""
 

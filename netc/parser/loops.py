@@ -105,7 +105,16 @@ class LoopBuilder:
             if len(args) < 2:
                 raise self.t.error(node, "zip needs at least two sequences")
             return V.ZipSpec(tuple(args))
-        raise self.t.error(node, "`reversed` loops are not supported yet")
+        if len(args) != 1:
+            raise self.t.error(node, "reversed takes one sequence")
+        if isinstance(args[0], V.RangeSpec):
+            raise self.t.error(
+                node, "`reversed(range(...))` would index frames by hand; loop over `reversed(x)` instead"
+            )
+        if not isinstance(args[0], (V.TV, V.UnstackSpec)):
+            raise self.t.error(node, "`reversed` takes a tensor or `unstack(x, axis=...)`")
+        self._seq(args[0], node)
+        return V.ReversedSpec(args[0])
 
     def unstack(self, node: cst.Call) -> V.UnstackSpec:
         args, kwargs = self.t.call_args(node)
@@ -120,6 +129,8 @@ class LoopBuilder:
         return V.UnstackSpec(x, axis.name)
 
     def _seq(self, it: Any, node: cst.CSTNode) -> tuple[V.TV, str]:
+        if isinstance(it, V.ReversedSpec):
+            return self._seq(it.inner, node)
         if isinstance(it, V.UnstackSpec):
             return it.tensor, it.axis
         if isinstance(it, V.TV):
@@ -161,9 +172,13 @@ class LoopBuilder:
             x, axis = self._seq(it, stmt.iter)
             seqs.append((x, axis, stmt.target))
 
+        parts = it.parts if isinstance(it, V.ZipSpec) else (it,)
+        backward = {isinstance(p, V.ReversedSpec) for p in parts}
+        if len(backward) != 1:
+            raise t.error(stmt.iter, "zip of reversed and forward sequences; reverse all of them or none")
         outer = t.block
         env = t.env
-        loop = Loop(axis=axis, span=t.span(stmt))
+        loop = Loop(axis=axis, span=t.span(stmt), reverse=backward.pop())
         outer.nodes.append(loop)
         body = V.Block(nodes=loop.body, loop=loop, parent=outer)
         for x, _, target in seqs:

@@ -32,6 +32,16 @@ _BINOPS = {
 }
 
 
+_COMPARE = {
+    cst.Equal: "eq",
+    cst.NotEqual: "ne",
+    cst.LessThan: "lt",
+    cst.LessThanEqual: "le",
+    cst.GreaterThan: "gt",
+    cst.GreaterThanEqual: "ge",
+}
+
+
 class _Return(Exception):
     def __init__(self, value: Any):
         self.value = value
@@ -473,12 +483,7 @@ class Tracer:
         opname, pyfn = entry
         num = (int, float)
         if isinstance(a, V.TV) or isinstance(b, V.TV):
-            if isinstance(a, V.TV) and isinstance(b, V.TV):
-                return self.emit(REGISTRY[opname], [a, b], {}, node)[0]
-            tv, other = (a, b) if isinstance(a, V.TV) else (b, a)
-            if isinstance(other, bool) or not isinstance(other, num):
-                raise self.error(node, f"cannot combine a tensor with {_describe(other)}")
-            return self.emit(REGISTRY[opname], [tv], {"scalar": other, "scalar_left": tv is b}, node)[0]
+            return self.tensor_binop(opname, a, b, node)
         if isinstance(a, V.DimRef) or isinstance(b, V.DimRef):
             dim, n = (a, b) if isinstance(a, V.DimRef) else (b, a)
             if opname != "mul" or not isinstance(n, int):
@@ -493,13 +498,25 @@ class Tracer:
             raise self.error(node, "arithmetic on `max_seq_len` is only supported in loops with `end` (not yet)")
         raise self.error(node, f"unsupported operands: {_describe(a)} and {_describe(b)}")
 
+    def tensor_binop(self, opname: str, a: Any, b: Any, node: cst.CSTNode) -> V.TV:
+        """`a <op> b` with a tensor on at least one side; a Python number on the other is an attribute."""
+        if isinstance(a, V.TV) and isinstance(b, V.TV):
+            return self.emit(REGISTRY[opname], [a, b], {}, node)[0]
+        tv, other = (a, b) if isinstance(a, V.TV) else (b, a)
+        if isinstance(other, bool) or not isinstance(other, (int, float)):
+            raise self.error(node, f"cannot combine a tensor with {_describe(other)}")
+        return self.emit(REGISTRY[opname], [tv], {"scalar": other, "scalar_left": tv is b}, node)[0]
+
     def compare(self, node: cst.Comparison) -> Any:
         left = self.eval_expr(node.left)
         if len(node.comparisons) != 1:
             raise self.error(node, "chained comparisons are not supported")
         right = self.eval_expr(node.comparisons[0].comparator)
         if isinstance(left, V.TV) or isinstance(right, V.TV):
-            raise self.error(node, "comparisons of tensors are not supported yet")
+            opname = _COMPARE.get(type(node.comparisons[0].operator))
+            if opname is None:
+                raise self.error(node, "tensors compare with == != < <= > >=")
+            return self.tensor_binop(opname, left, right, node)
         ops = {
             cst.Equal: lambda a, b: a == b,
             cst.NotEqual: lambda a, b: a != b,
@@ -723,15 +740,16 @@ class Tracer:
         if len(self.call_path) > 50:
             raise self.error(node, "recursion is not supported")
         self.local_stack.append(env)
-        saved = (self.scope, self.call_path)
+        saved = (self.scope, self.call_path, self.stmt_target)
         self.scope, self.call_path = scope, [*self.call_path, self.span(node).key()]
+        self.stmt_target = None  # the caller's assignment does not name modules inside the callee
         try:
             self.run_body(fn.body.body)
             return None
         except _Return as r:
             return r.value
         finally:
-            self.scope, self.call_path = saved
+            self.scope, self.call_path, self.stmt_target = saved
             self.local_stack.pop()
 
 

@@ -132,6 +132,13 @@ class UnstackSpec:
 
 
 @dataclass(frozen=True)
+class ReversedSpec:
+    """`reversed(x)`: each sequence from its own last valid frame back to its first."""
+
+    inner: Any  # a TV or UnstackSpec
+
+
+@dataclass(frozen=True)
 class ZipSpec:
     parts: tuple[Any, ...]
 

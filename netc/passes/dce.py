@@ -55,8 +55,9 @@ def _sweep(nodes: list[Node], uses) -> bool:
                 continue
             changed |= _sweep(n.body, uses)
             n.invariants = [i for i in n.invariants if uses[i.inner.id]]
-            # a loop keeps its first sequence: it defines the steps even when the body ignores it
-            n.seqs = [s for k, s in enumerate(n.seqs) if uses[s.inner.id] or k == 0]
+            # a loop whose body reads no sequence keeps its first: it still defines the steps
+            used = [s for s in n.seqs if uses[s.inner.id]]
+            n.seqs = used or n.seqs[:1]
             after = (
                 len(n.stacks),
                 len(n.lasts),

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from netc.ir.model import Graph
 from netc.ir.verify import verify
-from netc.passes import dce, rec_state
+from netc.passes import dce, hoist, rec_state
 
 
 def run_passes(g: Graph) -> Graph:
     verify(g)
     # 1. decide what is state: the parser carries every reassigned name; keep the real ones
-    # 2. then remove what nobody reads (last frames of temporaries, dead carries' leftovers)
-    for p in (rec_state, dce):
+    # 2. remove what nobody reads (last frames of temporaries, dead carries' leftovers)
+    # 3. hoist: step-independent work runs once before the loop, per-frame work over whole
+    #    sequences (RETURNN also needs constants of nested loops outside any rec unit)
+    # 4. remove the invariants and sequences hoisting left unread
+    for p in (rec_state, dce, hoist, dce):
         g, _ = p.transform(g)
         verify(g)
     return g

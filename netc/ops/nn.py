@@ -1,0 +1,393 @@
+"""Neural-network ops: embeddings, layer norm, labels (argmax, cross entropy), selection,
+casts, gradient stopping and dropout.
+
+Each op is one class with its dim rule, its RETURNN layer, its PyTorch code and its eager
+implementation, as in `netc.ops.defs`. Parameter roles are RETURNN's own variable names
+for the layer used (`linear` on sparse input: `W`; `layer_norm`: `scale`, `bias`).
+"""
+
+from __future__ import annotations
+
+from netc.ir.dims import DimError, DimTable
+from netc.ir.model import Value
+from netc.ops.align import align_code, align_tensor
+from netc.ops.base import Code, OpDef, OutType, register
+
+DTYPES = ("float32", "int32", "bool")
+LAYER_NORM_EPS = 1e-6  # RETURNN's `layer_norm` default (LayerNormLayer.__init__)
+_TORCH_CAST = {"float32": "float", "int32": "long", "bool": "bool"}
+
+
+def _union(dt: DimTable, args: list[Value]) -> tuple[str, ...]:
+    return dt.canonical([d for a in args for d in a.dims])
+
+
+def _one_dim(dt: DimTable, x: Value, axis, what: str) -> str:
+    if not isinstance(axis, str) or axis not in dt.dims:
+        raise DimError(f"`{what}` needs `axis` to be one dim")
+    if axis not in x.dims:
+        raise DimError(f"`axis` `{axis}` is not a dim of [{', '.join(x.dims)}]")
+    if dt[axis].kind == "batch":
+        raise DimError(f"`{what}` over the batch dim is not allowed")
+    return axis
+
+
+def _float(what: str, v: Value) -> None:
+    if v.dtype != "float32":
+        raise DimError(f"`{what}` needs a float tensor, got {v.dtype}")
+
+
+def _labels(what: str, v: Value, dt: DimTable) -> str | None:
+    """Check that `v` is int32 labels; their class dim (None when not known, see below)."""
+    if v.dtype != "int32":
+        raise DimError(f"`{what}` needs int32 labels (e.g. a `Labels[...]` input), got a {v.dtype} tensor")
+    if v.sparse_dim is None and v.id != 0:
+        raise DimError(f"`{what}` needs labels with a class dim (`Labels[..., vocab]` or `argmax`)")
+    # id 0: a value made by the eager runtime, which does not track class dims; the compiler,
+    # which always runs before eager execution, has checked this call already
+    return v.sparse_dim
+
+
+# --- modules ---------------------------------------------------------------------------
+
+
+@register
+class Embedding(OpDef):
+    """`Embedding(out_dim)(labels)`: row `labels` of W [vocab, out_dim].
+
+    RETURNN: a `linear` layer without bias on the sparse input (an embedding lookup of its
+    `W`, shape [vocab, out_dim]), so the variable is `<path>/W`.
+    """
+
+    name = "embedding"
+    fn_name = "Embedding"
+    module = True
+
+    def ctor(self, out_dim):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x = args[0]
+        vocab = _labels("Embedding", x, dt)
+        out = attrs["out_dim"]
+        if not isinstance(out, str) or out not in dt.dims or dt[out].kind != "static":
+            raise DimError("Embedding(out_dim) needs a static dim")
+        if out in x.dims or out == vocab:
+            raise DimError(f"Embedding output dim `{out}` is already a dim of its input")
+        return [OutType(dt.canonical([*x.dims, out]))]
+
+    def params(self, dt, args, attrs):
+        return {"W": (args[0].sparse_dim, attrs["out_dim"])}
+
+    def returnn(self, ctx, op):
+        out = ctx.dim(op.attrs["out_dim"])
+        # `out_type` dim: labels from a layer (e.g. `reduce` argmax) say "no feature axis",
+        # which the linear layer would otherwise carry over to its dense output
+        return {
+            "class": "linear",
+            "from": ctx.src(0),
+            "out_dim": out,
+            "with_bias": False,
+            "out_type": {"dim": Code(f"{out}.dimension")},
+        }
+
+    def torch(self, ctx, op):
+        src = (*ctx.in_dims(0), op.attrs["out_dim"])
+        return align_code(f"torch.nn.functional.embedding({ctx.arg(0)}, {ctx.param('W')})", src, op.outs[0].dims)
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        y = torch.nn.functional.embedding(args[0].data, ctx.param("W"))
+        return align_tensor(y, (*args[0].dims, attrs["out_dim"]), outs[0].dims)
+
+
+@register
+class LayerNorm(OpDef):
+    """`LayerNorm()(x)`: normalise over the feature dim, then `* scale + bias`.
+
+    RETURNN `layer_norm` (variables `scale`, `bias`; epsilon 1e-6, biased variance).
+    """
+
+    name = "layer_norm"
+    fn_name = "LayerNorm"
+    module = True
+    param_init = {"scale": "ones", "bias": "zeros"}  # RETURNN's initialisers
+
+    def ctor(self):
+        pass
+
+    def infer(self, dt, args, attrs):
+        _float("LayerNorm", args[0])
+        dt.feature(args[0].dims)
+        return [OutType(args[0].dims)]
+
+    def params(self, dt, args, attrs):
+        feat = dt.feature(args[0].dims)
+        return {"scale": (feat,), "bias": (feat,)}
+
+    def returnn(self, ctx, op):
+        feat = ctx.in_dims(0)[-1]  # canonical order: the one static (feature) dim is last
+        return {"class": "layer_norm", "from": ctx.src(0), "in_dim": ctx.dim(feat), "epsilon": LAYER_NORM_EPS}
+
+    # canonical order keeps the one static (feature) dim last
+    def torch(self, ctx, op):
+        feat = op.outs[0].dims[-1]
+        return (
+            f"torch.nn.functional.layer_norm({ctx.arg(0)}, ({ctx.size(feat)},), "
+            f"{ctx.param('scale')}, {ctx.param('bias')}, eps={LAYER_NORM_EPS!r})"
+        )
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        x = args[0].data
+        return torch.nn.functional.layer_norm(
+            x, (x.shape[-1],), ctx.param("scale"), ctx.param("bias"), eps=LAYER_NORM_EPS
+        )
+
+
+# --- labels ----------------------------------------------------------------------------
+
+
+@register
+class Argmax(OpDef):
+    """`argmax(x, axis=dim)`: int32 labels over the other dims, with `axis` as class dim."""
+
+    name = fn_name = "argmax"
+
+    def api(self, x, axis):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x = args[0]
+        _float("argmax", x)
+        axis = _one_dim(dt, x, attrs["axis"], "argmax")
+        return [OutType(tuple(d for d in x.dims if d != axis), "int32", sparse_dim=axis)]
+
+    def returnn(self, ctx, op):
+        return {"class": "reduce", "mode": "argmax", "from": ctx.src(0), "axis": ctx.dim(op.attrs["axis"])}
+
+    def torch(self, ctx, op):
+        axis = op.attrs["axis"]
+        dims = ctx.in_dims(0)
+        x = ctx.arg(0)
+        if ctx.is_dynamic(axis):  # padded frames must never win
+            x = f"{x}.masked_fill(~{ctx.mask(axis, dims)}, float('-inf'))"
+        return f"{x}.argmax(dim={dims.index(axis)})"
+
+    def eager(self, ctx, args, attrs, outs):
+        return args[0].data.argmax(dim=args[0].dims.index(attrs["axis"]))
+
+
+@register
+class CrossEntropy(OpDef):
+    """`cross_entropy(logits, labels, axis=vocab)`: -log_softmax(logits over axis)[label], per frame.
+
+    RETURNN `sparse_softmax_cross_entropy_with_logits`.
+    """
+
+    name = fn_name = "cross_entropy"
+    tensors = ("logits", "labels")
+
+    def api(self, logits, labels, axis):
+        pass
+
+    def infer(self, dt, args, attrs):
+        logits, labels = args
+        _float("cross_entropy", logits)
+        axis = _one_dim(dt, logits, attrs["axis"], "cross_entropy")
+        if dt[axis].kind != "static":
+            raise DimError(f"`cross_entropy` needs a static class dim, `{axis}` is dynamic")
+        vocab = _labels("cross_entropy", labels, dt)
+        if vocab is not None and vocab != axis:
+            raise DimError(f"the labels' class dim is `{vocab}`, but `axis` is `{axis}`")
+        rest = tuple(d for d in logits.dims if d != axis)
+        if set(rest) != set(labels.dims):
+            raise DimError(
+                f"labels [{', '.join(labels.dims)}] must have the logits' dims without `{axis}`: [{', '.join(rest)}]"
+            )
+        return [OutType(rest)]
+
+    def returnn(self, ctx, op):
+        return {
+            "class": "sparse_softmax_cross_entropy_with_logits",
+            "logits": ctx.src(0),
+            "targets": ctx.src(1),
+            "axis": ctx.dim(op.attrs["axis"]),
+        }
+
+    # labels' dims are the logits' dims without `axis`, both in canonical order
+    def torch(self, ctx, op):
+        p = ctx.in_dims(0).index(op.attrs["axis"])
+        labels, dims = ctx.arg(1), ctx.in_dims(1)
+        for d in dims:  # padded frames may hold anything: index 0 there, never out of range
+            if ctx.is_dynamic(d):
+                labels = f"{labels}.masked_fill(~{ctx.mask(d, dims)}, 0)"
+        return f"-torch.log_softmax({ctx.arg(0)}, dim={p}).gather({p}, {labels}.unsqueeze({p})).squeeze({p})"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        p = args[0].dims.index(attrs["axis"])
+        return -torch.log_softmax(args[0].data, dim=p).gather(p, args[1].data.long().unsqueeze(p)).squeeze(p)
+
+
+# --- selection and casts ---------------------------------------------------------------
+
+
+@register
+class Where(OpDef):
+    """`where(cond, a, b)`: a where cond holds, else b; dims are the union of all three.
+
+    `a` or `b` may be a Python number (attrs `a_scalar`/`b_scalar`). RETURNN `switch`.
+    """
+
+    name = fn_name = "where"
+    tensors = ("cond", "a", "b")
+
+    def api(self, cond, a, b):
+        pass
+
+    def bind(self, args, kwargs):
+        import inspect
+
+        bound = inspect.signature(self.api).bind(*args, **kwargs).arguments  # TypeError on misuse
+        tensors, attrs = [bound["cond"]], {}
+        for k in ("a", "b"):
+            v = bound[k]
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                attrs[f"{k}_scalar"] = v
+            else:
+                tensors.append(v)
+        return tensors, attrs
+
+    def _operands(self, args: list, attrs: dict) -> tuple:
+        """(cond, a, b) where a/b are an arg or a number."""
+        it = iter(args[1:])
+        a = attrs["a_scalar"] if "a_scalar" in attrs else next(it)
+        b = attrs["b_scalar"] if "b_scalar" in attrs else next(it)
+        return args[0], a, b
+
+    def infer(self, dt, args, attrs):
+        cond, a, b = self._operands(args, attrs)
+        if cond.dtype != "bool":
+            raise DimError(f"`where` needs a bool condition, got {cond.dtype}")
+        tensors = [v for v in (a, b) if isinstance(v, Value)]
+        dtypes = {v.dtype for v in tensors}
+        if len(dtypes) > 1:
+            raise DimError(f"`where` branches have different dtypes: {a.dtype} and {b.dtype}")
+        dtype = dtypes.pop() if dtypes else "float32"
+        for s in (a, b):
+            if isinstance(s, Value):
+                continue
+            if dtype == "bool" or (dtype == "int32" and not isinstance(s, int)):
+                raise DimError(f"`where` cannot mix a {dtype} tensor with the number {s!r}")
+        sparse = {v.sparse_dim for v in tensors}
+        sparse_dim = sparse.pop() if len(sparse) == 1 and dtype == "int32" else None  # labels stay labels
+        return [OutType(_union(dt, args), dtype, sparse_dim=sparse_dim)]
+
+    def returnn(self, ctx, op):
+        it = iter(range(1, len(op.args)))
+        a = op.attrs["a_scalar"] if "a_scalar" in op.attrs else ctx.src(next(it))
+        b = op.attrs["b_scalar"] if "b_scalar" in op.attrs else ctx.src(next(it))
+        return {"class": "switch", "condition": ctx.src(0), "true_from": a, "false_from": b}
+
+    def torch(self, ctx, op):
+        dims = op.outs[0].dims
+        it = iter(range(1, len(op.args)))
+        a = repr(op.attrs["a_scalar"]) if "a_scalar" in op.attrs else ctx.aligned(next(it), dims)
+        b = repr(op.attrs["b_scalar"]) if "b_scalar" in op.attrs else ctx.aligned(next(it), dims)
+        return f"torch.where({ctx.aligned(0, dims)}, {a}, {b})"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        dims = outs[0].dims
+        cond, a, b = self._operands(args, attrs)
+        a = a if isinstance(a, (int, float)) else align_tensor(a.data, a.dims, dims)
+        b = b if isinstance(b, (int, float)) else align_tensor(b.data, b.dims, dims)
+        return torch.where(align_tensor(cond.data, cond.dims, dims), a, b)
+
+
+@register
+class Cast(OpDef):
+    """`cast(x, dtype)` to "float32", "int32" or "bool" (float → int truncates toward zero)."""
+
+    name = fn_name = "cast"
+
+    def api(self, x, dtype):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x, dtype = args[0], attrs["dtype"]
+        if dtype not in DTYPES:
+            raise DimError(f"`cast` dtype must be one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
+        sparse = x.sparse_dim if dtype == "int32" else None  # labels stay labels
+        return [OutType(x.dims, dtype, sparse_dim=sparse)]
+
+    def returnn(self, ctx, op):
+        return {"class": "cast", "from": ctx.src(0), "dtype": op.attrs["dtype"]}
+
+    def torch(self, ctx, op):
+        return f"{ctx.arg(0)}.{_TORCH_CAST[op.attrs['dtype']]}()"
+
+    def eager(self, ctx, args, attrs, outs):
+        return getattr(args[0].data, _TORCH_CAST[attrs["dtype"]])()
+
+
+@register
+class StopGradient(OpDef):
+    """`stop_gradient(x)`: identity forward, no gradient (RETURNN `scaled_grad` with scale 0,
+    which is `tf.stop_gradient`)."""
+
+    name = fn_name = "stop_gradient"
+
+    def api(self, x):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x = args[0]
+        return [OutType(x.dims, x.dtype, sparse_dim=x.sparse_dim)]
+
+    def returnn(self, ctx, op):
+        return {"class": "scaled_grad", "from": ctx.src(0), "scale": 0.0}
+
+    def torch(self, ctx, op):
+        return f"{ctx.arg(0)}.detach()"
+
+    def eager(self, ctx, args, attrs, outs):
+        return args[0].data.detach()
+
+
+@register
+class Dropout(OpDef):
+    """`dropout(x, p)`: in training, zero each value with probability p and scale the rest by
+    1/(1-p); identity otherwise. RETURNN `dropout` with an elementwise mask (its default mask
+    is shared over batch and time), which RETURNN applies only when training."""
+
+    name = fn_name = "dropout"
+
+    def api(self, x, p):
+        pass
+
+    def infer(self, dt, args, attrs):
+        _float("dropout", args[0])
+        p = attrs["p"]
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
+            raise DimError(f"`dropout` needs a probability 0 <= p < 1, got {p!r}")
+        return [OutType(args[0].dims)]
+
+    def returnn(self, ctx, op):
+        p = float(op.attrs["p"])
+        if p == 0.0:
+            return {"class": "copy", "from": ctx.src(0)}
+        return {"class": "dropout", "from": ctx.src(0), "dropout": p, "dropout_noise_shape": {"*": None}}
+
+    def torch(self, ctx, op):
+        return f"torch.nn.functional.dropout({ctx.arg(0)}, {float(op.attrs['p'])!r}, training={ctx.training})"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        return torch.nn.functional.dropout(args[0].data, float(attrs["p"]), training=bool(ctx.training))
