@@ -282,7 +282,7 @@ class Where(OpDef):
             if isinstance(s, Value):
                 continue
             if dtype == "bool" or (dtype == "int32" and not isinstance(s, int)):
-                raise DimError(f"`where` cannot mix a {dtype} tensor with the number {s!r}")
+                raise DimError(f"`where` cannot combine a tensor of dtype {dtype} with the number {s!r}")
         sparse = {v.sparse_dim for v in tensors}
         sparse_dim = sparse.pop() if len(sparse) == 1 and dtype == "int32" else None  # labels stay labels
         return [OutType(_union(dt, args), dtype, sparse_dim=sparse_dim)]
