@@ -80,6 +80,16 @@ def unstack(x, axis: Dim):
     return _eager().unstack(x, axis)
 
 
+def mark_as_loss(value, name: str) -> None:
+    """A loss: RETURNN `loss: as_is`; summed over valid frames; the torch module returns it by name."""
+    _eager().mark_as_loss(value, name)
+
+
+def end(cond) -> bool:
+    """`if end(cond): break`: this sequence ends at this step."""
+    return _eager().end(cond)
+
+
 def _op_function(name: str) -> Callable:
     def fn(*args, **kwargs):
         return _eager().call_op(name, args, kwargs)

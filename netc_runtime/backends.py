@@ -41,7 +41,9 @@ def output_dims(g: Graph) -> dict[str, list[str]]:
     from netc_runtime.eager import graph_values
 
     values = graph_values(g)
-    return {o.name: list(values[o.value].dims) for o in g.outputs}
+    dims = {o.name: list(values[o.value].dims) for o in g.outputs}
+    dims.update({loss.name: [] for loss in g.losses})  # losses are scalars
+    return dims
 
 
 def _input_lens(g: Graph, lens: dict[str, np.ndarray], dims: dict[str, list[str]]) -> dict[str, dict[str, np.ndarray]]:
@@ -60,7 +62,7 @@ def run_eager(model_path: str, g: Graph, inputs, lens, params) -> Result:
     outs, out_lens = net.run(**args)
     return Result(
         {k: v.numpy() for k, v in outs.items()},
-        net.output_dims,
+        output_dims(g),
         {o: {d: np.asarray(v) for d, v in ls.items()} for o, ls in out_lens.items()},
     )
 
@@ -86,7 +88,10 @@ def run_torch(g: Graph, inputs, lens, params) -> Result:
     with torch.no_grad():
         outs = model(**args)
     dims = dict(model.output_dims)
-    return Result({k: v.numpy() for k, v in outs.items()}, dims, _input_lens(g, lens, dims))
+    dims.update({name: [] for name in model.losses})
+    made = {k[: -len("_lens")]: v.numpy() for k, v in outs.items() if k not in dims}  # dims made by loops
+    outputs = {k: v.numpy() for k, v in outs.items() if k in dims}
+    return Result(outputs, dims, _input_lens(g, {**lens, **made}, dims))
 
 
 def run_returnn(
@@ -110,7 +115,7 @@ def run_returnn(
     cfg.load_file(path)
     dims = output_dims(g)
     with tf.Graph().as_default() as graph:
-        net = TFNetwork(config=cfg, train_flag=False)
+        net = TFNetwork(config=cfg, train_flag=False, eval_flag=bool(g.losses))  # eval: losses are built
         net.construct_from_dict(cfg.typed_value("network"))
 
         def dim_obj(name: str):
@@ -120,6 +125,9 @@ def run_returnn(
         for o in g.outputs:
             out = net.get_layer(o.name).output.copy_transpose([dim_obj(d) for d in dims[o.name]])
             fetch[o.name] = out.placeholder
+            for d, tag in zip(dims[o.name], out.dim_tags):
+                if d not in lens and tag.dyn_size_ext is not None:  # a dim made by a loop with `end`
+                    fetch[f"len:{d}"] = tag.dyn_size_ext.placeholder
         feed = {}
         for inp in g.inputs:
             feed[net.extern_data.data[inp.name].placeholder] = inputs[inp.name]
@@ -132,11 +140,17 @@ def run_returnn(
                 if name not in variables:
                     raise KeyError(f"RETURNN has no variable {name!r}; it has {sorted(variables)}")
                 net.get_var_assigner(variables[name]).assign(np.asarray(value, dtype=np.float32), session=session)
+            if g.losses:
+                holders, _, _ = net.get_losses_initialized()
+                for loss in g.losses:
+                    fetch[loss.name] = holders[loss.name].get_loss_value()
             outs = session.run(fetch, feed_dict=feed)
             if save_checkpoint:
                 net.save_params_to_file(save_checkpoint, session=session)
     os.unlink(path)
-    return Result(outs, dims, _input_lens(g, lens, dims))
+    made = {k[len("len:") :]: v for k, v in outs.items() if k.startswith("len:")}
+    outputs = {k: v for k, v in outs.items() if not k.startswith("len:")}
+    return Result(outputs, dims, _input_lens(g, {**lens, **made}, dims))
 
 
 BACKENDS = ("eager", "torch", "returnn")

@@ -12,7 +12,7 @@ import contextvars
 import inspect
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -44,6 +44,7 @@ class _Run:
     loops: list[_Tag]  # iterator loops currently running (innermost last)
     range_tags: dict[tuple, _Tag]  # `x[t]` loops, which Python gives no hook to see end
     count: int = 0
+    losses: dict[str, ETensor] = field(default_factory=dict)
 
     def tag(self, axis: str, backward: bool) -> _Tag:
         self.count += 1
@@ -142,6 +143,12 @@ class ETensor:
     def __rtruediv__(self, o):
         return self._binary("div", o, True)
 
+    def __bool__(self) -> bool:
+        """`if cond:` in eager mode: one sequence at a time, so one bool."""
+        if self.data.numel() != 1:
+            raise TypeError(f"`if` on a tensor needs one value per sequence, got dims [{', '.join(self.dims)}]")
+        return bool(self.data.item())
+
     def __neg__(self):
         return _apply(REGISTRY["neg"], [self], {})
 
@@ -201,17 +208,22 @@ def stack_list(items: list) -> ETensor:
     """A list appended to in a loop, as the stacked tensor it is in the compiled targets."""
     if not items or not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
+    run = _run()
     frames = {i.frames for i in items}
     dims = {i.dims for i in items}
-    if len(frames) != 1 or len(dims) != 1 or not items[0].frames:
+    if len(frames) != 1 or len(dims) != 1:
         raise TypeError("list items come from different loops or have different dims")
-    tag = items[0].frames[-1]
-    axis = tag.axis
-    if tag.backward:  # appended backwards: stacked in frame order, as the targets do
-        items = items[::-1]
-    out_dims = _run().net.dims.canonical((*items[0].dims, axis))
+    outer = items[0].frames
+    if outer and outer[-1] not in run.loops:  # made in a loop that has finished: stack over it
+        tag, outer = outer[-1], outer[:-1]
+        axis = tag.axis
+        if tag.backward:  # appended backwards: stacked in frame order, as the targets do
+            items = items[::-1]
+    else:  # a `while True` / `for t in range(n)` loop with `end`: Python gives it no hook
+        axis = run.net.end_loop_axis(items[0].dims)
+    out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
-    return ETensor(data, out_dims, _run().frames(items[0].frames[:-1]))
+    return ETensor(data, out_dims, run.frames(outer))
 
 
 class _Ctx:
@@ -263,6 +275,19 @@ def call_op(name: str, args: tuple, kwargs: dict):
     tensors, attrs = opdef.bind(args, kwargs)
     tensors = [stack_list(t) if isinstance(t, list) else t for t in tensors]
     return _apply(opdef, tensors, {k: _attr(v) for k, v in attrs.items()})
+
+
+def mark_as_loss(value, name: str) -> None:
+    run = _run()
+    if isinstance(value, list):
+        value = stack_list(value)
+    if name in run.losses:
+        raise ValueError(f"loss {name!r} is marked twice")
+    run.losses[name] = value
+
+
+def end(cond) -> bool:
+    return bool(cond)
 
 
 def _call_path(net: Network) -> tuple[tuple[int, int], ...]:
@@ -371,6 +396,24 @@ class Network:
             out.setdefault(tuple(map(tuple, p.call_path)), {})[p.role] = self.params[p.name]
         return out
 
+    def end_loop_axis(self, step_dims: tuple[str, ...]) -> str:
+        """The new dim of the loop with `end` whose stacked per-step values have these dims."""
+        from netc.ir.model import Loop
+
+        axes = set()
+
+        def walk(nodes) -> None:
+            for n in nodes:
+                if isinstance(n, Loop):
+                    if n.end is not None:
+                        axes.update(n.axis for s in n.stacks if tuple(d for d in s.out.dims if d != n.axis) == step_dims)
+                    walk(n.body)
+
+        walk(self.graph.body)
+        if len(axes) != 1:
+            raise TypeError(f"cannot tell which loop a list of [{', '.join(step_dims)}] values was stacked in")
+        return axes.pop()
+
     def load_returnn_params(self, mapping) -> None:
         for name, value in mapping.items():
             if name not in self.params:
@@ -389,7 +432,13 @@ class Network:
         return [i.name for i in g.inputs] + [f"{d}_lens" for d in dyn]
 
     def __call__(self, *args, **kwargs) -> dict[str, torch.Tensor]:
-        out, _ = self.run(*args, **kwargs)
+        """Outputs (and losses) by name; for dims made by loops (with `end`), `<dim>_lens` too."""
+        out, lens = self.run(*args, **kwargs)
+        inputs = {d for i in self.graph.inputs for d in i.value.dims}
+        for per_dim in lens.values():
+            for d, ls in per_dim.items():
+                if d not in inputs:
+                    out[f"{d}_lens"] = torch.as_tensor(ls, dtype=torch.int64)
         return out
 
     def run(self, *args, **kwargs) -> tuple[dict[str, torch.Tensor], dict[str, dict[str, list[int]]]]:
@@ -402,6 +451,7 @@ class Network:
             raise TypeError(f"missing inputs: {', '.join(missing)}")
         g, dt = self.graph, self.dims
         per_seq: list[dict[str, ETensor]] = []
+        per_seq_losses: list[dict[str, torch.Tensor]] = []
         batch = bound[g.inputs[0].name].shape[0]
         with torch.no_grad():
             for b in range(batch):
@@ -414,7 +464,8 @@ class Network:
                     x = align_tensor(x, inp.annotated_dims, inp.value.dims)
                     x = x.long() if inp.value.dtype == "int32" else x.float()
                     inputs[inp.name] = ETensor(x, inp.value.dims)
-                token = _current.set(_Run(self, [], {}))
+                run = _Run(self, [], {})
+                token = _current.set(run)
                 try:
                     res = self.fn(**inputs)
                     if not isinstance(res, dict):
@@ -423,7 +474,12 @@ class Network:
                 finally:
                     _current.reset(token)
                 per_seq.append(res)
-        return _pad(per_seq, self.output_dims, dt)
+                per_seq_losses.append({k: v.data.sum() for k, v in run.losses.items()})
+        outs, lens = _pad(per_seq, self.output_dims, dt)
+        for loss in g.losses:  # summed over the batch, as RETURNN's `as_is` and the torch module do
+            outs[loss.name] = torch.stack([s[loss.name] for s in per_seq_losses]).sum()
+            lens[loss.name] = {}
+        return outs, lens
 
 
 def _pad(per_seq: list[dict[str, ETensor]], out_dims: dict[str, list[str]], dt: DimTable):

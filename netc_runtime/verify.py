@@ -46,6 +46,8 @@ def random_inputs(g: Graph, lens: dict[str, np.ndarray], rng: np.random.Generato
 def valid_mask(dims: list[str], lens: dict[str, np.ndarray], g: Graph, shape) -> np.ndarray:
     kinds = {d.name: d.kind for d in g.dims}
     mask = np.ones(shape, dtype=bool)
+    if "batch" not in dims:  # a scalar (a loss): nothing to mask
+        return mask
     b_ax = dims.index("batch")
     for ax, d in enumerate(dims):
         if kinds[d] == "dynamic":
@@ -83,8 +85,8 @@ class Comparison:
 
 def compare(g: Graph, ref: Result, other: Result, backend: str) -> list[Comparison]:
     out = []
-    for o in g.outputs:
-        a, b = ref.outputs[o.name], other.outputs[o.name]
+    for o in [*g.outputs, *g.losses]:
+        a, b = np.asarray(ref.outputs[o.name]), np.asarray(other.outputs[o.name])
         dims = ref.dims[o.name]
         if other.dims[o.name] != dims:
             raise AssertionError(f"{backend}: output {o.name} has dims {other.dims[o.name]}, eager {dims}")

@@ -27,6 +27,8 @@ _TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 _UNIT_RESERVED = {"output", "end", "data", "base", "prev"}
+# `while True` loops have no limit in eager mode and torch; RETURNN's loop needs one
+UNBOUNDED_MAX_STEPS = 1000
 
 
 def dim_var(name: str) -> str:
@@ -70,13 +72,15 @@ class ReturnnEmitter:
 
     def render(self) -> str:
         g = self.g
-        root = _Block({"data", *(o.name for o in g.outputs)})
+        root = _Block({"data", *(o.name for o in [*g.outputs, *g.losses])})
         for inp in g.inputs:
             root.refs[inp.value.id] = f"data:{inp.name}"
             self.values[inp.value.id] = inp.value
         self.block(g.body, root)
         for o in g.outputs:
             root.layers[o.name] = {"class": "copy", "from": root.refs[o.value], "is_output_layer": True}
+        for loss in g.losses:  # `as_is` sums over valid frames, as the torch module does
+            root.layers[loss.name] = {"class": "copy", "from": root.refs[loss.value], "loss": "as_is"}
         extern = {}
         for inp in g.inputs:
             entry: dict = {"dim_tags": [self._dim(d) for d in inp.annotated_dims if d != inp.value.sparse_dim]}
@@ -168,6 +172,12 @@ class ReturnnEmitter:
         results = [(c.next, c.out, carry_layers[c.inner.id], "last") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts]
+        if n.end is not None and not n.include_eos:
+            before_end = [c.name for c in n.carries if c.out is not None] + [ll.name for ll in n.lasts if not ll.after_end]
+            if before_end:
+                raise CompileError(n.span, f"RETURNN target: with appends after `if end(...): break`, RETURNN's last "
+                                           f"frame is the step before the ending one, so `{before_end[0]}` cannot be "
+                                           f"read after the loop; append before the `break` instead")
         if outer.in_unit and len(results) != 1:
             raise CompileError(
                 n.span,
@@ -193,7 +203,33 @@ class ReturnnEmitter:
             outer.refs[out.id] = ref
         if "output" not in unit.layers:
             unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, results[0][0], "out")}
-        outer.layers[rec].update({"class": "rec", "from": [], "axis": axis, "unit": unit.layers})
+        rec_layer = {"class": "rec", "from": [], "axis": axis, "unit": unit.layers}
+        if n.end is not None:
+            unit.layers["end"] = self._end(n, unit, outer)
+            rec_layer["include_eos"] = n.include_eos
+            # RETURNN needs a loop limit for the whole batch: the largest per-sequence limit
+            if n.bound is not None:
+                longest = outer.ns.fresh(f"{rec}_max_steps")
+                outer.layers[longest] = {"class": "reduce", "mode": "max", "from": outer.refs[n.bound], "axis": Code("batch_dim")}
+                rec_layer["max_seq_len_via"] = longest
+            else:
+                rec_layer["max_seq_len"] = n.max_steps or UNBOUNDED_MAX_STEPS
+        outer.layers[rec].update(rec_layer)
+
+    def _end(self, n: Loop, unit: _Block, outer: _Block) -> dict:
+        """The unit's `end` layer: the user's condition, or the sequence's step limit reached."""
+        cond = unit.refs[n.end]
+        if n.bound is None and n.max_steps is None:
+            return {"class": "copy", "from": cond}
+        # steps 0 .. limit-1 run; with include_eos the last of them is the ending step itself
+        step = unit.ns.fresh("step")
+        unit.layers[step] = {"class": "eval", "from": ":i", "eval": "source(0) + 1" if n.include_eos else "source(0)"}
+        at_limit = unit.ns.fresh("at_limit")
+        if n.bound is not None:
+            unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step, _base(outer.refs[n.bound])]}
+        else:
+            unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step], "value": n.max_steps}
+        return {"class": "combine", "kind": "logical_or", "from": [cond, at_limit]}
 
     def _reverse(self, blk: _Block, src: str, axis: str, hint: str) -> str:
         """RETURNN ignores `direction: -1` on subnetwork units: reverse within each length instead."""

@@ -90,6 +90,9 @@ class _OpCtx:
     def mask(self, dim: str, dims: tuple[str, ...]) -> str:
         return self.em.mask(dim, dims)
 
+    def seq_lens(self, dim: str) -> str:
+        return self.em.lens_var[dim]
+
     def lens(self, dim: str, dims: tuple[str, ...]) -> str:
         return align_code(f"{self.em.lens_var[dim]}.to(torch.float32)", ("batch",), dims)
 
@@ -160,7 +163,19 @@ class TorchEmitter:
             self.size_var[d] = self.ns.fresh(f"{d}_size")
             self.emit(f"{self.size_var[d]} = {self.var[src.value.id]}.shape[{src.value.dims.index(d)}]")
         self.block(g.body)
-        outs = ", ".join(f'"{o.name}": {self.var[o.value]}' for o in g.outputs)
+        results = [(o.name, self.var[o.value]) for o in g.outputs]
+        made = [d for d in self.lens_var if d not in dyn_dims and any(d in self.values[o.value].dims for o in g.outputs)]
+        results += [(f"{d}_lens", self.lens_var[d]) for d in made]
+        for loss in g.losses:
+            v = self.values[loss.value]
+            x = self.var[loss.value]
+            for d in v.dims:
+                if g.dim(d).kind == "dynamic":
+                    x = f"{x}.masked_fill(~{self.mask(d, v.dims)}, 0.0)"
+            var = self.ns.fresh(f"{loss.name}_loss")
+            self.emit(f"{var} = {x}.sum()  # loss {loss.name!r}: summed over valid frames")
+            results.append((loss.name, var))
+        outs = ", ".join(f'"{name}": {var}' for name, var in results)
         self.emit(f"return {{{outs}}}")
         out_values = {o.name: self._find(o.value) for o in g.outputs}
         return _TEMPLATES.get_template("module.py.j2").render(
@@ -171,6 +186,7 @@ class TorchEmitter:
             inputs=[(i.name, list(i.annotated_dims)) for i in g.inputs],
             lens_args=[self.lens_var[d] for d in dyn_dims],
             output_dims={name: list(v.dims) for name, v in out_values.items()},
+            losses=[loss.name for loss in g.losses],
             containers=_containers(self.param_attr.values()),
             params=[(self.param_attr[p.name], self.shape(p.dims), p.name, p.role) for p in g.params],
             body="\n".join(self.lines),
@@ -191,13 +207,16 @@ class TorchEmitter:
     def op(self, op: Op) -> None:
         opdef = REGISTRY[op.op]
         expr = opdef.torch(_OpCtx(self, op), op)
-        names = [self.define(v) for v in op.outs]
+        names = [self.define(v, v.name or op.op) for v in op.outs]
         comment = f"  # line {op.span.line}"
         self.emit(f"{', '.join(names)} = {expr}{comment}")
 
     def loop(self, n: Loop) -> None:
         axis = n.axis
-        self.emit(f"# loop over {axis}{', backwards' if n.reverse else ''} (line {n.span.line})")
+        if n.end is not None:
+            self.emit(f"# loop until each sequence ends, new dim {axis} (line {n.span.line})")
+        else:
+            self.emit(f"# loop over {axis}{', backwards' if n.reverse else ''} (line {n.span.line})")
         for inv in n.invariants:
             self.alias(inv.inner, inv.outer)
         for c in n.carries:
@@ -217,11 +236,14 @@ class TorchEmitter:
             self.emit(f"{last_vars[v.id]} = torch.zeros({self.shape(v.dims)}{dtype})")
         step = self.ns.fresh("t")
         valid = self.ns.fresh("valid")
-        steps = f"range({self.size_var[axis]})"
-        # backwards: each sequence starts at its own last frame (earlier steps are not valid for it)
-        self.emit(f"for {step} in {f'reversed({steps})' if n.reverse else steps}:")
-        self.indent += 1
-        self.emit(f"{valid} = {step} < {self.lens_var[axis]}  # [batch]: sequences still running")
+        if n.end is not None:
+            ended = self._end_loop_head(n, step, valid)
+        else:
+            steps = f"range({self.size_var[axis]})"
+            # backwards: each sequence starts at its own last frame (earlier steps are not valid for it)
+            self.emit(f"for {step} in {f'reversed({steps})' if n.reverse else steps}:")
+            self.indent += 1
+            self.emit(f"{valid} = {step} < {self.lens_var[axis]}  # [batch]: sequences still running")
         for s in n.seqs:
             outer = self.values[s.outer]
             pos = outer.dims.index(axis)
@@ -234,15 +256,48 @@ class TorchEmitter:
         for s in n.stacks:
             self.emit(f"{stack_lists[s.out.id]}.append({self.var[s.value]})")
         for ll in n.lasts:
-            cond = align_code(valid, ("batch",), ll.out.dims)
+            # a value assigned after `if end(...): break` is not computed at the ending step
+            keep = f"({valid} & ~{self.var[n.end]})" if ll.after_end else valid
+            cond = align_code(keep, ("batch",), ll.out.dims)
             self.emit(f"{last_vars[ll.out.id]} = torch.where({cond}, {self.var[ll.value]}, {last_vars[ll.out.id]})")
+        if n.end is not None:
+            self._end_loop_tail(n, step, valid, ended)
         self.indent -= 1
+        if n.end is not None:
+            self.size_var[axis] = self.ns.fresh(f"{axis}_size")
+            self.emit(f"{self.size_var[axis]} = int({self.lens_var[axis]}.max())")
         for s in n.stacks:
             name = self.define(s.out)
             pos = s.out.dims.index(axis)
             steps = f"{stack_lists[s.out.id]}[::-1]" if n.reverse else stack_lists[s.out.id]
             self.emit(f"{name} = torch.stack({steps}, dim={pos})")
+            if n.end is not None:
+                self.emit(f"{name} = {name}.narrow({pos}, 0, {self.size_var[axis]})")
             self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
+
+    def _end_loop_head(self, n: Loop, step: str, valid: str) -> str:
+        """`while` until every sequence has ended (or reached its step limit)."""
+        ended = self.ns.fresh("ended")
+        lens = self.lens_var[n.axis] = self.ns.fresh(f"{n.axis}_lens")
+        self.emit(f"{ended} = torch.zeros(B, dtype=torch.bool)")
+        self.emit(f"{lens} = torch.zeros(B, dtype=torch.long)  # steps each sequence ran: its length of {n.axis}")
+        self.emit(f"{step} = 0")
+        self.emit("while True:")
+        self.indent += 1
+        limit = f" & ({step} < {self.var[n.bound]})" if n.bound is not None else ""
+        limit += f" & ({step} < {n.max_steps})" if n.max_steps is not None else ""
+        self.emit(f"{valid} = ~{ended}{limit}  # [batch]: sequences still running")
+        self.emit(f"if not bool({valid}.any()):")
+        self.emit("    break")
+        return ended
+
+    def _end_loop_tail(self, n: Loop, step: str, valid: str, ended: str) -> None:
+        end = self.var[n.end]
+        lens = self.lens_var[n.axis]
+        counted = valid if n.include_eos else f"({valid} & ~{end})"
+        self.emit(f"{lens} = {lens} + {counted}.long()")
+        self.emit(f"{ended} = {ended} | ({valid} & {end})")
+        self.emit(f"{step} += 1")
 
 
 def _param_attr(name: str) -> str:

@@ -83,6 +83,7 @@ class LoopLast(BaseModel):
     name: str
     value: int
     out: Value
+    after_end: bool = False  # assigned after `if end(...): break`: not computed at the ending step
 
 
 class Loop(BaseModel):
@@ -90,6 +91,11 @@ class Loop(BaseModel):
     axis: str  # the dynamic dim stepped over
     span: Span
     reverse: bool = False  # each sequence from its last valid frame to its first; stacks stay aligned
+    # loops with `if end(cond): break`: `axis` is a new dim whose lengths are the steps each sequence ran
+    end: int | None = None  # body value: bool [batch], this sequence ends at this step
+    include_eos: bool = True  # stacks include the ending step (appends before the `break`)
+    bound: int | None = None  # outer value: int32 [batch], each sequence's step limit
+    max_steps: int | None = None  # a constant step limit
     seqs: list[LoopSeq] = Field(default_factory=list)
     invariants: list[LoopInvariant] = Field(default_factory=list)
     carries: list[LoopCarry] = Field(default_factory=list)
@@ -139,6 +145,7 @@ class Graph(BaseModel):
     params: list[ParamDef]
     body: list[Node]
     outputs: list[Output]
+    losses: list[Output] = Field(default_factory=list)  # mark_as_loss: summed over valid frames
 
     def dim(self, name: str) -> DimDef:
         for d in self.dims:

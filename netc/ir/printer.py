@@ -17,7 +17,11 @@ def _ref(i: int) -> str:
 def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
     for n in nodes:
         if isinstance(n, Loop):
-            out.append(f"{indent}loop over {n.axis}  # line {n.span.line}")
+            how = " backwards" if n.reverse else ""
+            if n.end is not None:
+                limit = f", at most %{n.bound} steps" if n.bound is not None else f", at most {n.max_steps} steps" if n.max_steps else ""
+                how = f" until end %{n.end} ({'including' if n.include_eos else 'excluding'} the ending step{limit})"
+            out.append(f"{indent}loop over {n.axis}{how}  # line {n.span.line}")
             for s in n.seqs:
                 out.append(f"{indent}  seq {_v(s.inner)} = frame of {_ref(s.outer)}")
             for i in n.invariants:
@@ -46,4 +50,5 @@ def print_graph(g: Graph) -> str:
     out += [f"  param {p.name} [{', '.join(p.dims)}]" for p in g.params]
     _nodes(g.body, "  ", out)
     out += [f"  output {o.name} = {_ref(o.value)}" for o in g.outputs]
+    out += [f"  loss {o.name} = sum of {_ref(o.value)} over valid frames" for o in g.losses]
     return "\n".join(out) + "\n"

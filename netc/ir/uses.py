@@ -10,13 +10,15 @@ from netc.ir.model import Graph, Loop, Node
 def node_uses(n: Node) -> list[int]:
     """Values a node reads from its own block (for a loop: its outer operands)."""
     if isinstance(n, Loop):
-        return [s.outer for s in n.seqs] + [i.outer for i in n.invariants] + [c.init for c in n.carries]
+        bound = [n.bound] if n.bound is not None else []
+        return [s.outer for s in n.seqs] + [i.outer for i in n.invariants] + [c.init for c in n.carries] + bound
     return list(n.args)
 
 
 def loop_inner_uses(n: Loop) -> list[int]:
     """Values of a loop's body read by the loop itself (state updates and results)."""
-    return [c.next for c in n.carries] + [s.value for s in n.stacks] + [ll.value for ll in n.lasts]
+    end = [n.end] if n.end is not None else []
+    return [c.next for c in n.carries] + [s.value for s in n.stacks] + [ll.value for ll in n.lasts] + end
 
 
 def count_uses(g: Graph) -> Counter:
@@ -30,7 +32,7 @@ def count_uses(g: Graph) -> Counter:
                 walk(n.body)
 
     walk(g.body)
-    uses.update(o.value for o in g.outputs)
+    uses.update(o.value for o in [*g.outputs, *g.losses])
     return uses
 
 
@@ -44,5 +46,6 @@ def replace_uses(nodes: list[Node], old: int, new: int) -> None:
                 i.outer = new if i.outer == old else i.outer
             for c in n.carries:
                 c.init = new if c.init == old else c.init
+            n.bound = new if n.bound == old else n.bound
         else:
             n.args = [new if a == old else a for a in n.args]

@@ -38,6 +38,10 @@ def verify(g: Graph) -> None:
                     define(c.inner)
                     inner.add(c.inner.id)
                 block(n.body, inner)
+                if n.end is not None:
+                    need(n.end, inner, n)
+                if n.bound is not None:
+                    need(n.bound, visible, n)
                 for c in n.carries:
                     need(c.next, inner, n)
                 for s in n.stacks:
@@ -65,9 +69,9 @@ def verify(g: Graph) -> None:
         define(inp.value)
         top.add(inp.value.id)
     block(g.body, top)
-    for o in g.outputs:
+    for o in [*g.outputs, *g.losses]:
         if o.value not in top:
             raise IRError(f"output {o.name} refers to an undefined value")
-    names = [o.name for o in g.outputs]
+    names = [o.name for o in [*g.outputs, *g.losses]]
     if len(set(names)) != len(names):
         raise IRError("duplicate output names")

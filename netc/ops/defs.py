@@ -585,3 +585,25 @@ class LogSoftmax(_Softmax):
 
 
 _ = Code  # re-exported for lowerings that build code fragments
+
+
+@register
+class SeqLens(OpDef):
+    """Each sequence's length along a dynamic dim: int32 [batch] (e.g. a loop's step limit)."""
+
+    name = "seq_lens"
+
+    def infer(self, dt, args, attrs):
+        return [OutType(("batch",), "int32")]
+
+    def returnn(self, ctx, op):
+        return {"class": "length", "from": ctx.src(0), "axis": ctx.dim(op.attrs["axis"])}
+
+    def torch(self, ctx, op):
+        return ctx.seq_lens(op.attrs["axis"])
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        x = args[0]
+        return torch.tensor([x.data.shape[x.dims.index(attrs["axis"])]])

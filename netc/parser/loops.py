@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack
+from netc.ops import REGISTRY
 from netc.parser import values as V
 
 if TYPE_CHECKING:
@@ -30,6 +31,13 @@ class _LoopCtx:
     start_lists: set[int]  # ids of the empty lists bound when the loop started
     appends: dict[int, tuple[V.PyList, V.TV, cst.CSTNode]] = field(default_factory=dict)
     index: V.LoopIndex | None = None
+    tensor_if_depth: int = 0
+    end: cst.If | None = None  # the `if end(cond): break` statement
+    past_end: bool = False  # the body is being read after that statement
+    after_end: set[str] = field(default_factory=set)  # names assigned after it
+    target_names: set[str] = field(default_factory=set)
+    python_before: dict[str, Any] = field(default_factory=dict)
+    append_sides: set[bool] = field(default_factory=set)  # appends before (True) / after the end
 
 
 def assigned_names(stmts) -> dict[str, cst.CSTNode]:
@@ -98,9 +106,10 @@ class LoopBuilder:
         if kwargs:
             raise self.t.error(node, f"`{name}` takes no keyword arguments here")
         if name == "range":
-            if len(args) != 1 or not isinstance(args[0], V.SeqLen):
+            ok = len(args) == 1 and (isinstance(args[0], V.SeqLen) or (isinstance(args[0], int) and args[0] > 0))
+            if not ok:
                 raise self.t.error(node, "loops over `range` need `range(x.max_seq_len)` (each sequence's own length)")
-            return V.RangeSpec(args[0].dim)
+            return V.RangeSpec(args[0])
         if name == "zip":
             if len(args) < 2:
                 raise self.t.error(node, "zip needs at least two sequences")
@@ -154,10 +163,16 @@ class LoopBuilder:
         if stmt.orelse is not None:
             raise t.error(stmt.orelse, "`for ... else` is not supported")
         it = t.eval_expr(stmt.iter)
+        end = _find_end(stmt.body.body)
         targets: list[tuple[cst.BaseAssignTargetExpression, V.TV]] = []
         seqs: list[tuple[V.TV, str, cst.CSTNode]] = []
         if isinstance(it, V.RangeSpec):
-            axis = it.dim
+            axis = it.bound.dim if isinstance(it.bound, V.SeqLen) else ""
+            if end is None and not (isinstance(it.bound, V.SeqLen) and it.bound.plain):
+                raise t.error(stmt.iter, "a loop over `range(n)` steps over the frames of `x.max_seq_len`; other bounds "
+                                         "need `if end(cond): break` in the body")
+        elif end is not None:
+            raise t.error(end, "`if end(cond): break` needs `for t in range(n)` or `while True`")
         elif isinstance(it, V.ZipSpec):
             if not isinstance(stmt.target, (cst.Tuple, cst.List)) or len(stmt.target.elements) != len(it.parts):
                 raise t.error(stmt.target, f"zip of {len(it.parts)} sequences needs {len(it.parts)} loop variables")
@@ -176,73 +191,128 @@ class LoopBuilder:
         backward = {isinstance(p, V.ReversedSpec) for p in parts}
         if len(backward) != 1:
             raise t.error(stmt.iter, "zip of reversed and forward sequences; reverse all of them or none")
-        outer = t.block
-        env = t.env
         loop = Loop(axis=axis, span=t.span(stmt), reverse=backward.pop())
-        outer.nodes.append(loop)
-        body = V.Block(nodes=loop.body, loop=loop, parent=outer)
+        if end is not None:
+            self._bound(loop, it.bound, stmt.iter)
+        target_names = set(_target_names(stmt.target))
+        ctx = self._open(stmt, loop, target_names, end)
+        body, env = ctx.block, ctx.env
         for x, _, target in seqs:
-            ox = self.capture(x, outer, stmt.iter)
+            ox = self.capture(x, body.parent, stmt.iter)
             frame = t.new_value(tuple(d for d in ox.dims if d != axis), ox.value.dtype, sparse_dim=ox.value.sparse_dim)
             loop.seqs.append(LoopSeq(outer=ox.value.id, inner=frame))
             targets.append((target, V.TV(frame, body)))
-
-        assigned = assigned_names(stmt.body.body)
-        target_names: set[str] = set()
-        for target, _ in targets:
-            target_names |= set(_target_names(target))
         if isinstance(it, V.RangeSpec):
-            target_names |= set(_target_names(stmt.target))
-        python_bound = {n for n in assigned if n in env and not isinstance(env[n], V.TV) and n not in target_names}
+            if not isinstance(stmt.target, cst.Name):
+                raise t.error(stmt.target, "`for t in range(...)` binds one name")
+            if end is None:
+                ctx.index = V.LoopIndex(block=body, axis=axis)
+                env[stmt.target.value] = ctx.index
+            else:
+                env[stmt.target.value] = V.EndLoopIndex()
+        else:
+            for target, frame in targets:
+                t.assign(target, frame)
+        self._run(ctx, stmt.body.body)
+
+    def while_loop(self, stmt: cst.While) -> None:
+        t = self.t
+        end = _find_end(stmt.body.body)
+        if not (isinstance(stmt.test, cst.Name) and stmt.test.value == "True") or end is None:
+            raise t.error(stmt, "`while` loops are `while True:` with `if end(cond): break` in the body")
+        if stmt.orelse is not None:
+            raise t.error(stmt.orelse, "`while ... else` is not supported")
+        loop = Loop(axis="", span=t.span(stmt))
+        self._run(self._open(stmt, loop, set(), end), stmt.body.body)
+
+    def _bound(self, loop: Loop, bound: Any, node: cst.CSTNode) -> None:
+        """The per-sequence step limit of a loop with `end`: an int32 [batch] value before the loop."""
+        t = self.t
+        if isinstance(bound, int):
+            loop.max_steps = bound
+            return
+        lens = t.emit(REGISTRY["seq_lens"], [bound.tensor], {"axis": bound.dim}, node)[0]
+        if bound.scale != 1:
+            lens = t.emit(REGISTRY["mul"], [lens], {"scalar": bound.scale, "scalar_left": True}, node)[0]
+        if bound.offset:
+            lens = t.emit(REGISTRY["add"], [lens], {"scalar": bound.offset, "scalar_left": False}, node)[0]
+        loop.bound = lens.value.id
+
+    def _open(self, stmt, loop: Loop, target_names: set[str], end: cst.If | None) -> _LoopCtx:
+        """Start the loop's body block: every name it assigns that holds a tensor becomes a carry."""
+        t = self.t
+        outer, env = t.block, t.env
+        outer.nodes.append(loop)
+        body = V.Block(nodes=loop.body, loop=loop, parent=outer)
+        assigned = assigned_names(stmt.body.body)
+        after_end = assigned_names(stmt.body.body[stmt.body.body.index(end) + 1:]) if end is not None else {}
         for name in assigned:
             if name in env and isinstance(env[name], V.TV) and name not in target_names:
                 init = self.capture(env[name], outer, assigned[name])
                 inner = t.new_value(init.dims, init.value.dtype, name=name, sparse_dim=init.value.sparse_dim)
                 loop.carries.append(LoopCarry(name=name, init=init.value.id, inner=inner, next=-1))
                 env[name] = V.TV(inner, body)
-
-        ctx = _LoopCtx(
+                if name in after_end:
+                    raise t.error(after_end[name], f"loop state `{name}` is assigned after `if end(...): break`; "
+                                                   f"assign it before")
+        python_bound = {n for n in assigned if n in env and not isinstance(env[n], V.TV) and n not in target_names}
+        return _LoopCtx(
             stmt=stmt,
             loop=loop,
             block=body,
             env=env,
             assigned=assigned,
             start_lists={id(v) for v in env.values() if isinstance(v, V.PyList) and not v.items},
+            tensor_if_depth=t.tensor_if_depth,
+            end=end,
+            after_end=set(after_end),
+            target_names=target_names,
+            python_before={n: env.get(n) for n in python_bound},
         )
-        if isinstance(it, V.RangeSpec):
-            if not isinstance(stmt.target, cst.Name):
-                raise t.error(stmt.target, "`for t in range(...)` binds one name")
-            ctx.index = V.LoopIndex(block=body, axis=axis)
-            env[stmt.target.value] = ctx.index
-        else:
-            for target, frame in targets:
-                t.assign(target, frame)
-        before = {n: env.get(n) for n in python_bound}
 
+    def _run(self, ctx: _LoopCtx, stmts) -> None:
+        t = self.t
+        outer = t.block
         self.active.append(ctx)
-        t.block = body
+        t.block = ctx.block
         try:
-            for s in stmt.body.body:
-                if isinstance(s, cst.SimpleStatementLine) and any(
-                    isinstance(x, (cst.Break, cst.Continue)) for x in s.body
-                ):
-                    raise t.error(s, "`break`/`continue` need `if end(cond): break` (not supported yet)")
+            for s in stmts:
+                if s is ctx.end:
+                    self._end(ctx, s)
+                    continue
+                if isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Continue)) for x in s.body):
+                    raise t.error(s, "`break`/`continue` are only supported as `if end(cond): break`")
                 t.stmt(s)
         finally:
             t.block = outer
             self.active.pop()
-
-        for name in python_bound:
-            if env.get(name) is not before[name]:
+        for name, before in ctx.python_before.items():
+            if ctx.env.get(name) is not before:
                 raise t.error(
-                    assigned[name],
+                    ctx.assigned[name],
                     f"`{name}` holds a Python value before the loop and is reassigned in the body; loop state must be tensors",
                 )
-        self._close(ctx, outer, target_names)
+        self._close(ctx, outer, ctx.target_names)
+
+    def _end(self, ctx: _LoopCtx, node: cst.If) -> None:
+        cond = self.t.eval_expr(node.test.args[0].value)
+        if not isinstance(cond, V.TV) or cond.value.dtype != "bool" or not set(cond.dims) <= {"batch"}:
+            got = f"{cond.value.dtype}[{', '.join(cond.dims)}]" if isinstance(cond, V.TV) else _describe_py(cond)
+            raise self.t.error(node.test, f"end(cond) needs one bool per sequence (dims within [batch]), got {got}")
+        ctx.loop.end = self.capture(cond, ctx.block, node).value.id
+        ctx.past_end = True
 
     def _close(self, ctx: _LoopCtx, outer: V.Block, target_names: set[str]) -> None:
         t, loop, body, env = self.t, ctx.loop, ctx.block, ctx.env
         carried = {c.name for c in loop.carries}
+        if loop.end is not None:  # a new dynamic dim: as many frames as each sequence ran steps
+            stacked = [n for lst, _, _ in ctx.appends.values() for n, v in env.items() if v is lst]
+            base = f"{stacked[0]}_time" if stacked else "steps"
+            name, k = base, 1
+            while name in t.dims.dims:
+                k += 1
+                name = f"{base}_{k}"
+            loop.axis = t.dims.declare(name, None).name
         for c in loop.carries:
             nxt = env.get(c.name)
             node = ctx.assigned[c.name]
@@ -264,7 +334,7 @@ class LoopBuilder:
                 continue
             v = self.capture(v, body, ctx.assigned.get(name, ctx.stmt))
             out = t.new_value(v.dims, v.value.dtype, name=name, sparse_dim=v.value.sparse_dim)
-            loop.lasts.append(LoopLast(name=name, value=v.value.id, out=out))
+            loop.lasts.append(LoopLast(name=name, value=v.value.id, out=out, after_end=name in ctx.after_end))
             env[name] = V.TV(out, outer)
         for lst, value, _node in ctx.appends.values():
             dims = t.dims.canonical((*value.dims, loop.axis))
@@ -288,8 +358,16 @@ class LoopBuilder:
             return
         if not isinstance(value, V.TV):
             raise self.t.error(node, "only tensors can be stacked over a loop")
+        if self.t.tensor_if_depth > ctx.tensor_if_depth:
+            raise self.t.error(node, "append inside an `if` on a tensor: both branches run; append after the `if`")
         if id(lst) in ctx.appends:
             raise self.t.error(node, "a list is appended to twice in one step; use one append per step")
+        if ctx.end is not None:
+            ctx.append_sides.add(not ctx.past_end)
+            if len(ctx.append_sides) > 1:
+                raise self.t.error(node, "appends before and after `if end(...): break` would give stacks of different "
+                                         "lengths; append all before it (the ending step counts) or all after")
+            ctx.loop.include_eos = not ctx.past_end
         ctx.appends[id(lst)] = (lst, self.capture(value, ctx.block, node), node)
 
     def index(self, x: V.TV, idx: V.LoopIndex, node: cst.CSTNode) -> V.TV:
@@ -307,6 +385,12 @@ class LoopBuilder:
             frame = idx.seqs[v.id] = V.TV(inner, ctx.block)
         return self.capture(frame, self.t.block, node)
 
+    def end_break(self, node: cst.If) -> bool:
+        """An `if end(...)` outside a loop's top level (inside a loop it is handled by `_run`)."""
+        if _is_end(node):
+            raise self.t.error(node, "`if end(cond): break` must be a statement of a loop body (not nested in another block)")
+        return False
+
     def unbound_read(self, node: cst.Name) -> None:
         for ctx in reversed(self.active):
             if ctx.env is self.t.env and node.value in ctx.assigned:
@@ -316,6 +400,26 @@ class LoopBuilder:
                     f"before the loop; give the state an initial value before the loop "
                     f"(e.g. `{node.value} = zeros(batch, ...)`)",
                 )
+
+
+def _is_end(node: cst.CSTNode) -> bool:
+    """`if end(cond): break` (the callee is checked by name: `end` or `<module>.end`)."""
+    if not isinstance(node, cst.If) or not isinstance(node.test, cst.Call) or node.orelse is not None:
+        return False
+    func = node.test.func
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+    body = node.body.body
+    return (name == "end" and len(node.test.args) == 1 and len(body) == 1
+            and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Break))
+
+
+def _find_end(stmts) -> cst.If | None:
+    ends = [s for s in stmts if _is_end(s)]
+    return ends[0] if ends else None
+
+
+def _describe_py(v: Any) -> str:
+    return type(v).__name__
 
 
 def _target_names(t: cst.CSTNode) -> list[str]:

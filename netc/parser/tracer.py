@@ -22,7 +22,7 @@ from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
 
 # names `from netc import ...` may bring in that are not ops
-DSL_SYMBOLS = {"Dim", "batch", "Tensor", "Labels", "network", "Module", "unstack"}
+DSL_SYMBOLS = {"Dim", "batch", "Tensor", "Labels", "network", "Module", "unstack", "mark_as_loss", "end"}
 BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "isinstance"}
 _BINOPS = {
     cst.Add: ("add", lambda a, b: a + b),
@@ -67,12 +67,14 @@ class Tracer:
         self.block = V.Block(nodes=[])
         self.root = self.block
         self.params: list[ParamDef] = []
+        self.losses: list[Output] = []
         self.namer = Namer()
         self.call_path: list[tuple[int, int]] = []
         self.scope: list[str] = []  # module path prefix for parameters
         self.stmt_target: str | None = None  # the single Name a statement assigns, for naming
         self.loops = LoopBuilder(self)
         self.local_stack: list[dict[str, Any]] = [self.globals]
+        self.tensor_if_depth = 0  # inside `if` on a tensor: both branches run, so no appends there
 
     # --- spans and errors --------------------------------------------------------------
 
@@ -241,6 +243,9 @@ class Tracer:
             outputs = self.network_outputs(fn, r.value)
         finally:
             self.local_stack.pop()
+        for loss in self.losses:
+            if loss.name in {o.name for o in outputs}:
+                raise CompileError(None, f"{self.path}: loss `{loss.name}` has the name of an output")
         return Graph(
             source_file=self.path,
             network=fn.name.value,
@@ -249,6 +254,7 @@ class Tracer:
             params=self.params,
             body=self.root.nodes,
             outputs=outputs,
+            losses=self.losses,
         )
 
     def input_annotation(self, ann: cst.BaseExpression) -> tuple[str, list[str]]:
@@ -301,6 +307,8 @@ class Tracer:
                 self.small_stmt(small)
         elif isinstance(stmt, cst.For):
             self.loops.for_loop(stmt)
+        elif isinstance(stmt, cst.While):
+            self.loops.while_loop(stmt)
         elif isinstance(stmt, cst.If):
             self.if_stmt(stmt)
         elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
@@ -312,9 +320,12 @@ class Tracer:
             raise self.error(stmt, f"{what} is not supported in a network")
 
     def if_stmt(self, node: cst.If) -> None:
+        if self.loops.end_break(node):
+            return
         cond = self.eval_expr(node.test)
         if isinstance(cond, V.TV):
-            raise self.error(node.test, "`if` on a tensor is not supported yet; use where(cond, a, b)")
+            self.tensor_if(node, cond)
+            return
         if not isinstance(cond, (bool, int, float, str, type(None))):
             raise self.error(node.test, "`if` needs a condition known at compile time")
         if cond:
@@ -323,6 +334,44 @@ class Tracer:
             self.if_stmt(node.orelse)
         elif node.orelse is not None:
             self.run_body(node.orelse.body.body)
+
+    def tensor_if(self, node: cst.If, cond: V.TV) -> None:
+        """`if` on one bool per sequence: both branches run, each variable then takes its value
+        from the branch each sequence chose (RETURNN `switch`, torch `where`)."""
+        if cond.value.dtype != "bool" or not set(cond.dims) <= {"batch"}:
+            raise self.error(node.test, f"`if` on a tensor needs one bool per sequence (dims within [batch]), got "
+                                        f"{cond.value.dtype}[{', '.join(cond.dims)}]")
+        env = self.env
+        before = dict(env)
+        branches = []
+        self.tensor_if_depth += 1
+        try:
+            for body in (node.body.body, _else_body(node)):
+                env.clear()
+                env.update(before)
+                self.run_body(body)
+                branches.append(dict(env))
+        finally:
+            self.tensor_if_depth -= 1
+        env.clear()
+        env.update(before)
+        then, other = branches
+        for name in dict.fromkeys([*then, *other]):
+            a, b = then.get(name, _MISSING), other.get(name, _MISSING)
+            if a is b:
+                env[name] = a
+            elif a is _MISSING or b is _MISSING:
+                env[name] = V.Poison(name, self.span(node).line)
+            elif isinstance(a, V.TV) and isinstance(b, V.TV):
+                self.stmt_target = name
+                try:
+                    merged = self.emit(REGISTRY["where"], [cond, a, b], {}, node)[0]
+                finally:
+                    self.stmt_target = None
+                merged.value.name = merged.value.name or name
+                env[name] = merged
+            else:
+                raise self.error(node, f"`{name}` gets different Python values in the branches of an `if` on a tensor")
 
     def small_stmt(self, small: cst.CSTNode) -> None:
         if isinstance(small, cst.Assign):
@@ -395,7 +444,11 @@ class Tracer:
     def lookup(self, node: cst.Name) -> Any:
         name = node.value
         if name in self.env:
-            return self.env[name]
+            val = self.env[name]
+            if isinstance(val, V.Poison):
+                raise self.error(node, f"`{name}` is assigned in only one branch of the `if` on a tensor at line "
+                                       f"{val.line} and has no value before it; assign it before the `if`")
+            return val
         if name in self.globals:
             return self.globals[name]
         if name in ("True", "False", "None"):
@@ -453,7 +506,7 @@ class Tracer:
                 dyn = self.dims.dynamic(obj.dims)
                 if len(dyn) != 1:
                     raise self.error(node, f"`max_seq_len` needs exactly one dynamic dim, got [{', '.join(obj.dims)}]")
-                return V.SeqLen(dyn[0])
+                return V.SeqLen(dyn[0], obj)
             raise self.error(node, f"tensors have no attribute `{attr}`")
         if isinstance(obj, V.PyList) and attr == "append":
             return V.BoundMethod(obj, "append")
@@ -495,7 +548,15 @@ class Tracer:
         if isinstance(a, num) and isinstance(b, num):
             return pyfn(a, b)
         if isinstance(a, V.SeqLen) or isinstance(b, V.SeqLen):
-            raise self.error(node, "arithmetic on `max_seq_len` is only supported in loops with `end` (not yet)")
+            seq, n = (a, b) if isinstance(a, V.SeqLen) else (b, a)
+            if isinstance(n, int) and not isinstance(n, bool):
+                if opname == "mul":
+                    return V.SeqLen(seq.dim, seq.tensor, seq.scale * n, seq.offset * n)
+                if opname == "add":
+                    return V.SeqLen(seq.dim, seq.tensor, seq.scale, seq.offset + n)
+                if opname == "sub" and seq is a:
+                    return V.SeqLen(seq.dim, seq.tensor, seq.scale, seq.offset - n)
+            raise self.error(node, "`max_seq_len` takes `n * x.max_seq_len + m` with integers n, m")
         raise self.error(node, f"unsupported operands: {_describe(a)} and {_describe(b)}")
 
     def tensor_binop(self, opname: str, a: Any, b: Any, node: cst.CSTNode) -> V.TV:
@@ -623,6 +684,10 @@ class Tracer:
     def call_netc(self, name: str, args, kwargs, node: cst.Call) -> Any:
         if name == "Dim":
             return self.declare_dim(args, kwargs, node)
+        if name == "mark_as_loss":
+            return self.mark_as_loss(args, kwargs, node)
+        if name == "end":
+            raise self.error(node, "`end(cond)` is only valid as `if end(cond): break` in a loop")
         opdef = BY_FN_NAME.get(name)
         if opdef is None:
             raise self.error(node, f"`{name}` cannot be called in a network")
@@ -651,6 +716,22 @@ class Tracer:
         if isinstance(v, (int, float, str, bool)) or v is None:
             return v
         raise self.error(node, f"bad argument to `{opname}`: {_describe(v)}")
+
+    def mark_as_loss(self, args, kwargs, node) -> None:
+        try:
+            value, name = _loss_args(*args, **kwargs)
+        except TypeError:
+            raise self.error(node, "use mark_as_loss(value, \"name\")") from None
+        if not isinstance(value, V.TV) or not isinstance(name, str):
+            raise self.error(node, "use mark_as_loss(value, \"name\") with a tensor and a name")
+        if self.block is not self.root:
+            raise self.error(node, "mark_as_loss inside a loop: append the per-step values, mark the stacked tensor after the loop")
+        if "batch" not in value.dims or value.value.dtype != "float32":
+            raise self.error(node, f"a loss is a float tensor with the batch dim, got {value.value.dtype}[{', '.join(value.dims)}]")
+        if name in {loss.name for loss in self.losses}:
+            raise self.error(node, f"loss `{name}` is marked twice")
+        self.losses.append(Output(name=name, value=value.value.id))
+        return None
 
     def declare_dim(self, args, kwargs, node) -> V.DimRef:
         try:
@@ -753,8 +834,23 @@ class Tracer:
             self.local_stack.pop()
 
 
+_MISSING = object()
+
+
+def _else_body(node: cst.If) -> list:
+    if node.orelse is None:
+        return []
+    if isinstance(node.orelse, cst.If):  # elif: a nested `if` in the else branch
+        return [node.orelse]
+    return list(node.orelse.body.body)
+
+
 def _netc_symbol(name: str) -> Any:
     return V.DimRef("batch") if name == "batch" else V.NetcSym(name)
+
+
+def _loss_args(value, name):
+    return value, name
 
 
 def _dim_args(name, size=None) -> tuple[str, int | None]:

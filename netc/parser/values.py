@@ -115,14 +115,26 @@ class PyList:
 
 @dataclass(frozen=True)
 class SeqLen:
-    """`x.max_seq_len`: each sequence's own length of `dim`."""
+    """`x.max_seq_len` (times `scale`, plus `offset`): per sequence, its own length of `dim`."""
 
     dim: str
+    tensor: TV
+    scale: int = 1
+    offset: int = 0
+
+    @property
+    def plain(self) -> bool:
+        return self.scale == 1 and self.offset == 0
 
 
 @dataclass(frozen=True)
 class RangeSpec:
-    dim: str
+    bound: SeqLen | int
+
+
+@dataclass(frozen=True)
+class EndLoopIndex:
+    """The `t` of a loop with `end`: the step count is not a tensor netc exposes."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +162,14 @@ class LoopIndex:
     block: Block  # the loop's body block
     axis: str
     seqs: dict[int, TV] = field(default_factory=dict)  # outer value id -> frame
+
+
+@dataclass(frozen=True)
+class Poison:
+    """A name bound in only one branch of an `if` on a tensor: an error when read."""
+
+    name: str
+    line: int
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def transform(g: Graph) -> tuple[Graph, bool]:
             n.carries = keep
 
     block(g.body)
-    for o in g.outputs:
+    for o in [*g.outputs, *g.losses]:
         o.value = outputs_fix.get(o.value, o.value)
     return g, changed
 
@@ -56,4 +56,6 @@ def count_uses_in_loop(n: Loop):
         uses[s.value] += 1
     for ll in n.lasts:
         uses[ll.value] += 1
+    if n.end is not None:
+        uses[n.end] += 1
     return uses
