@@ -72,8 +72,10 @@ class ETensor:
     """An eager tensor: torch data with named dims (canonical order), plus the loop axes
     it was computed in (so that a list of per-step values knows its stacking axis)."""
 
-    def __init__(self, data: torch.Tensor, dims: tuple[str, ...], frames: tuple[_Tag, ...] = ()):
-        self.data, self.dims, self.frames = data, tuple(dims), frames
+    def __init__(
+        self, data: torch.Tensor, dims: tuple[str, ...], frames: tuple[_Tag, ...] = (), sparse_dim: str | None = None
+    ):
+        self.data, self.dims, self.frames, self.sparse_dim = data, tuple(dims), frames, sparse_dim
         assert data.dim() == len(self.dims), (data.shape, dims)
 
     def __repr__(self) -> str:
@@ -100,7 +102,7 @@ class ETensor:
             frames = run.frames(self.frames, (run.range_tags[key],))
         else:
             frames = run.frames(self.frames)
-        return ETensor(self.data.select(pos, i), self.dims[:pos] + self.dims[pos + 1 :], frames)
+        return ETensor(self.data.select(pos, i), self.dims[:pos] + self.dims[pos + 1 :], frames, self.sparse_dim)
 
     def __getitem__(self, t: int) -> ETensor:
         return self._frame(self._dyn(), t)
@@ -223,7 +225,7 @@ def stack_list(items: list) -> ETensor:
         axis = run.net.end_loop_axis(items[0].dims)
     out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
-    return ETensor(data, out_dims, run.frames(outer))
+    return ETensor(data, out_dims, run.frames(outer), items[0].sparse_dim)
 
 
 class _Ctx:
@@ -255,13 +257,13 @@ def _attr(v: Any) -> Any:
 
 def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None = None):
     run = _run()
-    vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data)) for a in args]
+    vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data), sparse_dim=a.sparse_dim) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
     res = opdef.eager(_Ctx(params), args, attrs, outs)
     frames = run.frames(*(a.frames for a in args))
     if isinstance(res, tuple):
-        return tuple(ETensor(r, o.dims, frames) for r, o in zip(res, outs))
-    return ETensor(res, outs[0].dims, frames)
+        return tuple(ETensor(r, o.dims, frames, o.sparse_dim) for r, o in zip(res, outs))
+    return ETensor(res, outs[0].dims, frames, outs[0].sparse_dim)
 
 
 def _dtype(t: torch.Tensor) -> str:
@@ -385,7 +387,7 @@ class Network:
             for p in self.graph.params:
                 shape = [self.dims[d].size for d in p.dims]
                 t = torch.empty(*shape)
-                torch.nn.init.xavier_uniform_(t) if t.dim() >= 2 else torch.nn.init.zeros_(t)
+                {"glorot": torch.nn.init.xavier_uniform_, "zeros": torch.nn.init.zeros_, "ones": torch.nn.init.ones_}[p.init](t)
                 self._params[p.name] = t
         return self._params
 
@@ -463,7 +465,7 @@ class Network:
                             x = x.narrow(axis, 0, int(bound[f"{d}_lens"][b]))
                     x = align_tensor(x, inp.annotated_dims, inp.value.dims)
                     x = x.long() if inp.value.dtype == "int32" else x.float()
-                    inputs[inp.name] = ETensor(x, inp.value.dims)
+                    inputs[inp.name] = ETensor(x, inp.value.dims, sparse_dim=inp.value.sparse_dim)
                 run = _Run(self, [], {})
                 token = _current.set(run)
                 try:

@@ -116,7 +116,7 @@ CASES = [
                 pass
             return x
         """,
-        "`while` without `if end(...): break` is not supported",
+        "`while` loops are `while True:` with `if end(cond): break` in the body",
         3,
         4,
     ),
@@ -212,7 +212,7 @@ CASES = [
                 break
             return out
         """,
-        "`break`/`continue` need `if end(cond): break`",
+        "`break`/`continue` are only supported as `if end(cond): break`",
         6,
         8,
     ),
@@ -237,7 +237,7 @@ CASES = [
                 out.append(x[t])
             return out
         """,
-        "loops over `range` need `range(x.max_seq_len)`",
+        "other bounds need `if end(cond): break` in the body",
         4,
         13,
     ),

@@ -188,7 +188,7 @@ class TorchEmitter:
             output_dims={name: list(v.dims) for name, v in out_values.items()},
             losses=[loss.name for loss in g.losses],
             containers=_containers(self.param_attr.values()),
-            params=[(self.param_attr[p.name], self.shape(p.dims), p.name, p.role) for p in g.params],
+            params=[(self.param_attr[p.name], self.shape(p.dims), p.name, p.init) for p in g.params],
             body="\n".join(self.lines),
         )
 

@@ -128,6 +128,7 @@ class ParamDef(BaseModel):
     dims: tuple[str, ...]
     call_path: tuple[tuple[int, int], ...]  # (line, col) of each call site down to the constructor
     role: str  # the op's own name for it, e.g. "W"
+    init: Literal["glorot", "zeros", "ones"] = "glorot"  # fresh values, as RETURNN initialises them
 
 
 class Output(BaseModel):

@@ -64,6 +64,7 @@ class OpDef:
     tensors: tuple[str, ...] = ("x",)  # api parameters that take tensors (a `*args` one takes many)
     module: bool = False  # a parameterised module: `Linear(out_dim)(x)`; ctor args are attrs
     pure: bool = True  # same inputs, same result: may be moved out of loops (not so for dropout)
+    param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
 
     def api(self, x):  # noqa: D401 - the signature is the point
         """The user-facing signature."""

@@ -41,10 +41,8 @@ def _labels(what: str, v: Value, dt: DimTable) -> str | None:
     """Check that `v` is int32 labels; their class dim (None when not known, see below)."""
     if v.dtype != "int32":
         raise DimError(f"`{what}` needs int32 labels (e.g. a `Labels[...]` input), got a {v.dtype} tensor")
-    if v.sparse_dim is None and v.id != 0:
+    if v.sparse_dim is None:
         raise DimError(f"`{what}` needs labels with a class dim (`Labels[..., vocab]` or `argmax`)")
-    # id 0: a value made by the eager runtime, which does not track class dims; the compiler,
-    # which always runs before eager execution, has checked this call already
     return v.sparse_dim
 
 

@@ -108,8 +108,11 @@ class Tracer:
             if param.params is None:
                 param.params = roles
                 for role, dims in roles.items():
+                    init = opdef.param_init.get(role, "glorot" if len(dims) >= 2 else "zeros")
                     self.params.append(
-                        ParamDef(name=f"{param.path}/{role}", dims=dims, call_path=param.call_path, role=role)
+                        ParamDef(
+                            name=f"{param.path}/{role}", dims=dims, call_path=param.call_path, role=role, init=init
+                        )
                     )
             elif param.params != roles:
                 raise self.error(
