@@ -387,7 +387,9 @@ class Network:
             for p in self.graph.params:
                 shape = [self.dims[d].size for d in p.dims]
                 t = torch.empty(*shape)
-                {"glorot": torch.nn.init.xavier_uniform_, "zeros": torch.nn.init.zeros_, "ones": torch.nn.init.ones_}[p.init](t)
+                {"glorot": torch.nn.init.xavier_uniform_, "zeros": torch.nn.init.zeros_, "ones": torch.nn.init.ones_}[
+                    p.init
+                ](t)
                 self._params[p.name] = t
         return self._params
 
@@ -408,7 +410,9 @@ class Network:
             for n in nodes:
                 if isinstance(n, Loop):
                     if n.end is not None:
-                        axes.update(n.axis for s in n.stacks if tuple(d for d in s.out.dims if d != n.axis) == step_dims)
+                        axes.update(
+                            n.axis for s in n.stacks if tuple(d for d in s.out.dims if d != n.axis) == step_dims
+                        )
                     walk(n.body)
 
         walk(self.graph.body)

@@ -173,11 +173,16 @@ class ReturnnEmitter:
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts]
         if n.end is not None and not n.include_eos:
-            before_end = [c.name for c in n.carries if c.out is not None] + [ll.name for ll in n.lasts if not ll.after_end]
+            before_end = [c.name for c in n.carries if c.out is not None] + [
+                ll.name for ll in n.lasts if not ll.after_end
+            ]
             if before_end:
-                raise CompileError(n.span, f"RETURNN target: with appends after `if end(...): break`, RETURNN's last "
-                                           f"frame is the step before the ending one, so `{before_end[0]}` cannot be "
-                                           f"read after the loop; append before the `break` instead")
+                raise CompileError(
+                    n.span,
+                    f"RETURNN target: with appends after `if end(...): break`, RETURNN's last "
+                    f"frame is the step before the ending one, so `{before_end[0]}` cannot be "
+                    f"read after the loop; append before the `break` instead",
+                )
         if outer.in_unit and len(results) != 1:
             raise CompileError(
                 n.span,
@@ -210,7 +215,12 @@ class ReturnnEmitter:
             # RETURNN needs a loop limit for the whole batch: the largest per-sequence limit
             if n.bound is not None:
                 longest = outer.ns.fresh(f"{rec}_max_steps")
-                outer.layers[longest] = {"class": "reduce", "mode": "max", "from": outer.refs[n.bound], "axis": Code("batch_dim")}
+                outer.layers[longest] = {
+                    "class": "reduce",
+                    "mode": "max",
+                    "from": outer.refs[n.bound],
+                    "axis": Code("batch_dim"),
+                }
                 rec_layer["max_seq_len_via"] = longest
             else:
                 rec_layer["max_seq_len"] = n.max_steps or UNBOUNDED_MAX_STEPS
@@ -226,7 +236,11 @@ class ReturnnEmitter:
         unit.layers[step] = {"class": "eval", "from": ":i", "eval": "source(0) + 1" if n.include_eos else "source(0)"}
         at_limit = unit.ns.fresh("at_limit")
         if n.bound is not None:
-            unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step, _base(outer.refs[n.bound])]}
+            unit.layers[at_limit] = {
+                "class": "compare",
+                "kind": "greater_equal",
+                "from": [step, _base(outer.refs[n.bound])],
+            }
         else:
             unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step], "value": n.max_steps}
         return {"class": "combine", "kind": "logical_or", "from": [cond, at_limit]}

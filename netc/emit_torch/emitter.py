@@ -164,7 +164,9 @@ class TorchEmitter:
             self.emit(f"{self.size_var[d]} = {self.var[src.value.id]}.shape[{src.value.dims.index(d)}]")
         self.block(g.body)
         results = [(o.name, self.var[o.value]) for o in g.outputs]
-        made = [d for d in self.lens_var if d not in dyn_dims and any(d in self.values[o.value].dims for o in g.outputs)]
+        made = [
+            d for d in self.lens_var if d not in dyn_dims and any(d in self.values[o.value].dims for o in g.outputs)
+        ]
         results += [(f"{d}_lens", self.lens_var[d]) for d in made]
         for loss in g.losses:
             v = self.values[loss.value]

@@ -19,7 +19,13 @@ def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
         if isinstance(n, Loop):
             how = " backwards" if n.reverse else ""
             if n.end is not None:
-                limit = f", at most %{n.bound} steps" if n.bound is not None else f", at most {n.max_steps} steps" if n.max_steps else ""
+                limit = (
+                    f", at most %{n.bound} steps"
+                    if n.bound is not None
+                    else f", at most {n.max_steps} steps"
+                    if n.max_steps
+                    else ""
+                )
                 how = f" until end %{n.end} ({'including' if n.include_eos else 'excluding'} the ending step{limit})"
             out.append(f"{indent}loop over {n.axis}{how}  # line {n.span.line}")
             for s in n.seqs:

@@ -508,7 +508,14 @@ class Dot(OpDef):
 
     def returnn(self, ctx, op):
         axes = _dims_attr_names(op.attrs["reduce"])
-        return {"class": "dot", "from": [ctx.src(0), ctx.src(1)], "reduce": [ctx.dim(a) for a in axes]}
+        # var1/var2 "auto": without them RETURNN (behavior version 0) asserts on named reduce dims
+        return {
+            "class": "dot",
+            "from": [ctx.src(0), ctx.src(1)],
+            "reduce": [ctx.dim(a) for a in axes],
+            "var1": "auto",
+            "var2": "auto",
+        }
 
     def torch(self, ctx, op):
         axes = _dims_attr_names(op.attrs["reduce"])

@@ -169,8 +169,11 @@ class LoopBuilder:
         if isinstance(it, V.RangeSpec):
             axis = it.bound.dim if isinstance(it.bound, V.SeqLen) else ""
             if end is None and not (isinstance(it.bound, V.SeqLen) and it.bound.plain):
-                raise t.error(stmt.iter, "a loop over `range(n)` steps over the frames of `x.max_seq_len`; other bounds "
-                                         "need `if end(cond): break` in the body")
+                raise t.error(
+                    stmt.iter,
+                    "a loop over `range(n)` steps over the frames of `x.max_seq_len`; other bounds "
+                    "need `if end(cond): break` in the body",
+                )
         elif end is not None:
             raise t.error(end, "`if end(cond): break` needs `for t in range(n)` or `while True`")
         elif isinstance(it, V.ZipSpec):
@@ -245,7 +248,7 @@ class LoopBuilder:
         outer.nodes.append(loop)
         body = V.Block(nodes=loop.body, loop=loop, parent=outer)
         assigned = assigned_names(stmt.body.body)
-        after_end = assigned_names(stmt.body.body[stmt.body.body.index(end) + 1:]) if end is not None else {}
+        after_end = assigned_names(stmt.body.body[stmt.body.body.index(end) + 1 :]) if end is not None else {}
         for name in assigned:
             if name in env and isinstance(env[name], V.TV) and name not in target_names:
                 init = self.capture(env[name], outer, assigned[name])
@@ -253,8 +256,9 @@ class LoopBuilder:
                 loop.carries.append(LoopCarry(name=name, init=init.value.id, inner=inner, next=-1))
                 env[name] = V.TV(inner, body)
                 if name in after_end:
-                    raise t.error(after_end[name], f"loop state `{name}` is assigned after `if end(...): break`; "
-                                                   f"assign it before")
+                    raise t.error(
+                        after_end[name], f"loop state `{name}` is assigned after `if end(...): break`; assign it before"
+                    )
         python_bound = {n for n in assigned if n in env and not isinstance(env[n], V.TV) and n not in target_names}
         return _LoopCtx(
             stmt=stmt,
@@ -280,7 +284,9 @@ class LoopBuilder:
                 if s is ctx.end:
                     self._end(ctx, s)
                     continue
-                if isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Continue)) for x in s.body):
+                if isinstance(s, cst.SimpleStatementLine) and any(
+                    isinstance(x, (cst.Break, cst.Continue)) for x in s.body
+                ):
                     raise t.error(s, "`break`/`continue` are only supported as `if end(cond): break`")
                 t.stmt(s)
         finally:
@@ -365,8 +371,11 @@ class LoopBuilder:
         if ctx.end is not None:
             ctx.append_sides.add(not ctx.past_end)
             if len(ctx.append_sides) > 1:
-                raise self.t.error(node, "appends before and after `if end(...): break` would give stacks of different "
-                                         "lengths; append all before it (the ending step counts) or all after")
+                raise self.t.error(
+                    node,
+                    "appends before and after `if end(...): break` would give stacks of different "
+                    "lengths; append all before it (the ending step counts) or all after",
+                )
             ctx.loop.include_eos = not ctx.past_end
         ctx.appends[id(lst)] = (lst, self.capture(value, ctx.block, node), node)
 
@@ -388,7 +397,9 @@ class LoopBuilder:
     def end_break(self, node: cst.If) -> bool:
         """An `if end(...)` outside a loop's top level (inside a loop it is handled by `_run`)."""
         if _is_end(node):
-            raise self.t.error(node, "`if end(cond): break` must be a statement of a loop body (not nested in another block)")
+            raise self.t.error(
+                node, "`if end(cond): break` must be a statement of a loop body (not nested in another block)"
+            )
         return False
 
     def unbound_read(self, node: cst.Name) -> None:
@@ -409,8 +420,13 @@ def _is_end(node: cst.CSTNode) -> bool:
     func = node.test.func
     name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
     body = node.body.body
-    return (name == "end" and len(node.test.args) == 1 and len(body) == 1
-            and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Break))
+    return (
+        name == "end"
+        and len(node.test.args) == 1
+        and len(body) == 1
+        and isinstance(body[0], cst.SimpleStatementLine)
+        and isinstance(body[0].body[0], cst.Break)
+    )
 
 
 def _find_end(stmts) -> cst.If | None:

@@ -342,8 +342,11 @@ class Tracer:
         """`if` on one bool per sequence: both branches run, each variable then takes its value
         from the branch each sequence chose (RETURNN `switch`, torch `where`)."""
         if cond.value.dtype != "bool" or not set(cond.dims) <= {"batch"}:
-            raise self.error(node.test, f"`if` on a tensor needs one bool per sequence (dims within [batch]), got "
-                                        f"{cond.value.dtype}[{', '.join(cond.dims)}]")
+            raise self.error(
+                node.test,
+                f"`if` on a tensor needs one bool per sequence (dims within [batch]), got "
+                f"{cond.value.dtype}[{', '.join(cond.dims)}]",
+            )
         env = self.env
         before = dict(env)
         branches = []
@@ -449,8 +452,11 @@ class Tracer:
         if name in self.env:
             val = self.env[name]
             if isinstance(val, V.Poison):
-                raise self.error(node, f"`{name}` is assigned in only one branch of the `if` on a tensor at line "
-                                       f"{val.line} and has no value before it; assign it before the `if`")
+                raise self.error(
+                    node,
+                    f"`{name}` is assigned in only one branch of the `if` on a tensor at line "
+                    f"{val.line} and has no value before it; assign it before the `if`",
+                )
             return val
         if name in self.globals:
             return self.globals[name]
@@ -724,13 +730,17 @@ class Tracer:
         try:
             value, name = _loss_args(*args, **kwargs)
         except TypeError:
-            raise self.error(node, "use mark_as_loss(value, \"name\")") from None
+            raise self.error(node, 'use mark_as_loss(value, "name")') from None
         if not isinstance(value, V.TV) or not isinstance(name, str):
-            raise self.error(node, "use mark_as_loss(value, \"name\") with a tensor and a name")
+            raise self.error(node, 'use mark_as_loss(value, "name") with a tensor and a name')
         if self.block is not self.root:
-            raise self.error(node, "mark_as_loss inside a loop: append the per-step values, mark the stacked tensor after the loop")
+            raise self.error(
+                node, "mark_as_loss inside a loop: append the per-step values, mark the stacked tensor after the loop"
+            )
         if "batch" not in value.dims or value.value.dtype != "float32":
-            raise self.error(node, f"a loss is a float tensor with the batch dim, got {value.value.dtype}[{', '.join(value.dims)}]")
+            raise self.error(
+                node, f"a loss is a float tensor with the batch dim, got {value.value.dtype}[{', '.join(value.dims)}]"
+            )
         if name in {loss.name for loss in self.losses}:
             raise self.error(node, f"loss `{name}` is marked twice")
         self.losses.append(Output(name=name, value=value.value.id))
