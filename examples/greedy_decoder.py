@@ -21,7 +21,7 @@ def greedy_decoder(x: Tensor[batch, time, feat]):
         h = tanh(Linear(hidden)(x_t) + Linear(hidden, with_bias=False)(h))
     y = argmax(Linear(vocab)(h), axis=vocab)
     labels = []
-    for t in range(2 * x.max_seq_len):
+    for _step in range(2 * x.max_seq_len):
         h = tanh(Linear(hidden)(concat(Embedding(emb)(y), h)))
         y = argmax(Linear(vocab)(h), axis=vocab)
         labels.append(y)
