@@ -52,7 +52,10 @@ def compile(model: str, target: str, output: str | None, network: str | None, ba
     from netc.compiler import TARGETS
 
     g = _graph(model, network)
-    text = TARGETS[target](g)
+    try:
+        text = TARGETS[target](g)  # a target may not support a construct: a located error too
+    except CompileError as e:
+        _fail(e)
     if base_config:
         if target != "returnn":
             raise click.UsageError("--base-config applies to --target returnn")
@@ -89,7 +92,10 @@ def check(model: str, returnn_file: str | None, torch_file: str | None, network:
     for target, path in (("returnn", returnn_file), ("torch", torch_file)):
         if path is None:
             continue
-        text = TARGETS[target](g)
+        try:
+            text = TARGETS[target](g)
+        except CompileError as e:
+            _fail(e)
         if not os.path.exists(path) or Path(path).read_text(encoding="utf-8") != text:
             stale.append(path)
     for path in stale:
@@ -132,6 +138,8 @@ def run(
     g = _graph(model, network)
     try:
         run_npz(model, g, backend, inputs_path, params_path, output, seed)
+    except CompileError as e:
+        _fail(e)
     except (KeyError, ValueError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
@@ -150,7 +158,10 @@ def verify(model: str, seed: int, batch: int, max_len: int, network: str | None)
     from netc_runtime.verify import verify as run_verify
 
     g = _graph(model, network)
-    comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len)
+    try:
+        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len)
+    except CompileError as e:
+        _fail(e)
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
     ok = True
     for c in comps:
