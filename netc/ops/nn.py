@@ -365,6 +365,7 @@ class Dropout(OpDef):
     is shared over batch and time), which RETURNN applies only when training."""
 
     name = fn_name = "dropout"
+    pure = False  # a fresh mask per call: not moved out of loops
 
     def api(self, x, p):
         pass

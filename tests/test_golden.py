@@ -1,0 +1,28 @@
+"""Emitted code for every example is pinned; a change to it must be regenerated on purpose."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import EXAMPLES, ROOT
+from netc.compiler import TARGETS, compile_graph
+from regen_golden import golden_path
+
+MODELS = sorted(EXAMPLES.glob("*.py"))
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_emitted_code_matches_golden(model, target):
+    path = golden_path(model, target)
+    assert path.exists(), f"no golden file {path.name}: run `.venv/bin/python tests/regen_golden.py`"
+    got = TARGETS[target](compile_graph(str(model.relative_to(ROOT))))
+    assert got == path.read_text(encoding="utf-8"), (
+        f"{path.name} is stale: run `.venv/bin/python tests/regen_golden.py` and review the diff"
+    )
+
+
+def test_no_golden_file_without_its_example():
+    stems = {m.stem for m in MODELS}
+    for path in (ROOT / "tests" / "golden").glob("*.golden"):
+        assert path.name.split(".")[0] in stems, f"{path.name} belongs to no example; delete it"

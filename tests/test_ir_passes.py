@@ -1,0 +1,167 @@
+"""The IR (verifier, JSON, printer) and each pass on its own."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES
+from netc.ir.model import Graph, Loop, Op
+from netc.ir.printer import print_graph
+from netc.ir.verify import IRError, verify
+from netc.parser import parse_file
+from netc.passes import dce, hoist, rec_state
+from netc.passes.pipeline import run_passes
+from netc_runtime.backends import run_torch
+from netc_runtime.verify import random_inputs, random_lengths, random_params
+
+HEADER = """\
+from netc import Dim, Linear, Tensor, batch, network, tanh, zeros, dropout
+time = Dim("time")
+feat = Dim("feat", 4)
+hidden = Dim("hidden", 3)
+"""
+
+
+def _parse(tmp_path, body: str) -> Graph:
+    path = tmp_path / "m.py"
+    path.write_text(HEADER + textwrap.dedent(body))
+    return parse_file(str(path))
+
+
+def _loops(g: Graph) -> list[Loop]:
+    return [n for n in g.body if isinstance(n, Loop)]
+
+
+@pytest.mark.parametrize("model", sorted(p.name for p in EXAMPLES.glob("*.py")))
+def test_graph_round_trips_through_json_and_verifies(model):
+    g = run_passes(parse_file(str(EXAMPLES / model)))
+    again = Graph.model_validate_json(g.model_dump_json())
+    assert again == g
+    verify(again)
+    assert print_graph(again) == print_graph(g)
+
+
+def test_verifier_rejects_use_before_definition(tmp_path):
+    g = parse_file(str(EXAMPLES / "elman.py"))
+    loop = _loops(g)[0]
+    op = next(n for n in loop.body if isinstance(n, Op))
+    op.args = [10_000]
+    with pytest.raises(IRError, match="not defined in its block"):
+        verify(g)
+
+
+def test_verifier_rejects_undeclared_dims_and_double_definitions():
+    g = parse_file(str(EXAMPLES / "elman.py"))
+    first = next(n for n in g.body if isinstance(n, Op))
+    first.outs[0].dims = ("batch", "nope")
+    with pytest.raises(IRError, match="undeclared dim nope"):
+        verify(g)
+    g = parse_file(str(EXAMPLES / "elman.py"))
+    ops = [n for n in _loops(g)[0].body if isinstance(n, Op)]
+    ops[1].outs[0].id = ops[0].outs[0].id
+    with pytest.raises(IRError, match="defined twice"):
+        verify(g)
+
+
+def test_rec_state_keeps_only_values_read_before_assignment(tmp_path):
+    g = _parse(tmp_path, """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            h = zeros(batch, hidden)
+            y = zeros(batch, hidden)
+            out = []
+            for x_t in x:
+                y = tanh(Linear(hidden)(x_t))   # assigned before any read: not state
+                h = tanh(Linear(hidden)(y) + h)  # read, then assigned: state
+                out.append(h)
+            return {"output": out, "y": y, "h": h}
+        """)
+    assert {c.name for c in _loops(g)[0].carries} == {"h", "y"}  # the parser carries every reassigned name
+    g2, changed = rec_state.transform(g)
+    loop = _loops(g2)[0]
+    assert changed
+    assert [c.name for c in loop.carries] == ["h"]
+    assert "y" in {ll.name for ll in loop.lasts}
+    verify(g2)
+
+
+def test_rec_state_turns_an_unchanged_carry_into_an_invariant(tmp_path):
+    g = _parse(tmp_path, """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            h = zeros(batch, hidden)
+            out = []
+            for x_t in x:
+                h = h
+                out.append(Linear(hidden)(x_t) + h)
+            return {"output": out, "h": h}
+        """)
+    g2, _ = rec_state.transform(g)
+    loop = _loops(g2)[0]
+    assert loop.carries == [] and len(loop.invariants) == 1
+    zeros_id = next(n for n in g2.body if isinstance(n, Op)).outs[0].id
+    assert next(o.value for o in g2.outputs if o.name == "h") == zeros_id
+    verify(g2)
+
+
+def test_dce_drops_unused_ops_loop_results_and_their_parameters(tmp_path):
+    g = _parse(tmp_path, """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            unused = Linear(hidden)(x)
+            h = zeros(batch, hidden)
+            for x_t in x:
+                h = tanh(Linear(hidden)(x_t) + h)
+            return h
+        """)
+    assert {p.name for p in g.params} == {"unused/W", "unused/b", "h/W", "h/b"}
+    g2, changed = dce.transform(rec_state.transform(g)[0])
+    assert changed
+    assert {p.name for p in g2.params} == {"h/W", "h/b"}
+    assert all(n.op != "linear" or n.param != "unused" for n in g2.body if isinstance(n, Op))
+    assert _loops(g2)[0].lasts == []  # x_t's last frame was never read
+    verify(g2)
+
+
+def test_hoist_moves_invariant_and_per_frame_work_but_not_dropout(tmp_path):
+    g = _parse(tmp_path, """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            h = zeros(batch, hidden)
+            out = []
+            for x_t in x:
+                bias = zeros(batch, hidden) + 1.0              # invariant
+                x_lin = Linear(hidden)(x_t)                    # per frame
+                h = tanh(Linear(hidden)(dropout(x_lin, 0.1) + h) + bias)
+                out.append(h)
+            return out
+        """)
+    g = dce.transform(rec_state.transform(g)[0])[0]
+    g2, changed = hoist.transform(g)
+    assert changed
+    before = [n.op for n in g2.body if isinstance(n, Op)]
+    assert "linear" in before and "zeros" in before and "add" in before
+    x_lin = next(n for n in g2.body if isinstance(n, Op) and n.param == "x_lin")
+    assert x_lin.outs[0].dims == ("batch", "time", "hidden")  # computed over whole sequences
+    inside = [n.op for n in _loops(g2)[0].body if isinstance(n, Op)]
+    assert "dropout" in inside and "zeros" not in inside
+    verify(g2)
+
+
+@pytest.mark.parametrize("model", ["elman.py", "bidirectional.py", "nested.py", "attention.py"])
+def test_hoisting_changes_no_number(model):
+    """The torch module with and without the hoisting pass gives the same outputs."""
+    path = str(EXAMPLES / model)
+    raw = parse_file(path)
+    plain = dce.transform(rec_state.transform(raw)[0])[0]
+    hoisted = run_passes(raw)
+    assert print_graph(plain) != print_graph(hoisted)
+    rng = np.random.default_rng(0)
+    lens = random_lengths(plain, 3, 6, rng)
+    inputs, params = random_inputs(plain, lens, rng), random_params(plain, rng)
+    a, b = run_torch(plain, inputs, lens, params), run_torch(hoisted, inputs, lens, params)
+    for name in a.outputs:
+        np.testing.assert_allclose(a.outputs[name], b.outputs[name], atol=1e-5)
