@@ -250,7 +250,8 @@ class TorchEmitter:
             outer = self.values[s.outer]
             pos = outer.dims.index(axis)
             index = ", ".join([":"] * pos + [step])
-            self.emit(f"{self.define(s.inner)} = {self.var[s.outer]}[{index}]")
+            frame = self.define(s.inner, s.inner.name or f"{self.var[s.outer]}_t")
+            self.emit(f"{frame} = {self.var[s.outer]}[{index}]")
         self.block(n.body)
         for c in n.carries:
             cond = align_code(valid, ("batch",), c.inner.dims)
