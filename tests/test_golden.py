@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import EXAMPLES, ROOT
-from netc.compiler import TARGETS, compile_graph
 from regen_golden import golden_path
+
+from netc.compiler import TARGETS, compile_graph
 
 MODELS = sorted(EXAMPLES.glob("*.py"))
 

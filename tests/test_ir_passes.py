@@ -6,8 +6,8 @@ import textwrap
 
 import numpy as np
 import pytest
-
 from conftest import EXAMPLES
+
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.printer import print_graph
 from netc.ir.verify import IRError, verify
@@ -67,7 +67,9 @@ def test_verifier_rejects_undeclared_dims_and_double_definitions():
 
 
 def test_rec_state_keeps_only_values_read_before_assignment(tmp_path):
-    g = _parse(tmp_path, """
+    g = _parse(
+        tmp_path,
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
@@ -78,7 +80,8 @@ def test_rec_state_keeps_only_values_read_before_assignment(tmp_path):
                 h = tanh(Linear(hidden)(y) + h)  # read, then assigned: state
                 out.append(h)
             return {"output": out, "y": y, "h": h}
-        """)
+        """,
+    )
     assert {c.name for c in _loops(g)[0].carries} == {"h", "y"}  # the parser carries every reassigned name
     g2, changed = rec_state.transform(g)
     loop = _loops(g2)[0]
@@ -89,7 +92,9 @@ def test_rec_state_keeps_only_values_read_before_assignment(tmp_path):
 
 
 def test_rec_state_turns_an_unchanged_carry_into_an_invariant(tmp_path):
-    g = _parse(tmp_path, """
+    g = _parse(
+        tmp_path,
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
@@ -98,7 +103,8 @@ def test_rec_state_turns_an_unchanged_carry_into_an_invariant(tmp_path):
                 h = h
                 out.append(Linear(hidden)(x_t) + h)
             return {"output": out, "h": h}
-        """)
+        """,
+    )
     g2, _ = rec_state.transform(g)
     loop = _loops(g2)[0]
     assert loop.carries == [] and len(loop.invariants) == 1
@@ -108,7 +114,9 @@ def test_rec_state_turns_an_unchanged_carry_into_an_invariant(tmp_path):
 
 
 def test_dce_drops_unused_ops_loop_results_and_their_parameters(tmp_path):
-    g = _parse(tmp_path, """
+    g = _parse(
+        tmp_path,
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             unused = Linear(hidden)(x)
@@ -116,7 +124,8 @@ def test_dce_drops_unused_ops_loop_results_and_their_parameters(tmp_path):
             for x_t in x:
                 h = tanh(Linear(hidden)(x_t) + h)
             return h
-        """)
+        """,
+    )
     assert {p.name for p in g.params} == {"unused/W", "unused/b", "h/W", "h/b"}
     g2, changed = dce.transform(rec_state.transform(g)[0])
     assert changed
@@ -127,7 +136,9 @@ def test_dce_drops_unused_ops_loop_results_and_their_parameters(tmp_path):
 
 
 def test_hoist_moves_invariant_and_per_frame_work_but_not_dropout(tmp_path):
-    g = _parse(tmp_path, """
+    g = _parse(
+        tmp_path,
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
@@ -138,7 +149,8 @@ def test_hoist_moves_invariant_and_per_frame_work_but_not_dropout(tmp_path):
                 h = tanh(Linear(hidden)(dropout(x_lin, 0.1) + h) + bias)
                 out.append(h)
             return out
-        """)
+        """,
+    )
     g = dce.transform(rec_state.transform(g)[0])[0]
     g2, changed = hoist.transform(g)
     assert changed
