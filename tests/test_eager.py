@@ -1,0 +1,79 @@
+"""Eager mode: the model file runs as plain Python, one sequence at a time, with the emitted
+module's interface (same arguments, same returned dict, parameters by RETURNN name)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from conftest import EXAMPLES, ROOT
+
+from netc.compiler import compile_graph
+from netc_runtime.backends import _import_file, load_torch_module
+
+
+@pytest.fixture(scope="module")
+def elman():
+    return _import_file(str(EXAMPLES / "elman.py"), "eager_test").elman
+
+
+def test_same_interface_as_the_torch_module(elman):
+    mod = load_torch_module(compile_graph(str(EXAMPLES / "elman.py")))
+    model = mod.Model()
+    model.load_returnn_params({k: v.numpy() for k, v in elman.params.items()})
+    x = torch.randn(3, 5, 40)
+    lens = torch.tensor([5, 2, 4])
+    a = elman(x, lens)
+    b = elman(x=x, time_lens=lens)
+    c = model(x, time_lens=lens)
+    assert set(a) == set(c) == {"output", "last"}
+    assert elman.output_dims == model.output_dims
+    assert set(elman.params) == set(model.returnn_param_names)
+    for k in a:
+        torch.testing.assert_close(a[k], b[k])
+        assert a[k].shape == c[k].shape
+        mask = (torch.arange(5)[None, :] < lens[:, None])[:, :, None] if a[k].dim() == 3 else torch.ones(1, dtype=bool)
+        assert ((a[k] - c[k]).abs() * mask).max() < 1e-5
+
+
+def test_each_sequence_runs_alone(elman):
+    """A sequence's result does not depend on the other sequences or on padding."""
+    x = torch.randn(2, 6, 40)
+    both = elman(x, torch.tensor([6, 3]))
+    alone = elman(x[1:2, :3], torch.tensor([3]))
+    torch.testing.assert_close(both["output"][1, :3], alone["output"][0])
+    torch.testing.assert_close(both["last"][1], alone["last"][0])
+    assert torch.all(both["output"][1, 3:] == 0)
+
+
+def test_load_returnn_params_by_name(elman):
+    saved = {k: v.clone() for k, v in elman.params.items()}
+    try:
+        elman.load_returnn_params({"h/W": np.zeros((32, 32), np.float32), "h/b": np.full(32, 0.25, np.float32)})
+        out = elman(torch.randn(1, 3, 40), torch.tensor([3]))
+        torch.testing.assert_close(out["last"], torch.full((1, 32), float(np.tanh(0.25))))
+        with pytest.raises(KeyError, match="unknown parameter"):
+            elman.load_returnn_params({"rec/rec/h/W": np.zeros(3)})
+    finally:
+        elman.load_returnn_params(saved)
+
+
+def test_the_source_runs_literally_step_by_step(tmp_path):
+    """A print in the loop body prints once per step of each sequence: the code is executed as written."""
+    model = tmp_path / "printing.py"
+    model.write_text(
+        (EXAMPLES / "elman.py")
+        .read_text()
+        .replace("        out.append(h)", "        print('step')\n        out.append(h)")
+    )
+    code = (
+        f"import sys, torch; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from netc_runtime.backends import _import_file\n"
+        f"net = _import_file({str(model)!r}, 'p').elman\n"
+        "net(torch.randn(2, 4, 40), torch.tensor([4, 3]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.count("step") == 4 + 3
