@@ -71,11 +71,13 @@ def compile(model: str, target: str, output: str | None, network: str | None, ba
 @main.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.option("--network", help="The @network function, when the file has several.")
-def explain(model: str, network: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="The IR as JSON (for editors and debugging).")
+def explain(model: str, network: str | None, as_json: bool) -> None:
     """Print the optimised IR of MODEL: dims, parameters, loops with their state."""
     from netc.ir.printer import print_graph
 
-    click.echo(print_graph(_graph(model, network)), nl=False)
+    g = _graph(model, network)
+    click.echo(g.model_dump_json(indent=1) if as_json else print_graph(g), nl=as_json)
 
 
 @main.command()

@@ -80,6 +80,14 @@ def test_explain_prints_state(netc):
     assert "carry h:" in out and "= stack" in out and "= final h" in out
 
 
+def test_explain_json_is_the_ir(netc):
+    from netc.compiler import compile_graph
+    from netc.ir.model import Graph
+
+    out = netc("explain", ELMAN, "--json", check=True).stdout
+    assert Graph.model_validate_json(out) == compile_graph(str(ELMAN))
+
+
 def _inputs(path, rng, lens=(5, 3, 2)):
     x = rng.standard_normal((3, max(lens), 40)).astype(np.float32)
     np.savez(path, **{"in:x": x, "len:time": np.asarray(lens)})
