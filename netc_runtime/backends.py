@@ -95,10 +95,17 @@ def run_torch(g: Graph, inputs, lens, params) -> Result:
 
 
 def run_returnn(
-    g: Graph, inputs, lens, params, config_text: str | None = None, save_checkpoint: str | None = None
+    g: Graph,
+    inputs,
+    lens,
+    params,
+    config_text: str | None = None,
+    save_checkpoint: str | None = None,
+    train_flag: bool = False,
 ) -> Result:
     """Real RETURNN on TensorFlow (graph mode): load the config with RETURNN's own loader,
-    build the `TFNetwork`, load parameters by variable name, feed the padded batch."""
+    build the `TFNetwork`, load parameters by variable name, feed the padded batch.
+    `train_flag=True` builds the network as for training (dropout active)."""
     import tensorflow as tf
     from returnn.config import Config
     from returnn.log import log
@@ -115,7 +122,7 @@ def run_returnn(
     cfg.load_file(path)
     dims = output_dims(g)
     with tf.Graph().as_default() as graph:
-        net = TFNetwork(config=cfg, train_flag=False, eval_flag=bool(g.losses))  # eval: losses are built
+        net = TFNetwork(config=cfg, train_flag=train_flag, eval_flag=bool(g.losses))  # eval: losses are built
         net.construct_from_dict(cfg.typed_value("network"))
 
         def dim_obj(name: str):
