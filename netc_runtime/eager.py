@@ -370,9 +370,10 @@ class Network:
     @property
     def graph(self) -> Graph:
         if self._graph is None:
-            from netc.parser import parse_file
+            from netc.compiler import compile_graph
 
-            self._graph = parse_file(inspect.getsourcefile(self.fn), network=self.fn.__name__)
+            # compiled (not just parsed): parameter names are RETURNN's, which depend on placement
+            self._graph = compile_graph(inspect.getsourcefile(self.fn), network=self.fn.__name__)
         return self._graph
 
     @property

@@ -123,12 +123,13 @@ def test_run_params_override_by_name(tmp_path, netc):
     base = tmp_path / "base.npz"
     netc("run", ELMAN, "--backend", "torch", "--inputs", tmp_path / "in.npz", "-o", base, check=True)
     params = tmp_path / "p.npz"
-    # h/W = 0 and h/b = 0.5: every step's state is tanh(0.5) whatever the input
+    # h/W = 0 and h/b = 0.5: every step's state is tanh(0.5) whatever the input (`h` stays in the
+    # loop, so its RETURNN variables live under the rec layer's scope)
     np.savez(
         params,
         **{
-            "param:h/W": np.zeros((32, 32), np.float32),
-            "param:h/b": np.full(32, 0.5, np.float32),
+            "param:rec/rec/h/W": np.zeros((32, 32), np.float32),
+            "param:rec/rec/h/b": np.full(32, 0.5, np.float32),
             "in:ignored": np.zeros(3),
         },
     )

@@ -52,11 +52,12 @@ def test_each_sequence_runs_alone(elman):
 def test_load_returnn_params_by_name(elman):
     saved = {k: v.clone() for k, v in elman.params.items()}
     try:
-        elman.load_returnn_params({"h/W": np.zeros((32, 32), np.float32), "h/b": np.full(32, 0.25, np.float32)})
+        zero_w, bias = np.zeros((32, 32), np.float32), np.full(32, 0.25, np.float32)
+        elman.load_returnn_params({"rec/rec/h/W": zero_w, "rec/rec/h/b": bias})
         out = elman(torch.randn(1, 3, 40), torch.tensor([3]))
         torch.testing.assert_close(out["last"], torch.full((1, 32), float(np.tanh(0.25))))
         with pytest.raises(KeyError, match="unknown parameter"):
-            elman.load_returnn_params({"rec/rec/h/W": np.zeros(3)})
+            elman.load_returnn_params({"h/W": np.zeros(3)})
     finally:
         elman.load_returnn_params(saved)
 

@@ -107,14 +107,9 @@ def test_returnn_checkpoint_runs_in_the_torch_module(returnn_run, tmp_path):
     assert trained < 0.95 * fresh
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="netc gives parameters inside a loop an absolute name_scope (e.g. `query/W`) outside the rec "
-    "layer's `<layer>/rec/` variable scope; RETURNN's RecLayer only takes variables under that prefix as "
-    "its params, so they are saved but not trainable: the decoder stays at its initial values. The fix "
-    "belongs in netc/emit_tf (see docs/returnn.md).",
-)
 def test_returnn_training_updates_every_parameter(returnn_run):
+    """Parameters of layers inside a rec unit are named under `<rec>/rec/` (the returnn_names
+    pass), so RETURNN's RecLayer owns and trains them."""
     work, _ = returnn_run
     first = read_tf_checkpoint(str(work / "net-model" / "network.001"))
     last = read_tf_checkpoint(str(work / "net-model" / f"network.{NUM_EPOCHS:03d}"))

@@ -20,13 +20,13 @@ from netc.ir.model import Graph, Loop, Node, Op, Value
 from netc.naming import Namespace
 from netc.ops import REGISTRY
 from netc.ops.base import Code
+from netc.passes.returnn_names import UNIT_RESERVED as _UNIT_RESERVED
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     keep_trailing_newline=True,
     undefined=jinja2.StrictUndefined,
 )
-_UNIT_RESERVED = {"output", "end", "data", "base", "prev"}
 # `while True` loops have no limit in eager mode and torch; RETURNN's loop needs one
 UNBOUNDED_MAX_STEPS = 1000
 
@@ -69,10 +69,12 @@ class ReturnnEmitter:
         self.g = g
         self.values: dict[int, Value] = {}
         self.uses_reverse = False
+        # module path -> TF variable scope (the variable name without its role)
+        self.param_scope = {p.path: p.name.rsplit("/", 1)[0] for p in g.params}
 
     def render(self) -> str:
         g = self.g
-        root = _Block({"data", *(o.name for o in [*g.outputs, *g.losses])})
+        root = _Block({"data", *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)})
         for inp in g.inputs:
             root.refs[inp.value.id] = f"data:{inp.name}"
             self.values[inp.value.id] = inp.value
@@ -116,7 +118,7 @@ class ReturnnEmitter:
         opdef = REGISTRY[op.op]
         layer = opdef.returnn(_OpCtx(self, blk, op), op)
         if op.param:
-            layer["name_scope"] = f"/{op.param}"
+            layer["name_scope"] = f"/{self.param_scope[op.param]}"
         hint = op.outs[0].name if len(op.outs) == 1 else op.op  # a split is named for what it does
         name = reserved.get(op.outs[0].id) or blk.ns.fresh(hint or op.op)
         blk.layers[name] = layer
@@ -136,9 +138,9 @@ class ReturnnEmitter:
         return name
 
     def loop(self, n: Loop, outer: _Block) -> None:
-        rec = outer.ns.fresh("rec")
+        rec = n.name  # chosen by the returnn_names pass (parameter names depend on it); reserved
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
-        unit = _Block(_UNIT_RESERVED, in_unit=True)
+        unit = _Block(_UNIT_RESERVED | set(_loop_names(n.body)), in_unit=True)
         axis = Code(dim_var(n.axis))
         for s in n.seqs:
             self.values[s.inner.id] = s.inner
@@ -265,6 +267,10 @@ class ReturnnEmitter:
         outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
         outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(dim_var(axis))}
         return name
+
+
+def _loop_names(nodes: list[Node]) -> list[str]:
+    return [n.name for n in nodes if isinstance(n, Loop)]
 
 
 def _base(ref: str) -> str:

@@ -97,7 +97,7 @@ class _OpCtx:
         return align_code(f"{self.em.lens_var[dim]}.to(torch.float32)", ("batch",), dims)
 
     def param(self, role: str) -> str:
-        return f"self.{self.em.param_attr[f'{self.op.param}/{role}']}"
+        return f"self.{self.em.param_attr[(self.op.param, role)]}"
 
 
 class TorchEmitter:
@@ -111,7 +111,7 @@ class TorchEmitter:
         self.lens_var: dict[str, str] = {}
         self.size_var: dict[str, str] = {"batch": "B"}
         self.ns.used.add("B")
-        self.param_attr = {p.name: _param_attr(p.name) for p in g.params}
+        self.param_attr = {(p.path, p.role): _param_attr(f"{p.path}/{p.role}") for p in g.params}
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -190,7 +190,7 @@ class TorchEmitter:
             output_dims={name: list(v.dims) for name, v in out_values.items()},
             losses=[loss.name for loss in g.losses],
             containers=_containers(self.param_attr.values()),
-            params=[(self.param_attr[p.name], self.shape(p.dims), p.name, p.init) for p in g.params],
+            params=[(self.param_attr[(p.path, p.role)], self.shape(p.dims), p.name, p.init) for p in g.params],
             body="\n".join(self.lines),
         )
 

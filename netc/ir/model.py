@@ -88,6 +88,7 @@ class LoopLast(BaseModel):
 
 class Loop(BaseModel):
     kind: Literal["loop"] = "loop"
+    name: str = ""  # its RETURNN rec layer name (set by the `returnn_names` pass)
     axis: str  # the dynamic dim stepped over
     span: Span
     reverse: bool = False  # each sequence from its last valid frame to its first; stacks stay aligned
@@ -122,9 +123,13 @@ class Input(BaseModel):
 
 
 class ParamDef(BaseModel):
-    """One parameter tensor. `name` is its RETURNN variable name (e.g. `cell/ff/W`)."""
+    """One parameter tensor: `path`/`role` is its module path (`cell/ff` + `W`), the torch name;
+    `name` is its RETURNN (TF) variable name, set by the `returnn_names` pass: the same path,
+    prefixed by `<rec>/rec/` for each loop the owning layer stays in (RETURNN trains variables
+    of a rec unit only under that scope)."""
 
     name: str
+    path: str
     dims: tuple[str, ...]
     call_path: tuple[tuple[int, int], ...]  # (line, col) of each call site down to the constructor
     role: str  # the op's own name for it, e.g. "W"

@@ -111,7 +111,12 @@ class Tracer:
                     init = opdef.param_init.get(role, "glorot" if len(dims) >= 2 else "zeros")
                     self.params.append(
                         ParamDef(
-                            name=f"{param.path}/{role}", dims=dims, call_path=param.call_path, role=role, init=init
+                            name=f"{param.path}/{role}",
+                            path=param.path,
+                            dims=dims,
+                            call_path=param.call_path,
+                            role=role,
+                            init=init,
                         )
                     )
             elif param.params != roles:

@@ -16,7 +16,7 @@ def transform(g: Graph) -> tuple[Graph, bool]:
             break
         changed_any = True
     live = _param_paths(g.body)
-    params = [p for p in g.params if p.name.rsplit("/", 1)[0] in live]
+    params = [p for p in g.params if p.path in live]
     changed_any |= len(params) != len(g.params)
     g.params = params
     return g, changed_any

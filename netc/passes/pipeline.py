@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from netc.ir.model import Graph
 from netc.ir.verify import verify
-from netc.passes import dce, hoist, rec_state
+from netc.passes import dce, hoist, rec_state, returnn_names
 
 
 def run_passes(g: Graph) -> Graph:
@@ -14,7 +14,8 @@ def run_passes(g: Graph) -> Graph:
     # 3. hoist: step-independent work runs once before the loop, per-frame work over whole
     #    sequences (RETURNN also needs constants of nested loops outside any rec unit)
     # 4. remove the invariants and sequences hoisting left unread
-    for p in (rec_state, dce, hoist, dce):
+    # 5. name rec layers and TF variables by where layers finally stand (after hoisting)
+    for p in (rec_state, dce, hoist, dce, returnn_names):
         g, _ = p.transform(g)
         verify(g)
     return g
