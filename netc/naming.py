@@ -13,10 +13,13 @@ class Namespace:
         if python:
             self.used |= set(keyword.kwlist) | set(dir(builtins))
 
-    def fresh(self, hint: str | None, default: str = "v") -> str:
-        base = re.sub(r"\W", "_", hint or default) or default
-        if base[0].isdigit():
-            base = f"_{base}"
+    def fresh(self, hint: str | None, default: str = "v", identifier: bool = True) -> str:
+        """`hint` itself if free, else `hint_2`, `hint_3`, ...; made an identifier unless told not to."""
+        base = hint or default
+        if identifier:
+            base = re.sub(r"\W", "_", base) or default
+            if base[0].isdigit():
+                base = f"_{base}"
         name, n = base, 1
         while name in self.used:
             n += 1

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
+from netc.naming import Namespace
+
 
 class Namer:
     def __init__(self) -> None:
-        self.taken: set[str] = set()
+        self.paths = Namespace(python=False)  # module paths such as `cell/ff`
         self.scopes: dict[tuple[str, str], int] = {}
 
     def module_path(self, path: str) -> str:
-        base, n = path, 1
-        while path in self.taken:
-            n += 1
-            path = f"{base}_{n}"
-        self.taken.add(path)
-        return path
+        return self.paths.fresh(path, identifier=False)
 
     def scope_name(self, parent: str, fname: str) -> str:
         n = self.scopes.get((parent, fname), 0) + 1

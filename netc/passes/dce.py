@@ -33,18 +33,17 @@ def _param_paths(nodes: list[Node]) -> set[str]:
     return out
 
 
+def _interface(n: Loop) -> tuple[int, ...]:
+    """How many results and block arguments a loop has: a change means the sweep did something."""
+    return len(n.stacks), len(n.lasts), sum(c.out is not None for c in n.carries), len(n.invariants), len(n.seqs)
+
+
 def _sweep(nodes: list[Node], uses) -> bool:
     changed = False
     keep: list[Node] = []
     for n in nodes:
         if isinstance(n, Loop):
-            before = (
-                len(n.stacks),
-                len(n.lasts),
-                sum(c.out is not None for c in n.carries),
-                len(n.invariants),
-                len(n.seqs),
-            )
+            before = _interface(n)
             n.stacks = [s for s in n.stacks if uses[s.out.id]]
             n.lasts = [ll for ll in n.lasts if uses[ll.out.id]]
             for c in n.carries:
@@ -58,14 +57,7 @@ def _sweep(nodes: list[Node], uses) -> bool:
             # a loop whose body reads no sequence keeps its first: it still defines the steps
             used = [s for s in n.seqs if uses[s.inner.id]]
             n.seqs = used or n.seqs[:1]
-            after = (
-                len(n.stacks),
-                len(n.lasts),
-                sum(c.out is not None for c in n.carries),
-                len(n.invariants),
-                len(n.seqs),
-            )
-            changed |= before != after
+            changed |= before != _interface(n)
             keep.append(n)
         elif any(uses[o.id] for o in n.outs):
             keep.append(n)
