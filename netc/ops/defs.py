@@ -6,10 +6,12 @@ that the compiler itself never loads it.
 
 from __future__ import annotations
 
+import functools
+
 from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
 from netc.ops.align import align_tensor
-from netc.ops.base import Code, OpDef, OutType, register
+from netc.ops.base import OpDef, OutType, register
 
 
 def _union(dt: DimTable, args: list[Value]) -> tuple[str, ...]:
@@ -166,7 +168,7 @@ class _Unary(OpDef):
     def eager(self, ctx, args, attrs, outs):
         import torch
 
-        fn = eval(self.torch_fn, {"torch": torch})  # torch_fn is a fixed attribute path
+        fn = functools.reduce(getattr, self.torch_fn.split(".")[1:], torch)  # e.g. torch.nn.functional.gelu
         return fn(args[0].data)
 
 
@@ -589,9 +591,6 @@ class Softmax(_Softmax):
 class LogSoftmax(_Softmax):
     name = fn_name = "log_softmax"
     log = True
-
-
-_ = Code  # re-exported for lowerings that build code fragments
 
 
 @register

@@ -303,7 +303,7 @@ class LoopBuilder:
     def _end(self, ctx: _LoopCtx, node: cst.If) -> None:
         cond = self.t.eval_expr(node.test.args[0].value)
         if not isinstance(cond, V.TV) or cond.value.dtype != "bool" or not set(cond.dims) <= {"batch"}:
-            got = f"{cond.value.dtype}[{', '.join(cond.dims)}]" if isinstance(cond, V.TV) else _describe_py(cond)
+            got = f"{cond.value.dtype}[{', '.join(cond.dims)}]" if isinstance(cond, V.TV) else type(cond).__name__
             raise self.t.error(node.test, f"end(cond) needs one bool per sequence (dims within [batch]), got {got}")
         ctx.loop.end = self.capture(cond, ctx.block, node).value.id
         ctx.past_end = True
@@ -432,10 +432,6 @@ def _is_end(node: cst.CSTNode) -> bool:
 def _find_end(stmts) -> cst.If | None:
     ends = [s for s in stmts if _is_end(s)]
     return ends[0] if ends else None
-
-
-def _describe_py(v: Any) -> str:
-    return type(v).__name__
 
 
 def _target_names(t: cst.CSTNode) -> list[str]:
