@@ -43,8 +43,10 @@ _COMPARE = {
 
 
 class _Return(Exception):
-    def __init__(self, value: Any):
-        self.value = value
+    """A `return` statement: unwinds to the inlined call (or the network function)."""
+
+    def __init__(self, value: Any, node: cst.CSTNode):
+        self.value, self.node = value, node
 
 
 class Tracer:
@@ -248,7 +250,7 @@ class Tracer:
             self.run_body(fn.body.body)
             raise self.error(fn, "the network function must end with `return`")
         except _Return as r:
-            outputs = self.network_outputs(fn, r.value)
+            outputs = self.network_outputs(r.node, r.value)
         finally:
             self.local_stack.pop()
         for loss in self.losses:
@@ -284,8 +286,7 @@ class Tracer:
                 return kind.name, dims
         raise self.error(ann, "network inputs are annotated Tensor[...] or Labels[...]")
 
-    def network_outputs(self, fn: cst.FunctionDef, value: Any) -> list[Output]:
-        node = getattr(self, "_return_node", fn)
+    def network_outputs(self, node: cst.CSTNode, value: Any) -> list[Output]:
         items = value.items() if isinstance(value, dict) else [("output", value)]
         outs = []
         for name, v in items:
@@ -421,8 +422,7 @@ class Tracer:
             if not isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
                 self.eval_expr(small.value)
         elif isinstance(small, cst.Return):
-            self._return_node = small
-            raise _Return(self.eval_expr(small.value) if small.value else None)
+            raise _Return(self.eval_expr(small.value) if small.value else None, small)
         elif isinstance(small, cst.Pass):
             pass
         else:
