@@ -4,8 +4,20 @@
 """
 
 from netc.dsl import OPS as _OPS
-from netc.dsl import Dim, Labels, Module, Tensor, batch, end, mark_as_loss, network, unstack
+from netc.dsl import Dim, Labels, Module, Tensor, batch, end, mark_as_loss, network, stack, unstack
 
 globals().update(_OPS)
 
-__all__ = ["Dim", "Labels", "Module", "Tensor", "batch", "end", "mark_as_loss", "network", "unstack", *sorted(_OPS)]
+__all__ = [
+    "Dim",
+    "Labels",
+    "Module",
+    "Tensor",
+    "batch",
+    "end",
+    "mark_as_loss",
+    "network",
+    "stack",
+    "unstack",
+    *sorted(_OPS),
+]

@@ -92,16 +92,15 @@ def check(model: str, returnn_file: str | None, torch_file: str | None, network:
     g = _graph(model, network)
     stale = []
     for target, path in (("returnn", returnn_file), ("torch", torch_file)):
-        if path is None:
-            continue
-        try:
+        try:  # every target, even without a file to compare: a target may reject a construct
             text = TARGETS[target](g)
         except CompileError as e:
             _fail(e)
-        if not os.path.exists(path) or Path(path).read_text(encoding="utf-8") != text:
-            stale.append(path)
-    for path in stale:
-        click.echo(f"{path}: stale; regenerate with `netc compile {model} -o {path}`", err=True)
+        if path is not None and (not os.path.exists(path) or Path(path).read_text(encoding="utf-8") != text):
+            stale.append((target, path))
+    for target, path in stale:
+        net = f" --network {network}" if network else ""
+        click.echo(f"{path}: stale; regenerate with `netc compile {model} --target {target}{net} -o {path}`", err=True)
     if stale:
         sys.exit(1)
     click.echo(f"{model}: ok")
@@ -143,7 +142,7 @@ def run(
     except CompileError as e:
         _fail(e)
     except (KeyError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {e.args[0] if e.args else e}", err=True)
         sys.exit(1)
 
 

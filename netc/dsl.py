@@ -80,6 +80,11 @@ def unstack(x, axis: Dim):
     return _eager().unstack(x, axis)
 
 
+def stack(ys):
+    """A list appended to in a loop as the stacked tensor (compiled, it already is one)."""
+    return _eager().stack_list(ys) if isinstance(ys, list) else ys
+
+
 def mark_as_loss(value, name: str) -> None:
     """A loss: RETURNN `loss: as_is`; summed over valid frames; the torch module returns it by name."""
     _eager().mark_as_loss(value, name)

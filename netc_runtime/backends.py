@@ -7,6 +7,7 @@ compiler's dim order, plus each output's dynamic-dim lengths.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -140,7 +141,8 @@ def run_returnn(
             feed[net.extern_data.data[inp.name].placeholder] = inputs[inp.name]
         for d, v in lens.items():
             feed[dim_obj(d).dyn_size_ext.placeholder] = np.asarray(v, dtype=np.int32)
-        with tf.compat.v1.Session(graph=graph) as session:
+        # RETURNN prints its TF thread set-up to stdout; keep stdout for the caller's results
+        with tf.compat.v1.Session(graph=graph) as session, contextlib.redirect_stdout(sys.stderr):
             net.initialize_params(session)
             variables = {v.name[:-2]: v for v in net.get_params_list()}
             for name, value in params.items():

@@ -41,8 +41,8 @@ class _Tag:
 @dataclass
 class _Run:
     net: Network
-    loops: list[_Tag]  # iterator loops currently running (innermost last)
-    range_tags: dict[tuple, _Tag]  # `x[t]` loops, which Python gives no hook to see end
+    lengths: dict[str, int]  # this sequence's length of each input dynamic dim
+    loops: list[_Tag] = field(default_factory=list)  # iterator loops currently running (innermost last)
     count: int = 0
     losses: dict[str, ETensor] = field(default_factory=dict)
 
@@ -50,12 +50,9 @@ class _Run:
         self.count += 1
         return _Tag(axis, backward, self.count)
 
-    def frames(self, *inputs: tuple[_Tag, ...]) -> tuple[_Tag, ...]:
-        """A new value's loops: the running iterator loops and the `x[t]` loops of its inputs."""
-        tags = {id(t): t for t in self.loops}
-        for frames in inputs:
-            tags.update({id(t): t for t in frames if not t.finished and t in self.range_tags.values()})
-        return tuple(sorted(tags.values(), key=lambda t: t.seq))
+    def frames(self) -> tuple[_Tag, ...]:
+        """A new value's loops: the iterator loops running while it is made."""
+        return tuple(self.loops)
 
 
 _current: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("netc_eager_run", default=None)
@@ -93,16 +90,9 @@ class ETensor:
         return self.data.shape[self.dims.index(self._dyn())]
 
     def _frame(self, axis: str, i: int) -> ETensor:
-        run = _run()
         pos = self.dims.index(axis)
-        if not run.loops or run.loops[-1].axis != axis:  # x[t] in `for t in range(...)`
-            key = (axis, tuple(id(t) for t in run.loops))
-            if key not in run.range_tags:
-                run.range_tags[key] = run.tag(axis, False)
-            frames = run.frames(self.frames, (run.range_tags[key],))
-        else:
-            frames = run.frames(self.frames)
-        return ETensor(self.data.select(pos, i), self.dims[:pos] + self.dims[pos + 1 :], frames, self.sparse_dim)
+        frame = self.data.select(pos, i)
+        return ETensor(frame, self.dims[:pos] + self.dims[pos + 1 :], _run().frames(), self.sparse_dim)
 
     def __getitem__(self, t: int) -> ETensor:
         return self._frame(self._dyn(), t)
@@ -203,7 +193,7 @@ def _iterate(x: ETensor, axis: str, backward: bool = False):
 
 
 def unstack(x: ETensor, axis) -> Any:
-    return _Unstacked(x, axis.name)
+    return _Unstacked(stack_list(x) if isinstance(x, list) else x, axis.name)
 
 
 def stack_list(items: list) -> ETensor:
@@ -215,17 +205,16 @@ def stack_list(items: list) -> ETensor:
     dims = {i.dims for i in items}
     if len(frames) != 1 or len(dims) != 1:
         raise TypeError("list items come from different loops or have different dims")
-    outer = items[0].frames
-    if outer and outer[-1] not in run.loops:  # made in a loop that has finished: stack over it
-        tag, outer = outer[-1], outer[:-1]
-        axis = tag.axis
-        if tag.backward:  # appended backwards: stacked in frame order, as the targets do
-            items = items[::-1]
-    else:  # a `while True` / `for t in range(n)` loop with `end`: Python gives it no hook
-        axis = run.net.end_loop_axis(items[0].dims)
+    made_in = items[0].frames
+    if made_in and made_in[-1] not in run.loops:  # made in an iterator loop that has finished
+        axis, backward = made_in[-1].axis, made_in[-1].backward
+    else:  # a `range`/`while` loop, or one over a list: Python gives no hook, ask the compiled graph
+        axis, backward = run.net.stacking_axis(items[0].dims, len(items), run.lengths)
+    if backward:  # appended backwards: stacked in frame order, as the targets do
+        items = items[::-1]
     out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
-    return ETensor(data, out_dims, run.frames(outer), items[0].sparse_dim)
+    return ETensor(data, out_dims, run.frames(), items[0].sparse_dim)
 
 
 class _Ctx:
@@ -260,7 +249,7 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data), sparse_dim=a.sparse_dim) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
     res = opdef.eager(_Ctx(params), args, attrs, outs)
-    frames = run.frames(*(a.frames for a in args))
+    frames = run.frames()
     if isinstance(res, tuple):
         return tuple(ETensor(r, o.dims, frames, o.sparse_dim) for r, o in zip(res, outs))
     return ETensor(res, outs[0].dims, frames, outs[0].sparse_dim)
@@ -401,25 +390,35 @@ class Network:
             out.setdefault(tuple(map(tuple, p.call_path)), {})[p.role] = self.params[p.name]
         return out
 
-    def end_loop_axis(self, step_dims: tuple[str, ...]) -> str:
-        """The new dim of the loop with `end` whose stacked per-step values have these dims."""
+    def stacking_axis(self, step_dims: tuple[str, ...], steps: int, lengths: dict[str, int]) -> tuple[str, bool]:
+        """The loop a list of per-step values was appended in, from the compiled graph: one whose
+        stacks have these per-step dims and, over an input dim, as many steps as this sequence."""
         from netc.ir.model import Loop
 
-        axes = set()
+        found = set()
 
         def walk(nodes) -> None:
             for n in nodes:
                 if isinstance(n, Loop):
-                    if n.end is not None:
-                        axes.update(
-                            n.axis for s in n.stacks if tuple(d for d in s.out.dims if d != n.axis) == step_dims
-                        )
+                    fits = n.end is not None or lengths.get(n.axis) == steps
+                    if fits and any(tuple(d for d in s.out.dims if d != n.axis) == step_dims for s in n.stacks):
+                        found.add((n.axis, n.reverse))
                     walk(n.body)
 
         walk(self.graph.body)
-        if len(axes) != 1:
-            raise TypeError(f"cannot tell which loop a list of [{', '.join(step_dims)}] values was stacked in")
-        return axes.pop()
+        if len(found) != 1:
+            raise TypeError(f"cannot tell which loop a list of {steps} [{', '.join(step_dims)}] values was stacked in")
+        return found.pop()
+
+    def _as_output(self, name: str, value: Any) -> ETensor:
+        """A returned list is the stacked tensor; an empty one (no step stacked) has length 0."""
+        if not isinstance(value, list):
+            return value
+        if value:
+            return stack_list(value)
+        dims = self.output_dims[name]
+        shape = [1 if d == "batch" else self.dims[d].size or 0 for d in dims]
+        return ETensor(torch.zeros(shape), tuple(dims))
 
     def load_returnn_params(self, mapping) -> None:
         for name, value in mapping.items():
@@ -459,25 +458,29 @@ class Network:
         g, dt = self.graph, self.dims
         per_seq: list[dict[str, ETensor]] = []
         per_seq_losses: list[dict[str, torch.Tensor]] = []
-        batch = bound[g.inputs[0].name].shape[0]
+        first = g.inputs[0]
+        batch = torch.as_tensor(bound[first.name]).shape[first.annotated_dims.index("batch")]
+        # an oracle for forward values: eager parameters are plain tensors, nothing to differentiate
         with torch.no_grad():
             for b in range(batch):
                 inputs = {}
+                lengths = {}
                 for inp in g.inputs:
-                    x = torch.as_tensor(bound[inp.name])[b : b + 1]
+                    x = torch.as_tensor(bound[inp.name]).narrow(inp.annotated_dims.index("batch"), b, 1)
                     for axis, d in enumerate(inp.annotated_dims):
                         if dt[d].kind == "dynamic":
-                            x = x.narrow(axis, 0, int(bound[f"{d}_lens"][b]))
+                            lengths[d] = int(bound[f"{d}_lens"][b])
+                            x = x.narrow(axis, 0, lengths[d])
                     x = align_tensor(x, inp.annotated_dims, inp.value.dims)
                     x = x.long() if inp.value.dtype == "int32" else x.float()
                     inputs[inp.name] = ETensor(x, inp.value.dims, sparse_dim=inp.value.sparse_dim)
-                run = _Run(self, [], {})
+                run = _Run(self, lengths)
                 token = _current.set(run)
                 try:
                     res = self.fn(**inputs)
                     if not isinstance(res, dict):
                         res = {"output": res}
-                    res = {k: stack_list(v) if isinstance(v, list) else v for k, v in res.items()}
+                    res = {k: self._as_output(k, v) for k, v in res.items()}
                 finally:
                     _current.reset(token)
                 per_seq.append(res)

@@ -73,6 +73,20 @@ def test_check_detects_stale_outputs(tmp_path, netc):
     stale = netc("check", model, "--returnn", cfg, "--torch", mod)
     assert stale.returncode == 1
     assert "cfg.py: stale" in stale.stderr and "mod.py: stale" in stale.stderr
+    assert "--target torch" in stale.stderr and "--target returnn" in stale.stderr
+
+
+def test_check_reports_what_a_target_rejects(tmp_path, netc):
+    """`netc check` compiles for every target, so a RETURNN limitation fails CI even without a file."""
+    model = tmp_path / "m.py"
+    model.write_text(
+        (ROOT / "tests" / "models" / "end_after_break.py")
+        .read_text()
+        .replace('return {"output": out, "y": y}', 'return {"output": out, "s": s}')
+    )
+    proc = netc("check", model)
+    assert proc.returncode == 1
+    assert "RETURNN target: `s` is assigned before `if end(...): break`" in proc.stderr
 
 
 def test_explain_prints_state(netc):

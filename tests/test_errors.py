@@ -344,20 +344,34 @@ CASES = [
 ]
 
 LOOP_CASES = [
-    ("end_outside_loop", """
+    (
+        "end_outside_loop",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             if end(reduce_sum(x, axis=feat) > 0.0):
                 return x
             return x
-        """, "`end(cond)` is only valid as `if end(cond): break` in a loop", 3, 7),
-    ("end_called_as_value", """
+        """,
+        "`end(cond)` is only valid as `if end(cond): break` in a loop",
+        3,
+        7,
+    ),
+    (
+        "end_called_as_value",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             e = end(reduce_sum(x, axis=feat) > 0.0)
             return x
-        """, "`end(cond)` is only valid as `if end(cond): break` in a loop", 3, 8),
-    ("end_in_loop_over_frames", """
+        """,
+        "`end(cond)` is only valid as `if end(cond): break` in a loop",
+        3,
+        8,
+    ),
+    (
+        "end_in_loop_over_frames",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
@@ -366,8 +380,14 @@ LOOP_CASES = [
                 if end(reduce_sum(x_t, axis=feat) > 0.0):
                     break
             return out
-        """, "`if end(cond): break` needs `for t in range(n)` or `while True`", 6, 8),
-    ("end_condition_per_frame", """
+        """,
+        "`if end(cond): break` needs `for t in range(n)` or `while True`",
+        6,
+        8,
+    ),
+    (
+        "end_condition_per_frame",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
@@ -378,16 +398,28 @@ LOOP_CASES = [
                 if end(h > 0.0):
                     break
             return out
-        """, "end(cond) needs one bool per sequence (dims within [batch]), got bool[batch, hidden]", 8, 11),
-    ("while_not_true", """
+        """,
+        "end(cond) needs one bool per sequence (dims within [batch]), got bool[batch, hidden]",
+        8,
+        11,
+    ),
+    (
+        "while_not_true",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
             while reduce_sum(h, axis=hidden) < 1.0:
                 h = h + 1.0
             return h
-        """, "`while` loops are `while True:` with `if end(cond): break` in the body", 4, 4),
-    ("appends_on_both_sides_of_end", """
+        """,
+        "`while` loops are `while True:` with `if end(cond): break` in the body",
+        4,
+        4,
+    ),
+    (
+        "appends_on_both_sides_of_end",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
@@ -400,8 +432,14 @@ LOOP_CASES = [
                     break
                 b.append(h)
             return {"output": a, "b": b}
-        """, "appends before and after `if end(...): break` would give stacks of different lengths", 11, 8),
-    ("state_assigned_after_end", """
+        """,
+        "appends before and after `if end(...): break` would give stacks of different lengths",
+        11,
+        8,
+    ),
+    (
+        "state_assigned_after_end",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
@@ -412,47 +450,83 @@ LOOP_CASES = [
                     break
                 h = tanh(Linear(hidden)(h))
             return out
-        """, "loop state `h` is assigned after `if end(...): break`", 9, 8),
-    ("reversed_of_a_number", """
+        """,
+        "loop state `h` is assigned after `if end(...): break`",
+        9,
+        8,
+    ),
+    (
+        "reversed_of_a_number",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
             for v in reversed(zeros(batch, hidden)):
                 out.append(v)
             return out
-        """, "cannot loop over a tensor with no dynamic dim", 4, 13),
-    ("reversed_range", """
+        """,
+        "cannot loop over a tensor with no dynamic dim",
+        4,
+        13,
+    ),
+    (
+        "reversed_range",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
             for t in reversed(range(x.max_seq_len)):
                 out.append(x[t])
             return out
-        """, "`reversed(range(...))` would index frames by hand; loop over `reversed(x)` instead", 4, 13),
-    ("zip_mixed_directions", """
+        """,
+        "`reversed(range(...))` would index frames by hand; loop over `reversed(x)` instead",
+        4,
+        13,
+    ),
+    (
+        "zip_mixed_directions",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
             for a, b in zip(x, reversed(x)):
                 out.append(a + b)
             return out
-        """, "zip of reversed and forward sequences", 4, 16),
-    ("one_branch_variable", """
+        """,
+        "zip of reversed and forward sequences",
+        4,
+        16,
+    ),
+    (
+        "one_branch_variable",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             s = reduce_sum(reduce_sum(x, axis=feat), axis=time)
             if s > 0.0:
                 y = s * 2.0
             return y
-        """, "`y` is assigned in only one branch of the `if` on a tensor at line 8", 6, 11),
-    ("if_on_frames", """
+        """,
+        "`y` is assigned in only one branch of the `if` on a tensor at line 8",
+        6,
+        11,
+    ),
+    (
+        "if_on_frames",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             if reduce_sum(x, axis=feat) > 0.0:
                 x = x * 2.0
             return x
-        """, "`if` on a tensor needs one bool per sequence (dims within [batch]), got bool[batch, time]", 3, 7),
-    ("append_in_tensor_if", """
+        """,
+        "`if` on a tensor needs one bool per sequence (dims within [batch]), got bool[batch, time]",
+        3,
+        7,
+    ),
+    (
+        "append_in_tensor_if",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             out = []
@@ -460,8 +534,14 @@ LOOP_CASES = [
                 if reduce_sum(x_t, axis=feat) > 0.0:
                     out.append(x_t)
             return out
-        """, "append inside an `if` on a tensor", 6, 12),
-    ("exclude_eos_state_read_after_loop", """
+        """,
+        "append inside an `if` on a tensor",
+        6,
+        12,
+    ),
+    (
+        "exclude_eos_state_read_after_loop",
+        """
         @network
         def f(x: Tensor[batch, time, feat]):
             h = zeros(batch, hidden)
@@ -472,8 +552,14 @@ LOOP_CASES = [
                     break
                 out.append(h)
             return {"output": out, "last": h}
-        """, "RETURNN target: with appends after `if end(...): break`", 5, 4),
-    ("mark_as_loss_in_loop", """
+        """,
+        "RETURNN target: `h` is assigned before `if end(...): break` but the stacks are appended on the other side",
+        5,
+        4,
+    ),
+    (
+        "mark_as_loss_in_loop",
+        """
         from netc import mark_as_loss
         @network
         def f(x: Tensor[batch, time, feat]):
@@ -482,7 +568,58 @@ LOOP_CASES = [
                 mark_as_loss(reduce_sum(x_t, axis=feat), "l")
                 out.append(x_t)
             return out
-        """, "mark_as_loss inside a loop", 6, 8),
+        """,
+        "mark_as_loss inside a loop",
+        6,
+        8,
+    ),
+]
+LOOP_CASES += [
+    (
+        "after_end_value_read_with_eos_stacked",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            h = zeros(batch, hidden)
+            out = []
+            for t in range(x.max_seq_len):
+                h = tanh(Linear(hidden)(h))
+                out.append(h)
+                if end(reduce_sum(h, axis=hidden) > 0.0):
+                    break
+                y = h * 2.0
+            return {"output": out, "y": y}
+        """,
+        "RETURNN target: `y` is assigned after `if end(...): break` but the stacks are appended",
+        5,
+        4,
+    ),
+    (
+        "operator_on_stacked_list",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            out = []
+            for x_t in x:
+                out.append(x_t)
+            return out + out
+        """,
+        "`out` is a list appended in a loop: when the model runs eagerly it is a Python list",
+        6,
+        11,
+    ),
+    (
+        "softmax_over_a_second_static_dim",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            y = Linear(hidden)(x) + zeros(batch, feat)
+            return softmax(y, axis=hidden)
+        """,
+        "softmax over static dim `hidden` needs it to be the only static dim",
+        4,
+        11,
+    ),
 ]
 CASES += LOOP_CASES
 

@@ -174,16 +174,19 @@ class ReturnnEmitter:
         results = [(c.next, c.out, carry_layers[c.inner.id], "last") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts]
-        if n.end is not None and not n.include_eos:
-            before_end = [c.name for c in n.carries if c.out is not None] + [
-                ll.name for ll in n.lasts if not ll.after_end
-            ]
-            if before_end:
+        if n.end is not None:
+            # RETURNN's last frame is the last stacked step: the ending step exactly when it is stacked
+            # (appends before the `break`); values computed on the other side of the `break` differ
+            before = [c.name for c in n.carries if c.out is not None] + [ll.name for ll in n.lasts if not ll.after_end]
+            after = [ll.name for ll in n.lasts if ll.after_end]
+            mismatched = after if n.include_eos else before
+            if mismatched:
+                side = "after" if n.include_eos else "before"
                 raise CompileError(
                     n.span,
-                    f"RETURNN target: with appends after `if end(...): break`, RETURNN's last "
-                    f"frame is the step before the ending one, so `{before_end[0]}` cannot be "
-                    f"read after the loop; append before the `break` instead",
+                    f"RETURNN target: `{mismatched[0]}` is assigned {side} `if end(...): break` but the stacks "
+                    f"are appended on the other side, so its value after the loop would be one step off; "
+                    f"assign it on the side of the appends",
                 )
         if outer.in_unit and len(results) != 1:
             raise CompileError(

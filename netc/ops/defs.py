@@ -558,6 +558,12 @@ class _Softmax(OpDef):
             raise DimError(f"`axis` must be one dim of [{', '.join(args[0].dims)}]")
         if dt[axes[0]].kind == "batch":
             raise DimError("softmax over the batch dim is not allowed")
+        static = [d for d in args[0].dims if dt[d].kind == "static"]
+        if dt[axes[0]].kind == "static" and static != [axes[0]]:
+            # RETURNN's softmax activation acts on the feature dim: only unambiguous with one static dim
+            raise DimError(
+                f"softmax over static dim `{axes[0]}` needs it to be the only static dim, got [{', '.join(static)}]"
+            )
         return [OutType(args[0].dims)]
 
     def returnn(self, ctx, op):

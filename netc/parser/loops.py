@@ -349,7 +349,7 @@ class LoopBuilder:
                 dims, value.value.dtype, name=names[0] if names else None, sparse_dim=value.value.sparse_dim
             )
             loop.stacks.append(LoopStack(name=out.name or "stack", value=value.value.id, out=out))
-            stacked = V.TV(out, outer)
+            stacked = V.TV(out, outer, from_list=True)
             for n in names:
                 env[n] = stacked
 

@@ -22,8 +22,8 @@ from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
 
 # names `from netc import ...` may bring in that are not ops
-DSL_SYMBOLS = {"Dim", "batch", "Tensor", "Labels", "network", "Module", "unstack", "mark_as_loss", "end"}
-BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "isinstance"}
+DSL_SYMBOLS = {"Dim", "batch", "Tensor", "Labels", "network", "Module", "unstack", "stack", "mark_as_loss", "end"}
+BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list"}
 _BINOPS = {
     cst.Add: ("add", lambda a, b: a + b),
     cst.Subtract: ("sub", lambda a, b: a - b),
@@ -530,8 +530,20 @@ class Tracer:
             return V.Foreign(f"{obj.name}.{attr}")
         raise self.error(node, f"unsupported attribute `{attr}`")
 
+    def no_list_operand(self, node: cst.CSTNode, *operands: Any) -> None:
+        """Operators on a stacked list would act on a Python list in eager mode: require `stack()`."""
+        for v in operands:
+            if isinstance(v, V.TV) and v.from_list:
+                name = v.value.name or "ys"
+                raise self.error(
+                    node,
+                    f"`{name}` is a list appended in a loop: when the model runs eagerly it is a "
+                    f"Python list, on which operators act differently; use `stack({name})` first",
+                )
+
     def unary(self, node: cst.UnaryOperation) -> Any:
         v = self.eval_expr(node.expression)
+        self.no_list_operand(node, v)
         if isinstance(node.operator, cst.Minus):
             if isinstance(v, V.TV):
                 return self.emit(REGISTRY["neg"], [v], {}, node)[0]
@@ -575,6 +587,7 @@ class Tracer:
 
     def tensor_binop(self, opname: str, a: Any, b: Any, node: cst.CSTNode) -> V.TV:
         """`a <op> b` with a tensor on at least one side; a Python number on the other is an attribute."""
+        self.no_list_operand(node, a, b)
         if isinstance(a, V.TV) and isinstance(b, V.TV):
             return self.emit(REGISTRY[opname], [a, b], {}, node)[0]
         tv, other = (a, b) if isinstance(a, V.TV) else (b, a)
@@ -702,6 +715,10 @@ class Tracer:
             return self.mark_as_loss(args, kwargs, node)
         if name == "end":
             raise self.error(node, "`end(cond)` is only valid as `if end(cond): break` in a loop")
+        if name == "stack":
+            if len(args) != 1 or kwargs or not (isinstance(args[0], V.TV) and args[0].from_list):
+                raise self.error(node, "stack(ys) takes one list appended to in a loop")
+            return V.TV(args[0].value, args[0].block)
         opdef = BY_FN_NAME.get(name)
         if opdef is None:
             raise self.error(node, f"`{name}` cannot be called in a network")

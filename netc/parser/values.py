@@ -29,6 +29,9 @@ class TV:
 
     value: Value
     block: Block
+    # a list appended to in a loop: a tensor here, but a Python list when the model runs
+    # eagerly, where operators would act on lists (`+` concatenates); `stack(ys)` converts
+    from_list: bool = False
 
     @property
     def dims(self) -> tuple[str, ...]:
