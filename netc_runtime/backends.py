@@ -122,7 +122,8 @@ def run_returnn(
     cfg = Config()
     cfg.load_file(path)
     dims = output_dims(g)
-    with tf.Graph().as_default() as graph:
+    # RETURNN prints its TF thread set-up to stdout; keep stdout for the caller's results
+    with tf.Graph().as_default() as graph, contextlib.redirect_stdout(sys.stderr):
         net = TFNetwork(config=cfg, train_flag=train_flag, eval_flag=bool(g.losses))  # eval: losses are built
         net.construct_from_dict(cfg.typed_value("network"))
 
@@ -141,8 +142,7 @@ def run_returnn(
             feed[net.extern_data.data[inp.name].placeholder] = inputs[inp.name]
         for d, v in lens.items():
             feed[dim_obj(d).dyn_size_ext.placeholder] = np.asarray(v, dtype=np.int32)
-        # RETURNN prints its TF thread set-up to stdout; keep stdout for the caller's results
-        with tf.compat.v1.Session(graph=graph) as session, contextlib.redirect_stdout(sys.stderr):
+        with tf.compat.v1.Session(graph=graph) as session:
             net.initialize_params(session)
             variables = {v.name[:-2]: v for v in net.get_params_list()}
             for name, value in params.items():
