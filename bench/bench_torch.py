@@ -22,7 +22,7 @@ import torch
 
 from netc.compiler import compile_graph
 from netc.parser import parse_file
-from netc.passes import dce, rec_state
+from netc.passes import dce, rec_state, returnn_names
 from netc_runtime.backends import load_torch_module
 from netc_runtime.verify import random_params
 
@@ -91,16 +91,17 @@ def main() -> None:
     torch.manual_seed(0)
 
     full = compile_graph(MODEL)
-    no_hoist = dce.transform(rec_state.transform(parse_file(MODEL))[0])[0]
+    no_hoist = returnn_names.transform(dce.transform(rec_state.transform(parse_file(MODEL))[0])[0])[0]
     params = random_params(full, np.random.default_rng(0))
-    p = {k: torch.as_tensor(v) for k, v in params.items()}
+    # by module path: RETURNN names depend on where layers stand, which hoisting changes
+    p = {f"{q.path}/{q.role}": torch.as_tensor(params[q.name]) for q in full.params}
     x = torch.randn(args.batch, args.time, 80)
     lens = torch.as_tensor(np.linspace(args.time, args.time // 2, args.batch).astype(np.int64))
 
     models = {}
     for name, g in (("netc", full), ("netc, no hoisting", no_hoist)):
         m = load_torch_module(g).Model()
-        m.load_returnn_params(params)
+        m.load_returnn_params({q.name: p[f"{q.path}/{q.role}"].numpy() for q in g.params})
         m.eval()
         models[name] = m
     lstm = native_lstm(p, 80, 256)
