@@ -180,3 +180,30 @@ def test_hoisting_changes_no_number(model):
     a, b = run_torch(plain, inputs, lens, params), run_torch(hoisted, inputs, lens, hoisted_params)
     for name in a.outputs:
         np.testing.assert_allclose(a.outputs[name], b.outputs[name], atol=1e-5)
+
+
+def test_verify_comparison_sees_differences_on_valid_frames_only():
+    """The oracle's comparison: a change on a valid frame shows, one on a padded frame does not."""
+    from netc_runtime.backends import Result
+    from netc_runtime.verify import compare
+
+    g = run_passes(parse_file(str(EXAMPLES / "elman.py")))
+    lens = {"time": np.array([3, 1])}
+    out = np.zeros((2, 3, 32), np.float32)
+    ref = Result(
+        {"output": out, "last": np.zeros((2, 32), np.float32)},
+        {"output": ["batch", "time", "hidden"], "last": ["batch", "hidden"]},
+        {"output": {"time": lens["time"]}, "last": {}},
+    )
+    padded = out.copy()
+    padded[1, 2] = 5.0  # sequence 1 has one frame: frame 2 is padding
+    valid = out.copy()
+    valid[0, 2] = 5.0
+    for changed, want in ((padded, 0.0), (valid, 5.0)):
+        other = Result({"output": changed, "last": ref.outputs["last"]}, ref.dims, ref.lens)
+        diffs = {c.output: c.max_abs_diff for c in compare(g, ref, other, "x")}
+        assert diffs == {"output": want, "last": 0.0}
+    nan = out.copy()
+    nan[0, 0, 0] = np.nan
+    other = Result({"output": nan, "last": ref.outputs["last"]}, ref.dims, ref.lens)
+    assert compare(g, ref, other, "x")[0].max_abs_diff == float("inf")
