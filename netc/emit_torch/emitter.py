@@ -112,6 +112,8 @@ class TorchEmitter:
         self.size_var: dict[str, str] = {"batch": "B"}
         self.ns.used.add("B")
         self.param_attr = {(p.path, p.role): _param_attr(f"{p.path}/{p.role}") for p in g.params}
+        self.input_masks: dict[str, str | None] = {}  # input dyn dim -> its mask variable, once used
+        self.mask_at = 0  # where mask variables are inserted
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -136,7 +138,18 @@ class TorchEmitter:
         return "(" + ", ".join(self.size(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
 
     def mask(self, dim: str, dims: tuple[str, ...]) -> str:
-        return align_code(f"_seq_mask({self.lens_var[dim]}, {self.size_var[dim]})", ("batch", dim), dims)
+        """The valid-frames mask of `dim`, aligned to `dims`. Masks of input dims are computed once,
+        at the top of forward (inserted there on first use), not again in every loop step."""
+        if dim in self.input_masks:
+            name = self.input_masks[dim]
+            if name is None:
+                name = self.input_masks[dim] = self.ns.fresh(f"{dim}_mask")
+                line = f"{name} = _seq_mask({self.lens_var[dim]}, {self.size_var[dim]})  # [batch, {dim}]"
+                self.lines.insert(self.mask_at, "    " * 2 + line)
+                self.mask_at += 1
+        else:
+            name = f"_seq_mask({self.lens_var[dim]}, {self.size_var[dim]})"
+        return align_code(name, ("batch", dim), dims)
 
     # --- the module --------------------------------------------------------------------
 
@@ -162,6 +175,8 @@ class TorchEmitter:
             src = next(i for i in g.inputs if d in i.value.dims)
             self.size_var[d] = self.ns.fresh(f"{d}_size")
             self.emit(f"{self.size_var[d]} = {self.var[src.value.id]}.shape[{src.value.dims.index(d)}]")
+        self.input_masks = dict.fromkeys(dyn_dims)
+        self.mask_at = len(self.lines)
         self.block(g.body)
         results = [(o.name, self.var[o.value]) for o in g.outputs]
         made = [
