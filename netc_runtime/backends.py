@@ -111,6 +111,7 @@ def run_returnn(
     from returnn.config import Config
     from returnn.log import log
     from returnn.tensor import batch_dim
+    from returnn.tf.native_op import OpMaker
     from returnn.tf.network import TFNetwork
 
     tf.compat.v1.disable_eager_execution()
@@ -122,6 +123,7 @@ def run_returnn(
     cfg = Config()
     cfg.load_file(path)
     dims = output_dims(g)
+    OpMaker.with_cuda = False  # CPU only: native ops (`nativelstm2`) must compile without CUDA
     # RETURNN prints its TF thread set-up to stdout; keep stdout for the caller's results
     with tf.Graph().as_default() as graph, contextlib.redirect_stdout(sys.stderr):
         net = TFNetwork(config=cfg, train_flag=train_flag, eval_flag=bool(g.losses))  # eval: losses are built

@@ -80,16 +80,17 @@ class Lstm(OpDef):
         x = ctx.aligned(0, src)
         gates = repr(_TORCH_GATES)
 
-        def w(role: str) -> str:  # [in, 4*out] in RETURNN's gate order -> torch's [4*out, in]
-            p = ctx.param(role)
-            return f"{p}.view({p}.shape[0], 4, {n})[:, {gates}].flatten(1).t()"
+        def w(role: str, rows: str) -> str:  # [rows, 4*out] in RETURNN's gate order -> torch's [4*out, rows]
+            return f"{ctx.param(role)}.view({rows}, 4, {n})[:, {gates}].flatten(1).t()"
 
         b = ctx.param("b")
         # a forward LSTM is causal: valid frames (a prefix) never see the padded ones
-        h0 = f"{x}.new_zeros(1, {x}.shape[0], {n})"
+        h0 = f"{x}.new_zeros(1, {ctx.size('batch')}, {n})"
+        # torch.lstm(input, (h0, c0), [w_ih, w_hh, b_ih, b_hh], has_biases, num_layers, dropout,
+        #            train, bidirectional, batch_first)
         expr = (
             f"torch.lstm({x}, ({h0}, {h0}), "
-            f"[{w('W')}, {w('W_re')}, {b}.view(4, {n})[{gates}].flatten(), torch.zeros_like({b})], "
+            f"[{w('W', ctx.size(feat))}, {w('W_re', n)}, {b}.view(4, {n})[{gates}].flatten(), torch.zeros_like({b})], "
             f"True, 1, 0.0, False, False, True)[0]"
         )
         return align_code(expr, (*src[:2], out), op.outs[0].dims)

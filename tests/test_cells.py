@@ -1,0 +1,87 @@
+"""`Lstm` (RETURNN `nativelstm2`): verified through the real CLI on all three backends, its
+RETURNN variables are exactly the model's parameters, misuse is a located error."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT
+
+MODEL = ROOT / "tests" / "models" / "native_lstm.py"
+
+
+def test_native_lstm_verifies(netc):
+    proc = netc("verify", MODEL, "--seed", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    for out in ("output", "hidden"):
+        for backend in ("torch", "returnn"):
+            assert f"eager vs {backend}" in proc.stdout
+            line = next(ln for ln in proc.stdout.splitlines() if ln.split()[:4] == [out, "eager", "vs", backend])
+            assert float(line.split("=")[1].split()[0]) <= 1e-4, line
+
+
+def test_returnn_variables_are_the_model_params():
+    """Names and shapes: `<module path>/W`, `/W_re`, `/b` in RETURNN's own layout."""
+    import tempfile
+
+    import tensorflow as tf
+    from returnn.config import Config
+    from returnn.tf.native_op import OpMaker
+    from returnn.tf.network import TFNetwork
+
+    from netc.compiler import compile_graph
+    from netc.emit_tf.emitter import emit_returnn
+
+    g = compile_graph(str(MODEL))
+    want = {p.name: tuple(g.dim(d).size for d in p.dims) for p in g.params}
+    # the Lstm's module path is `h` (the assigned variable); proj 4, hidden 6: 4 gate blocks of 6
+    assert {k: v for k, v in want.items() if k.startswith("h/")} == {"h/W": (4, 24), "h/W_re": (6, 24), "h/b": (24,)}
+    with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
+        f.write(emit_returnn(g))
+    cfg = Config()
+    cfg.load_file(f.name)
+    tf.compat.v1.disable_eager_execution()
+    OpMaker.with_cuda = False
+    with tf.Graph().as_default():
+        net = TFNetwork(config=cfg, train_flag=False)
+        net.construct_from_dict(cfg.typed_value("network"))
+        got = {v.name[:-2]: tuple(v.shape.as_list()) for v in net.get_params_list()}
+    assert got == want
+
+
+HEADER = """\
+from netc import Dim, Linear, Lstm, Tensor, batch, network
+time = Dim("time")
+frames = Dim("frames")
+feat = Dim("feat", 4)
+hidden = Dim("hidden", 3)
+@network
+"""
+
+
+@pytest.mark.parametrize(
+    "name,body,message",
+    [
+        ("two_dynamic", ["both = x + y", "return Lstm(hidden)(both)"], "exactly one dynamic dim"),
+        (
+            "no_dynamic",  # a frame inside a loop has no dynamic dim left
+            ["out = []", "for x_t in x:", "    out.append(Lstm(hidden)(x_t))", "return {'output': out}"],
+            "exactly one dynamic dim",
+        ),
+    ],
+)
+def test_lstm_misuse_is_a_located_error(tmp_path, netc, name, body, message):
+    sig = "def f(x: Tensor[batch, time, feat], y: Tensor[batch, frames, feat]):"
+    src = HEADER + sig + "\n" + "".join(f"    {b}\n" for b in body)
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    first, source_line, caret = proc.stderr.splitlines()[:3]
+    want_line = next(i for i, ln in enumerate(src.splitlines(), 1) if "Lstm(" in ln and "import" not in ln)
+    col = src.splitlines()[want_line - 1].index("Lstm(")
+    assert first.startswith(f"{name}.py:{want_line}:{col + 1}: error: "), first
+    assert message in first, first
+    assert source_line.strip() == src.splitlines()[want_line - 1].strip()
+    assert caret.index("^") - 4 == col
