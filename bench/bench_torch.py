@@ -6,6 +6,7 @@ Compares, on the same inputs and weights (outputs checked equal first):
 - netc: the emitted module (with hoisting: the input projection runs once over the sequence)
 - netc, no hoisting: the same IR without the hoisting pass (one projection per step)
 - hand loop: a hand-written PyTorch LSTM loop with the projection hoisted and length masking
+- netc Lstm op: the same LSTM written as netc's native `Lstm(dim)(x)` (one `torch.lstm` call)
 - nn.LSTM: torch's native LSTM on a packed sequence (a different kernel; the bar to reach)
 Reports the median of several timed runs after a warm-up, in milliseconds.
 """
@@ -27,6 +28,7 @@ from netc_runtime.backends import load_torch_module
 from netc_runtime.verify import random_params
 
 MODEL = str(Path(__file__).with_name("lstm_model.py"))
+NATIVE_MODEL = str(Path(__file__).with_name("lstm_native_model.py"))
 
 
 def hand_loop(p, x, lens):
@@ -105,6 +107,17 @@ def main() -> None:
         m.eval()
         models[name] = m
     lstm = native_lstm(p, 80, 256)
+    # netc's native `Lstm` op: RETURNN's gate order is netc's split order, so the loop's weights carry over
+    native_g = compile_graph(NATIVE_MODEL)
+    native = load_torch_module(native_g).Model()
+    native.load_returnn_params(
+        {
+            "lstm/W": p["cell/ff_linear/W"].numpy(),
+            "lstm/W_re": p["cell/rec_linear/W"].numpy(),
+            "lstm/b": p["cell/ff_linear/b"].numpy(),
+        }
+    )
+    native.eval()
 
     def run_native():
         packed = torch.nn.utils.rnn.pack_padded_sequence(x, lens, batch_first=True, enforce_sorted=False)
@@ -117,6 +130,7 @@ def main() -> None:
         for name, out in (
             ("netc, no hoisting", models["netc, no hoisting"](x, time_lens=lens)["output"]),
             ("hand loop", hand_loop(p, x, lens)),
+            ("netc Lstm op", native(x, time_lens=lens)["output"]),
             ("nn.LSTM", run_native()),
         ):
             diff = ((out - ref).abs() * mask).max().item()
@@ -126,6 +140,7 @@ def main() -> None:
                 "netc": lambda: models["netc"](x, time_lens=lens),
                 "netc, no hoisting": lambda: models["netc, no hoisting"](x, time_lens=lens),
                 "hand loop": lambda: hand_loop(p, x, lens),
+                "netc Lstm op": lambda: native(x, time_lens=lens),
                 "nn.LSTM (native)": run_native,
             },
             args.runs,
