@@ -621,6 +621,19 @@ LOOP_CASES += [
         11,
     ),
 ]
+LOOP_CASES += [
+    (
+        "linear_with_a_name_not_a_dim",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return Linear("nope")(x)
+        """,
+        "Linear(out_dim) needs a static dim",
+        3,
+        11,
+    ),
+]
 CASES += LOOP_CASES
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from netc.ir.dims import DimError
 from netc.ops.align import align_code, align_tensor
 from netc.ops.base import OpDef, OutType, register
+from netc.ops.rules import check_out_dim
 
 # torch's gate block k is RETURNN's block _TORCH_GATES[k]: (i, f, g, o) from (g, i, f, o)
 _TORCH_GATES = [1, 2, 0, 3]
@@ -49,10 +50,7 @@ class Lstm(OpDef):
         x = args[0]
         _, feat = self._dims(dt, x)
         out = attrs["out_dim"]
-        if not isinstance(out, str) or out not in dt.dims or dt[out].kind != "static":
-            raise DimError("Lstm(out_dim) needs a static dim")
-        if out in x.dims and out != feat:
-            raise DimError(f"Lstm output dim `{out}` is already a dim of its input")
+        check_out_dim(dt, "Lstm", out, tuple(d for d in x.dims if d != feat))
         return [OutType(dt.canonical([d for d in x.dims if d != feat] + [out]))]
 
     def params(self, dt, args, attrs):

@@ -12,10 +12,7 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
 from netc.ops.align import align_tensor
 from netc.ops.base import OpDef, OutType, register
-
-
-def _union(dt: DimTable, args: list[Value]) -> tuple[str, ...]:
-    return dt.canonical([d for a in args for d in a.dims])
+from netc.ops.rules import check_out_dim, union
 
 
 def _dims_attr(dt: DimTable, axis) -> list[str]:
@@ -49,7 +46,7 @@ class _Binary(OpDef):
     def infer(self, dt, args, attrs):
         if len({a.dtype for a in args}) > 1:
             raise DimError(f"operands of `{self.symbol}` have different dtypes")
-        return [OutType(_union(dt, args), args[0].dtype)]
+        return [OutType(union(dt, args), args[0].dtype)]
 
     def _scalar_expr(self, attrs: dict, operand: str) -> str:
         s = repr(attrs["scalar"])
@@ -116,7 +113,7 @@ class _Compare(_Binary):
     flipped = ""  # the comparison with operands swapped, for `number < tensor`
 
     def infer(self, dt, args, attrs):
-        return [OutType(_union(dt, args), "bool")]
+        return [OutType(union(dt, args), "bool")]
 
     def returnn(self, ctx, op):
         if "scalar" in op.attrs:
@@ -294,10 +291,7 @@ class Linear(OpDef):
         x = args[0]
         feat = dt.feature(x.dims)
         out = attrs["out_dim"]
-        if not isinstance(out, str) or dt[out].kind != "static":
-            raise DimError("Linear(out_dim) needs a static dim")
-        if out in x.dims and out != feat:
-            raise DimError(f"Linear output dim `{out}` is already a dim of its input")
+        check_out_dim(dt, "Linear", out, tuple(d for d in x.dims if d != feat))
         return [OutType(dt.canonical([d for d in x.dims if d != feat] + [out]))]
 
     def params(self, dt, args, attrs):
@@ -506,7 +500,7 @@ class Dot(OpDef):
             for v in args:
                 if a not in v.dims:
                     raise DimError(f"dot reduces over `{a}`, which is not a dim of [{', '.join(v.dims)}]")
-        return [OutType(tuple(d for d in _union(dt, args) if d not in axes))]
+        return [OutType(tuple(d for d in union(dt, args) if d not in axes))]
 
     def returnn(self, ctx, op):
         axes = _dims_attr_names(op.attrs["reduce"])

@@ -12,14 +12,11 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
 from netc.ops.align import align_code, align_tensor
 from netc.ops.base import Code, OpDef, OutType, register
+from netc.ops.rules import check_out_dim, union
 
 DTYPES = ("float32", "int32", "bool")
 LAYER_NORM_EPS = 1e-6  # RETURNN's `layer_norm` default (LayerNormLayer.__init__)
 _TORCH_CAST = {"float32": "float", "int32": "long", "bool": "bool"}
-
-
-def _union(dt: DimTable, args: list[Value]) -> tuple[str, ...]:
-    return dt.canonical([d for a in args for d in a.dims])
 
 
 def _one_dim(dt: DimTable, x: Value, axis, what: str) -> str:
@@ -68,10 +65,7 @@ class Embedding(OpDef):
         x = args[0]
         vocab = _labels("Embedding", x, dt)
         out = attrs["out_dim"]
-        if not isinstance(out, str) or out not in dt.dims or dt[out].kind != "static":
-            raise DimError("Embedding(out_dim) needs a static dim")
-        if out in x.dims or out == vocab:
-            raise DimError(f"Embedding output dim `{out}` is already a dim of its input")
+        check_out_dim(dt, "Embedding", out, (*x.dims, vocab))
         return [OutType(dt.canonical([*x.dims, out]))]
 
     def params(self, dt, args, attrs):
@@ -283,7 +277,7 @@ class Where(OpDef):
                 raise DimError(f"`where` cannot combine a tensor of dtype {dtype} with the number {s!r}")
         sparse = {v.sparse_dim for v in tensors}
         sparse_dim = sparse.pop() if len(sparse) == 1 and dtype == "int32" else None  # labels stay labels
-        return [OutType(_union(dt, args), dtype, sparse_dim=sparse_dim)]
+        return [OutType(union(dt, args), dtype, sparse_dim=sparse_dim)]
 
     def returnn(self, ctx, op):
         it = iter(range(1, len(op.args)))
