@@ -36,6 +36,11 @@ def dim_var(name: str) -> str:
     return "dim_" + re.sub(r"\W", "_", s)
 
 
+def dim_code(name: str) -> Code:
+    """The config's Python expression for a dim: its variable, or RETURNN's `batch_dim`."""
+    return Code("batch_dim") if name == "batch" else Code(dim_var(name))
+
+
 class _OpCtx:
     """What an op's RETURNN lowering may ask for (netc.ops.base.ReturnnCtx)."""
 
@@ -49,7 +54,7 @@ class _OpCtx:
         return self.em.values[self.op.args[i]].dims
 
     def dim(self, name: str) -> Code:
-        return Code("batch_dim") if name == "batch" else Code(dim_var(name))
+        return dim_code(name)
 
     def is_dynamic(self, name: str) -> bool:
         return self.em.g.dim(name).kind == "dynamic"
@@ -85,10 +90,9 @@ class ReturnnEmitter:
             root.layers[loss.name] = {"class": "copy", "from": root.refs[loss.value], "loss": "as_is"}
         extern = {}
         for inp in g.inputs:
-            entry: dict = {"dim_tags": [self._dim(d) for d in inp.annotated_dims if d != inp.value.sparse_dim]}
+            entry: dict = {"dim_tags": [dim_code(d) for d in inp.annotated_dims]}  # Labels: without the class dim
             if inp.value.sparse_dim:
-                entry["dim_tags"] = [self._dim(d) for d in inp.annotated_dims]
-                entry["sparse_dim"] = self._dim(inp.value.sparse_dim)
+                entry["sparse_dim"] = dim_code(inp.value.sparse_dim)
                 entry["dtype"] = "int32"
             extern[inp.name] = entry
         dims = [(dim_var(d.name), d.name, d.size) for d in g.dims if d.kind != "batch"]
@@ -100,9 +104,6 @@ class ReturnnEmitter:
             net=pyrepr(root.layers, 0, nest=("unit",)),
             reverse_helper=self.uses_reverse,
         )
-
-    def _dim(self, name: str) -> Code:
-        return Code("batch_dim") if name == "batch" else Code(dim_var(name))
 
     # --- blocks ------------------------------------------------------------------------
 
@@ -141,7 +142,7 @@ class ReturnnEmitter:
         rec = n.name  # chosen by the returnn_names pass (parameter names depend on it); reserved
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
         unit = _Block(_UNIT_RESERVED | set(_loop_names(n.body)), in_unit=True)
-        axis = Code(dim_var(n.axis))
+        axis = dim_code(n.axis)
         for s in n.seqs:
             self.values[s.inner.id] = s.inner
             src = outer.refs[s.outer]
@@ -258,7 +259,7 @@ class ReturnnEmitter:
             "class": "eval",
             "from": src,
             "eval": Code("reverse_in_length"),
-            "eval_locals": {"axis_dim": Code(dim_var(axis))},
+            "eval_locals": {"axis_dim": dim_code(axis)},
         }
         return name
 
@@ -266,9 +267,9 @@ class ReturnnEmitter:
         """Each sequence's last frame of a rec layer's output (`rec_last_output` cannot live in a unit)."""
         name = outer.ns.fresh(out.name or f"{rec}_last")
         length, pos = outer.ns.fresh(f"{name}_len"), outer.ns.fresh(f"{name}_pos")
-        outer.layers[length] = {"class": "length", "from": rec, "axis": Code(dim_var(axis))}
+        outer.layers[length] = {"class": "length", "from": rec, "axis": dim_code(axis)}
         outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
-        outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(dim_var(axis))}
+        outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": dim_code(axis)}
         return name
 
 

@@ -194,7 +194,7 @@ class TorchEmitter:
             results.append((loss.name, var))
         outs = ", ".join(f'"{name}": {var}' for name, var in results)
         self.emit(f"return {{{outs}}}")
-        out_values = {o.name: self._find(o.value) for o in g.outputs}
+        out_values = {o.name: self.values[o.value] for o in g.outputs}
         return _TEMPLATES.get_template("module.py.j2").render(
             source=os.path.basename(g.source_file),
             network=g.network,
@@ -208,9 +208,6 @@ class TorchEmitter:
             params=[(self.param_attr[(p.path, p.role)], self.shape(p.dims), p.name, p.init) for p in g.params],
             body="\n".join(self.lines),
         )
-
-    def _find(self, vid: int) -> Value:
-        return self.values[vid]
 
     # --- blocks ------------------------------------------------------------------------
 
