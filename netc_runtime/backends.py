@@ -20,6 +20,7 @@ from netc.compiler import compile_graph
 from netc.emit_tf.emitter import dim_var, emit_returnn
 from netc.emit_torch.emitter import emit_torch
 from netc.ir.model import Graph
+from netc.ir.uses import values_by_id
 
 
 @dataclass
@@ -39,9 +40,7 @@ def _import_file(path: str, prefix: str):
 
 
 def output_dims(g: Graph) -> dict[str, list[str]]:
-    from netc_runtime.eager import graph_values
-
-    values = graph_values(g)
+    values = values_by_id(g)
     dims = {o.name: list(values[o.value].dims) for o in g.outputs}
     dims.update({loss.name: [] for loss in g.losses})  # losses are scalars
     return dims

@@ -20,6 +20,7 @@ import torch
 import netc as _netc
 from netc.ir.dims import DimTable
 from netc.ir.model import Graph, Value
+from netc.ir.uses import values_by_id
 from netc.ops import REGISTRY, OpDef
 from netc.ops.align import align_tensor
 
@@ -318,25 +319,6 @@ class OpModule:
         return _apply(self.opdef, [x], dict(self.attrs), self.params)
 
 
-def graph_values(g: Graph) -> dict[int, Value]:
-    from netc.ir.model import Loop
-
-    out = {i.value.id: i.value for i in g.inputs}
-
-    def walk(nodes) -> None:
-        for n in nodes:
-            if isinstance(n, Loop):
-                for v in n.block_args() + n.results():
-                    out[v.id] = v
-                walk(n.body)
-            else:
-                for v in n.outs:
-                    out[v.id] = v
-
-    walk(g.body)
-    return out
-
-
 class Network:
     """`@network`: call it with torch tensors as the emitted module's `forward` is called."""
 
@@ -429,7 +411,7 @@ class Network:
 
     @property
     def output_dims(self) -> dict[str, list[str]]:
-        values = graph_values(self.graph)
+        values = values_by_id(self.graph)
         return {o.name: list(values[o.value].dims) for o in self.graph.outputs}
 
     def input_names(self) -> list[str]:

@@ -17,8 +17,8 @@ import torch
 
 from netc.compiler import compile_graph
 from netc.emit_tf.emitter import emit_returnn
+from netc.ir.uses import values_by_id
 from netc_runtime.backends import _import_file, load_torch_module, run_eager, run_returnn, run_torch
-from netc_runtime.eager import graph_values
 from netc_runtime.verify import random_inputs, random_lengths, random_params, valid_mask
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -78,7 +78,7 @@ def _mask(g, res, name):
 
 
 def _values(g):
-    vals = graph_values(g)
+    vals = values_by_id(g)
     return {o.name: vals[o.value] for o in g.outputs}
 
 

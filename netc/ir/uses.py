@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from netc.ir.model import Graph, Loop, Node
+from netc.ir.model import Graph, Loop, Node, Value
 
 
 def node_uses(n: Node) -> list[int]:
@@ -49,3 +49,21 @@ def replace_uses(nodes: list[Node], old: int, new: int) -> None:
             n.bound = new if n.bound == old else n.bound
         else:
             n.args = [new if a == old else a for a in n.args]
+
+
+def values_by_id(g: Graph) -> dict[int, Value]:
+    """Every value the graph defines (inputs, op results, block arguments, loop results)."""
+    out = {i.value.id: i.value for i in g.inputs}
+
+    def walk(nodes: list[Node]) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                for v in n.block_args() + n.results():
+                    out[v.id] = v
+                walk(n.body)
+            else:
+                for v in n.outs:
+                    out[v.id] = v
+
+    walk(g.body)
+    return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Graph, Loop, LoopInvariant, LoopSeq, Node, Op, Value
+from netc.ir.uses import values_by_id
 from netc.ops import REGISTRY
 
 
@@ -28,7 +29,7 @@ def transform(g: Graph) -> tuple[Graph, bool]:
 class _Hoister:
     def __init__(self, g: Graph):
         self.dims = DimTable(g.dims)
-        self.next_id = _max_id(g) + 1
+        self.next_id = max(values_by_id(g)) + 1
         self.changed = False
 
     def fresh(self, dims, like: Value) -> Value:
@@ -101,20 +102,3 @@ class _Hoister:
                 return None
             result.append(self.fresh(want, inner))
         return result
-
-
-def _max_id(g: Graph) -> int:
-    best = max((i.value.id for i in g.inputs), default=0)
-
-    def walk(nodes: list[Node]) -> None:
-        nonlocal best
-        for n in nodes:
-            if isinstance(n, Loop):
-                for v in n.block_args() + n.results():
-                    best = max(best, v.id)
-                walk(n.body)
-            else:
-                best = max([best, *(o.id for o in n.outs)])
-
-    walk(g.body)
-    return best
