@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
+from netc.naming import Code
 from netc.ops.align import align_code, align_tensor
-from netc.ops.base import Code, OpDef, OutType, register
+from netc.ops.base import OpDef, OutType, register
 from netc.ops.rules import check_out_dim, union
 
 DTYPES = ("float32", "int32", "bool")
@@ -322,6 +323,8 @@ class Cast(OpDef):
         return {"class": "cast", "from": ctx.src(0), "dtype": op.attrs["dtype"]}
 
     def torch(self, ctx, op):
+        if op.attrs["dtype"] == "float32":  # the module's float dtype (float64 after `.double()`)
+            return f"{ctx.arg(0)}.to({ctx.float_dtype})"
         return f"{ctx.arg(0)}.{_TORCH_CAST[op.attrs['dtype']]}()"
 
     def eager(self, ctx, args, attrs, outs):
