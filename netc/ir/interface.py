@@ -2,8 +2,8 @@
 
 Callers pass each input by its name plus `<dim>_lens` for each dynamic dim of the inputs;
 results are the outputs by name, `<dim>_lens` for each dim a loop made (with `end`) that an
-output has, and the losses by name. All of these share one name space: a clash is a located
-error at the place that introduced the second name.
+output has, and the losses by name. Arguments share one name space, results another: a clash
+is a located error at the place that introduced the second name.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def interface(g: Graph) -> Interface:
 
 
 def check_interface(g: Graph) -> None:
-    """Every argument and result name is unique (raises a located CompileError)."""
+    """Argument names are unique, and so are result names (raises a located CompileError)."""
     taken: dict[str, str] = {}
 
     def claim(name: str, what: str, span: Span | None) -> None:
@@ -64,6 +64,7 @@ def check_interface(g: Graph) -> None:
     for d in input_dyn_dims(g):
         first = next(i for i in g.inputs if d in i.value.dims)
         claim(lens_name(d), f"the lengths argument `{lens_name(d)}` of dim `{d}`", first.span)
+    taken.clear()  # results
     made = set(made_dims(g))
     for o in g.outputs:
         claim(o.name, f"output `{o.name}`", o.span)

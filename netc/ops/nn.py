@@ -291,7 +291,10 @@ class Where(OpDef):
         it = iter(range(1, len(op.args)))
         a = repr(op.attrs["a_scalar"]) if "a_scalar" in op.attrs else ctx.aligned(next(it), dims)
         b = repr(op.attrs["b_scalar"]) if "b_scalar" in op.attrs else ctx.aligned(next(it), dims)
-        return f"torch.where({ctx.aligned(0, dims)}, {a}, {b})"
+        expr = f"torch.where({ctx.aligned(0, dims)}, {a}, {b})"
+        if len(op.args) == 1:  # two numbers: torch would make the default dtype
+            expr += f".to({ctx.float_dtype})" if op.outs[0].dtype == "float32" else ".long()"
+        return expr
 
     def eager(self, ctx, args, attrs, outs):
         import torch

@@ -229,6 +229,8 @@ class Tracer:
             name = p.name.value
             if p.annotation is None:
                 raise self.error(p, f"network input `{name}` needs an annotation such as Tensor[batch, time, feat]")
+            if name == "self":  # `model(self=x)` cannot work: nn.Module.__call__ takes `self` itself
+                raise self.error(p, "a network input cannot be named `self`: the model could not be called with it")
             kind, dims = self.input_annotation(p.annotation.annotation)
             canon = self.dims.canonical(dims)
             if kind == "Labels":
