@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 from conftest import ROOT
 
-MODELS = ["losses.py", "end_after_break.py", "end_bounded.py", "nested_stack.py", "core_ops.py"]
+MODELS = [
+    "losses.py",
+    "end_after_break.py",
+    "end_bounded.py",
+    "nested_stack.py",
+    "core_ops.py",
+    "whole_axis.py",
+    "stack_prev_state.py",
+    "expand.py",
+]
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -298,9 +298,6 @@ class TorchEmitter:
             frame = self.define(s.inner, s.inner.name or f"{self.var[s.outer]}_t")
             self.emit(f"{frame} = {self.var[s.outer]}[{index}]")
         self.block(n.body)
-        for c in n.carries:
-            cond = align_code(valid, ("batch",), c.inner.dims)
-            self.emit(f"{self.var[c.inner.id]} = torch.where({cond}, {self.var[c.next]}, {self.var[c.inner.id]})")
         for s in n.stacks:
             self.emit(f"{stack_lists[s.out.id]}.append({self.var[s.value]})")
         for ll in n.lasts:
@@ -310,6 +307,9 @@ class TorchEmitter:
             self.emit(f"{last_vars[ll.out.id]} = torch.where({cond}, {self.var[ll.value]}, {last_vars[ll.out.id]})")
         if n.end is not None:
             self._end_loop_tail(n, step, valid, ended)
+        for c in n.carries:  # last: stacks, last values and the end may read the previous state
+            cond = align_code(valid, ("batch",), c.inner.dims)
+            self.emit(f"{self.var[c.inner.id]} = torch.where({cond}, {self.var[c.next]}, {self.var[c.inner.id]})")
         self.indent -= 1
         if n.end is not None:
             self.size_var[axis] = self.ns.fresh(f"{axis}_size")
