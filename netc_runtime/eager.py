@@ -395,7 +395,8 @@ class Network:
         def walk(nodes) -> None:
             for n in nodes:
                 if isinstance(n, Loop):
-                    fits = n.end is not None or lengths.get(n.axis) == steps
+                    # a dim made by a loop (with `end`) has no input length to compare
+                    fits = n.end is not None or lengths.get(n.axis, steps) == steps
                     if fits and any(tuple(d for d in s.out.dims if d != n.axis) == step_dims for s in n.stacks):
                         found.add((n.axis, n.reverse))
                     walk(n.body)

@@ -14,6 +14,9 @@ MODELS = [
     "whole_axis.py",
     "stack_prev_state.py",
     "expand.py",
+    "reserved_names.py",
+    "loop_over_made_dim.py",
+    "teacher_forced_enc_state.py",
 ]
 
 

@@ -17,6 +17,7 @@ import jinja2
 
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, Node, Op, Value
+from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.passes.returnn_names import UNIT_RESERVED as _UNIT_RESERVED
@@ -48,8 +49,9 @@ def dim_vars(g: Graph) -> dict[str, str]:
 
 
 def check_layer_name(name: str, what: str, span: Span | None) -> None:
-    """Outputs, losses and inputs keep the user's name in RETURNN: it must be a usable layer name."""
-    if name in RESERVED_LAYERS - {"output"}:
+    """Outputs, losses and inputs keep the user's name in RETURNN: it must be a usable layer (or
+    `data:` key) name. Inputs live in their own `data:` name space, so only the form counts."""
+    if what != "input" and name in RESERVED_LAYERS - {"output"}:
         raise CompileError(span, f"RETURNN target: {what} `{name}` is a name RETURNN reserves; rename it")
     if not _LAYER_NAME.fullmatch(name):
         raise CompileError(
@@ -187,11 +189,16 @@ class ReturnnEmitter:
             unit.dims[n.axis] = var
         base = {v: _base(self._retag(outer, v, outer.dims, unit.dims)) for v in crossing}
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
+        read = count_uses_in_loop(n)
+        steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
         for s in n.seqs:
             self.values[s.inner.id] = s.inner
             src = outer.refs[s.outer]
             if n.reverse:
                 src = self._reverse(outer, src, n.axis, f"{self.values[s.outer].name or 'x'}_reversed")
+            if not read[s.inner.id]:
+                steps_from.append(src)
+                continue
             name = unit.ns.fresh(s.inner.name or f"{self.values[s.outer].name or 'x'}_t")
             unit.layers[name] = {"class": "rec_unstack", "from": _base(src), "axis": axis}
             unit.refs[s.inner.id] = unit.layer_of[s.inner.id] = name
@@ -261,7 +268,7 @@ class ReturnnEmitter:
             outer.refs[out.id] = self._retag(outer, out.id, inside, outer.dims)
         if "output" not in unit.layers:
             unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, results[0][0], "out")}
-        rec_layer = {"class": "rec", "from": [], "axis": axis, "unit": unit.layers}
+        rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
         if n.end is not None:
             unit.layers["end"] = self._end(n, unit, outer)
             rec_layer["include_eos"] = n.include_eos

@@ -127,6 +127,7 @@ class TorchEmitter:
         self.prelude: dict[str, str] = {}  # key -> variable defined once at the top of forward
         self.prelude_at = 0  # where those definitions are inserted
         self.float_input: str | None = None
+        self.zero_padded: set[int] = set()  # values known to hold zeros in padded frames
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -209,7 +210,7 @@ class TorchEmitter:
             self.emit(f"{self.size_var[d]} = {self.var[src.value.id]}.shape[{src.value.dims.index(d)}]")
         self.prelude_at = len(self.lines)
         self.block(g.body)
-        results = [(o.name, self.var[o.value]) for o in g.outputs]
+        results = [(o.name, self.padded_zero(o.value)) for o in g.outputs]
         results += [(key, self.lens_var[d]) for d, key in self.api.made_lens.items()]
         for loss in g.losses:
             v = self.values[loss.value]
@@ -241,6 +242,21 @@ class TorchEmitter:
             param_defs=[(self.param_attr[(p.path, p.role)], self.shape(p.dims), p.init) for p in g.params],
             body="\n".join(self.lines),
         )
+
+    def padded_zero(self, vid: int) -> str:
+        """The value with zeros in padded frames, as outputs are returned (stacks already are)."""
+        v = self.values[vid]
+        dyn = [d for d in v.dims if self.g.dim(d).kind == "dynamic"]
+        if vid in self.zero_padded or not dyn:
+            return self.var[vid]
+        x = self.var[vid]
+        for d in dyn:
+            x = f"{x}.masked_fill(~{self.mask(d, v.dims)}, 0)"
+        name = self.ns.fresh(f"{self.var[vid]}_out")
+        self.emit(f"{name} = {x}  # zero padded frames")
+        self.var[vid] = name
+        self.zero_padded.add(vid)
+        return name
 
     # --- blocks ------------------------------------------------------------------------
 
@@ -322,6 +338,7 @@ class TorchEmitter:
             if n.end is not None:
                 self.emit(f"{name} = {name}.narrow({pos}, 0, {self.size_var[axis]})")
             self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
+            self.zero_padded.add(s.out.id)
 
     def _end_loop_head(self, n: Loop, step: str, valid: str) -> str:
         """`while` until every sequence has ended (or reached its step limit)."""
