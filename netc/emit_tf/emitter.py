@@ -189,6 +189,18 @@ class ReturnnEmitter:
             unit.dims[n.axis] = var
         base = {v: _base(self._retag(outer, v, outer.dims, unit.dims)) for v in crossing}
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
+        # `prev:` refs must be known before the body: each carry's layer is named after its
+        # variable (first: state is what a reader of the config follows), and is the layer
+        # computing its next value when that is an op of this body
+        single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
+        carry_layers: dict[int, str] = {}
+        reserved: dict[int, str] = {}
+        for c in n.carries:
+            self.values[c.inner.id] = c.inner
+            carry_layers[c.inner.id] = unit.ns.fresh(c.name)
+            if c.next in single and c.next not in reserved:
+                reserved[c.next] = carry_layers[c.inner.id]
+            unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
         read = count_uses_in_loop(n)
         steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
         for s in n.seqs:
@@ -205,17 +217,6 @@ class ReturnnEmitter:
         for i in n.invariants:
             self.values[i.inner.id] = i.inner
             unit.refs[i.inner.id] = base[i.outer]
-        # `prev:` refs must be known before the body: each carry's layer is named after its
-        # variable, and is the layer computing its next value when that is an op of this body
-        single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
-        carry_layers: dict[int, str] = {}
-        reserved: dict[int, str] = {}
-        for c in n.carries:
-            self.values[c.inner.id] = c.inner
-            carry_layers[c.inner.id] = unit.ns.fresh(c.name)
-            if c.next in single and c.next not in reserved:
-                reserved[c.next] = carry_layers[c.inner.id]
-            unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
         self.block(n.body, unit, reserved)
         for c in n.carries:
             name = carry_layers[c.inner.id]
