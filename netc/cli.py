@@ -204,6 +204,83 @@ def check(
     sys.exit(0 if all(mc.status == "ok" for mc in checks) else 1)
 
 
+@main.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("html", "dot", "json")),
+    default="html",
+    show_default=True,
+    help="html: a self-contained page; dot: Graphviz input; json: the graph as data (docs/preview-schema.json).",
+)
+@click.option(
+    "--view", type=click.Choice(("returnn", "torch")), default="returnn", show_default=True, help="For --format dot."
+)
+@click.option("--watch", is_flag=True, help="Serve the page on 127.0.0.1 and re-render it when MODEL changes.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="For --watch; 0: any free port."
+)
+@click.option("--network", help="The @network function, when the file has several.")
+def preview(model: str, output: str | None, fmt: str, view: str, watch: bool, port: int, network: str | None) -> None:
+    """Draw the emitted graph of MODEL: loops, state, hoisted ops, and for each node its
+    source line, RETURNN layer and torch line. Needs Graphviz (`dot`) for the HTML page."""
+    from netc.preview import load_preview
+    from netc.preview.page import GraphvizMissing, render_error_page, render_page
+
+    if watch and (output or fmt != "html"):
+        raise click.UsageError("--watch serves the HTML page; it takes no -o or --format")
+
+    def page(live_version: str | None) -> str:
+        try:
+            source = Path(model).read_text(encoding="utf-8")
+        except OSError as e:
+            return render_error_page(model, f"{model}: cannot read: {e.strerror}", live_version)
+        try:
+            return render_page(load_preview(model, network, source), live_version)
+        except CompileError as e:
+            if live_version is None:
+                _fail(e)
+            return render_error_page(model, e.render(source), live_version)
+
+    try:
+        if watch:
+            from netc.preview.server import serve
+
+            serve(Path(model), page, port, lambda msg: click.echo(f"netc preview: {msg}"))
+            return
+        if fmt == "html":
+            text = page(None)
+        else:
+            p = _preview_data(model, network)
+            if fmt == "json":
+                text = p.model_dump_json(indent=1) + "\n"
+            else:
+                from netc.preview.dot import to_dot
+
+                text = to_dot(p, view)
+    except GraphvizMissing as e:
+        click.echo(f"error: {e.message}", err=True)
+        sys.exit(2)
+    except OSError as e:  # e.g. the port is taken
+        click.echo(f"error: {e.strerror or e}", err=True)
+        sys.exit(2)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+def _preview_data(model: str, network: str | None):
+    from netc.preview import load_preview
+
+    try:
+        return load_preview(model, network)
+    except CompileError as e:
+        _fail(e)
+
+
 def _quiet_tf() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
