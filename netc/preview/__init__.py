@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from netc.preview.model import Preview
+if TYPE_CHECKING:  # not at import: `python -m netc.preview.model` (the schema) runs that module itself
+    from netc.preview.model import Preview
 
 
 def load_preview(model: str, network: str | None = None, source: str | None = None) -> Preview:
