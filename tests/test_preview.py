@@ -88,7 +88,7 @@ def test_dot_views_differ_in_labels_not_in_shape(netc):
     assert "activation" in views["returnn"] and "torch.tanh" in views["torch"]
     for text in views.values():
         assert text.count(" -> ") == 9 and text.count('subgraph "cluster_') == 1
-        assert 'constraint=false, label=' in text  # the state edge does not bend the layout
+        assert "constraint=false, label=" in text  # the state edge does not bend the layout
         subprocess.run(["dot", "-Tsvg", "-o", os.devnull], input=text, text=True, check=True)
 
 

@@ -3,7 +3,6 @@
 // Every text from the model goes into the page through textContent, never as HTML.
 (function () {
   "use strict";
-  const store = window.sessionStorage;
   const live = document.getElementById("netc-live");
   if (live) {
     const version = JSON.parse(live.textContent).version;
@@ -13,9 +12,15 @@
     events.onerror = () => { status.textContent = "reconnecting…"; };
     events.onmessage = (e) => { if (e.data !== version) window.location.reload(); };
   }
-  const dataEl = document.getElementById("netc-data");
+  const dataEl = document.getElementById("netc_data");
   if (!dataEl) return; // the error page
   const data = JSON.parse(dataEl.textContent);
+  // the view, zoom and selection survive a reload (--watch), per model file
+  const key = "netc-preview:" + data.source_file + ":";
+  const store = {
+    getItem: (name) => window.sessionStorage.getItem(key + name),
+    setItem: (name, value) => window.sessionStorage.setItem(key + name, value),
+  };
   const items = new Map();
   for (const n of data.nodes) items.set(n.id, n);
   for (const c of data.clusters) items.set(c.id, Object.assign({ kind: "loop" }, c));
@@ -29,7 +34,7 @@
   function select(id) {
     const item = items.get(id);
     if (!item) return;
-    store.setItem("netc-selected", id);
+    store.setItem("selected", id);
     document.querySelectorAll("#graph g.selected").forEach((g) => g.classList.remove("selected"));
     document.querySelectorAll("#r-" + id + ", #t-" + id).forEach((g) => g.classList.add("selected"));
     document.getElementById("hint").hidden = true;
@@ -58,7 +63,7 @@
   }
 
   function show(view) {
-    store.setItem("netc-view", view);
+    store.setItem("view", view);
     document.querySelectorAll(".view").forEach((v) => { v.hidden = v.dataset.view !== view; });
     document.querySelectorAll(".toggle button").forEach((b) => {
       b.setAttribute("aria-pressed", String(b.dataset.view === view));
@@ -66,7 +71,7 @@
   }
 
   // zoom: each drawing keeps Graphviz's size (its scale 1) until a button changes it
-  let scale = Number(store.getItem("netc-zoom")) || 1;
+  let scale = Number(store.getItem("zoom")) || 1;
   function zoom(how) {
     const svgs = document.querySelectorAll("#graph svg");
     if (how === "fit") {
@@ -75,7 +80,7 @@
     } else {
       scale *= how;
     }
-    store.setItem("netc-zoom", String(scale));
+    store.setItem("zoom", String(scale));
     svgs.forEach((svg) => {
       svg.style.width = svg.width.baseVal.value * scale + "px";
       svg.style.height = svg.height.baseVal.value * scale + "px";
@@ -89,7 +94,7 @@
   document.querySelectorAll("#graph g.netc-node, #graph g.netc-cluster").forEach((g) => {
     g.addEventListener("click", (e) => { e.stopPropagation(); select(g.id.slice(2)); });
   });
-  show(store.getItem("netc-view") || "returnn");
-  const selected = store.getItem("netc-selected");
+  show(store.getItem("view") || "returnn");
+  const selected = store.getItem("selected");
   if (selected && items.has(selected)) select(selected);
 })();
