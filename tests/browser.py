@@ -1,7 +1,8 @@
 """Headless Chromium (Debian's `chromium` and `chromium-driver`, installed by setup.sh) driven
 by selenium, for the preview tests and the README's screenshot:
 
-    .venv/bin/python tests/browser.py page.html docs/preview.png --click v8
+    .venv/bin/netc preview examples/elman.py -o /tmp/elman.html
+    .venv/bin/python tests/browser.py /tmp/elman.html docs/preview.png --click v8 --size 1400x900
 """
 
 from __future__ import annotations
@@ -60,9 +61,11 @@ def main() -> None:
     ap.add_argument("page", type=Path)
     ap.add_argument("png", type=Path)
     ap.add_argument("--click", help="the id of a node to click first (e.g. v8)")
+    ap.add_argument("--size", default="1400x800", help="the window's width x height")
     args = ap.parse_args()
     browser = Chromium()
     try:
+        browser.driver.set_window_size(*map(int, args.size.split("x")))
         browser.driver.get(args.page.resolve().as_uri())
         if args.click:
             browser.driver.find_element("css selector", f"#view-returnn #r-{args.click}").click()

@@ -131,3 +131,11 @@ def test_mistakes_are_located_errors_or_usage_errors(tmp_path, netc):
     assert proc.returncode == 2 and "draws with Graphviz's `dot`, which is not installed" in proc.stderr
     json_proc = subprocess.run([str(NETC), "preview", str(ELMAN), "--format", "json"], capture_output=True, env=env)
     assert json_proc.returncode == 0
+
+
+def test_readme_shows_compile_check_and_preview_with_a_screenshot():
+    readme = (ROOT / "README.md").read_text()
+    for use in ("netc compile examples/elman.py", "netc check --construct --format github", "id: netc-check"):
+        assert use in readme
+    assert "netc preview examples/elman.py --watch" in readme and "](docs/preview.png)" in readme
+    assert (ROOT / "docs" / "preview.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
