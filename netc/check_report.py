@@ -10,7 +10,6 @@ from dataclasses import asdict
 
 from netc.check import ModelCheck, Problem
 
-FORMATS = ("text", "json", "github")
 TEXT_DIFF_LINES = 200  # a longer diff is cut in text output (JSON has it whole)
 
 

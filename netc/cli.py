@@ -181,20 +181,20 @@ def check(
         if returnn_file or torch_file or network:
             raise click.UsageError("--returnn, --torch and --network go with a MODEL; without one, see pyproject.toml")
         project = _load_project()
-        jobs_, cache_dir = project.models, None if no_cache else project.cache_dir
+        models, cache_dir = project.models, None if no_cache else project.cache_dir
 
         def regen(job, target, path):
             return "netc compile --all"
     else:
         # one model given on the command line: every target is compiled, even without a file to compare
-        jobs_ = [ModelJob(model, network, {"returnn": returnn_file, "torch": torch_file})]
+        models = [ModelJob(model, network, {"returnn": returnn_file, "torch": torch_file})]
         cache_dir = None
 
         def regen(job, target, path):
             net = f" --network {job.network}" if job.network else ""
             return f"netc compile {job.source} --target {target}{net} -o {path}"
 
-    compiled = compile_all(jobs_, cache_dir, jobs or os.cpu_count() or 1)
+    compiled = compile_all(models, cache_dir, jobs or os.cpu_count() or 1)
     checks = [check_outputs(c, regen) for c in compiled]
     if construct:
         construct_all(checks, compiled, Cache(cache_dir))
@@ -226,40 +226,25 @@ def check(
 def preview(model: str, output: str | None, fmt: str, view: str, watch: bool, port: int, network: str | None) -> None:
     """Draw the emitted graph of MODEL: loops, state, hoisted ops, and for each node its
     source line, RETURNN layer and torch line. Needs Graphviz (`dot`) for the HTML page."""
-    from netc.preview import load_preview
-    from netc.preview.page import GraphvizMissing, render_error_page, render_page
+    from netc.preview import live_page, render_preview
+    from netc.preview.page import GraphvizMissing
 
     if watch and (output or fmt != "html"):
         raise click.UsageError("--watch serves the HTML page; it takes no -o or --format")
-
-    def page(live_version: str | None) -> str:
-        try:
-            source = Path(model).read_text(encoding="utf-8")
-        except OSError as e:
-            return render_error_page(model, f"{model}: cannot read: {e.strerror}", live_version)
-        try:
-            return render_page(load_preview(model, network, source), live_version)
-        except CompileError as e:
-            if live_version is None:
-                _fail(e)
-            return render_error_page(model, e.render(source), live_version)
-
     try:
         if watch:
             from netc.preview.server import serve
 
-            serve(Path(model), page, port, lambda msg: click.echo(f"netc preview: {msg}"))
+            serve(
+                Path(model),
+                lambda version: live_page(model, network, version),
+                port,
+                lambda message: click.echo(f"netc preview: {message}"),
+            )
             return
-        if fmt == "html":
-            text = page(None)
-        else:
-            p = _preview_data(model, network)
-            if fmt == "json":
-                text = p.model_dump_json(indent=1) + "\n"
-            else:
-                from netc.preview.dot import to_dot
-
-                text = to_dot(p, view)
+        text = render_preview(model, network, fmt, view)
+    except CompileError as e:
+        _fail(e)
     except GraphvizMissing as e:
         click.echo(f"error: {e.message}", err=True)
         sys.exit(2)
@@ -270,15 +255,6 @@ def preview(model: str, output: str | None, fmt: str, view: str, watch: bool, po
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
-
-
-def _preview_data(model: str, network: str | None):
-    from netc.preview import load_preview
-
-    try:
-        return load_preview(model, network)
-    except CompileError as e:
-        _fail(e)
 
 
 def _quiet_tf() -> None:
