@@ -9,10 +9,10 @@ import textwrap
 from netc.emit_tf.emitter import ReturnnEmitter, pyrepr
 from netc.emit_torch.emitter import TorchEmitter
 from netc.errors import Span
-from netc.ir.model import Graph, Loop, Node, Op
+from netc.ir.model import Graph, Loop, Node, Op, Output
 from netc.ir.uses import values_by_id
 from netc.ops.base import Code
-from netc.preview.model import EdgeKind, Emitted, Preview, PreviewCluster, PreviewEdge, PreviewNode, Source
+from netc.preview.model import EdgeKind, Emitted, NodeKind, Preview, PreviewCluster, PreviewEdge, PreviewNode, Source
 
 
 def build_preview(g: Graph, source: str) -> Preview:
@@ -91,37 +91,13 @@ class _Builder:
             )
             self.src[inp.value.id] = (nid, "data")
         self.block(g.body, None, ())
-        returns = self.torch_lines_with(r"^return \{")
+        returns = "\n".join(self.torch_lines_with(r"^return \{"))
         for k, o in enumerate(g.outputs):
-            nid = f"o{k}"
-            self.add(
-                PreviewNode(
-                    id=nid,
-                    kind="output",
-                    label=o.name,
-                    value=o.value,
-                    dims=[list(self.values[o.value].dims)],
-                    returnn=Emitted(name=o.name, kind="copy", code=_entry(o.name, self.rem.blocks[()].layers[o.name])),
-                    torch=Emitted(name=o.name, kind="return", code="\n".join(returns)),
-                )
-            )
-            self.edge(o.value, nid)
+            dims = [list(self.values[o.value].dims)]
+            self.result(f"o{k}", "output", o, dims, Emitted(name=o.name, kind="return", code=returns))
         for k, loss in enumerate(g.losses):
-            nid = f"l{k}"
-            sums = self.torch_lines_with(re.escape(f"# loss {loss.name!r}"))
-            self.add(
-                PreviewNode(
-                    id=nid,
-                    kind="loss",
-                    label=loss.name,
-                    value=loss.value,
-                    returnn=Emitted(
-                        name=loss.name, kind="copy", code=_entry(loss.name, self.rem.blocks[()].layers[loss.name])
-                    ),
-                    torch=Emitted(name=loss.name, kind="sum", code="\n".join(sums)),
-                )
-            )
-            self.edge(loss.value, nid)
+            sums = "\n".join(self.torch_lines_with(re.escape(f"# loss {loss.name!r}")))
+            self.result(f"l{k}", "loss", loss, [], Emitted(name=loss.name, kind="sum", code=sums))
         return Preview(
             source_file=g.source_file,
             network=g.network,
@@ -130,6 +106,13 @@ class _Builder:
             clusters=self.clusters,
             ir=g,
         )
+
+    def result(self, nid: str, kind: NodeKind, o: Output, dims: list[list[str]], torch: Emitted) -> None:
+        """An output or a loss: a layer of the network in RETURNN, a returned value in torch."""
+        layer = self.rem.blocks[()].layers[o.name]
+        returnn = Emitted(name=o.name, kind=str(layer["class"]), code=_entry(o.name, layer))
+        self.add(PreviewNode(id=nid, kind=kind, label=o.name, value=o.value, dims=dims, returnn=returnn, torch=torch))
+        self.edge(o.value, nid)
 
     def _number_loops(self, nodes: list[Node], parent: str | None) -> None:
         for n in nodes:
