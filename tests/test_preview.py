@@ -8,8 +8,11 @@ import os
 import re
 import subprocess
 
+import pytest
 from conftest import EXAMPLES, ROOT
 
+from netc.preview import load_preview
+from netc.preview.dot import to_dot
 from netc.preview.model import Preview, json_schema
 
 ELMAN = EXAMPLES / "elman.py"
@@ -139,3 +142,25 @@ def test_readme_shows_compile_check_and_preview_with_a_screenshot():
         assert use in readme
     assert "netc preview examples/elman.py --watch" in readme and "](docs/preview.png)" in readme
     assert (ROOT / "docs" / "preview.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+MODELS = sorted(EXAMPLES.glob("*.py")) + sorted((ROOT / "tests" / "models").glob("*.py"))
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda p: p.stem)
+def test_every_model_previews_with_consistent_provenance(model):
+    p = load_preview(str(model))
+    ids = [n.id for n in p.nodes] + [c.id for c in p.clusters]
+    assert len(ids) == len(set(ids))
+    assert all(e.src in ids and e.dst in ids for e in p.edges)
+    for n in p.nodes:
+        assert n.returnn.code.startswith(repr(n.returnn.name.rsplit("/", 1)[-1])) or n.kind == "input"
+        assert n.torch.code
+        if n.kind == "op":
+            assert n.torch.code.endswith(f"# line {n.source.span.line}") and n.source.text
+    for c in p.clusters:
+        assert c.torch.code.splitlines()[0].endswith(f"(line {c.source.span.line})")
+        assert c.returnn.code.startswith(repr(c.returnn.name.rsplit("/", 1)[-1]))
+    assert Preview.model_validate_json(p.model_dump_json()) == p
+    for view in ("returnn", "torch"):
+        subprocess.run(["dot", "-Tsvg", "-o", os.devnull], input=to_dot(p, view), text=True, check=True)

@@ -47,6 +47,7 @@ class _Builder:
         self.loop_spans: list[tuple[str, Span]] = []  # every loop, outer before inner (for hoisting)
         self.parent: dict[str, str | None] = {}
         self.values = values_by_id(g)
+        self.torch_loop_at = 0  # where the next loop's lines start in the torch module
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -176,11 +177,11 @@ class _Builder:
         unit = self.rem.blocks[path]
         rec = {k: Code("{...}") if k == "unit" else v for k, v in self.rem.blocks[outer_path].layers[n.name].items()}
         how = f"until end, steps as {n.axis}" if n.end is not None else f"over {n.axis}"
-        head = [
-            line for line in self.torch_lines if line.startswith("# loop") and line.endswith(f"(line {n.span.line})")
-        ]
-        at = self.torch_lines.index(head[0]) if head else -1
-        torch_head = next((line for line in self.torch_lines[at + 1 :] if line.startswith(("for ", "while "))), "")
+        # the torch emitter writes loops in this same order, each after a `# loop ... (line N)` comment
+        lines = self.torch_lines
+        at = next(k for k in range(self.torch_loop_at, len(lines)) if lines[k].startswith("# loop"))
+        torch_head = next(line for line in lines[at + 1 :] if line.startswith(("for ", "while ")))
+        self.torch_loop_at = at + 1
         self.clusters.append(
             PreviewCluster(
                 id=cid,
@@ -191,8 +192,8 @@ class _Builder:
                 returnn=Emitted(name="/".join(path), kind="rec", code=_entry(n.name, rec)),
                 torch=Emitted(
                     name=torch_head.split()[1] if torch_head.startswith("for ") else "while",
-                    kind=torch_head.split()[0] if torch_head else "loop",
-                    code="\n".join([*head[:1], torch_head]),
+                    kind=torch_head.split()[0],
+                    code=f"{lines[at]}\n{torch_head}",
                 ),
             )
         )
