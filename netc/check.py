@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import importlib.util
 import json
 import os
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from netc.build import Cache, Compiled
-from netc.project import ModelJob
+from netc.project import ConfigError, ModelJob
 
 
 @dataclass
@@ -118,6 +119,17 @@ def construct_all(checks: list[ModelCheck], compiled: list[Compiled], cache: Cac
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from netc.ir.model import Graph
 
+    targets = {tc.target for mc in checks for tc in mc.targets}
+    needed = [
+        "numpy",
+        *(["tensorflow", "returnn"] if "returnn" in targets else []),
+        *(["torch"] if "torch" in targets else []),
+    ]
+    missing = [m for m in needed if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(
+            None, f"--construct runs the files, which needs {', '.join(missing)}: pip install 'netc[run]'"
+        )
     runtime = _runtime_versions()
     for mc, c in zip(checks, compiled):
         for tc in mc.targets:

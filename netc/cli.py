@@ -175,7 +175,7 @@ def check(
     from netc.build import Cache, compile_all
     from netc.check import check_outputs, construct_all
     from netc.check_report import RENDERERS
-    from netc.project import ModelJob
+    from netc.project import ConfigError, ModelJob
 
     if model is None:
         if returnn_file or torch_file or network:
@@ -197,7 +197,11 @@ def check(
     compiled = compile_all(models, cache_dir, jobs or os.cpu_count() or 1)
     checks = [check_outputs(c, regen) for c in compiled]
     if construct:
-        construct_all(checks, compiled, Cache(cache_dir))
+        try:
+            construct_all(checks, compiled, Cache(cache_dir))
+        except ConfigError as e:
+            click.echo(e.render(), err=True)
+            sys.exit(2)
     out, err = RENDERERS[fmt](checks)
     click.echo(out, nl=False)
     click.echo(err, nl=False, err=True)
