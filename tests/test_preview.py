@@ -17,7 +17,7 @@ from netc.preview.model import Preview, json_schema
 
 ELMAN = EXAMPLES / "elman.py"
 
-# every name a user chooses, and a comment, trying to end the script element or the dot string
+# dim names (any string) and a comment, trying to end the script element or the dot string
 HOSTILE = '''\
 """Names that try to break the page: </script><script>window.__pwned = 1</script>"""
 
@@ -35,8 +35,8 @@ def hostile(x: Tensor[batch, time, feat]):
     for x_t in x:
         h = tanh(Linear(hidden)(x_t) + h)  # </script><script>window.__pwned = 3</script>
         out.append(h)
-    mark_as_loss(reduce_sum(h, axis=hidden), "</script><script>window.__pwned = 5</script>")
-    return {"</script><script>window.__pwned = 4</script>": out}
+    mark_as_loss(reduce_sum(h, axis=hidden), "ce")  # output and loss names must be RETURNN layer names
+    return {"output": out}
 '''
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 import textwrap
 
-from netc.emit_tf.emitter import ReturnnEmitter, pyrepr
+from netc.emit_tf.emitter import ReturnnEmitter
 from netc.emit_torch.emitter import TorchEmitter
 from netc.errors import Span
 from netc.ir.model import Graph, Loop, Node, Op, Output
 from netc.ir.uses import values_by_id
-from netc.ops.base import Code
+from netc.naming import Code, py_literal, py_str
 from netc.preview.model import EdgeKind, Emitted, NodeKind, Preview, PreviewCluster, PreviewEdge, PreviewNode, Source
 
 
@@ -31,7 +31,7 @@ def _contains(outer: Span, inner: Span) -> bool:
 
 
 def _entry(name: str, layer: dict) -> str:
-    return f"{name!r}: {pyrepr(layer, 1)}"
+    return f"{py_str(name)}: {py_literal(layer)}"
 
 
 class _Builder:
@@ -86,6 +86,7 @@ class _Builder:
                     label=inp.name,
                     value=inp.value.id,
                     dims=[list(inp.annotated_dims)],
+                    source=None if inp.span is None else self.source(inp.span),
                     returnn=Emitted(name=f"data:{inp.name}", kind="extern_data", code="\n".join(extern)),
                     torch=Emitted(name=var, kind="input", code="\n".join(forward)),
                 )
@@ -112,7 +113,12 @@ class _Builder:
         """An output or a loss: a layer of the network in RETURNN, a returned value in torch."""
         layer = self.rem.blocks[()].layers[o.name]
         returnn = Emitted(name=o.name, kind=str(layer["class"]), code=_entry(o.name, layer))
-        self.add(PreviewNode(id=nid, kind=kind, label=o.name, value=o.value, dims=dims, returnn=returnn, torch=torch))
+        source = None if o.span is None else self.source(o.span)
+        self.add(
+            PreviewNode(
+                id=nid, kind=kind, label=o.name, value=o.value, dims=dims, source=source, returnn=returnn, torch=torch
+            )
+        )
         self.edge(o.value, nid)
 
     def _number_loops(self, nodes: list[Node], parent: str | None) -> None:
