@@ -98,7 +98,7 @@ class _Builder:
             dims = [list(self.values[o.value].dims)]
             self.result(f"o{k}", "output", o, dims, Emitted(name=o.name, kind="return", code=returns))
         for k, loss in enumerate(g.losses):
-            sums = "\n".join(self.torch_lines_with(re.escape(f"# loss {loss.name!r}")))
+            sums = "\n".join(self.torch_lines_with(re.escape(f"# loss {py_str(loss.name)}")))
             self.result(f"l{k}", "loss", loss, [], Emitted(name=loss.name, kind="sum", code=sums))
         return Preview(
             source_file=g.source_file,
