@@ -99,7 +99,7 @@ def test_stale_files_give_a_diff_in_every_format(project, netc):
     assert text.returncode == 1
     assert "gen/elman_config.py: stale; regenerate with `netc compile --all`" in text.stderr
     assert "--- gen/elman_config.py (on disk)\n+++ gen/elman_config.py (from models/elman.py)" in text.stderr
-    assert '-dim_hidden = Dim(32, name=' in text.stderr and '+dim_hidden = Dim(33, name=' in text.stderr
+    assert "-dim_hidden = Dim(32, name=" in text.stderr and "+dim_hidden = Dim(33, name=" in text.stderr
     assert "models/rnn_gru.py: ok" in text.stdout and "1 stale" in text.stdout
 
     gh = netc("check", "--format", "github", cwd=project)
