@@ -284,8 +284,16 @@ def _quiet_tf() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for parameters not given.")
 @click.option("--network", help="The @network function, when the file has several.")
+@click.option("--search", is_flag=True, help="Decode with the beam (a model with `choice`); targets are not needed.")
 def run(
-    model: str, backend: str, inputs_path: str, params_path: str | None, output: str, seed: int, network: str | None
+    model: str,
+    backend: str,
+    inputs_path: str,
+    params_path: str | None,
+    output: str,
+    seed: int,
+    network: str | None,
+    search: bool,
 ) -> None:
     """Run MODEL on one batch with one backend; write outputs to an npz."""
     _quiet_tf()
@@ -293,7 +301,7 @@ def run(
 
     g = _graph(model, network)
     try:
-        run_npz(model, g, backend, inputs_path, params_path, output, seed)
+        run_npz(model, g, backend, inputs_path, params_path, output, seed, search=search)
     except CompileError as e:
         _fail(e)
     except (KeyError, ValueError) as e:
@@ -307,7 +315,8 @@ def run(
 @click.option("--batch", type=int, default=3, show_default=True)
 @click.option("--max-len", type=int, default=7, show_default=True)
 @click.option("--network", help="The @network function, when the file has several.")
-def verify(model: str, seed: int, batch: int, max_len: int, network: str | None) -> None:
+@click.option("--search", is_flag=True, help="Compare beam searches: best labels, their lengths and scores.")
+def verify(model: str, seed: int, batch: int, max_len: int, network: str | None, search: bool) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
     _quiet_tf()
     from netc_runtime.verify import TOLERANCE
@@ -315,9 +324,12 @@ def verify(model: str, seed: int, batch: int, max_len: int, network: str | None)
 
     g = _graph(model, network)
     try:
-        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len)
+        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search)
     except CompileError as e:
         _fail(e)
+    except ValueError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
     ok = True
     for c in comps:

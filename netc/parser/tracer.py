@@ -23,7 +23,19 @@ from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
 
 # names `from netc import ...` may bring in that are not ops
-DSL_SYMBOLS = {"Dim", "batch", "Tensor", "Labels", "network", "Module", "unstack", "stack", "mark_as_loss", "end"}
+DSL_SYMBOLS = {
+    "Dim",
+    "batch",
+    "Tensor",
+    "Labels",
+    "network",
+    "Module",
+    "unstack",
+    "stack",
+    "mark_as_loss",
+    "end",
+    "choice",
+}
 BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list"}
 _BINOPS = {
     cst.Add: ("add", lambda a, b: a + b),
@@ -71,6 +83,7 @@ class Tracer:
         self.root = self.block
         self.params: list[ParamDef] = []
         self.losses: list[Output] = []
+        self.inputs: list[Input] = []  # the network's inputs (a `choice` target must be one)
         self.namer = Namer()
         self.call_path: list[tuple[int, int]] = []
         self.scope: list[str] = []  # module path prefix for parameters
@@ -224,7 +237,7 @@ class Tracer:
 
     def trace_network(self, fn: cst.FunctionDef) -> Graph:
         env: dict[str, Any] = {}
-        inputs: list[Input] = []
+        inputs: list[Input] = self.inputs
         for p in fn.params.params:
             name = p.name.value
             if p.annotation is None:
@@ -672,6 +685,8 @@ class Tracer:
             return self.loops.iter_builtin(fn.name, node)
         if isinstance(fn, V.NetcSym) and fn.name == "unstack":
             return self.loops.unstack(node)
+        if isinstance(fn, V.NetcSym) and fn.name == "choice":
+            return self.loops.choice(node)
         args, kwargs = self.call_args(node)
         if isinstance(fn, V.NetcSym):
             return self.call_netc(fn.name, args, kwargs, node)
