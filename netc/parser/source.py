@@ -175,8 +175,9 @@ class _Scanner:
         if kind == tokenize.DEDENT:
             self.elifs.pop()
             return
-        if kind == tokenize.NEWLINE:
+        if kind == tokenize.NEWLINE:  # also after unmatched brackets, which tokenize lets through
             self.chains = [0]
+            self.brackets = []
             self.line_start = True
             return
         if self.line_start:
