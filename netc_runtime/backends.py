@@ -17,10 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from netc.compiler import compile_graph
-from netc.emit_tf.emitter import dim_var, emit_returnn
+from netc.emit_tf.emitter import dim_vars, emit_returnn
 from netc.emit_torch.emitter import emit_torch
+from netc.ir.interface import interface
 from netc.ir.model import Graph
 from netc.ir.uses import values_by_id
+from netc.naming import lens_name
 
 
 @dataclass
@@ -58,7 +60,7 @@ def run_eager(model_path: str, g: Graph, inputs, lens, params) -> Result:
     net = getattr(mod, g.network)
     net.load_returnn_params(params)
     args = {k: torch.as_tensor(v) for k, v in inputs.items()}
-    args.update({f"{d}_lens": torch.as_tensor(v) for d, v in lens.items()})
+    args.update({lens_name(d): torch.as_tensor(v) for d, v in lens.items()})
     outs, out_lens = net.run(**args)
     return Result(
         {k: v.numpy() for k, v in outs.items()},
@@ -84,12 +86,12 @@ def run_torch(g: Graph, inputs, lens, params) -> Result:
     model.load_returnn_params(params)
     model.eval()
     args = {k: torch.as_tensor(v) for k, v in inputs.items()}
-    args.update({f"{d}_lens": torch.as_tensor(v, dtype=torch.int64) for d, v in lens.items()})
+    args.update({lens_name(d): torch.as_tensor(v, dtype=torch.int64) for d, v in lens.items()})
     with torch.no_grad():
         outs = model(**args)
     dims = dict(model.output_dims)
     dims.update({name: [] for name in model.losses})
-    made = {k[: -len("_lens")]: v.numpy() for k, v in outs.items() if k not in dims}  # dims made by loops
+    made = {d: outs[key].numpy() for d, key in interface(g).made_lens.items()}  # dims made by loops
     outputs = {k: v.numpy() for k, v in outs.items() if k in dims}
     return Result(outputs, dims, _input_lens(g, {**lens, **made}, dims))
 
@@ -128,8 +130,10 @@ def run_returnn(
         net = TFNetwork(config=cfg, train_flag=train_flag, eval_flag=bool(g.losses))  # eval: losses are built
         net.construct_from_dict(cfg.typed_value("network"))
 
+        config_dims = dim_vars(g)
+
         def dim_obj(name: str):
-            return batch_dim if name == "batch" else cfg.typed_value(dim_var(name))
+            return batch_dim if name == "batch" else cfg.typed_value(config_dims[name])
 
         fetch = {}
         for o in g.outputs:

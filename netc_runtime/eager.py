@@ -19,8 +19,10 @@ import torch
 
 import netc as _netc
 from netc.ir.dims import DimTable
+from netc.ir.interface import interface
 from netc.ir.model import Graph, Value
 from netc.ir.uses import values_by_id
+from netc.naming import lens_name
 from netc.ops import REGISTRY, OpDef
 from netc.ops.align import align_tensor
 
@@ -415,18 +417,17 @@ class Network:
         return {o.name: list(values[o.value].dims) for o in self.graph.outputs}
 
     def input_names(self) -> list[str]:
-        g = self.graph
-        dyn = [d.name for d in g.dims if d.kind == "dynamic" and any(d.name in i.value.dims for i in g.inputs)]
-        return [i.name for i in g.inputs] + [f"{d}_lens" for d in dyn]
+        api = interface(self.graph)
+        return api.inputs + list(api.input_lens.values())
 
     def __call__(self, *args, **kwargs) -> dict[str, torch.Tensor]:
         """Outputs (and losses) by name; for dims made by loops (with `end`), `<dim>_lens` too."""
         out, lens = self.run(*args, **kwargs)
-        inputs = {d for i in self.graph.inputs for d in i.value.dims}
+        made = interface(self.graph).made_lens
         for per_dim in lens.values():
             for d, ls in per_dim.items():
-                if d not in inputs:
-                    out[f"{d}_lens"] = torch.as_tensor(ls, dtype=torch.int64)
+                if d in made:
+                    out[made[d]] = torch.as_tensor(ls, dtype=torch.int64)
         return out
 
     def run(self, *args, **kwargs) -> tuple[dict[str, torch.Tensor], dict[str, dict[str, list[int]]]]:
@@ -451,7 +452,7 @@ class Network:
                     x = torch.as_tensor(bound[inp.name]).narrow(inp.annotated_dims.index("batch"), b, 1)
                     for axis, d in enumerate(inp.annotated_dims):
                         if dt[d].kind == "dynamic":
-                            lengths[d] = int(bound[f"{d}_lens"][b])
+                            lengths[d] = int(bound[lens_name(d)][b])
                             x = x.narrow(axis, 0, lengths[d])
                     x = align_tensor(x, inp.annotated_dims, inp.value.dims)
                     x = x.long() if inp.value.dtype == "int32" else x.float()

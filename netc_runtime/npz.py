@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
 from netc_runtime.backends import run_backend
 from netc_runtime.verify import random_params
@@ -39,7 +40,7 @@ def run_npz(
         if key not in data.files:
             raise KeyError(f"{inputs_path} has no {key!r}")
         inputs[inp.name] = data[key]
-    dyn = [d.name for d in g.dims if d.kind == "dynamic" and any(d.name in i.value.dims for i in g.inputs)]
+    dyn = input_dyn_dims(g)
     for d in dyn:
         key = f"len:{d}"
         if key not in data.files:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
 from netc_runtime.backends import BACKENDS, Result, run_backend
 
@@ -15,7 +16,7 @@ TOLERANCE = 1e-4
 def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Unequal lengths per dynamic input dim; the first sequence is the longest."""
     lens = {}
-    dyn = [d.name for d in g.dims if d.kind == "dynamic" and any(d.name in i.value.dims for i in g.inputs)]
+    dyn = input_dyn_dims(g)
     for k, d in enumerate(dyn):
         top = max_len + k
         ls = [top] + sorted(rng.integers(1, top, size=batch - 1).tolist(), reverse=True)

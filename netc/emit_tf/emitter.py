@@ -15,11 +15,10 @@ from pathlib import Path
 
 import jinja2
 
-from netc.errors import CompileError
+from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, Node, Op, Value
-from netc.naming import Namespace
+from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
-from netc.ops.base import Code
 from netc.passes.returnn_names import UNIT_RESERVED as _UNIT_RESERVED
 
 _TEMPLATES = jinja2.Environment(
@@ -31,14 +30,33 @@ _TEMPLATES = jinja2.Environment(
 UNBOUNDED_MAX_STEPS = 1000
 
 
-def dim_var(name: str) -> str:
-    s = name.replace("*", "x").replace("/", "_div_").replace("+", "_plus_")
-    return "dim_" + re.sub(r"\W", "_", s)
+# RETURNN layer names: `data`, `base` and `prev` start references, `output`/`end` are special
+# in a unit; a name must also be a valid TensorFlow root scope (ASCII, starting with a letter)
+RESERVED_LAYERS = {"data", "base", "prev", "output", "end"}
+_LAYER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_CONFIG_NAMES = {"Dim", "batch_dim", "extern_data", "network", "reverse_in_length"}
 
 
-def dim_code(name: str) -> Code:
-    """The config's Python expression for a dim: its variable, or RETURNN's `batch_dim`."""
-    return Code("batch_dim") if name == "batch" else Code(dim_var(name))
+def dim_vars(g: Graph) -> dict[str, str]:
+    """The config's variable for each dim (`dim_2xhidden`); `batch` is RETURNN's `batch_dim`."""
+    ns = Namespace(_CONFIG_NAMES)
+    out = {"batch": "batch_dim"}
+    for d in g.dims:
+        if d.kind != "batch":
+            out[d.name] = ns.fresh("dim_" + d.name.replace("*", "x").replace("/", "_div_").replace("+", "_plus_"))
+    return out
+
+
+def check_layer_name(name: str, what: str, span: Span | None) -> None:
+    """Outputs, losses and inputs keep the user's name in RETURNN: it must be a usable layer name."""
+    if name in RESERVED_LAYERS - {"output"}:
+        raise CompileError(span, f"RETURNN target: {what} `{name}` is a name RETURNN reserves; rename it")
+    if not _LAYER_NAME.fullmatch(name):
+        raise CompileError(
+            span,
+            f"RETURNN target: {what} {py_str(name)} is not a valid RETURNN name "
+            "(ASCII letters, digits and `_`, starting with a letter); rename it",
+        )
 
 
 class _OpCtx:
@@ -54,7 +72,7 @@ class _OpCtx:
         return self.em.values[self.op.args[i]].dims
 
     def dim(self, name: str) -> Code:
-        return dim_code(name)
+        return self.em.dim_code(name)
 
     def is_dynamic(self, name: str) -> bool:
         return self.em.g.dim(name).kind == "dynamic"
@@ -63,7 +81,7 @@ class _OpCtx:
 class _Block:
     def __init__(self, reserved: set[str], in_unit: bool = False):
         self.in_unit = in_unit
-        self.ns = Namespace(reserved, python=False)
+        self.ns = Namespace(reserved, python=False, letter_first=True)
         self.layers: dict[str, dict] = {}
         self.refs: dict[int, str] = {}
         self.layer_of: dict[int, str] = {}  # value id -> its own layer in this block (not a `base:`/`prev:` ref)
@@ -76,10 +94,19 @@ class ReturnnEmitter:
         self.uses_reverse = False
         # module path -> TF variable scope (the variable name without its role)
         self.param_scope = {p.path: p.name.rsplit("/", 1)[0] for p in g.params}
+        self.dim_vars = dim_vars(g)
+
+    def dim_code(self, name: str) -> Code:
+        """The config's Python expression for a dim: its variable, or RETURNN's `batch_dim`."""
+        return Code(self.dim_vars[name])
 
     def render(self) -> str:
         g = self.g
-        root = _Block({"data", *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)})
+        for inp in g.inputs:
+            check_layer_name(inp.name, "input", inp.span)
+        for o in [*g.outputs, *g.losses]:
+            check_layer_name(o.name, "output" if o in g.outputs else "loss", o.span)
+        root = _Block({*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)})
         for inp in g.inputs:
             root.refs[inp.value.id] = f"data:{inp.name}"
             self.values[inp.value.id] = inp.value
@@ -90,18 +117,20 @@ class ReturnnEmitter:
             root.layers[loss.name] = {"class": "copy", "from": root.refs[loss.value], "loss": "as_is"}
         extern = {}
         for inp in g.inputs:
-            entry: dict = {"dim_tags": [dim_code(d) for d in inp.annotated_dims]}  # Labels: without the class dim
+            entry: dict = {"dim_tags": [self.dim_code(d) for d in inp.annotated_dims]}  # Labels: no class dim
             if inp.value.sparse_dim:
-                entry["sparse_dim"] = dim_code(inp.value.sparse_dim)
+                entry["sparse_dim"] = self.dim_code(inp.value.sparse_dim)
                 entry["dtype"] = "int32"
+            # every input feeds the network (RETURNN would hold back a key named `classes` as a target)
+            entry["available_for_inference"] = True
             extern[inp.name] = entry
-        dims = [(dim_var(d.name), d.name, d.size) for d in g.dims if d.kind != "batch"]
+        dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in g.dims if d.kind != "batch"]
         return _TEMPLATES.get_template("config.py.j2").render(
-            source=os.path.basename(g.source_file),
-            network=g.network,
+            source=plain_text(os.path.basename(g.source_file)),
+            network=plain_text(g.network),
             dims=dims,
-            extern_data=pyrepr(extern, 0),
-            net=pyrepr(root.layers, 0, nest=("unit",)),
+            extern_data=py_literal(extern, 0),
+            net=py_literal(root.layers, 0),
             reverse_helper=self.uses_reverse,
         )
 
@@ -142,7 +171,7 @@ class ReturnnEmitter:
         rec = n.name  # chosen by the returnn_names pass (parameter names depend on it); reserved
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
         unit = _Block(_UNIT_RESERVED | set(_loop_names(n.body)), in_unit=True)
-        axis = dim_code(n.axis)
+        axis = self.dim_code(n.axis)
         for s in n.seqs:
             self.values[s.inner.id] = s.inner
             src = outer.refs[s.outer]
@@ -259,7 +288,7 @@ class ReturnnEmitter:
             "class": "eval",
             "from": src,
             "eval": Code("reverse_in_length"),
-            "eval_locals": {"axis_dim": dim_code(axis)},
+            "eval_locals": {"axis_dim": self.dim_code(axis)},
         }
         return name
 
@@ -267,9 +296,9 @@ class ReturnnEmitter:
         """Each sequence's last frame of a rec layer's output (`rec_last_output` cannot live in a unit)."""
         name = outer.ns.fresh(out.name or f"{rec}_last")
         length, pos = outer.ns.fresh(f"{name}_len"), outer.ns.fresh(f"{name}_pos")
-        outer.layers[length] = {"class": "length", "from": rec, "axis": dim_code(axis)}
+        outer.layers[length] = {"class": "length", "from": rec, "axis": self.dim_code(axis)}
         outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
-        outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": dim_code(axis)}
+        outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": self.dim_code(axis)}
         return name
 
 
@@ -279,23 +308,6 @@ def _loop_names(nodes: list[Node]) -> list[str]:
 
 def _base(ref: str) -> str:
     return f"base:{ref}"
-
-
-def pyrepr(v, indent: int, nest: tuple[str, ...] = ()) -> str:
-    """Python source for a config value; dicts of layers one per line, units nested."""
-    pad = "    " * indent
-    if isinstance(v, Code):
-        return str(v)
-    if isinstance(v, dict) and (indent == 0 or any(isinstance(x, dict) for x in v.values())):
-        items = [f"{pad}    {k!r}: {pyrepr(x, indent + 1, nest)}," for k, x in v.items()]
-        return "{\n" + "\n".join(items) + f"\n{pad}}}"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k!r}: {pyrepr(x, indent, nest)}" for k, x in v.items()) + "}"
-    if isinstance(v, list):
-        return "[" + ", ".join(pyrepr(x, indent, nest) for x in v) + "]"
-    if isinstance(v, tuple):
-        return "(" + ", ".join(pyrepr(x, indent, nest) for x in v) + ("," if len(v) == 1 else "") + ")"
-    return repr(v)
 
 
 def emit_returnn(g: Graph) -> str:

@@ -9,13 +9,13 @@ carried value after the loop is each sequence's last valid step.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import jinja2
 
-from netc.ir.model import Graph, Loop, Node, Op, Value
-from netc.naming import Namespace
+from netc.ir.interface import interface
+from netc.ir.model import Graph, Loop, Node, Op, ParamDef, Value
+from netc.naming import PYTHON_RESERVED, Namespace, identifier, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.align import align_code
 
@@ -24,38 +24,32 @@ _TEMPLATES = jinja2.Environment(
     keep_trailing_newline=True,
     undefined=jinja2.StrictUndefined,
 )
-_TORCH_DTYPE = {"float32": "torch.float32", "int32": "torch.long", "bool": "torch.bool"}
-_NN_MODULE_ATTRS = {
-    "training",
-    "forward",
-    "apply",
-    "to",
-    "cuda",
-    "cpu",
-    "eval",
-    "train",
-    "float",
-    "double",
-    "half",
-    "type",
-    "state_dict",
-    "parameters",
-    "buffers",
-    "children",
-    "modules",
-    "zero_grad",
-    "register_buffer",
-    "load_returnn_params",
-    "reset_parameters",
-    "output_dims",
-    "returnn_param_names",
-    "input_names",
-}
+_TORCH_DTYPE = {"int32": "torch.long", "bool": "torch.bool"}  # float32 is the module's float dtype
+# public members of torch 2.13's nn.Module (instances included) and the generated class's own:
+# a parameter or container attribute must not shadow any (tests/test_names.py keeps this current)
+NN_MODULE_MEMBERS = frozenset(
+    """T_destination add_module apply bfloat16 buffers call_super_init children compile cpu cuda
+    double dump_patches eval extra_repr float forward get_buffer get_extra_state get_parameter
+    get_submodule half ipu load_state_dict modules mtia named_buffers named_children named_modules
+    named_parameters parameters register_backward_hook register_buffer register_forward_hook
+    register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook
+    register_load_state_dict_post_hook register_load_state_dict_pre_hook register_module
+    register_parameter register_state_dict_post_hook register_state_dict_pre_hook requires_grad_
+    set_extra_state set_submodule share_memory state_dict to to_empty train training type xpu
+    zero_grad""".split()
+)
+GENERATED_MEMBERS = frozenset(
+    {"input_dims", "output_dims", "losses", "returnn_param_names", "load_returnn_params", "reset_parameters"}
+    | {"forward", "_forward"}
+)
+# names the module's code uses besides its own: an input named like one of these cannot be a
+# parameter of the function holding the body (it would shadow it), see `TorchEmitter.signature`
+_BODY_GLOBALS = PYTHON_RESERVED | {"torch", "nn", "self"}
 
 
 def class_name(network: str) -> str:
-    name = "".join(part.capitalize() for part in re.split(r"_+", network) if part) or "Network"
-    return name if name != "Model" else "Network"
+    """`greedy_decoder` → `GreedyDecoder`."""
+    return "".join(part[:1].upper() + part[1:] for part in identifier(network).split("_") if part) or "Network"
 
 
 class _OpCtx:
@@ -94,26 +88,45 @@ class _OpCtx:
         return self.em.lens_var[dim]
 
     def lens(self, dim: str, dims: tuple[str, ...]) -> str:
-        return align_code(f"{self.em.lens_var[dim]}.to(torch.float32)", ("batch",), dims)
+        return align_code(f"{self.em.lens_var[dim]}.to({self.em.dtype()})", ("batch",), dims)
 
     def param(self, role: str) -> str:
         return f"self.{self.em.param_attr[(self.op.param, role)]}"
+
+    @property
+    def float_dtype(self) -> str:
+        return self.em.dtype()
+
+    @property
+    def device(self) -> str:
+        return self.em.device()
 
 
 class TorchEmitter:
     def __init__(self, g: Graph):
         self.g = g
-        self.ns = Namespace({"torch", "nn", "self", "_seq_mask"})
+        self.api = interface(g)
+        public = [*self.api.inputs, *self.api.input_lens.values()]
+        # module-level names never clash with the inputs: forward's parameters would shadow them
+        module_ns = Namespace({"torch", "nn", *public})
+        self.mask_fn = module_ns.fresh("_seq_mask")
+        self.cls = module_ns.fresh(class_name(g.network))
+        self.alias = module_ns.fresh("Model")
+        self.direct = all(n == identifier(n) and n not in _BODY_GLOBALS for n in public)
+        self.ns = Namespace({"torch", "nn", "self", self.mask_fn, self.cls, self.alias})
+        if self.direct:  # the body runs in `forward` itself, under the inputs' own names
+            for n in public:
+                self.ns.reserve(n)
         self.values: dict[int, Value] = {}
         self.var: dict[int, str] = {}
         self.lines: list[str] = []
         self.indent = 2
         self.lens_var: dict[str, str] = {}
-        self.size_var: dict[str, str] = {"batch": "B"}
-        self.ns.used.add("B")
-        self.param_attr = {(p.path, p.role): _param_attr(f"{p.path}/{p.role}") for p in g.params}
-        self.input_masks: dict[str, str | None] = {}  # input dyn dim -> its mask variable, once used
-        self.mask_at = 0  # where mask variables are inserted
+        self.size_var: dict[str, str] = {}
+        self.param_attr = param_attrs(g.params)
+        self.prelude: dict[str, str] = {}  # key -> variable defined once at the top of forward
+        self.prelude_at = 0  # where those definitions are inserted
+        self.float_input: str | None = None
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -126,9 +139,32 @@ class TorchEmitter:
         self.var[v.id] = name
         return name
 
-    def alias(self, v: Value, of: int) -> None:
+    def alias_value(self, v: Value, of: int) -> None:
         self.values[v.id] = v
         self.var[v.id] = self.var[of]
+
+    def once(self, key: str, hint: str, expr: str) -> str:
+        """A variable computed once at the top of forward (on first use), e.g. a mask."""
+        if key not in self.prelude:
+            name = self.prelude[key] = self.ns.fresh(hint)
+            self.lines.insert(self.prelude_at, "    " * 2 + f"{name} = {expr}")
+            self.prelude_at += 1
+        return self.prelude[key]
+
+    def device(self) -> str:
+        """Every tensor forward creates lives on the inputs' device."""
+        return self.once("device", "device", f"{self.var[self.g.inputs[0].value.id]}.device")
+
+    def dtype(self) -> str:
+        """The float dtype of the computation: the float inputs', else the parameters'."""
+        if self.float_input is not None:
+            src = f"{self.float_input}.dtype"
+        elif self.g.params:
+            p = self.g.params[0]
+            src = f"self.{self.param_attr[(p.path, p.role)]}.dtype"
+        else:
+            src = "torch.get_default_dtype()"
+        return self.once("dtype", "dtype", src)
 
     def size(self, dim: str) -> str:
         d = self.g.dim(dim)
@@ -139,29 +175,22 @@ class TorchEmitter:
 
     def mask(self, dim: str, dims: tuple[str, ...]) -> str:
         """The valid-frames mask of `dim`, aligned to `dims`. Masks of input dims are computed once,
-        at the top of forward (inserted there on first use), not again in every loop step."""
-        if dim in self.input_masks:
-            name = self.input_masks[dim]
-            if name is None:
-                name = self.input_masks[dim] = self.ns.fresh(f"{dim}_mask")
-                line = f"{name} = _seq_mask({self.lens_var[dim]}, {self.size_var[dim]})  # [batch, {dim}]"
-                self.lines.insert(self.mask_at, "    " * 2 + line)
-                self.mask_at += 1
-        else:
-            name = f"_seq_mask({self.lens_var[dim]}, {self.size_var[dim]})"
-        return align_code(name, ("batch", dim), dims)
+        at the top of forward, not again in every loop step."""
+        call = f"{self.mask_fn}({self.lens_var[dim]}, {self.size_var[dim]})"
+        if dim in self.api.input_lens:
+            call = self.once(f"mask:{dim}", f"{dim}_mask", f"{call}  # [batch, {plain_text(dim)}]")
+        return align_code(call, ("batch", dim), dims)
 
     # --- the module --------------------------------------------------------------------
 
     def render(self) -> str:
         g = self.g
-        args = []
-        for inp in g.inputs:
-            args.append(self.define(inp.value, inp.name))
-        dyn_dims = [d.name for d in g.dims if d.kind == "dynamic" and any(d.name in i.value.dims for i in g.inputs)]
-        for d in dyn_dims:
-            self.lens_var[d] = self.ns.fresh(f"{d}_lens")
-            args.append(self.lens_var[d])
+        for inp in g.inputs:  # in `forward` the input's own name (reserved above), else a fresh one
+            self.values[inp.value.id] = inp.value
+            self.var[inp.value.id] = inp.name if self.direct else self.ns.fresh(inp.name)
+        for d, arg in self.api.input_lens.items():
+            self.lens_var[d] = arg if self.direct else self.ns.fresh(arg)
+        params = [self.var[i.value.id] for i in g.inputs] + list(self.lens_var.values())
         for inp in g.inputs:
             x = self.var[inp.value.id]
             perm = [inp.annotated_dims.index(d) for d in inp.value.dims]
@@ -169,20 +198,19 @@ class TorchEmitter:
                 self.emit(f"{x} = {x}.permute({', '.join(map(str, perm))})  # to canonical dim order")
             if inp.value.dtype == "int32":
                 self.emit(f"{x} = {x}.long()")
-        first = self.var[g.inputs[0].value.id]
-        self.emit(f"B = {first}.shape[0]")
-        for d in dyn_dims:
+            elif self.float_input is None:
+                self.float_input = x
+        first = g.inputs[0]
+        self.size_var["batch"] = self.ns.fresh("B")
+        self.emit(f"{self.size_var['batch']} = {self.var[first.value.id]}.shape[{first.value.dims.index('batch')}]")
+        for d in self.api.input_lens:
             src = next(i for i in g.inputs if d in i.value.dims)
             self.size_var[d] = self.ns.fresh(f"{d}_size")
             self.emit(f"{self.size_var[d]} = {self.var[src.value.id]}.shape[{src.value.dims.index(d)}]")
-        self.input_masks = dict.fromkeys(dyn_dims)
-        self.mask_at = len(self.lines)
+        self.prelude_at = len(self.lines)
         self.block(g.body)
         results = [(o.name, self.var[o.value]) for o in g.outputs]
-        made = [
-            d for d in self.lens_var if d not in dyn_dims and any(d in self.values[o.value].dims for o in g.outputs)
-        ]
-        results += [(f"{d}_lens", self.lens_var[d]) for d in made]
+        results += [(key, self.lens_var[d]) for d, key in self.api.made_lens.items()]
         for loss in g.losses:
             v = self.values[loss.value]
             x = self.var[loss.value]
@@ -190,22 +218,27 @@ class TorchEmitter:
                 if g.dim(d).kind == "dynamic":
                     x = f"{x}.masked_fill(~{self.mask(d, v.dims)}, 0.0)"
             var = self.ns.fresh(f"{loss.name}_loss")
-            self.emit(f"{var} = {x}.sum()  # loss {loss.name!r}: summed over valid frames")
+            self.emit(f"{var} = {x}.sum()  # loss {py_str(loss.name)}: summed over valid frames")
             results.append((loss.name, var))
-        outs = ", ".join(f'"{name}": {var}' for name, var in results)
-        self.emit(f"return {{{outs}}}")
+        self.emit("return {" + ", ".join(f"{py_str(name)}: {var}" for name, var in results) + "}")
         out_values = {o.name: self.values[o.value] for o in g.outputs}
+        public = [*self.api.inputs, *self.api.input_lens.values()]
         return _TEMPLATES.get_template("module.py.j2").render(
-            source=os.path.basename(g.source_file),
-            network=g.network,
-            cls=class_name(g.network),
-            args=", ".join(args),
-            inputs=[(i.name, list(i.annotated_dims)) for i in g.inputs],
-            lens_args=[self.lens_var[d] for d in dyn_dims],
-            output_dims={name: list(v.dims) for name, v in out_values.items()},
-            losses=[loss.name for loss in g.losses],
-            containers=_containers(self.param_attr.values()),
-            params=[(self.param_attr[(p.path, p.role)], self.shape(p.dims), p.name, p.init) for p in g.params],
+            source=plain_text(os.path.basename(g.source_file)),
+            network=plain_text(g.network),
+            cls=self.cls,
+            alias=self.alias,
+            mask_fn=self.mask_fn,
+            public=", ".join(public),
+            receiver="self" if "self" not in public else Namespace(public).fresh("self"),
+            direct=self.direct,
+            params=", ".join(params),
+            input_dims=py_literal([[i.name, list(i.annotated_dims)] for i in g.inputs]),
+            output_dims=py_literal({name: list(v.dims) for name, v in out_values.items()}),
+            losses=py_literal([loss.name for loss in g.losses]),
+            returnn_param_names=[(py_str(p.name), py_str(self.param_attr[(p.path, p.role)])) for p in g.params],
+            containers=containers(self.param_attr.values()),
+            param_defs=[(self.param_attr[(p.path, p.role)], self.shape(p.dims), p.init) for p in g.params],
             body="\n".join(self.lines),
         )
 
@@ -228,16 +261,16 @@ class TorchEmitter:
     def loop(self, n: Loop) -> None:
         axis = n.axis
         if n.end is not None:
-            self.emit(f"# loop until each sequence ends, new dim {axis} (line {n.span.line})")
+            self.emit(f"# loop until each sequence ends, new dim {plain_text(axis)} (line {n.span.line})")
         else:
-            self.emit(f"# loop over {axis}{', backwards' if n.reverse else ''} (line {n.span.line})")
+            self.emit(f"# loop over {plain_text(axis)}{', backwards' if n.reverse else ''} (line {n.span.line})")
         for inv in n.invariants:
-            self.alias(inv.inner, inv.outer)
+            self.alias_value(inv.inner, inv.outer)
         for c in n.carries:
             name = self.define(c.inner)
             self.emit(f"{name} = {self.var[c.init]}")
             if c.out is not None:
-                self.alias(c.out, c.inner.id)
+                self.alias_value(c.out, c.inner.id)
         stack_lists = {}
         for s in n.stacks:
             stack_lists[s.out.id] = self.ns.fresh(f"{s.name}_steps")
@@ -246,8 +279,8 @@ class TorchEmitter:
         for ll in n.lasts:
             v = ll.out
             last_vars[v.id] = self.define(v)
-            dtype = "" if v.dtype == "float32" else f", dtype={_TORCH_DTYPE[v.dtype]}"
-            self.emit(f"{last_vars[v.id]} = torch.zeros({self.shape(v.dims)}{dtype})")
+            dtype = _TORCH_DTYPE.get(v.dtype) or self.dtype()
+            self.emit(f"{last_vars[v.id]} = torch.zeros({self.shape(v.dims)}, dtype={dtype}, device={self.device()})")
         step = self.ns.fresh("t")
         valid = self.ns.fresh("valid")
         if n.end is not None:
@@ -294,8 +327,12 @@ class TorchEmitter:
         """`while` until every sequence has ended (or reached its step limit)."""
         ended = self.ns.fresh("ended")
         lens = self.lens_var[n.axis] = self.ns.fresh(f"{n.axis}_lens")
-        self.emit(f"{ended} = torch.zeros(B, dtype=torch.bool)")
-        self.emit(f"{lens} = torch.zeros(B, dtype=torch.long)  # steps each sequence ran: its length of {n.axis}")
+        batch, device = self.size_var["batch"], self.device()
+        self.emit(f"{ended} = torch.zeros({batch}, dtype=torch.bool, device={device})")
+        self.emit(
+            f"{lens} = torch.zeros({batch}, dtype=torch.long, device={device})"
+            f"  # steps each sequence ran: its length of {plain_text(n.axis)}"
+        )
         self.emit(f"{step} = 0")
         self.emit("while True:")
         self.indent += 1
@@ -315,12 +352,27 @@ class TorchEmitter:
         self.emit(f"{step} += 1")
 
 
-def _param_attr(name: str) -> str:
-    parts = [p if p not in _NN_MODULE_ATTRS else f"{p}_" for p in name.split("/")]
-    return ".".join(parts)
+def param_attrs(params: list[ParamDef]) -> dict[tuple[str, str], str]:
+    """(module path, role) → attribute path on the module (`cell.ff_linear.W`): the module path's
+    segments, renamed where one would shadow a member of nn.Module or of the generated class, or
+    where a parameter and a sub-module of one container would share a name."""
+    spaces: dict[str, Namespace] = {}  # container attribute path -> names taken in it
+    chosen: dict[tuple[str, str, bool], str] = {}  # (container, segment, is a parameter) -> attribute
+    out = {}
+    for p in params:
+        parts = [*p.path.split("/"), p.role]
+        attr = ""
+        for i, seg in enumerate(parts):
+            key = (attr, seg, i == len(parts) - 1)
+            if key not in chosen:
+                ns = spaces.setdefault(attr, Namespace(NN_MODULE_MEMBERS | GENERATED_MEMBERS, python=False))
+                chosen[key] = ns.fresh(seg)
+            attr = f"{attr}.{chosen[key]}" if attr else chosen[key]
+        out[(p.path, p.role)] = attr
+    return out
 
 
-def _containers(attrs) -> list[str]:
+def containers(attrs) -> list[str]:
     """Every intermediate `nn.Module` a parameter path needs, parents first."""
     out: list[str] = []
     for a in attrs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from netc.ir.model import DimDef
 from netc.limits import MAX_INT
+from netc.naming import lens_name
 
 _GROUP = {"batch": 0, "dynamic": 1, "static": 2}
 
@@ -31,9 +32,28 @@ class DimTable:
             if old.size != size:
                 raise DimError(f"dim `{name}` declared again with another size ({old.size} vs {size})")
             return old
+        if kind == "dynamic":
+            clash = self.lens_clash(name)
+            if clash is not None:
+                raise DimError(
+                    f"dims `{clash}` and `{name}` would both pass their lengths as `{lens_name(name)}`; rename one"
+                )
         d = DimDef(name=name, kind=kind, size=size)
         self.dims[name] = d
         return d
+
+    def lens_clash(self, name: str) -> str | None:
+        """Another dynamic dim whose lengths go by the same name `<dim>_lens` as `name`'s."""
+        key = lens_name(name)
+        return next((d.name for d in self.dims.values() if d.kind == "dynamic" and lens_name(d.name) == key), None)
+
+    def fresh_dynamic(self, base: str) -> DimDef:
+        """A new dynamic dim named `base` (or `base_2`, ...) for a loop that makes its own axis."""
+        name, k = base, 1
+        while name in self.dims or self.lens_clash(name) is not None:
+            k += 1
+            name = f"{base}_{k}"
+        return self.declare(name, None)
 
     def scaled(self, base: str, factor: int) -> DimDef:
         """`factor * base`: a static dim named `4*hidden`."""
@@ -67,6 +87,10 @@ class DimTable:
     def _derived(self, name: str, size: int) -> DimDef:
         old = self.dims.get(name)
         if old is not None:
+            if old.size != size:  # e.g. a model's own `Dim("2*hidden", 5)` against `2 * hidden`
+                raise DimError(
+                    f"this makes dim `{name}` of size {size}, but the model declares `{name}` of size {old.size}"
+                )
             return old
         if size > MAX_INT:
             raise DimError(f"dim `{name}` would have {size} entries, more than int64 holds")

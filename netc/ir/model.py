@@ -120,6 +120,7 @@ class Input(BaseModel):
     name: str
     value: Value
     annotated_dims: tuple[str, ...]  # the user's order, as fed by callers
+    span: Span | None = None
 
 
 class ParamDef(BaseModel):
@@ -139,6 +140,7 @@ class ParamDef(BaseModel):
 class Output(BaseModel):
     name: str
     value: int
+    span: Span | None = None  # the `return` or `mark_as_loss` that names it
 
 
 class Graph(BaseModel):

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from netc.ir.dims import DimTable
 from netc.ir.model import Op, Value
+from netc.naming import Code
 
 
 @dataclass(frozen=True)
@@ -21,10 +22,6 @@ class OutType:
     dims: tuple[str, ...]
     dtype: str = "float32"
     sparse_dim: str | None = None
-
-
-class Code(str):
-    """A Python expression to be emitted as-is in a config (e.g. a Dim variable)."""
 
 
 class ReturnnCtx(Protocol):
@@ -36,6 +33,8 @@ class ReturnnCtx(Protocol):
 
 class TorchCtx(Protocol):
     training: str  # code for "is the module training" (`self.training`)
+    float_dtype: str  # code for the float dtype of the computation (float32 in the IR)
+    device: str  # code for the device every created tensor goes to
 
     def arg(self, i: int) -> str: ...
     def in_dims(self, i: int) -> tuple[str, ...]: ...

@@ -233,7 +233,8 @@ class _Fill(OpDef):
 
     def torch(self, ctx, op):
         shape = ", ".join(ctx.size(d) for d in op.outs[0].dims)
-        return f"torch.full(({shape}{',' if len(op.outs[0].dims) == 1 else ''}), {self._value(op.attrs)!r})"
+        comma = "," if len(op.outs[0].dims) == 1 else ""
+        return f"torch.full(({shape}{comma}), {self._value(op.attrs)!r}, dtype={ctx.float_dtype}, device={ctx.device})"
 
     def eager(self, ctx, args, attrs, outs):
         import torch

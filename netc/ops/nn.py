@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
+from netc.naming import Code
 from netc.ops.align import align_code, align_tensor
-from netc.ops.base import Code, OpDef, OutType, register
+from netc.ops.base import OpDef, OutType, register
 from netc.ops.rules import check_out_dim, union
 
 DTYPES = ("float32", "int32", "bool")
@@ -290,7 +291,10 @@ class Where(OpDef):
         it = iter(range(1, len(op.args)))
         a = repr(op.attrs["a_scalar"]) if "a_scalar" in op.attrs else ctx.aligned(next(it), dims)
         b = repr(op.attrs["b_scalar"]) if "b_scalar" in op.attrs else ctx.aligned(next(it), dims)
-        return f"torch.where({ctx.aligned(0, dims)}, {a}, {b})"
+        expr = f"torch.where({ctx.aligned(0, dims)}, {a}, {b})"
+        if len(op.args) == 1:  # two numbers: torch would make the default dtype
+            expr += f".to({ctx.float_dtype})" if op.outs[0].dtype == "float32" else ".long()"
+        return expr
 
     def eager(self, ctx, args, attrs, outs):
         import torch
@@ -322,6 +326,8 @@ class Cast(OpDef):
         return {"class": "cast", "from": ctx.src(0), "dtype": op.attrs["dtype"]}
 
     def torch(self, ctx, op):
+        if op.attrs["dtype"] == "float32":  # the module's float dtype (float64 after `.double()`)
+            return f"{ctx.arg(0)}.to({ctx.float_dtype})"
         return f"{ctx.arg(0)}.{_TORCH_CAST[op.attrs['dtype']]}()"
 
     def eager(self, ctx, args, attrs, outs):

@@ -313,12 +313,7 @@ class LoopBuilder:
         carried = {c.name for c in loop.carries}
         if loop.end is not None:  # a new dynamic dim: as many frames as each sequence ran steps
             stacked = [n for lst, _, _ in ctx.appends.values() for n, v in env.items() if v is lst]
-            base = f"{stacked[0]}_time" if stacked else "steps"
-            name, k = base, 1
-            while name in t.dims.dims:
-                k += 1
-                name = f"{base}_{k}"
-            loop.axis = t.dims.declare(name, None).name
+            loop.axis = t.dims.fresh_dynamic(f"{stacked[0]}_time" if stacked else "steps").name
         for c in loop.carries:
             nxt = env.get(c.name)
             node = ctx.assigned[c.name]

@@ -15,6 +15,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from netc.errors import CompileError, Span
 from netc.ir.dims import DimError, DimTable
+from netc.ir.interface import check_interface
 from netc.ir.model import Graph, Input, Op, Output, ParamDef, Value
 from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.parser import values as V
@@ -234,6 +235,8 @@ class Tracer:
             name = p.name.value
             if p.annotation is None:
                 raise self.error(p, f"network input `{name}` needs an annotation such as Tensor[batch, time, feat]")
+            if name == "self":  # `model(self=x)` cannot work: nn.Module.__call__ takes `self` itself
+                raise self.error(p, "a network input cannot be named `self`: the model could not be called with it")
             kind, dims = self.input_annotation(p.annotation.annotation)
             canon = self.dims.canonical(dims)
             if kind == "Labels":
@@ -243,7 +246,7 @@ class Tracer:
                 val = self.new_value(canon, "int32", name=name, sparse_dim=sparse)
             else:
                 val = self.new_value(canon, "float32", name=name)
-            inputs.append(Input(name=name, value=val, annotated_dims=tuple(dims)))
+            inputs.append(Input(name=name, value=val, annotated_dims=tuple(dims), span=self.span(p)))
             env[name] = V.TV(val, self.root)
         if (
             fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT)
@@ -259,10 +262,7 @@ class Tracer:
             outputs = self.network_outputs(r.node, r.value)
         finally:
             self.local_stack.pop()
-        for loss in self.losses:
-            if loss.name in {o.name for o in outputs}:
-                raise CompileError(None, f"loss `{loss.name}` has the name of an output", file=self.path)
-        return Graph(
+        g = Graph(
             source_file=self.path,
             network=fn.name.value,
             dims=self.dims.as_list(),
@@ -272,6 +272,8 @@ class Tracer:
             outputs=outputs,
             losses=self.losses,
         )
+        check_interface(g)
+        return g
 
     def input_annotation(self, ann: cst.BaseExpression) -> tuple[str, list[str]]:
         if isinstance(ann, cst.Subscript):
@@ -303,7 +305,7 @@ class Tracer:
             v = self.use(v, node)
             if v.value.name is None:
                 v.value.name = name
-            outs.append(Output(name=name, value=v.value.id))
+            outs.append(Output(name=name, value=v.value.id, span=self.span(node)))
         if not outs:
             raise self.error(node, "the network returns no outputs")
         return outs
@@ -791,7 +793,7 @@ class Tracer:
             )
         if name in {loss.name for loss in self.losses}:
             raise self.error(node, f"loss `{name}` is marked twice")
-        self.losses.append(Output(name=name, value=value.value.id))
+        self.losses.append(Output(name=name, value=value.value.id, span=self.span(node)))
         return None
 
     def declare_dim(self, args, kwargs, node) -> V.DimRef:
@@ -814,7 +816,7 @@ class Tracer:
         bound.apply_defaults()
         attrs = {k: self.attr_value(v, node, opdef.fn_name or opdef.name) for k, v in bound.arguments.items()}
         base = self.stmt_target or opdef.name
-        path = self.namer.module_path("/".join([*self.scope, base]))
+        path = self.namer.module_path(self.scope, base)
         span = self.span(node)
         return V.OpModule(op=opdef.name, attrs=attrs, path=path, call_path=(*self.call_path, span.key()))
 
@@ -826,13 +828,13 @@ class Tracer:
         return self.emit(opdef, [x], dict(mod.attrs), node, param=mod)[0]
 
     def helper_scope(self, fname: str) -> list[str]:
-        return [*self.scope, self.namer.scope_name("/".join(self.scope), fname)]
+        return [*self.scope, self.namer.scope_name(self.scope, fname)]
 
     def construct(self, cls: V.ClassRef, args, kwargs, node: cst.Call) -> V.ModuleInstance:
         if not self._is_module_class(cls):
             raise self.error(node, f"class `{cls.node.name.value}` must derive from netc's Module")
         base = self.stmt_target or cls.node.name.value.lower()
-        inst = V.ModuleInstance(cls=cls, path=self.namer.module_path("/".join([*self.scope, base])))
+        inst = V.ModuleInstance(cls=cls, path=self.namer.module_path(self.scope, base))
         init = cls.method("__init__")
         if init is not None:
             self.inline(init, args, kwargs, node, self_obj=inst, scope=inst.path.split("/"))
