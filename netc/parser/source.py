@@ -151,10 +151,8 @@ class _Scanner:
                 b = self.brackets[-1]
                 raise self.error(b, f"syntax error: `{b.string}` is never closed") from None
             raise CompileError(_at(self.path, line, col), f"syntax error: {msg}") from None
-        except IndentationError as e:
-            raise CompileError(
-                _at(self.path, e.lineno or 1, max((e.offset or 1) - 1, 0)), f"syntax error: {e.msg}"
-            ) from None
+        except IndentationError as e:  # from tokenize, whose offset is 0-based
+            raise CompileError(_at(self.path, e.lineno or 1, e.offset or 0), f"syntax error: {e.msg}") from None
         return Source(self.path, *self.normalised())
 
     def error(self, tok: tokenize.TokenInfo, message: str) -> CompileError:
@@ -170,14 +168,17 @@ class _Scanner:
         if kind == tokenize.INDENT:
             self.elifs.append(0)
             if sum(self.elifs) + len(self.elifs) - 1 > limits.MAX_BLOCK_DEPTH:
-                raise self.error(tok, f"blocks nest more than {limits.MAX_BLOCK_DEPTH} deep (a netc limit)")
+                line, col = tok.end  # the block's first statement
+                raise CompileError(
+                    _at(self.path, line, col),
+                    f"blocks nest more than {limits.MAX_BLOCK_DEPTH} deep (each `elif` counts as one more; a netc limit)",
+                )
             return
         if kind == tokenize.DEDENT:
             self.elifs.pop()
             return
-        if kind == tokenize.NEWLINE:  # also after unmatched brackets, which tokenize lets through
+        if kind == tokenize.NEWLINE:
             self.chains = [0]
-            self.brackets = []
             self.line_start = True
             return
         if self.line_start:
@@ -188,9 +189,10 @@ class _Scanner:
             if len(self.brackets) > limits.MAX_BRACKET_DEPTH:
                 raise self.error(tok, f"brackets nest more than {limits.MAX_BRACKET_DEPTH} deep (a netc limit)")
         elif kind == tokenize.OP and s in _CLOSE:
-            if self.brackets:  # an unmatched bracket is libcst's syntax error to report
-                self.brackets.pop()
-                self.chains.pop()
+            if not self.brackets:
+                raise self.error(tok, f"syntax error: unmatched `{s}`")
+            self.brackets.pop()
+            self.chains.pop()
             self.chains[-1] += 1  # `f(a)(b)`, `x[0][1]`: each bracket nests the one before
         elif kind == tokenize.OP and s == ",":
             self.chains[-1] = 0
@@ -221,7 +223,8 @@ class _Scanner:
             self.elifs[-1] += 1
             if sum(self.elifs) + len(self.elifs) - 1 > limits.MAX_BLOCK_DEPTH:
                 raise self.error(
-                    tok, f"blocks nest more than {limits.MAX_BLOCK_DEPTH} deep (each `elif` counts; a netc limit)"
+                    tok,
+                    f"blocks nest more than {limits.MAX_BLOCK_DEPTH} deep (each `elif` counts as one more; a netc limit)",
                 )
         elif tok.string != "else":
             self.elifs[-1] = 0
