@@ -53,6 +53,24 @@ def _input_lens(g: Graph, lens: dict[str, np.ndarray], dims: dict[str, list[str]
     return {o: {d: np.asarray(lens[d]) for d in ds if kinds[d] == "dynamic"} for o, ds in dims.items()}
 
 
+def valid_mask(dims: list[str], lens: dict[str, np.ndarray], g: Graph, shape) -> np.ndarray:
+    kinds = {d.name: d.kind for d in g.dims}
+    mask = np.ones(shape, dtype=bool)
+    if "batch" not in dims:  # a scalar (a loss): nothing to mask
+        return mask
+    b_ax = dims.index("batch")
+    for ax, d in enumerate(dims):
+        if kinds[d] == "dynamic":
+            idx = np.arange(shape[ax])
+            m = idx[None, :] < np.asarray(lens[d])[:, None]  # [batch, size]
+            view = [1] * len(shape)
+            view[b_ax], view[ax] = shape[b_ax], shape[ax]
+            order = sorted([(b_ax, 0), (ax, 1)])
+            m = m if order[0][1] == 0 else m.T
+            mask = mask & m.reshape(view)
+    return mask
+
+
 def run_eager(model_path: str, g: Graph, inputs, lens, params) -> Result:
     import torch
 
@@ -163,8 +181,12 @@ def run_returnn(
                 net.save_params_to_file(save_checkpoint, session=session)
     os.unlink(path)
     made = {k[len("len:") :]: v for k, v in outs.items() if k.startswith("len:")}
-    outputs = {k: v for k, v in outs.items() if not k.startswith("len:")}
-    return Result(outputs, dims, _input_lens(g, {**lens, **made}, dims))
+    out_lens = _input_lens(g, {**lens, **made}, dims)
+    outputs = {}
+    for k, v in outs.items():  # RETURNN leaves whatever it computed in padded frames: zeros, as elsewhere
+        if not k.startswith("len:"):
+            outputs[k] = np.where(valid_mask(dims[k], out_lens[k], g, v.shape), v, np.zeros((), v.dtype))
+    return Result(outputs, dims, out_lens)
 
 
 BACKENDS = ("eager", "torch", "returnn")

@@ -39,6 +39,7 @@ class _Tag:
     backward: bool
     seq: int  # creation order: outer loops are created before inner ones
     finished: bool = False
+    steps: int = 0  # steps run so far
 
 
 @dataclass
@@ -189,6 +190,7 @@ def _iterate(x: ETensor, axis: str, backward: bool = False):
     run.loops.append(tag)
     try:
         for i in reversed(range(n)) if backward else range(n):
+            tag.steps += 1
             yield x._frame(axis, i)
     finally:
         run.loops.remove(tag)
@@ -204,20 +206,27 @@ def stack_list(items: list) -> ETensor:
     if not items or not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
     run = _run()
-    frames = {i.frames for i in items}
-    dims = {i.dims for i in items}
-    if len(frames) != 1 or len(dims) != 1:
-        raise TypeError("list items come from different loops or have different dims")
-    made_in = items[0].frames
-    if made_in and made_in[-1] not in run.loops:  # made in an iterator loop that has finished
-        axis, backward = made_in[-1].axis, made_in[-1].backward
-    else:  # a `range`/`while` loop, or one over a list: Python gives no hook, ask the compiled graph
-        axis, backward = run.net.stacking_axis(items[0].dims, len(items), run.lengths)
+    if len({i.dims for i in items}) != 1:
+        raise TypeError("list items have different dims")
+    axis, backward = _stacking_loop(items, run)
     if backward:  # appended backwards: stacked in frame order, as the targets do
         items = items[::-1]
     out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
     return ETensor(data, out_dims, run.frames(), items[0].sparse_dim)
+
+
+def _stacking_loop(items: list[ETensor], run: _Run) -> tuple[str, bool]:
+    """The loop a list was appended in: the outermost finished iterator loop its items were made
+    in, if it ran one step per item. Items made before that loop (a state's initial value
+    appended at the first step) or in loops nested in it (a fresh run per step) agree on it."""
+    outermost = {next((t for t in i.frames if t.finished), None) for i in items} - {None}
+    if len(outermost) == 1:
+        tag = outermost.pop()
+        if tag.steps == len(items):
+            return tag.axis, tag.backward
+    # a `range`/`while` loop, or values all made outside the loop: Python gives no hook, ask the graph
+    return run.net.stacking_axis(items[0].dims, len(items), run.lengths)
 
 
 class _Ctx:
@@ -229,8 +238,10 @@ class _Ctx:
         d = _run().net.dims[dim]
         if d.kind == "batch":
             return 1
-        if d.size is None:
-            raise TypeError(f"no size for dynamic dim {dim}")
+        if d.size is None:  # this sequence's own length (one sequence at a time)
+            if dim not in _run().lengths:
+                raise TypeError(f"no length of dim {dim} known here")
+            return _run().lengths[dim]
         return d.size
 
     def param(self, role: str) -> torch.Tensor:
@@ -384,7 +395,8 @@ class Network:
         def walk(nodes) -> None:
             for n in nodes:
                 if isinstance(n, Loop):
-                    fits = n.end is not None or lengths.get(n.axis) == steps
+                    # a dim made by a loop (with `end`) has no input length to compare
+                    fits = n.end is not None or lengths.get(n.axis, steps) == steps
                     if fits and any(tuple(d for d in s.out.dims if d != n.axis) == step_dims for s in n.stacks):
                         found.add((n.axis, n.reverse))
                     walk(n.body)

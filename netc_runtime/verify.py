@@ -8,7 +8,7 @@ import numpy as np
 
 from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
-from netc_runtime.backends import BACKENDS, Result, run_backend
+from netc_runtime.backends import BACKENDS, Result, run_backend, valid_mask
 
 TOLERANCE = 1e-4
 
@@ -42,24 +42,6 @@ def random_inputs(g: Graph, lens: dict[str, np.ndarray], rng: np.random.Generato
             x = np.where(valid, x, np.float32(3.0) + rng.standard_normal(shape).astype(np.float32))
         out[inp.name] = x
     return out
-
-
-def valid_mask(dims: list[str], lens: dict[str, np.ndarray], g: Graph, shape) -> np.ndarray:
-    kinds = {d.name: d.kind for d in g.dims}
-    mask = np.ones(shape, dtype=bool)
-    if "batch" not in dims:  # a scalar (a loss): nothing to mask
-        return mask
-    b_ax = dims.index("batch")
-    for ax, d in enumerate(dims):
-        if kinds[d] == "dynamic":
-            idx = np.arange(shape[ax])
-            m = idx[None, :] < np.asarray(lens[d])[:, None]  # [batch, size]
-            view = [1] * len(shape)
-            view[b_ax], view[ax] = shape[b_ax], shape[ax]
-            order = sorted([(b_ax, 0), (ax, 1)])
-            m = m if order[0][1] == 0 else m.T
-            mask = mask & m.reshape(view)
-    return mask
 
 
 def random_params(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -50,7 +50,7 @@ def test_returnn_variables_are_the_model_params():
 
 
 HEADER = """\
-from netc import Dim, Linear, Lstm, Tensor, batch, network
+from netc import Dim, Linear, Lstm, Tensor, batch, expand, network
 time = Dim("time")
 frames = Dim("frames")
 feat = Dim("feat", 4)
@@ -62,7 +62,7 @@ hidden = Dim("hidden", 3)
 @pytest.mark.parametrize(
     "name,body,message",
     [
-        ("two_dynamic", ["both = x + y", "return Lstm(hidden)(both)"], "exactly one dynamic dim"),
+        ("two_dynamic", ["both = x + expand(y, time)", "return Lstm(hidden)(both)"], "exactly one dynamic dim"),
         (
             "no_dynamic",  # a frame inside a loop has no dynamic dim left
             ["out = []", "for x_t in x:", "    out.append(Lstm(hidden)(x_t))", "return {'output': out}"],

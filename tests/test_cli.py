@@ -131,6 +131,28 @@ def test_run_npz_all_backends_agree(tmp_path, netc):
     np.testing.assert_allclose(ref["out:last"][2], ref["out:output"][2, 1], atol=1e-6)
 
 
+def test_run_writes_zeros_in_padded_frames_on_every_backend(tmp_path, netc):
+    """Outputs computed frame by frame (not stacked by a loop) carry the inputs' padding
+    garbage in RETURNN and torch: every backend writes zeros there."""
+    model = tmp_path / "per_frame.py"
+    model.write_text(
+        "from netc import Dim, Linear, Tensor, batch, network, tanh\n"
+        'time = Dim("time")\nfeat = Dim("feat", 40)\nhidden = Dim("hidden", 3)\n'
+        "@network\ndef f(x: Tensor[batch, time, feat]):\n"
+        '    return {"output": tanh(Linear(hidden)(x)), "raw": x, "big": x > 0.0}\n'
+    )
+    rng = np.random.default_rng(0)
+    _inputs(tmp_path / "in.npz", rng)
+    for backend in ("eager", "torch", "returnn"):
+        out = tmp_path / f"{backend}.npz"
+        netc("run", model, "--backend", backend, "--inputs", tmp_path / "in.npz", "-o", out, check=True)
+        o = np.load(out)
+        for name in ("output", "raw", "big"):
+            for b, n in enumerate([5, 3, 2]):
+                assert not o[f"out:{name}"][b, n:].any(), (backend, name, b)
+            assert o[f"out:{name}"][:, :2].any()
+
+
 def test_run_params_override_by_name(tmp_path, netc):
     rng = np.random.default_rng(1)
     _inputs(tmp_path / "in.npz", rng)

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 HEADER = """\
-from netc import Dim, Linear, Tensor, batch, network, tanh, zeros, split, concat, reduce_sum, softmax, unstack, end
+from netc import Dim, Linear, Tensor, batch, network, tanh, zeros, split, concat, reduce_sum, softmax, unstack, end, expand
 time = Dim("time")
 feat = Dim("feat", 8)
 hidden = Dim("hidden", 6)
@@ -613,7 +613,7 @@ LOOP_CASES += [
         """
         @network
         def f(x: Tensor[batch, time, feat]):
-            y = Linear(hidden)(x) + zeros(batch, feat)
+            y = expand(Linear(hidden)(x), feat) + expand(zeros(batch, feat), hidden)
             return softmax(y, axis=hidden)
         """,
         "softmax over static dim `hidden` needs it to be the only static dim",
@@ -632,6 +632,74 @@ LOOP_CASES += [
         "Linear(out_dim) needs a static dim",
         3,
         11,
+    ),
+]
+LOOP_CASES += [
+    (
+        "outer_broadcast",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            h = zeros(batch, hidden)
+            out = []
+            for x_t in x:
+                out.append(h + x_t)
+            return out
+        """,
+        "`+` of [batch, hidden] and [batch, feat] would broadcast to [batch, feat, hidden]",
+        6,
+        19,
+    ),
+    (
+        "growing_list_read_in_its_loop",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            keys = []
+            for x_t in x:
+                keys.append(x_t)
+                y = reduce_sum(keys, axis=time)
+            return y
+        """,
+        "`keys` is read while the loop appends to it",
+        6,
+        12,
+    ),
+    (
+        "stacking_the_whole_axis",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            out = []
+            for x_t in x:
+                out.append(x * 2.0)
+            return out
+        """,
+        "cannot stack [batch, time, feat] over `time`: it already has that dim",
+        5,
+        8,
+    ),
+    (
+        "input_named_self",
+        """
+        @network
+        def f(self: Tensor[batch, time, feat]):
+            return self
+        """,
+        "a network input cannot be named `self`",
+        2,
+        6,
+    ),
+    (
+        "lengths_argument_clash",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat], time_lens: Tensor[batch, feat]):
+            return x
+        """,
+        "the lengths argument `time_lens` of dim `time` has the same name as input `time_lens`",
+        2,
+        6,
     ),
 ]
 CASES += LOOP_CASES

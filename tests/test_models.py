@@ -5,7 +5,19 @@ from __future__ import annotations
 import pytest
 from conftest import ROOT
 
-MODELS = ["losses.py", "end_after_break.py", "end_bounded.py", "nested_stack.py", "core_ops.py"]
+MODELS = [
+    "losses.py",
+    "end_after_break.py",
+    "end_bounded.py",
+    "nested_stack.py",
+    "core_ops.py",
+    "whole_axis.py",
+    "stack_prev_state.py",
+    "expand.py",
+    "reserved_names.py",
+    "loop_over_made_dim.py",
+    "teacher_forced_enc_state.py",
+]
 
 
 @pytest.mark.parametrize("model", MODELS)

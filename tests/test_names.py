@@ -210,3 +210,20 @@ def test_numbers_stay_the_same_with_hostile_names(in_tmp):
         x = torch.from_numpy(np.random.default_rng(1).standard_normal((2, 4, 3)).astype(np.float32))
         outs.append(model(torch=x, B=x[:, 0], **{lens_arg: torch.tensor([4, 2])}))
     torch.testing.assert_close(outs[0]["o"], outs[1]["o"])
+
+
+def test_output_is_byte_for_byte_deterministic(in_tmp):
+    """Hash randomisation must not reach emitted names: two processes, two hash seeds, same bytes."""
+    import subprocess
+    import sys
+
+    path = _model(in_tmp, "d.py", time=PAYLOAD, feat="a b", hidden="a_b", net="n", loss="l", out1="o", out2="p")
+    netc = os.path.join(os.path.dirname(sys.executable), "netc")
+    for target in ("returnn", "torch"):
+        texts = set()
+        for seed in ("1", "2", "3"):
+            env = dict(os.environ, PYTHONHASHSEED=seed)
+            proc = subprocess.run([netc, "compile", str(path), "--target", target], capture_output=True, env=env)
+            assert proc.returncode == 0, proc.stderr
+            texts.add(proc.stdout)
+        assert len(texts) == 1, target

@@ -17,6 +17,7 @@ import jinja2
 
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, Node, Op, Value
+from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.passes.returnn_names import UNIT_RESERVED as _UNIT_RESERVED
@@ -48,8 +49,9 @@ def dim_vars(g: Graph) -> dict[str, str]:
 
 
 def check_layer_name(name: str, what: str, span: Span | None) -> None:
-    """Outputs, losses and inputs keep the user's name in RETURNN: it must be a usable layer name."""
-    if name in RESERVED_LAYERS - {"output"}:
+    """Outputs, losses and inputs keep the user's name in RETURNN: it must be a usable layer (or
+    `data:` key) name. Inputs live in their own `data:` name space, so only the form counts."""
+    if what != "input" and name in RESERVED_LAYERS - {"output"}:
         raise CompileError(span, f"RETURNN target: {what} `{name}` is a name RETURNN reserves; rename it")
     if not _LAYER_NAME.fullmatch(name):
         raise CompileError(
@@ -72,19 +74,23 @@ class _OpCtx:
         return self.em.values[self.op.args[i]].dims
 
     def dim(self, name: str) -> Code:
-        return self.em.dim_code(name)
+        return Code(self.blk.dims[name])
 
     def is_dynamic(self, name: str) -> bool:
         return self.em.g.dim(name).kind == "dynamic"
 
 
 class _Block:
-    def __init__(self, reserved: set[str], in_unit: bool = False):
+    def __init__(self, reserved: set[str], dims: dict[str, str], in_unit: bool = False):
         self.in_unit = in_unit
+        # IR dim -> the config's dim variable here: inside a loop over `time`, a value that has
+        # `time` holds the whole sequence, which RETURNN must see as a dim other than the loop's
+        self.dims = dims
         self.ns = Namespace(reserved, python=False, letter_first=True)
         self.layers: dict[str, dict] = {}
         self.refs: dict[int, str] = {}
         self.layer_of: dict[int, str] = {}  # value id -> its own layer in this block (not a `base:`/`prev:` ref)
+        self.retagged: dict[tuple, str] = {}  # (value id, tag changes) -> its `reinterpret_data` layer
 
 
 class ReturnnEmitter:
@@ -95,9 +101,11 @@ class ReturnnEmitter:
         # module path -> TF variable scope (the variable name without its role)
         self.param_scope = {p.path: p.name.rsplit("/", 1)[0] for p in g.params}
         self.dim_vars = dim_vars(g)
+        self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
+        self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
 
     def dim_code(self, name: str) -> Code:
-        """The config's Python expression for a dim: its variable, or RETURNN's `batch_dim`."""
+        """The config's Python expression for a dim at the top level (`batch_dim` for batch)."""
         return Code(self.dim_vars[name])
 
     def render(self) -> str:
@@ -106,7 +114,9 @@ class ReturnnEmitter:
             check_layer_name(inp.name, "input", inp.span)
         for o in [*g.outputs, *g.losses]:
             check_layer_name(o.name, "output" if o in g.outputs else "loss", o.span)
-        root = _Block({*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)})
+        root = _Block(
+            {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)}, self.dim_vars
+        )
         for inp in g.inputs:
             root.refs[inp.value.id] = f"data:{inp.name}"
             self.values[inp.value.id] = inp.value
@@ -125,6 +135,7 @@ class ReturnnEmitter:
             entry["available_for_inference"] = True
             extern[inp.name] = entry
         dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in g.dims if d.kind != "batch"]
+        dims += [(var, py_str(name), None) for var, name in self.whole_dims]
         return _TEMPLATES.get_template("config.py.j2").render(
             source=plain_text(os.path.basename(g.source_file)),
             network=plain_text(g.network),
@@ -169,20 +180,31 @@ class ReturnnEmitter:
 
     def loop(self, n: Loop, outer: _Block) -> None:
         rec = n.name  # chosen by the returnn_names pass (parameter names depend on it); reserved
+        unit = _Block(_UNIT_RESERVED | set(_loop_names(n.body)), dict(outer.dims), in_unit=True)
+        axis = Code(outer.dims[n.axis])
+        crossing = [*(i.outer for i in n.invariants), *(c.init for c in n.carries)]
+        if any(n.axis in self.values[v].dims for v in crossing):  # the whole axis is read in the body
+            var = self.dim_ns.fresh(f"{outer.dims[n.axis]}_whole")
+            self.whole_dims.append((var, f"{n.axis}:whole"))
+            unit.dims[n.axis] = var
+        base = {v: _base(self._retag(outer, v, outer.dims, unit.dims)) for v in crossing}
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
-        unit = _Block(_UNIT_RESERVED | set(_loop_names(n.body)), in_unit=True)
-        axis = self.dim_code(n.axis)
+        read = count_uses_in_loop(n)
+        steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
         for s in n.seqs:
             self.values[s.inner.id] = s.inner
             src = outer.refs[s.outer]
             if n.reverse:
                 src = self._reverse(outer, src, n.axis, f"{self.values[s.outer].name or 'x'}_reversed")
+            if not read[s.inner.id]:
+                steps_from.append(src)
+                continue
             name = unit.ns.fresh(s.inner.name or f"{self.values[s.outer].name or 'x'}_t")
             unit.layers[name] = {"class": "rec_unstack", "from": _base(src), "axis": axis}
             unit.refs[s.inner.id] = unit.layer_of[s.inner.id] = name
         for i in n.invariants:
             self.values[i.inner.id] = i.inner
-            unit.refs[i.inner.id] = _base(outer.refs[i.outer])
+            unit.refs[i.inner.id] = base[i.outer]
         # `prev:` refs must be known before the body: each carry's layer is named after its
         # variable, and is the layer computing its next value when that is an op of this body
         single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
@@ -200,7 +222,7 @@ class ReturnnEmitter:
             if name not in unit.layers:
                 unit.layers[name] = {"class": "copy", "from": unit.refs[c.next]}
                 unit.layer_of.setdefault(c.next, name)
-            unit.layers[name]["initial_output"] = _base(outer.refs[c.init])
+            unit.layers[name]["initial_output"] = base[c.init]
         results = [(c.next, c.out, carry_layers[c.inner.id], "last") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts]
@@ -241,9 +263,12 @@ class ReturnnEmitter:
             if kind == "stack" and n.reverse:  # the loop ran over reversed sequences: back to frame order
                 ref = self._reverse(outer, ref, n.axis, hint)
             outer.refs[out.id] = ref
+            # a stack's `n.axis` is the loop's own; in a last value `n.axis` is the whole axis
+            inside = {**unit.dims, n.axis: outer.dims[n.axis]} if kind == "stack" else unit.dims
+            outer.refs[out.id] = self._retag(outer, out.id, inside, outer.dims)
         if "output" not in unit.layers:
             unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, results[0][0], "out")}
-        rec_layer = {"class": "rec", "from": [], "axis": axis, "unit": unit.layers}
+        rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
         if n.end is not None:
             unit.layers["end"] = self._end(n, unit, outer)
             rec_layer["include_eos"] = n.include_eos
@@ -280,6 +305,19 @@ class ReturnnEmitter:
             unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step], "value": n.max_steps}
         return {"class": "combine", "kind": "logical_or", "from": [cond, at_limit]}
 
+    def _retag(self, blk: _Block, vid: int, old: dict[str, str], new: dict[str, str]) -> str:
+        """A reference to value `vid` of `blk` with its dims under the tags of `new` (a
+        `reinterpret_data` layer when a tag differs: the whole axis entering or leaving a loop)."""
+        changes = {Code(old[d]): Code(new[d]) for d in self.values[vid].dims if old[d] != new[d]}
+        if not changes:
+            return blk.refs[vid]
+        key = (vid, tuple(changes.items()))
+        if key not in blk.retagged:
+            name = blk.ns.fresh(f"{self.values[vid].name or 'x'}_{'_'.join(changes.values())}")
+            blk.layers[name] = {"class": "reinterpret_data", "from": blk.refs[vid], "set_dim_tags": changes}
+            blk.retagged[key] = name
+        return blk.retagged[key]
+
     def _reverse(self, blk: _Block, src: str, axis: str, hint: str) -> str:
         """RETURNN ignores `direction: -1` on subnetwork units: reverse within each length instead."""
         self.uses_reverse = True
@@ -288,7 +326,7 @@ class ReturnnEmitter:
             "class": "eval",
             "from": src,
             "eval": Code("reverse_in_length"),
-            "eval_locals": {"axis_dim": self.dim_code(axis)},
+            "eval_locals": {"axis_dim": Code(blk.dims[axis])},
         }
         return name
 
@@ -296,9 +334,9 @@ class ReturnnEmitter:
         """Each sequence's last frame of a rec layer's output (`rec_last_output` cannot live in a unit)."""
         name = outer.ns.fresh(out.name or f"{rec}_last")
         length, pos = outer.ns.fresh(f"{name}_len"), outer.ns.fresh(f"{name}_pos")
-        outer.layers[length] = {"class": "length", "from": rec, "axis": self.dim_code(axis)}
+        outer.layers[length] = {"class": "length", "from": rec, "axis": Code(outer.dims[axis])}
         outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
-        outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": self.dim_code(axis)}
+        outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
         return name
 
 

@@ -127,6 +127,7 @@ class TorchEmitter:
         self.prelude: dict[str, str] = {}  # key -> variable defined once at the top of forward
         self.prelude_at = 0  # where those definitions are inserted
         self.float_input: str | None = None
+        self.zero_padded: set[int] = set()  # values known to hold zeros in padded frames
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -209,7 +210,7 @@ class TorchEmitter:
             self.emit(f"{self.size_var[d]} = {self.var[src.value.id]}.shape[{src.value.dims.index(d)}]")
         self.prelude_at = len(self.lines)
         self.block(g.body)
-        results = [(o.name, self.var[o.value]) for o in g.outputs]
+        results = [(o.name, self.padded_zero(o.value)) for o in g.outputs]
         results += [(key, self.lens_var[d]) for d, key in self.api.made_lens.items()]
         for loss in g.losses:
             v = self.values[loss.value]
@@ -241,6 +242,21 @@ class TorchEmitter:
             param_defs=[(self.param_attr[(p.path, p.role)], self.shape(p.dims), p.init) for p in g.params],
             body="\n".join(self.lines),
         )
+
+    def padded_zero(self, vid: int) -> str:
+        """The value with zeros in padded frames, as outputs are returned (stacks already are)."""
+        v = self.values[vid]
+        dyn = [d for d in v.dims if self.g.dim(d).kind == "dynamic"]
+        if vid in self.zero_padded or not dyn:
+            return self.var[vid]
+        x = self.var[vid]
+        for d in dyn:
+            x = f"{x}.masked_fill(~{self.mask(d, v.dims)}, 0)"
+        name = self.ns.fresh(f"{self.var[vid]}_out")
+        self.emit(f"{name} = {x}  # zero padded frames")
+        self.var[vid] = name
+        self.zero_padded.add(vid)
+        return name
 
     # --- blocks ------------------------------------------------------------------------
 
@@ -298,9 +314,6 @@ class TorchEmitter:
             frame = self.define(s.inner, s.inner.name or f"{self.var[s.outer]}_t")
             self.emit(f"{frame} = {self.var[s.outer]}[{index}]")
         self.block(n.body)
-        for c in n.carries:
-            cond = align_code(valid, ("batch",), c.inner.dims)
-            self.emit(f"{self.var[c.inner.id]} = torch.where({cond}, {self.var[c.next]}, {self.var[c.inner.id]})")
         for s in n.stacks:
             self.emit(f"{stack_lists[s.out.id]}.append({self.var[s.value]})")
         for ll in n.lasts:
@@ -310,6 +323,9 @@ class TorchEmitter:
             self.emit(f"{last_vars[ll.out.id]} = torch.where({cond}, {self.var[ll.value]}, {last_vars[ll.out.id]})")
         if n.end is not None:
             self._end_loop_tail(n, step, valid, ended)
+        for c in n.carries:  # last: stacks, last values and the end may read the previous state
+            cond = align_code(valid, ("batch",), c.inner.dims)
+            self.emit(f"{self.var[c.inner.id]} = torch.where({cond}, {self.var[c.next]}, {self.var[c.inner.id]})")
         self.indent -= 1
         if n.end is not None:
             self.size_var[axis] = self.ns.fresh(f"{axis}_size")
@@ -322,6 +338,7 @@ class TorchEmitter:
             if n.end is not None:
                 self.emit(f"{name} = {name}.narrow({pos}, 0, {self.size_var[axis]})")
             self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
+            self.zero_padded.add(s.out.id)
 
     def _end_loop_head(self, n: Loop, step: str, valid: str) -> str:
         """`while` until every sequence has ended (or reached its step limit)."""

@@ -36,6 +36,21 @@ def count_uses(g: Graph) -> Counter:
     return uses
 
 
+def count_uses_in_loop(n: Loop) -> Counter:
+    """Reads of values of a loop's body: by its ops, nested loops, state updates and results."""
+    uses: Counter = Counter(loop_inner_uses(n))
+
+    def walk(nodes: list[Node]) -> None:
+        for m in nodes:
+            uses.update(node_uses(m))
+            if isinstance(m, Loop):
+                uses.update(loop_inner_uses(m))
+                walk(m.body)
+
+    walk(n.body)
+    return uses
+
+
 def replace_uses(nodes: list[Node], old: int, new: int) -> None:
     """Rename every read of `old` to `new` within these nodes (one block and below)."""
     for n in nodes:

@@ -12,7 +12,7 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
 from netc.ops.align import align_tensor
 from netc.ops.base import OpDef, OutType, register
-from netc.ops.rules import check_out_dim, union
+from netc.ops.rules import broadcast, check_out_dim, union
 
 
 def _dims_attr(dt: DimTable, axis) -> list[str]:
@@ -46,7 +46,7 @@ class _Binary(OpDef):
     def infer(self, dt, args, attrs):
         if len({a.dtype for a in args}) > 1:
             raise DimError(f"operands of `{self.symbol}` have different dtypes")
-        return [OutType(union(dt, args), args[0].dtype)]
+        return [OutType(broadcast(dt, args, f"`{self.symbol}`"), args[0].dtype)]
 
     def _scalar_expr(self, attrs: dict, operand: str) -> str:
         s = repr(attrs["scalar"])
@@ -113,7 +113,7 @@ class _Compare(_Binary):
     flipped = ""  # the comparison with operands swapped, for `number < tensor`
 
     def infer(self, dt, args, attrs):
-        return [OutType(union(dt, args), "bool")]
+        return [OutType(broadcast(dt, args, f"`{self.symbol}`"), "bool")]
 
     def returnn(self, ctx, op):
         if "scalar" in op.attrs:
@@ -414,6 +414,45 @@ class Concat(OpDef):
         import torch
 
         return torch.cat([a.data for a in args], dim=-1)
+
+
+@register
+class Expand(OpDef):
+    """`expand(x, dim)`: x repeated along a new dim (explicit broadcasting, see `rules.broadcast`)."""
+
+    name = fn_name = "expand"
+
+    def api(self, x, dim):
+        pass
+
+    def infer(self, dt, args, attrs):
+        d = attrs["dim"]
+        if not isinstance(d, str) or d not in dt.dims or dt[d].kind == "batch":
+            raise DimError("`expand(x, dim)` takes a dim other than batch")
+        if d in args[0].dims:
+            raise DimError(f"`{d}` is already a dim of [{', '.join(args[0].dims)}]")
+        x = args[0]
+        return [OutType(dt.canonical((*x.dims, d)), x.dtype, sparse_dim=x.sparse_dim)]
+
+    def returnn(self, ctx, op):
+        # at the end, counted batch-major; RETURNN tracks dims by tag, so the position is moot
+        return {
+            "class": "expand_dims",
+            "from": ctx.src(0),
+            "axis": len(ctx.in_dims(0)),
+            "dim": ctx.dim(op.attrs["dim"]),
+        }
+
+    def torch(self, ctx, op):
+        dims = op.outs[0].dims
+        return f"{ctx.aligned(0, dims)}.expand({', '.join(ctx.size(d) for d in dims)})"
+
+    def eager(self, ctx, args, attrs, outs):
+        dims = outs[0].dims
+        x = align_tensor(args[0].data, args[0].dims, dims)
+        while x.dim() < len(dims):
+            x = x.unsqueeze(0)
+        return x.expand(*(ctx.size(d) for d in dims))
 
 
 # --- reductions ------------------------------------------------------------------------

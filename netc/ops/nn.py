@@ -13,7 +13,7 @@ from netc.ir.model import Value
 from netc.naming import Code
 from netc.ops.align import align_code, align_tensor
 from netc.ops.base import OpDef, OutType, register
-from netc.ops.rules import check_out_dim, union
+from netc.ops.rules import broadcast, check_out_dim
 
 DTYPES = ("float32", "int32", "bool")
 LAYER_NORM_EPS = 1e-6  # RETURNN's `layer_norm` default (LayerNormLayer.__init__)
@@ -278,7 +278,7 @@ class Where(OpDef):
                 raise DimError(f"`where` cannot combine a tensor of dtype {dtype} with the number {s!r}")
         sparse = {v.sparse_dim for v in tensors}
         sparse_dim = sparse.pop() if len(sparse) == 1 and dtype == "int32" else None  # labels stay labels
-        return [OutType(union(dt, args), dtype, sparse_dim=sparse_dim)]
+        return [OutType(broadcast(dt, args, "`where`"), dtype, sparse_dim=sparse_dim)]
 
     def returnn(self, ctx, op):
         it = iter(range(1, len(op.args)))

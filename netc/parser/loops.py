@@ -350,6 +350,12 @@ class LoopBuilder:
             return
         if not isinstance(value, V.TV):
             raise self.t.error(node, "only tensors can be stacked over a loop")
+        if ctx.loop.axis and ctx.loop.axis in value.dims:
+            raise self.t.error(
+                node,
+                f"cannot stack [{', '.join(value.dims)}] over `{ctx.loop.axis}`: it already has that dim (the "
+                f"whole sequence), and a tensor has each dim once; reduce over `{ctx.loop.axis}` first",
+            )
         if self.t.tensor_if_depth > ctx.tensor_if_depth:
             raise self.t.error(node, "append inside an `if` on a tensor: both branches run; append after the `if`")
         if id(lst) in ctx.appends:
@@ -364,6 +370,18 @@ class LoopBuilder:
                 )
             ctx.loop.include_eos = not ctx.past_end
         ctx.appends[id(lst)] = (lst, self.capture(value, ctx.block, node), node)
+
+    def no_growing_list(self, v: Any, node: cst.CSTNode) -> None:
+        """A list read as a tensor inside the loop that appends to it would be the frames so far."""
+        if not isinstance(v, V.PyList) or not any(id(v) in c.start_lists for c in self.active):
+            return
+        name = next((n for n, x in self.t.env.items() if x is v), "the list")
+        raise self.t.error(
+            node,
+            f"`{name}` is read while the loop appends to it: the frames stacked so far (a growing "
+            "state, RETURNN `cum_concat`) are not supported; read it after the loop, or attend over a "
+            "whole sequence computed before the loop",
+        )
 
     def index(self, x: V.TV, idx: V.LoopIndex, node: cst.CSTNode) -> V.TV:
         ctx = next((c for c in self.active if c.index is idx), None)

@@ -744,6 +744,8 @@ class Tracer:
         if name == "end":
             raise self.error(node, "`end(cond)` is only valid as `if end(cond): break` in a loop")
         if name == "stack":
+            if len(args) == 1:
+                self.loops.no_growing_list(args[0], node)
             if len(args) != 1 or kwargs or not (isinstance(args[0], V.TV) and args[0].from_list):
                 raise self.error(node, "stack(ys) takes one list appended to in a loop")
             return V.TV(args[0].value, args[0].block)
@@ -764,6 +766,7 @@ class Tracer:
     def as_tensor(self, v: Any, node, opname: str) -> V.TV:
         if isinstance(v, V.TV):
             return v
+        self.loops.no_growing_list(v, node)
         raise self.error(node, f"`{opname}` expects a tensor, got {_describe(v)}")
 
     def attr_value(self, v: Any, node, opname: str) -> Any:

@@ -82,7 +82,12 @@ class _Hoister:
 
     def _over_sequence(self, n: Op, loop: Loop) -> list[Value] | None:
         """Results of op `n` applied to whole sequences: its per-step dims plus the loop axis.
-        None when the op's dim rule does not give exactly that (then it stays in the loop)."""
+        None when the op's dim rule does not give exactly that (then it stays in the loop), and
+        when an operand or result already has the loop's axis: in the body that is the whole
+        sequence (e.g. attention over all frames), which stacking over the axis cannot express."""
+        step_values = [v for v in loop.block_args() if v.id in n.args] + list(n.outs)
+        if any(loop.axis in v.dims for v in step_values):
+            return None
         args = []
         for a in n.args:
             s = next((s for s in loop.seqs if s.inner.id == a), None)

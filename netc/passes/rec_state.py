@@ -9,7 +9,7 @@ value throughout. What remains is exactly RETURNN's `prev:` state.
 from __future__ import annotations
 
 from netc.ir.model import Graph, Loop, LoopInvariant, LoopLast, Node
-from netc.ir.uses import count_uses, replace_uses
+from netc.ir.uses import count_uses_in_loop, replace_uses
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
@@ -45,17 +45,3 @@ def transform(g: Graph) -> tuple[Graph, bool]:
     for o in [*g.outputs, *g.losses]:
         o.value = outputs_fix.get(o.value, o.value)
     return g, changed
-
-
-def count_uses_in_loop(n: Loop):
-    sub = Graph(source_file="", network="", dims=[], inputs=[], params=[], body=n.body, outputs=[])
-    uses = count_uses(sub)
-    for c in n.carries:
-        uses[c.next] += 1
-    for s in n.stacks:
-        uses[s.value] += 1
-    for ll in n.lasts:
-        uses[ll.value] += 1
-    if n.end is not None:
-        uses[n.end] += 1
-    return uses
