@@ -23,5 +23,5 @@ MAX_INT = 2**63 - 1  # compile-time integers (literals and arithmetic) stay with
 # --- tracing the network ------------------------------------------------------------------
 MAX_CALL_DEPTH = 32  # helper functions and Module methods inlined within one another
 MAX_NESTING = 150  # expressions and statements being evaluated within one another, across calls
-MAX_TRACE_STEPS = 100_000  # expressions and statements evaluated, with every helper inlined
-MAX_OPS = 10_000  # IR ops of one network after inlining
+MAX_TRACE_STEPS = 50_000  # expressions and statements evaluated, with every helper inlined
+MAX_OPS = 5_000  # IR ops of one network after inlining

@@ -39,8 +39,10 @@ def mutant(seed: int, index: int) -> Mutant:
     base = rng.choice(CORPUS)
     text = base.read_text(encoding="utf-8")
     kinds = []
+    kinds_ = sorted(MUTATIONS)
+    weights = [RARE.get(k, 1.0) for k in kinds_]
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
-        kind = rng.choice(sorted(MUTATIONS))
+        kind = rng.choices(kinds_, weights)[0]
         text = MUTATIONS[kind](rng, text)
         kinds.append(kind)
     data = text.encode("utf-8", errors="surrogateescape")  # raw bytes travel as lone surrogates
@@ -414,6 +416,66 @@ def exponential_helpers(rng: random.Random, text: str) -> str:
     return text[: m.end()] + re.sub(r"^([a-z_]\w*)", rf"g{n}(\1)", text[m.end() :], count=1)
 
 
+_OP_GROUPS = (
+    ("tanh", "sigmoid", "relu", "gelu", "exp", "log", "sqrt", "stop_gradient", "LayerNorm()"),
+    ("reduce_sum", "reduce_mean", "reduce_max", "softmax", "log_softmax", "argmax"),
+    ("zeros", "ones"),
+    ("Linear", "Embedding", "Lstm", "LstmCell", "GruCell"),
+    ("concat", "split"),
+    ("where", "dot", "cross_entropy"),
+)
+
+
+def replace_op(rng: random.Random, text: str) -> str:
+    """One op call for another of its group (the arguments may no longer fit)."""
+    group = {name: g for g in _OP_GROUPS for name in g}
+    calls = [t for t in _names(text) if t.string in group]
+    if not calls:
+        return text
+    tok = rng.choice(calls)
+    new = rng.choice([n for n in group[tok.string] if n != tok.string])  # `LayerNorm()(x)` for `tanh(x)`
+    return _replace_token(text, tok, new)
+
+
+def replace_operator(rng: random.Random, text: str) -> str:
+    ops = [t for t in _tokens(text, {tokenize.OP}) if t.string in ("+", "-", "*", "/", "<", ">", "==", "!=", "<=")]
+    if not ops:
+        return text
+    return _replace_token(text, rng.choice(ops), rng.choice(("+", "-", "*", "/", "<", "==", "@", "**", "%", "//")))
+
+
+def swap_args(rng: random.Random, text: str) -> str:
+    """The first two arguments of a call swapped, or one dropped or repeated."""
+    calls = list(re.finditer(r"\b(\w+)\(([^()]*?), ([^()]*?)([,)])", text))
+    if not calls:
+        return text
+    m = rng.choice(calls)
+    a, b = m.group(2), m.group(3)
+    new = rng.choice((f"{b}, {a}", a, f"{a}, {a}, {b}", f"{a}, {b}, {b}"))
+    return text[: m.start(2)] + new + text[m.end(3) :]
+
+
+def duplicate_block(rng: random.Random, text: str) -> str:
+    """A compound statement (a loop, an `if`, a def) repeated right after itself."""
+    lines = _lines(text)
+    heads = [i for i, line in enumerate(lines) if re.match(r"\s*(for|if|while|def|class)\b.*:\s*$", line)]
+    if not heads:
+        return text
+    i = rng.choice(heads)
+    indent = len(_indent_of(lines[i]))
+    j = i + 1
+    while j < len(lines) and (not lines[j].strip() or len(_indent_of(lines[j])) > indent):
+        j += 1
+    lines[j:j] = lines[i:j]
+    return "".join(lines)
+
+
+def early_return(rng: random.Random, text: str) -> str:
+    names = sorted({t.string for t in _names(text)}) or ["x"]
+    value = rng.choice((rng.choice(names), f'{{"output": {rng.choice(names)}}}', "None", "1"))
+    return _insert_line(rng, text, f"return {value}")
+
+
 MUTATIONS: dict[str, Callable[[random.Random, str], str]] = {
     f.__name__: f
     for f in (
@@ -433,5 +495,12 @@ MUTATIONS: dict[str, Callable[[random.Random, str], str]] = {
         delete_token,
         insert_snippet,
         exponential_helpers,
+        replace_op,
+        replace_operator,
+        swap_args,
+        duplicate_block,
+        early_return,
     )
 }
+# mutations that make a compile run into the tracing limits take seconds each: fewer of them
+RARE = {"exponential_helpers": 0.3}

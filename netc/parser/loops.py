@@ -280,6 +280,8 @@ class LoopBuilder:
                 ):
                     raise t.error(s, "`break`/`continue` are only supported as `if end(cond): break`")
                 t.stmt(s)
+        except V.Return as r:  # it would leave the loop in its first step
+            raise t.error(r.node, "`return` inside a loop body is not supported; return after the loop") from None
         finally:
             t.block = outer
             self.active.pop()

@@ -94,9 +94,10 @@ def _decode(path: str, data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as e:
-        lines = data.split(b"\n", 2)
-        line = next((i for i, raw in enumerate(lines[:2], 1) if b"coding" in raw), 1)
-        raise CompileError(_at(path, line, 0), f"syntax error: {e.msg}") from None
+        cookie = next((i for i, raw in enumerate(data.split(b"\n", 2)[:2], 1) if b"coding" in raw), None)
+        if cookie is not None:
+            raise CompileError(_at(path, cookie, 0), f"syntax error: {e.msg}") from None
+        encoding = "utf-8-sig"  # a first line that is not UTF-8: decoding says where
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as e:
@@ -124,7 +125,6 @@ class _Scanner:
 
     def __init__(self, path: str, text: str):
         self.path = path
-        self.text = text
         # line endings of the file, to put it back together after normalising identifiers
         self.lines = LINE_BREAK.split(text)
         self.ends = LINE_BREAK.findall(text)
@@ -151,7 +151,7 @@ class _Scanner:
                 b = self.brackets[-1]
                 raise self.error(b, f"syntax error: `{b.string}` is never closed") from None
             raise CompileError(_at(self.path, line, col), f"syntax error: {msg}") from None
-        except IndentationError as e:  # from tokenize, whose offset is 0-based
+        except SyntaxError as e:  # an IndentationError from tokenize, whose offset is 0-based
             raise CompileError(_at(self.path, e.lineno or 1, e.offset or 0), f"syntax error: {e.msg}") from None
         return Source(self.path, *self.normalised())
 

@@ -45,13 +45,6 @@ _COMPARE = {
 }
 
 
-class _Return(Exception):
-    """A `return` statement: unwinds to the inlined call (or the network function)."""
-
-    def __init__(self, value: Any, node: cst.CSTNode):
-        self.value, self.node = value, node
-
-
 class Tracer:
     def __init__(self, source: Source):
         self.path = source.path
@@ -258,7 +251,7 @@ class Tracer:
         try:
             self.run_body(fn.body.body)
             raise self.error(fn, "the network function must end with `return`")
-        except _Return as r:
+        except V.Return as r:
             outputs = self.network_outputs(r.node, r.value)
         finally:
             self.local_stack.pop()
@@ -380,6 +373,10 @@ class Tracer:
                 env.update(before)
                 self.run_body(body)
                 branches.append(dict(env))
+        except V.Return as r:  # both branches run: the return would be taken whatever the condition
+            raise self.error(
+                r.node, "`return` inside an `if` on a tensor; assign a variable and return after the `if`"
+            ) from None
         finally:
             self.tensor_if_depth -= 1
         env.clear()
@@ -439,7 +436,7 @@ class Tracer:
             if not isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
                 self.eval_expr(small.value)
         elif isinstance(small, cst.Return):
-            raise _Return(self.eval_expr(small.value) if small.value else None, small)
+            raise V.Return(self.eval_expr(small.value) if small.value else None, small)
         elif isinstance(small, cst.Pass):
             pass
         else:
@@ -892,7 +889,7 @@ class Tracer:
         try:
             self.run_body(fn.body.body)
             return None
-        except _Return as r:
+        except V.Return as r:
             return r.value
         finally:
             self.scope, self.call_path, self.stmt_target = saved
