@@ -61,7 +61,11 @@ def compile(model: str, target: str, output: str | None, network: str | None, ba
             raise click.UsageError("--base-config applies to --target returnn")
         from netc.emit_tf.merge import merge_base_config
 
-        text = merge_base_config(text, Path(base_config).read_text(encoding="utf-8"), base_config)
+        try:
+            base = Path(base_config).read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise click.BadParameter(f"{base_config} is not UTF-8 ({e.reason} at byte {e.start})") from None
+        text = merge_base_config(text, base, base_config)
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
@@ -96,7 +100,7 @@ def check(model: str, returnn_file: str | None, torch_file: str | None, network:
             text = TARGETS[target](g)
         except CompileError as e:
             _fail(e)
-        if path is not None and (not os.path.exists(path) or Path(path).read_text(encoding="utf-8") != text):
+        if path is not None and (not os.path.exists(path) or Path(path).read_bytes() != text.encode("utf-8")):
             stale.append((target, path))
     for target, path in stale:
         net = f" --network {network}" if network else ""
