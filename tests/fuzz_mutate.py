@@ -39,10 +39,10 @@ def mutant(seed: int, index: int) -> Mutant:
     base = rng.choice(CORPUS)
     text = base.read_text(encoding="utf-8")
     kinds = []
-    kinds_ = sorted(MUTATIONS)
-    weights = [RARE.get(k, 1.0) for k in kinds_]
+    names = sorted(MUTATIONS)
+    weights = [WEIGHTS.get(k, 1.0) for k in names]
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
-        kind = rng.choices(kinds_, weights)[0]
+        kind = rng.choices(names, weights)[0]
         text = MUTATIONS[kind](rng, text)
         kinds.append(kind)
     data = text.encode("utf-8", errors="surrogateescape")  # raw bytes travel as lone surrogates
@@ -476,6 +476,50 @@ def early_return(rng: random.Random, text: str) -> str:
     return _insert_line(rng, text, f"return {value}")
 
 
+_TEMPLATES = (
+    "{v} = {v} + {w}",
+    "{v} = -{v} * 0.5",
+    "{v} = _nc.tanh({v})",
+    "{v} = _nc.where({v} > 0.0, {v}, {w})",
+    "{v} = _nc.stop_gradient({v})",
+    "{v} = _nc.dropout({v}, 0.1)",
+    "{v} = _nc.cast({v}, 'int32')",
+    "{v} = _nc.reduce_sum({v}, axis={d})",
+    "{v} = _nc.reduce_max({v}, axis=[{d}, {e}])",
+    "{v} = _nc.softmax({v}, axis={d})",
+    "{v} = _nc.argmax({v}, axis={d})",
+    "{v} = _nc.concat({v}, {w})",
+    "{v}, {w} = _nc.split({v}, 2)",
+    "{v} = _nc.dot({v}, {w}, reduce={d})",
+    "{v} = _nc.Linear({d})({v})",
+    "{v} = _nc.LayerNorm()({v})",
+    "{v} = _nc.zeros(batch, {d})",
+    "{v} = _nc.full(batch, {d}, value=2.0)",
+    "_nc.mark_as_loss({v}, 'fuzz_loss')",
+    "{v} = _nc.expand({v}, {d})",
+    "ys_ = []\nfor {v}_t in {v}:\n    ys_.append(_nc.tanh({v}_t))\n{v} = _nc.stack(ys_)",
+    "for {v}_t in _nc.unstack({v}, axis={d}):\n    {w} = {w} + {v}_t",
+    "for {v}_t in reversed({v}):\n    {w} = {v}_t",
+    "for t_ in range({v}.max_seq_len):\n    {w} = {v}[t_]",
+    "if _nc.reduce_sum({v}, axis={d}) > 0.0:\n    {w} = {v}\nelse:\n    {w} = -{v}",
+    "while True:\n    {v} = _nc.tanh({v})\n    if _nc.end(_nc.reduce_max({v}, axis={d}) > 0.5):\n        break",
+)
+
+
+def template_statement(rng: random.Random, text: str) -> str:
+    """A statement made of the file's own variables and dims, through `import netc as _nc`."""
+    dims = sorted(set(re.findall(r"^(\w+) = (?:\w+\.)?Dim\(", text, re.M))) or ["batch"]
+    values = sorted({t.string for t in _names(text)} - set(dims) - {"batch", "self"}) or ["x"]
+    stmt = rng.choice(_TEMPLATES).format(
+        v=rng.choice(values), w=rng.choice(values), d=rng.choice(dims), e=rng.choice(dims)
+    )
+    text = _insert_line(rng, text, stmt)
+    lines = _lines(text)
+    first = next((i for i, line in enumerate(lines) if line.startswith(("from ", "import "))), 0)
+    lines.insert(first, "import netc as _nc\n")
+    return "".join(lines)
+
+
 MUTATIONS: dict[str, Callable[[random.Random, str], str]] = {
     f.__name__: f
     for f in (
@@ -500,7 +544,9 @@ MUTATIONS: dict[str, Callable[[random.Random, str], str]] = {
         swap_args,
         duplicate_block,
         early_return,
+        template_statement,
     )
 }
-# mutations that make a compile run into the tracing limits take seconds each: fewer of them
-RARE = {"exponential_helpers": 0.3}
+# how often each kind is drawn (else 1): mutants that run into the tracing limits take seconds
+# each; statements made of the file's own names often still compile, reaching passes and emitters
+WEIGHTS = {"exponential_helpers": 0.3, "template_statement": 3.0}

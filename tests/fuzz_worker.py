@@ -18,7 +18,7 @@ import sys
 import time
 import traceback
 
-MEMORY_LIMIT = 3 << 30  # bytes of address space; the worker itself needs ~0.5 GB of it
+MEMORY_LIMIT = 1 << 30  # bytes of address space; compiling any example peaks below 100 MB
 STACK_HEADROOM = 120  # frames below the compile, as pytest or another caller would add
 
 

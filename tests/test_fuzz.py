@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES
 from fuzz_mutate import Mutant, mutant
 from fuzz_pool import run_all
 
@@ -83,3 +84,11 @@ def test_mutant_sample_through_the_cli(fuzzed, netc):
 def test_mutants_are_deterministic():
     assert [mutant(SEED, i).data for i in range(20)] == [mutant(SEED, i).data for i in range(20)]
     assert len({mutant(SEED, i).data for i in range(20)}) > 15
+
+
+def test_a_worker_that_does_not_answer_is_replaced():
+    """Over the time limit: recorded as a crash, the worker killed, the next file still runs."""
+    paths = [str(EXAMPLES / "elman.py"), str(EXAMPLES / "gru.py")]
+    timed_out = run_all(paths, workers=1, timeout=0.001)
+    assert all(r["outcome"] == "crash" and "no answer" in r["detail"] for r in timed_out.values()), timed_out
+    assert {r["outcome"] for r in run_all(paths, workers=1).values()} == {"ok"}
