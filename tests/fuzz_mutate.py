@@ -420,7 +420,7 @@ _OP_GROUPS = (
     ("tanh", "sigmoid", "relu", "gelu", "exp", "log", "sqrt", "stop_gradient", "LayerNorm()"),
     ("reduce_sum", "reduce_mean", "reduce_max", "softmax", "log_softmax", "argmax"),
     ("zeros", "ones"),
-    ("Linear", "Embedding", "Lstm", "LstmCell", "GruCell"),
+    ("Linear", "Embedding", "Lstm"),
     ("concat", "split"),
     ("where", "dot", "cross_entropy"),
 )
@@ -507,17 +507,25 @@ _TEMPLATES = (
 
 
 def template_statement(rng: random.Random, text: str) -> str:
-    """A statement made of the file's own variables and dims, through `import netc as _nc`."""
+    """A statement made of the network's own variables and the file's dims (through
+    `import netc as _nc`), put before a statement of the network function's body."""
+    lines = _lines(text)
+    net = next((i for i, line in enumerate(lines) if line.startswith("@network")), None)
+    if net is None:
+        return text
+    body = [i for i in range(net + 2, len(lines)) if lines[i].strip() and _indent_of(lines[i])]
+    if not body:
+        return text
+    fn = "".join(lines[net:])
     dims = sorted(set(re.findall(r"^(\w+) = (?:\w+\.)?Dim\(", text, re.M))) or ["batch"]
-    values = sorted({t.string for t in _names(text)} - set(dims) - {"batch", "self"}) or ["x"]
+    values = sorted(set(re.findall(r"^\s+(\w+) = ", fn, re.M)) | set(re.findall(r"(\w+): \w+\[", fn))) or ["x"]
     stmt = rng.choice(_TEMPLATES).format(
         v=rng.choice(values), w=rng.choice(values), d=rng.choice(dims), e=rng.choice(dims)
     )
-    text = _insert_line(rng, text, stmt)
-    lines = _lines(text)
-    first = next((i for i, line in enumerate(lines) if line.startswith(("from ", "import "))), 0)
-    lines.insert(first, "import netc as _nc\n")
-    return "".join(lines)
+    at = rng.choice(body)
+    indent = _indent_of(lines[at])
+    lines.insert(at, "".join(indent + part + "\n" for part in stmt.split("\n")))
+    return "import netc as _nc\n" + "".join(lines)
 
 
 MUTATIONS: dict[str, Callable[[random.Random, str], str]] = {
