@@ -164,8 +164,8 @@ def test_run_params_override_by_name(tmp_path, netc):
     np.savez(
         params,
         **{
-            "param:rec/rec/h/W": np.zeros((32, 32), np.float32),
-            "param:rec/rec/h/b": np.full(32, 0.5, np.float32),
+            "param:out/rec/h/W": np.zeros((32, 32), np.float32),
+            "param:out/rec/h/b": np.full(32, 0.5, np.float32),
             "in:ignored": np.zeros(3),
         },
     )
@@ -222,8 +222,8 @@ def test_files_that_are_not_utf8_beside_the_model(tmp_path, netc):
     assert "stale.py: stale" in proc.stderr
     (tmp_path / "base.py").write_bytes(b'x = "\xff"\n')
     proc = netc("compile", ELMAN, "--base-config", tmp_path / "base.py")
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "is not UTF-8" in proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"{tmp_path / 'base.py'}:1:6: error: the file is not valid UTF-8: byte 0xff")
 
 
 def test_base_config_lines_break_as_python_reads_them(tmp_path, netc):

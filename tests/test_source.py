@@ -30,10 +30,11 @@ def _emitted(path: Path) -> dict[str, str]:
     return {target: emit(g) for target, emit in TARGETS.items()}
 
 
-def test_a_byte_that_is_not_utf8_is_located(tmp_path, netc):
+@pytest.mark.parametrize("command", ["compile", "check", "explain"])
+def test_a_byte_that_is_not_utf8_is_located(tmp_path, netc, command):
     path = tmp_path / "m.py"
     path.write_bytes(ELMAN.replace("h_prev = h\n", "h_prév = h\n").encode("latin-1"))
-    proc = netc("compile", "m.py", cwd=tmp_path)
+    proc = netc(command, "m.py", cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     head, line, caret = proc.stderr.splitlines()[:3]
     assert head == "m.py:16:13: error: the file is not valid UTF-8: byte 0xe9"

@@ -65,13 +65,18 @@ class Source:
 def read_source(path: str, text: str | None = None) -> Source:
     """The file at `path` (or `text` given for it), ready for libcst; raises CompileError."""
     if text is None:
-        text = _decode(path, _read(path))
+        text = read_text(path)
     elif len(text) > limits.MAX_SOURCE_BYTES:
         raise _too_big(path)
     nul = text.find("\0")
     if nul >= 0:
         raise _error(path, text, nul, "the file contains a NUL character (source code cannot contain null bytes)")
     return _Scanner(path, text).scan()
+
+
+def read_text(path: str) -> str:
+    """A Python file's text, decoded as Python decodes source; raises CompileError."""
+    return _decode(path, _read(path))
 
 
 def _read(path: str) -> bytes:
