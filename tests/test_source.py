@@ -30,11 +30,11 @@ def _emitted(path: Path) -> dict[str, str]:
     return {target: emit(g) for target, emit in TARGETS.items()}
 
 
-@pytest.mark.parametrize("command", ["compile", "check", "explain"])
+@pytest.mark.parametrize("command", [["compile"], ["check"], ["explain"], ["preview", "--format", "json"]])
 def test_a_byte_that_is_not_utf8_is_located(tmp_path, netc, command):
     path = tmp_path / "m.py"
     path.write_bytes(ELMAN.replace("h_prev = h\n", "h_prév = h\n").encode("latin-1"))
-    proc = netc(command, "m.py", cwd=tmp_path)
+    proc = netc(command[0], "m.py", *command[1:], cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     head, line, caret = proc.stderr.splitlines()[:3]
     assert head == "m.py:16:13: error: the file is not valid UTF-8: byte 0xe9"
@@ -157,3 +157,12 @@ def test_source_given_as_text_is_checked_too():
     with pytest.raises(CompileError, match="NUL"):
         read_source("m.py", "x = 1\0\n")
     assert read_source("m.py", "ｈ = 1\n").text == "h = 1\n"
+
+
+def test_the_live_preview_shows_a_decoding_error(tmp_path):
+    from netc.preview import live_page
+
+    path = tmp_path / "m.py"
+    path.write_bytes(b"x = 1\n\xff\n")
+    page = live_page(str(path), None, "v1")
+    assert "m.py:2:1: error: the file is not valid UTF-8: byte 0xff" in page
