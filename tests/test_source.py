@@ -19,7 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 ELMAN = (ROOT / "examples" / "elman.py").read_text(encoding="utf-8")
 
 
-def _error(path: Path) -> CompileError:
+def _error(tmp_path: Path, text: str) -> CompileError:
+    """The error of compiling `text` as tmp_path/m.py."""
+    path = tmp_path / "m.py"
+    path.write_text(text, encoding="utf-8")
     with pytest.raises(CompileError) as info:
         compile_graph(str(path))
     return info.value
@@ -57,17 +60,13 @@ def test_a_coding_declaration_is_honoured_like_python(tmp_path):
 
 
 def test_an_unknown_encoding_is_located(tmp_path):
-    path = tmp_path / "m.py"
-    path.write_text("# a model\n# -*- coding: nope -*-\n" + ELMAN)
-    e = _error(path)
+    e = _error(tmp_path, "# a model\n# -*- coding: nope -*-\n" + ELMAN)
     assert (e.span.line, e.span.col) == (2, 0)
     assert "unknown encoding: nope" in e.message
 
 
 def test_a_nul_character_is_located(tmp_path):
-    path = tmp_path / "m.py"
-    path.write_text(ELMAN.replace('Dim("hidden", 32)', 'Dim("hid\0den", 32)'))
-    e = _error(path)
+    e = _error(tmp_path, ELMAN.replace('Dim("hidden", 32)', 'Dim("hid\0den", 32)'))
     assert (e.span.line, e.span.col) == (7, 17)
     assert "NUL" in e.message
 
@@ -82,9 +81,7 @@ def test_a_nul_character_is_located(tmp_path):
     ],
 )
 def test_token_errors_are_located_syntax_errors(tmp_path, old, new, line, col, message):
-    path = tmp_path / "m.py"
-    path.write_text(ELMAN.replace(old, new))
-    e = _error(path)
+    e = _error(tmp_path, ELMAN.replace(old, new))
     assert (e.span.line, e.span.col) == (line, col), e.render()
     assert e.message.startswith("syntax error: ") and message in e.message
 
@@ -112,24 +109,19 @@ def test_error_columns_are_in_the_file_as_written(tmp_path, netc):
     head, line, caret = proc.stderr.splitlines()[:3]
     assert head.startswith("m.py:17:23: error: unknown name `missing`")
     assert caret.index("^") == line.index("missing")
-    path.write_text(ELMAN.replace("h_prev = h\n", "h_prev = ﬁﬁ + h\n"))
-    e = _error(path)
+    e = _error(tmp_path, ELMAN.replace("h_prev = h\n", "h_prev = ﬁﬁ + h\n"))
     assert "unknown name `fifi`" in e.message and (e.span.col, e.span.end_col) == (17, 19)
 
 
 @pytest.mark.parametrize("name", ["h_prev²", "h⁰", "h½"])
 def test_characters_python_rejects_in_identifiers(tmp_path, name):
-    path = tmp_path / "m.py"
-    path.write_text(ELMAN.replace("h_prev", name))
-    e = _error(path)
+    e = _error(tmp_path, ELMAN.replace("h_prev", name))
     assert (e.span.line, e.span.col) == (16, 8 + len(name) - 1)
     assert e.message.startswith("invalid character") and name in e.message
 
 
 def test_an_identifier_that_normalises_to_a_keyword(tmp_path):
-    path = tmp_path / "m.py"
-    path.write_text(ELMAN.replace("h_prev = h\n", "ｉｆ = h\n"))
-    e = _error(path)
+    e = _error(tmp_path, ELMAN.replace("h_prev = h\n", "ｉｆ = h\n"))
     assert (e.span.line, e.span.col) == (16, 8)
     assert "normalises to the keyword `if`" in e.message
 
@@ -146,9 +138,7 @@ def test_only_python_line_breaks_count(tmp_path, netc, odd):
 
 
 def test_carriage_returns_break_lines(tmp_path):
-    path = tmp_path / "m.py"
-    path.write_bytes(ELMAN.replace("h_prev = h\n", "h_prev = missing\n").replace("\n", "\r").encode())
-    e = _error(path)
+    e = _error(tmp_path, ELMAN.replace("h_prev = h\n", "h_prev = missing\n").replace("\n", "\r"))
     assert (e.span.line, e.span.col) == (16, 17)
     assert "h_prev = missing" in e.render().splitlines()[1]
 
