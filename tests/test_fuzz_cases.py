@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from fuzz_pool import run_all
 
 CASES = Path(__file__).with_name("fuzz_cases")
@@ -28,26 +27,28 @@ def _expectations() -> dict[str, str]:
 EXPECTED = _expectations()
 
 
-@pytest.fixture(scope="module")
-def outcomes() -> dict[str, dict]:
-    results = run_all([str(CASES / name) for name in EXPECTED])
-    return {Path(p).name: r for p, r in results.items()}
+def _mismatch(expected: str, got: dict) -> str | None:
+    """What is wrong with an outcome, or None."""
+    if expected == "ok":
+        return None if got["outcome"] == "ok" else f"expected ok, got {got}"
+    m = re.fullmatch(r"error (\d+:\d+|-) (.+)", expected)
+    if m is None:
+        return f"bad expectation {expected!r}"
+    where, text = m.groups()
+    prefix = ": error: " if where == "-" else f":{where}: error: "
+    ok = got["outcome"] == "error" and got["detail"].startswith(prefix) and text in got["detail"]
+    return None if ok else f"expected {expected!r}, got {got}"
 
 
 def test_every_case_file_has_an_expectation():
     assert sorted(p.name for p in CASES.glob("*.py")) == sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_case(outcomes, name):
-    expected, got = EXPECTED[name], outcomes[name]
-    if expected == "ok":
-        assert got["outcome"] == "ok", got
-        return
-    m = re.fullmatch(r"error (\d+:\d+|-) (.+)", expected)
-    assert m, f"bad expectation for {name}: {expected}"
-    where, text = m.groups()
-    assert got["outcome"] == "error", got
-    prefix = ": error: " if where == "-" else f":{where}: error: "
-    assert got["detail"].startswith(prefix), got
-    assert text in got["detail"], got
+def test_cases():
+    """One test for all cases (a fixture shared by parametrized tests would run once per
+    xdist worker); the message lists every case that fails."""
+    results = run_all([str(CASES / name) for name in EXPECTED])
+    outcomes = {Path(p).name: r for p, r in results.items()}
+    wrong = {name: _mismatch(expected, outcomes[name]) for name, expected in EXPECTED.items()}
+    wrong = {name: why for name, why in wrong.items() if why}
+    assert not wrong, "\n".join(f"{name}: {why}" for name, why in sorted(wrong.items()))
