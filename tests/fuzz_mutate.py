@@ -7,6 +7,7 @@ on every machine, so a crash is reproduced from the two numbers in the failure m
 from __future__ import annotations
 
 import io
+import keyword
 import random
 import re
 import tokenize
@@ -96,13 +97,7 @@ def _insert_line(rng: random.Random, text: str, stmt: str) -> str:
 
 
 def _names(text: str) -> list[tokenize.TokenInfo]:
-    return [t for t in _tokens(text, {tokenize.NAME}) if t.string.isidentifier() and not _is_keyword(t.string)]
-
-
-def _is_keyword(s: str) -> bool:
-    import keyword
-
-    return keyword.iskeyword(s)
+    return [t for t in _tokens(text, {tokenize.NAME}) if t.string.isidentifier() and not keyword.iskeyword(t.string)]
 
 
 # --- mutations ----------------------------------------------------------------------------
