@@ -86,8 +86,13 @@ def compile(
         if target != "returnn":
             raise click.UsageError("--base-config applies to --target returnn")
         from netc.emit_tf.merge import merge_base_config
+        from netc.parser.source import read_text
 
-        text = merge_base_config(text, Path(base_config).read_text(encoding="utf-8"), base_config)
+        try:
+            base = read_text(base_config)  # a Python file: decoded as Python decodes it
+        except CompileError as e:
+            _fail(e)
+        text = merge_base_config(text, base, base_config)
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
@@ -117,7 +122,7 @@ def _compile_project(jobs: int | None, no_cache: bool) -> None:
             continue
         for target, path in c.job.outputs.items():
             out = Path(path)
-            if out.is_file() and out.read_text(encoding="utf-8") == c.texts[target]:
+            if out.is_file() and out.read_bytes() == c.texts[target].encode("utf-8"):
                 unchanged += 1  # not rewritten: its time stamp stays, so build tools see no change
                 continue
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from netc.errors import LINE_BREAK
+
 
 def merge_base_config(emitted: str, base: str, base_name: str) -> str:
     """The base config's code runs first, then the emitted dims, `extern_data` and `network`,
     so netc's definitions of those win and every other setting comes from the base."""
-    lines = base.splitlines()
+    lines = LINE_BREAK.split(base.rstrip("\r\n"))  # not splitlines: \f or U+2028 may stand in a string
     if lines and lines[0].startswith("#!"):
         lines = lines[1:]
     head, _, rest = emitted.partition("\n")

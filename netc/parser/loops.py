@@ -42,37 +42,28 @@ class _LoopCtx:
 
 
 def assigned_names(stmts) -> dict[str, cst.CSTNode]:
-    """Names a loop body binds (first binding node each), including nested blocks."""
+    """Names a loop body binds (first binding node each), including nested blocks.
+
+    An explicit stack, not a libcst visitor: this runs while the tracer is already deep in
+    the stack, and a visitor would add frames for every level of the body's tree.
+    """
     found: dict[str, cst.CSTNode] = {}
 
-    class Visitor(cst.CSTVisitor):
-        def visit_FunctionDef(self, node):
-            return False
+    def names(t: cst.CSTNode) -> None:
+        if isinstance(t, cst.Name):
+            found.setdefault(t.value, t)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for el in t.elements:
+                names(el.value)
 
-        def visit_ClassDef(self, node):
-            return False
-
-        def visit_AssignTarget(self, node):
-            self._names(node.target)
-
-        def visit_AugAssign(self, node):
-            self._names(node.target)
-
-        def visit_AnnAssign(self, node):
-            self._names(node.target)
-
-        def visit_For(self, node):
-            self._names(node.target)
-
-        def _names(self, t):
-            if isinstance(t, cst.Name):
-                found.setdefault(t.value, t)
-            elif isinstance(t, (cst.Tuple, cst.List)):
-                for el in t.elements:
-                    self._names(el.value)
-
-    for s in stmts:
-        s.visit(Visitor())
+    todo = list(reversed(stmts))
+    while todo:  # in source order, as a visitor would go
+        node = todo.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)):
+            names(node.target)
+        todo.extend(reversed(node.children))
     return found
 
 
@@ -290,6 +281,8 @@ class LoopBuilder:
                 ):
                     raise t.error(s, "`break`/`continue` are only supported as `if end(cond): break`")
                 t.stmt(s)
+        except V.Return as r:  # it would leave the loop in its first step
+            raise t.error(r.node, "`return` inside a loop body is not supported; return after the loop") from None
         finally:
             t.block = outer
             self.active.pop()
