@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from netc.errors import LINE_BREAK
+from netc.naming import plain_text
 
 
 def merge_base_config(emitted: str, base: str, base_name: str) -> str:
@@ -12,5 +13,5 @@ def merge_base_config(emitted: str, base: str, base_name: str) -> str:
     if lines and lines[0].startswith("#!"):
         lines = lines[1:]
     head, _, rest = emitted.partition("\n")
-    merged = "\n".join([f"# --- settings from {base_name} ---", *lines, "# --- end of settings ---", ""])
+    merged = "\n".join([f"# --- settings from {plain_text(base_name)} ---", *lines, "# --- end of settings ---", ""])
     return f"{head}\n{merged}\n{rest}"

@@ -427,6 +427,11 @@ def method(name: str, public: list[str], params: list[str], body: str, direct: b
 
 
 def emit_torch(g: Graph) -> str:
+    return render_module(g)[0]
+
+
+def render_module(g: Graph) -> tuple[str, TorchEmitter]:
+    """The module's text, and the emitter of its `forward` (its provenance: `op_lines`)."""
     from netc.emit_torch.search import SearchEmitter
 
     api = interface(g)
@@ -452,7 +457,7 @@ def emit_torch(g: Graph) -> str:
         searcher = SearchEmitter(g, names, search_public, plan)
         search_method = method("search", search_public, *searcher.search(), searcher.direct)
     out_values = {o.name: fwd.values[o.value] for o in g.outputs}
-    return _TEMPLATES.get_template("module.py.j2").render(
+    text = _TEMPLATES.get_template("module.py.j2").render(
         source=plain_text(os.path.basename(g.source_file)),
         network=plain_text(g.network),
         names=names,
@@ -468,3 +473,4 @@ def emit_torch(g: Graph) -> str:
         containers=containers(fwd.param_attr.values()),
         param_defs=[(fwd.param_attr[(p.path, p.role)], fwd.shape(p.dims), p.init) for p in g.params],
     )
+    return text, fwd
