@@ -22,8 +22,7 @@ import numpy as np
 import torch
 
 from netc.compiler import compile_graph
-from netc.parser import parse_file
-from netc.passes import dce, rec_state, returnn_names
+from netc.passes.pipeline import PassOptions
 from netc_runtime.backends import load_torch_module
 from netc_runtime.verify import random_params
 
@@ -93,7 +92,7 @@ def main() -> None:
     torch.manual_seed(0)
 
     full = compile_graph(MODEL)
-    no_hoist = returnn_names.transform(dce.transform(rec_state.transform(parse_file(MODEL))[0])[0])[0]
+    no_hoist = compile_graph(MODEL, options=PassOptions(hoist=False))
     params = random_params(full, np.random.default_rng(0))
     # by module path: RETURNN names depend on where layers stand, which hoisting changes
     p = {f"{q.path}/{q.role}": torch.as_tensor(params[q.name]) for q in full.params}

@@ -68,16 +68,17 @@ def _compile(job: ModelJob, source: str, base: str | None) -> dict:
     """One model, as a plain dict (what crosses the process boundary and lands in the cache)."""
     from netc.compiler import TARGETS, compile_graph
     from netc.emit_tf.merge import merge_base_config
+    from netc.ir.json import graph_to_json
 
     try:
         g = compile_graph(job.source, source=source, network=job.network)
         texts = {t: TARGETS[t](g) for t in job.outputs}  # a target may reject a construct: located too
     except CompileError as e:
-        span = None if e.span is None else e.span.model_dump(exclude={"file"})
+        span = None if e.span is None else {k: getattr(e.span, k) for k in ("line", "col", "end_line", "end_col")}
         return {"error": {"span": span, "message": e.message}}
     if base is not None:
         texts["returnn"] = merge_base_config(texts["returnn"], base, job.base_config)
-    return {"texts": texts, "graph": g.model_dump_json()}
+    return {"texts": texts, "graph": graph_to_json(g)}
 
 
 def _compile_task(task: tuple[ModelJob, str, str | None]) -> dict:

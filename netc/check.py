@@ -118,7 +118,7 @@ def construct_all(checks: list[ModelCheck], compiled: list[Compiled], cache: Cac
     """Construct every current target in this one process (TensorFlow is imported once).
     A success is remembered in the cache by the hash of the file and the runtime versions."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from netc.ir.model import Graph
+    from netc.ir.json import graph_from_json
 
     targets = {tc.target for mc in checks for tc in mc.targets}
     needed = [
@@ -145,7 +145,7 @@ def construct_all(checks: list[ModelCheck], compiled: list[Compiled], cache: Cac
             from netc_runtime.construct import construct
 
             try:
-                construct(Graph.model_validate_json(c.graph_json), tc.target, text)
+                construct(graph_from_json(c.graph_json), tc.target, text)
             except Exception as e:  # whatever RETURNN or torch raise: report it, go on with the others
                 tc.construct = "failed"
                 name = (

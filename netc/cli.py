@@ -144,10 +144,11 @@ def _compile_project(jobs: int | None, no_cache: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="The IR as JSON (for editors and debugging).")
 def explain(model: str, network: str | None, as_json: bool) -> None:
     """Print the optimised IR of MODEL: dims, parameters, loops with their state."""
+    from netc.ir.json import graph_to_json
     from netc.ir.printer import print_graph
 
     g = _graph(model, network)
-    click.echo(g.model_dump_json(indent=1) if as_json else print_graph(g), nl=as_json)
+    click.echo(graph_to_json(g, indent=1) if as_json else print_graph(g), nl=as_json)
 
 
 @main.command()

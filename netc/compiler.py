@@ -1,20 +1,39 @@
-"""The compiler as library functions: parse → passes → emit. The CLI is a thin layer over this."""
+"""The compiler as library functions: parse → passes → emit. The CLI is a thin layer over this.
+
+Emitters are imported when a target is asked for: `netc compile --target torch` never loads
+the RETURNN emitter (the CLI's start-up time is most of a small model's compile time).
+"""
 
 from __future__ import annotations
 
-from netc.emit_tf.emitter import emit_returnn
-from netc.emit_torch.emitter import emit_torch
+from collections.abc import Callable
+
 from netc.ir.model import Graph
 from netc.parser import parse_file
-from netc.passes.pipeline import run_passes
-
-TARGETS = {"returnn": emit_returnn, "torch": emit_torch}
+from netc.passes.pipeline import DEFAULT_OPTIONS, PassOptions, run_passes
 
 
-def compile_graph(path: str, source: str | None = None, network: str | None = None) -> Graph:
+def _emit_returnn(g: Graph) -> str:
+    from netc.emit_tf.emitter import emit_returnn
+
+    return emit_returnn(g)
+
+
+def _emit_torch(g: Graph) -> str:
+    from netc.emit_torch.emitter import emit_torch
+
+    return emit_torch(g)
+
+
+TARGETS: dict[str, Callable[[Graph], str]] = {"returnn": _emit_returnn, "torch": _emit_torch}
+
+
+def compile_graph(
+    path: str, source: str | None = None, network: str | None = None, options: PassOptions = DEFAULT_OPTIONS
+) -> Graph:
     """Parsed and optimised IR of a model file (raises CompileError on user mistakes)."""
-    return run_passes(parse_file(path, source, network))
+    return run_passes(parse_file(path, source, network), options)
 
 
-def compile_file(path: str, target: str, network: str | None = None) -> str:
-    return TARGETS[target](compile_graph(path, network=network))
+def compile_file(path: str, target: str, network: str | None = None, options: PassOptions = DEFAULT_OPTIONS) -> str:
+    return TARGETS[target](compile_graph(path, network=network, options=options))

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import re
-
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 # Python source breaks lines at these only (`str.splitlines` also breaks at \f, \x1c, \u2028, ...)
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-class Span(BaseModel):
-    """A source range: 1-based lines, 0-based columns (as libcst and CPython count them)."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Span:
+    """A source range: 1-based lines, 0-based columns (characters, as CPython's tokenizer counts them)."""
 
     file: str
     line: int

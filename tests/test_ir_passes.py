@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES
 
+from netc.ir.json import graph_from_json, graph_to_json
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.printer import print_graph
 from netc.ir.verify import IRError, verify
 from netc.parser import parse_file
-from netc.passes import dce, hoist, rec_state
-from netc.passes.pipeline import run_passes
+from netc.passes import dce, hoist_frames, hoist_invariants, rec_state
+from netc.passes.pipeline import PassOptions, run_passes
 from netc_runtime.backends import run_torch
 from netc_runtime.verify import random_inputs, random_lengths, random_params
 
@@ -38,7 +39,7 @@ def _loops(g: Graph) -> list[Loop]:
 @pytest.mark.parametrize("model", sorted(p.name for p in EXAMPLES.glob("*.py")))
 def test_graph_round_trips_through_json_and_verifies(model):
     g = run_passes(parse_file(str(EXAMPLES / model)))
-    again = Graph.model_validate_json(g.model_dump_json())
+    again = graph_from_json(graph_to_json(g))
     assert again == g
     verify(again)
     assert print_graph(again) == print_graph(g)
@@ -152,7 +153,9 @@ def test_hoist_moves_invariant_and_per_frame_work_but_not_dropout(tmp_path):
         """,
     )
     g = dce.transform(rec_state.transform(g)[0])[0]
-    g2, changed = hoist.transform(g)
+    g2, changed = hoist_invariants.transform(g)
+    assert changed
+    g2, changed = hoist_frames.transform(g2)
     assert changed
     before = [n.op for n in g2.body if isinstance(n, Op)]
     assert "linear" in before and "zeros" in before and "add" in before
@@ -165,11 +168,10 @@ def test_hoist_moves_invariant_and_per_frame_work_but_not_dropout(tmp_path):
 
 @pytest.mark.parametrize("model", ["elman.py", "bidirectional.py", "nested.py", "attention.py"])
 def test_hoisting_changes_no_number(model):
-    """The torch module with and without the hoisting pass gives the same outputs."""
+    """The torch module with and without the hoisting passes gives the same outputs."""
     path = str(EXAMPLES / model)
-    raw = parse_file(path)
-    plain = dce.transform(rec_state.transform(raw)[0])[0]
-    hoisted = run_passes(raw)
+    plain = run_passes(parse_file(path), PassOptions(hoist=False))
+    hoisted = run_passes(parse_file(path))
     assert print_graph(plain) != print_graph(hoisted)
     rng = np.random.default_rng(0)
     lens = random_lengths(plain, 3, 6, rng)

@@ -7,6 +7,7 @@ the tracer clear of Python's recursion limit with room to spare.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -99,7 +100,8 @@ def test_an_elif_chain_counts_as_nesting(tmp_path):
 
 
 def test_file_size_and_token_count(tmp_path):
-    many = "".join(f"    y{i} = x + x + x\n" for i in range(limits.MAX_TOKENS // 8))
+    line = "    y = " + "x," * 40 + "x\n"  # 84 tokens
+    many = line * (limits.MAX_TOKENS // 84 + 1)
     e = _error(_model(tmp_path, many + "    return x\n"))
     assert f"more than {limits.MAX_TOKENS} tokens" in e.message
     big = tmp_path / "big.py"
@@ -188,10 +190,11 @@ def test_exponential_inlining_stops_early(tmp_path, python_values):
 
 
 def test_op_count(tmp_path):
-    """25 ops per g0, doubled by each g_i: 25 * 2**9 ops, more than the limit."""
+    """25 ops per g0, doubled by each g_i: 25 * 2**n ops, more than the limit."""
+    n = math.ceil(math.log2(limits.MAX_OPS / 25)) + 1
     helpers = "def g0(x):\n    return " + "tanh(" * 25 + "x" + ")" * 25 + "\n"
-    helpers += "".join(f"\n\ndef g{i}(x):\n    return g{i - 1}(g{i - 1}(x))\n" for i in range(1, 10))
-    e = _error(_model(tmp_path, "    return g9(x)\n", helpers=helpers))
+    helpers += "".join(f"\n\ndef g{i}(x):\n    return g{i - 1}(g{i - 1}(x))\n" for i in range(1, n + 1))
+    e = _error(_model(tmp_path, f"    return g{n}(x)\n", helpers=helpers))
     assert f"more than {limits.MAX_OPS} ops after inlining" in e.message
 
 

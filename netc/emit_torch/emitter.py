@@ -402,14 +402,12 @@ def param_attrs(params: list[ParamDef]) -> dict[tuple[str, str], str]:
 
 def containers(attrs) -> list[str]:
     """Every intermediate `nn.Module` a parameter path needs, parents first."""
-    out: list[str] = []
+    out: dict[str, None] = {}
     for a in attrs:
         parts = a.split(".")[:-1]
         for i in range(1, len(parts) + 1):
-            c = ".".join(parts[:i])
-            if c not in out:
-                out.append(c)
-    return out
+            out[".".join(parts[:i])] = None
+    return list(out)
 
 
 def method(name: str, public: list[str], params: list[str], body: str, direct: bool, head: str = "") -> str:

@@ -4,20 +4,23 @@ A loop is like MLIR's `scf.for` with `iter_args`: its body is a block whose bloc
 arguments are the per-step frames of its sequences, the outer values it reads
 (invariants) and the previous values of its carried state. Nothing in a body refers
 to an outer value directly; everything crosses the region boundary explicitly.
+
+The classes are plain dataclasses (cheap to import and to build: the compiler makes one per
+value); `netc.ir.json` reads and writes them as JSON.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
 
 from netc.errors import Span
 
 DType = Literal["float32", "int32", "bool"]
 
 
-class DimDef(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class DimDef:
     """A named dim. `batch` is the batch dim; dynamic dims have per-sequence lengths."""
 
     name: str
@@ -25,7 +28,8 @@ class DimDef(BaseModel):
     size: int | None = None
 
 
-class Value(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Value:
     """One SSA value. `dims` are dim names in canonical order (see `DimTable.canonical`)."""
 
     id: int
@@ -35,31 +39,35 @@ class Value(BaseModel):
     sparse_dim: str | None = None  # for int32 labels: their class dim
 
 
-class Op(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Op:
     kind: Literal["op"] = "op"
     op: str  # key into the op registry
     args: list[int]
-    attrs: dict[str, Any] = Field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
     outs: list[Value]
     span: Span
     param: str | None = None  # module path of a parameterised op, e.g. "cell/ff"
 
 
-class LoopSeq(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class LoopSeq:
     """An input unstacked over the loop axis: `inner` is its frame in each step."""
 
     outer: int
     inner: Value
 
 
-class LoopInvariant(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class LoopInvariant:
     """An outer value read in the body."""
 
     outer: int
     inner: Value
 
 
-class LoopCarry(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class LoopCarry:
     """Loop-carried state: `inner` is the previous step's value (RETURNN `prev:`)."""
 
     name: str
@@ -69,7 +77,8 @@ class LoopCarry(BaseModel):
     out: Value | None = None  # outer value: the state after each sequence's last step
 
 
-class LoopStack(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class LoopStack:
     """`ys.append(v)`: `value` per step, stacked over the loop axis into `out`."""
 
     name: str
@@ -77,7 +86,8 @@ class LoopStack(BaseModel):
     out: Value
 
 
-class LoopLast(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class LoopLast:
     """A body value read after the loop: its value at each sequence's last valid step."""
 
     name: str
@@ -86,7 +96,8 @@ class LoopLast(BaseModel):
     after_end: bool = False  # assigned after `if end(...): break`: not computed at the ending step
 
 
-class Loop(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Loop:
     kind: Literal["loop"] = "loop"
     name: str = ""  # its RETURNN rec layer name (set by the `returnn_names` pass)
     axis: str  # the dynamic dim stepped over
@@ -101,12 +112,12 @@ class Loop(BaseModel):
     # Training runs over those frames (`end` and the bound then do not apply); a search makes
     # the axis anew from where each hypothesis ends (see the `choice` op)
     target: int | None = None
-    seqs: list[LoopSeq] = Field(default_factory=list)
-    invariants: list[LoopInvariant] = Field(default_factory=list)
-    carries: list[LoopCarry] = Field(default_factory=list)
-    stacks: list[LoopStack] = Field(default_factory=list)
-    lasts: list[LoopLast] = Field(default_factory=list)
-    body: list[Node] = Field(default_factory=list)
+    seqs: list[LoopSeq] = field(default_factory=list)
+    invariants: list[LoopInvariant] = field(default_factory=list)
+    carries: list[LoopCarry] = field(default_factory=list)
+    stacks: list[LoopStack] = field(default_factory=list)
+    lasts: list[LoopLast] = field(default_factory=list)
+    body: list[Node] = field(default_factory=list)
 
     def block_args(self) -> list[Value]:
         return [s.inner for s in self.seqs] + [i.inner for i in self.invariants] + [c.inner for c in self.carries]
@@ -116,18 +127,19 @@ class Loop(BaseModel):
         return outs + [s.out for s in self.stacks] + [ll.out for ll in self.lasts]
 
 
-Node = Annotated[Union[Op, Loop], Field(discriminator="kind")]
-Loop.model_rebuild()
+Node = Union[Op, Loop]
 
 
-class Input(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Input:
     name: str
     value: Value
     annotated_dims: tuple[str, ...]  # the user's order, as fed by callers
     span: Span | None = None
 
 
-class ParamDef(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ParamDef:
     """One parameter tensor: `path`/`role` is its module path (`cell/ff` + `W`), the torch name;
     `name` is its RETURNN (TF) variable name, set by the `returnn_names` pass: the same path,
     prefixed by `<rec>/rec/` for each loop the owning layer stays in (RETURNN trains variables
@@ -141,15 +153,15 @@ class ParamDef(BaseModel):
     init: Literal["glorot", "zeros", "ones"] = "glorot"  # fresh values, as RETURNN initialises them
 
 
-class Output(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Output:
     name: str
     value: int
     span: Span | None = None  # the `return` or `mark_as_loss` that names it
 
 
-class Graph(BaseModel):
-    model_config = ConfigDict(validate_assignment=False)
-
+@dataclass(slots=True, kw_only=True)
+class Graph:
     source_file: str
     network: str  # name of the @network function
     dims: list[DimDef]
@@ -157,7 +169,7 @@ class Graph(BaseModel):
     params: list[ParamDef]
     body: list[Node]
     outputs: list[Output]
-    losses: list[Output] = Field(default_factory=list)  # mark_as_loss: summed over valid frames
+    losses: list[Output] = field(default_factory=list)  # mark_as_loss: summed over valid frames
 
     def dim(self, name: str) -> DimDef:
         for d in self.dims:

@@ -82,3 +82,8 @@ def values_by_id(g: Graph) -> dict[int, Value]:
 
     walk(g.body)
     return out
+
+
+def next_value_id(g: Graph) -> int:
+    """An id no value of the graph has (a pass numbers its new values from here)."""
+    return max(values_by_id(g), default=0) + 1

@@ -7,6 +7,7 @@ emitters and the eager runtime; an op only asks them for names, dims and aligned
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ class OpDef:
 
     def bind(self, args: tuple, kwargs: dict) -> tuple[list[Any], dict[str, Any]]:
         """Split a call's arguments into tensor arguments and attributes (raises TypeError)."""
-        sig = inspect.signature(self.api)
+        sig = signature(self.api)
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         tensors: list[Any] = []
@@ -104,6 +105,17 @@ class OpDef:
 
     def eager(self, ctx: EagerCtx, args: list, attrs: dict, outs: list[OutType]):
         raise NotImplementedError
+
+
+def signature(method: Callable) -> inspect.Signature:
+    """The signature of a bound method (`op.api`, `op.ctor`), worked out once per class."""
+    return _signature(method.__func__)
+
+
+@functools.cache
+def _signature(fn: Callable) -> inspect.Signature:
+    sig = inspect.signature(fn)
+    return sig.replace(parameters=list(sig.parameters.values())[1:])  # without `self`
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -12,7 +12,7 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
 from netc.naming import Code
 from netc.ops.align import align_code, align_tensor
-from netc.ops.base import OpDef, OutType, register
+from netc.ops.base import OpDef, OutType, register, signature
 from netc.ops.rules import broadcast, check_out_dim
 
 DTYPES = ("float32", "int32", "bool")
@@ -243,9 +243,7 @@ class Where(OpDef):
         pass
 
     def bind(self, args, kwargs):
-        import inspect
-
-        bound = inspect.signature(self.api).bind(*args, **kwargs).arguments  # TypeError on misuse
+        bound = signature(self.api).bind(*args, **kwargs).arguments  # TypeError on misuse
         tensors, attrs = [bound["cond"]], {}
         for k in ("a", "b"):
             v = bound[k]

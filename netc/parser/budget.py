@@ -8,16 +8,15 @@ error instead of a RecursionError, a hang or a memory blow-up.
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable
 from typing import Any
 
-import libcst as cst
-
 from netc import limits
 from netc.errors import CompileError
 
-ErrorAt = Callable[[cst.CSTNode, str], CompileError]
+ErrorAt = Callable[[ast.AST, str], CompileError]
 
 
 class Budget:
@@ -27,7 +26,7 @@ class Budget:
         self.steps = 0  # expressions and statements evaluated so far
         self.ops = 0
 
-    def enter(self, node: cst.CSTNode) -> None:
+    def enter(self, node: ast.AST) -> None:
         """Start evaluating `node`; the caller calls `leave()` when done (also on errors)."""
         self.nesting += 1
         self.steps += 1
@@ -47,7 +46,7 @@ class Budget:
     def leave(self) -> None:
         self.nesting -= 1
 
-    def op(self, node: cst.CSTNode) -> None:
+    def op(self, node: ast.AST) -> None:
         self.ops += 1
         if self.ops > limits.MAX_OPS:
             raise self.error(
@@ -55,7 +54,7 @@ class Budget:
                 f"the network has more than {limits.MAX_OPS} ops after inlining helpers and modules (a netc limit)",
             )
 
-    def call(self, node: cst.CSTNode, depth: int) -> None:
+    def call(self, node: ast.AST, depth: int) -> None:
         """A helper or method inlined `depth` calls below the network function."""
         if depth > limits.MAX_CALL_DEPTH:
             raise self.error(
@@ -64,17 +63,7 @@ class Budget:
                 "(recursion is not supported; a netc limit)",
             )
 
-    def number_literal(self, node: cst.Integer | cst.Float) -> int | float:
-        text = node.value.replace("_", "")
-        if len(text) > limits.MAX_NUMBER_CHARS:
-            raise self.error(node, f"a number literal longer than {limits.MAX_NUMBER_CHARS} digits (a netc limit)")
-        try:
-            value = int(text, 0) if isinstance(node, cst.Integer) else float(text)
-        except ValueError:
-            raise self.error(node, f"invalid number literal `{node.value}`") from None
-        return self.number(value, node)
-
-    def number(self, value: Any, node: cst.CSTNode) -> Any:
+    def number(self, value: Any, node: ast.AST) -> Any:
         """A compile-time number as computed: ints within int64, floats finite."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return value

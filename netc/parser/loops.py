@@ -8,10 +8,9 @@ the loop to their last-frame value, and lists appended to become stacked tensors
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import libcst as cst
 
 from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack
 from netc.ops import REGISTRY
@@ -23,16 +22,16 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False)
 class _LoopCtx:
-    stmt: cst.For
+    stmt: ast.For | ast.While
     loop: Loop
     block: V.Block
     env: dict[str, Any]
-    assigned: dict[str, cst.CSTNode]
-    start_lists: set[int]  # ids of the empty lists bound when the loop started
-    appends: dict[int, tuple[V.PyList, V.TV, cst.CSTNode]] = field(default_factory=dict)
+    assigned: dict[str, ast.AST]
+    serial: int  # when the loop opened, on the tracer's clock
+    appends: dict[int, tuple[V.PyList, V.TV, ast.AST]] = field(default_factory=dict)
     index: V.LoopIndex | None = None
     tensor_if_depth: int = 0
-    end: cst.If | None = None  # the `if end(cond): break` statement
+    end: ast.If | None = None  # the `if end(cond): break` statement
     past_end: bool = False  # the body is being read after that statement
     after_end: set[str] = field(default_factory=set)  # names assigned after it
     target_names: set[str] = field(default_factory=set)
@@ -40,30 +39,37 @@ class _LoopCtx:
     append_sides: set[bool] = field(default_factory=set)  # appends before (True) / after the end
     target: tuple[V.TV, str] | None = None  # a `choice`'s target labels (outer) and their dim
 
+    def stacks_into(self, lst: V.PyList) -> bool:
+        """Whether `lst` is one of the empty lists bound when the loop started: appending to it
+        in the body stacks (a list made in the body is a plain Python list)."""
+        return lst.serial < self.serial and not lst.items and bool(lst.bound_in(self.env))
 
-def assigned_names(stmts) -> dict[str, cst.CSTNode]:
-    """Names a loop body binds (first binding node each), including nested blocks.
 
-    An explicit stack, not a libcst visitor: this runs while the tracer is already deep in
-    the stack, and a visitor would add frames for every level of the body's tree.
-    """
-    found: dict[str, cst.CSTNode] = {}
+def assigned_names(stmts: list[ast.stmt]) -> dict[str, ast.AST]:
+    """Names a loop body binds (first binding node each, in source order), including nested
+    blocks. An explicit stack: this runs while the tracer is already deep in the stack."""
+    found: dict[str, ast.AST] = {}
 
-    def names(t: cst.CSTNode) -> None:
-        if isinstance(t, cst.Name):
-            found.setdefault(t.value, t)
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            for el in t.elements:
-                names(el.value)
+    def names(t: ast.AST) -> None:
+        if isinstance(t, ast.Name):
+            found.setdefault(t.id, t)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for el in t.elts:
+                names(el)
+        elif isinstance(t, ast.Starred):
+            names(t.value)
 
     todo = list(reversed(stmts))
-    while todo:  # in source order, as a visitor would go
+    while todo:
         node = todo.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                names(t)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
             names(node.target)
-        todo.extend(reversed(node.children))
+        todo.extend(reversed([c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.stmt, ast.excepthandler))]))
     return found
 
 
@@ -74,7 +80,7 @@ class LoopBuilder:
 
     # --- values crossing region boundaries ---------------------------------------------
 
-    def capture(self, tv: V.TV, block: V.Block, node: cst.CSTNode) -> V.TV:
+    def capture(self, tv: V.TV, block: V.Block, node: ast.AST) -> V.TV:
         if tv.block is block:
             return tv
         if block.parent is None:
@@ -93,7 +99,7 @@ class LoopBuilder:
 
     # --- iterables -----------------------------------------------------------------------
 
-    def iter_builtin(self, name: str, node: cst.Call) -> Any:
+    def iter_builtin(self, name: str, node: ast.Call) -> Any:
         args, kwargs = self.t.call_args(node)
         if kwargs:
             raise self.t.error(node, f"`{name}` takes no keyword arguments here")
@@ -117,7 +123,7 @@ class LoopBuilder:
         self._seq(args[0], node)
         return V.ReversedSpec(args[0])
 
-    def unstack(self, node: cst.Call) -> V.UnstackSpec:
+    def unstack(self, node: ast.Call) -> V.UnstackSpec:
         args, kwargs = self.t.call_args(node)
         try:
             x, axis = _unstack_args(*args, **kwargs)
@@ -129,7 +135,7 @@ class LoopBuilder:
             raise self.t.error(node, f"`{axis.name}` is not a dynamic dim of the tensor [{', '.join(x.dims)}]")
         return V.UnstackSpec(x, axis.name)
 
-    def _seq(self, it: Any, node: cst.CSTNode) -> tuple[V.TV, str]:
+    def _seq(self, it: Any, node: ast.AST) -> tuple[V.TV, str]:
         if isinstance(it, V.ReversedSpec):
             return self._seq(it.inner, node)
         if isinstance(it, V.UnstackSpec):
@@ -150,14 +156,14 @@ class LoopBuilder:
 
     # --- the loop ------------------------------------------------------------------------
 
-    def for_loop(self, stmt: cst.For) -> None:
+    def for_loop(self, stmt: ast.For) -> None:
         t = self.t
-        if stmt.orelse is not None:
-            raise t.error(stmt.orelse, "`for ... else` is not supported")
+        if stmt.orelse:
+            raise t.error(t.else_clause(stmt), "`for ... else` is not supported")
         it = t.eval_expr(stmt.iter)
-        end = _find_end(stmt.body.body)
-        targets: list[tuple[cst.BaseAssignTargetExpression, V.TV]] = []
-        seqs: list[tuple[V.TV, str, cst.CSTNode]] = []
+        end = _find_end(stmt.body)
+        targets: list[tuple[ast.expr, V.TV]] = []
+        seqs: list[tuple[V.TV, str, ast.AST]] = []
         if isinstance(it, V.RangeSpec):
             axis = it.bound.dim if isinstance(it.bound, V.SeqLen) else ""
             if end is None and not (isinstance(it.bound, V.SeqLen) and it.bound.plain):
@@ -169,11 +175,11 @@ class LoopBuilder:
         elif end is not None:
             raise t.error(end, "`if end(cond): break` needs `for t in range(n)` or `while True`")
         elif isinstance(it, V.ZipSpec):
-            if not isinstance(stmt.target, (cst.Tuple, cst.List)) or len(stmt.target.elements) != len(it.parts):
+            if not isinstance(stmt.target, (ast.Tuple, ast.List)) or len(stmt.target.elts) != len(it.parts):
                 raise t.error(stmt.target, f"zip of {len(it.parts)} sequences needs {len(it.parts)} loop variables")
-            for el, part in zip(stmt.target.elements, it.parts):
+            for el, part in zip(stmt.target.elts, it.parts):
                 x, ax = self._seq(part, stmt.iter)
-                seqs.append((x, ax, el.value))
+                seqs.append((x, ax, el))
             axes = {ax for _, ax, _ in seqs}
             if len(axes) != 1:
                 raise t.error(stmt.iter, f"zip over different axes: {', '.join(sorted(axes))}")
@@ -198,29 +204,29 @@ class LoopBuilder:
             loop.seqs.append(LoopSeq(outer=ox.value.id, inner=frame))
             targets.append((target, V.TV(frame, body)))
         if isinstance(it, V.RangeSpec):
-            if not isinstance(stmt.target, cst.Name):
+            if not isinstance(stmt.target, ast.Name):
                 raise t.error(stmt.target, "`for t in range(...)` binds one name")
             if end is None:
                 ctx.index = V.LoopIndex(block=body, axis=axis)
-                env[stmt.target.value] = ctx.index
+                env[stmt.target.id] = ctx.index
             else:
-                env[stmt.target.value] = V.EndLoopIndex()
+                env[stmt.target.id] = V.EndLoopIndex()
         else:
             for target, frame in targets:
                 t.assign(target, frame)
-        self._run(ctx, stmt.body.body)
+        self._run(ctx, stmt.body)
 
-    def while_loop(self, stmt: cst.While) -> None:
+    def while_loop(self, stmt: ast.While) -> None:
         t = self.t
-        end = _find_end(stmt.body.body)
-        if not (isinstance(stmt.test, cst.Name) and stmt.test.value == "True") or end is None:
+        end = _find_end(stmt.body)
+        if not (isinstance(stmt.test, ast.Constant) and stmt.test.value is True) or end is None:
             raise t.error(stmt, "`while` loops are `while True:` with `if end(cond): break` in the body")
-        if stmt.orelse is not None:
-            raise t.error(stmt.orelse, "`while ... else` is not supported")
+        if stmt.orelse:
+            raise t.error(t.else_clause(stmt), "`while ... else` is not supported")
         loop = Loop(axis="", span=t.span(stmt))
-        self._run(self._open(stmt, loop, set(), end), stmt.body.body)
+        self._run(self._open(stmt, loop, set(), end), stmt.body)
 
-    def _bound(self, loop: Loop, bound: Any, node: cst.CSTNode) -> None:
+    def _bound(self, loop: Loop, bound: Any, node: ast.AST) -> None:
         """The per-sequence step limit of a loop with `end`: an int32 [batch] value before the loop."""
         t = self.t
         if isinstance(bound, int):
@@ -233,14 +239,14 @@ class LoopBuilder:
             lens = t.emit(REGISTRY["add"], [lens], {"scalar": bound.offset, "scalar_left": False}, node)[0]
         loop.bound = lens.value.id
 
-    def _open(self, stmt, loop: Loop, target_names: set[str], end: cst.If | None) -> _LoopCtx:
+    def _open(self, stmt, loop: Loop, target_names: set[str], end: ast.If | None) -> _LoopCtx:
         """Start the loop's body block: every name it assigns that holds a tensor becomes a carry."""
         t = self.t
         outer, env = t.block, t.env
         outer.nodes.append(loop)
         body = V.Block(nodes=loop.body, loop=loop, parent=outer)
-        assigned = assigned_names(stmt.body.body)
-        after_end = assigned_names(stmt.body.body[stmt.body.body.index(end) + 1 :]) if end is not None else {}
+        assigned = assigned_names(stmt.body)
+        after_end = assigned_names(stmt.body[stmt.body.index(end) + 1 :]) if end is not None else {}
         for name in assigned:
             if name in env and isinstance(env[name], V.TV) and name not in target_names:
                 init = self.capture(env[name], outer, assigned[name])
@@ -258,7 +264,7 @@ class LoopBuilder:
             block=body,
             env=env,
             assigned=assigned,
-            start_lists={id(v) for v in env.values() if isinstance(v, V.PyList) and not v.items},
+            serial=t.tick(),
             tensor_if_depth=t.tensor_if_depth,
             end=end,
             after_end=set(after_end),
@@ -276,9 +282,7 @@ class LoopBuilder:
                 if s is ctx.end:
                     self._end(ctx, s)
                     continue
-                if isinstance(s, cst.SimpleStatementLine) and any(
-                    isinstance(x, (cst.Break, cst.Continue)) for x in s.body
-                ):
+                if isinstance(s, (ast.Break, ast.Continue)):
                     raise t.error(s, "`break`/`continue` are only supported as `if end(cond): break`")
                 t.stmt(s)
         except V.Return as r:  # it would leave the loop in its first step
@@ -294,8 +298,8 @@ class LoopBuilder:
                 )
         self._close(ctx, outer, ctx.target_names)
 
-    def _end(self, ctx: _LoopCtx, node: cst.If) -> None:
-        cond = self.t.eval_expr(node.test.args[0].value)
+    def _end(self, ctx: _LoopCtx, node: ast.If) -> None:
+        cond = self.t.eval_expr(node.test.args[0])
         if not isinstance(cond, V.TV) or cond.value.dtype != "bool" or not set(cond.dims) <= {"batch"}:
             got = f"{cond.value.dtype}[{', '.join(cond.dims)}]" if isinstance(cond, V.TV) else type(cond).__name__
             raise self.t.error(node.test, f"end(cond) needs one bool per sequence (dims within [batch]), got {got}")
@@ -310,7 +314,7 @@ class LoopBuilder:
                 raise t.error(ctx.end, "in a loop with `choice`, append before `if end(...)`: the ending label counts")
             loop.axis = ctx.target[1]
         elif loop.end is not None:  # a new dynamic dim: as many frames as each sequence ran steps
-            stacked = [n for lst, _, _ in ctx.appends.values() for n, v in env.items() if v is lst]
+            stacked = [n for lst, _, _ in ctx.appends.values() for n in lst.bound_in(env)]
             loop.axis = t.dims.fresh_dynamic(f"{stacked[0]}_time" if stacked else "steps").name
         for c in loop.carries:
             nxt = env.get(c.name)
@@ -337,7 +341,7 @@ class LoopBuilder:
             env[name] = V.TV(out, outer)
         for lst, value, _node in ctx.appends.values():
             dims = t.dims.canonical((*value.dims, loop.axis))
-            names = [n for n, v in env.items() if v is lst]
+            names = lst.bound_in(env)
             out = t.new_value(
                 dims, value.value.dtype, name=names[0] if names else None, sparse_dim=value.value.sparse_dim
             )
@@ -346,10 +350,10 @@ class LoopBuilder:
             for n in names:
                 env[n] = stacked
 
-    def append(self, lst: V.PyList, value: Any, node: cst.CSTNode) -> None:
+    def append(self, lst: V.PyList, value: Any, node: ast.AST) -> None:
         ctx = self.active[-1] if self.active else None
-        if ctx is None or id(lst) not in ctx.start_lists:
-            if any(id(lst) in c.start_lists for c in self.active):
+        if ctx is None or not ctx.stacks_into(lst):
+            if any(c.stacks_into(lst) for c in self.active):
                 raise self.t.error(
                     node, "append to a list of an outer loop inside a nested loop; stack in the inner loop first"
                 )
@@ -381,7 +385,7 @@ class LoopBuilder:
             value.value.name = self.t.stmt_target
         ctx.appends[id(lst)] = (lst, value, node)
 
-    def choice(self, node: cst.Call) -> V.TV:
+    def choice(self, node: ast.Call) -> V.TV:
         """`choice(logits, target=y, beam=K)`: the reference label `y` at this step in training,
         a beam search over the labels otherwise. The loop must end with `if end(...): break`;
         it then runs over `y`'s frames in training, and makes its axis by searching."""
@@ -429,11 +433,11 @@ class LoopBuilder:
         (label,) = t.emit(REGISTRY["choice"], [logp, V.TV(frame, ctx.block)], attrs, node)
         return label
 
-    def no_growing_list(self, v: Any, node: cst.CSTNode) -> None:
+    def no_growing_list(self, v: Any, node: ast.AST) -> None:
         """A list read as a tensor inside the loop that appends to it would be the frames so far."""
-        if not isinstance(v, V.PyList) or not any(id(v) in c.start_lists for c in self.active):
+        if not isinstance(v, V.PyList) or not any(c.stacks_into(v) for c in self.active):
             return
-        name = next((n for n, x in self.t.env.items() if x is v), "the list")
+        name = next(iter(v.bound_in(self.t.env)), "the list")
         raise self.t.error(
             node,
             f"`{name}` is read while the loop appends to it: the frames stacked so far (a growing "
@@ -441,7 +445,7 @@ class LoopBuilder:
             "whole sequence computed before the loop",
         )
 
-    def index(self, x: V.TV, idx: V.LoopIndex, node: cst.CSTNode) -> V.TV:
+    def index(self, x: V.TV, idx: V.LoopIndex, node: ast.AST) -> V.TV:
         ctx = next((c for c in self.active if c.index is idx), None)
         if ctx is None:
             raise self.t.error(node, "the loop index is only valid inside its loop")
@@ -456,7 +460,7 @@ class LoopBuilder:
             frame = idx.seqs[v.id] = V.TV(inner, ctx.block)
         return self.capture(frame, self.t.block, node)
 
-    def end_break(self, node: cst.If) -> bool:
+    def end_break(self, node: ast.If) -> bool:
         """An `if end(...)` outside a loop's top level (inside a loop it is handled by `_run`)."""
         if _is_end(node):
             raise self.t.error(
@@ -464,43 +468,43 @@ class LoopBuilder:
             )
         return False
 
-    def unbound_read(self, node: cst.Name) -> None:
+    def unbound_read(self, node: ast.Name) -> None:
         for ctx in reversed(self.active):
-            if ctx.env is self.t.env and node.value in ctx.assigned:
+            if ctx.env is self.t.env and node.id in ctx.assigned:
                 raise self.t.error(
                     node,
-                    f"`{node.value}` is read before it is assigned in the loop body and has no value "
+                    f"`{node.id}` is read before it is assigned in the loop body and has no value "
                     f"before the loop; give the state an initial value before the loop "
-                    f"(e.g. `{node.value} = zeros(batch, ...)`)",
+                    f"(e.g. `{node.id} = zeros(batch, ...)`)",
                 )
 
 
-def _is_end(node: cst.CSTNode) -> bool:
+def _is_end(node: ast.AST) -> bool:
     """`if end(cond): break` (the callee is checked by name: `end` or `<module>.end`)."""
-    if not isinstance(node, cst.If) or not isinstance(node.test, cst.Call) or node.orelse is not None:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Call) or node.orelse:
         return False
     func = node.test.func
-    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
-    body = node.body.body
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
     return (
         name == "end"
         and len(node.test.args) == 1
-        and len(body) == 1
-        and isinstance(body[0], cst.SimpleStatementLine)
-        and isinstance(body[0].body[0], cst.Break)
+        and not node.test.keywords
+        and not isinstance(node.test.args[0], ast.Starred)
+        and len(node.body) == 1
+        and isinstance(node.body[0], ast.Break)
     )
 
 
-def _find_end(stmts) -> cst.If | None:
+def _find_end(stmts: list[ast.stmt]) -> ast.If | None:
     ends = [s for s in stmts if _is_end(s)]
     return ends[0] if ends else None
 
 
-def _target_names(t: cst.CSTNode) -> list[str]:
-    if isinstance(t, cst.Name):
-        return [t.value]
-    if isinstance(t, (cst.Tuple, cst.List)):
-        return [n for el in t.elements for n in _target_names(el.value)]
+def _target_names(t: ast.AST) -> list[str]:
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [n for el in t.elts for n in _target_names(el)]
     return []
 
 

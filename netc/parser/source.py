@@ -1,19 +1,22 @@
-"""A model file's text before libcst sees it: decoded, checked against netc's limits, and
-with identifiers NFKC-normalised.
+"""A model file's text before Python's parser sees it: decoded, checked against netc's limits,
+with identifiers NFKC-normalised; then its syntax tree (`ast`), with positions as spans.
 
-libcst recurses on nesting (a deep file is a RecursionError, or a segfault in its native
-parser) and keeps identifiers as written, while Python normalises them (`ｈ` is `h`). Python's
-`tokenize` is pure Python and does not recurse, so the limits are checked on its tokens and
-libcst only ever gets text it can handle, meaning what Python would run.
+The tracer recurses on nesting, and so do Python's parser (which has its own, larger, limits)
+and anything that walks a deep tree. Python's `tokenize` is pure Python and does not recurse,
+so the limits are checked on its tokens first and the parser only ever gets text whose tree
+netc can walk. Identifiers are normalised here too (Python reads `ｈ` as `h`), keeping a
+column map so that spans point into the file as written.
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import keyword
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from netc import limits
 from netc.errors import LINE_BREAK, CompileError, Span
@@ -52,6 +55,34 @@ class Source:
             end_col=self._column(end_line, end_col),
         )
 
+    def parse(self) -> ast.Module:
+        """The syntax tree; a syntax error is a located CompileError."""
+        try:
+            return ast.parse(self.text, self.path)
+        except SyntaxError as e:
+            line = e.lineno or 1
+            col = max((e.offset or 1) - 1, 0)  # 1-based characters
+            end = e.end_offset - 1 if e.end_lineno == line and (e.end_offset or 0) > col + 1 else col + 1
+            text = self.lines[line - 1].rstrip() if 0 < line <= len(self.lines) else ""
+            if text and col >= len(text):  # past the line's end (`x = a +`): its last character
+                col, end = len(text) - 1, len(text)
+            raise CompileError(self.span(line, col, line, end), f"syntax error: {e.msg}") from None
+
+    def node_span(self, node: ast.AST, width: int | None = None) -> Span:
+        """Where a node of the tree stands in the file (the tree counts columns in UTF-8 bytes);
+        with `width`, only its first `width` bytes."""
+        line, col = node.lineno, node.col_offset
+        end_line, end_col = (line, col + width) if width is not None else (node.end_lineno, node.end_col_offset)
+        return self.span(line, self._chars(line, col), end_line, self._chars(end_line, end_col))
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return LINE_BREAK.split(self.text)
+
+    def _chars(self, line: int, byte_col: int) -> int:
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return byte_col if text.isascii() else len(text.encode()[:byte_col].decode(errors="ignore"))
+
     def _column(self, line: int, col: int) -> int:
         out = col
         for e in self.edits.get(line, ()):
@@ -63,7 +94,7 @@ class Source:
 
 
 def read_source(path: str, text: str | None = None) -> Source:
-    """The file at `path` (or `text` given for it), ready for libcst; raises CompileError."""
+    """The file at `path` (or `text` given for it), ready for the parser; raises CompileError."""
     if text is None:
         text = read_text(path)
     elif len(text) > limits.MAX_SOURCE_BYTES:
@@ -141,7 +172,7 @@ class _Scanner:
         self.prev: tokenize.TokenInfo | None = None
 
     def scan(self) -> Source:
-        # `tokenize` breaks lines at \n only; Python and libcst also at \r
+        # `tokenize` breaks lines at \n only; Python also at \r
         readline = io.StringIO("\n".join(self.lines)).readline
         count = 0
         try:
@@ -206,9 +237,11 @@ class _Scanner:
         elif (kind == tokenize.OP and s not in _FLAT_OPS) or (kind == tokenize.NAME and s in _NESTING_KEYWORDS):
             self.chains[-1] += 1
         elif kind == tokenize.STRING and self.prev is not None and self.prev.type == tokenize.STRING:
-            self.chains[-1] += 1  # implicitly concatenated strings nest pairwise in libcst
+            self.chains[-1] += 1  # implicitly concatenated strings: a chain, as in the tree of other parsers
         elif kind == tokenize.NAME and not s.isascii():
             self.identifier(tok)
+        elif kind == tokenize.NUMBER and len(s.replace("_", "")) > limits.MAX_NUMBER_CHARS:
+            raise self.error(tok, f"a number literal longer than {limits.MAX_NUMBER_CHARS} digits (a netc limit)")
         inner = _fstring_depth(s) if kind == tokenize.STRING else 0
         if sum(self.chains) + len(self.chains) - 1 + inner > limits.MAX_EXPRESSION_DEPTH:
             raise self.error(
@@ -267,7 +300,7 @@ class _Scanner:
 
 
 def _fstring_depth(s: str) -> int:
-    """How deep `{` nest inside an f-string token (its expressions are parsed by libcst too)."""
+    """How deep `{` nest inside an f-string token (its expressions are parsed too)."""
     quote = next((i for i, ch in enumerate(s) if ch in "'\""), 0)
     if "f" not in s[:quote].lower():
         return 0

@@ -1,4 +1,4 @@
-"""Symbolic evaluation of a model file's CST into IR.
+"""Symbolic evaluation of a model file's syntax tree into IR.
 
 The parser is the only place that knows Python syntax. It walks the `@network`
 function statement by statement, keeps an environment of what each name stands for,
@@ -8,16 +8,15 @@ block. Loops become `Loop` regions (see `loops.py`).
 
 from __future__ import annotations
 
+import ast
 from typing import Any
-
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from netc.errors import CompileError, Span
 from netc.ir.dims import DimError, DimTable
 from netc.ir.interface import check_interface
 from netc.ir.model import Graph, Input, Op, Output, ParamDef, Value
 from netc.ops import BY_FN_NAME, REGISTRY, OpDef
+from netc.ops.base import signature
 from netc.parser import values as V
 from netc.parser.budget import Budget
 from netc.parser.loops import LoopBuilder
@@ -40,20 +39,30 @@ DSL_SYMBOLS = {
 }
 BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list"}
 _BINOPS = {
-    cst.Add: ("add", lambda a, b: a + b),
-    cst.Subtract: ("sub", lambda a, b: a - b),
-    cst.Multiply: ("mul", lambda a, b: a * b),
-    cst.Divide: ("div", lambda a, b: a / b),
+    ast.Add: ("add", lambda a, b: a + b),
+    ast.Sub: ("sub", lambda a, b: a - b),
+    ast.Mult: ("mul", lambda a, b: a * b),
+    ast.Div: ("div", lambda a, b: a / b),
 }
 
 
 _COMPARE = {
-    cst.Equal: "eq",
-    cst.NotEqual: "ne",
-    cst.LessThan: "lt",
-    cst.LessThanEqual: "le",
-    cst.GreaterThan: "gt",
-    cst.GreaterThanEqual: "ge",
+    ast.Eq: "eq",
+    ast.NotEq: "ne",
+    ast.Lt: "lt",
+    ast.LtE: "le",
+    ast.Gt: "gt",
+    ast.GtE: "ge",
+}
+_PY_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.Gt: lambda a, b: a > b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
 }
 
 
@@ -61,16 +70,7 @@ class Tracer:
     def __init__(self, source: Source):
         self.path = source.path
         self.source = source
-        try:
-            module = cst.parse_module(source.text)
-        except cst.ParserSyntaxError as e:
-            col = max(e.raw_column, 0)
-            raise CompileError(
-                source.span(e.raw_line, col, e.raw_line, col + 1), f"syntax error: {e.message}"
-            ) from None
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # nothing else holds the module
-        self.module = wrapper.module
-        self.positions = wrapper.resolve(PositionProvider)
+        self.module = source.parse()
         self.dims = DimTable()
         self.globals: dict[str, Any] = {name: V.Builtin(name) for name in BUILTINS}
         self.next_id = 0
@@ -87,14 +87,30 @@ class Tracer:
         self.local_stack: list[dict[str, Any]] = [self.globals]
         self.tensor_if_depth = 0  # inside `if` on a tensor: both branches run, so no appends there
         self.budget = Budget(self.error)
+        self.clock = 0
 
     # --- spans and errors --------------------------------------------------------------
 
-    def span(self, node: cst.CSTNode) -> Span:
-        r = self.positions[node]
-        return self.source.span(r.start.line, r.start.column, r.end.line, r.end.column)
+    def span(self, node: ast.AST) -> Span:
+        if isinstance(node, ast.arg):  # a parameter: its name (not its annotation and default)
+            return self.source.node_span(node, len(node.arg.encode()))
+        return self.source.node_span(node)
 
-    def error(self, node: cst.CSTNode, msg: str) -> CompileError:
+    def else_clause(self, stmt: ast.For | ast.While) -> ast.AST:
+        """A loop's `else:` clause, from the keyword to its last statement (the tree has no node
+        for the clause itself; the keyword begins a line of its own)."""
+        last = stmt.orelse[-1]
+        for line in range(stmt.orelse[0].lineno, stmt.body[-1].end_lineno or 0, -1):
+            text = self.source.lines[line - 1]
+            rest = text.lstrip()
+            if rest.startswith("else") and rest[4:].lstrip().startswith(":"):
+                col = len(text) - len(rest)  # indentation: ASCII, so bytes are characters
+                return ast.Pass(
+                    lineno=line, col_offset=col, end_lineno=last.end_lineno, end_col_offset=last.end_col_offset
+                )
+        return stmt.orelse[0]
+
+    def error(self, node: ast.AST, msg: str) -> CompileError:
         return CompileError(self.span(node), msg)
 
     # --- values ------------------------------------------------------------------------
@@ -103,12 +119,22 @@ class Tracer:
         self.next_id += 1
         return Value(id=self.next_id, dims=tuple(dims), dtype=dtype, name=name, sparse_dim=sparse_dim)
 
-    def use(self, tv: V.TV, node: cst.CSTNode) -> V.TV:
+    def tick(self) -> int:
+        """The tracer's clock: orders the making of lists and the opening of loops."""
+        self.clock += 1
+        return self.clock
+
+    def bind(self, env: dict[str, Any], name: str, value: Any) -> None:
+        if isinstance(value, V.PyList):  # a loop finds the names of the lists it stacks into
+            value.names[name] = None
+        env[name] = value
+
+    def use(self, tv: V.TV, node: ast.AST) -> V.TV:
         """The value as seen from the current block (capturing outer values as invariants)."""
         return self.loops.capture(tv, self.block, node)
 
     def emit(
-        self, opdef: OpDef, args: list[V.TV], attrs: dict, node: cst.CSTNode, param: V.OpModule | None = None
+        self, opdef: OpDef, args: list[V.TV], attrs: dict, node: ast.AST, param: V.OpModule | None = None
     ) -> list[V.TV]:
         args = [self.use(a, node) for a in args]
         try:
@@ -153,15 +179,15 @@ class Tracer:
     # --- module level ------------------------------------------------------------------
 
     def trace(self, network: str | None = None) -> Graph:
-        nets: list[cst.FunctionDef] = []
+        nets: list[ast.FunctionDef] = []
         for stmt in self.module.body:
-            if isinstance(stmt, cst.FunctionDef) and self._is_network(stmt):
+            if isinstance(stmt, ast.FunctionDef) and self._is_network(stmt):
                 nets.append(stmt)
-                self.globals[stmt.name.value] = V.FunctionRef(stmt)
+                self.globals[stmt.name] = V.FunctionRef(stmt)
             else:
                 self.module_stmt(stmt)
         if network is not None:
-            nets = [n for n in nets if n.name.value == network]
+            nets = [n for n in nets if n.name == network]
         if not nets:
             raise CompileError(
                 None, "no @network function" + (f" named `{network}`" if network else ""), file=self.path
@@ -170,55 +196,49 @@ class Tracer:
             raise self.error(nets[1], "several @network functions; pick one with --network NAME")
         return self.trace_network(nets[0])
 
-    def _is_network(self, fn: cst.FunctionDef) -> bool:
-        for dec in fn.decorators:
+    def _is_network(self, fn: ast.FunctionDef) -> bool:
+        for dec in fn.decorator_list:
             try:
-                val = self.eval_expr(dec.decorator)
+                val = self.eval_expr(dec)
             except CompileError:
                 continue
             if val == V.NetcSym("network"):
                 return True
         return False
 
-    def module_stmt(self, stmt: cst.CSTNode) -> None:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.ImportFrom):
-                    self.import_from(small)
-                elif isinstance(small, cst.Import):
-                    self.import_(small)
-                elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                    self.small_stmt(small)
-                elif isinstance(small, cst.Expr) and isinstance(
-                    small.value, (cst.SimpleString, cst.ConcatenatedString)
-                ):
-                    pass  # docstring
-                elif isinstance(small, cst.Pass):
-                    pass
-                else:
-                    raise self.error(small, "only imports, dims and constants are supported at module level")
-        elif isinstance(stmt, cst.FunctionDef):
-            self.globals[stmt.name.value] = V.FunctionRef(stmt)
-        elif isinstance(stmt, cst.ClassDef):
-            self.globals[stmt.name.value] = V.ClassRef(stmt)
-        elif isinstance(stmt, cst.If) and self._is_main_guard(stmt.test):
+    def module_stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.ImportFrom):
+            self.import_from(stmt)
+        elif isinstance(stmt, ast.Import):
+            self.import_(stmt)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            self.small_stmt(stmt)
+        elif _is_string(stmt) or isinstance(stmt, ast.Pass):
+            pass  # a docstring
+        elif isinstance(stmt, ast.FunctionDef):
+            self.globals[stmt.name] = V.FunctionRef(stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            self.globals[stmt.name] = V.ClassRef(stmt)
+        elif isinstance(stmt, ast.If) and self._is_main_guard(stmt.test):
             pass  # `if __name__ == "__main__":` is eager-only code
+        elif isinstance(stmt, _SIMPLE_STATEMENTS):
+            raise self.error(stmt, "only imports, dims and constants are supported at module level")
         else:
-            raise self.error(stmt, f"unsupported statement at module level: {type(stmt).__name__}")
+            raise self.error(stmt, f"unsupported statement at module level: {_stmt_kind(stmt)}")
 
     @staticmethod
-    def _is_main_guard(test: cst.BaseExpression) -> bool:
-        return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
+    def _is_main_guard(test: ast.expr) -> bool:
+        return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
 
-    def import_from(self, node: cst.ImportFrom) -> None:
-        mod = cst.helpers.get_full_name_for_node(node.module) if node.module else ""
+    def import_from(self, node: ast.ImportFrom) -> None:
+        mod = "." * node.level + (node.module or "")
         if mod == "__future__":
             return
-        if isinstance(node.names, cst.ImportStar):
+        if any(alias.name == "*" for alias in node.names):
             raise self.error(node, "`import *` is not supported; import names explicitly")
         for alias in node.names:
-            name = cst.helpers.get_full_name_for_node(alias.name)
-            as_name = alias.asname.name.value if alias.asname else name
+            name = alias.name
+            as_name = alias.asname or name
             if mod == "netc":
                 if name not in DSL_SYMBOLS and name not in BY_FN_NAME:
                     raise self.error(alias, f"`netc` has no `{name}`")
@@ -226,24 +246,28 @@ class Tracer:
             else:
                 self.globals[as_name] = V.Foreign(f"{mod}.{name}")
 
-    def import_(self, node: cst.Import) -> None:
+    def import_(self, node: ast.Import) -> None:
         for alias in node.names:
-            name = cst.helpers.get_full_name_for_node(alias.name)
-            as_name = alias.asname.name.value if alias.asname else name.split(".")[0]
+            name = alias.name
+            as_name = alias.asname or name.split(".")[0]
             self.globals[as_name] = V.NetcModule() if name == "netc" else V.Foreign(name)
 
     # --- the network function ----------------------------------------------------------
 
-    def trace_network(self, fn: cst.FunctionDef) -> Graph:
+    def trace_network(self, fn: ast.FunctionDef) -> Graph:
         env: dict[str, Any] = {}
         inputs: list[Input] = self.inputs
-        for p in fn.params.params:
-            name = p.name.value
+        a = fn.args
+        odd = [*a.posonlyargs, *([a.vararg] if a.vararg else []), *a.kwonlyargs, *([a.kwarg] if a.kwarg else [])]
+        if odd:
+            raise self.error(odd[0], "network inputs must be plain parameters")
+        for p in a.args:
+            name = p.arg
             if p.annotation is None:
                 raise self.error(p, f"network input `{name}` needs an annotation such as Tensor[batch, time, feat]")
             if name == "self":  # `model(self=x)` cannot work: nn.Module.__call__ takes `self` itself
                 raise self.error(p, "a network input cannot be named `self`: the model could not be called with it")
-            kind, dims = self.input_annotation(p.annotation.annotation)
+            kind, dims = self.input_annotation(p.annotation)
             canon = self.dims.canonical(dims)
             if kind == "Labels":
                 sparse = dims[-1]
@@ -254,15 +278,9 @@ class Tracer:
                 val = self.new_value(canon, "float32", name=name)
             inputs.append(Input(name=name, value=val, annotated_dims=tuple(dims), span=self.span(p)))
             env[name] = V.TV(val, self.root)
-        if (
-            fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT)
-            or fn.params.kwonly_params
-            or fn.params.star_kwarg
-        ):
-            raise self.error(fn.params, "network inputs must be plain parameters")
         self.local_stack.append(env)
         try:
-            self.run_body(fn.body.body)
+            self.run_body(fn.body)
             raise self.error(fn, "the network function must end with `return`")
         except V.Return as r:
             outputs = self.network_outputs(r.node, r.value)
@@ -270,7 +288,7 @@ class Tracer:
             self.local_stack.pop()
         g = Graph(
             source_file=self.path,
-            network=fn.name.value,
+            network=fn.name,
             dims=self.dims.as_list(),
             inputs=inputs,
             params=self.params,
@@ -281,13 +299,13 @@ class Tracer:
         check_interface(g)
         return g
 
-    def input_annotation(self, ann: cst.BaseExpression) -> tuple[str, list[str]]:
-        if isinstance(ann, cst.Subscript):
+    def input_annotation(self, ann: ast.expr) -> tuple[str, list[str]]:
+        if isinstance(ann, ast.Subscript):
             kind = self.eval_expr(ann.value)
             if kind in (V.NetcSym("Tensor"), V.NetcSym("Labels")):
                 dims = []
-                for el in ann.slice:
-                    d = self.eval_expr(el.slice.value) if isinstance(el.slice, cst.Index) else None
+                for el in ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]:
+                    d = None if isinstance(el, (ast.Slice, ast.Starred)) else self.eval_expr(el)
                     if not isinstance(d, V.DimRef):
                         raise self.error(el, "annotation entries must be dims")
                     dims.append(d.name)
@@ -300,7 +318,7 @@ class Tracer:
                 return kind.name, dims
         raise self.error(ann, "network inputs are annotated Tensor[...] or Labels[...]")
 
-    def network_outputs(self, node: cst.CSTNode, value: Any) -> list[Output]:
+    def network_outputs(self, node: ast.AST, value: Any) -> list[Output]:
         items = value.items() if isinstance(value, dict) else [("output", value)]
         outs = []
         for name, v in items:
@@ -326,32 +344,28 @@ class Tracer:
         for stmt in stmts:
             self.stmt(stmt)
 
-    def stmt(self, stmt: cst.CSTNode) -> None:
+    def stmt(self, stmt: ast.AST) -> None:
         self.budget.enter(stmt)
         try:
             self._stmt(stmt)
         finally:
             self.budget.leave()
 
-    def _stmt(self, stmt: cst.CSTNode) -> None:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                self.small_stmt(small)
-        elif isinstance(stmt, cst.For):
+    def _stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, _SIMPLE_STATEMENTS):
+            self.small_stmt(stmt)
+        elif isinstance(stmt, ast.For):
             self.loops.for_loop(stmt)
-        elif isinstance(stmt, cst.While):
+        elif isinstance(stmt, ast.While):
             self.loops.while_loop(stmt)
-        elif isinstance(stmt, cst.If):
+        elif isinstance(stmt, ast.If):
             self.if_stmt(stmt)
-        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             raise self.error(stmt, "define functions and classes at module level")
         else:
-            what = {cst.Try: "`try`", cst.While: "`while` without `if end(...): break`", cst.With: "`with`"}.get(
-                type(stmt), type(stmt).__name__
-            )
-            raise self.error(stmt, f"{what} is not supported in a network")
+            raise self.error(stmt, f"{_stmt_kind(stmt)} is not supported in a network")
 
-    def if_stmt(self, node: cst.If) -> None:
+    def if_stmt(self, node: ast.If) -> None:
         if self.loops.end_break(node):
             return
         cond = self.eval_expr(node.test)
@@ -360,14 +374,9 @@ class Tracer:
             return
         if not isinstance(cond, (bool, int, float, str, type(None))):
             raise self.error(node.test, "`if` needs a condition known at compile time")
-        if cond:
-            self.run_body(node.body.body)
-        elif isinstance(node.orelse, cst.If):
-            self.if_stmt(node.orelse)
-        elif node.orelse is not None:
-            self.run_body(node.orelse.body.body)
+        self.run_body(node.body if cond else node.orelse)  # an `elif` is an `if` in the else branch
 
-    def tensor_if(self, node: cst.If, cond: V.TV) -> None:
+    def tensor_if(self, node: ast.If, cond: V.TV) -> None:
         """`if` on one bool per sequence: both branches run, each variable then takes its value
         from the branch each sequence chose (RETURNN `switch`, torch `where`)."""
         if cond.value.dtype != "bool" or not set(cond.dims) <= {"batch"}:
@@ -381,7 +390,7 @@ class Tracer:
         branches = []
         self.tensor_if_depth += 1
         try:
-            for body in (node.body.body, _else_body(node)):
+            for body in (node.body, node.orelse):
                 env.clear()
                 env.update(before)
                 self.run_body(body)
@@ -412,79 +421,74 @@ class Tracer:
             else:
                 raise self.error(node, f"`{name}` gets different Python values in the branches of an `if` on a tensor")
 
-    def small_stmt(self, small: cst.CSTNode) -> None:
-        if isinstance(small, cst.Assign):
-            target = small.targets[0].target if len(small.targets) == 1 else None
-            self.stmt_target = target.value if isinstance(target, cst.Name) else None
-            if isinstance(target, cst.Attribute):
-                self.stmt_target = target.attr.value
+    def small_stmt(self, small: ast.stmt) -> None:
+        if isinstance(small, ast.Assign):
+            target = small.targets[0] if len(small.targets) == 1 else None
+            self.stmt_target = target.id if isinstance(target, ast.Name) else None
+            if isinstance(target, ast.Attribute):
+                self.stmt_target = target.attr
             try:
                 value = self.eval_expr(small.value)
             finally:
                 self.stmt_target = None
             for t in small.targets:
-                self.assign(t.target, value)
-        elif isinstance(small, cst.AnnAssign):
+                self.assign(t, value)
+        elif isinstance(small, ast.AnnAssign):
             if small.value is None:
                 raise self.error(small, "annotation without a value")
             self.assign(small.target, self.eval_expr(small.value))
-        elif isinstance(small, cst.AugAssign):
-            op = type(small.operator).__name__.replace("Assign", "")
-            binop = {
-                "Add": cst.Add(),
-                "Subtract": cst.Subtract(),
-                "Multiply": cst.Multiply(),
-                "Divide": cst.Divide(),
-            }.get(op)
-            if binop is None:
+        elif isinstance(small, ast.AugAssign):
+            if type(small.op) not in _BINOPS:
                 raise self.error(small, "unsupported augmented assignment")
             left = self.eval_expr(small.target)
-            self.stmt_target = small.target.value if isinstance(small.target, cst.Name) else None
+            self.stmt_target = small.target.id if isinstance(small.target, ast.Name) else None
             try:
-                value = self.binop(binop, left, self.eval_expr(small.value), small)
+                value = self.binop(small.op, left, self.eval_expr(small.value), small)
             finally:
                 self.stmt_target = None
             self.assign(small.target, value)
-        elif isinstance(small, cst.Expr):
-            if not isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+        elif isinstance(small, ast.Expr):
+            if not _is_string(small):
                 self.stmt_target = _appended_to(small.value)  # `ys.append(Linear(...)(h))` names it `ys`
                 try:
                     self.eval_expr(small.value)
                 finally:
                     self.stmt_target = None
-        elif isinstance(small, cst.Return):
+        elif isinstance(small, ast.Return):
             raise V.Return(self.eval_expr(small.value) if small.value else None, small)
-        elif isinstance(small, cst.Pass):
+        elif isinstance(small, ast.Pass):
             pass
         else:
-            raise self.error(small, f"`{type(small).__name__.lower()}` is not supported in a network")
+            raise self.error(small, f"{_stmt_kind(small)} is not supported in a network")
 
-    def assign(self, target: cst.BaseAssignTargetExpression, value: Any) -> None:
-        if isinstance(target, cst.Name):
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
             if isinstance(value, V.TV) and value.value.name is None:
-                value.value.name = target.value
-            self.env[target.value] = value
-        elif isinstance(target, (cst.Tuple, cst.List)):
+                value.value.name = target.id
+            self.bind(self.env, target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
             items = value if isinstance(value, (tuple, list)) else None
-            if items is None or len(items) != len(target.elements):
+            if any(isinstance(el, ast.Starred) for el in target.elts):
+                raise self.error(target, "starred assignment targets are not supported")
+            if items is None or len(items) != len(target.elts):
                 n = len(items) if items is not None else "a non-sequence"
-                raise self.error(target, f"cannot unpack {n} into {len(target.elements)} names")
-            for el, v in zip(target.elements, items):
-                self.assign(el.value, v)
-        elif isinstance(target, cst.Attribute):
+                raise self.error(target, f"cannot unpack {n} into {len(target.elts)} names")
+            for el, v in zip(target.elts, items):
+                self.assign(el, v)
+        elif isinstance(target, ast.Attribute):
             obj = self.eval_expr(target.value)
             if not isinstance(obj, V.ModuleInstance):
                 raise self.error(target, "only `self.<name> = ...` attributes of Modules can be assigned")
             if isinstance(value, V.TV) and value.value.name is None:
-                value.value.name = target.attr.value
-            obj.attrs[target.attr.value] = value
+                value.value.name = target.attr
+            obj.attrs[target.attr] = value
         else:
             raise self.error(target, "unsupported assignment target")
 
     # --- expressions -------------------------------------------------------------------
 
-    def lookup(self, node: cst.Name) -> Any:
-        name = node.value
+    def lookup(self, node: ast.Name) -> Any:
+        name = node.id
         if name in self.env:
             val = self.env[name]
             if isinstance(val, V.Poison):
@@ -496,54 +500,52 @@ class Tracer:
             return val
         if name in self.globals:
             return self.globals[name]
-        if name in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[name]
         self.loops.unbound_read(node)
         raise self.error(node, f"unknown name `{name}`")
 
-    def eval_expr(self, node: cst.BaseExpression) -> Any:
+    def eval_expr(self, node: ast.expr) -> Any:
         self.budget.enter(node)
         try:
             return self._eval_expr(node)
         finally:
             self.budget.leave()
 
-    def _eval_expr(self, node: cst.BaseExpression) -> Any:
-        if isinstance(node, cst.Name):
+    def _eval_expr(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Name):
             return self.lookup(node)
-        if isinstance(node, (cst.Integer, cst.Float)):
-            return self.budget.number_literal(node)
-        if isinstance(node, cst.SimpleString):
-            return node.evaluated_value
-        if isinstance(node, (cst.Tuple, cst.List)):
-            items = [self.eval_expr(e.value) for e in node.elements]
-            return tuple(items) if isinstance(node, cst.Tuple) else V.PyList(items) if not items else items
-        if isinstance(node, cst.Dict):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bytes, bool, type(None))):
+            return self.budget.number(node.value, node)  # numbers within netc's limits
+        if isinstance(node, (ast.Tuple, ast.List)):
+            items = [self.eval_expr(e) for e in node.elts]
+            if isinstance(node, ast.Tuple):
+                return tuple(items)
+            return items or V.PyList(serial=self.tick())  # `[]`: a list a loop may stack into
+        if isinstance(node, ast.Dict):
             out = {}
-            for el in node.elements:
-                if not isinstance(el, cst.DictElement):
-                    raise self.error(el, "unsupported dict element")
-                key = self.eval_expr(el.key)
+            for k, v in zip(node.keys, node.values):
+                if k is None:  # `**other`
+                    raise self.error(v, "unsupported dict element")
+                key = self.eval_expr(k)
                 if not isinstance(key, _SCALARS):
-                    raise self.error(el.key, f"dict keys are strings or numbers, got {_describe(key)}")
-                out[key] = self.eval_expr(el.value)
+                    raise self.error(k, f"dict keys are strings or numbers, got {_describe(key)}")
+                out[key] = self.eval_expr(v)
             return out
-        if isinstance(node, cst.Attribute):
+        if isinstance(node, ast.Attribute):
             return self.attribute(self.eval_expr(node.value), node)
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.Call):
             return self.call(node)
-        if isinstance(node, cst.BinaryOperation):
-            return self.binop(node.operator, self.eval_expr(node.left), self.eval_expr(node.right), node)
-        if isinstance(node, cst.UnaryOperation):
+        if isinstance(node, ast.BinOp):
+            return self.binop(node.op, self.eval_expr(node.left), self.eval_expr(node.right), node)
+        if isinstance(node, ast.UnaryOp):
             return self.unary(node)
-        if isinstance(node, cst.Subscript):
+        if isinstance(node, ast.Subscript):
             return self.subscript(node)
-        if isinstance(node, cst.Comparison):
+        if isinstance(node, ast.Compare):
             return self.compare(node)
-        raise self.error(node, f"unsupported expression: {type(node).__name__}")
+        raise self.error(node, f"unsupported expression: {_expr_kind(node)}")
 
-    def attribute(self, obj: Any, node: cst.Attribute) -> Any:
-        attr = node.attr.value
+    def attribute(self, obj: Any, node: ast.Attribute) -> Any:
+        attr = node.attr
         if isinstance(obj, V.NetcModule):
             if attr not in DSL_SYMBOLS and attr not in BY_FN_NAME:
                 raise self.error(node, f"`netc` has no `{attr}`")
@@ -553,7 +555,7 @@ class Tracer:
                 return obj.attrs[attr]
             if obj.cls.method(attr) is not None:
                 return V.BoundMethod(obj, attr)
-            raise self.error(node, f"module `{obj.path or obj.cls.node.name.value}` has no attribute `{attr}`")
+            raise self.error(node, f"module `{obj.path or obj.cls.node.name}` has no attribute `{attr}`")
         if isinstance(obj, V.TV):
             if attr == "max_seq_len":
                 dyn = self.dims.dynamic(obj.dims)
@@ -569,7 +571,7 @@ class Tracer:
             return V.Foreign(f"{obj.name}.{attr}")
         raise self.error(node, f"unsupported attribute `{attr}`")
 
-    def no_list_operand(self, node: cst.CSTNode, *operands: Any) -> None:
+    def no_list_operand(self, node: ast.AST, *operands: Any) -> None:
         """Operators on a stacked list would act on a Python list in eager mode: require `stack()`."""
         for v in operands:
             if isinstance(v, V.TV) and v.from_list:
@@ -580,24 +582,24 @@ class Tracer:
                     f"Python list, on which operators act differently; use `stack({name})` first",
                 )
 
-    def unary(self, node: cst.UnaryOperation) -> Any:
-        v = self.eval_expr(node.expression)
+    def unary(self, node: ast.UnaryOp) -> Any:
+        v = self.eval_expr(node.operand)
         self.no_list_operand(node, v)
-        if isinstance(node.operator, cst.Minus):
+        if isinstance(node.op, ast.USub):
             if isinstance(v, V.TV):
                 return self.emit(REGISTRY["neg"], [v], {}, node)[0]
             if isinstance(v, (int, float)):
                 return self.budget.number(-v, node)
-        if isinstance(node.operator, cst.Plus) and isinstance(v, (int, float, V.TV)):
+        if isinstance(node.op, ast.UAdd) and isinstance(v, (int, float, V.TV)):
             return v
-        if isinstance(node.operator, cst.Not) and not isinstance(v, V.TV):
+        if isinstance(node.op, ast.Not) and not isinstance(v, V.TV):
             return not v
         raise self.error(node, "unsupported unary operation")
 
-    def binop(self, operator: cst.BaseBinaryOp, a: Any, b: Any, node: cst.CSTNode) -> Any:
+    def binop(self, operator: ast.operator, a: Any, b: Any, node: ast.AST) -> Any:
         entry = _BINOPS.get(type(operator))
         if entry is None:
-            raise self.error(node, f"unsupported operator `{type(operator).__name__}`")
+            raise self.error(node, f"unsupported operator `{_OPERATOR_SYMBOLS.get(type(operator), '?')}`")
         opname, pyfn = entry
         num = (int, float)
         if isinstance(a, V.TV) or isinstance(b, V.TV):
@@ -627,7 +629,7 @@ class Tracer:
             raise self.error(node, "`max_seq_len` takes `n * x.max_seq_len + m` with integers n, m")
         raise self.error(node, f"unsupported operands: {_describe(a)} and {_describe(b)}")
 
-    def tensor_binop(self, opname: str, a: Any, b: Any, node: cst.CSTNode) -> V.TV:
+    def tensor_binop(self, opname: str, a: Any, b: Any, node: ast.AST) -> V.TV:
         """`a <op> b` with a tensor on at least one side; a Python number on the other is an attribute."""
         self.no_list_operand(node, a, b)
         if isinstance(a, V.TV) and isinstance(b, V.TV):
@@ -637,36 +639,26 @@ class Tracer:
             raise self.error(node, f"cannot combine a tensor with {_describe(other)}")
         return self.emit(REGISTRY[opname], [tv], {"scalar": other, "scalar_left": tv is b}, node)[0]
 
-    def compare(self, node: cst.Comparison) -> Any:
+    def compare(self, node: ast.Compare) -> Any:
         left = self.eval_expr(node.left)
-        if len(node.comparisons) != 1:
+        if len(node.ops) != 1:
             raise self.error(node, "chained comparisons are not supported")
-        right = self.eval_expr(node.comparisons[0].comparator)
+        right = self.eval_expr(node.comparators[0])
         if isinstance(left, V.TV) or isinstance(right, V.TV):
-            opname = _COMPARE.get(type(node.comparisons[0].operator))
+            opname = _COMPARE.get(type(node.ops[0]))
             if opname is None:
                 raise self.error(node, "tensors compare with == != < <= > >=")
             return self.tensor_binop(opname, left, right, node)
-        ops = {
-            cst.Equal: lambda a, b: a == b,
-            cst.NotEqual: lambda a, b: a != b,
-            cst.LessThan: lambda a, b: a < b,
-            cst.GreaterThan: lambda a, b: a > b,
-            cst.LessThanEqual: lambda a, b: a <= b,
-            cst.GreaterThanEqual: lambda a, b: a >= b,
-            cst.Is: lambda a, b: a is b,
-            cst.IsNot: lambda a, b: a is not b,
-        }
-        fn = ops.get(type(node.comparisons[0].operator))
+        fn = _PY_COMPARE.get(type(node.ops[0]))
         if fn is None or not all(isinstance(v, (int, float, str, bool, type(None))) for v in (left, right)):
             raise self.error(node, "unsupported comparison")
         return fn(left, right)
 
-    def subscript(self, node: cst.Subscript) -> Any:
+    def subscript(self, node: ast.Subscript) -> Any:
         obj = self.eval_expr(node.value)
-        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        if isinstance(node.slice, (ast.Slice, ast.Tuple)):  # `x[a:b]`, `x[a, b]`
             raise self.error(node, "unsupported subscript")
-        idx = self.eval_expr(node.slice[0].slice.value)
+        idx = self.eval_expr(node.slice)
         if isinstance(obj, V.TV):
             if isinstance(idx, V.LoopIndex):
                 return self.loops.index(obj, idx, node)
@@ -685,24 +677,25 @@ class Tracer:
 
     # --- calls -------------------------------------------------------------------------
 
-    def call_args(self, node: cst.Call) -> tuple[list[Any], dict[str, Any]]:
+    def call_args(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+        """Positional and keyword arguments, evaluated in source order (`f(k=a, *b)` is legal)."""
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
-        for a in node.args:
-            v = self.eval_expr(a.value)
-            if a.star == "*":
+        for a in sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset)):
+            if isinstance(a, ast.keyword):
+                if a.arg is None:
+                    raise self.error(a, "`**` arguments are not supported")
+                kwargs[a.arg] = self.eval_expr(a.value)
+            elif isinstance(a, ast.Starred):
+                v = self.eval_expr(a.value)
                 if not isinstance(v, (tuple, list)):
                     raise self.error(a, "`*` needs a tuple or list")
                 args.extend(v)
-            elif a.star:
-                raise self.error(a, "`**` arguments are not supported")
-            elif a.keyword is not None:
-                kwargs[a.keyword.value] = v
             else:
-                args.append(v)
+                args.append(self.eval_expr(a))
         return args, kwargs
 
-    def call(self, node: cst.Call) -> Any:
+    def call(self, node: ast.Call) -> Any:
         fn = self.eval_expr(node.func)
         if isinstance(fn, V.Builtin) and fn.name in ("range", "zip", "reversed"):
             return self.loops.iter_builtin(fn.name, node)
@@ -716,7 +709,7 @@ class Tracer:
         if isinstance(fn, V.OpModule):
             return self.call_op_module(fn, args, kwargs, node)
         if isinstance(fn, V.FunctionRef):
-            return self.inline(fn.node, args, kwargs, node, self_obj=None, scope=self.helper_scope(fn.node.name.value))
+            return self.inline(fn.node, args, kwargs, node, self_obj=None, scope=self.helper_scope(fn.node.name))
         if isinstance(fn, V.ClassRef):
             return self.construct(fn, args, kwargs, node)
         if isinstance(fn, V.ModuleInstance):
@@ -752,7 +745,7 @@ class Tracer:
             return tuple(args[0]) if name == "tuple" else list(args[0])
         raise self.error(node, f"`{name}(...)` is not supported here")
 
-    def call_netc(self, name: str, args, kwargs, node: cst.Call) -> Any:
+    def call_netc(self, name: str, args, kwargs, node: ast.Call) -> Any:
         if name == "Dim":
             return self.declare_dim(args, kwargs, node)
         if name == "mark_as_loss":
@@ -825,11 +818,9 @@ class Tracer:
         except DimError as e:
             raise self.error(node, str(e)) from None
 
-    def construct_op_module(self, opdef: OpDef, args, kwargs, node: cst.Call) -> V.OpModule:
-        import inspect
-
+    def construct_op_module(self, opdef: OpDef, args, kwargs, node: ast.Call) -> V.OpModule:
         try:
-            bound = inspect.signature(opdef.ctor).bind(*args, **kwargs)
+            bound = signature(opdef.ctor).bind(*args, **kwargs)
         except TypeError as e:
             raise self.error(node, f"bad arguments to `{opdef.fn_name}`: {e}") from None
         bound.apply_defaults()
@@ -849,21 +840,21 @@ class Tracer:
     def helper_scope(self, fname: str) -> list[str]:
         return [*self.scope, self.namer.scope_name(self.scope, fname)]
 
-    def construct(self, cls: V.ClassRef, args, kwargs, node: cst.Call) -> V.ModuleInstance:
+    def construct(self, cls: V.ClassRef, args, kwargs, node: ast.Call) -> V.ModuleInstance:
         if not self._is_module_class(cls):
-            raise self.error(node, f"class `{cls.node.name.value}` must derive from netc's Module")
-        base = self.stmt_target or cls.node.name.value.lower()
+            raise self.error(node, f"class `{cls.node.name}` must derive from netc's Module")
+        base = self.stmt_target or cls.node.name.lower()
         inst = V.ModuleInstance(cls=cls, path=self.namer.module_path(self.scope, base))
         init = cls.method("__init__")
         if init is not None:
             self.inline(init, args, kwargs, node, self_obj=inst, scope=inst.path.split("/"))
         elif args or kwargs:
-            raise self.error(node, f"`{cls.node.name.value}` takes no arguments")
+            raise self.error(node, f"`{cls.node.name}` takes no arguments")
         return inst
 
     def _is_module_class(self, cls: V.ClassRef) -> bool:
         for b in cls.node.bases:
-            v = self.eval_expr(b.value)
+            v = self.eval_expr(b)
             if v == V.NetcSym("Module") or (isinstance(v, V.ClassRef) and self._is_module_class(v)):
                 return True
         return False
@@ -873,40 +864,45 @@ class Tracer:
         if method is None and name == "__call__":
             method = inst.cls.method("forward")
         if method is None:
-            raise self.error(node, f"`{inst.cls.node.name.value}` has no method `{name}`")
+            raise self.error(node, f"`{inst.cls.node.name}` has no method `{name}`")
         return self.inline(method, args, kwargs, node, self_obj=inst, scope=inst.path.split("/"))
 
-    def inline(self, fn: cst.FunctionDef, args, kwargs, node, self_obj, scope: list[str]) -> Any:
+    def inline(self, fn: ast.FunctionDef, args, kwargs, node, self_obj, scope: list[str]) -> Any:
         env: dict[str, Any] = {}
-        params = list(fn.params.params)
+        a = fn.args
+        positional = [*a.posonlyargs, *a.args]
+        # (name, default) of each parameter; defaults belong to the last positional parameters
+        defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+        params = [(p.arg, d) for p, d in zip(positional, defaults)]
         if self_obj is not None:
             if not params:
                 raise self.error(fn, "methods need a `self` parameter")
-            env[params[0].name.value] = self_obj
+            env[params[0][0]] = self_obj
             params = params[1:]
-        if fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.star_kwarg:
-            raise self.error(fn.params, "`*args` / `**kwargs` are not supported")
-        params += list(fn.params.kwonly_params)
-        if len(args) > len(params) - len(fn.params.kwonly_params):
-            raise self.error(node, f"`{fn.name.value}` takes {len(params)} arguments, got {len(args)}")
-        for p, a in zip(params, args):
-            env[p.name.value] = a
+        if a.vararg or a.kwarg:
+            raise self.error(a.vararg or a.kwarg, "`*args` / `**kwargs` are not supported")
+        n_positional = len(params)
+        params += [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+        if len(args) > n_positional:
+            raise self.error(node, f"`{fn.name}` takes {len(params)} arguments, got {len(args)}")
+        for (name, _), v in zip(params, args):
+            self.bind(env, name, v)
         for k, v in kwargs.items():
-            if k in env or k not in [p.name.value for p in params]:
-                raise self.error(node, f"`{fn.name.value}` got an unexpected or repeated argument `{k}`")
-            env[k] = v
-        for p in params:
-            if p.name.value not in env:
-                if p.default is None:
-                    raise self.error(node, f"`{fn.name.value}` is missing argument `{p.name.value}`")
-                env[p.name.value] = self.eval_expr(p.default)
+            if k in env or k not in [name for name, _ in params]:
+                raise self.error(node, f"`{fn.name}` got an unexpected or repeated argument `{k}`")
+            self.bind(env, k, v)
+        for name, default in params:
+            if name not in env:
+                if default is None:
+                    raise self.error(node, f"`{fn.name}` is missing argument `{name}`")
+                self.bind(env, name, self.eval_expr(default))
         self.budget.call(node, len(self.call_path) + 1)
         self.local_stack.append(env)
         saved = (self.scope, self.call_path, self.stmt_target)
         self.scope, self.call_path = scope, [*self.call_path, self.span(node).key()]
         self.stmt_target = None  # the caller's assignment does not name modules inside the callee
         try:
-            self.run_body(fn.body.body)
+            self.run_body(fn.body)
             return None
         except V.Return as r:
             return r.value
@@ -919,19 +915,85 @@ _MISSING = object()
 _SCALARS = (str, int, float, bool, type(None))  # Python values usable as dict keys
 
 
-def _else_body(node: cst.If) -> list:
-    if node.orelse is None:
-        return []
-    if isinstance(node.orelse, cst.If):  # elif: a nested `if` in the else branch
-        return [node.orelse]
-    return list(node.orelse.body.body)
+# statements without a body (`ast.stmt` subclasses that are not compound statements)
+_SIMPLE_STATEMENTS = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Expr,
+    ast.Return,
+    ast.Pass,
+    ast.Delete,
+    ast.Raise,
+    ast.Assert,
+    ast.Global,
+    ast.Nonlocal,
+    ast.Import,
+    ast.ImportFrom,
+    ast.Break,
+    ast.Continue,
+)
+_STATEMENT_KINDS = {
+    ast.Delete: "`del`",
+    ast.Raise: "`raise`",
+    ast.Assert: "`assert`",
+    ast.Global: "`global`",
+    ast.Nonlocal: "`nonlocal`",
+    ast.Import: "`import`",
+    ast.ImportFrom: "`import`",
+    ast.Break: "`break`",
+    ast.Continue: "`continue`",
+    ast.Try: "`try`",
+    ast.TryStar: "`try`",
+    ast.With: "`with`",
+    ast.AsyncWith: "`async with`",
+    ast.AsyncFor: "`async for`",
+    ast.Match: "`match`",
+}
+_OPERATOR_SYMBOLS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
+}
 
 
-def _appended_to(expr: cst.BaseExpression) -> str | None:
+def _stmt_kind(stmt: ast.stmt) -> str:
+    return _STATEMENT_KINDS.get(type(stmt), type(stmt).__name__)
+
+
+def _expr_kind(node: ast.expr) -> str:
+    if isinstance(node, ast.Constant):
+        return {complex: "a complex number", type(...): "`...`"}.get(type(node.value), type(node.value).__name__)
+    return {
+        ast.IfExp: "a conditional expression (`a if c else b`)",
+        ast.Lambda: "`lambda`",
+        ast.JoinedStr: "an f-string",
+        ast.BoolOp: "`and`/`or`",
+        ast.Starred: "`*` unpacking",
+        ast.NamedExpr: "`:=`",
+    }.get(type(node), type(node).__name__)
+
+
+def _is_string(stmt: ast.stmt) -> bool:
+    """A string on its own: a docstring."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _appended_to(expr: ast.expr) -> str | None:
     """`ys` for `ys.append(...)`."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "append":
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "append":
         target = expr.func.value
-        return target.value if isinstance(target, cst.Name) else None
+        return target.id if isinstance(target, ast.Name) else None
     return None
 
 
@@ -959,7 +1021,7 @@ def _describe(v: Any) -> str:
     if isinstance(v, V.SeqLen):
         return "`max_seq_len`"
     if isinstance(v, (V.FunctionRef, V.ClassRef)):
-        return f"`{v.node.name.value}`"
+        return f"`{v.node.name}`"
     if isinstance(v, V.NetcSym):
         return f"`{v.name}`"
     return f"`{v!r}`" if isinstance(v, (int, float, str, bool)) or v is None else type(v).__name__

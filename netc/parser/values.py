@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any
-
-import libcst as cst
 
 from netc.ir.model import Loop, Node, Value
 
@@ -69,16 +68,16 @@ class Builtin:
 
 @dataclass(eq=False)
 class FunctionRef:
-    node: cst.FunctionDef
+    node: ast.FunctionDef
 
 
 @dataclass(eq=False)
 class ClassRef:
-    node: cst.ClassDef
+    node: ast.ClassDef
 
-    def method(self, name: str) -> cst.FunctionDef | None:
-        for stmt in self.node.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+    def method(self, name: str) -> ast.FunctionDef | None:
+        for stmt in self.node.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
                 return stmt
         return None
 
@@ -114,6 +113,16 @@ class PyList:
     """A Python list; `append` inside a loop stacks over the loop axis."""
 
     items: list[Any] = field(default_factory=list)
+    serial: int = 0  # when it was made, on the tracer's clock (see `Tracer.tick`)
+    names: dict[str, None] = field(default_factory=dict)  # names it was bound to (some may be rebound since)
+
+    def bound_in(self, env: dict[str, Any]) -> list[str]:
+        """The names `env` binds to this list, in `env`'s order."""
+        names = [n for n in self.names if env.get(n) is self]
+        if len(names) > 1:
+            order = {n: i for i, n in enumerate(env)}
+            names.sort(key=order.__getitem__)
+        return names
 
 
 @dataclass(frozen=True)
@@ -178,7 +187,7 @@ class Poison:
 class Return(Exception):  # a control-flow signal, not an error
     """A `return` statement: unwinds to the inlined call (or the network function)."""
 
-    def __init__(self, value: Any, node: cst.CSTNode):
+    def __init__(self, value: Any, node: ast.AST):
         self.value, self.node = value, node
 
 

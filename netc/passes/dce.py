@@ -7,7 +7,6 @@ from netc.ir.uses import count_uses
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    g = g.model_copy(deep=True)
     changed_any = False
     while True:
         uses = count_uses(g)

@@ -13,7 +13,6 @@ from netc.ir.uses import count_uses_in_loop, replace_uses
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    g = g.model_copy(deep=True)
     changed = False
     outputs_fix: dict[int, int] = {}
 

@@ -19,7 +19,6 @@ UNIT_RESERVED = {"output", "end", "data", "base", "prev"}
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    g = g.model_copy(deep=True)
     owner: dict[str, str] = {}  # module path -> scope prefix of its first use
 
     def block(nodes: list[Node], prefix: str, ns: Namespace) -> None:

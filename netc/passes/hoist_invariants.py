@@ -1,0 +1,60 @@
+"""Loop-invariant hoisting: work that does not depend on the step runs once before the loop.
+
+An op of a loop body whose operands are all loop invariants (or that has none) gives the
+same result at every step: it moves before the loop, and the body reads its result as a new
+invariant. Inner loops go first, so work moves out through several levels. The body's values
+keep their ids (they become block arguments), so nothing that reads them changes. Ops that are
+not pure (dropout) stay where the user wrote them.
+"""
+
+from __future__ import annotations
+
+from netc.ir.model import Graph, Loop, LoopInvariant, Node, Op, Value
+from netc.ir.uses import next_value_id
+from netc.ops import REGISTRY
+from netc.passes.sequence import fresh_like
+
+
+def transform(g: Graph) -> tuple[Graph, bool]:
+    h = _Hoister(next_value_id(g))
+    h.block(g.body)
+    return g, h.changed
+
+
+class _Hoister:
+    def __init__(self, next_id: int):
+        self.next_id = next_id
+        self.changed = False
+
+    def block(self, nodes: list[Node]) -> None:
+        out: list[Node] = []
+        for n in nodes:
+            if isinstance(n, Loop):
+                self.block(n.body)
+                out += self.hoist(n)
+            out.append(n)
+        nodes[:] = out
+
+    def hoist(self, loop: Loop) -> list[Op]:
+        """Move the invariant ops out of `loop`; returns them, in order, for before it."""
+        outer = {a.inner.id: a.outer for a in loop.invariants}
+        moved: list[Op] = []
+        keep: list[Node] = []
+        for n in loop.body:
+            if not isinstance(n, Op) or not REGISTRY[n.op].pure or not all(a in outer for a in n.args):
+                keep.append(n)
+                continue
+            inner = n.outs
+            n.args = [outer[a] for a in n.args]
+            n.outs = [self.fresh(v) for v in inner]
+            for i, o in zip(inner, n.outs):
+                loop.invariants.append(LoopInvariant(outer=o.id, inner=i))
+                outer[i.id] = o.id
+            moved.append(n)
+        loop.body[:] = keep
+        self.changed |= bool(moved)
+        return moved
+
+    def fresh(self, like: Value) -> Value:
+        self.next_id += 1
+        return fresh_like(like, self.next_id - 1)

@@ -1,0 +1,41 @@
+"""What the hoisting passes share: an op of a loop body run over whole sequences.
+
+Not a pass. Per-frame work moved before a loop (`hoist_frames`) and work moved after it
+(`sink_stacks`) both apply a body op to whole sequences: each per-step operand gains the loop's
+axis, and the op's dim rule must then give exactly the per-step results plus that axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from netc.ir.dims import DimError, DimTable
+from netc.ir.model import Loop, Op, Value
+from netc.ops import REGISTRY
+
+
+def fresh_like(like: Value, vid: int, dims: tuple[str, ...] | None = None) -> Value:
+    """A new value `vid` of the same kind as `like` (with other dims when given)."""
+    return Value(
+        id=vid, dims=like.dims if dims is None else dims, dtype=like.dtype, name=like.name, sparse_dim=like.sparse_dim
+    )
+
+
+def over_sequence(dt: DimTable, op: Op, loop: Loop, args: list[tuple[Value, bool]]) -> list[tuple[str, ...]] | None:
+    """The dims of op `op`'s results applied to whole sequences, given its operands as
+    (per-step value, whether it is per step). None when the op cannot run so: its dim rule
+    does not give each per-step result plus the loop's axis, or a per-step operand or a result
+    already has the axis (in the body that is the whole sequence, as in attention over all
+    frames, which stacking over the axis cannot express), or it is not pure."""
+    if not REGISTRY[op.op].pure:
+        return None
+    per_step = [v for v, step in args if step] + list(op.outs)
+    if any(loop.axis in v.dims for v in per_step):
+        return None
+    whole = [replace(v, dims=dt.canonical((*v.dims, loop.axis))) if step else v for v, step in args]
+    try:
+        outs = REGISTRY[op.op].infer(dt, whole, op.attrs)
+    except DimError:
+        return None
+    want = [dt.canonical((*v.dims, loop.axis)) for v in op.outs]
+    return want if [tuple(o.dims) for o in outs] == want else None
