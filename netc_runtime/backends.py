@@ -160,7 +160,7 @@ def run_returnn(
         layers = cfg.typed_value("network")
         if search:  # as the config's get_network() does for RETURNN's search task
             skip = cfg.typed_value("netc_target_layers")
-            layers = {name: layer for name, layer in layers.items() if name not in skip}
+            layers = {name: layer for name, layer in cfg.typed_value("search_network").items() if name not in skip}
         net.construct_from_dict(layers)
 
         config_dims = dim_vars(g)

@@ -434,9 +434,12 @@ class Network:
     def graph(self) -> Graph:
         if self._graph is None:
             from netc.compiler import compile_graph
+            from netc.passes.pipeline import PassOptions
 
-            # compiled (not just parsed): parameter names are RETURNN's, which depend on placement
-            self._graph = compile_graph(inspect.getsourcefile(self.fn), network=self.fn.__name__)
+            # the loops as written (stacking_axis reads them), with the names of the parameters
+            self._graph = compile_graph(
+                inspect.getsourcefile(self.fn), network=self.fn.__name__, options=PassOptions(hoist=False)
+            )
         return self._graph
 
     @property
@@ -480,7 +483,7 @@ class Network:
                         found.add((n.axis, n.reverse))
                     walk(n.body)
 
-        walk(self.graph.body)
+        walk((self.graph.search or self.graph).body)  # a `choice` loop as written: what a search runs
         if len(found) != 1:
             raise TypeError(f"cannot tell which loop a list of {steps} [{', '.join(step_dims)}] values was stacked in")
         return found.pop()

@@ -60,11 +60,11 @@ def test_json_is_the_graph_with_provenance(netc):
     h = next(n for n in p.nodes if n.op == "tanh")
     assert h.cluster == loop.id and h.source.span.line == 17
     assert h.source.text == "h = tanh(Linear(hidden)(x_lin + h_prev))"
-    assert h.returnn.name == "out/h" and h.returnn.kind == "activation"
+    assert h.returnn.name == "out/output" and h.returnn.kind == "activation"
     state = next(n for n in p.nodes if n.kind == "state")
-    assert state.returnn.kind == "prev:h" and "'initial_output': 'base:h'" in state.returnn.code
+    assert state.returnn.kind == "prev:output" and "'initial_output': 'base:h'" in state.returnn.code
     edges = {(nodes[e.src].label, nodes[e.dst].label, e.kind) for e in p.edges}
-    assert ("h", "h", "state") in edges  # tanh's value is the state's next value: RETURNN `prev:h`
+    assert ("h", "h", "state") in edges  # tanh's value is the state's next value: RETURNN `prev:output`
     assert ("x_lin", "add", "frame") in edges and ("h", "output", "stack") in edges and ("h", "last", "last") in edges
     assert all(n.returnn and n.torch for n in p.nodes)
 
@@ -87,7 +87,7 @@ def test_the_documented_schema_is_the_models_schema():
 
 def test_dot_views_differ_in_labels_not_in_shape(netc):
     views = {v: netc("preview", ELMAN, "--format", "dot", "--view", v, check=True).stdout for v in ("returnn", "torch")}
-    assert 'label="prev:h"' in views["returnn"] and 'label="next h"' in views["torch"]
+    assert 'label="prev:output"' in views["returnn"] and 'label="next h"' in views["torch"]
     assert "activation" in views["returnn"] and "torch.tanh" in views["torch"]
     for text in views.values():
         assert text.count(" -> ") == 9 and text.count('subgraph "cluster_') == 1

@@ -16,8 +16,8 @@ from pathlib import Path
 import jinja2
 
 from netc.errors import CompileError, Span
-from netc.ir.model import Graph, Loop, Node, Op, Value
-from netc.ir.search import search_plan
+from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, Value
+from netc.ir.search import SearchPlan, search_plan
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
@@ -119,6 +119,42 @@ class ReturnnEmitter:
             check_layer_name(inp.name, "input", inp.span)
         for o in [*g.outputs, *g.losses]:
             check_layer_name(o.name, "output" if o in g.outputs else "loss", o.span)
+        plan = search_plan(g)
+        search_layers = None
+        if g.search is not None:  # a search runs its own network (the choice loop as written)
+            provenance = self.blocks, self.op_layers  # the preview shows training's network
+            self.blocks, self.op_layers = {}, {}
+            search_layers = self.network(g.search, plan)
+            self.blocks, self.op_layers = provenance
+        layers = self.network(g, plan if g.search is None else None)
+        extern = {}
+        for inp in g.inputs:
+            entry: dict = {"dim_tags": [self.dim_code(d) for d in inp.annotated_dims]}  # Labels: no class dim
+            if inp.value.sparse_dim:
+                entry["sparse_dim"] = self.dim_code(inp.value.sparse_dim)
+                entry["dtype"] = "int32"
+            # inputs feed the network (RETURNN would hold back a key named `classes` as a target);
+            # a `choice` target too: training's network reads it in the loop (RETURNN would build
+            # dummies of the layers that depend on it there), a search's network does not read it
+            entry["available_for_inference"] = True
+            extern[inp.name] = entry
+        dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in g.dims if d.kind != "batch"]
+        dims += [(var, py_str(name), None) for var, name in self.whole_dims]
+        return _TEMPLATES.get_template("config.py.j2").render(
+            source=plain_text(os.path.basename(g.source_file)),
+            network=plain_text(g.network),
+            dims=dims,
+            extern_data=py_literal(extern, 0),
+            net=py_literal(layers, 0),
+            search_net=py_literal(search_layers, 0) if search_layers is not None else None,
+            reverse_helper=self.uses_reverse,
+            search_output=py_str(plan.outputs[0]) if plan is not None else None,
+            target_layers=py_literal(_needing(search_layers or layers, plan.targets)) if plan is not None else None,
+            target=py_str(sorted(plan.targets)[0]) if plan is not None else None,
+        )
+
+    def network(self, g: Graph, plan: SearchPlan | None) -> dict[str, dict]:
+        """The layers of one network; with `plan`, the network searches (outputs `decide`)."""
         root = self.blocks[()] = _Block(
             {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)}, self.dim_vars
         )
@@ -126,7 +162,6 @@ class ReturnnEmitter:
             root.refs[inp.value.id] = f"data:{inp.name}"
             self.values[inp.value.id] = inp.value
         self.block(g.body, root)
-        plan = search_plan(g)
         for o in [*g.outputs, *g.losses]:
             if plan is not None and o.name in plan.outputs:  # searching: the best hypothesis' frames
                 layer = {"class": "decide", "from": root.refs[o.value]}
@@ -137,29 +172,7 @@ class ReturnnEmitter:
             else:  # `as_is` sums over valid frames, as the torch module does
                 layer["loss"] = "as_is"
             root.layers[o.name] = layer
-        extern = {}
-        for inp in g.inputs:
-            entry: dict = {"dim_tags": [self.dim_code(d) for d in inp.annotated_dims]}  # Labels: no class dim
-            if inp.value.sparse_dim:
-                entry["sparse_dim"] = self.dim_code(inp.value.sparse_dim)
-                entry["dtype"] = "int32"
-            # inputs feed the network (RETURNN would hold back a key named `classes` as a target);
-            # a `choice` target is the exception: a search does without it
-            entry["available_for_inference"] = plan is None or inp.name not in plan.targets
-            extern[inp.name] = entry
-        dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in g.dims if d.kind != "batch"]
-        dims += [(var, py_str(name), None) for var, name in self.whole_dims]
-        return _TEMPLATES.get_template("config.py.j2").render(
-            source=plain_text(os.path.basename(g.source_file)),
-            network=plain_text(g.network),
-            dims=dims,
-            extern_data=py_literal(extern, 0),
-            net=py_literal(root.layers, 0),
-            reverse_helper=self.uses_reverse,
-            search_output=py_str(plan.outputs[0]) if plan is not None else None,
-            target_layers=py_literal(_needing(root.layers, plan.targets)) if plan is not None else None,
-            target=py_str(sorted(plan.targets)[0]) if plan is not None else None,
-        )
+        return root.layers
 
     # --- blocks ------------------------------------------------------------------------
 
@@ -213,11 +226,12 @@ class ReturnnEmitter:
         # variable (first: state is what a reader of the config follows), and is the layer
         # computing its next value when that is an op of this body
         single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
+        output_carry = _output_carry(n, single, outer.in_unit)
         carry_layers: dict[int, str] = {}
         reserved: dict[int, str] = {}
         for c in n.carries:
             self.values[c.inner.id] = c.inner
-            carry_layers[c.inner.id] = unit.ns.fresh(c.name)
+            carry_layers[c.inner.id] = "output" if c is output_carry else unit.ns.fresh(c.name)
             if c.next in single and c.next not in reserved:
                 reserved[c.next] = carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
@@ -274,7 +288,8 @@ class ReturnnEmitter:
             self.values[out.id] = out
             if outer.in_unit:
                 # sub-layers of a rec layer inside a unit cannot be reached; its own output can
-                unit.layers["output"] = {"class": "copy", "from": name}
+                if name != "output":
+                    unit.layers["output"] = {"class": "copy", "from": name}
                 ref = rec if kind == "stack" else self._gather_last(outer, rec, out, n.axis)
             elif kind == "stack":
                 unit.layers[name]["is_output_layer"] = True
@@ -393,6 +408,20 @@ def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
         needing |= new
         changed = bool(new)
     return [name for name in layers if name in needing]
+
+
+def _output_carry(n: Loop, single: set[int], nested: bool) -> LoopCarry | None:
+    """The state whose layer is the unit's `output` (`prev:output`). RETURNN computes a unit's
+    `output` after the loop when no layer of the unit reads it: a state's layer stays in the loop.
+    Preferred: the state a `choice` gives (RETURNN's search follows the unit's output), else the
+    first state computed by a layer of its own; in a loop inside a loop, the state that is the
+    loop's result (its output is all the outer unit can read)."""
+    own = [c for c in n.carries if c.next in single]
+    if nested:
+        results = [c for c in n.carries if c.out is not None]
+        return results[0] if len(results) == 1 and results[0] in own and not n.stacks and not n.lasts else None
+    chosen = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"}
+    return next((c for c in own if c.next in chosen), own[0] if own else None)
 
 
 def _loop_names(nodes: list[Node]) -> list[str]:

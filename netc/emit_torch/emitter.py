@@ -452,7 +452,7 @@ def render_module(g: Graph) -> tuple[str, TorchEmitter]:
             f"        if {' or '.join(f'{t} is None' for t in targets)}:\n"
             f"            raise TypeError({py_str('training needs ' + ', '.join(targets) + ' (or search=True)')})\n"
         )
-        searcher = SearchEmitter(g, names, search_public, plan)
+        searcher = SearchEmitter(g.search or g, names, search_public, plan)
         search_method = method("search", search_public, *searcher.search(), searcher.direct)
     out_values = {o.name: fwd.values[o.value] for o in g.outputs}
     text = _TEMPLATES.get_template("module.py.j2").render(

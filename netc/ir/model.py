@@ -170,6 +170,9 @@ class Graph:
     body: list[Node]
     outputs: list[Output]
     losses: list[Output] = field(default_factory=list)  # mark_as_loss: summed over valid frames
+    # a model with `choice`: this graph is training's view (teacher forcing); a beam search runs
+    # `search`, the same model with its choice loop as written (same params, inputs and outputs)
+    search: Graph | None = None
 
     def dim(self, name: str) -> DimDef:
         for d in self.dims:

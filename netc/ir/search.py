@@ -31,6 +31,8 @@ class SearchPlan:
 
 
 def search_plan(g: Graph) -> SearchPlan | None:
+    """What searching `g` means (on its search graph, `g.search`, when it has one)."""
+    g = g.search or g
     loops = [n for n in g.body if isinstance(n, Loop) and n.target is not None]
     if not loops:
         return None
@@ -74,7 +76,7 @@ def search_dims(g: Graph) -> dict[str, list[str]]:
     plan = search_plan(g)
     if plan is None:
         raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
-    values = values_by_id(g)
+    values = values_by_id(g.search or g)
     dims = {o.name: list(values[o.value].dims) for o in g.outputs if o.name in plan.outputs}
     dims[SCORES] = ["batch"]
     return dims

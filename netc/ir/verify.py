@@ -75,3 +75,7 @@ def verify(g: Graph) -> None:
     names = [o.name for o in [*g.outputs, *g.losses]]
     if len(set(names)) != len(names):
         raise IRError("duplicate output names")
+    if g.search is not None:
+        if g.search.search is not None or g.search.params != g.params:
+            raise IRError("a search graph has the training graph's parameters and no search graph")
+        verify(g.search)

@@ -7,18 +7,29 @@ nothing else holds, so no pass copies it; a caller that wants to keep a graph pa
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
-from netc.ir.model import Graph
+from netc.ir.model import Graph, Loop
 from netc.ir.verify import verify
-from netc.passes import dce, hoist_frames, hoist_invariants, rec_state, returnn_names
+from netc.passes import (
+    dce,
+    hoist_frames,
+    hoist_invariants,
+    rec_state,
+    returnn_names,
+    shift_states,
+    sink_stacks,
+    teacher_forcing,
+)
 
 
 @dataclass(frozen=True)
 class PassOptions:
     hoist: bool = True  # move work out of loops (off: every op runs where the source wrote it)
     # the kinds that keep whole sequences of intermediate results in memory: per-frame work
-    # over whole sequences before the loop
+    # over whole sequences before the loop, states that are the previous frame of a sequence,
+    # work feeding only stacks over them after it
     whole_sequence: bool = True
 
 
@@ -31,14 +42,31 @@ def run_passes(g: Graph, options: PassOptions = DEFAULT_OPTIONS) -> Graph:
     # 2. remove what nobody reads (last frames of temporaries, dead carries' leftovers)
     # 3. name rec layers and TF variables by where the source puts modules (before hoisting:
     #    names must not depend on it, so one checkpoint fits every config of the model)
-    passes = [rec_state, dce, returnn_names]
-    for p in passes:
+    for p in (rec_state, dce, returnn_names):
         g = _run(p, g)
+    if not any(isinstance(n, Loop) and n.target is not None for n in g.body):
+        return _optimise(g, options)
+    # 4. a model with `choice` trains with the reference labels and searches with a beam: the
+    #    search keeps the loop as written, training sees an ordinary loop over the labels (so
+    #    more can move out of it); both keep every parameter either uses
+    params = g.params
+    search = _optimise(copy.deepcopy(g), options)
+    g = _optimise(_run(dce, _run(teacher_forcing, g)), options)
+    used = {p.name for p in [*g.params, *search.params]}
+    g.params = search.params = [p for p in params if p.name in used]
+    g.search = search
+    verify(g)
+    return g
+
+
+def _optimise(g: Graph, options: PassOptions) -> Graph:
     if options.hoist:
-        # 4. hoisting needs the real state (an op reading state cannot move). Its kinds enable
-        #    one another (per-frame work of an inner loop can be invariant in the outer one),
-        #    so they run until none moves anything
-        hoisting = [hoist_invariants] + ([hoist_frames] if options.whole_sequence else [])
+        # 5. hoisting needs the real state (an op reading state cannot move). Its kinds enable
+        #    one another (per-frame work of an inner loop can be invariant in the outer one, a
+        #    shifted state's frames feed per-frame work), so they run until none moves anything
+        hoisting = [hoist_invariants]
+        if options.whole_sequence:
+            hoisting += [hoist_frames, shift_states, sink_stacks]
         changed = True
         while changed:
             changed = False
@@ -46,7 +74,7 @@ def run_passes(g: Graph, options: PassOptions = DEFAULT_OPTIONS) -> Graph:
                 g, moved = p.transform(g)
                 verify(g)
                 changed |= moved
-    # 5. remove the invariants and sequences hoisting left unread
+    # 6. remove the invariants and sequences hoisting left unread (and what teacher forcing left)
     return _run(dce, g)
 
 

@@ -59,9 +59,12 @@ def node_label(n: PreviewNode, view: str) -> list[str]:
     return [f"{n.kind} {n.label}", *dims]
 
 
-def edge_label(e: PreviewEdge, view: str) -> str:
+def edge_label(e: PreviewEdge, view: str, state: PreviewNode | None = None) -> str:
+    """`state`: the state node a state edge goes to (RETURNN reads it as `prev:` its layer)."""
     if e.kind == "state":
-        return f"prev:{e.label}" if view == "returnn" else f"next {e.label}"
+        if view == "returnn":
+            return state.returnn.kind if state is not None and state.returnn else f"prev:{e.label}"
+        return f"next {e.label}"
     if e.kind == "init":
         return "initial"
     return {"frame": "frame", "stack": "stacked", "last": "last frame", "end": e.label}.get(e.kind, "")
@@ -108,8 +111,9 @@ def to_dot(p: Preview, view: str) -> str:
         ids = [_quote(n.id) for n in by_cluster.get(None, []) if n.kind in kinds]
         if ids:
             out.append(f"  {{ rank={rank}; {' '.join(ids)}; }}")
+    by_id = {n.id: n for n in p.nodes}
     for e in p.edges:
-        label = edge_label(e, view)
+        label = edge_label(e, view, by_id.get(e.dst))
         out.append(
             f'  {_quote(e.src)} -> {_quote(e.dst)} [class="netc-edge {e.kind}", {_EDGE_STYLE[e.kind]}'
             + (f", label={_label(label)}" if label else "")

@@ -1,0 +1,40 @@
+"""Training's view of a loop with a `choice`: the choice is the reference label.
+
+In training a loop with `label = choice(scores, target=y, ...)` runs over y's frames and the
+choice is y's frame at each step (teacher forcing); its `end` and step limit do not apply. This
+pass makes that explicit: the choice's result is replaced by the target's frame, the choice and
+the loop's end go, and what only the search needed (the end condition, the log-probabilities
+the choice read) is left for `dce`. The loop is then an ordinary loop over y, which the hoisting
+passes treat like any other: the previous label's embedding becomes a shifted sequence, the
+output projection runs after the loop, as RETURNN itself would do in training.
+
+A search needs the loop as written: the pipeline keeps a copy of the graph from before this
+pass for it (`Graph.search`).
+"""
+
+from __future__ import annotations
+
+from netc.ir.model import Graph, Loop, Op
+from netc.ir.uses import replace_uses
+
+
+def transform(g: Graph) -> tuple[Graph, bool]:
+    changed = False
+    for loop in g.body:
+        if not isinstance(loop, Loop) or loop.target is None:
+            continue
+        choice = next(n for n in loop.body if isinstance(n, Op) and n.op == "choice")
+        label, frame = choice.outs[0].id, choice.args[1]
+        loop.body.remove(choice)
+        replace_uses(loop.body, label, frame)
+        for c in loop.carries:
+            c.next = frame if c.next == label else c.next
+        for s in loop.stacks:
+            s.value = frame if s.value == label else s.value
+        for ll in loop.lasts:
+            ll.value = frame if ll.value == label else ll.value
+            ll.after_end = False
+        loop.target = loop.end = loop.bound = loop.max_steps = None
+        loop.include_eos = True
+        changed = True
+    return g, changed
