@@ -372,24 +372,27 @@ class ReturnnEmitter:
 def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
     """Top-level layers that read a target (`data:y`), directly or through other layers: a
     search, which has no targets, builds the network without them. A choice names its target
-    by data key (`'target': 'y'`), which is not a read."""
+    by data key (`'target': 'y'`), which is not a read. In a rec unit, a plain name is one of
+    the unit's layers; `base:` reaches one level out."""
     needing: set[str] = set()
 
-    def reads(v) -> bool:
+    def reads(v, level: int) -> bool:
         if isinstance(v, dict):
-            return any(reads(x) for k, x in v.items() if k != "target")
+            return any(reads(x, level + (k == "unit")) for k, x in v.items() if k != "target")
         if isinstance(v, (list, tuple)):
-            return any(reads(x) for x in v)
+            return any(reads(x, level) for x in v)
         if not isinstance(v, str) or isinstance(v, Code):
             return False
-        ref = v
+        ref, up = v, 0
         while ref.startswith("base:"):
-            ref = ref[len("base:") :]
-        return ref[len("data:") :] in targets if ref.startswith("data:") else ref.split("/")[0] in needing
+            ref, up = ref[len("base:") :], up + 1
+        if ref.startswith("data:"):
+            return ref[len("data:") :] in targets
+        return up == level and ref.split("/")[0] in needing
 
     changed = True
     while changed:
-        new = {name for name, layer in layers.items() if name not in needing and reads(layer)}
+        new = {name for name, layer in layers.items() if name not in needing and reads(layer, 0)}
         needing |= new
         changed = bool(new)
     return [name for name in layers if name in needing]
