@@ -79,6 +79,12 @@ class _OpCtx:
     def is_dynamic(self, name: str) -> bool:
         return self.em.g.dim(name).kind == "dynamic"
 
+    def dim_source(self, name: str) -> str | None:
+        return self.em.dim_source.get(name) if not self.blk.in_unit else None
+
+    def carry(self, i: int) -> tuple[str, int] | None:
+        return self.blk.carries.get(self.op.args[i])
+
 
 class _Block:
     def __init__(self, reserved: set[str], dims: dict[str, str], in_unit: bool = False):
@@ -91,6 +97,7 @@ class _Block:
         self.refs: dict[int, str] = {}
         self.layer_of: dict[int, str] = {}  # value id -> its own layer in this block (not a `base:`/`prev:` ref)
         self.retagged: dict[tuple, str] = {}  # (value id, tag changes) -> its `reinterpret_data` layer
+        self.carries: dict[int, tuple[str, int]] = {}  # carried value id -> (its initial value, next value id)
 
 
 class ReturnnEmitter:
@@ -98,8 +105,10 @@ class ReturnnEmitter:
         self.g = g
         self.values: dict[int, Value] = {}
         self.uses_reverse = False
-        # module path -> TF variable scope (the variable name without its role)
-        self.param_scope = {p.path: p.name.rsplit("/", 1)[0] for p in g.params}
+        # module path -> TF variable scope (the variable name without its role, which may hold a `/`)
+        self.param_scope = {p.path: p.name[: -len(p.role) - 1] for p in g.params}
+        self.dim_source: dict[str, str] = {}  # dynamic dim made by an op or loop -> a top-level layer with it
+        self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
@@ -120,6 +129,7 @@ class ReturnnEmitter:
         for inp in g.inputs:
             root.refs[inp.value.id] = f"data:{inp.name}"
             self.values[inp.value.id] = inp.value
+            self.dim_source.update({d: "" for d in inp.value.dims})  # lengths known from the start
         self.block(g.body, root)
         for o in g.outputs:
             root.layers[o.name] = {"class": "copy", "from": root.refs[o.value], "is_output_layer": True}
@@ -143,6 +153,7 @@ class ReturnnEmitter:
             extern_data=py_literal(extern, 0),
             net=py_literal(root.layers, 0),
             reverse_helper=self.uses_reverse,
+            helpers=list(self.helpers.values()),
         )
 
     # --- blocks ------------------------------------------------------------------------
@@ -157,17 +168,32 @@ class ReturnnEmitter:
     def op(self, op: Op, blk: _Block, reserved: dict[int, str]) -> None:
         """One layer; its name was reserved up front when a carry needs it, else from the variable."""
         opdef = REGISTRY[op.op]
-        layer = opdef.returnn(_OpCtx(self, blk, op), op)
+        ctx = _OpCtx(self, blk, op)
+        layer = opdef.returnn(ctx, op)
         if op.param:
             layer["name_scope"] = f"/{self.param_scope[op.param]}"
+        self.helpers.update(opdef.returnn_helpers)
         hint = op.outs[0].name if len(op.outs) == 1 else op.op  # a split is named for what it does
         name = reserved.get(op.outs[0].id) or blk.ns.fresh(hint or op.op)
         blk.layers[name] = layer
-        for v, ref in zip(op.outs, opdef.returnn_outs(name, op)):
+        refs = opdef.returnn_outs(name, op)
+        refs += [""] * (len(op.outs) - len(refs))  # results given by extra layers
+        for i, (extra_name, extra) in opdef.returnn_extra(ctx, name, layer, op, blk.ns.fresh).items():
+            refs[i] = extra_name
+            blk.layers[extra_name] = extra
+        for v, ref in zip(op.outs, refs):
             self.values[v.id] = v
             blk.refs[v.id] = ref
-            if ref == name:
-                blk.layer_of[v.id] = name
+            if ref in blk.layers:
+                blk.layer_of[v.id] = ref
+            self._note_dims(blk, v, ref)
+
+    def _note_dims(self, blk: _Block, v: Value, ref: str) -> None:
+        """Remember a top-level layer for each dynamic dim first seen here (made by an op or loop)."""
+        if not blk.in_unit:
+            for d in v.dims:
+                if self.g.dim(d).kind == "dynamic":
+                    self.dim_source.setdefault(d, ref)
 
     def _own_layer(self, blk: _Block, vid: int, hint: str) -> str:
         """A layer of this block holding value `vid` (a copy when it is a reference)."""
@@ -212,6 +238,7 @@ class ReturnnEmitter:
         reserved: dict[int, str] = {}
         for c in n.carries:
             self.values[c.inner.id] = c.inner
+            unit.carries[c.inner.id] = (base[c.init], c.next)
             carry_layers[c.inner.id] = unit.ns.fresh(c.name)
             if c.next in single and c.next not in reserved:
                 reserved[c.next] = carry_layers[c.inner.id]
@@ -266,6 +293,7 @@ class ReturnnEmitter:
             # a stack's `n.axis` is the loop's own; in a last value `n.axis` is the whole axis
             inside = {**unit.dims, n.axis: outer.dims[n.axis]} if kind == "stack" else unit.dims
             outer.refs[out.id] = self._retag(outer, out.id, inside, outer.dims)
+            self._note_dims(outer, out, outer.refs[out.id])
         if "output" not in unit.layers:
             unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, results[0][0], "out")}
         rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}

@@ -29,6 +29,12 @@ class ReturnnCtx(Protocol):
     def in_dims(self, i: int) -> tuple[str, ...]: ...
     def dim(self, name: str) -> Code: ...  # the config's variable for a dim
     def is_dynamic(self, name: str) -> bool: ...
+    # a top-level layer whose output has dynamic dim `name` made by an op or a loop (None for
+    # the inputs' dims): a layer creating a tensor over it must be built after that layer
+    def dim_source(self, name: str) -> str | None: ...
+    # when arg i is a loop's carried state: (reference to its value before the loop, id of the
+    # value it takes for the next step); None otherwise
+    def carry(self, i: int) -> tuple[str, int] | None: ...
 
 
 class TorchCtx(Protocol):
@@ -64,6 +70,7 @@ class OpDef:
     module: bool = False  # a parameterised module: `Linear(out_dim)(x)`; ctor args are attrs
     pure: bool = True  # same inputs, same result: may be moved out of loops (not so for dropout)
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
+    returnn_helpers: dict[str, str] = {}  # functions the RETURNN layers call (`eval`): name -> source
 
     def api(self, x):  # noqa: D401 - the signature is the point
         """The user-facing signature."""
@@ -85,6 +92,16 @@ class OpDef:
                 attrs[pname] = val
         return tensors, attrs
 
+    def module_args(self, args: tuple, kwargs: dict) -> list[Any]:
+        """A module's call arguments as its tensor args (raises TypeError): one tensor by default."""
+        if len(args) != 1 or kwargs:
+            raise TypeError(f"`{self.fn_name}(...)` is called with one tensor")
+        return [args[0]]
+
+    def makes_dims(self, attrs: dict) -> list[str]:
+        """Dynamic dims whose lengths this op defines (`max_pool`'s `out_axis`)."""
+        return []
+
     def infer(self, dt: DimTable, args: list[Value], attrs: dict) -> list[OutType]:
         raise NotImplementedError
 
@@ -98,6 +115,18 @@ class OpDef:
     def returnn_outs(self, layer: str, op: Op) -> list[str]:
         """Layer references for each result (multi-result ops override)."""
         return [layer]
+
+    def returnn_extra(
+        self, ctx: ReturnnCtx, layer: str, own: dict, op: Op, fresh: Callable[[str], str]
+    ) -> dict[int, tuple[str, dict]]:
+        """Further layers next to the op's own (`layer`, its dict `own`, which may get options that
+        name them) that give results, by result index: (name, layer), each name from `fresh(hint)`."""
+        return {}
+
+    def torch_made_dims(self, ctx: TorchCtx, op: Op) -> dict[str, tuple[str, str]]:
+        """For each dim in `makes_dims`: code for its int64 [batch] lengths and for its size
+        (the emitter defines both before the op's code, which may then use `ctx.mask`)."""
+        return {}
 
     def torch(self, ctx: TorchCtx, op: Op) -> str:
         raise NotImplementedError
