@@ -3,6 +3,17 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
+# system packages: Graphviz (`netc preview` lays graphs out with `dot`) and headless Chromium with
+# its driver (the preview's browser tests); installed only when missing (CI runs this as root)
+missing=()
+command -v dot >/dev/null || missing+=(graphviz)
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
+if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 # torch is pinned to the CPU build; a looser requirement would pull a multi-GB CUDA build

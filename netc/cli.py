@@ -31,6 +31,13 @@ def _graph(model: str, network: str | None):
         _fail(e)
 
 
+def _project_options(f):
+    f = click.option("--no-cache", is_flag=True, help="Compile every model, ignoring the cache.")(f)
+    return click.option(
+        "-j", "--jobs", type=click.IntRange(min=1), help="Models compiled in parallel [default: CPU count]."
+    )(f)
+
+
 @click.group()
 @click.version_option(package_name="netc")
 def main() -> None:
@@ -38,8 +45,8 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@click.option("--target", type=click.Choice(_TARGETS), default="returnn", show_default=True)
+@click.argument("model", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--target", type=click.Choice(_TARGETS), help="[default: returnn]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option(
@@ -47,10 +54,29 @@ def main() -> None:
     type=click.Path(exists=True, dir_okay=False),
     help="RETURNN target: a config whose settings are merged into the emitted one.",
 )
-def compile(model: str, target: str, output: str | None, network: str | None, base_config: str | None) -> None:
-    """Compile MODEL to a RETURNN config or a PyTorch module."""
+@click.option("--all", "all_models", is_flag=True, help="Every model declared in pyproject.toml's [tool.netc].")
+@_project_options
+def compile(
+    model: str | None,
+    target: str | None,
+    output: str | None,
+    network: str | None,
+    base_config: str | None,
+    all_models: bool,
+    jobs: int | None,
+    no_cache: bool,
+) -> None:
+    """Compile MODEL to a RETURNN config or a PyTorch module, or (--all) every declared model."""
+    if all_models:
+        if model or target or output or network or base_config:
+            raise click.UsageError("--all compiles what pyproject.toml declares: give no MODEL or per-model options")
+        _compile_project(jobs, no_cache)
+        return
+    if model is None:
+        raise click.UsageError("give a MODEL, or --all for every model declared in pyproject.toml")
     from netc.compiler import TARGETS
 
+    target = target or "returnn"
     g = _graph(model, network)
     try:
         text = TARGETS[target](g)  # a target may not support a construct: a located error too
@@ -68,6 +94,45 @@ def compile(model: str, target: str, output: str | None, network: str | None, ba
         click.echo(text, nl=False)
 
 
+def _load_project():
+    """The project around the current directory; a configuration mistake exits with code 2."""
+    from netc.project import ConfigError, find_pyproject, load_project
+
+    try:
+        return load_project(find_pyproject(Path.cwd()))
+    except ConfigError as e:
+        click.echo(e.render(), err=True)
+        sys.exit(2)
+
+
+def _compile_project(jobs: int | None, no_cache: bool) -> None:
+    from netc.build import compile_all
+
+    project = _load_project()
+    results = compile_all(project.models, None if no_cache else project.cache_dir, jobs or os.cpu_count() or 1)
+    wrote = unchanged = 0
+    for c in results:
+        if c.error is not None:
+            click.echo(c.error.render(), err=True)
+            continue
+        for target, path in c.job.outputs.items():
+            out = Path(path)
+            if out.is_file() and out.read_text(encoding="utf-8") == c.texts[target]:
+                unchanged += 1  # not rewritten: its time stamp stays, so build tools see no change
+                continue
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(c.texts[target], encoding="utf-8")
+            click.echo(f"wrote {path}")
+            wrote += 1
+    failed = sum(c.error is not None for c in results)
+    click.echo(
+        f"netc compile --all: {len(results)} models, {wrote} written, {unchanged} unchanged"
+        + (f", {failed} models with errors" if failed else "")
+    )
+    if failed:
+        sys.exit(1)
+
+
 @main.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.option("--network", help="The @network function, when the file has several.")
@@ -81,29 +146,119 @@ def explain(model: str, network: str | None, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.argument("model", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--returnn", "returnn_file", type=click.Path(dir_okay=False), help="Emitted RETURNN config to check.")
 @click.option("--torch", "torch_file", type=click.Path(dir_okay=False), help="Emitted torch module to check.")
 @click.option("--network", help="The @network function, when the file has several.")
-def check(model: str, returnn_file: str | None, torch_file: str | None, network: str | None) -> None:
-    """Check that MODEL compiles and that emitted files are current (for CI)."""
-    from netc.compiler import TARGETS
+@click.option(
+    "--construct",
+    is_flag=True,
+    help="Also construct each RETURNN network in RETURNN and run each torch module on a small padded batch.",
+)
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "github")), default="text", show_default=True)
+@_project_options
+def check(
+    model: str | None,
+    returnn_file: str | None,
+    torch_file: str | None,
+    network: str | None,
+    construct: bool,
+    fmt: str,
+    jobs: int | None,
+    no_cache: bool,
+) -> None:
+    """Check that models compile and that generated files are current (for CI).
 
-    g = _graph(model, network)
-    stale = []
-    for target, path in (("returnn", returnn_file), ("torch", torch_file)):
-        try:  # every target, even without a file to compare: a target may reject a construct
-            text = TARGETS[target](g)
-        except CompileError as e:
-            _fail(e)
-        if path is not None and (not os.path.exists(path) or Path(path).read_text(encoding="utf-8") != text):
-            stale.append((target, path))
-    for target, path in stale:
-        net = f" --network {network}" if network else ""
-        click.echo(f"{path}: stale; regenerate with `netc compile {model} --target {target}{net} -o {path}`", err=True)
-    if stale:
-        sys.exit(1)
-    click.echo(f"{model}: ok")
+    With no MODEL: every model declared in the nearest pyproject.toml's [tool.netc]. Exit code
+    0: all good; 1: something stale, missing or invalid; 2: a usage or configuration error.
+    """
+    from netc.build import Cache, compile_all
+    from netc.check import check_outputs, construct_all
+    from netc.check_report import RENDERERS
+    from netc.project import ConfigError, ModelJob
+
+    if model is None:
+        if returnn_file or torch_file or network:
+            raise click.UsageError("--returnn, --torch and --network go with a MODEL; without one, see pyproject.toml")
+        project = _load_project()
+        models, cache_dir = project.models, None if no_cache else project.cache_dir
+
+        def regen(job, target, path):
+            return "netc compile --all"
+    else:
+        # one model given on the command line: every target is compiled, even without a file to compare
+        models = [ModelJob(model, network, {"returnn": returnn_file, "torch": torch_file})]
+        cache_dir = None
+
+        def regen(job, target, path):
+            net = f" --network {job.network}" if job.network else ""
+            return f"netc compile {job.source} --target {target}{net} -o {path}"
+
+    compiled = compile_all(models, cache_dir, jobs or os.cpu_count() or 1)
+    checks = [check_outputs(c, regen) for c in compiled]
+    if construct:
+        try:
+            construct_all(checks, compiled, Cache(cache_dir))
+        except ConfigError as e:
+            click.echo(e.render(), err=True)
+            sys.exit(2)
+    out, err = RENDERERS[fmt](checks)
+    click.echo(out, nl=False)
+    click.echo(err, nl=False, err=True)
+    sys.exit(0 if all(mc.status == "ok" for mc in checks) else 1)
+
+
+@main.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("html", "dot", "json")),
+    default="html",
+    show_default=True,
+    help="html: a self-contained page; dot: Graphviz input; json: the graph as data (docs/preview-schema.json).",
+)
+@click.option(
+    "--view", type=click.Choice(("returnn", "torch")), default="returnn", show_default=True, help="For --format dot."
+)
+@click.option("--watch", is_flag=True, help="Serve the page on 127.0.0.1 and re-render it when MODEL changes.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="For --watch; 0: any free port."
+)
+@click.option("--network", help="The @network function, when the file has several.")
+def preview(model: str, output: str | None, fmt: str, view: str, watch: bool, port: int, network: str | None) -> None:
+    """Draw the emitted graph of MODEL: loops, state, hoisted ops, and for each node its
+    source line, RETURNN layer and torch line. Needs Graphviz (`dot`) for the HTML page."""
+    from netc.preview import live_page, render_preview
+    from netc.preview.page import GraphvizMissing
+
+    if watch and (output or fmt != "html"):
+        raise click.UsageError("--watch serves the HTML page; it takes no -o or --format")
+    try:
+        if watch:
+            from netc.preview.server import serve
+
+            serve(
+                Path(model),
+                lambda version: live_page(model, network, version),
+                port,
+                lambda message: click.echo(f"netc preview: {message}"),
+            )
+            return
+        text = render_preview(model, network, fmt, view)
+    except CompileError as e:
+        _fail(e)
+    except GraphvizMissing as e:
+        click.echo(f"error: {e.message}", err=True)
+        sys.exit(2)
+    except OSError as e:  # e.g. the port is taken
+        click.echo(f"error: {e.strerror or e}", err=True)
+        sys.exit(2)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
 
 
 def _quiet_tf() -> None:

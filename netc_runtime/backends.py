@@ -87,19 +87,19 @@ def run_eager(model_path: str, g: Graph, inputs, lens, params) -> Result:
     )
 
 
-def load_torch_module(g: Graph, directory: str | None = None):
-    """Write the emitted module to a file and import it (so tracebacks show real lines)."""
+def load_torch_module(g: Graph, directory: str | None = None, text: str | None = None):
+    """Write the emitted module (or `text`) to a file and import it (so tracebacks show real lines)."""
     directory = directory or tempfile.mkdtemp(prefix="netc_torch_")
     path = os.path.join(directory, f"{g.network}_torch.py")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(emit_torch(g))
+        f.write(text or emit_torch(g))
     return _import_file(path, "netc_torch")
 
 
-def run_torch(g: Graph, inputs, lens, params) -> Result:
+def run_torch(g: Graph, inputs, lens, params, module_text: str | None = None) -> Result:
     import torch
 
-    mod = load_torch_module(g)
+    mod = load_torch_module(g, text=module_text)
     model = mod.Model()
     model.load_returnn_params(params)
     model.eval()

@@ -17,3 +17,14 @@ def test_bench_torch_runs_and_its_variants_agree():
     assert proc.returncode == 0, proc.stderr
     rows = [line.split()[0] for line in proc.stdout.splitlines()[1:]]
     assert rows == ["netc", "netc,", "hand", "netc", "nn.LSTM"]
+
+
+def test_bench_check_runs_every_row_on_a_small_project():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_check.py"), "--models", "2", "--runs", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "seconds" not in line]
+    assert len(rows) == 6 and rows[0].startswith("| 2 × `netc check MODEL")

@@ -164,8 +164,8 @@ def test_run_params_override_by_name(tmp_path, netc):
     np.savez(
         params,
         **{
-            "param:rec/rec/h/W": np.zeros((32, 32), np.float32),
-            "param:rec/rec/h/b": np.full(32, 0.5, np.float32),
+            "param:out/rec/h/W": np.zeros((32, 32), np.float32),
+            "param:out/rec/h/b": np.full(32, 0.5, np.float32),
             "in:ignored": np.zeros(3),
         },
     )

@@ -53,7 +53,7 @@ def test_load_returnn_params_by_name(elman):
     saved = {k: v.clone() for k, v in elman.params.items()}
     try:
         zero_w, bias = np.zeros((32, 32), np.float32), np.full(32, 0.25, np.float32)
-        elman.load_returnn_params({"rec/rec/h/W": zero_w, "rec/rec/h/b": bias})
+        elman.load_returnn_params({"out/rec/h/W": zero_w, "out/rec/h/b": bias})
         out = elman(torch.randn(1, 3, 40), torch.tensor([3]))
         torch.testing.assert_close(out["last"], torch.full((1, 32), float(np.tanh(0.25))))
         with pytest.raises(KeyError, match="unknown parameter"):

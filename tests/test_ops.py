@@ -110,7 +110,7 @@ def _returnn_variables(g) -> dict[str, tuple[int, ...]]:
 @pytest.mark.parametrize(
     "model,expected",
     [
-        ("ops_embedding.py", {"e/W": ("vocab", "emb"), "lookup/W": ("vocab", "emb")}),
+        ("ops_embedding.py", {"e/W": ("vocab", "emb"), "steps/rec/lookup/W": ("vocab", "emb")}),
         ("ops_layer_norm.py", {"y/scale": ("hidden",), "y/bias": ("hidden",)}),
     ],
 )
@@ -157,7 +157,7 @@ def test_layer_norm_matches_returnn_formula():
 def test_cross_entropy_is_minus_log_softmax_at_the_label():
     g, inputs, lens, params, res = _all("ops_cross_entropy.py")
     x, y = inputs["x"].astype(np.float64), inputs["y"]
-    for out, prefix in (("output", "logits"), ("rnn", "step_logits")):
+    for out, prefix in (("output", "logits"), ("rnn", "losses/rec/step_logits")):
         logp = _log_softmax(x @ params[f"{prefix}/W"] + params[f"{prefix}/b"])
         want = -np.take_along_axis(logp, y[..., None].astype(np.int64), axis=-1)[..., 0]
         assert want.shape == y.shape

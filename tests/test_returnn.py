@@ -94,15 +94,19 @@ def test_torch_module_interface():
     model = mod.Model()
     assert mod.Model is mod.Lstm
     assert model.output_dims == {"output": ["batch", "time", "dim"], "h": ["batch", "dim"], "c": ["batch", "dim"]}
-    # the input projection is hoisted out of the loop; the recurrent one stays in the rec unit
-    assert set(model.returnn_param_names) == {"cell/ff_linear/W", "cell/ff_linear/b", "rec/rec/cell/rec_linear/W"}
+    # both projections are called in the loop `ys` in the source: named under its scope wherever they run
+    assert set(model.returnn_param_names) == {
+        "ys/rec/cell/ff_linear/W",
+        "ys/rec/cell/ff_linear/b",
+        "ys/rec/cell/rec_linear/W",
+    }
     # torch names follow the same hierarchy
     assert {n for n, _ in model.named_parameters()} == {"cell.ff_linear.W", "cell.ff_linear.b", "cell.rec_linear.W"}
     out = model(torch.randn(2, 5, 20), time_lens=torch.tensor([5, 3]))
     assert out["output"].shape == (2, 5, 16) and out["h"].shape == (2, 16)
     assert torch.all(out["output"][1, 3:] == 0)  # padded frames are zero
     with pytest.raises(KeyError):
-        model.load_returnn_params({"rec/rec/nothing/W": np.zeros(3)})
+        model.load_returnn_params({"ys/rec/nothing/W": np.zeros(3)})
 
 
 def test_loaded_config_runs_like_torch(tmp_path, netc):

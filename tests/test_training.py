@@ -306,7 +306,7 @@ def test_base_config_merge_loads_in_returnn(tmp_path):
     network, extern_data = cfg.typed_value("network"), cfg.typed_value("extern_data")
     assert set(extern_data) == {"x", "y"}
     assert network["ce"] == {"class": "copy", "from": "cross_entropy", "loss": "as_is"}
-    assert network["rec"]["class"] == "rec"
+    assert network["logits"]["class"] == "rec"  # the loop, named after the list it stacks
     assert extern_data["x"]["dim_tags"][2].dimension == train["output_dim"]["x"][0] == 10
     assert extern_data["y"]["sparse_dim"].dimension == train["output_dim"]["y"][0] == 12
     for seq in train["data"]:
@@ -323,7 +323,7 @@ def test_base_config_cannot_override_netc_definitions(tmp_path):
     out = tmp_path / "merged.config"
     run_netc("compile", ATTENTION, "--target", "returnn", "--base-config", base, "-o", out, check=True)
     cfg = _load_config(out)
-    assert "bogus" not in cfg.typed_value("network") and "rec" in cfg.typed_value("network")
+    assert "bogus" not in cfg.typed_value("network") and "logits" in cfg.typed_value("network")
     assert set(cfg.typed_value("extern_data")) == {"x", "y"}
     assert cfg.typed_value("dim_feat").dimension == 10
     assert cfg.int("num_epochs", 0) == 3

@@ -87,8 +87,9 @@ class _OpCtx:
 
 
 class _Block:
-    def __init__(self, reserved: set[str], dims: dict[str, str], in_unit: bool = False):
+    def __init__(self, reserved: set[str], dims: dict[str, str], in_unit: bool = False, path: tuple[str, ...] = ()):
         self.in_unit = in_unit
+        self.path = path  # rec layer names down to this block: () for the network, ("rec",) for its unit
         # IR dim -> the config's dim variable here: inside a loop over `time`, a value that has
         # `time` holds the whole sequence, which RETURNN must see as a dim other than the loop's
         self.dims = dims
@@ -112,6 +113,9 @@ class ReturnnEmitter:
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
+        # provenance for `netc preview`: each block by its path, each op's layer path by its first value id
+        self.blocks: dict[tuple[str, ...], _Block] = {}
+        self.op_layers: dict[int, tuple[str, ...]] = {}
 
     def dim_code(self, name: str) -> Code:
         """The config's Python expression for a dim at the top level (`batch_dim` for batch)."""
@@ -123,7 +127,7 @@ class ReturnnEmitter:
             check_layer_name(inp.name, "input", inp.span)
         for o in [*g.outputs, *g.losses]:
             check_layer_name(o.name, "output" if o in g.outputs else "loss", o.span)
-        root = _Block(
+        root = self.blocks[()] = _Block(
             {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)}, self.dim_vars
         )
         for inp in g.inputs:
@@ -176,6 +180,7 @@ class ReturnnEmitter:
         hint = op.outs[0].name if len(op.outs) == 1 else op.op  # a split is named for what it does
         name = reserved.get(op.outs[0].id) or blk.ns.fresh(hint or op.op)
         blk.layers[name] = layer
+        self.op_layers[op.outs[0].id] = (*blk.path, name)
         refs = opdef.returnn_outs(name, op)
         refs += [""] * (len(op.outs) - len(refs))  # results given by extra layers
         for i, (extra_name, extra) in opdef.returnn_extra(ctx, name, layer, op, blk.ns.fresh).items():
@@ -206,7 +211,10 @@ class ReturnnEmitter:
 
     def loop(self, n: Loop, outer: _Block) -> None:
         rec = n.name  # chosen by the returnn_names pass (parameter names depend on it); reserved
-        unit = _Block(_UNIT_RESERVED | set(_loop_names(n.body)), dict(outer.dims), in_unit=True)
+        path = (*outer.path, rec)
+        unit = self.blocks[path] = _Block(
+            _UNIT_RESERVED | set(_loop_names(n.body)), dict(outer.dims), in_unit=True, path=path
+        )
         axis = Code(outer.dims[n.axis])
         crossing = [*(i.outer for i in n.invariants), *(c.init for c in n.carries)]
         if any(n.axis in self.values[v].dims for v in crossing):  # the whole axis is read in the body
@@ -215,6 +223,19 @@ class ReturnnEmitter:
             unit.dims[n.axis] = var
         base = {v: _base(self._retag(outer, v, outer.dims, unit.dims)) for v in crossing}
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
+        # `prev:` refs must be known before the body: each carry's layer is named after its
+        # variable (first: state is what a reader of the config follows), and is the layer
+        # computing its next value when that is an op of this body
+        single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
+        carry_layers: dict[int, str] = {}
+        reserved: dict[int, str] = {}
+        for c in n.carries:
+            self.values[c.inner.id] = c.inner
+            unit.carries[c.inner.id] = (base[c.init], c.next)
+            carry_layers[c.inner.id] = unit.ns.fresh(c.name)
+            if c.next in single and c.next not in reserved:
+                reserved[c.next] = carry_layers[c.inner.id]
+            unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
         read = count_uses_in_loop(n)
         steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
         for s in n.seqs:
@@ -231,18 +252,6 @@ class ReturnnEmitter:
         for i in n.invariants:
             self.values[i.inner.id] = i.inner
             unit.refs[i.inner.id] = base[i.outer]
-        # `prev:` refs must be known before the body: each carry's layer is named after its
-        # variable, and is the layer computing its next value when that is an op of this body
-        single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
-        carry_layers: dict[int, str] = {}
-        reserved: dict[int, str] = {}
-        for c in n.carries:
-            self.values[c.inner.id] = c.inner
-            unit.carries[c.inner.id] = (base[c.init], c.next)
-            carry_layers[c.inner.id] = unit.ns.fresh(c.name)
-            if c.next in single and c.next not in reserved:
-                reserved[c.next] = carry_layers[c.inner.id]
-            unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
         self.block(n.body, unit, reserved)
         for c in n.carries:
             name = carry_layers[c.inner.id]

@@ -128,6 +128,7 @@ class TorchEmitter:
         self.prelude_at = 0  # where those definitions are inserted
         self.float_input: str | None = None
         self.zero_padded: set[int] = set()  # values known to hold zeros in padded frames
+        self.op_lines: dict[int, str] = {}  # an op's first value id -> its line, for `netc preview`'s provenance
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -277,6 +278,7 @@ class TorchEmitter:
         names = [self.define(v, v.name or op.op) for v in op.outs]
         comment = f"  # line {op.span.line}"
         self.emit(f"{', '.join(names)} = {expr}{comment}")
+        self.op_lines[op.outs[0].id] = self.lines[-1].strip()
 
     def loop(self, n: Loop) -> None:
         axis = n.axis

@@ -27,7 +27,8 @@ def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
                     else ""
                 )
                 how = f" until end %{n.end} ({'including' if n.include_eos else 'excluding'} the ending step{limit})"
-            out.append(f"{indent}loop over {n.axis}{how}  # line {n.span.line}")
+            name = f" {n.name}" if n.name else ""
+            out.append(f"{indent}loop{name} over {n.axis}{how}  # line {n.span.line}")
             for s in n.seqs:
                 out.append(f"{indent}  seq {_v(s.inner)} = frame of {_ref(s.outer)}")
             for i in n.invariants:

@@ -378,7 +378,10 @@ class LoopBuilder:
                     "lengths; append all before it (the ending step counts) or all after",
                 )
             ctx.loop.include_eos = not ctx.past_end
-        ctx.appends[id(lst)] = (lst, self.capture(value, ctx.block, node), node)
+        value = self.capture(value, ctx.block, node)
+        if value.value.name is None:  # an expression appended directly is named after its list
+            value.value.name = self.t.stmt_target
+        ctx.appends[id(lst)] = (lst, value, node)
 
     def no_growing_list(self, v: Any, node: cst.CSTNode) -> None:
         """A list read as a tensor inside the loop that appends to it would be the frames so far."""

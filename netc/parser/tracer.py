@@ -427,7 +427,11 @@ class Tracer:
             self.assign(small.target, value)
         elif isinstance(small, cst.Expr):
             if not isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
-                self.eval_expr(small.value)
+                self.stmt_target = _appended_to(small.value)  # `ys.append(Linear(...)(h))` names it `ys`
+                try:
+                    self.eval_expr(small.value)
+                finally:
+                    self.stmt_target = None
         elif isinstance(small, cst.Return):
             raise _Return(self.eval_expr(small.value) if small.value else None, small)
         elif isinstance(small, cst.Pass):
@@ -898,6 +902,14 @@ def _else_body(node: cst.If) -> list:
     if isinstance(node.orelse, cst.If):  # elif: a nested `if` in the else branch
         return [node.orelse]
     return list(node.orelse.body.body)
+
+
+def _appended_to(expr: cst.BaseExpression) -> str | None:
+    """`ys` for `ys.append(...)`."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "append":
+        target = expr.func.value
+        return target.value if isinstance(target, cst.Name) else None
+    return None
 
 
 def _netc_symbol(name: str) -> Any:

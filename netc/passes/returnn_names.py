@@ -1,10 +1,13 @@
 """RETURNN names that other targets must agree on: rec layer names and TF variable names.
 
-A loop is the rec layer `rec`, `rec_2`, ... of its block. A parameter is named by its
-module path, prefixed by `<rec>/rec/` for every rec unit its layer stays in: RETURNN
-trains the variables of a rec unit only when they live under the rec layer's scope.
-A module used at the top level (or first in one loop, then in another) keeps the name of
-its first owner; other uses share that variable. Runs last: hoisting decides placement.
+A loop's rec layer is named from the source: after its first stacked list (`out`), else the
+first value read after it, else its first state, else `loop`. A parameter is named by its
+module path, prefixed by `<rec>/rec/` for every loop the module is called in *in the source*:
+RETURNN trains the variables of a rec unit only when they live under the rec layer's scope,
+and a layer keeps its absolute name scope wherever it ends up. So names do not depend on
+hoisting (or on RETURNN moving layers out in training), and a checkpoint fits every config
+of the model. A module used at the top level (or first in one loop, then in another) keeps
+the name of its first owner; other uses share that variable. Runs before hoisting.
 """
 
 from __future__ import annotations
@@ -22,17 +25,24 @@ def transform(g: Graph) -> tuple[Graph, bool]:
     def block(nodes: list[Node], prefix: str, ns: Namespace) -> None:
         loops = [n for n in nodes if isinstance(n, Loop)]
         for n in loops:
-            n.name = ns.fresh("rec")
+            n.name = ns.fresh(_hint(n), "loop")
         for n in nodes:  # top-level uses first: a module used there is owned there
             if not isinstance(n, Loop) and n.param and n.param not in owner:
                 owner[n.param] = prefix
         for n in loops:
-            block(n.body, f"{prefix}{n.name}/rec/", Namespace(UNIT_RESERVED, python=False))
+            block(n.body, f"{prefix}{n.name}/rec/", Namespace(UNIT_RESERVED, python=False, letter_first=True))
 
-    block(g.body, "", Namespace({"data", *(o.name for o in [*g.outputs, *g.losses])}, python=False))
+    root = {"data", "output", *(o.name for o in [*g.outputs, *g.losses])}
+    block(g.body, "", Namespace(root, python=False, letter_first=True))
     changed = False
     for p in g.params:
         name = f"{owner.get(p.path, '')}{p.path}/{p.role}"
         changed |= name != p.name
         p.name = name
     return g, changed
+
+
+def _hint(n: Loop) -> str:
+    """What the user calls the loop's result: its first stacked list, else a value after it."""
+    names = [s.name for s in n.stacks] + [ll.name for ll in n.lasts] + [c.name for c in n.carries]
+    return names[0] if names else "loop"

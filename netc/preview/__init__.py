@@ -1,0 +1,49 @@
+"""`netc preview`: the emitted graph of a model, drawn (HTML page, dot) or as data (JSON)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from netc.errors import CompileError
+
+if TYPE_CHECKING:  # not at import: `python -m netc.preview.model` (the schema) runs that module itself
+    from netc.preview.model import Preview
+
+
+def load_preview(model: str, network: str | None = None, source: str | None = None) -> Preview:
+    """The preview of a model file (raises CompileError on user mistakes, as compiling does)."""
+    from netc.compiler import compile_graph
+    from netc.preview.graph import build_preview
+
+    source = Path(model).read_text(encoding="utf-8") if source is None else source
+    return build_preview(compile_graph(model, source=source, network=network), source)
+
+
+def render_preview(model: str, network: str | None, fmt: str, view: str = "returnn") -> str:
+    """The page, the dot text of one view, or the JSON document (raises CompileError, and
+    GraphvizMissing for the page)."""
+    p = load_preview(model, network)
+    if fmt == "json":
+        return p.model_dump_json(indent=1) + "\n"
+    if fmt == "dot":
+        from netc.preview.dot import to_dot
+
+        return to_dot(p, view)
+    from netc.preview.page import render_page
+
+    return render_page(p)
+
+
+def live_page(model: str, network: str | None, version: str) -> str:
+    """The page served by `--watch`: the graph, or the compile error with its location."""
+    from netc.preview.page import render_error_page, render_page
+
+    try:
+        source = Path(model).read_text(encoding="utf-8")
+    except OSError as e:  # e.g. an editor replacing the file just now: the next change re-renders
+        return render_error_page(model, f"{model}: cannot read: {e.strerror}", version)
+    try:
+        return render_page(load_preview(model, network, source), version)
+    except CompileError as e:
+        return render_error_page(model, e.render(source), version)

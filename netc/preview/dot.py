@@ -1,0 +1,119 @@
+"""A `Preview` → Graphviz dot text, in the RETURNN or the torch view (the same graph, each
+node labelled with what that target emitted). Layout is Graphviz's; every user string is
+quoted through `_quote`, so no name can break the dot syntax."""
+
+from __future__ import annotations
+
+from netc.preview.model import Preview, PreviewCluster, PreviewEdge, PreviewNode
+
+VIEWS = ("returnn", "torch")
+MAX_LABEL = 48  # characters per node label line; longer text is cut (the page shows it whole)
+MAX_CLUSTER_LABEL = 90
+
+_NODE_STYLE = {
+    "input": 'shape=box, style="rounded,filled,bold", fillcolor="#dff3e0", color="#2e7d32"',
+    "op": 'shape=box, style="rounded,filled", fillcolor="#ffffff", color="#5f6368"',
+    "state": 'shape=box, style="rounded,filled", fillcolor="#efe4fb", color="#6a3d9a", peripheries=2',
+    "end": 'shape=diamond, style="filled", fillcolor="#fff3cd", color="#b8860b"',
+    "output": 'shape=box, style="rounded,filled,bold", fillcolor="#dde8fb", color="#1f4e9c", peripheries=2',
+    "loss": 'shape=octagon, style="filled,bold", fillcolor="#fde2e1", color="#b3261e"',
+}
+_HOISTED_STYLE = 'shape=box, style="rounded,filled,dashed", fillcolor="#fff8e1", color="#b8860b"'
+_EDGE_STYLE = {
+    "data": 'color="#5f6368"',
+    "invariant": 'color="#9aa0a6"',
+    "frame": 'color="#2e7d32", fontcolor="#2e7d32"',
+    "init": 'style=dotted, color="#6a3d9a", fontcolor="#6a3d9a"',
+    # a state's next value flows back up: drawn dashed and bold, and not allowed to bend the layout
+    "state": 'style="dashed,bold", color="#c2185b", fontcolor="#c2185b", constraint=false',
+    "stack": 'color="#1f4e9c", fontcolor="#1f4e9c"',
+    "last": 'color="#1f4e9c", fontcolor="#1f4e9c"',
+    "end": 'color="#b8860b", fontcolor="#b8860b"',
+}
+
+
+def _quote(s: str) -> str:
+    """A dot string literal: backslashes doubled (so no `\\l`-style escape reaches Graphviz), quotes escaped."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _label(*lines: str, width: int = MAX_LABEL) -> str:
+    cut = [(line if len(line) <= width else line[: width - 1] + "…").replace("\n", " ") for line in lines]
+    return _quote("\n".join(cut)).replace("\n", "\\n")  # `\n` after quoting: dot's line break
+
+
+def _dims(n: PreviewNode) -> str:
+    return " ".join(f"[{', '.join(d)}]" for d in n.dims)
+
+
+def node_label(n: PreviewNode, view: str) -> list[str]:
+    emitted = n.returnn if view == "returnn" else n.torch
+    dims = [_dims(n)] if n.dims else []
+    if n.kind == "op":
+        name = emitted.name.rsplit("/", 1)[-1]
+        return [*(["↑ hoisted"] if n.hoisted_from else []), name, emitted.kind, *dims]
+    if n.kind == "state":
+        return [f"state {n.label}", emitted.kind if view == "returnn" else emitted.name, *dims]
+    if n.kind == "end":
+        return ["end"]
+    return [f"{n.kind} {n.label}", *dims]
+
+
+def edge_label(e: PreviewEdge, view: str) -> str:
+    if e.kind == "state":
+        return f"prev:{e.label}" if view == "returnn" else f"next {e.label}"
+    if e.kind == "init":
+        return "initial"
+    return {"frame": "frame", "stack": "stacked", "last": "last frame", "end": e.label}.get(e.kind, "")
+
+
+def cluster_label(c: PreviewCluster, view: str) -> str:
+    head = f"rec layer {c.returnn.name}" if view == "returnn" else c.torch.code.splitlines()[-1]
+    return f"{head}  ·  {c.label}"
+
+
+def to_dot(p: Preview, view: str) -> str:
+    prefix = view[0]  # SVG element ids: `r-v12`, `t-v12` (both views live in one page)
+    by_cluster: dict[str | None, list[PreviewNode]] = {}
+    for n in p.nodes:
+        by_cluster.setdefault(n.cluster, []).append(n)
+    children: dict[str | None, list[PreviewCluster]] = {}
+    for c in p.clusters:
+        children.setdefault(c.parent, []).append(c)
+    out = [
+        "digraph netc {",
+        '  graph [rankdir=TB, fontname="Helvetica", fontsize=11, nodesep=0.3, ranksep=0.35, bgcolor="transparent"];',
+        '  node [fontname="Helvetica", fontsize=10, margin="0.12,0.05"];',
+        '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.7];',
+    ]
+
+    def nodes_and_clusters(cluster: str | None, indent: str) -> None:
+        for n in by_cluster.get(cluster, []):
+            style = _HOISTED_STYLE if n.hoisted_from else _NODE_STYLE[n.kind]
+            classes = f"netc-node {n.kind}{' hoisted' if n.hoisted_from else ''}"
+            out.append(
+                f'{indent}{_quote(n.id)} [id="{prefix}-{n.id}", class="{classes}", {style}, '
+                f"label={_label(*node_label(n, view))}];"
+            )
+        for c in children.get(cluster, []):
+            out.append(f"{indent}subgraph {_quote('cluster_' + c.id)} {{")
+            out.append(f'{indent}  id="{prefix}-{c.id}"; class="netc-cluster";')
+            out.append(f'{indent}  style="rounded,filled"; fillcolor="#f5f6fb"; color="#8c8fbf"; penwidth=1.4;')
+            out.append(f"{indent}  label={_label(cluster_label(c, view), width=MAX_CLUSTER_LABEL)}; labeljust=l;")
+            nodes_and_clusters(c.id, indent + "  ")
+            out.append(f"{indent}}}")
+
+    nodes_and_clusters(None, "  ")
+    for rank, kinds in (("source", ("input",)), ("sink", ("output", "loss"))):  # inputs on top, results below
+        ids = [_quote(n.id) for n in by_cluster.get(None, []) if n.kind in kinds]
+        if ids:
+            out.append(f"  {{ rank={rank}; {' '.join(ids)}; }}")
+    for e in p.edges:
+        label = edge_label(e, view)
+        out.append(
+            f'  {_quote(e.src)} -> {_quote(e.dst)} [class="netc-edge {e.kind}", {_EDGE_STYLE[e.kind]}'
+            + (f", label={_label(label)}" if label else "")
+            + "];"
+        )
+    out.append("}")
+    return "\n".join(out) + "\n"
