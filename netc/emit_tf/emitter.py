@@ -105,7 +105,6 @@ class ReturnnEmitter:
     def __init__(self, g: Graph):
         self.g = g
         self.values: dict[int, Value] = {}
-        self.uses_reverse = False
         # module path -> TF variable scope (the variable name without its role, which may hold a `/`)
         self.param_scope = {p.path: p.name[: -len(p.role) - 1] for p in g.params}
         self.dim_source: dict[str, str] = {}  # dynamic dim made by an op or loop -> a top-level layer with it
@@ -156,8 +155,8 @@ class ReturnnEmitter:
             dims=dims,
             extern_data=py_literal(extern, 0),
             net=py_literal(root.layers, 0),
-            reverse_helper=self.uses_reverse,
-            helpers=list(self.helpers.values()),
+            # each function after two blank lines, and two before `extern_data`
+            helpers="".join(f"\n\n{h.strip()}\n" for h in self.helpers.values()) + ("\n" if self.helpers else ""),
         )
 
     # --- blocks ------------------------------------------------------------------------
@@ -176,7 +175,7 @@ class ReturnnEmitter:
         layer = opdef.returnn(ctx, op)
         if op.param:
             layer["name_scope"] = f"/{self.param_scope[op.param]}"
-        self.helpers.update(opdef.returnn_helpers)
+        self.helpers.update(opdef.returnn_helpers(op))
         hint = op.outs[0].name if len(op.outs) == 1 else op.op  # a split is named for what it does
         name = reserved.get(op.outs[0].id) or blk.ns.fresh(hint or op.op)
         blk.layers[name] = layer
@@ -357,12 +356,12 @@ class ReturnnEmitter:
 
     def _reverse(self, blk: _Block, src: str, axis: str, hint: str) -> str:
         """RETURNN ignores `direction: -1` on subnetwork units: reverse within each length instead."""
-        self.uses_reverse = True
+        self.helpers[REVERSE_HELPER] = REVERSE_HELPER_SOURCE
         name = blk.ns.fresh(hint)
         blk.layers[name] = {
             "class": "eval",
             "from": src,
-            "eval": Code("reverse_in_length"),
+            "eval": Code(REVERSE_HELPER),
             "eval_locals": {"axis_dim": Code(blk.dims[axis])},
         }
         return name
@@ -375,6 +374,20 @@ class ReturnnEmitter:
         outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
         outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
         return name
+
+
+REVERSE_HELPER = "reverse_in_length"
+REVERSE_HELPER_SOURCE = f'''def {REVERSE_HELPER}(source, axis_dim, **_kwargs):
+    """Each sequence reversed within its own length along `axis_dim`, for backward loops
+    (RETURNN ignores `direction: -1` on subnetwork units)."""
+    import tensorflow as tf
+
+    x = source(0, as_data=True)
+    axis = x.get_axis_from_description(axis_dim)
+    return tf.compat.v1.reverse_sequence(
+        x.placeholder, seq_lengths=x.get_dynamic_size(axis), seq_axis=axis, batch_axis=x.batch_dim_axis
+    )
+'''
 
 
 def _loop_names(nodes: list[Node]) -> list[str]:

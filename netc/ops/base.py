@@ -70,7 +70,6 @@ class OpDef:
     module: bool = False  # a parameterised module: `Linear(out_dim)(x)`; ctor args are attrs
     pure: bool = True  # same inputs, same result: may be moved out of loops (not so for dropout)
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
-    returnn_helpers: dict[str, str] = {}  # functions the RETURNN layers call (`eval`): name -> source
 
     def api(self, x):  # noqa: D401 - the signature is the point
         """The user-facing signature."""
@@ -111,6 +110,10 @@ class OpDef:
 
     def returnn(self, ctx: ReturnnCtx, op: Op) -> dict:
         raise NotImplementedError
+
+    def returnn_helpers(self, op: Op) -> dict[str, str]:
+        """Functions the op's RETURNN layers call (`eval`), defined in the config: name -> source."""
+        return {}
 
     def returnn_outs(self, layer: str, op: Op) -> list[str]:
         """Layer references for each result (multi-result ops override)."""

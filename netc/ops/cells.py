@@ -184,10 +184,12 @@ class LstmCell(OpDef):
     fn_name = "LstmCell"
     module = True
     param_init = {"lstm_cell/kernel": "glorot", "lstm_cell/bias": "zeros"}  # RETURNN: xavier, TF: zeros
-    returnn_helpers = {STATE_C_HELPER: STATE_C_HELPER_SOURCE}
 
     def ctor(self, out_dim):
         pass
+
+    def returnn_helpers(self, op):
+        return {STATE_C_HELPER: STATE_C_HELPER_SOURCE}
 
     def module_args(self, args, kwargs):
         if len(args) != 2 or kwargs or not isinstance(args[1], (tuple, list)) or len(args[1]) != 2:

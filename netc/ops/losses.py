@@ -51,10 +51,12 @@ class CrossEntropy(OpDef):
 
     name = fn_name = "cross_entropy"
     tensors = ("logits", "labels")
-    returnn_helpers = {SMOOTHED_CE_HELPER: SMOOTHED_CE_HELPER_SOURCE}
 
     def api(self, logits, labels, axis, label_smoothing=0.0):
         pass
+
+    def returnn_helpers(self, op):
+        return {SMOOTHED_CE_HELPER: SMOOTHED_CE_HELPER_SOURCE} if op.attrs.get("label_smoothing") else {}
 
     def infer(self, dt, args, attrs):
         logits, labels = args

@@ -47,13 +47,15 @@ class MaxPool(OpDef):
     gets lengths ceil(n/k)."""
 
     name = fn_name = "max_pool"
-    returnn_helpers = {FILL_HELPER: FILL_HELPER_SOURCE}
 
     def api(self, x, axis, size, out_axis):
         pass
 
     def makes_dims(self, attrs: dict) -> list[str]:
         return [attrs["out_axis"]]
+
+    def returnn_helpers(self, op):
+        return {FILL_HELPER: FILL_HELPER_SOURCE}
 
     def infer(self, dt, args, attrs):
         x = args[0]
