@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from bench_torch import timed  # bench/ is on sys.path when the script runs
 
 from netc.compiler import compile_graph
 from netc.emit_tf.emitter import dim_vars, emit_returnn
@@ -28,19 +27,6 @@ from netc_runtime.backends import load_torch_module
 
 HERE = Path(__file__).parent
 MODELS = {"max_pool": str(HERE / "pool_model.py"), "end loop": str(HERE / "pool_loop_model.py")}
-
-
-def timed(fns: dict, runs: int) -> dict[str, float]:
-    """Median milliseconds per variant; runs are interleaved so that load drifts hit all alike."""
-    for fn in fns.values():
-        fn()  # warm-up
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(runs):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return {name: 1000 * statistics.median(ts) for name, ts in times.items()}
 
 
 def returnn_runner(g, x: np.ndarray, lens: np.ndarray):

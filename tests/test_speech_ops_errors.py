@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from conftest import assert_located_error
 
 HEADER = """\
 from netc import (Dim, Labels, Linear, Lstm, LstmCell, Tensor, abs, argmax, batch, cast, clip, concat, cross_entropy,
@@ -262,15 +263,7 @@ def _source(body: list[str]) -> str:
 
 
 def _check(proc, src: str, name: str, message: str, line: int, call: str) -> None:
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    first, source_line, caret = proc.stderr.splitlines()[:3]
-    want_line = HEADER.count("\n") + 2 + line
-    col = src.splitlines()[want_line - 1].index(call)
-    assert first.startswith(f"{name}.py:{want_line}:{col + 1}: error: "), first
-    assert message in first, first
-    assert source_line.strip() == src.splitlines()[want_line - 1].strip()
-    assert caret.index("^") - 4 == col
+    assert_located_error(proc, src, f"{name}.py", HEADER.count("\n") + 2 + line, call, message)
 
 
 @pytest.mark.parametrize("name,body,message,line,call", CASES, ids=[c[0] for c in CASES])
