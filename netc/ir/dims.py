@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from netc.ir.model import DimDef
 from netc.naming import lens_name
 
@@ -117,12 +119,7 @@ class DimTable:
 
     def product(self, parts: list[str]) -> int:
         """The size of static dims taken together (`split_dims`, `merge_dims`)."""
-        size = 1
-        for p in parts:
-            if self.dims[p].size is None:
-                raise DimError(f"`{p}` is dynamic; only static dims split and merge")
-            size *= self.dims[p].size
-        return size
+        return math.prod(self.dims[p].size or 0 for p in parts)
 
     def _derived(self, name: str, size: int) -> DimDef:
         old = self.dims.get(name)
