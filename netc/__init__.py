@@ -4,7 +4,7 @@
 """
 
 from netc.dsl import OPS as _OPS
-from netc.dsl import Dim, Labels, Module, Tensor, batch, end, mark_as_loss, network, stack, unstack
+from netc.dsl import Dim, Labels, Module, Tensor, batch, choice, end, mark_as_loss, network, stack, unstack
 
 globals().update(_OPS)
 
@@ -14,6 +14,7 @@ __all__ = [
     "Module",
     "Tensor",
     "batch",
+    "choice",
     "end",
     "mark_as_loss",
     "network",

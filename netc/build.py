@@ -19,6 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from netc.errors import CompileError, Span
+from netc.parser.source import read_text
 from netc.project import ModelJob
 
 CACHE_FORMAT = 1
@@ -44,9 +45,10 @@ def compiler_fingerprint() -> str:
 
 
 def _inputs(job: ModelJob) -> tuple[str, str | None]:
-    """The texts a model's output depends on: its source and its base config."""
-    base = Path(job.base_config_file).read_text(encoding="utf-8") if job.base_config_file else None
-    return Path(job.source).read_text(encoding="utf-8"), base
+    """The texts a model's output depends on: its source and its base config, decoded as
+    Python decodes source (raises a CompileError for a file that does not decode)."""
+    base = read_text(job.base_config_file) if job.base_config_file else None
+    return read_text(job.source), base
 
 
 def cache_key(job: ModelJob, source: str, base: str | None, fingerprint: str) -> str:
@@ -86,7 +88,7 @@ def _result(job: ModelJob, entry: dict, cached: bool) -> Compiled:
     err = entry.get("error")
     if err is not None:
         span = None if err["span"] is None else Span(file=job.source, **err["span"])
-        return Compiled(job, {}, None, CompileError(span, err["message"]), cached)
+        return Compiled(job, {}, None, CompileError(span, err["message"], file=job.source), cached)
     return Compiled(job, entry["texts"], entry["graph"], None, cached)
 
 
@@ -121,7 +123,11 @@ def compile_all(jobs: list[ModelJob], cache_dir: Path | None = None, workers: in
     results: dict[int, Compiled] = {}
     todo: list[tuple[int, str, tuple[ModelJob, str, str | None]]] = []
     for i, job in enumerate(jobs):
-        source, base = _inputs(job)
+        try:
+            source, base = _inputs(job)
+        except CompileError as e:  # a file that cannot be read or decoded
+            results[i] = Compiled(job, {}, None, e)
+            continue
         key = cache_key(job, source, base, fingerprint)
         entry = cache.get(key)
         if entry is not None:

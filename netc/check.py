@@ -84,11 +84,12 @@ def check_outputs(c: Compiled, regen: RegenHint) -> ModelCheck:
             mc.targets.append(TargetCheck(target, path, "missing"))
             mc.problems.append(Problem("missing", path, f"missing; create it with `{regen(job, target, path)}`"))
             continue
-        on_disk = Path(path).read_text(encoding="utf-8")
-        if on_disk == fresh:
+        raw = Path(path).read_bytes()
+        if raw == fresh.encode("utf-8"):
             mc.targets.append(TargetCheck(target, path, "ok"))
             continue
-        old, new = on_disk.splitlines(keepends=True), fresh.splitlines(keepends=True)
+        old = raw.decode("utf-8", errors="replace").splitlines(keepends=True)  # a diff even of a broken file
+        new = fresh.splitlines(keepends=True)
         diff = "".join(difflib.unified_diff(old, new, f"{path} (on disk)", f"{path} (from {job.source})"))
         mc.targets.append(TargetCheck(target, path, "stale"))
         mc.problems.append(

@@ -86,8 +86,13 @@ def compile(
         if target != "returnn":
             raise click.UsageError("--base-config applies to --target returnn")
         from netc.emit_tf.merge import merge_base_config
+        from netc.parser.source import read_text
 
-        text = merge_base_config(text, Path(base_config).read_text(encoding="utf-8"), base_config)
+        try:
+            base = read_text(base_config)  # a Python file: decoded as Python decodes it
+        except CompileError as e:
+            _fail(e)
+        text = merge_base_config(text, base, base_config)
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
@@ -117,7 +122,7 @@ def _compile_project(jobs: int | None, no_cache: bool) -> None:
             continue
         for target, path in c.job.outputs.items():
             out = Path(path)
-            if out.is_file() and out.read_text(encoding="utf-8") == c.texts[target]:
+            if out.is_file() and out.read_bytes() == c.texts[target].encode("utf-8"):
                 unchanged += 1  # not rewritten: its time stamp stays, so build tools see no change
                 continue
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -284,8 +289,16 @@ def _quiet_tf() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for parameters not given.")
 @click.option("--network", help="The @network function, when the file has several.")
+@click.option("--search", is_flag=True, help="Decode with the beam (a model with `choice`); targets are not needed.")
 def run(
-    model: str, backend: str, inputs_path: str, params_path: str | None, output: str, seed: int, network: str | None
+    model: str,
+    backend: str,
+    inputs_path: str,
+    params_path: str | None,
+    output: str,
+    seed: int,
+    network: str | None,
+    search: bool,
 ) -> None:
     """Run MODEL on one batch with one backend; write outputs to an npz."""
     _quiet_tf()
@@ -293,7 +306,7 @@ def run(
 
     g = _graph(model, network)
     try:
-        run_npz(model, g, backend, inputs_path, params_path, output, seed)
+        run_npz(model, g, backend, inputs_path, params_path, output, seed, search=search)
     except CompileError as e:
         _fail(e)
     except (KeyError, ValueError) as e:
@@ -307,7 +320,8 @@ def run(
 @click.option("--batch", type=int, default=3, show_default=True)
 @click.option("--max-len", type=int, default=7, show_default=True)
 @click.option("--network", help="The @network function, when the file has several.")
-def verify(model: str, seed: int, batch: int, max_len: int, network: str | None) -> None:
+@click.option("--search", is_flag=True, help="Compare beam searches: best labels, their lengths and scores.")
+def verify(model: str, seed: int, batch: int, max_len: int, network: str | None, search: bool) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
     _quiet_tf()
     from netc_runtime.verify import TOLERANCE
@@ -315,9 +329,12 @@ def verify(model: str, seed: int, batch: int, max_len: int, network: str | None)
 
     g = _graph(model, network)
     try:
-        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len)
+        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search)
     except CompileError as e:
         _fail(e)
+    except ValueError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
     ok = True
     for c in comps:

@@ -101,6 +101,12 @@ def end(cond) -> bool:
     return _eager().end(cond)
 
 
+def choice(logits, target, beam: int, length_normalization: bool = True):
+    """The label a decoder step takes: `target`'s at this step in training, a beam search's
+    choice when searching. Put it in a loop that ends with `if end(...): break`."""
+    return _eager().choice(logits, target, beam, length_normalization)
+
+
 def _op_function(name: str) -> Callable:
     def fn(*args, **kwargs):
         return _eager().call_op(name, args, kwargs)

@@ -21,6 +21,7 @@ from netc.emit_tf.emitter import dim_vars, emit_returnn
 from netc.emit_torch.emitter import emit_torch
 from netc.ir.interface import interface
 from netc.ir.model import Graph
+from netc.ir.search import SCORES, search_dims, search_plan
 from netc.ir.uses import values_by_id
 from netc.naming import lens_name
 
@@ -71,7 +72,7 @@ def valid_mask(dims: list[str], lens: dict[str, np.ndarray], g: Graph, shape) ->
     return mask
 
 
-def run_eager(model_path: str, g: Graph, inputs, lens, params) -> Result:
+def run_eager(model_path: str, g: Graph, inputs, lens, params, search: bool = False) -> Result:
     import torch
 
     mod = _import_file(model_path, "netc_model")
@@ -79,10 +80,10 @@ def run_eager(model_path: str, g: Graph, inputs, lens, params) -> Result:
     net.load_returnn_params(params)
     args = {k: torch.as_tensor(v) for k, v in inputs.items()}
     args.update({lens_name(d): torch.as_tensor(v) for d, v in lens.items()})
-    outs, out_lens = net.run(**args)
+    outs, out_lens = net.run(**args, search=search)
     return Result(
         {k: v.numpy() for k, v in outs.items()},
-        output_dims(g),
+        search_dims(g) if search else output_dims(g),
         {o: {d: np.asarray(v) for d, v in ls.items()} for o, ls in out_lens.items()},
     )
 
@@ -96,7 +97,7 @@ def load_torch_module(g: Graph, directory: str | None = None, text: str | None =
     return _import_file(path, "netc_torch")
 
 
-def run_torch(g: Graph, inputs, lens, params, module_text: str | None = None) -> Result:
+def run_torch(g: Graph, inputs, lens, params, module_text: str | None = None, search: bool = False) -> Result:
     import torch
 
     mod = load_torch_module(g, text=module_text)
@@ -106,10 +107,14 @@ def run_torch(g: Graph, inputs, lens, params, module_text: str | None = None) ->
     args = {k: torch.as_tensor(v) for k, v in inputs.items()}
     args.update({lens_name(d): torch.as_tensor(v, dtype=torch.int64) for d, v in lens.items()})
     with torch.no_grad():
-        outs = model(**args)
-    dims = dict(model.output_dims)
-    dims.update({name: [] for name in model.losses})
-    made = {d: outs[key].numpy() for d, key in interface(g).made_lens.items()}  # dims made by loops
+        outs = model(**args, **({"search": True} if search else {}))
+    if search:
+        plan = search_plan(g)
+        dims, made = search_dims(g), {plan.loop.axis: outs[plan.lens].numpy()}
+    else:
+        dims = dict(model.output_dims)
+        dims.update({name: [] for name in model.losses})
+        made = {d: outs[key].numpy() for d, key in interface(g).made_lens.items()}  # dims made by loops
     outputs = {k: v.numpy() for k, v in outs.items() if k in dims}
     return Result(outputs, dims, _input_lens(g, {**lens, **made}, dims))
 
@@ -122,10 +127,12 @@ def run_returnn(
     config_text: str | None = None,
     save_checkpoint: str | None = None,
     train_flag: bool = False,
+    search: bool = False,
 ) -> Result:
     """Real RETURNN on TensorFlow (graph mode): load the config with RETURNN's own loader,
     build the `TFNetwork`, load parameters by variable name, feed the padded batch.
-    `train_flag=True` builds the network as for training (dropout active)."""
+    `train_flag=True` builds the network as for training (dropout active); `search=True`
+    decodes with the beam (RETURNN's search mode) and returns what `search_dims` lists."""
     import tensorflow as tf
     from returnn.config import Config
     from returnn.log import log
@@ -141,11 +148,15 @@ def run_returnn(
         path = f.name
     cfg = Config()
     cfg.load_file(path)
-    dims = output_dims(g)
+    plan = search_plan(g) if search else None
+    dims = search_dims(g) if search else output_dims(g)
+    if plan:  # a search makes the lengths of its loop's axis; the targets' are not given
+        lens = {d: v for d, v in lens.items() if d in plan.input_dims}
     OpMaker.with_cuda = False  # CPU only: native ops (`nativelstm2`) must compile without CUDA
     # RETURNN prints its TF thread set-up to stdout; keep stdout for the caller's results
     with tf.Graph().as_default() as graph, contextlib.redirect_stdout(sys.stderr):
-        net = TFNetwork(config=cfg, train_flag=train_flag, eval_flag=bool(g.losses))  # eval: losses are built
+        # eval: losses are built (and what needs a `choice` target); search: the beam decodes
+        net = TFNetwork(config=cfg, train_flag=train_flag, eval_flag=bool(g.losses) and not search, search_flag=search)
         net.construct_from_dict(cfg.typed_value("network"))
 
         config_dims = dim_vars(g)
@@ -153,16 +164,25 @@ def run_returnn(
         def dim_obj(name: str):
             return batch_dim if name == "batch" else cfg.typed_value(config_dims[name])
 
+        def tags(name: str, data) -> list:  # searching, the loop's axis is a dim RETURNN made
+            searched = [t for t in data.dim_tags if t.dyn_size_ext is not None and not t.is_batch_dim()]
+            return [searched[0] if plan and d == plan.loop.axis else dim_obj(d) for d in dims[name]]
+
         fetch = {}
-        for o in g.outputs:
-            out = net.get_layer(o.name).output.copy_transpose([dim_obj(d) for d in dims[o.name]])
-            fetch[o.name] = out.placeholder
-            for d, tag in zip(dims[o.name], out.dim_tags):
-                if d not in lens and tag.dyn_size_ext is not None:  # a dim made by a loop with `end`
+        for name in plan.outputs if plan else [o.name for o in g.outputs]:
+            data = net.get_layer(name).output
+            out = data.copy_transpose(tags(name, data))
+            fetch[name] = out.placeholder
+            for d, tag in zip(dims[name], out.dim_tags):
+                if d not in lens and tag.dyn_size_ext is not None:  # a dim made by a loop (`end`, search)
                     fetch[f"len:{d}"] = tag.dyn_size_ext.placeholder
+        if plan:  # `decide` takes the best hypothesis: the highest beam score
+            beam_scores = net.get_layer(plan.loop.name).get_search_choices().beam_scores
+            fetch[SCORES] = tf.reduce_max(beam_scores, axis=1)
         feed = {}
         for inp in g.inputs:
-            feed[net.extern_data.data[inp.name].placeholder] = inputs[inp.name]
+            if plan is None or inp.name not in plan.targets:
+                feed[net.extern_data.data[inp.name].placeholder] = inputs[inp.name]
         for d, v in lens.items():
             feed[dim_obj(d).dyn_size_ext.placeholder] = np.asarray(v, dtype=np.int32)
         with tf.compat.v1.Session(graph=graph) as session:
@@ -172,7 +192,7 @@ def run_returnn(
                 if name not in variables:
                     raise KeyError(f"RETURNN has no variable {name!r}; it has {sorted(variables)}")
                 net.get_var_assigner(variables[name]).assign(np.asarray(value, dtype=np.float32), session=session)
-            if g.losses:
+            if g.losses and not search:
                 holders, _, _ = net.get_losses_initialized()
                 for loss in g.losses:
                     fetch[loss.name] = holders[loss.name].get_loss_value()
@@ -192,12 +212,15 @@ def run_returnn(
 BACKENDS = ("eager", "torch", "returnn")
 
 
-def run_backend(backend: str, model_path: str, inputs, lens, params, g: Graph | None = None) -> Result:
+def run_backend(
+    backend: str, model_path: str, inputs, lens, params, g: Graph | None = None, search: bool = False
+) -> Result:
+    """One backend on one batch; `search=True` decodes with the beam (a model with `choice`)."""
     g = g or compile_graph(model_path)
     if backend == "eager":
-        return run_eager(model_path, g, inputs, lens, params)
+        return run_eager(model_path, g, inputs, lens, params, search=search)
     if backend == "torch":
-        return run_torch(g, inputs, lens, params)
+        return run_torch(g, inputs, lens, params, search=search)
     if backend == "returnn":
-        return run_returnn(g, inputs, lens, params)
+        return run_returnn(g, inputs, lens, params, search=search)
     raise ValueError(f"unknown backend {backend!r}")

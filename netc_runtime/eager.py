@@ -21,10 +21,12 @@ import netc as _netc
 from netc.ir.dims import DimTable
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Value
+from netc.ir.search import SCORES, SearchPlan, search_dims, search_plan
 from netc.ir.uses import values_by_id
 from netc.naming import lens_name
 from netc.ops import REGISTRY, OpDef
 from netc.ops.align import align_tensor
+from netc_runtime.beam import Beam
 
 # frames in these packages are netc's own, not user call sites
 _PKG_DIRS = tuple(os.path.dirname(os.path.abspath(m)) + os.sep for m in (__file__, _netc.__file__))
@@ -49,6 +51,24 @@ class _Run:
     loops: list[_Tag] = field(default_factory=list)  # iterator loops currently running (innermost last)
     count: int = 0
     losses: dict[str, ETensor] = field(default_factory=dict)
+    searching: bool = False  # a beam search: `choice` runs one, the targets are absent
+    beam: Beam | None = None  # made by the first `choice` when searching
+    choice_step: int = 0  # training: which frame of its target the next `choice` gives
+    target_len: int = 0  # training: the length of that target
+
+    def align(self, args: list[ETensor], version: int | None = None) -> tuple[list[ETensor], int]:
+        """Searching: every value with rows of the hypotheses of `version` (default: the newest
+        version among `args`)."""
+        version = max((a.version for a in args), default=0) if version is None else version
+        if self.beam is None or version == 0:
+            return args, 0
+        out = []
+        for a in args:
+            if a.version < version and "batch" in a.dims:  # batch is the first dim
+                rows = self.beam.rows_from(a.version, version)
+                a = ETensor(a.data.index_select(0, rows), a.dims, a.frames, a.sparse_dim, version)
+            out.append(a)
+        return out, version
 
     def tag(self, axis: str, backward: bool) -> _Tag:
         self.count += 1
@@ -74,9 +94,15 @@ class ETensor:
     it was computed in (so that a list of per-step values knows its stacking axis)."""
 
     def __init__(
-        self, data: torch.Tensor, dims: tuple[str, ...], frames: tuple[_Tag, ...] = (), sparse_dim: str | None = None
+        self,
+        data: torch.Tensor,
+        dims: tuple[str, ...],
+        frames: tuple[_Tag, ...] = (),
+        sparse_dim: str | None = None,
+        version: int = 0,  # searching: whose hypotheses its rows are (see netc_runtime.beam)
     ):
         self.data, self.dims, self.frames, self.sparse_dim = data, tuple(dims), frames, sparse_dim
+        self.version = version
         assert data.dim() == len(self.dims), (data.shape, dims)
 
     def __repr__(self) -> str:
@@ -217,9 +243,10 @@ def stack_list(items: list) -> ETensor:
     axis, backward = _stacking_loop(items, run)
     if backward:  # appended backwards: stacked in frame order, as the targets do
         items = items[::-1]
+    items, version = run.align(items)  # searching: each step's frames of the final hypotheses
     out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
-    return ETensor(data, out_dims, run.frames(), items[0].sparse_dim)
+    return ETensor(data, out_dims, run.frames(), items[0].sparse_dim, version)
 
 
 def _stacking_loop(items: list[ETensor], run: _Run) -> tuple[str, bool]:
@@ -266,6 +293,9 @@ def _attr(v: Any) -> Any:
 
 def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None = None):
     run = _run()
+    if any(isinstance(a, Absent) for a in args):  # searching: what needs a target does not exist
+        return ABSENT
+    args, version = run.align(args)
     vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data), sparse_dim=a.sparse_dim) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
     res = opdef.eager(_Ctx(params), args, attrs, outs)
@@ -274,8 +304,8 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
         run.lengths[d] = first.shape[outs[0].dims.index(d)]
     frames = run.frames()
     if isinstance(res, tuple):
-        return tuple(ETensor(r, o.dims, frames, o.sparse_dim) for r, o in zip(res, outs))
-    return ETensor(res, outs[0].dims, frames, outs[0].sparse_dim)
+        return tuple(ETensor(r, o.dims, frames, o.sparse_dim, version) for r, o in zip(res, outs))
+    return ETensor(res, outs[0].dims, frames, outs[0].sparse_dim, version)
 
 
 def _dtype(t: torch.Tensor) -> str:
@@ -297,11 +327,60 @@ def mark_as_loss(value, name: str) -> None:
         value = stack_list(value)
     if name in run.losses:
         raise ValueError(f"loss {name!r} is marked twice")
-    run.losses[name] = value
+    if not isinstance(value, Absent):  # a loss needs the targets: none when searching
+        run.losses[name] = value
 
 
 def end(cond) -> bool:
+    run = _run()
+    if run.beam is not None:  # searching: each hypothesis ends on its own; stop when all have
+        (cond,), _ = run.align([cond])
+        return run.beam.end(cond.data.reshape(-1))
+    if run.target_len:  # training a loop with `choice`: it runs over the target's frames
+        if run.choice_step < run.target_len:
+            return False
+        run.choice_step = run.target_len = 0
+        return True
     return bool(cond)
+
+
+def choice(logits, target, beam: int, length_normalization: bool = True) -> ETensor:
+    """Training: the target's label at this step. Searching: one step of the beam search."""
+    run = _run()
+    if not run.searching:
+        axis = run.net.dims.dynamic(target.dims)[0]
+        run.target_len = target.data.shape[target.dims.index(axis)]
+        run.choice_step += 1
+        return target._frame(axis, run.choice_step - 1)
+    if run.beam is None:
+        run.beam = Beam(beam, length_normalization)
+    (logits,), _ = run.align([stack_list(logits) if isinstance(logits, list) else logits])
+    logp = torch.log_softmax(logits.data, dim=logits.dims.index(target.sparse_dim))
+    labels = run.beam.choose(logp)
+    return ETensor(labels, ("batch",), run.frames(), target.sparse_dim, run.beam.version)
+
+
+class Absent:
+    """A target when searching, and whatever is computed from one: it does not exist."""
+
+    def __init__(self, sparse_dim: str | None = None):
+        self.sparse_dim = sparse_dim
+
+    def __getattr__(self, name: str):
+        raise TypeError(f"a search has no targets: `{name}` of a value computed from one")
+
+    def _self(self, *_args):
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _self
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __neg__ = _self  # type: ignore[assignment]
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        raise TypeError("a search has no targets: an `if` on a value computed from one")
+
+
+ABSENT = Absent()
 
 
 def _call_path(net: Network) -> tuple[tuple[int, int], ...]:
@@ -440,25 +519,32 @@ class Network:
         api = interface(self.graph)
         return api.inputs + list(api.input_lens.values())
 
-    def __call__(self, *args, **kwargs) -> dict[str, torch.Tensor]:
-        """Outputs (and losses) by name; for dims made by loops (with `end`), `<dim>_lens` too."""
-        out, lens = self.run(*args, **kwargs)
-        made = interface(self.graph).made_lens
+    def __call__(self, *args, search: bool = False, **kwargs) -> dict[str, torch.Tensor]:
+        """Outputs (and losses) by name; for dims made by loops (with `end`), `<dim>_lens` too.
+        `search=True` decodes with the beam: what the torch module's `search` returns."""
+        out, lens = self.run(*args, search=search, **kwargs)
+        plan = search_plan(self.graph) if search else None
+        made = {plan.loop.axis: plan.lens} if plan else interface(self.graph).made_lens
         for per_dim in lens.values():
             for d, ls in per_dim.items():
                 if d in made:
                     out[made[d]] = torch.as_tensor(ls, dtype=torch.int64)
         return out
 
-    def run(self, *args, **kwargs) -> tuple[dict[str, torch.Tensor], dict[str, dict[str, list[int]]]]:
+    def run(
+        self, *args, search: bool = False, **kwargs
+    ) -> tuple[dict[str, torch.Tensor], dict[str, dict[str, list[int]]]]:
         """Outputs (padded, canonical dim order) and, per output, its dynamic dims' lengths."""
-        names = self.input_names()
+        g, dt = self.graph, self.dims
+        plan = search_plan(g) if search else None
+        if search and plan is None:
+            raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
+        names = [*plan.inputs, *(lens_name(d) for d in plan.input_dims)] if plan else self.input_names()
         bound = dict(zip(names, args))
         bound.update(kwargs)
         missing = [n for n in names if n not in bound]
         if missing:
             raise TypeError(f"missing inputs: {', '.join(missing)}")
-        g, dt = self.graph, self.dims
         per_seq: list[dict[str, ETensor]] = []
         per_seq_losses: list[dict[str, torch.Tensor]] = []
         first = g.inputs[0]
@@ -466,9 +552,12 @@ class Network:
         # an oracle for forward values: eager parameters are plain tensors, nothing to differentiate
         with torch.no_grad():
             for b in range(batch):
-                inputs = {}
+                inputs: dict[str, Any] = {}
                 lengths = {}
                 for inp in g.inputs:
+                    if plan is not None and inp.name in plan.targets:
+                        inputs[inp.name] = Absent(inp.value.sparse_dim)
+                        continue
                     x = torch.as_tensor(bound[inp.name]).narrow(inp.annotated_dims.index("batch"), b, 1)
                     for axis, d in enumerate(inp.annotated_dims):
                         if dt[d].kind == "dynamic":
@@ -477,22 +566,41 @@ class Network:
                     x = align_tensor(x, inp.annotated_dims, inp.value.dims)
                     x = x.long() if inp.value.dtype == "int32" else x.float()
                     inputs[inp.name] = ETensor(x, inp.value.dims, sparse_dim=inp.value.sparse_dim)
-                run = _Run(self, lengths)
+                run = _Run(self, lengths, searching=plan is not None)
                 token = _current.set(run)
                 try:
                     res = self.fn(**inputs)
                     if not isinstance(res, dict):
                         res = {"output": res}
-                    res = {k: self._as_output(k, v) for k, v in res.items()}
+                    if plan is not None:
+                        res = self._decide(run, plan, res)
+                    else:
+                        res = {k: self._as_output(k, v) for k, v in res.items()}
                 finally:
                     _current.reset(token)
                 per_seq.append(res)
                 per_seq_losses.append({k: v.data.sum() for k, v in run.losses.items()})
+        if plan is not None:
+            return _pad(per_seq, search_dims(g), dt)
         outs, lens = _pad(per_seq, self.output_dims, dt)
         for loss in g.losses:  # summed over the batch, as RETURNN's `as_is` and the torch module do
             outs[loss.name] = torch.stack([s[loss.name] for s in per_seq_losses]).sum()
             lens[loss.name] = {}
         return outs, lens
+
+    @staticmethod
+    def _decide(run: _Run, plan: SearchPlan, res: dict[str, Any]) -> dict[str, ETensor]:
+        """Searching: each output stacked in the choice loop, for the best hypothesis."""
+        row, length, score = run.beam.best()
+        axis = plan.loop.axis
+        out = {}
+        for name in plan.outputs:
+            v = stack_list(res[name]) if isinstance(res[name], list) else res[name]
+            (v,), _ = run.align([v], run.beam.version)  # the hypotheses the search ended with
+            data = v.data[row : row + 1].narrow(v.dims.index(axis), 0, length)
+            out[name] = ETensor(data, v.dims, sparse_dim=v.sparse_dim)
+        out[SCORES] = ETensor(torch.tensor([score]), ("batch",))
+        return out
 
 
 def _pad(per_seq: list[dict[str, ETensor]], out_dims: dict[str, list[str]], dt: DimTable):

@@ -11,6 +11,7 @@ import numpy as np
 
 from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
+from netc.ir.search import search_plan
 from netc_runtime.backends import run_backend
 from netc_runtime.verify import random_params
 
@@ -31,22 +32,33 @@ def _params(g: Graph, params_path: str | None, inputs_npz, seed: int) -> dict[st
 
 
 def run_npz(
-    model: str, g: Graph, backend: str, inputs_path: str, params_path: str | None, output: str, seed: int
+    model: str,
+    g: Graph,
+    backend: str,
+    inputs_path: str,
+    params_path: str | None,
+    output: str,
+    seed: int,
+    search: bool = False,
 ) -> None:
     data = np.load(inputs_path)
+    plan = search_plan(g) if search else None
+    if search and plan is None:
+        raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
     inputs, lens = {}, {}
     for inp in g.inputs:
         key = f"in:{inp.name}"
+        if plan is not None and inp.name in plan.targets:
+            continue  # a search has no targets
         if key not in data.files:
             raise KeyError(f"{inputs_path} has no {key!r}")
         inputs[inp.name] = data[key]
-    dyn = input_dyn_dims(g)
-    for d in dyn:
+    for d in plan.input_dims if plan else input_dyn_dims(g):
         key = f"len:{d}"
         if key not in data.files:
             raise KeyError(f"{inputs_path} has no {key!r}")
         lens[d] = data[key].astype(np.int64)
-    res = run_backend(backend, model, inputs, lens, _params(g, params_path, data, seed), g)
+    res = run_backend(backend, model, inputs, lens, _params(g, params_path, data, seed), g, search=search)
     out = {}
     for name, value in res.outputs.items():
         out[f"out:{name}"] = value

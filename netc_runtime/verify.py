@@ -8,6 +8,7 @@ import numpy as np
 
 from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
+from netc.ir.search import search_plan
 from netc_runtime.backends import BACKENDS, Result, run_backend, valid_mask
 
 TOLERANCE = 1e-4
@@ -67,38 +68,49 @@ class Comparison:
 
 
 def compare(g: Graph, ref: Result, other: Result, backend: str) -> list[Comparison]:
+    """Every result of `ref` (outputs and losses, or what a search returns) against `other`'s."""
     out = []
-    for o in [*g.outputs, *g.losses]:
-        a, b = np.asarray(ref.outputs[o.name]), np.asarray(other.outputs[o.name])
-        dims = ref.dims[o.name]
-        if other.dims[o.name] != dims:
-            raise AssertionError(f"{backend}: output {o.name} has dims {other.dims[o.name]}, eager {dims}")
-        for d, ls in ref.lens[o.name].items():
-            if not np.array_equal(np.asarray(ls), np.asarray(other.lens[o.name][d])):
-                raise AssertionError(
-                    f"{backend}: output {o.name} lengths of {d} differ: {other.lens[o.name][d]} vs {ls}"
-                )
+    for name, dims in ref.dims.items():
+        a, b = np.asarray(ref.outputs[name]), np.asarray(other.outputs[name])
+        if other.dims[name] != dims:
+            raise AssertionError(f"{backend}: output {name} has dims {other.dims[name]}, eager {dims}")
+        for d, ls in ref.lens[name].items():
+            if not np.array_equal(np.asarray(ls), np.asarray(other.lens[name][d])):
+                raise AssertionError(f"{backend}: output {name} lengths of {d} differ: {other.lens[name][d]} vs {ls}")
         shape = tuple(min(x, y) for x, y in zip(a.shape, b.shape))
         for ax, d in enumerate(dims):
-            if d in ref.lens[o.name] and shape[ax] < int(np.max(ref.lens[o.name][d], initial=0)):
-                raise AssertionError(f"{backend}: output {o.name} is shorter than its lengths along {d}")
+            if d in ref.lens[name] and shape[ax] < int(np.max(ref.lens[name][d], initial=0)):
+                raise AssertionError(f"{backend}: output {name} is shorter than its lengths along {d}")
         a = a[tuple(slice(0, n) for n in shape)]
         b = b[tuple(slice(0, n) for n in shape)]
-        mask = valid_mask(dims, ref.lens[o.name], g, shape)
+        mask = valid_mask(dims, ref.lens[name], g, shape)
         diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
         diff = np.where(mask, diff, 0.0)
         bad = np.isnan(b) & mask
         worst = float("inf") if bad.any() else float(diff.max(initial=0.0))
-        out.append(Comparison(o.name, backend, worst, int(mask.sum())))
+        out.append(Comparison(name, backend, worst, int(mask.sum())))
     return out
 
 
-def verify(model_path: str, g: Graph, backends=BACKENDS, seed: int = 0, batch: int = 3, max_len: int = 7):
+def verify(
+    model_path: str,
+    g: Graph,
+    backends=BACKENDS,
+    seed: int = 0,
+    batch: int = 3,
+    max_len: int = 7,
+    search: bool = False,
+    params: dict[str, np.ndarray] | None = None,
+):
+    """The oracle on one random padded batch: eager against every other backend. `search=True`
+    compares beam searches (the best labels, their lengths and scores)."""
+    if search and search_plan(g) is None:
+        raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
     rng = np.random.default_rng(seed)
     lens = random_lengths(g, batch, max_len, rng)
     inputs = random_inputs(g, lens, rng)
-    params = random_params(g, rng)
-    results = {b: run_backend(b, model_path, inputs, lens, params, g) for b in backends}
+    params = {**random_params(g, rng), **(params or {})}
+    results = {b: run_backend(b, model_path, inputs, lens, params, g, search=search) for b in backends}
     ref = results[backends[0]]
     comps = []
     for b in backends[1:]:

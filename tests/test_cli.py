@@ -212,3 +212,25 @@ def test_run_unknown_param_is_an_error(tmp_path, netc):
 def test_readme_quick_start_commands_exist():
     readme = (ROOT / "README.md").read_text()
     assert "bash setup.sh" in readme and ".venv/bin/python -m pytest" in readme
+
+
+def test_files_that_are_not_utf8_beside_the_model(tmp_path, netc):
+    """A stale emitted file or a base config that is not UTF-8: a message, not a traceback."""
+    (tmp_path / "stale.py").write_bytes(b"\xff\xfe")
+    proc = netc("check", ELMAN, "--torch", tmp_path / "stale.py")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "stale.py: stale" in proc.stderr
+    (tmp_path / "base.py").write_bytes(b'x = "\xff"\n')
+    proc = netc("compile", ELMAN, "--base-config", tmp_path / "base.py")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"{tmp_path / 'base.py'}:1:6: error: the file is not valid UTF-8: byte 0xff")
+
+
+def test_base_config_lines_break_as_python_reads_them(tmp_path, netc):
+    """A form feed or U+2028 inside a string of the base config stays inside the string."""
+    (tmp_path / "base.py").write_text('note = "a\x0cb\u2028c"\n', encoding="utf-8")
+    out = tmp_path / "cfg.py"
+    netc("compile", ELMAN, "--base-config", tmp_path / "base.py", "-o", out, check=True)
+    ns: dict = {}
+    exec(compile(out.read_text(encoding="utf-8"), str(out), "exec"), ns)
+    assert ns["note"] == "a\x0cb\u2028c"

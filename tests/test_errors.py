@@ -741,5 +741,5 @@ def test_no_network_function(tmp_path, netc):
     (tmp_path / "m.py").write_text(HEADER)
     proc = netc("compile", "m.py", cwd=tmp_path)
     assert proc.returncode == 1
-    assert proc.stderr.startswith("error: m.py: no @network function")
+    assert proc.stderr.startswith("m.py: error: no @network function")
     assert "Traceback" not in proc.stderr

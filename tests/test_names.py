@@ -227,3 +227,13 @@ def test_output_is_byte_for_byte_deterministic(in_tmp):
             assert proc.returncode == 0, proc.stderr
             texts.add(proc.stdout)
         assert len(texts) == 1, target
+
+
+def test_base_config_name_cannot_inject(in_tmp):
+    """The --base-config path lands in a comment of the merged config: quoted, never raw."""
+    model = _model(in_tmp, "m.py", time="t", feat="f", hidden="h", net="n", loss="l", out1="o", out2="p")
+    base = in_tmp / f"base{PAYLOAD.replace(chr(0), '').replace('/', '')}.py"
+    base.write_text("#!rnn.py\nnum_epochs = 1\n")
+    out = in_tmp / "merged.py"
+    run_netc("compile", model, "--target", "returnn", "--base-config", base, "-o", out, check=True)
+    runpy.run_path(str(out))  # `in_tmp` checks nothing was injected

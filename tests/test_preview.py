@@ -50,7 +50,7 @@ def test_json_is_the_graph_with_provenance(netc):
     kinds = [n.kind for n in p.nodes]
     assert kinds.count("input") == 1 and kinds.count("output") == 2 and kinds.count("state") == 1
     (loop,) = p.clusters
-    assert loop.axis == "time" and loop.returnn.name == "rec" and loop.source.text == "for t in range(x.max_seq_len):"
+    assert loop.axis == "time" and loop.returnn.name == "out" and loop.source.text == "for t in range(x.max_seq_len):"
     assert loop.torch.code.splitlines()[-1] == "for t in range(time_size):"
     nodes = {n.id: n for n in p.nodes}
     x_lin = next(n for n in p.nodes if n.label == "x_lin")
@@ -60,7 +60,7 @@ def test_json_is_the_graph_with_provenance(netc):
     h = next(n for n in p.nodes if n.op == "tanh")
     assert h.cluster == loop.id and h.source.span.line == 17
     assert h.source.text == "h = tanh(Linear(hidden)(x_lin + h_prev))"
-    assert h.returnn.name == "rec/h" and h.returnn.kind == "activation"
+    assert h.returnn.name == "out/h" and h.returnn.kind == "activation"
     state = next(n for n in p.nodes if n.kind == "state")
     assert state.returnn.kind == "prev:h" and "'initial_output': 'base:h'" in state.returnn.code
     edges = {(nodes[e.src].label, nodes[e.dst].label, e.kind) for e in p.edges}
@@ -72,7 +72,7 @@ def test_json_is_the_graph_with_provenance(netc):
 def test_json_covers_nested_loops_and_loops_with_an_end(netc):
     nested = preview_json(netc, EXAMPLES / "nested.py")
     outer, inner = nested.clusters
-    assert inner.parent == outer.id and inner.returnn.name == "rec/rec"
+    assert inner.parent == outer.id and inner.returnn.name == "out/s"
     assert any(n.hoisted_from == inner.id and n.cluster == outer.id for n in nested.nodes)
     decoder = preview_json(netc, EXAMPLES / "greedy_decoder.py")
     (end,) = [n for n in decoder.nodes if n.kind == "end"]

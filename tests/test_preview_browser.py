@@ -52,7 +52,7 @@ def test_page_draws_the_graph_and_a_click_shows_source_and_emitted_code(tmp_path
     assert _text(d, "detail-where") == f"{ELMAN}:17:13"
     assert (
         "'class': 'activation'" in _text(d, "detail-returnn")
-        and _text(d, "detail-returnn-name") == "rec/h (activation)"
+        and _text(d, "detail-returnn-name") == "out/h (activation)"
     )
     assert _text(d, "detail-torch") == "h_3 = torch.tanh(linear)  # line 17"
     assert "in the loop at line 14" in _text(d, "detail-badges")

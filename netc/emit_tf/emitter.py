@@ -17,6 +17,7 @@ import jinja2
 
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, Node, Op, Value
+from netc.ir.search import search_plan
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
@@ -134,18 +135,28 @@ class ReturnnEmitter:
             self.values[inp.value.id] = inp.value
             self.dim_source.update({d: "" for d in inp.value.dims})  # lengths known from the start
         self.block(g.body, root)
-        for o in g.outputs:
-            root.layers[o.name] = {"class": "copy", "from": root.refs[o.value], "is_output_layer": True}
-        for loss in g.losses:  # `as_is` sums over valid frames, as the torch module does
-            root.layers[loss.name] = {"class": "copy", "from": root.refs[loss.value], "loss": "as_is"}
+        plan = search_plan(g)
+        for o in [*g.outputs, *g.losses]:
+            if plan is not None and o.name in plan.outputs:  # searching: the best hypothesis' frames
+                layer = {"class": "decide", "from": root.refs[o.value]}
+            else:
+                layer = {"class": "copy", "from": root.refs[o.value]}
+            if o in g.outputs:
+                layer["is_output_layer"] = True
+            else:  # `as_is` sums over valid frames, as the torch module does
+                layer["loss"] = "as_is"
+            if plan is not None and o.value in plan.needs_target:
+                layer["only_on_eval"] = True  # needs the targets, which a search does not have
+            root.layers[o.name] = layer
         extern = {}
         for inp in g.inputs:
             entry: dict = {"dim_tags": [self.dim_code(d) for d in inp.annotated_dims]}  # Labels: no class dim
             if inp.value.sparse_dim:
                 entry["sparse_dim"] = self.dim_code(inp.value.sparse_dim)
                 entry["dtype"] = "int32"
-            # every input feeds the network (RETURNN would hold back a key named `classes` as a target)
-            entry["available_for_inference"] = True
+            # inputs feed the network (RETURNN would hold back a key named `classes` as a target);
+            # a `choice` target is the exception: a search does without it
+            entry["available_for_inference"] = plan is None or inp.name not in plan.targets
             extern[inp.name] = entry
         dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in g.dims if d.kind != "batch"]
         dims += [(var, py_str(name), None) for var, name in self.whole_dims]
@@ -157,6 +168,7 @@ class ReturnnEmitter:
             net=py_literal(root.layers, 0),
             # each function after two blank lines, and two before `extern_data`
             helpers="".join(f"\n\n{h.strip()}\n" for h in self.helpers.values()) + ("\n" if self.helpers else ""),
+            search_output=py_str(plan.outputs[0]) if plan is not None else None,
         )
 
     # --- blocks ------------------------------------------------------------------------
@@ -239,6 +251,8 @@ class ReturnnEmitter:
         steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
         for s in n.seqs:
             self.values[s.inner.id] = s.inner
+            if s.outer == n.target:  # the choice layer takes its target by data key
+                continue
             src = outer.refs[s.outer]
             if n.reverse:
                 src = self._reverse(outer, src, n.axis, f"{self.values[s.outer].name or 'x'}_reversed")
@@ -303,8 +317,14 @@ class ReturnnEmitter:
             outer.refs[out.id] = self._retag(outer, out.id, inside, outer.dims)
             self._note_dims(outer, out, outer.refs[out.id])
         if "output" not in unit.layers:
-            unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, results[0][0], "out")}
+            # searching, RETURNN takes the rec layer's hypotheses from its output: the choice
+            chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
+            first = chosen[0] if chosen else results[0][0]
+            unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, first, "out")}
         rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
+        if n.target is not None:  # training: the target's frames; searching: a new axis per search
+            del rec_layer["axis"]
+            rec_layer["target"] = next(i.name for i in self.g.inputs if i.value.id == n.target)
         if n.end is not None:
             unit.layers["end"] = self._end(n, unit, outer)
             rec_layer["include_eos"] = n.include_eos

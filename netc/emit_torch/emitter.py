@@ -9,15 +9,18 @@ carried value after the loop is each sequence's last valid step.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
 from netc.ir.interface import interface
-from netc.ir.model import Graph, Loop, Node, Op, ParamDef, Value
+from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
+from netc.ir.search import search_plan
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.align import align_code
+from netc.ops.search import torch_beam_step
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
@@ -40,7 +43,7 @@ NN_MODULE_MEMBERS = frozenset(
 )
 GENERATED_MEMBERS = frozenset(
     {"input_dims", "output_dims", "losses", "returnn_param_names", "load_returnn_params", "reset_parameters"}
-    | {"forward", "_forward"}
+    | {"forward", "_forward", "search", "_search", "search_outputs"}
 )
 # names the module's code uses besides its own: an input named like one of these cannot be a
 # parameter of the function holding the body (it would shadow it), see `TorchEmitter.signature`
@@ -102,19 +105,34 @@ class _OpCtx:
         return self.em.device()
 
 
+@dataclass(frozen=True)
+class ModuleNames:
+    """Names at module level. None of them may be an input's name: a method's parameters would
+    shadow them."""
+
+    mask_fn: str
+    beam_fn: str
+    cls: str
+    alias: str
+
+    @classmethod
+    def of(cls, g: Graph, public: list[str]) -> ModuleNames:
+        ns = Namespace({"torch", "nn", *public})
+        return cls(ns.fresh("_seq_mask"), ns.fresh("_beam_step"), ns.fresh(class_name(g.network)), ns.fresh("Model"))
+
+
 class TorchEmitter:
-    def __init__(self, g: Graph):
+    """The body of one method of the module (`forward`; see `emit_torch.search` for `search`)."""
+
+    def __init__(self, g: Graph, names: ModuleNames, public: list[str]):
         self.g = g
         self.api = interface(g)
-        public = [*self.api.inputs, *self.api.input_lens.values()]
-        # module-level names never clash with the inputs: forward's parameters would shadow them
-        module_ns = Namespace({"torch", "nn", *public})
-        self.mask_fn = module_ns.fresh("_seq_mask")
-        self.cls = module_ns.fresh(class_name(g.network))
-        self.alias = module_ns.fresh("Model")
+        self.names = names
+        self.public = public  # the method's parameters, as callers name them
+        # the body runs under the inputs' own names unless one would shadow a name it uses
         self.direct = all(n == identifier(n) and n not in _BODY_GLOBALS for n in public)
-        self.ns = Namespace({"torch", "nn", "self", self.mask_fn, self.cls, self.alias})
-        if self.direct:  # the body runs in `forward` itself, under the inputs' own names
+        self.ns = Namespace({"torch", "nn", "self", names.mask_fn, names.beam_fn, names.cls, names.alias})
+        if self.direct:
             for n in public:
                 self.ns.reserve(n)
         self.values: dict[int, Value] = {}
@@ -124,11 +142,12 @@ class TorchEmitter:
         self.lens_var: dict[str, str] = {}
         self.size_var: dict[str, str] = {}
         self.param_attr = param_attrs(g.params)
-        self.prelude: dict[str, str] = {}  # key -> variable defined once at the top of forward
+        self.prelude: dict[str, str] = {}  # key -> variable defined once at the top of the method
         self.prelude_at = 0  # where those definitions are inserted
         self.float_input: str | None = None
         self.zero_padded: set[int] = set()  # values known to hold zeros in padded frames
         self.op_lines: dict[int, str] = {}  # an op's first value id -> its line, for `netc preview`'s provenance
+        self.top_masks = set(self.api.input_lens)  # dims whose lengths are known at the top of the method
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -178,22 +197,23 @@ class TorchEmitter:
     def mask(self, dim: str, dims: tuple[str, ...]) -> str:
         """The valid-frames mask of `dim`, aligned to `dims`. Masks of input dims are computed once,
         at the top of forward, not again in every loop step."""
-        call = f"{self.mask_fn}({self.lens_var[dim]}, {self.size_var[dim]})"
-        if dim in self.api.input_lens:
+        call = f"{self.names.mask_fn}({self.lens_var[dim]}, {self.size_var[dim]})"
+        if dim in self.top_masks:
             call = self.once(f"mask:{dim}", f"{dim}_mask", f"{call}  # [batch, {plain_text(dim)}]")
         return align_code(call, ("batch", dim), dims)
 
     # --- the module --------------------------------------------------------------------
 
-    def render(self) -> str:
-        g = self.g
-        for inp in g.inputs:  # in `forward` the input's own name (reserved above), else a fresh one
+    def start(self, inputs: list[Input], dyn_dims: list[str]) -> list[str]:
+        """Inputs to canonical order, batch and dim sizes; the method's parameters (as named here)."""
+        for inp in inputs:  # the input's own name (reserved above), else a fresh one
             self.values[inp.value.id] = inp.value
             self.var[inp.value.id] = inp.name if self.direct else self.ns.fresh(inp.name)
-        for d, arg in self.api.input_lens.items():
+        for d in dyn_dims:
+            arg = lens_name(d)
             self.lens_var[d] = arg if self.direct else self.ns.fresh(arg)
-        params = [self.var[i.value.id] for i in g.inputs] + list(self.lens_var.values())
-        for inp in g.inputs:
+        params = [self.var[i.value.id] for i in inputs] + [self.lens_var[d] for d in dyn_dims]
+        for inp in inputs:
             x = self.var[inp.value.id]
             perm = [inp.annotated_dims.index(d) for d in inp.value.dims]
             if perm != list(range(len(perm))):
@@ -202,14 +222,20 @@ class TorchEmitter:
                 self.emit(f"{x} = {x}.long()")
             elif self.float_input is None:
                 self.float_input = x
-        first = g.inputs[0]
+        first = inputs[0]
         self.size_var["batch"] = self.ns.fresh("B")
         self.emit(f"{self.size_var['batch']} = {self.var[first.value.id]}.shape[{first.value.dims.index('batch')}]")
-        for d in self.api.input_lens:
-            src = next(i for i in g.inputs if d in i.value.dims)
+        for d in dyn_dims:
+            src = next(i for i in inputs if d in i.value.dims)
             self.size_var[d] = self.ns.fresh(f"{d}_size")
             self.emit(f"{self.size_var[d]} = {self.var[src.value.id]}.shape[{src.value.dims.index(d)}]")
         self.prelude_at = len(self.lines)
+        return params
+
+    def forward(self) -> tuple[list[str], str]:
+        """`forward`: every output, the lengths of dims loops made, and the losses."""
+        g = self.g
+        params = self.start(g.inputs, list(self.api.input_lens))
         self.block(g.body)
         results = [(o.name, self.padded_zero(o.value)) for o in g.outputs]
         results += [(key, self.lens_var[d]) for d, key in self.api.made_lens.items()]
@@ -223,26 +249,7 @@ class TorchEmitter:
             self.emit(f"{var} = {x}.sum()  # loss {py_str(loss.name)}: summed over valid frames")
             results.append((loss.name, var))
         self.emit("return {" + ", ".join(f"{py_str(name)}: {var}" for name, var in results) + "}")
-        out_values = {o.name: self.values[o.value] for o in g.outputs}
-        public = [*self.api.inputs, *self.api.input_lens.values()]
-        return _TEMPLATES.get_template("module.py.j2").render(
-            source=plain_text(os.path.basename(g.source_file)),
-            network=plain_text(g.network),
-            cls=self.cls,
-            alias=self.alias,
-            mask_fn=self.mask_fn,
-            public=", ".join(public),
-            receiver="self" if "self" not in public else Namespace(public).fresh("self"),
-            direct=self.direct,
-            params=", ".join(params),
-            input_dims=py_literal([[i.name, list(i.annotated_dims)] for i in g.inputs]),
-            output_dims=py_literal({name: list(v.dims) for name, v in out_values.items()}),
-            losses=py_literal([loss.name for loss in g.losses]),
-            returnn_param_names=[(py_str(p.name), py_str(self.param_attr[(p.path, p.role)])) for p in g.params],
-            containers=containers(self.param_attr.values()),
-            param_defs=[(self.param_attr[(p.path, p.role)], self.shape(p.dims), p.init) for p in g.params],
-            body="\n".join(self.lines),
-        )
+        return params, "\n".join(self.lines)
 
     def padded_zero(self, vid: int) -> str:
         """The value with zeros in padded frames, as outputs are returned (stacks already are)."""
@@ -282,7 +289,9 @@ class TorchEmitter:
 
     def loop(self, n: Loop) -> None:
         axis = n.axis
-        if n.end is not None:
+        # a loop with `choice` runs over its target's frames here: its end applies to searching
+        ends = n.end is not None and n.target is None
+        if ends:
             self.emit(f"# loop until each sequence ends, new dim {plain_text(axis)} (line {n.span.line})")
         else:
             self.emit(f"# loop over {plain_text(axis)}{', backwards' if n.reverse else ''} (line {n.span.line})")
@@ -305,7 +314,7 @@ class TorchEmitter:
             self.emit(f"{last_vars[v.id]} = torch.zeros({self.shape(v.dims)}, dtype={dtype}, device={self.device()})")
         step = self.ns.fresh("t")
         valid = self.ns.fresh("valid")
-        if n.end is not None:
+        if ends:
             ended = self._end_loop_head(n, step, valid)
         else:
             steps = f"range({self.size_var[axis]})"
@@ -327,13 +336,13 @@ class TorchEmitter:
             keep = f"({valid} & ~{self.var[n.end]})" if ll.after_end else valid
             cond = align_code(keep, ("batch",), ll.out.dims)
             self.emit(f"{last_vars[ll.out.id]} = torch.where({cond}, {self.var[ll.value]}, {last_vars[ll.out.id]})")
-        if n.end is not None:
+        if ends:
             self._end_loop_tail(n, step, valid, ended)
         for c in n.carries:  # last: stacks, last values and the end may read the previous state
             cond = align_code(valid, ("batch",), c.inner.dims)
             self.emit(f"{self.var[c.inner.id]} = torch.where({cond}, {self.var[c.next]}, {self.var[c.inner.id]})")
         self.indent -= 1
-        if n.end is not None:
+        if ends:
             self.size_var[axis] = self.ns.fresh(f"{axis}_size")
             self.emit(f"{self.size_var[axis]} = int({self.lens_var[axis]}.max())")
         for s in n.stacks:
@@ -341,7 +350,7 @@ class TorchEmitter:
             pos = s.out.dims.index(axis)
             steps = f"{stack_lists[s.out.id]}[::-1]" if n.reverse else stack_lists[s.out.id]
             self.emit(f"{name} = torch.stack({steps}, dim={pos})")
-            if n.end is not None:
+            if ends:
                 self.emit(f"{name} = {name}.narrow({pos}, 0, {self.size_var[axis]})")
             self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
             self.zero_padded.add(s.out.id)
@@ -407,5 +416,65 @@ def containers(attrs) -> list[str]:
     return out
 
 
+def method(name: str, public: list[str], params: list[str], body: str, direct: bool, head: str = "") -> str:
+    """A method of the module taking `public` (callers' names, defaults included). When the body
+    cannot run under those names (`direct` is False), `name` passes them on to `_name`."""
+    args = ", ".join(p.split("=")[0] for p in public)
+    if direct:
+        return f"    def {name}(self, {', '.join(public)}):\n{head}{body}"
+    receiver = Namespace([p.split("=")[0] for p in public], python=False).fresh("self")
+    return (
+        f"    def {name}({receiver}, {', '.join(public)}):\n{head}        return {receiver}._{name}({args})\n\n"
+        f"    def _{name}(self, {', '.join(params)}):\n"
+        f"        # the inputs under other names here: they would shadow names this code uses\n{body}"
+    )
+
+
 def emit_torch(g: Graph) -> str:
-    return TorchEmitter(g).render()
+    return render_module(g)[0]
+
+
+def render_module(g: Graph) -> tuple[str, TorchEmitter]:
+    """The module's text, and the emitter of its `forward` (its provenance: `op_lines`)."""
+    from netc.emit_torch.search import SearchEmitter
+
+    api = interface(g)
+    plan = search_plan(g)
+    public = [*api.inputs, *api.input_lens.values()]
+    names = ModuleNames.of(g, public)
+    fwd = TorchEmitter(g, names, public)
+    params, body = fwd.forward()
+    head = ""
+    search_method = None
+    if plan is not None:  # `forward(..., search=True)` searches: from the first target on, all may be left out
+        targets = [i for i in api.inputs if i in plan.targets] + [
+            api.input_lens[d] for d in api.input_lens if d not in plan.input_dims
+        ]
+        first = min(public.index(t) for t in targets)
+        public = public[:first] + [f"{p}=None" for p in public[first:]] + ["search=False"]
+        search_public = [*plan.inputs, *(lens_name(d) for d in plan.input_dims)]
+        head = (
+            f"        if search:\n            return self.search({', '.join(search_public)})\n"
+            f"        if {' or '.join(f'{t} is None' for t in targets)}:\n"
+            f"            raise TypeError({py_str('training needs ' + ', '.join(targets) + ' (or search=True)')})\n"
+        )
+        searcher = SearchEmitter(g, names, search_public, plan)
+        search_method = method("search", search_public, *searcher.search(), searcher.direct)
+    out_values = {o.name: fwd.values[o.value] for o in g.outputs}
+    text = _TEMPLATES.get_template("module.py.j2").render(
+        source=plain_text(os.path.basename(g.source_file)),
+        network=plain_text(g.network),
+        names=names,
+        public=", ".join(p.split("=")[0] for p in public),
+        forward=method("forward", public, params, body, fwd.direct, head),
+        search=search_method,
+        beam_helper=torch_beam_step(names.beam_fn) if plan else None,
+        search_outputs=py_literal(list(plan.outputs)) if plan else None,
+        input_dims=py_literal([[i.name, list(i.annotated_dims)] for i in g.inputs]),
+        output_dims=py_literal({name: list(v.dims) for name, v in out_values.items()}),
+        losses=py_literal([loss.name for loss in g.losses]),
+        returnn_param_names=[(py_str(p.name), py_str(fwd.param_attr[(p.path, p.role)])) for p in g.params],
+        containers=containers(fwd.param_attr.values()),
+        param_defs=[(fwd.param_attr[(p.path, p.role)], fwd.shape(p.dims), p.init) for p in g.params],
+    )
+    return text, fwd

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from netc.ir.model import DimDef
+from netc.limits import MAX_INT
 from netc.naming import lens_name
 
 _GROUP = {"batch": 0, "dynamic": 1, "static": 2}
@@ -94,6 +95,8 @@ class DimTable:
         b = self.dims[base]
         if b.size is None:
             raise DimError(f"cannot multiply dynamic dim `{base}`; only static dims scale")
+        if factor < 1:
+            raise DimError(f"a dim times {factor}: dims scale by a positive integer")
         if factor == 1:
             return b
         return self._derived(f"{factor}*{base}", factor * b.size)
@@ -129,6 +132,8 @@ class DimTable:
                     f"this makes dim `{name}` of size {size}, but the model declares `{name}` of size {old.size}"
                 )
             return old
+        if size > MAX_INT:
+            raise DimError(f"dim `{name}` would have {size} entries, more than int64 holds")
         d = DimDef(name=name, kind="static", size=size)
         self.dims[name] = d
         return d

@@ -97,6 +97,10 @@ class Loop(BaseModel):
     include_eos: bool = True  # stacks include the ending step (appends before the `break`)
     bound: int | None = None  # outer value: int32 [batch], each sequence's step limit
     max_steps: int | None = None  # a constant step limit
+    # loops with a `choice`: the outer labels it chooses from in training; `axis` is their dim.
+    # Training runs over those frames (`end` and the bound then do not apply); a search makes
+    # the axis anew from where each hypothesis ends (see the `choice` op)
+    target: int | None = None
     seqs: list[LoopSeq] = Field(default_factory=list)
     invariants: list[LoopInvariant] = Field(default_factory=list)
     carries: list[LoopCarry] = Field(default_factory=list)

@@ -38,40 +38,32 @@ class _LoopCtx:
     target_names: set[str] = field(default_factory=set)
     python_before: dict[str, Any] = field(default_factory=dict)
     append_sides: set[bool] = field(default_factory=set)  # appends before (True) / after the end
+    target: tuple[V.TV, str] | None = None  # a `choice`'s target labels (outer) and their dim
 
 
 def assigned_names(stmts) -> dict[str, cst.CSTNode]:
-    """Names a loop body binds (first binding node each), including nested blocks."""
+    """Names a loop body binds (first binding node each), including nested blocks.
+
+    An explicit stack, not a libcst visitor: this runs while the tracer is already deep in
+    the stack, and a visitor would add frames for every level of the body's tree.
+    """
     found: dict[str, cst.CSTNode] = {}
 
-    class Visitor(cst.CSTVisitor):
-        def visit_FunctionDef(self, node):
-            return False
+    def names(t: cst.CSTNode) -> None:
+        if isinstance(t, cst.Name):
+            found.setdefault(t.value, t)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for el in t.elements:
+                names(el.value)
 
-        def visit_ClassDef(self, node):
-            return False
-
-        def visit_AssignTarget(self, node):
-            self._names(node.target)
-
-        def visit_AugAssign(self, node):
-            self._names(node.target)
-
-        def visit_AnnAssign(self, node):
-            self._names(node.target)
-
-        def visit_For(self, node):
-            self._names(node.target)
-
-        def _names(self, t):
-            if isinstance(t, cst.Name):
-                found.setdefault(t.value, t)
-            elif isinstance(t, (cst.Tuple, cst.List)):
-                for el in t.elements:
-                    self._names(el.value)
-
-    for s in stmts:
-        s.visit(Visitor())
+    todo = list(reversed(stmts))
+    while todo:  # in source order, as a visitor would go
+        node = todo.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)):
+            names(node.target)
+        todo.extend(reversed(node.children))
     return found
 
 
@@ -289,6 +281,8 @@ class LoopBuilder:
                 ):
                     raise t.error(s, "`break`/`continue` are only supported as `if end(cond): break`")
                 t.stmt(s)
+        except V.Return as r:  # it would leave the loop in its first step
+            raise t.error(r.node, "`return` inside a loop body is not supported; return after the loop") from None
         finally:
             t.block = outer
             self.active.pop()
@@ -311,7 +305,11 @@ class LoopBuilder:
     def _close(self, ctx: _LoopCtx, outer: V.Block, target_names: set[str]) -> None:
         t, loop, body, env = self.t, ctx.loop, ctx.block, ctx.env
         carried = {c.name for c in loop.carries}
-        if loop.end is not None:  # a new dynamic dim: as many frames as each sequence ran steps
+        if ctx.target is not None:  # the target's frames in training, a search's steps otherwise
+            if not loop.include_eos:
+                raise t.error(ctx.end, "in a loop with `choice`, append before `if end(...)`: the ending label counts")
+            loop.axis = ctx.target[1]
+        elif loop.end is not None:  # a new dynamic dim: as many frames as each sequence ran steps
             stacked = [n for lst, _, _ in ctx.appends.values() for n, v in env.items() if v is lst]
             loop.axis = t.dims.fresh_dynamic(f"{stacked[0]}_time" if stacked else "steps").name
         for c in loop.carries:
@@ -382,6 +380,54 @@ class LoopBuilder:
         if value.value.name is None:  # an expression appended directly is named after its list
             value.value.name = self.t.stmt_target
         ctx.appends[id(lst)] = (lst, value, node)
+
+    def choice(self, node: cst.Call) -> V.TV:
+        """`choice(logits, target=y, beam=K)`: the reference label `y` at this step in training,
+        a beam search over the labels otherwise. The loop must end with `if end(...): break`;
+        it then runs over `y`'s frames in training, and makes its axis by searching."""
+        t = self.t
+        args, kwargs = t.call_args(node)
+        try:
+            logits, target, beam, length_norm = _choice_args(*args, **kwargs)
+        except TypeError:
+            raise t.error(node, "use choice(logits, target=labels, beam=K)") from None
+        ctx = self.active[-1] if self.active else None
+        if ctx is None or ctx.end is None:
+            raise t.error(node, "`choice` belongs in a loop that ends with `if end(cond): break`")
+        if len(self.active) > 1:
+            raise t.error(node, "a loop with `choice` cannot be inside another loop")
+        if ctx.target is not None:
+            raise t.error(node, "one `choice` per loop")
+        if not isinstance(beam, int) or isinstance(beam, bool) or beam < 1:
+            raise t.error(node, f"`beam` must be a positive integer, got {beam!r}")
+        if not isinstance(length_norm, bool):
+            raise t.error(node, "`length_normalization` must be True or False")
+        if not isinstance(logits, V.TV) or not isinstance(target, V.TV):
+            raise t.error(node, "choice(logits, target=labels, beam=K) takes a tensor and labels")
+        inp = next((i for i in t.inputs if i.value.id == target.value.id), None)
+        if inp is None or target.value.sparse_dim is None:
+            raise t.error(node, "the target of `choice` must be a `Labels[...]` input of the network")
+        dyn = t.dims.dynamic(target.dims)
+        vocab = target.value.sparse_dim
+        if len(dyn) != 1 or set(target.dims) != {"batch", dyn[0]}:
+            raise t.error(
+                node, f"the target of `choice` must be Labels[batch, time, vocab], got [{', '.join(target.dims)}]"
+            )
+        if set(logits.dims) != {"batch", vocab} or logits.value.dtype != "float32":
+            raise t.error(
+                node,
+                f"choice scores are float [batch, {vocab}] (the target's class dim), got "
+                f"{logits.value.dtype}[{', '.join(logits.dims)}]",
+            )
+        ctx.target = (target, dyn[0])
+        ctx.loop.target = self.capture(target, ctx.block.parent, node).value.id
+        outer = self.capture(target, ctx.block.parent, node)
+        frame = t.new_value(("batch",), "int32", sparse_dim=vocab)
+        ctx.loop.seqs.append(LoopSeq(outer=outer.value.id, inner=frame))
+        (logp,) = t.emit(REGISTRY["log_softmax"], [logits], {"axis": vocab}, node)
+        attrs = {"target": inp.name, "beam": beam, "length_normalization": length_norm}
+        (label,) = t.emit(REGISTRY["choice"], [logp, V.TV(frame, ctx.block)], attrs, node)
+        return label
 
     def no_growing_list(self, v: Any, node: cst.CSTNode) -> None:
         """A list read as a tensor inside the loop that appends to it would be the frames so far."""
@@ -468,3 +514,7 @@ def _inside(block: V.Block, body: V.Block) -> bool:
 
 def _unstack_args(x, axis):
     return x, axis
+
+
+def _choice_args(logits, target, beam, length_normalization=True):
+    return logits, target, beam, length_normalization

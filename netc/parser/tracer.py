@@ -19,11 +19,25 @@ from netc.ir.interface import check_interface
 from netc.ir.model import Graph, Input, Op, Output, ParamDef, Value
 from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.parser import values as V
+from netc.parser.budget import Budget
 from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
+from netc.parser.source import Source, read_source
 
 # names `from netc import ...` may bring in that are not ops
-DSL_SYMBOLS = {"Dim", "batch", "Tensor", "Labels", "network", "Module", "unstack", "stack", "mark_as_loss", "end"}
+DSL_SYMBOLS = {
+    "Dim",
+    "batch",
+    "Tensor",
+    "Labels",
+    "network",
+    "Module",
+    "unstack",
+    "stack",
+    "mark_as_loss",
+    "end",
+    "choice",
+}
 BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "abs"}
 _BINOPS = {
     cst.Add: ("add", lambda a, b: a + b),
@@ -44,25 +58,18 @@ _COMPARE = {
 }
 
 
-class _Return(Exception):
-    """A `return` statement: unwinds to the inlined call (or the network function)."""
-
-    def __init__(self, value: Any, node: cst.CSTNode):
-        self.value, self.node = value, node
-
-
 class Tracer:
-    def __init__(self, path: str, source: str):
-        self.path = path
+    def __init__(self, source: Source):
+        self.path = source.path
         self.source = source
         try:
-            module = cst.parse_module(source)
+            module = cst.parse_module(source.text)
         except cst.ParserSyntaxError as e:
-            span = Span(
-                file=path, line=e.raw_line, col=max(e.raw_column, 0), end_line=e.raw_line, end_col=e.raw_column + 1
-            )
-            raise CompileError(span, f"syntax error: {e.message}") from None
-        wrapper = MetadataWrapper(module)
+            col = max(e.raw_column, 0)
+            raise CompileError(
+                source.span(e.raw_line, col, e.raw_line, col + 1), f"syntax error: {e.message}"
+            ) from None
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # nothing else holds the module
         self.module = wrapper.module
         self.positions = wrapper.resolve(PositionProvider)
         self.dims = DimTable()
@@ -72,6 +79,7 @@ class Tracer:
         self.root = self.block
         self.params: list[ParamDef] = []
         self.losses: list[Output] = []
+        self.inputs: list[Input] = []  # the network's inputs (a `choice` target must be one)
         self.namer = Namer()
         self.call_path: list[tuple[int, int]] = []
         self.scope: list[str] = []  # module path prefix for parameters
@@ -79,12 +87,13 @@ class Tracer:
         self.loops = LoopBuilder(self)
         self.local_stack: list[dict[str, Any]] = [self.globals]
         self.tensor_if_depth = 0  # inside `if` on a tensor: both branches run, so no appends there
+        self.budget = Budget(self.error)
 
     # --- spans and errors --------------------------------------------------------------
 
     def span(self, node: cst.CSTNode) -> Span:
         r = self.positions[node]
-        return Span(file=self.path, line=r.start.line, col=r.start.column, end_line=r.end.line, end_col=r.end.column)
+        return self.source.span(r.start.line, r.start.column, r.end.line, r.end.column)
 
     def error(self, node: cst.CSTNode, msg: str) -> CompileError:
         return CompileError(self.span(node), msg)
@@ -131,6 +140,7 @@ class Tracer:
                     f"module `{param.path}` called on inputs of another shape than before (its parameters are shared)",
                 )
         vals = [self.new_value(o.dims, o.dtype, sparse_dim=o.sparse_dim) for o in outs]
+        self.budget.op(node)
         self.block.nodes.append(
             Op(
                 op=opdef.name,
@@ -156,7 +166,9 @@ class Tracer:
         if network is not None:
             nets = [n for n in nets if n.name.value == network]
         if not nets:
-            raise CompileError(None, f"{self.path}: no @network function" + (f" named `{network}`" if network else ""))
+            raise CompileError(
+                None, "no @network function" + (f" named `{network}`" if network else ""), file=self.path
+            )
         if len(nets) > 1:
             raise self.error(nets[1], "several @network functions; pick one with --network NAME")
         return self.trace_network(nets[0])
@@ -227,7 +239,7 @@ class Tracer:
 
     def trace_network(self, fn: cst.FunctionDef) -> Graph:
         env: dict[str, Any] = {}
-        inputs: list[Input] = []
+        inputs: list[Input] = self.inputs
         for p in fn.params.params:
             name = p.name.value
             if p.annotation is None:
@@ -257,7 +269,7 @@ class Tracer:
         try:
             self.run_body(fn.body.body)
             raise self.error(fn, "the network function must end with `return`")
-        except _Return as r:
+        except V.Return as r:
             outputs = self.network_outputs(r.node, r.value)
         finally:
             self.local_stack.pop()
@@ -297,6 +309,8 @@ class Tracer:
         items = value.items() if isinstance(value, dict) else [("output", value)]
         outs = []
         for name, v in items:
+            if not isinstance(name, str):
+                raise self.error(node, f"output names are strings, got {_describe(name)}")
             if not isinstance(v, V.TV):
                 raise self.error(node, f"output `{name}` is not a tensor")
             v = self.use(v, node)
@@ -318,6 +332,13 @@ class Tracer:
             self.stmt(stmt)
 
     def stmt(self, stmt: cst.CSTNode) -> None:
+        self.budget.enter(stmt)
+        try:
+            self._stmt(stmt)
+        finally:
+            self.budget.leave()
+
+    def _stmt(self, stmt: cst.CSTNode) -> None:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 self.small_stmt(small)
@@ -370,6 +391,10 @@ class Tracer:
                 env.update(before)
                 self.run_body(body)
                 branches.append(dict(env))
+        except V.Return as r:  # both branches run: the return would be taken whatever the condition
+            raise self.error(
+                r.node, "`return` inside an `if` on a tensor; assign a variable and return after the `if`"
+            ) from None
         finally:
             self.tensor_if_depth -= 1
         env.clear()
@@ -433,7 +458,7 @@ class Tracer:
                 finally:
                     self.stmt_target = None
         elif isinstance(small, cst.Return):
-            raise _Return(self.eval_expr(small.value) if small.value else None, small)
+            raise V.Return(self.eval_expr(small.value) if small.value else None, small)
         elif isinstance(small, cst.Pass):
             pass
         else:
@@ -482,12 +507,17 @@ class Tracer:
         raise self.error(node, f"unknown name `{name}`")
 
     def eval_expr(self, node: cst.BaseExpression) -> Any:
+        self.budget.enter(node)
+        try:
+            return self._eval_expr(node)
+        finally:
+            self.budget.leave()
+
+    def _eval_expr(self, node: cst.BaseExpression) -> Any:
         if isinstance(node, cst.Name):
             return self.lookup(node)
-        if isinstance(node, cst.Integer):
-            return int(node.value, 0)
-        if isinstance(node, cst.Float):
-            return float(node.value)
+        if isinstance(node, (cst.Integer, cst.Float)):
+            return self.budget.number_literal(node)
         if isinstance(node, cst.SimpleString):
             return node.evaluated_value
         if isinstance(node, (cst.Tuple, cst.List)):
@@ -498,7 +528,10 @@ class Tracer:
             for el in node.elements:
                 if not isinstance(el, cst.DictElement):
                     raise self.error(el, "unsupported dict element")
-                out[self.eval_expr(el.key)] = self.eval_expr(el.value)
+                key = self.eval_expr(el.key)
+                if not isinstance(key, _SCALARS):
+                    raise self.error(el.key, f"dict keys are strings or numbers, got {_describe(key)}")
+                out[key] = self.eval_expr(el.value)
             return out
         if isinstance(node, cst.Attribute):
             return self.attribute(self.eval_expr(node.value), node)
@@ -559,7 +592,7 @@ class Tracer:
             if isinstance(v, V.TV):
                 return self.emit(REGISTRY["neg"], [v], {}, node)[0]
             if isinstance(v, (int, float)):
-                return -v
+                return self.budget.number(-v, node)
         if isinstance(node.operator, cst.Plus) and isinstance(v, (int, float, V.TV)):
             return v
         if isinstance(node.operator, cst.Not) and not isinstance(v, V.TV):
@@ -585,16 +618,19 @@ class Tracer:
             except DimError as e:
                 raise self.error(node, str(e)) from None
         if isinstance(a, num) and isinstance(b, num):
-            return pyfn(a, b)
+            if opname == "div" and b == 0:
+                raise self.error(node, "division by zero")
+            return self.budget.number(pyfn(a, b), node)
         if isinstance(a, V.SeqLen) or isinstance(b, V.SeqLen):
             seq, n = (a, b) if isinstance(a, V.SeqLen) else (b, a)
             if isinstance(n, int) and not isinstance(n, bool):
+                check = self.budget.number
                 if opname == "mul":
-                    return V.SeqLen(seq.dim, seq.tensor, seq.scale * n, seq.offset * n)
+                    return V.SeqLen(seq.dim, seq.tensor, check(seq.scale * n, node), check(seq.offset * n, node))
                 if opname == "add":
-                    return V.SeqLen(seq.dim, seq.tensor, seq.scale, seq.offset + n)
+                    return V.SeqLen(seq.dim, seq.tensor, seq.scale, check(seq.offset + n, node))
                 if opname == "sub" and seq is a:
-                    return V.SeqLen(seq.dim, seq.tensor, seq.scale, seq.offset - n)
+                    return V.SeqLen(seq.dim, seq.tensor, seq.scale, check(seq.offset - n, node))
             raise self.error(node, "`max_seq_len` takes `n * x.max_seq_len + m` with integers n, m")
         raise self.error(node, f"unsupported operands: {_describe(a)} and {_describe(b)}")
 
@@ -648,7 +684,7 @@ class Tracer:
             if not -len(obj) <= idx < len(obj):
                 raise self.error(node, f"index {idx} out of range for {len(obj)} items")
             return obj[idx]
-        if isinstance(obj, dict) and idx in obj:
+        if isinstance(obj, dict) and isinstance(idx, _SCALARS) and idx in obj:
             return obj[idx]
         if isinstance(obj, V.NetcSym) and obj.name in ("Tensor", "Labels"):
             raise self.error(node, f"`{obj.name}[...]` is only for annotating network inputs")
@@ -679,6 +715,8 @@ class Tracer:
             return self.loops.iter_builtin(fn.name, node)
         if isinstance(fn, V.NetcSym) and fn.name == "unstack":
             return self.loops.unstack(node)
+        if isinstance(fn, V.NetcSym) and fn.name == "choice":
+            return self.loops.choice(node)
         args, kwargs = self.call_args(node)
         if isinstance(fn, V.NetcSym):
             return self.call_netc(fn.name, args, kwargs, node)
@@ -721,7 +759,7 @@ class Tracer:
             if isinstance(args[0], (int, float)):
                 return abs(args[0])
         if name in ("float", "int") and len(args) == 1 and isinstance(args[0], (int, float)):
-            return float(args[0]) if name == "float" else int(args[0])
+            return self.budget.number(float(args[0]) if name == "float" else int(args[0]), node)
         if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], (tuple, list)):
             return tuple(args[0]) if name == "tuple" else list(args[0])
         raise self.error(node, f"`{name}(...)` is not supported here")
@@ -877,8 +915,7 @@ class Tracer:
                 if p.default is None:
                     raise self.error(node, f"`{fn.name.value}` is missing argument `{p.name.value}`")
                 env[p.name.value] = self.eval_expr(p.default)
-        if len(self.call_path) > 50:
-            raise self.error(node, "recursion is not supported")
+        self.budget.call(node, len(self.call_path) + 1)
         self.local_stack.append(env)
         saved = (self.scope, self.call_path, self.stmt_target)
         self.scope, self.call_path = scope, [*self.call_path, self.span(node).key()]
@@ -886,7 +923,7 @@ class Tracer:
         try:
             self.run_body(fn.body.body)
             return None
-        except _Return as r:
+        except V.Return as r:
             return r.value
         finally:
             self.scope, self.call_path, self.stmt_target = saved
@@ -894,6 +931,7 @@ class Tracer:
 
 
 _MISSING = object()
+_SCALARS = (str, int, float, bool, type(None))  # Python values usable as dict keys
 
 
 def _else_body(node: cst.If) -> list:
@@ -943,7 +981,5 @@ def _describe(v: Any) -> str:
 
 
 def parse_file(path: str, source: str | None = None, network: str | None = None) -> Graph:
-    if source is None:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-    return Tracer(path, source).trace(network)
+    """The IR of the @network function in the file at `path` (or in `source`, given for it)."""
+    return Tracer(read_source(path, source)).trace(network)

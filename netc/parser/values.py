@@ -175,6 +175,13 @@ class Poison:
     line: int
 
 
+class Return(Exception):  # a control-flow signal, not an error
+    """A `return` statement: unwinds to the inlined call (or the network function)."""
+
+    def __init__(self, value: Any, node: cst.CSTNode):
+        self.value, self.node = value, node
+
+
 @dataclass(frozen=True)
 class Super:
     pass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from netc.errors import CompileError
@@ -14,9 +13,10 @@ if TYPE_CHECKING:  # not at import: `python -m netc.preview.model` (the schema) 
 def load_preview(model: str, network: str | None = None, source: str | None = None) -> Preview:
     """The preview of a model file (raises CompileError on user mistakes, as compiling does)."""
     from netc.compiler import compile_graph
+    from netc.parser.source import read_text
     from netc.preview.graph import build_preview
 
-    source = Path(model).read_text(encoding="utf-8") if source is None else source
+    source = read_text(model) if source is None else source  # decoded as Python decodes source
     return build_preview(compile_graph(model, source=source, network=network), source)
 
 
@@ -37,12 +37,13 @@ def render_preview(model: str, network: str | None, fmt: str, view: str = "retur
 
 def live_page(model: str, network: str | None, version: str) -> str:
     """The page served by `--watch`: the graph, or the compile error with its location."""
+    from netc.parser.source import read_text
     from netc.preview.page import render_error_page, render_page
 
-    try:
-        source = Path(model).read_text(encoding="utf-8")
-    except OSError as e:  # e.g. an editor replacing the file just now: the next change re-renders
-        return render_error_page(model, f"{model}: cannot read: {e.strerror}", version)
+    try:  # an editor may be replacing the file just now: the next change re-renders
+        source = read_text(model)
+    except CompileError as e:
+        return render_error_page(model, e.render(), version)
     try:
         return render_page(load_preview(model, network, source), version)
     except CompileError as e:

@@ -7,7 +7,7 @@ import re
 import textwrap
 
 from netc.emit_tf.emitter import ReturnnEmitter
-from netc.emit_torch.emitter import TorchEmitter
+from netc.emit_torch.emitter import TorchEmitter, render_module
 from netc.errors import Span
 from netc.ir.model import Graph, Loop, Node, Op, Output
 from netc.ir.uses import values_by_id
@@ -17,8 +17,9 @@ from netc.preview.model import EdgeKind, Emitted, NodeKind, Preview, PreviewClus
 
 def build_preview(g: Graph, source: str) -> Preview:
     """Raises CompileError when a target rejects the model (as `netc compile` would)."""
-    returnn, torch = ReturnnEmitter(g), TorchEmitter(g)
-    returnn_text, torch_text = returnn.render(), torch.render()
+    returnn = ReturnnEmitter(g)
+    returnn_text = returnn.render()
+    torch_text, torch = render_module(g)
     return _Builder(g, source, returnn, returnn_text, torch, torch_text).build()
 
 
@@ -257,7 +258,10 @@ class _Builder:
                     torch=Emitted(
                         name=end_var,
                         kind="break",
-                        code="\n".join(self.torch_lines_with(rf"[(& ]{re.escape(end_var)}\)")),
+                        # a loop with `choice` ends in `search()` only: `forward` runs over its target
+                        code="\n".join(self.torch_lines_with(rf"[(& ]{re.escape(end_var)}\)"))
+                        if n.target is None
+                        else "# ends each hypothesis in search(); forward runs over the target's frames",
                     ),
                 )
             )

@@ -1,0 +1,203 @@
+"""The torch module's `search` method: the choice loop as a beam search.
+
+Everything the choice loop needs is computed as in `forward` (values needing a target are
+not); then every sequence has `beam` hypotheses, rows of a [batch * beam] batch. Each step
+runs the loop body on them; the `choice` picks the best continuations (`ops.search`) and
+from then on this step's values are those of the hypotheses they continue (`x[src]`, done
+where a value is first read after the choice). A hypothesis ends where the loop's `end`
+holds (or at its bound); the loop stops when all have ended. Each sequence's best hypothesis
+is then followed back through the steps to stack its frames.
+"""
+
+from __future__ import annotations
+
+from netc.emit_torch.emitter import ModuleNames, TorchEmitter
+from netc.ir.model import Graph, Loop, Op
+from netc.ir.search import SCORES, SearchPlan
+from netc.ir.uses import node_uses
+from netc.naming import lens_name, plain_text, py_str
+from netc.ops.align import align_code
+
+
+class SearchEmitter(TorchEmitter):
+    def __init__(self, g: Graph, names: ModuleNames, public: list[str], plan: SearchPlan):
+        super().__init__(g, names, public)
+        self.plan = plan
+        self.src: str | None = None  # after the step's choice: each new hypothesis' source row
+        self.pending: set[int] = set()  # values of the step's old hypotheses not yet re-selected
+        self.beam_masks: dict[str, str] = {}  # inside the beam loop: masks for [batch * beam] rows
+        self.beam: _Beam | None = None
+        self.step_values: set[int] = set()  # values of the beam loop's body (and its states)
+        self.top_masks = set(plan.input_dims)  # only these lengths are known at the top
+
+    def search(self) -> tuple[list[str], str]:
+        g, plan = self.g, self.plan
+        params = self.start([i for i in g.inputs if i.name in plan.inputs], list(plan.input_dims))
+        needed = _needed(g.body, plan.loop)
+        for n in g.body:
+            if n is plan.loop:
+                break
+            if isinstance(n, Loop) and any(r.id in needed for r in n.results()):
+                self.loop(n)
+            elif isinstance(n, Op) and any(o.id in needed for o in n.outs):
+                self.op(n)
+        results = self.beam_loop(plan.loop)
+        self.emit("return {" + ", ".join(f"{py_str(k)}: {v}" for k, v in results) + "}")
+        return params, "\n".join(self.lines)
+
+    # --- the beam ------------------------------------------------------------------------
+
+    def mask(self, dim: str, dims: tuple[str, ...]) -> str:
+        if dim in self.beam_masks:
+            return align_code(self.beam_masks[dim], ("batch", dim), dims)
+        return super().mask(dim, dims)
+
+    def ref(self, vid: int) -> str:
+        """A value as the step's current hypotheses see it (re-selected once after the choice)."""
+        if vid in self.pending:
+            self.pending.discard(vid)
+            name = self.ns.fresh(f"{self.var[vid]}_sel")
+            self.emit(f"{name} = {self.var[vid]}[{self.src}]  # of the hypothesis each new one continues")
+            self.var[vid] = name
+        return self.var[vid]
+
+    def op(self, op: Op) -> None:
+        for a in op.args:
+            if a in self.pending:
+                self.ref(a)
+        if op.op != "choice":
+            super().op(op)
+            return
+        # what the step computed so far belongs to the old hypotheses
+        self.pending = set(self.var) & self.step_values
+        name = self.define(op.outs[0], op.outs[0].name or "label")
+        self.src = self.ns.fresh("src")
+        b = self.beam
+        self.emit(
+            f"{name}, {b.scores}, {self.src} = {self.names.beam_fn}({self.var[op.args[0]]}, {b.scores}, "
+            f"{b.ended}, {b.step}, {b.size}, {op.attrs['length_normalization']!r})  # line {op.span.line}"
+        )
+        self.emit(f"{b.ended}, {b.lens} = {b.ended}[{self.src}], {b.lens}[{self.src}]")
+        self.op_lines[op.outs[0].id] = self.lines[-2].strip()
+
+    def beam_loop(self, n: Loop) -> list[tuple[str, str]]:
+        plan, axis = self.plan, n.axis
+        choice = next(nd for nd in n.body if isinstance(nd, Op) and nd.op == "choice")
+        size = str(choice.attrs["beam"])
+        batch = self.size_var["batch"]
+        self.emit(f"# beam search over {plain_text(axis)} (line {n.span.line}): {size} hypotheses per sequence")
+        rows = self.ns.fresh("rows")
+        self.emit(f"{rows} = {batch} * {size}  # the hypotheses of sequence b are rows b * {size} ...")
+
+        def expand(v, hint: str) -> str:  # every hypothesis starts from its sequence's values
+            if isinstance(v, int):
+                if "batch" not in self.values[v].dims:
+                    return self.var[v]
+                v = self.var[v]
+            name = self.ns.fresh(f"{hint}_beam")
+            self.emit(f"{name} = {v}.repeat_interleave({size}, dim=0)")
+            return name
+
+        for d in list(self.lens_var):
+            self.lens_var[d] = expand(self.lens_var[d], lens_name(d))
+            self.beam_masks[d] = self.ns.fresh(f"{d}_mask_beam")
+            self.emit(f"{self.beam_masks[d]} = {self.names.mask_fn}({self.lens_var[d]}, {self.size_var[d]})")
+        for inv in n.invariants:
+            self.values[inv.inner.id] = inv.inner
+            self.var[inv.inner.id] = expand(inv.outer, self.var[inv.outer])
+        for c in n.carries:
+            self.values[c.inner.id] = c.inner
+            self.var[c.inner.id] = name = self.ns.fresh(c.name)
+            many = ".repeat_interleave({size}, dim=0)" if "batch" in c.inner.dims else ""
+            self.emit(f"{name} = {self.var[c.init]}{many.format(size=size)}")
+        bound = expand(n.bound, self.var[n.bound]) if n.bound is not None else None
+        self.size_var["batch"] = rows
+        beam = self.beam = _Beam(self, size)
+        self.emit(f"{beam.scores} = torch.zeros({batch}, {size}, dtype={self.dtype()}, device={self.device()})")
+        self.emit(f"{beam.ended} = torch.zeros({rows}, dtype=torch.bool, device={self.device()})")
+        self.emit(f"{beam.lens} = torch.zeros({rows}, dtype=torch.long, device={self.device()})")
+        srcs = self.ns.fresh("src_steps")
+        steps = {s.out.id: self.ns.fresh(f"{s.name}_steps") for s in n.stacks}
+        self.emit(f"{srcs} = []")
+        for name in steps.values():
+            self.emit(f"{name} = []")
+        self.emit(f"{beam.step} = 0")
+        self.emit(f"while not bool({beam.ended}.all()):")
+        self.indent += 1
+        self.step_values = {c.inner.id for c in n.carries} | {
+            o.id for nd in n.body if isinstance(nd, Op) for o in nd.outs
+        }
+        self.block(n.body)
+        # a hypothesis ends where the loop's end holds, or at its sequence's bound
+        limit = f"{beam.step} + 1" if n.include_eos else beam.step
+        end = self.ref(n.end)
+        if bound is not None or n.max_steps is not None:
+            at = self.ns.fresh("at_limit" if end != "at_limit" else "limit")
+            self.emit(f"{at} = {end} | ({limit} >= {bound if bound is not None else n.max_steps})")
+            end = at
+        counted = f"~{beam.ended}" if n.include_eos else f"~({beam.ended} | {end})"
+        self.emit(f"{beam.lens} = {beam.lens} + ({counted}).long()  # steps each hypothesis ran")
+        self.emit(f"{beam.ended} = {beam.ended} | {end}")
+        for s in n.stacks:
+            self.emit(f"{steps[s.out.id]}.append({self.ref(s.value)})")
+        self.emit(f"{srcs}.append({self.src})")
+        for c in n.carries:
+            self.emit(f"{self.var[c.inner.id]} = {self.ref(c.next)}")
+        self.emit(f"{beam.step} += 1")
+        self.indent -= 1
+        self.size_var["batch"] = batch
+        # each sequence's best hypothesis, followed back step by step
+        hyp, best = self.ns.fresh("hyp"), self.ns.fresh("best")
+        self.emit(f"{best} = torch.arange({batch}, device={self.device()}) * {size} + {beam.scores}.argmax(dim=1)")
+        lens = self.ns.fresh(f"{axis}_lens")
+        self.emit(f"{lens} = {beam.lens}[{best}]")
+        self.lens_var[axis] = lens
+        self.size_var[axis] = self.ns.fresh(f"{axis}_size")
+        self.emit(f"{self.size_var[axis]} = len({srcs})")
+        outputs = {o.name: o.value for o in self.g.outputs if o.name in plan.outputs}
+        stacks = {s.out.id: s for s in n.stacks if s.out.id in outputs.values()}
+        frames = {vid: self.ns.fresh(f"{s.name}_best") for vid, s in stacks.items()}
+        for name in frames.values():
+            self.emit(f"{name} = []")
+        t = self.ns.fresh("t")
+        self.emit(f"{hyp} = {best}")
+        self.emit(f"for {t} in reversed(range({self.size_var[axis]})):")
+        for vid, name in frames.items():
+            self.emit(f"    {name}.append({steps[vid]}[{t}][{hyp}])")
+        self.emit(f"    {hyp} = {srcs}[{t}][{hyp}]")
+        results = []
+        for out, vid in outputs.items():
+            s = stacks[vid]
+            pos = s.out.dims.index(axis)
+            self.values[vid] = s.out
+            name = self.ns.fresh(s.name)
+            self.emit(f"{name} = torch.stack({frames[vid]}[::-1], dim={pos})")
+            self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
+            results.append((out, name))
+        scores = self.ns.fresh("scores")
+        if choice.attrs["length_normalization"]:  # as RETURNN: the sum of log-probabilities per step
+            self.emit(f"{scores} = {beam.scores}.amax(dim=1) / {beam.step}  # the best hypotheses' scores")
+        else:
+            self.emit(f"{scores} = {beam.scores}.amax(dim=1)  # the best hypotheses' scores")
+        return [*results, (lens_name(axis), lens), (SCORES, scores)]
+
+
+class _Beam:
+    """The search's own variables."""
+
+    def __init__(self, em: SearchEmitter, size: str):
+        self.size = size
+        self.scores = em.ns.fresh("beam_scores")
+        self.ended = em.ns.fresh("ended")
+        self.lens = em.ns.fresh("lens")
+        self.step = em.ns.fresh("t")
+
+
+def _needed(body: list, loop: Loop) -> set[int]:
+    """Top-level values the loop needs, directly or not."""
+    needed = set(node_uses(loop))
+    for n in reversed(body[: body.index(loop)]):
+        outs = n.results() if isinstance(n, Loop) else n.outs
+        if any(o.id in needed for o in outs):
+            needed.update(node_uses(n))
+    return needed

@@ -1,0 +1,80 @@
+"""What searching a model means: its `choice` loop, what a search returns, what needs a target.
+
+A model with a `choice` is trained (its loop runs over the target's frames) or searched (its
+loop runs a beam search; the targets are not given). A search returns each output that is
+stacked in the choice loop, for each sequence's best hypothesis, the lengths of the loop's
+axis (`<axis>_lens`) and the best hypotheses' scores (`scores`). Values computed from a
+target outside the choice loop (e.g. a loss) exist only in training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from netc.errors import CompileError
+from netc.ir.model import Graph, Loop
+from netc.ir.uses import node_uses, values_by_id
+from netc.naming import lens_name
+
+SCORES = "scores"
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    loop: Loop
+    targets: frozenset[str]  # names of the inputs a choice takes its reference labels from
+    outputs: tuple[str, ...]  # outputs stacked in the choice loop: what a search returns
+    needs_target: frozenset[int]  # top-level values that only exist with the targets given
+    lens: str  # the result holding each best hypothesis' length
+    inputs: tuple[str, ...]  # the inputs a search takes
+    input_dims: tuple[str, ...]  # dynamic input dims whose lengths a search takes
+
+
+def search_plan(g: Graph) -> SearchPlan | None:
+    loops = [n for n in g.body if isinstance(n, Loop) and n.target is not None]
+    if not loops:
+        return None
+    if len(loops) > 1:
+        raise CompileError(loops[1].span, "a network can search in one loop; this is a second loop with `choice`")
+    loop = loops[0]
+    names = {i.value.id: i.name for i in g.inputs}
+    targets = frozenset(names[n.target] for n in loops)
+    needs: set[int] = {i.value.id for i in g.inputs if i.name in targets}
+    for n in g.body:
+        if isinstance(n, Loop):
+            if n.target is None and any(v in needs for v in node_uses(n)):
+                needs.update(r.id for r in n.results())
+        elif any(a in needs for a in n.args):
+            needs.update(o.id for o in n.outs)
+    if any(v in needs for v in node_uses(loop) if v != loop.target):
+        raise CompileError(loop.span, "this search needs values computed from its target before the loop")
+    stacks = {s.out.id for s in loop.stacks}
+    outputs = tuple(o.name for o in g.outputs if o.value in stacks)
+    if not outputs:
+        raise CompileError(loop.span, "a loop with `choice` must stack a value that the network returns")
+    if SCORES in outputs or lens_name(loop.axis) in outputs:
+        clash = SCORES if SCORES in outputs else lens_name(loop.axis)
+        raise CompileError(next(o.span for o in g.outputs if o.name == clash), f"a search returns `{clash}` itself")
+    search_inputs = [i for i in g.inputs if i.name not in targets]
+    used = {d for i in search_inputs for d in i.value.dims}
+    input_dims = tuple(d.name for d in g.dims if d.kind == "dynamic" and d.name in used)
+    return SearchPlan(
+        loop=loop,
+        targets=targets,
+        outputs=outputs,
+        needs_target=frozenset(needs),
+        lens=lens_name(loop.axis),
+        inputs=tuple(i.name for i in search_inputs),
+        input_dims=input_dims,
+    )
+
+
+def search_dims(g: Graph) -> dict[str, list[str]]:
+    """What a search returns and its dims: the choice loop's stacked outputs, and the scores."""
+    plan = search_plan(g)
+    if plan is None:
+        raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
+    values = values_by_id(g)
+    dims = {o.name: list(values[o.value].dims) for o in g.outputs if o.name in plan.outputs}
+    dims[SCORES] = ["batch"]
+    return dims

@@ -1,0 +1,73 @@
+"""`choice`: the label a decoder step takes, RETURNN's `choice` layer.
+
+In training a loop with a `choice` runs over its target's frames and the choice is the
+reference label (teacher forcing). Searching, it is one step of a beam search, exactly as
+RETURNN's `ChoiceLayer` (`returnn/tf/layers/rec.py`) does it, so the three targets agree:
+
+- a hypothesis' score is the sum of its labels' log-probabilities (the op's first operand
+  is `log_softmax` of the user's scores; the parser inserts it);
+- a hypothesis that has ended continues with label 0 at score 0 (every other label -1e30);
+- with `length_normalization` (RETURNN's default), at step t > 0 the score of a hypothesis
+  that had ended is multiplied by (t + 1) / t, so ended and running hypotheses compare by
+  score per step;
+- the first step expands only the first hypothesis (all start equal); then the top `beam`
+  of (hypothesis, label) pairs by score survive, ties to the lower flat index;
+- in the end, each sequence's best hypothesis is the one with the highest score (`decide`);
+  with `length_normalization` the scores are then divided by the number of steps the search
+  ran, which makes each the sum of its log-probabilities divided by its length.
+"""
+
+from __future__ import annotations
+
+from netc.ir.dims import DimError
+from netc.ops.base import OpDef, OutType, register
+
+ENDED_OTHER_SCORE = -1.0e30  # RETURNN's `filter_ended_scores`
+
+
+@register
+class Choice(OpDef):
+    name = "choice"  # called as `choice(...)`, which the parser handles (it shapes the loop)
+    tensors = ("logp", "frame")
+    pure = False  # a search step: never moved out of its loop
+
+    def infer(self, dt, args, attrs):
+        logp, frame = args
+        if logp.dtype != "float32" or frame.dtype != "int32" or frame.sparse_dim is None:
+            raise DimError("choice takes float log-probabilities and int32 labels")
+        return [OutType(("batch",), "int32", sparse_dim=frame.sparse_dim)]
+
+    def returnn(self, ctx, op):
+        return {
+            "class": "choice",
+            "from": ctx.src(0),
+            "target": op.attrs["target"],
+            "beam_size": op.attrs["beam"],
+            "input_type": "log_prob",
+            "length_normalization": op.attrs["length_normalization"],
+        }
+
+    def torch(self, ctx, op):
+        return ctx.arg(1)  # training: the reference label (the search is `TorchEmitter.search`)
+
+    def eager(self, ctx, args, attrs, outs):
+        return args[1].data
+
+
+def torch_beam_step(name: str) -> str:
+    """The emitted torch module's beam search step (module level, named `name`), as above."""
+    return f'''def {name}(logp, scores, ended, t: int, beam: int, length_normalization: bool):
+    """One step of RETURNN's beam search (its `choice` layer) for [batch * beam] hypotheses:
+    the labels, scores [batch, beam] and source hypotheses of the best `beam` continuations."""
+    batch, labels = scores.shape[0], logp.shape[-1]
+    ended_scores = torch.full((labels,), {ENDED_OTHER_SCORE!r}, dtype=logp.dtype, device=logp.device)
+    ended_scores[0] = 0.0  # a hypothesis that has ended continues with label 0 at no cost
+    logp = torch.where(ended[:, None], ended_scores, logp).view(batch, -1, labels)
+    if length_normalization and t > 0:  # ended ones compare by score per step
+        scores = scores * torch.where(ended.view(batch, -1), (t + 1) / t, 1.0)
+    combined = scores[:, :, None] + logp
+    if t == 0:  # all hypotheses start equal: continue the first only
+        combined = combined[:, :1]
+    scores, best = combined.flatten(1).topk(beam, dim=1)
+    first = torch.arange(batch, device=logp.device)[:, None] * beam
+    return (best % labels).flatten(), scores, (best // labels + first).flatten()'''

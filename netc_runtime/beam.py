@@ -1,0 +1,65 @@
+"""Eager mode's beam search: one sequence, its hypotheses as rows of the batch.
+
+The model's own Python code runs once per step on all hypotheses at once. Every eager value
+records the `version` of the hypotheses its rows belong to (0: before the first choice, one
+row); each `choice` makes a new version whose rows continue rows of the one before (`src`).
+An op reading values of older versions takes, for each current row, the row it continues
+(`rows_from`), so the Python variables that hold state never need re-ordering by hand. The
+step itself is the torch module's own beam step (`ops.search.torch_beam_step`), run here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from netc.ops.search import torch_beam_step
+
+_namespace: dict = {"torch": torch}
+exec(torch_beam_step("beam_step"), _namespace)  # noqa: S102 - netc's own source, not user text
+beam_step = _namespace["beam_step"]
+
+
+@dataclass
+class Beam:
+    size: int
+    length_normalization: bool
+    src: list[torch.Tensor] = field(default_factory=list)  # per choice: new row -> row it continues
+    scores: torch.Tensor = field(default_factory=lambda: torch.zeros(1, 1))
+    ended: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.bool))
+    lens: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.long))
+
+    @property
+    def version(self) -> int:
+        return len(self.src)
+
+    def rows_from(self, version: int, to: int) -> torch.Tensor:
+        """For each row (hypothesis) of version `to`, the row of `version` it continues."""
+        rows = torch.arange(self.src[to - 1].shape[0])
+        for src in reversed(self.src[version:to]):
+            rows = src[rows]
+        return rows
+
+    def choose(self, logp: torch.Tensor) -> torch.Tensor:
+        """One step: the new hypotheses' labels (rows of the new version)."""
+        labels, self.scores, src = beam_step(
+            logp, self.scores.to(logp.dtype), self.ended, self.version, self.size, self.length_normalization
+        )
+        self.src.append(src)
+        self.ended, self.lens = self.ended[src], self.lens[src]
+        return labels
+
+    def end(self, cond: torch.Tensor) -> bool:
+        """The step's end condition (one bool per current row); True when all have ended."""
+        self.lens = self.lens + (~self.ended).long()  # the ending step counts (appends before `end`)
+        self.ended = self.ended | cond
+        return bool(self.ended.all())
+
+    def best(self) -> tuple[int, int, float]:
+        """The best hypothesis: its row, its length and its score (per step, normalised)."""
+        row = int(self.scores[0].argmax())
+        score = float(self.scores[0, row])
+        if self.length_normalization:
+            score /= self.version
+        return row, int(self.lens[row]), score
