@@ -21,6 +21,7 @@ from netc.ir.search import search_plan
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
+from netc.ops.base import Carry
 from netc.passes.returnn_names import UNIT_RESERVED as _UNIT_RESERVED
 
 _TEMPLATES = jinja2.Environment(
@@ -83,7 +84,7 @@ class _OpCtx:
     def dim_source(self, name: str) -> str | None:
         return self.em.dim_source.get(name) if not self.blk.in_unit else None
 
-    def carry(self, i: int) -> tuple[str, int] | None:
+    def carry(self, i: int) -> Carry | None:
         return self.blk.carries.get(self.op.args[i])
 
 
@@ -99,7 +100,7 @@ class _Block:
         self.refs: dict[int, str] = {}
         self.layer_of: dict[int, str] = {}  # value id -> its own layer in this block (not a `base:`/`prev:` ref)
         self.retagged: dict[tuple, str] = {}  # (value id, tag changes) -> its `reinterpret_data` layer
-        self.carries: dict[int, tuple[str, int]] = {}  # carried value id -> (its initial value, next value id)
+        self.carries: dict[int, Carry] = {}  # carried value id -> its initial and next value
 
 
 class ReturnnEmitter:
@@ -109,6 +110,7 @@ class ReturnnEmitter:
         # module path -> TF variable scope (the variable name without its role, which may hold a `/`)
         self.param_scope = {p.path: p.name[: -len(p.role) - 1] for p in g.params}
         self.dim_source: dict[str, str] = {}  # dynamic dim made by an op or loop -> a top-level layer with it
+        self.zeros: set[int] = set()  # values made by `zeros(...)`
         self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
@@ -188,6 +190,8 @@ class ReturnnEmitter:
         if op.param:
             layer["name_scope"] = f"/{self.param_scope[op.param]}"
         self.helpers.update(opdef.returnn_helpers(op))
+        if op.op == "zeros":
+            self.zeros.add(op.outs[0].id)
         hint = op.outs[0].name if len(op.outs) == 1 else op.op  # a split is named for what it does
         name = reserved.get(op.outs[0].id) or blk.ns.fresh(hint or op.op)
         blk.layers[name] = layer
@@ -242,7 +246,7 @@ class ReturnnEmitter:
         reserved: dict[int, str] = {}
         for c in n.carries:
             self.values[c.inner.id] = c.inner
-            unit.carries[c.inner.id] = (base[c.init], c.next)
+            unit.carries[c.inner.id] = Carry(base[c.init], c.init in self.zeros, c.next)
             carry_layers[c.inner.id] = unit.ns.fresh(c.name)
             if c.next in single and c.next not in reserved:
                 reserved[c.next] = carry_layers[c.inner.id]

@@ -24,6 +24,15 @@ class OutType:
     sparse_dim: str | None = None
 
 
+@dataclass(frozen=True)
+class Carry:
+    """A loop's carried state, as an op's RETURNN lowering sees it (`ReturnnCtx.carry`)."""
+
+    init: str  # reference to its value before the loop (a `base:` layer)
+    init_zero: bool  # that value is `zeros(...)` (RETURNN's default initial state)
+    next: int  # id of the value it takes for the next step
+
+
 class ReturnnCtx(Protocol):
     def src(self, i: int) -> str: ...  # layer reference of arg i
     def in_dims(self, i: int) -> tuple[str, ...]: ...
@@ -32,9 +41,8 @@ class ReturnnCtx(Protocol):
     # a top-level layer whose output has dynamic dim `name` made by an op or a loop (None for
     # the inputs' dims): a layer creating a tensor over it must be built after that layer
     def dim_source(self, name: str) -> str | None: ...
-    # when arg i is a loop's carried state: (reference to its value before the loop, id of the
-    # value it takes for the next step); None otherwise
-    def carry(self, i: int) -> tuple[str, int] | None: ...
+    # when arg i is a loop's carried state: its value before the loop and the one it takes next
+    def carry(self, i: int) -> Carry | None: ...
 
 
 class TorchCtx(Protocol):

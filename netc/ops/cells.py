@@ -177,7 +177,9 @@ class LstmCell(OpDef):
 
     RETURNN's `rnn_cell` keeps its state itself (the previous step's), so the RETURNN target
     needs the state passed in to be the (h, c) this cell returned at the previous step, as in
-    `h, c = cell(x_t, (h, c))`; their values before the loop become its `initial_state`.
+    `h, c = cell(x_t, (h, c))`; their values before the loop become its `initial_state` unless
+    they are zeros, the cell's default (RETURNN does not repeat an `initial_state` layer for the
+    hypotheses of a beam search).
     """
 
     name = "lstm_cell"
@@ -219,20 +221,18 @@ class LstmCell(OpDef):
         from netc.errors import CompileError
 
         h, c = ctx.carry(1), ctx.carry(2)
-        if h is None or c is None or (h[1], c[1]) != (op.outs[0].id, op.outs[1].id):
+        if h is None or c is None or (h.next, c.next) != (op.outs[0].id, op.outs[1].id):
             raise CompileError(
                 op.span,
                 "RETURNN target: `LstmCell`'s state must be the (h, c) this cell returned at the previous "
                 "step of its loop, as in `h, c = cell(x_t, (h, c))` (RETURNN's `rnn_cell` keeps its own state)",
             )
         out = ctx.dim(op.attrs["out_dim"])
-        return {
-            "class": "rnn_cell",
-            "unit": "LSTMBlock",
-            "from": ctx.src(0),
-            "n_out": Code(f"{out}.dimension"),
-            "initial_state": {"c": c[0], "h": h[0]},
-        }
+        layer = {"class": "rnn_cell", "unit": "LSTMBlock", "from": ctx.src(0), "n_out": Code(f"{out}.dimension")}
+        # zeros are the cell's default; a layer as initial state is not tiled for a beam search
+        if not (h.init_zero and c.init_zero):
+            layer["initial_state"] = {"c": c.init, "h": h.init}
+        return layer
 
     def returnn_extra(self, ctx, layer, own, op, fresh):
         out = ctx.dim(op.attrs["out_dim"])
