@@ -142,7 +142,7 @@ def run_returnn(
 
     tf.compat.v1.disable_eager_execution()
     log.initialize(verbosity=[0])  # RETURNN prints every layer template otherwise
-    tf.get_logger().setLevel("ERROR")
+    tf.get_logger().setLevel("CRITICAL")  # RETURNN raises real errors; TF logs unused-object noise as ERROR
     with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
         f.write(config_text or emit_returnn(g))
         path = f.name
@@ -157,7 +157,11 @@ def run_returnn(
     with tf.Graph().as_default() as graph, contextlib.redirect_stdout(sys.stderr):
         # eval: losses are built (and what needs a `choice` target); search: the beam decodes
         net = TFNetwork(config=cfg, train_flag=train_flag, eval_flag=bool(g.losses) and not search, search_flag=search)
-        net.construct_from_dict(cfg.typed_value("network"))
+        layers = cfg.typed_value("network")
+        if search:  # as the config's get_network() does for RETURNN's search task
+            skip = cfg.typed_value("netc_target_layers")
+            layers = {name: layer for name, layer in layers.items() if name not in skip}
+        net.construct_from_dict(layers)
 
         config_dims = dim_vars(g)
 

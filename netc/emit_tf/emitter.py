@@ -147,8 +147,6 @@ class ReturnnEmitter:
                 layer["is_output_layer"] = True
             else:  # `as_is` sums over valid frames, as the torch module does
                 layer["loss"] = "as_is"
-            if plan is not None and o.value in plan.needs_target:
-                layer["only_on_eval"] = True  # needs the targets, which a search does not have
             root.layers[o.name] = layer
         extern = {}
         for inp in g.inputs:
@@ -171,6 +169,8 @@ class ReturnnEmitter:
             # each function after two blank lines, and two before `extern_data`
             helpers="".join(f"\n\n{h.strip()}\n" for h in self.helpers.values()) + ("\n" if self.helpers else ""),
             search_output=py_str(plan.outputs[0]) if plan is not None else None,
+            target_layers=py_literal(_needing(root.layers, plan.targets)) if plan is not None else None,
+            target=py_str(sorted(plan.targets)[0]) if plan is not None else None,
         )
 
     # --- blocks ------------------------------------------------------------------------
@@ -412,6 +412,32 @@ REVERSE_HELPER_SOURCE = f'''def {REVERSE_HELPER}(source, axis_dim, **_kwargs):
         x.placeholder, seq_lengths=x.get_dynamic_size(axis), seq_axis=axis, batch_axis=x.batch_dim_axis
     )
 '''
+
+
+def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
+    """Top-level layers that read a target (`data:y`), directly or through other layers: a
+    search, which has no targets, builds the network without them. A choice names its target
+    by data key (`'target': 'y'`), which is not a read."""
+    needing: set[str] = set()
+
+    def reads(v) -> bool:
+        if isinstance(v, dict):
+            return any(reads(x) for k, x in v.items() if k != "target")
+        if isinstance(v, (list, tuple)):
+            return any(reads(x) for x in v)
+        if not isinstance(v, str) or isinstance(v, Code):
+            return False
+        ref = v
+        while ref.startswith("base:"):
+            ref = ref[len("base:") :]
+        return ref[len("data:") :] in targets if ref.startswith("data:") else ref.split("/")[0] in needing
+
+    changed = True
+    while changed:
+        new = {name for name, layer in layers.items() if name not in needing and reads(layer)}
+        needing |= new
+        changed = bool(new)
+    return [name for name in layers if name in needing]
 
 
 def _loop_names(nodes: list[Node]) -> list[str]:
