@@ -4,10 +4,11 @@ The network of rwth-i6/returnn-experiments, 2018-asr-attention/librispeech/full-
 returnn.config, layer by layer: a 6-layer BLSTM encoder with max-pooling over time after layers
 0, 1 and 2 (8x fewer frames; its pools of size 1 are identities and left out), `enc_ctx`,
 `inv_fertility`, an attention decoder with weight feedback from the accumulated attention
-weights, the `s` LSTM cell, `readout_in` with maxout, `output_prob` trained with label smoothing
-and a CTC loss on the encoder. Dims are the original's / 32 (vocab: 10025 BPE labels there).
-Label 0 ends a sequence (EOS). tests/test_librispeech.py builds the original RETURNN network
-and checks this file against it.
+weights, the `s` LSTM cell, `readout_in` with maxout, `output_prob` trained with label smoothing,
+a CTC loss on the encoder, and the label `choice`: the reference label in training, a beam search
+of 12 when searching, ending at label 0 (EOS). Dims are the original's / 32 (vocab: 10025 BPE
+labels there). tests/test_librispeech.py builds the original RETURNN network and checks this
+file against it.
 """
 
 from netc import (
@@ -20,12 +21,14 @@ from netc import (
     Module,
     Tensor,
     batch,
+    choice,
     clip,
     concat,
     cross_entropy,
     ctc_loss,
     dot,
     dropout,
+    end,
     mark_as_loss,
     max_pool,
     merge_dims,
@@ -90,8 +93,8 @@ def librispeech(x: Tensor[batch, time, feat], y: Labels[batch, dec_time, vocab])
     target_embed = zeros(batch, emb)
     att = zeros(batch, enc)
     s, s_c = zeros(batch, dec), zeros(batch, dec)
-    logits = []
-    for y_t in y:
+    logits, labels = [], []
+    for _ in range(2 * x.max_seq_len):  # training: y's frames; searching: until label 0, at most this
         s, s_c = LstmCell(dec)(concat(target_embed, att), (s, s_c))  # from the previous step's
         weight_feedback = Linear(key, with_bias=False)(accum_att_weights)
         s_transformed = Linear(key, with_bias=False)(s)
@@ -103,12 +106,14 @@ def librispeech(x: Tensor[batch, time, feat], y: Labels[batch, dec_time, vocab])
         readout_out = reduce_max(split_dims(readout_in, axis=readout, dims=(half, pieces)), axis=pieces)
         output_prob = Linear(vocab)(dropout(readout_out, 0.3))  # logits of `output_prob`
         logits.append(output_prob)
-        # RETURNN's `choice` (beam search) stands here, with `end` (label == 0) in search; in
-        # training it gives the reference label:
-        label = y_t
+        label = choice(output_prob, target=y, beam=12)  # y's label in training, a beam search's otherwise
+        labels.append(label)
         target_embed = Embedding(emb)(label)
+        if end(label == 0):
+            break
 
     mark_as_loss(cross_entropy(stack(logits), y, axis=vocab, label_smoothing=0.1), "output_prob")
     ctc = Linear(vocab + blank)(encoder)  # logits of `ctc`
     mark_as_loss(ctc_loss(ctc, y, axis=vocab + blank), "ctc")
-    return {"output": softmax(stack(logits), axis=vocab), "ctc_prob": softmax(ctc, axis=vocab + blank)}
+    probs = softmax(stack(logits), axis=vocab)
+    return {"output": probs, "labels": labels, "ctc_prob": softmax(ctc, axis=vocab + blank)}

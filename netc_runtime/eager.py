@@ -56,6 +56,15 @@ class _Run:
     choice_step: int = 0  # training: which frame of its target the next `choice` gives
     target_len: int = 0  # training: the length of that target
 
+    def check_target_covered(self) -> None:
+        """Training, a loop with `choice` runs over all of its target (as RETURNN and torch do);
+        the Python loop stopping at its bound first would silently cut it."""
+        if self.target_len:
+            raise ValueError(
+                f"the loop with `choice` stopped after {self.choice_step} of its target's "
+                f"{self.target_len} frames: its bound must cover the targets"
+            )
+
     def align(self, args: list[ETensor], version: int | None = None) -> tuple[list[ETensor], int]:
         """Searching: every value with rows of the hypotheses of `version` (default: the newest
         version among `args`)."""
@@ -238,6 +247,8 @@ def stack_list(items: list) -> ETensor:
     if not items or not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
     run = _run()
+    if len(items) == run.choice_step:  # the stack of a loop with `choice`, read after it ended early
+        run.check_target_covered()
     if len({i.dims for i in items}) != 1:
         raise TypeError("list items have different dims")
     axis, backward = _stacking_loop(items, run)
@@ -572,6 +583,7 @@ class Network:
                     res = self.fn(**inputs)
                     if not isinstance(res, dict):
                         res = {"output": res}
+                    run.check_target_covered()
                     if plan is not None:
                         res = self._decide(run, plan, res)
                     else:

@@ -6,6 +6,10 @@ loads into the torch module by variable name.
     netc compile examples/librispeech_2018.py --target returnn \\
         --base-config examples/training/librispeech_base_config.py -o train.config
     python -m returnn train.config
+    python -m returnn train.config ++task search ++load_epoch 5 ++log_verbosity 5
+
+The trained checkpoint then decodes with the beam (12 hypotheses): RETURNN's search task, the
+torch module's search() and eager mode find the same labels.
 """
 
 from __future__ import annotations
@@ -144,3 +148,46 @@ def test_torch_training_losses_fall(tmp_path):
     print("torch per epoch:", per_epoch)
     first, last = per_epoch[0], per_epoch[-1]
     assert last["output_prob"] < 0.95 * first["output_prob"] and last["ctc"] < 0.8 * first["ctc"], per_epoch
+
+
+def test_trained_checkpoint_decodes_alike_with_the_beam(returnn_run, tmp_path):
+    work, _ = returnn_run
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    args = ["++task", "search", "++load_epoch", str(NUM_EPOCHS), "++log_verbosity", "5"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "returnn", "train.config", *args],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = {
+        int(i): [int(v) for v in re.findall(r"-?\d+", labels)]
+        for i, labels in re.findall(
+            r"^seq_idx: (\d+), seq_tag: \S+ output 'labels': array\(\[([^\]]*)\]", proc.stdout, re.M
+        )
+    }
+    data = runpy.run_path(str(BASE_CONFIG))["search_data"]["data"]
+    assert sorted(found) == list(range(len(data))), proc.stdout[-2000:]
+    model = _torch_model(tmp_path)().eval()
+    ckpt = read_tf_checkpoint(str(work / "net-model" / f"network.{NUM_EPOCHS:03d}"))
+    model.load_returnn_params(ckpt)
+    spec = importlib.util.spec_from_file_location("librispeech_eager", EXAMPLE)
+    eager = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(eager)
+    net = eager.librispeech
+    net.load_returnn_params(ckpt)
+    lens = torch.tensor([len(s["x"]) for s in data])
+    x = torch.zeros(len(data), int(lens.max()), 40)
+    for b, s in enumerate(data):
+        x[b, : len(s["x"])] = torch.from_numpy(s["x"])
+    with torch.no_grad():
+        out = model(x=x, time_lens=lens, search=True)
+    ref = net(x=x, time_lens=lens, search=True)
+    for b in range(len(data)):
+        n = int(out["dec_time_lens"][b])
+        assert out["labels"][b, :n].tolist() == found[b] == ref["labels"][b, :n].tolist(), b
+    print("RETURNN search:", found)
+    np.testing.assert_allclose(out["scores"].numpy(), ref["scores"].numpy(), atol=1e-5)

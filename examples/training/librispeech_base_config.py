@@ -4,6 +4,7 @@
 #   netc compile examples/librispeech_2018.py --target returnn \
 #       --base-config examples/training/librispeech_base_config.py -o train.config
 #   python -m returnn train.config
+#   python -m returnn train.config ++task search ++load_epoch 5 ++log_verbosity 5   # beam search
 #
 # netc appends its dims, `extern_data` and `network` after these settings. The losses are the
 # network's: `output_prob` (cross entropy with label smoothing) and `ctc` (on the encoder).
@@ -45,6 +46,13 @@ train = {
     "data": _make_data(num_seqs=64, seed=1),
     "output_dim": {"x": (40, 2), "y": (NUM_LABELS, 1)},  # (dim, ndim) per key, as extern_data has them
     "seq_ordering": "random",
+}
+
+# decoding: the same kind of data; the search prints each sequence's best labels
+search_data = {
+    "class": "StaticDataset",
+    "data": _make_data(num_seqs=6, seed=2),
+    "output_dim": {"x": (40, 2), "y": (NUM_LABELS, 1)},
 }
 
 batch_size = 2000  # padded frames per batch
