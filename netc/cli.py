@@ -22,13 +22,27 @@ def _fail(e: CompileError) -> None:
     sys.exit(1)
 
 
-def _graph(model: str, network: str | None):
+def _graph(model: str, network: str | None, hoist: bool = True, whole_sequence: bool = True):
     from netc.compiler import compile_graph
+    from netc.passes.pipeline import PassOptions
 
     try:
-        return compile_graph(model, network=network)
+        return compile_graph(model, network=network, options=PassOptions(hoist=hoist, whole_sequence=whole_sequence))
     except CompileError as e:
         _fail(e)
+
+
+def _pass_options(f):
+    f = click.option(
+        "--whole-sequence/--no-whole-sequence",
+        default=True,
+        show_default=True,
+        help="Hoisting that keeps whole sequences in memory: per-frame work over the sequence before a "
+        "loop, shifted states, work feeding only stacks after it.",
+    )(f)
+    return click.option(
+        "--hoist/--no-hoist", default=True, show_default=True, help="Move work out of loops (off: as written)."
+    )(f)
 
 
 def _project_options(f):
@@ -55,6 +69,7 @@ def main() -> None:
     help="RETURNN target: a config whose settings are merged into the emitted one.",
 )
 @click.option("--all", "all_models", is_flag=True, help="Every model declared in pyproject.toml's [tool.netc].")
+@_pass_options
 @_project_options
 def compile(
     model: str | None,
@@ -63,12 +78,14 @@ def compile(
     network: str | None,
     base_config: str | None,
     all_models: bool,
+    hoist: bool,
+    whole_sequence: bool,
     jobs: int | None,
     no_cache: bool,
 ) -> None:
     """Compile MODEL to a RETURNN config or a PyTorch module, or (--all) every declared model."""
     if all_models:
-        if model or target or output or network or base_config:
+        if model or target or output or network or base_config or not hoist or not whole_sequence:
             raise click.UsageError("--all compiles what pyproject.toml declares: give no MODEL or per-model options")
         _compile_project(jobs, no_cache)
         return
@@ -77,7 +94,7 @@ def compile(
     from netc.compiler import TARGETS
 
     target = target or "returnn"
-    g = _graph(model, network)
+    g = _graph(model, network, hoist, whole_sequence)
     try:
         text = TARGETS[target](g)  # a target may not support a construct: a located error too
     except CompileError as e:
@@ -322,13 +339,23 @@ def run(
 @click.option("--max-len", type=int, default=7, show_default=True)
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option("--search", is_flag=True, help="Compare beam searches: best labels, their lengths and scores.")
-def verify(model: str, seed: int, batch: int, max_len: int, network: str | None, search: bool) -> None:
+@_pass_options
+def verify(
+    model: str,
+    seed: int,
+    batch: int,
+    max_len: int,
+    network: str | None,
+    search: bool,
+    hoist: bool,
+    whole_sequence: bool,
+) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
     _quiet_tf()
     from netc_runtime.verify import TOLERANCE
     from netc_runtime.verify import verify as run_verify
 
-    g = _graph(model, network)
+    g = _graph(model, network, hoist, whole_sequence)
     try:
         comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search)
     except CompileError as e:

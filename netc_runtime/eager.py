@@ -56,6 +56,15 @@ class _Run:
     choice_step: int = 0  # training: which frame of its target the next `choice` gives
     target_len: int = 0  # training: the length of that target
 
+    def check_target_covered(self) -> None:
+        """Training, a loop with `choice` runs over all of its target (as RETURNN and torch do);
+        the Python loop stopping at its bound first would silently cut it."""
+        if self.target_len:
+            raise ValueError(
+                f"the loop with `choice` stopped after {self.choice_step} of its target's "
+                f"{self.target_len} frames: its bound must cover the targets"
+            )
+
     def align(self, args: list[ETensor], version: int | None = None) -> tuple[list[ETensor], int]:
         """Searching: every value with rows of the hypotheses of `version` (default: the newest
         version among `args`)."""
@@ -174,6 +183,12 @@ class ETensor:
     def __neg__(self):
         return _apply(REGISTRY["neg"], [self], {})
 
+    def __abs__(self):
+        return _apply(REGISTRY["abs"], [self], {})
+
+    def __pow__(self, k):
+        return _apply(REGISTRY["pow"], [self], {"scalar": k, "scalar_left": False})
+
     def __lt__(self, o):
         return self._binary("lt", o, False)
 
@@ -232,6 +247,8 @@ def stack_list(items: list) -> ETensor:
     if not items or not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
     run = _run()
+    if len(items) == run.choice_step:  # the stack of a loop with `choice`, read after it ended early
+        run.check_target_covered()
     if len({i.dims for i in items}) != 1:
         raise TypeError("list items have different dims")
     axis, backward = _stacking_loop(items, run)
@@ -293,6 +310,9 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data), sparse_dim=a.sparse_dim) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
     res = opdef.eager(_Ctx(params), args, attrs, outs)
+    for d in opdef.makes_dims(attrs):  # this sequence's length of a dim the op made (`max_pool`)
+        first = res[0] if isinstance(res, tuple) else res
+        run.lengths[d] = first.shape[outs[0].dims.index(d)]
     frames = run.frames()
     if isinstance(res, tuple):
         return tuple(ETensor(r, o.dims, frames, o.sparse_dim, version) for r, o in zip(res, outs))
@@ -405,10 +425,9 @@ class OpModule:
             raise RuntimeError(f"no parameters known for the module constructed at {key}")
         self.params = run.net.params_by_path[key]
 
-    def __call__(self, x: ETensor) -> ETensor:
-        if isinstance(x, list):
-            x = stack_list(x)
-        return _apply(self.opdef, [x], dict(self.attrs), self.params)
+    def __call__(self, *args, **kwargs) -> ETensor | tuple[ETensor, ...]:
+        xs = [stack_list(x) if isinstance(x, list) else x for x in self.opdef.module_args(args, kwargs)]
+        return _apply(self.opdef, xs, dict(self.attrs), self.params)
 
 
 class Network:
@@ -567,6 +586,7 @@ class Network:
                     res = self.fn(**inputs)
                     if not isinstance(res, dict):
                         res = {"output": res}
+                    run.check_target_covered()
                     if plan is not None:
                         res = self._decide(run, plan, res)
                     else:

@@ -10,9 +10,11 @@ from conftest import EXAMPLES
 MODELS = sorted(p.name for p in EXAMPLES.glob("*.py"))
 
 
+@pytest.mark.parametrize("hoisting", ["hoist", "no-hoist", "no-whole-sequence"])
 @pytest.mark.parametrize("model", MODELS)
-def test_example_verifies(netc, model):
-    proc = netc("verify", EXAMPLES / model, "--seed", "1")
+def test_example_verifies(netc, model, hoisting):
+    """With all hoisting, none, and without the kinds that keep whole sequences in memory."""
+    proc = netc("verify", EXAMPLES / model, "--seed", "1", f"--{hoisting}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     lens = re.search(r"lengths (.*)", proc.stdout).group(1)
@@ -28,3 +30,14 @@ def test_example_verifies(netc, model):
 
 def test_examples_cover_the_seed_models():
     assert {"elman.py", "lstm.py", "gru.py", "stacked_rnn.py"} <= set(MODELS)
+
+
+@pytest.mark.parametrize("model", ["beam_search.py", "librispeech_2018.py"])
+def test_example_searches_alike(netc, model):
+    """Models with `choice` also verify when searching: best labels, lengths and scores."""
+    proc = netc("verify", EXAMPLES / model, "--search", "--seed", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    rows = re.findall(r"(\w+)\s+eager vs (\w+)\s+max\|Δ\| = (\S+)", proc.stdout)
+    assert {(o, b) for o, b, _ in rows} >= {("scores", "torch"), ("scores", "returnn")}
+    assert all(float(d) <= 1e-4 for _, _, d in rows)

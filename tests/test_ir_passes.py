@@ -136,7 +136,9 @@ def test_dce_drops_unused_ops_loop_results_and_their_parameters(tmp_path):
     verify(g2)
 
 
-def test_hoist_moves_invariant_and_per_frame_work_but_not_dropout(tmp_path):
+def test_hoist_moves_invariant_and_per_frame_work_but_not_dropout_as_an_invariant(tmp_path):
+    """Dropout of a frame may run over the whole sequence (each frame gets its own mask either
+    way); dropout of an invariant stays (once before the loop, every step would share one mask)."""
     g = _parse(
         tmp_path,
         """
@@ -147,7 +149,7 @@ def test_hoist_moves_invariant_and_per_frame_work_but_not_dropout(tmp_path):
             for x_t in x:
                 bias = zeros(batch, hidden) + 1.0              # invariant
                 x_lin = Linear(hidden)(x_t)                    # per frame
-                h = tanh(Linear(hidden)(dropout(x_lin, 0.1) + h) + bias)
+                h = tanh(Linear(hidden)(dropout(x_lin, 0.1) + h) + dropout(bias, 0.2))
                 out.append(h)
             return out
         """,
@@ -161,8 +163,10 @@ def test_hoist_moves_invariant_and_per_frame_work_but_not_dropout(tmp_path):
     assert "linear" in before and "zeros" in before and "add" in before
     x_lin = next(n for n in g2.body if isinstance(n, Op) and n.param == "x_lin")
     assert x_lin.outs[0].dims == ("batch", "time", "hidden")  # computed over whole sequences
-    inside = [n.op for n in _loops(g2)[0].body if isinstance(n, Op)]
-    assert "dropout" in inside and "zeros" not in inside
+    inside = [n for n in _loops(g2)[0].body if isinstance(n, Op)]
+    assert [n.attrs["p"] for n in inside if n.op == "dropout"] == [0.2]  # the invariant's
+    assert [n.attrs["p"] for n in g2.body if isinstance(n, Op) and n.op == "dropout"] == [0.1]  # the frames'
+    assert "zeros" not in [n.op for n in inside]
     verify(g2)
 
 

@@ -233,3 +233,15 @@ def test_misuse_is_a_located_error(tmp_path, name, body, message, line):
     first = proc.stderr.splitlines()[0]
     assert first.startswith(f"{path}:{HEADER.count(chr(10)) + line}:"), first
     assert message in first, first
+
+
+def test_eager_training_needs_a_bound_covering_the_targets(tmp_path):
+    """In training a loop with `choice` runs over its target (RETURNN and torch); eager mode runs
+    the Python loop, so a bound shorter than the target is an error there, not a silent cut."""
+    path = tmp_path / "short.py"
+    path.write_text(MODEL.read_text().replace("range(2 * x.max_seq_len)", "range(2)"))
+    g = compile_graph(str(path))
+    inputs, lens, params = _batch(g, 2, 0.0)
+    assert lens["dec_time"].max() > 2
+    with pytest.raises(ValueError, match="stopped after 2 of its target's"):
+        run_backend("eager", str(path), inputs, lens, params, g)

@@ -26,8 +26,9 @@ def over_sequence(dt: DimTable, op: Op, loop: Loop, args: list[tuple[Value, bool
     (per-step value, whether it is per step). None when the op cannot run so: its dim rule
     does not give each per-step result plus the loop's axis, or a per-step operand or a result
     already has the axis (in the body that is the whole sequence, as in attention over all
-    frames, which stacking over the axis cannot express), or it is not pure."""
-    if not REGISTRY[op.op].pure:
+    frames, which stacking over the axis cannot express), or it is not pure and does not draw
+    each frame independently (`OpDef.frames_independent`: dropout may run over whole sequences)."""
+    if not REGISTRY[op.op].pure and not REGISTRY[op.op].frames_independent:
         return None
     per_step = [v for v, step in args if step] + list(op.outs)
     if any(loop.axis in v.dims for v in per_step):

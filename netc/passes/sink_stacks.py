@@ -9,12 +9,13 @@ an invariant stays itself, and any other body value is stacked (a new stack, unl
 already stacks it). The op's result takes the place of the stack it fed. A stacked frame of one
 of the loop's sequences is that sequence itself (in a loop inside a loop: left as it is).
 
-Not moved: ops that are not pure, ops reading the previous value of a state (`prev:`), ops whose
-dim rule over whole sequences differs (`sequence.over_sequence`), and the work of a loop with a
-`choice` (a search runs its loop per hypothesis and returns the best one's stacked frames). In a
-loop inside another loop, work moves only when the loop needs no new stacks (RETURNN gives a
-nested loop one result). Inner loops go first. Like per-frame hoisting, this keeps whole
-sequences in memory: `PassOptions.whole_sequence` turns both off.
+Not moved: ops that are not pure (dropout may: each frame gets its own mask either way), ops
+reading the previous value of a state (`prev:`), ops whose dim rule over whole sequences
+differs (`sequence.over_sequence`), and the work of a loop with a `choice` (a search runs its
+loop per hypothesis and returns the best one's stacked frames). In a loop inside another loop,
+work moves only when the loop needs no new stacks (RETURNN gives a nested loop one result).
+Inner loops go first. Like per-frame hoisting, this keeps whole sequences in memory:
+`PassOptions.whole_sequence` turns both off.
 """
 
 from __future__ import annotations
