@@ -39,3 +39,17 @@ def test_bench_pool_runs_and_its_variants_agree():
     assert proc.returncode == 0, proc.stderr
     rows = [line.split(",")[0].split()[0] + line.split(",")[1].split("  ")[0] for line in proc.stdout.splitlines()[1:]]
     assert rows == ["torch max_pool", "RETURNN max_pool", "torch end loop", "RETURNN end loop"]
+
+
+def test_bench_speed_writes_its_table(tmp_path):
+    out = tmp_path / "RESULTS.md"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_speed.py"), "--runs", "1", "--statements", "20", "--no-returnn"]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| ") and line != "| what | result |"]
+    assert any("nn.LSTM" in r for r in rows) and any("compile 20 statements → torch" in r for r in rows)
+    assert rows[-1].startswith("| `netc compile examples/attention.py`")
