@@ -30,8 +30,10 @@ def test_every_dim_is_declared_by_netc(model):
     import tensorflow as tf
     from returnn.config import Config
     from returnn.tensor import batch_dim
+    from returnn.tf.native_op import OpMaker
     from returnn.tf.network import TFNetwork
 
+    OpMaker.with_cuda = False  # as the runner does: `nativelstm2` compiles for the CPU
     g = compile_graph(str(EXAMPLES / model))
     cfg = Config()
     cfg.load_file(_write(emit_returnn(g)))

@@ -282,7 +282,7 @@ class TorchEmitter:
             self.emit(f"{self.lens_var[d]} = {lens}  # lengths of {plain_text(d)}")
             self.emit(f"{self.size_var[d]} = {size}")
         expr = opdef.torch(_OpCtx(self, op), op)
-        names = [self.define(v, v.name or op.op) for v in op.outs]
+        names = [self.define(v, v.name or op.hint()) for v in op.outs]
         comment = f"  # line {op.span.line}"
         self.emit(f"{', '.join(names)} = {expr}{comment}")
         self.op_lines[op.outs[0].id] = self.lines[-1].strip()
