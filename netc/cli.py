@@ -14,7 +14,8 @@ import click
 
 from netc.errors import CompileError
 
-_TARGETS = ("returnn", "torch")
+_TARGETS = ("returnn", "torch", "returnn-torch")
+_CONFIG_TARGETS = ("returnn", "returnn-torch")  # RETURNN configs: --base-config merges into them
 
 
 def _fail(e: CompileError) -> None:
@@ -52,7 +53,7 @@ def main() -> None:
 @click.option(
     "--base-config",
     type=click.Path(exists=True, dir_okay=False),
-    help="RETURNN target: a config whose settings are merged into the emitted one.",
+    help="RETURNN targets: a config whose settings are merged into the emitted one.",
 )
 @click.option("--all", "all_models", is_flag=True, help="Every model declared in pyproject.toml's [tool.netc].")
 @_project_options
@@ -83,8 +84,8 @@ def compile(
     except CompileError as e:
         _fail(e)
     if base_config:
-        if target != "returnn":
-            raise click.UsageError("--base-config applies to --target returnn")
+        if target not in _CONFIG_TARGETS:
+            raise click.UsageError("--base-config applies to --target returnn and returnn-torch")
         from netc.emit_tf.merge import merge_base_config
         from netc.parser.source import read_text
 
