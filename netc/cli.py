@@ -315,6 +315,30 @@ def run(
         sys.exit(1)
 
 
+@main.command("convert-checkpoint")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.argument("checkpoint")
+@click.option("-o", "--output", required=True, help="The converted checkpoint: a TF prefix, or a .pt file.")
+@click.option("--network", help="The @network function, when the file has several.")
+def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | None) -> None:
+    """Convert a checkpoint of MODEL between RETURNN's engines.
+
+    CHECKPOINT a PyTorch checkpoint (`.pt`: RETURNN's PyTorch backend, or a module's state_dict):
+    OUTPUT is a TensorFlow checkpoint prefix (e.g. net-model/network.005). CHECKPOINT a TensorFlow
+    checkpoint prefix: OUTPUT is a .pt file in RETURNN's PyTorch format.
+    """
+    _quiet_tf()
+    from netc_runtime.checkpoint import CheckpointError
+    from netc_runtime.checkpoint import convert_checkpoint as convert
+
+    g = _graph(model, network)
+    try:
+        click.echo(convert(g, checkpoint, output))
+    except CheckpointError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+
+
 @main.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.option("--seed", type=int, default=0, show_default=True)
