@@ -15,7 +15,6 @@ import click
 from netc.errors import CompileError
 
 _TARGETS = ("returnn", "torch", "returnn-torch")
-_CONFIG_TARGETS = ("returnn", "returnn-torch")  # RETURNN configs: --base-config merges into them
 
 
 def _fail(e: CompileError) -> None:
@@ -75,7 +74,7 @@ def compile(
         return
     if model is None:
         raise click.UsageError("give a MODEL, or --all for every model declared in pyproject.toml")
-    from netc.compiler import TARGETS
+    from netc.compiler import CONFIG_TARGETS, TARGETS
 
     target = target or "returnn"
     g = _graph(model, network)
@@ -84,7 +83,7 @@ def compile(
     except CompileError as e:
         _fail(e)
     if base_config:
-        if target not in _CONFIG_TARGETS:
+        if target not in CONFIG_TARGETS:
             raise click.UsageError("--base-config applies to --target returnn and returnn-torch")
         from netc.emit_tf.merge import merge_base_config
         from netc.parser.source import read_text

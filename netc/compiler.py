@@ -10,6 +10,7 @@ from netc.parser import parse_file
 from netc.passes.pipeline import run_passes
 
 TARGETS = {"returnn": emit_returnn, "torch": emit_torch, "returnn-torch": emit_returnn_torch}
+CONFIG_TARGETS = ("returnn", "returnn-torch")  # RETURNN configs: a base config merges into them
 
 
 def compile_graph(path: str, source: str | None = None, network: str | None = None) -> Graph:
