@@ -39,18 +39,28 @@ _INDENT = "    "
 
 
 def check_inputs(g: Graph) -> None:
-    """Each input must be what RETURNN's PyTorch data pipeline delivers: batch-major, with at most
-    one dynamic dim (its lengths are `<key>:seq_len`)."""
+    """Each input must be what RETURNN's PyTorch data pipeline delivers: batch-major (every input
+    has batch), with at most one dynamic dim (its lengths are `<key>:seq_len`)."""
     kinds = {d.name: d.kind for d in g.dims}
     for inp in g.inputs:
         dynamic = [d for d in inp.value.dims if kinds[d] == "dynamic"]
-        if "batch" not in inp.value.dims:
-            raise CompileError(inp.span, f"returnn-torch target: input `{inp.name}` has no batch dim")
         if len(dynamic) > 1:
             raise CompileError(
                 inp.span,
                 f"returnn-torch target: input `{inp.name}` has {len(dynamic)} dynamic dims "
                 f"({', '.join(dynamic)}); RETURNN's PyTorch data pipeline gives an input one",
+            )
+
+
+def check_output_names(g: Graph) -> None:
+    """forward_step marks each output under its name; RETURNN's PyTorch backend names tensors in
+    native code, which ends a name at a NUL character."""
+    for o in g.outputs:
+        if "\x00" in o.name:
+            raise CompileError(
+                o.span,
+                f"returnn-torch target: output {py_str(o.name)} has a NUL character, which RETURNN's "
+                "PyTorch backend cannot name a tensor with; rename it",
             )
 
 
@@ -172,6 +182,7 @@ def _forward_step(g: Graph, dims: dict[str, str], reserved: frozenset[str]) -> s
 
 def emit_returnn_torch(g: Graph) -> str:
     check_inputs(g)
+    check_output_names(g)
     dims = dim_vars(g)
     reserved = CONFIG_NAMES | frozenset(dims.values())
     module, names = render_module_body(g, reserved)
