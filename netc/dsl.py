@@ -27,6 +27,12 @@ class Dim:
 
     __rmul__ = __mul__
 
+    def __add__(self, other: Dim) -> Dim:
+        """`a + b`: the static dim `a+b` (the one `concat` makes)."""
+        if not isinstance(other, Dim) or self.size is None or other.size is None:
+            return NotImplemented
+        return Dim(f"{self.name}+{other.name}", self.size + other.size)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Dim) and (self.name, self.size) == (other.name, other.size)
 
@@ -113,8 +119,8 @@ def _op_module(name: str) -> type:
     def __init__(self, *args, **kwargs):
         self._impl = _eager().OpModule(name, args, kwargs)
 
-    def __call__(self, x):
-        return self._impl(x)
+    def __call__(self, *args, **kwargs):
+        return self._impl(*args, **kwargs)
 
     return type(name, (), {"__init__": __init__, "__call__": __call__, "__module__": __name__})
 

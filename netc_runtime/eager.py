@@ -174,6 +174,12 @@ class ETensor:
     def __neg__(self):
         return _apply(REGISTRY["neg"], [self], {})
 
+    def __abs__(self):
+        return _apply(REGISTRY["abs"], [self], {})
+
+    def __pow__(self, k):
+        return _apply(REGISTRY["pow"], [self], {"scalar": k, "scalar_left": False})
+
     def __lt__(self, o):
         return self._binary("lt", o, False)
 
@@ -293,6 +299,9 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data), sparse_dim=a.sparse_dim) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
     res = opdef.eager(_Ctx(params), args, attrs, outs)
+    for d in opdef.makes_dims(attrs):  # this sequence's length of a dim the op made (`max_pool`)
+        first = res[0] if isinstance(res, tuple) else res
+        run.lengths[d] = first.shape[outs[0].dims.index(d)]
     frames = run.frames()
     if isinstance(res, tuple):
         return tuple(ETensor(r, o.dims, frames, o.sparse_dim, version) for r, o in zip(res, outs))
@@ -405,10 +414,9 @@ class OpModule:
             raise RuntimeError(f"no parameters known for the module constructed at {key}")
         self.params = run.net.params_by_path[key]
 
-    def __call__(self, x: ETensor) -> ETensor:
-        if isinstance(x, list):
-            x = stack_list(x)
-        return _apply(self.opdef, [x], dict(self.attrs), self.params)
+    def __call__(self, *args, **kwargs) -> ETensor | tuple[ETensor, ...]:
+        xs = [stack_list(x) if isinstance(x, list) else x for x in self.opdef.module_args(args, kwargs)]
+        return _apply(self.opdef, xs, dict(self.attrs), self.params)
 
 
 class Network:

@@ -27,3 +27,16 @@ def run_netc(*args: str, cwd: Path | None = None, check: bool = False) -> subpro
 @pytest.fixture
 def netc():
     return run_netc
+
+
+def assert_located_error(proc: subprocess.CompletedProcess, src: str, file: str, line: int, call: str, message: str):
+    """A compile error as users see it: exit 1, no traceback, `file:line:col: error: ...` with
+    `message`, the source line, and a caret under `call` on `line` (1-based) of `src`."""
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    first, source_line, caret = proc.stderr.splitlines()[:3]
+    col = src.splitlines()[line - 1].index(call)
+    assert first.startswith(f"{file}:{line}:{col + 1}: error: "), first
+    assert message in first, first
+    assert source_line.strip() == src.splitlines()[line - 1].strip()
+    assert caret.index("^") - 4 == col

@@ -28,3 +28,14 @@ def test_bench_check_runs_every_row_on_a_small_project():
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "seconds" not in line]
     assert len(rows) == 6 and rows[0].startswith("| 2 × `netc check MODEL")
+
+
+def test_bench_pool_runs_and_its_variants_agree():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_pool.py"), "--batch", "3", "--time", "9", "--runs", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split(",")[0].split()[0] + line.split(",")[1].split("  ")[0] for line in proc.stdout.splitlines()[1:]]
+    assert rows == ["torch max_pool", "RETURNN max_pool", "torch end loop", "RETURNN end loop"]

@@ -4,7 +4,7 @@ RETURNN variables are exactly the model's parameters, misuse is a located error.
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_located_error
 
 MODEL = ROOT / "tests" / "models" / "native_lstm.py"
 
@@ -76,12 +76,5 @@ def test_lstm_misuse_is_a_located_error(tmp_path, netc, name, body, message):
     path = tmp_path / f"{name}.py"
     path.write_text(src)
     proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    first, source_line, caret = proc.stderr.splitlines()[:3]
     want_line = next(i for i, ln in enumerate(src.splitlines(), 1) if "Lstm(" in ln and "import" not in ln)
-    col = src.splitlines()[want_line - 1].index("Lstm(")
-    assert first.startswith(f"{name}.py:{want_line}:{col + 1}: error: "), first
-    assert message in first, first
-    assert source_line.strip() == src.splitlines()[want_line - 1].strip()
-    assert caret.index("^") - 4 == col
+    assert_located_error(proc, src, path.name, want_line, "Lstm(", message)

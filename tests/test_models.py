@@ -17,6 +17,10 @@ MODELS = [
     "reserved_names.py",
     "loop_over_made_dim.py",
     "teacher_forced_enc_state.py",
+    "ops_pool.py",
+    "ops_lstm_cell.py",
+    "ops_elementwise.py",
+    "ops_losses.py",
 ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from conftest import assert_located_error
 
 HEADER = """\
 from netc import (Dim, Embedding, LayerNorm, Labels, Linear, Tensor, argmax, batch, cast, cross_entropy,
@@ -208,15 +209,7 @@ def test_located_error(tmp_path, netc, name, body, message, line, call):
     path = tmp_path / f"{name}.py"
     path.write_text(src)
     proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    first, source_line, caret = proc.stderr.splitlines()[:3]
-    want_line = HEADER.count("\n") + 2 + line
-    col = src.splitlines()[want_line - 1].index(call)
-    assert first.startswith(f"{name}.py:{want_line}:{col + 1}: error: "), first
-    assert message in first, first
-    assert source_line.strip() == src.splitlines()[want_line - 1].strip()
-    assert caret.index("^") - 4 == col
+    assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + line, call, message)
 
 
 def test_eager_run_of_a_valid_model_is_not_rejected():

@@ -21,6 +21,7 @@ from netc.ir.search import search_plan
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
+from netc.ops.base import Carry
 from netc.passes.returnn_names import UNIT_RESERVED as _UNIT_RESERVED
 
 _TEMPLATES = jinja2.Environment(
@@ -80,6 +81,12 @@ class _OpCtx:
     def is_dynamic(self, name: str) -> bool:
         return self.em.g.dim(name).kind == "dynamic"
 
+    def dim_source(self, name: str) -> str | None:
+        return self.em.dim_source.get(name) if not self.blk.in_unit else None
+
+    def carry(self, i: int) -> Carry | None:
+        return self.blk.carries.get(self.op.args[i])
+
 
 class _Block:
     def __init__(self, reserved: set[str], dims: dict[str, str], in_unit: bool = False, path: tuple[str, ...] = ()):
@@ -93,15 +100,18 @@ class _Block:
         self.refs: dict[int, str] = {}
         self.layer_of: dict[int, str] = {}  # value id -> its own layer in this block (not a `base:`/`prev:` ref)
         self.retagged: dict[tuple, str] = {}  # (value id, tag changes) -> its `reinterpret_data` layer
+        self.carries: dict[int, Carry] = {}  # carried value id -> its initial and next value
 
 
 class ReturnnEmitter:
     def __init__(self, g: Graph):
         self.g = g
         self.values: dict[int, Value] = {}
-        self.uses_reverse = False
-        # module path -> TF variable scope (the variable name without its role)
-        self.param_scope = {p.path: p.name.rsplit("/", 1)[0] for p in g.params}
+        # module path -> TF variable scope (the variable name without its role, which may hold a `/`)
+        self.param_scope = {p.path: p.name[: -len(p.role) - 1] for p in g.params}
+        self.dim_source: dict[str, str] = {}  # dynamic dim made by an op or loop -> a top-level layer with it
+        self.zeros: set[int] = set()  # values made by `zeros(...)`
+        self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
@@ -125,6 +135,7 @@ class ReturnnEmitter:
         for inp in g.inputs:
             root.refs[inp.value.id] = f"data:{inp.name}"
             self.values[inp.value.id] = inp.value
+            self.dim_source.update({d: "" for d in inp.value.dims})  # lengths known from the start
         self.block(g.body, root)
         plan = search_plan(g)
         for o in [*g.outputs, *g.losses]:
@@ -146,7 +157,8 @@ class ReturnnEmitter:
             dims=dims,
             extern_data=py_literal(extern, 0),
             net=py_literal(root.layers, 0),
-            reverse_helper=self.uses_reverse,
+            # each function after two blank lines, and two before `extern_data`
+            helpers="".join(f"\n\n{h.strip()}\n" for h in self.helpers.values()) + ("\n" if self.helpers else ""),
             search_output=py_str(plan.outputs[0]) if plan is not None else None,
             target_layers=py_literal(_needing(root.layers, plan.targets)) if plan is not None else None,
             target=py_str(sorted(plan.targets)[0]) if plan is not None else None,
@@ -164,18 +176,35 @@ class ReturnnEmitter:
     def op(self, op: Op, blk: _Block, reserved: dict[int, str]) -> None:
         """One layer; its name was reserved up front when a carry needs it, else from the variable."""
         opdef = REGISTRY[op.op]
-        layer = opdef.returnn(_OpCtx(self, blk, op), op)
+        ctx = _OpCtx(self, blk, op)
+        layer = opdef.returnn(ctx, op)
         if op.param:
             layer["name_scope"] = f"/{self.param_scope[op.param]}"
+        self.helpers.update(opdef.returnn_helpers(op))
+        if op.op == "zeros":
+            self.zeros.add(op.outs[0].id)
         hint = op.outs[0].name if len(op.outs) == 1 else op.op  # a split is named for what it does
         name = reserved.get(op.outs[0].id) or blk.ns.fresh(hint or op.op)
         blk.layers[name] = layer
         self.op_layers[op.outs[0].id] = (*blk.path, name)
-        for v, ref in zip(op.outs, opdef.returnn_outs(name, op)):
+        refs = opdef.returnn_outs(name, op)
+        refs += [""] * (len(op.outs) - len(refs))  # results given by extra layers
+        for i, (extra_name, extra) in opdef.returnn_extra(ctx, name, layer, op, blk.ns.fresh).items():
+            refs[i] = extra_name
+            blk.layers[extra_name] = extra
+        for v, ref in zip(op.outs, refs):
             self.values[v.id] = v
             blk.refs[v.id] = ref
-            if ref == name:
-                blk.layer_of[v.id] = name
+            if ref in blk.layers:
+                blk.layer_of[v.id] = ref
+            self._note_dims(blk, v, ref)
+
+    def _note_dims(self, blk: _Block, v: Value, ref: str) -> None:
+        """Remember a top-level layer for each dynamic dim first seen here (made by an op or loop)."""
+        if not blk.in_unit:
+            for d in v.dims:
+                if self.g.dim(d).kind == "dynamic":
+                    self.dim_source.setdefault(d, ref)
 
     def _own_layer(self, blk: _Block, vid: int, hint: str) -> str:
         """A layer of this block holding value `vid` (a copy when it is a reference)."""
@@ -208,6 +237,7 @@ class ReturnnEmitter:
         reserved: dict[int, str] = {}
         for c in n.carries:
             self.values[c.inner.id] = c.inner
+            unit.carries[c.inner.id] = Carry(base[c.init], c.init in self.zeros, c.next)
             carry_layers[c.inner.id] = unit.ns.fresh(c.name)
             if c.next in single and c.next not in reserved:
                 reserved[c.next] = carry_layers[c.inner.id]
@@ -280,6 +310,7 @@ class ReturnnEmitter:
             # a stack's `n.axis` is the loop's own; in a last value `n.axis` is the whole axis
             inside = {**unit.dims, n.axis: outer.dims[n.axis]} if kind == "stack" else unit.dims
             outer.refs[out.id] = self._retag(outer, out.id, inside, outer.dims)
+            self._note_dims(outer, out, outer.refs[out.id])
         if "output" not in unit.layers:
             # searching, RETURNN takes the rec layer's hypotheses from its output: the choice
             chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
@@ -340,12 +371,12 @@ class ReturnnEmitter:
 
     def _reverse(self, blk: _Block, src: str, axis: str, hint: str) -> str:
         """RETURNN ignores `direction: -1` on subnetwork units: reverse within each length instead."""
-        self.uses_reverse = True
+        self.helpers[REVERSE_HELPER] = REVERSE_HELPER_SOURCE
         name = blk.ns.fresh(hint)
         blk.layers[name] = {
             "class": "eval",
             "from": src,
-            "eval": Code("reverse_in_length"),
+            "eval": Code(REVERSE_HELPER),
             "eval_locals": {"axis_dim": Code(blk.dims[axis])},
         }
         return name
@@ -379,27 +410,44 @@ def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False) -
     return extern
 
 
+REVERSE_HELPER = "reverse_in_length"
+REVERSE_HELPER_SOURCE = f'''def {REVERSE_HELPER}(source, axis_dim, **_kwargs):
+    """Each sequence reversed within its own length along `axis_dim`, for backward loops
+    (RETURNN ignores `direction: -1` on subnetwork units)."""
+    import tensorflow as tf
+
+    x = source(0, as_data=True)
+    axis = x.get_axis_from_description(axis_dim)
+    return tf.compat.v1.reverse_sequence(
+        x.placeholder, seq_lengths=x.get_dynamic_size(axis), seq_axis=axis, batch_axis=x.batch_dim_axis
+    )
+'''
+
+
 def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
     """Top-level layers that read a target (`data:y`), directly or through other layers: a
     search, which has no targets, builds the network without them. A choice names its target
-    by data key (`'target': 'y'`), which is not a read."""
+    by data key (`'target': 'y'`), which is not a read. In a rec unit, a plain name is one of
+    the unit's layers; `base:` reaches one level out."""
     needing: set[str] = set()
 
-    def reads(v) -> bool:
+    def reads(v, level: int) -> bool:
         if isinstance(v, dict):
-            return any(reads(x) for k, x in v.items() if k != "target")
+            return any(reads(x, level + (k == "unit")) for k, x in v.items() if k != "target")
         if isinstance(v, (list, tuple)):
-            return any(reads(x) for x in v)
+            return any(reads(x, level) for x in v)
         if not isinstance(v, str) or isinstance(v, Code):
             return False
-        ref = v
+        ref, up = v, 0
         while ref.startswith("base:"):
-            ref = ref[len("base:") :]
-        return ref[len("data:") :] in targets if ref.startswith("data:") else ref.split("/")[0] in needing
+            ref, up = ref[len("base:") :], up + 1
+        if ref.startswith("data:"):
+            return ref[len("data:") :] in targets
+        return up == level and ref.split("/")[0] in needing
 
     changed = True
     while changed:
-        new = {name for name, layer in layers.items() if name not in needing and reads(layer)}
+        new = {name for name, layer in layers.items() if name not in needing and reads(layer, 0)}
         needing |= new
         changed = bool(new)
     return [name for name in layers if name in needing]

@@ -278,6 +278,10 @@ class TorchEmitter:
 
     def op(self, op: Op) -> None:
         opdef = REGISTRY[op.op]
+        for d, (lens, size) in opdef.torch_made_dims(_OpCtx(self, op), op).items():  # dims the op makes
+            self.lens_var[d], self.size_var[d] = self.ns.fresh(lens_name(d)), self.ns.fresh(f"{d}_size")
+            self.emit(f"{self.lens_var[d]} = {lens}  # lengths of {plain_text(d)}")
+            self.emit(f"{self.size_var[d]} = {size}")
         expr = opdef.torch(_OpCtx(self, op), op)
         names = [self.define(v, v.name or op.op) for v in op.outs]
         comment = f"  # line {op.span.line}"

@@ -81,45 +81,20 @@ class SearchEmitter(TorchEmitter):
         self.op_lines[op.outs[0].id] = self.lines[-2].strip()
 
     def beam_loop(self, n: Loop) -> list[tuple[str, str]]:
-        plan, axis = self.plan, n.axis
+        """The choice loop as a beam search; the search's results (name, variable)."""
         choice = next(nd for nd in n.body if isinstance(nd, Op) and nd.op == "choice")
-        size = str(choice.attrs["beam"])
-        batch = self.size_var["batch"]
-        self.emit(f"# beam search over {plain_text(axis)} (line {n.span.line}): {size} hypotheses per sequence")
-        rows = self.ns.fresh("rows")
-        self.emit(f"{rows} = {batch} * {size}  # the hypotheses of sequence b are rows b * {size} ...")
-
-        def expand(v, hint: str) -> str:  # every hypothesis starts from its sequence's values
-            if isinstance(v, int):
-                if "batch" not in self.values[v].dims:
-                    return self.var[v]
-                v = self.var[v]
-            name = self.ns.fresh(f"{hint}_beam")
-            self.emit(f"{name} = {v}.repeat_interleave({size}, dim=0)")
-            return name
-
-        for d in list(self.lens_var):
-            self.lens_var[d] = expand(self.lens_var[d], lens_name(d))
-            self.beam_masks[d] = self.ns.fresh(f"{d}_mask_beam")
-            self.emit(f"{self.beam_masks[d]} = {self.names.mask_fn}({self.lens_var[d]}, {self.size_var[d]})")
-        for inv in n.invariants:
-            self.values[inv.inner.id] = inv.inner
-            self.var[inv.inner.id] = expand(inv.outer, self.var[inv.outer])
-        for c in n.carries:
-            self.values[c.inner.id] = c.inner
-            self.var[c.inner.id] = name = self.ns.fresh(c.name)
-            many = ".repeat_interleave({size}, dim=0)" if "batch" in c.inner.dims else ""
-            self.emit(f"{name} = {self.var[c.init]}{many.format(size=size)}")
-        bound = expand(n.bound, self.var[n.bound]) if n.bound is not None else None
-        self.size_var["batch"] = rows
+        batch, size = self.size_var["batch"], str(choice.attrs["beam"])
+        self.emit(f"# beam search over {plain_text(n.axis)} (line {n.span.line}): {size} hypotheses per sequence")
+        bound = self._expand_into_beam(n, size)
         beam = self.beam = _Beam(self, size)
         self.emit(f"{beam.scores} = torch.zeros({batch}, {size}, dtype={self.dtype()}, device={self.device()})")
-        self.emit(f"{beam.ended} = torch.zeros({rows}, dtype=torch.bool, device={self.device()})")
-        self.emit(f"{beam.lens} = torch.zeros({rows}, dtype=torch.long, device={self.device()})")
-        srcs = self.ns.fresh("src_steps")
-        steps = {s.out.id: self.ns.fresh(f"{s.name}_steps") for s in n.stacks}
-        self.emit(f"{srcs} = []")
-        for name in steps.values():
+        self.emit(f"{beam.ended} = torch.zeros({beam.rows}, dtype=torch.bool, device={self.device()})")
+        self.emit(f"{beam.lens} = torch.zeros({beam.rows}, dtype=torch.long, device={self.device()})")
+        # the steps of what a search returns: each output stacked in the loop
+        outputs = {o.name: o.value for o in self.g.outputs if o.name in self.plan.outputs}
+        stacks = {s.out.id: s for s in n.stacks if s.out.id in outputs.values()}
+        steps = {vid: self.ns.fresh(f"{s.name}_steps") for vid, s in stacks.items()}
+        for name in [beam.srcs, *steps.values()]:
             self.emit(f"{name} = []")
         self.emit(f"{beam.step} = 0")
         self.emit(f"while not bool({beam.ended}.all()):")
@@ -129,49 +104,73 @@ class SearchEmitter(TorchEmitter):
         }
         self.block(n.body)
         # a hypothesis ends where the loop's end holds, or at its sequence's bound
-        limit = f"{beam.step} + 1" if n.include_eos else beam.step
         end = self.ref(n.end)
-        if bound is not None or n.max_steps is not None:
-            at = self.ns.fresh("at_limit" if end != "at_limit" else "limit")
-            self.emit(f"{at} = {end} | ({limit} >= {bound if bound is not None else n.max_steps})")
+        if bound is not None:
+            at = self.ns.fresh("at_limit")
+            self.emit(f"{at} = {end} | ({beam.step} + 1 >= {bound})")  # `choice` loops keep the ending step
             end = at
-        counted = f"~{beam.ended}" if n.include_eos else f"~({beam.ended} | {end})"
-        self.emit(f"{beam.lens} = {beam.lens} + ({counted}).long()  # steps each hypothesis ran")
+        self.emit(f"{beam.lens} = {beam.lens} + (~{beam.ended}).long()  # steps each hypothesis ran")
         self.emit(f"{beam.ended} = {beam.ended} | {end}")
-        for s in n.stacks:
-            self.emit(f"{steps[s.out.id]}.append({self.ref(s.value)})")
-        self.emit(f"{srcs}.append({self.src})")
+        for vid, name in steps.items():
+            self.emit(f"{name}.append({self.ref(stacks[vid].value)})")
+        self.emit(f"{beam.srcs}.append({self.src})")
         for c in n.carries:
             self.emit(f"{self.var[c.inner.id]} = {self.ref(c.next)}")
         self.emit(f"{beam.step} += 1")
         self.indent -= 1
         self.size_var["batch"] = batch
-        # each sequence's best hypothesis, followed back step by step
+        return self._best(n, beam, {out: stacks[vid] for out, vid in outputs.items()}, steps, choice)
+
+    def _expand_into_beam(self, n: Loop, size: str) -> str | None:
+        """What the loop reads from before it, once per hypothesis; the step limit, if any."""
+        rows = self.ns.fresh("rows")
+        self.emit(f"{rows} = {self.size_var['batch']} * {size}  # the hypotheses of sequence b are rows b * {size} ...")
+
+        def expand(var: str, hint: str) -> str:
+            name = self.ns.fresh(f"{hint}_beam")
+            self.emit(f"{name} = {var}.repeat_interleave({size}, dim=0)")
+            return name
+
+        for d in list(self.lens_var):
+            self.lens_var[d] = expand(self.lens_var[d], lens_name(d))
+            self.beam_masks[d] = self.ns.fresh(f"{d}_mask_beam")
+            self.emit(f"{self.beam_masks[d]} = {self.names.mask_fn}({self.lens_var[d]}, {self.size_var[d]})")
+        for inv in n.invariants:
+            self.values[inv.inner.id] = inv.inner
+            outer = self.var[inv.outer]
+            self.var[inv.inner.id] = expand(outer, outer) if "batch" in inv.inner.dims else outer
+        for c in n.carries:
+            self.values[c.inner.id] = c.inner
+            self.var[c.inner.id] = name = self.ns.fresh(c.name)
+            many = f".repeat_interleave({size}, dim=0)" if "batch" in c.inner.dims else ""
+            self.emit(f"{name} = {self.var[c.init]}{many}")
+        self.size_var["batch"] = rows
+        if n.bound is not None:
+            return expand(self.var[n.bound], self.var[n.bound])
+        return str(n.max_steps) if n.max_steps is not None else None
+
+    def _best(self, n: Loop, beam: _Beam, outputs: dict, steps: dict[int, str], choice: Op) -> list[tuple[str, str]]:
+        """Each sequence's best hypothesis, followed back step by step."""
+        axis, batch, size = n.axis, self.size_var["batch"], beam.size
         hyp, best = self.ns.fresh("hyp"), self.ns.fresh("best")
         self.emit(f"{best} = torch.arange({batch}, device={self.device()}) * {size} + {beam.scores}.argmax(dim=1)")
-        lens = self.ns.fresh(f"{axis}_lens")
+        self.lens_var[axis] = lens = self.ns.fresh(lens_name(axis))
         self.emit(f"{lens} = {beam.lens}[{best}]")
-        self.lens_var[axis] = lens
         self.size_var[axis] = self.ns.fresh(f"{axis}_size")
-        self.emit(f"{self.size_var[axis]} = len({srcs})")
-        outputs = {o.name: o.value for o in self.g.outputs if o.name in plan.outputs}
-        stacks = {s.out.id: s for s in n.stacks if s.out.id in outputs.values()}
-        frames = {vid: self.ns.fresh(f"{s.name}_best") for vid, s in stacks.items()}
+        self.emit(f"{self.size_var[axis]} = len({beam.srcs})")
+        frames = {out: self.ns.fresh(f"{s.name}_best") for out, s in outputs.items()}
         for name in frames.values():
             self.emit(f"{name} = []")
         t = self.ns.fresh("t")
         self.emit(f"{hyp} = {best}")
         self.emit(f"for {t} in reversed(range({self.size_var[axis]})):")
-        for vid, name in frames.items():
-            self.emit(f"    {name}.append({steps[vid]}[{t}][{hyp}])")
-        self.emit(f"    {hyp} = {srcs}[{t}][{hyp}]")
+        for out, s in outputs.items():
+            self.emit(f"    {frames[out]}.append({steps[s.out.id]}[{t}][{hyp}])")
+        self.emit(f"    {hyp} = {beam.srcs}[{t}][{hyp}]  # the hypothesis it continued")
         results = []
-        for out, vid in outputs.items():
-            s = stacks[vid]
-            pos = s.out.dims.index(axis)
-            self.values[vid] = s.out
+        for out, s in outputs.items():
             name = self.ns.fresh(s.name)
-            self.emit(f"{name} = torch.stack({frames[vid]}[::-1], dim={pos})")
+            self.emit(f"{name} = torch.stack({frames[out]}[::-1], dim={s.out.dims.index(axis)})")
             self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
             results.append((out, name))
         scores = self.ns.fresh("scores")
@@ -187,6 +186,8 @@ class _Beam:
 
     def __init__(self, em: SearchEmitter, size: str):
         self.size = size
+        self.rows = em.size_var["batch"]  # batch * beam
+        self.srcs = em.ns.fresh("src_steps")
         self.scores = em.ns.fresh("beam_scores")
         self.ended = em.ns.fresh("ended")
         self.lens = em.ns.fresh("lens")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from netc.ir.model import DimDef
 from netc.limits import MAX_INT
 from netc.naming import lens_name
@@ -18,6 +20,9 @@ class DimTable:
         self.dims: dict[str, DimDef] = {}
         for d in dims or [DimDef(name="batch", kind="batch")]:
             self.dims[d.name] = d
+        # while parsing: the dynamic dims whose lengths are known so far (the inputs', and those made
+        # by loops and ops such as `max_pool`); None in a table of a finished graph, where all are
+        self.known_lengths: set[str] | None = None if dims else set()
 
     def __getitem__(self, name: str) -> DimDef:
         return self.dims[name]
@@ -53,7 +58,37 @@ class DimTable:
         while name in self.dims or self.lens_clash(name) is not None:
             k += 1
             name = f"{base}_{k}"
-        return self.declare(name, None)
+        d = self.declare(name, None)
+        self.lengths_known(name)
+        return d
+
+    def lengths_known(self, name: str) -> None:
+        """From here on, `name`'s lengths are known (an input's dim, or a dim a loop made)."""
+        if self.known_lengths is not None:
+            self.known_lengths.add(name)
+
+    def make_lengths(self, name: str, op: str) -> None:
+        """An op (`max_pool`) defines the lengths of dynamic dim `name`: it must not have any yet."""
+        if self.dims[name].kind != "dynamic":
+            raise DimError(f"`{op}` makes a dynamic dim; `{name}` is not one (declare it as Dim({name!r}))")
+        if self.known_lengths is not None:
+            if name in self.known_lengths:
+                raise DimError(
+                    f"`{name}` already has lengths (of an input, a loop or another op); "
+                    f"`{op}` needs a dim of its own, e.g. Dim({(name + '_2')!r})"
+                )
+            self.known_lengths.add(name)
+
+    def check_lengths(self, dims, op: str) -> None:
+        """Tensors created over a dynamic dim take its lengths, so they must be known by now."""
+        if self.known_lengths is None:
+            return
+        for d in dims:
+            if self.dims[d].kind == "dynamic" and d not in self.known_lengths:
+                raise DimError(
+                    f"`{op}` over dynamic dim `{d}`, whose lengths are not known here: a dynamic dim gets "
+                    "its lengths from an input, a loop or an op that makes it (`max_pool`)"
+                )
 
     def scaled(self, base: str, factor: int) -> DimDef:
         """`factor * base`: a static dim named `4*hidden`."""
@@ -79,10 +114,15 @@ class DimTable:
         return self._derived(f"{whole}/{n}", w.size // n)
 
     def concat(self, parts: list[str]) -> DimDef:
+        """`a + b` (also the dim `concat` makes): a static dim named `a+b`."""
         sizes = [self.dims[p].size for p in parts]
         if any(s is None for s in sizes):
             raise DimError("concat needs static feature dims")
         return self._derived("+".join(parts), sum(sizes))  # type: ignore[arg-type]
+
+    def product(self, parts: list[str]) -> int:
+        """The size of static dims taken together (`split_dims`, `merge_dims`)."""
+        return math.prod(self.dims[p].size or 0 for p in parts)
 
     def _derived(self, name: str, size: int) -> DimDef:
         old = self.dims.get(name)

@@ -21,34 +21,25 @@ def loop_inner_uses(n: Loop) -> list[int]:
     return [c.next for c in n.carries] + [s.value for s in n.stacks] + [ll.value for ll in n.lasts] + end
 
 
+def _count(nodes: list[Node], uses: Counter) -> Counter:
+    """Add the reads of these nodes and of everything nested in them to `uses`."""
+    for n in nodes:
+        uses.update(node_uses(n))
+        if isinstance(n, Loop):
+            uses.update(loop_inner_uses(n))
+            _count(n.body, uses)
+    return uses
+
+
 def count_uses(g: Graph) -> Counter:
-    uses: Counter = Counter()
-
-    def walk(nodes: list[Node]) -> None:
-        for n in nodes:
-            uses.update(node_uses(n))
-            if isinstance(n, Loop):
-                uses.update(loop_inner_uses(n))
-                walk(n.body)
-
-    walk(g.body)
+    uses = _count(g.body, Counter())
     uses.update(o.value for o in [*g.outputs, *g.losses])
     return uses
 
 
 def count_uses_in_loop(n: Loop) -> Counter:
     """Reads of values of a loop's body: by its ops, nested loops, state updates and results."""
-    uses: Counter = Counter(loop_inner_uses(n))
-
-    def walk(nodes: list[Node]) -> None:
-        for m in nodes:
-            uses.update(node_uses(m))
-            if isinstance(m, Loop):
-                uses.update(loop_inner_uses(m))
-                walk(m.body)
-
-    walk(n.body)
-    return uses
+    return _count(n.body, Counter(loop_inner_uses(n)))
 
 
 def replace_uses(nodes: list[Node], old: int, new: int) -> None:

@@ -2,8 +2,12 @@
 
 from netc.ops import cells as _cells  # noqa: F401  (registers the recurrent cells)
 from netc.ops import defs as _defs  # noqa: F401  (registers the ops)
+from netc.ops import elementwise as _elementwise  # noqa: F401  (maximum, minimum, clip, abs, pow)
+from netc.ops import losses as _losses  # noqa: F401  (cross_entropy, ctc_loss)
 from netc.ops import nn as _nn  # noqa: F401  (registers the nn ops)
 from netc.ops import search as _search  # noqa: F401  (registers choice)
+from netc.ops import shape as _shape  # noqa: F401  (split_dims, merge_dims)
+from netc.ops import speech as _speech  # noqa: F401  (max_pool)
 from netc.ops.base import BY_FN_NAME, REGISTRY, OpDef
 
 __all__ = ["BY_FN_NAME", "REGISTRY", "OpDef"]

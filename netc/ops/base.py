@@ -24,11 +24,25 @@ class OutType:
     sparse_dim: str | None = None
 
 
+@dataclass(frozen=True)
+class Carry:
+    """A loop's carried state, as an op's RETURNN lowering sees it (`ReturnnCtx.carry`)."""
+
+    init: str  # reference to its value before the loop (a `base:` layer)
+    init_zero: bool  # that value is `zeros(...)` (RETURNN's default initial state)
+    next: int  # id of the value it takes for the next step
+
+
 class ReturnnCtx(Protocol):
     def src(self, i: int) -> str: ...  # layer reference of arg i
     def in_dims(self, i: int) -> tuple[str, ...]: ...
     def dim(self, name: str) -> Code: ...  # the config's variable for a dim
     def is_dynamic(self, name: str) -> bool: ...
+    # a top-level layer whose output has dynamic dim `name` made by an op or a loop (None for
+    # the inputs' dims): a layer creating a tensor over it must be built after that layer
+    def dim_source(self, name: str) -> str | None: ...
+    # when arg i is a loop's carried state: its value before the loop and the one it takes next
+    def carry(self, i: int) -> Carry | None: ...
 
 
 class TorchCtx(Protocol):
@@ -85,6 +99,16 @@ class OpDef:
                 attrs[pname] = val
         return tensors, attrs
 
+    def module_args(self, args: tuple, kwargs: dict) -> list[Any]:
+        """A module's call arguments as its tensor args (raises TypeError): one tensor by default."""
+        if len(args) != 1 or kwargs:
+            raise TypeError(f"`{self.fn_name}(...)` is called with one tensor")
+        return [args[0]]
+
+    def makes_dims(self, attrs: dict) -> list[str]:
+        """Dynamic dims whose lengths this op defines (`max_pool`'s `out_axis`)."""
+        return []
+
     def infer(self, dt: DimTable, args: list[Value], attrs: dict) -> list[OutType]:
         raise NotImplementedError
 
@@ -95,9 +119,25 @@ class OpDef:
     def returnn(self, ctx: ReturnnCtx, op: Op) -> dict:
         raise NotImplementedError
 
+    def returnn_helpers(self, op: Op) -> dict[str, str]:
+        """Functions the op's RETURNN layers call (`eval`), defined in the config: name -> source."""
+        return {}
+
     def returnn_outs(self, layer: str, op: Op) -> list[str]:
         """Layer references for each result (multi-result ops override)."""
         return [layer]
+
+    def returnn_extra(
+        self, ctx: ReturnnCtx, layer: str, own: dict, op: Op, fresh: Callable[[str], str]
+    ) -> dict[int, tuple[str, dict]]:
+        """Further layers next to the op's own (`layer`, its dict `own`, which may get options that
+        name them) that give results, by result index: (name, layer), each name from `fresh(hint)`."""
+        return {}
+
+    def torch_made_dims(self, ctx: TorchCtx, op: Op) -> dict[str, tuple[str, str]]:
+        """For each dim in `makes_dims`: code for its int64 [batch] lengths and for its size
+        (the emitter defines both before the op's code, which may then use `ctx.mask`)."""
+        return {}
 
     def torch(self, ctx: TorchCtx, op: Op) -> str:
         raise NotImplementedError

@@ -1,15 +1,22 @@
-"""Recurrent cells run over a whole sequence: `Lstm(out_dim)(x)`.
+"""LSTMs: `Lstm(out_dim, direction=1)(x)` over a whole sequence, and `LstmCell(out_dim)(x_t, (h, c))`,
+one step inside a loop.
 
-RETURNN: a `rec` layer with `unit: nativelstm2` over x's one dynamic dim. Parameter roles
-are RETURNN's TF variable names for that layer: `W` [in, 4*out] (input projection), `b`
+`Lstm` is RETURNN's `rec` layer with `unit: nativelstm2` over x's one dynamic dim. Parameter
+roles are RETURNN's TF variable names for that layer: `W` [in, 4*out] (input projection), `b`
 [4*out] and `W_re` [out, 4*out] (recurrent). The 4*out axis holds RETURNN's gate order
 (cell input, input gate, forget gate, output gate); torch's `lstm` wants (input, forget,
-cell input, output), so the torch code permutes the gate blocks.
+cell input, output), so the torch code permutes the gate blocks. `direction=-1` runs each
+sequence from its own last valid frame to its first (the native unit skips padded frames,
+so a backward pass over the padded batch starts every sequence at its own end).
+
+`LstmCell` is RETURNN's `rnn_cell` layer with `unit: "LSTMBlock"`, which on TensorFlow 2 is
+TF's `LSTMCell` (RETURNN's `StandardLSTM`): see `LstmCell` below.
 """
 
 from __future__ import annotations
 
 from netc.ir.dims import DimError
+from netc.naming import Code
 from netc.ops.align import align_code, align_tensor
 from netc.ops.base import OpDef, OutType, register
 from netc.ops.rules import check_out_dim
@@ -20,7 +27,8 @@ _TORCH_GATES = [1, 2, 0, 3]
 
 @register
 class Lstm(OpDef):
-    """`Lstm(out_dim)(x)`: an LSTM over x's dynamic dim, state starting at zero per sequence.
+    """`Lstm(out_dim, direction=1)(x)`: an LSTM over x's dynamic dim, state starting at zero per
+    sequence; `direction=-1` from each sequence's last valid frame back to its first.
 
     h_t = o * tanh(c_t), c_t = f * c_{t-1} + i * g, with [g, i, f, o] = x_t @ W + b + h_{t-1} @ W_re
     (g through tanh, the gates through sigmoid). Padded frames never affect valid ones.
@@ -31,7 +39,7 @@ class Lstm(OpDef):
     module = True
     param_init = {"W": "glorot", "W_re": "glorot", "b": "zeros"}
 
-    def ctor(self, out_dim):
+    def ctor(self, out_dim, direction=1):
         pass
 
     def _dims(self, dt, x) -> tuple[str, str]:
@@ -49,6 +57,8 @@ class Lstm(OpDef):
     def infer(self, dt, args, attrs):
         x = args[0]
         _, feat = self._dims(dt, x)
+        if attrs.get("direction", 1) not in (1, -1) or isinstance(attrs.get("direction"), bool):
+            raise DimError(f"`Lstm` direction is 1 (forward) or -1 (backward), got {attrs['direction']!r}")
         out = attrs["out_dim"]
         check_out_dim(dt, "Lstm", out, tuple(d for d in x.dims if d != feat))
         return [OutType(dt.canonical([d for d in x.dims if d != feat] + [out]))]
@@ -61,13 +71,16 @@ class Lstm(OpDef):
 
     def returnn(self, ctx, op):
         (time,) = [d for d in ctx.in_dims(0) if ctx.is_dynamic(d)]
-        return {
+        layer = {
             "class": "rec",
             "unit": "nativelstm2",
             "from": ctx.src(0),
             "axis": ctx.dim(time),
             "out_dim": ctx.dim(op.attrs["out_dim"]),
         }
+        if op.attrs.get("direction", 1) == -1:
+            layer["direction"] = -1
+        return layer
 
     def torch(self, ctx, op):
         (time,) = [d for d in ctx.in_dims(0) if ctx.is_dynamic(d)]
@@ -82,6 +95,9 @@ class Lstm(OpDef):
             return f"{ctx.param(role)}.view({rows}, 4, {n})[:, {gates}].flatten(1).t()"
 
         b = ctx.param("b")
+        backward = op.attrs.get("direction", 1) == -1
+        if backward:  # each sequence reversed within its length, run forward, reversed back
+            x = _reverse_in_length(x, ctx.size(feat), ctx.seq_lens(time), ctx.size(time), ctx.device)
         # a forward LSTM is causal: valid frames (a prefix) never see the padded ones
         h0 = f"{x}.new_zeros(1, {ctx.size('batch')}, {n})"
         # torch.lstm(input, (h0, c0), [w_ih, w_hh, b_ih, b_hh], has_biases, num_layers, dropout,
@@ -91,6 +107,8 @@ class Lstm(OpDef):
             f"[{w('W', ctx.size(feat))}, {w('W_re', n)}, {b}.view(4, {n})[{gates}].flatten(), torch.zeros_like({b})], "
             f"True, 1, 0.0, False, False, True)[0]"
         )
+        if backward:
+            expr = _reverse_in_length(expr, n, ctx.seq_lens(time), ctx.size(time), ctx.device)
         return align_code(expr, (*src[:2], out), op.outs[0].dims)
 
     def eager(self, ctx, args, attrs, outs):
@@ -106,11 +124,156 @@ class Lstm(OpDef):
         h = xs.new_zeros(xs.shape[0], n)
         c = xs.new_zeros(xs.shape[0], n)
         ys = []
-        for t in range(xs.shape[1]):  # RETURNN's gate order: cell input, input, forget, output
+        steps = range(xs.shape[1])  # one sequence: its valid frames only
+        for t in reversed(steps) if attrs.get("direction", 1) == -1 else steps:  # RETURNN's gate order: g, i, f, o
             z = xs[:, t] @ W + b + h @ W_re
             g, i, f, o = torch.tanh(z[:, :n]), *torch.sigmoid(z[:, n:]).split(n, dim=1)
             c = f * c + i * g
             h = o * torch.tanh(c)
             ys.append(h)
+        if attrs.get("direction", 1) == -1:
+            ys.reverse()  # aligned with the input frames
         y = torch.stack(ys, dim=1) if ys else xs.new_zeros(xs.shape[0], 0, n)
         return align_tensor(y, ("batch", time, out), outs[0].dims)
+
+
+def _reverse_in_length(x: str, feat: str, lens: str, size: str, device: str) -> str:
+    """Code for x [batch, time, feat] with each sequence's valid frames reversed (padding stays)."""
+    t = f"torch.arange({size}, device={device})[None, :]"
+    idx = f"torch.where({t} < {lens}[:, None], {lens}[:, None] - 1 - {t}, {t})"
+    return f"{x}.gather(1, ({idx})[:, :, None].expand(-1, -1, {feat}))"
+
+
+FORGET_BIAS = 1.0  # TF's LSTMCell default, added to the forget gate's pre-activation (not a parameter)
+# torch's gate block k is TF LSTMCell's block _TORCH_FROM_TF[k]: (i, f, g, o) from (i, g, f, o)
+_TORCH_FROM_TF = [0, 2, 1, 3]
+
+
+STATE_C_HELPER = "lstm_cell_state_c"
+STATE_C_HELPER_SOURCE = f'''def {STATE_C_HELPER}(source, **_kwargs):
+    """The cell state c of the `rnn_cell` layer source(0) after this step. Source 1, this layer's
+    own previous value, is not used: reading it keeps this layer in the loop, and the cell,
+    collocated with it, too, where c exists for every step (RETURNN would move a cell whose
+    input needs no loop state out of the loop, and there only the last state is known). When
+    nothing reads c, the cell may move out."""
+    source(1, as_layer=True)  # every source of an `eval` must be read
+    return source(0, as_layer=True).get_last_hidden_state("c")
+'''
+
+
+@register
+class LstmCell(OpDef):
+    """`h, c = LstmCell(out_dim)(x, (h, c))`: one LSTM step, as RETURNN's `rnn_cell` with
+    `unit: "LSTMBlock"`. On TensorFlow 2, RETURNN maps LSTMBlock to TF's `LSTMCell` (its
+    `StandardLSTM`), whose numbers these are:
+
+        z = concat(x, h) @ kernel + bias            kernel [in+out, 4*out], bias [4*out]
+        i, g, f, o = split(z, 4)                    gate blocks in this order
+        c' = sigmoid(f + 1.0) * c + sigmoid(i) * tanh(g)   (forget bias 1.0, not a parameter)
+        h' = sigmoid(o) * tanh(c')
+
+    Parameter roles are its TF variable names `lstm_cell/kernel` and `lstm_cell/bias` (rows of the
+    kernel: x's features, then h's). x is [batch, feature], h and c [batch, out_dim].
+
+    RETURNN's `rnn_cell` keeps its state itself (the previous step's), so the RETURNN target
+    needs the state passed in to be the (h, c) this cell returned at the previous step, as in
+    `h, c = cell(x_t, (h, c))`; their values before the loop become its `initial_state` unless
+    they are zeros, the cell's default (RETURNN does not repeat an `initial_state` layer for the
+    hypotheses of a beam search).
+    """
+
+    name = "lstm_cell"
+    fn_name = "LstmCell"
+    module = True
+    param_init = {"lstm_cell/kernel": "glorot", "lstm_cell/bias": "zeros"}  # RETURNN: xavier, TF: zeros
+
+    def ctor(self, out_dim):
+        pass
+
+    def returnn_helpers(self, op):
+        return {STATE_C_HELPER: STATE_C_HELPER_SOURCE}
+
+    def module_args(self, args, kwargs):
+        if len(args) != 2 or kwargs or not isinstance(args[1], (tuple, list)) or len(args[1]) != 2:
+            raise TypeError("`LstmCell(out_dim)` is called as `cell(x, (h, c))`")
+        return [args[0], *args[1]]
+
+    def infer(self, dt, args, attrs):
+        x, h, c = args
+        for v, what in ((x, "input"), (h, "state h"), (c, "state c")):
+            if v.dtype != "float32":
+                raise DimError(f"`LstmCell` needs a float {what}, got {v.dtype}")
+        out = attrs["out_dim"]
+        check_out_dim(dt, "LstmCell", out, ("batch",))
+        if "batch" not in x.dims or len(x.dims) != 2 or dt[x.dims[-1]].kind != "static":
+            raise DimError(f"`LstmCell` runs one step on [batch, feature], got [{', '.join(x.dims)}]")
+        for v, what in ((h, "h"), (c, "c")):
+            if v.dims != ("batch", out):
+                raise DimError(f"`LstmCell` state {what} must be [batch, {out}], got [{', '.join(v.dims)}]")
+        return [OutType(("batch", out)), OutType(("batch", out))]
+
+    def params(self, dt, args, attrs):
+        feat, out = args[0].dims[-1], attrs["out_dim"]
+        gates = dt.scaled(out, 4).name
+        return {"lstm_cell/kernel": (dt.concat([feat, out]).name, gates), "lstm_cell/bias": (gates,)}
+
+    def returnn(self, ctx, op):
+        from netc.errors import CompileError
+
+        h, c = ctx.carry(1), ctx.carry(2)
+        if h is None or c is None or (h.next, c.next) != (op.outs[0].id, op.outs[1].id):
+            raise CompileError(
+                op.span,
+                "RETURNN target: `LstmCell`'s state must be the (h, c) this cell returned at the previous "
+                "step of its loop, as in `h, c = cell(x_t, (h, c))` (RETURNN's `rnn_cell` keeps its own state)",
+            )
+        out = ctx.dim(op.attrs["out_dim"])
+        layer = {"class": "rnn_cell", "unit": "LSTMBlock", "from": ctx.src(0), "n_out": Code(f"{out}.dimension")}
+        # zeros are the cell's default; a layer as initial state is not tiled for a beam search
+        if not (h.init_zero and c.init_zero):
+            layer["initial_state"] = {"c": c.init, "h": h.init}
+        return layer
+
+    def returnn_extra(self, ctx, layer, own, op, fresh):
+        out = ctx.dim(op.attrs["out_dim"])
+        h, c = fresh(f"{layer}_h"), fresh(f"{layer}_c")
+        own["collocate_with"] = [c]  # see STATE_C_HELPER_SOURCE
+        return {
+            # `rnn_cell` makes its own feature dim (`<layer>:rnn_cell_feat`): h gets out_dim's
+            0: (h, {"class": "reinterpret_data", "from": layer, "set_dim_tags": {"F": out}}),
+            # c through a helper that also reads its own `prev:` value: see STATE_C_HELPER_SOURCE
+            1: (
+                c,
+                {
+                    "class": "eval",
+                    "from": [layer, f"prev:{c}"],
+                    "eval": Code(STATE_C_HELPER),
+                    "out_type": {"dim_tags": [Code("batch_dim"), out]},
+                },
+            ),
+        }
+
+    def torch(self, ctx, op):
+        n = ctx.size(op.attrs["out_dim"])
+        n_in = ctx.size(ctx.in_dims(0)[-1])
+        kernel, bias = ctx.param("lstm_cell/kernel"), ctx.param("lstm_cell/bias")
+        gates = repr(_TORCH_FROM_TF)
+
+        def w(rows: str) -> str:  # kernel rows [rows, 4*out] in TF's gate order -> torch's [4*out, rows]
+            return f"{kernel}[{rows}].view(-1, 4, {n})[:, {gates}].flatten(1).t()"
+
+        b_ih = f"{bias}.view(4, {n})[{gates}].flatten()"
+        b_hh = f"{bias}.new_tensor([0.0, {FORGET_BIAS!r}, 0.0, 0.0]).repeat_interleave({n})"  # the forget bias
+        return (
+            f"torch.lstm_cell({ctx.arg(0)}, ({ctx.arg(1)}, {ctx.arg(2)}), "
+            f"{w(f':{n_in}')}, {w(f'{n_in}:')}, {b_ih}, {b_hh})"
+        )
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        x, h, c = (a.data for a in args)
+        z = torch.cat([x, h], dim=-1) @ ctx.param("lstm_cell/kernel") + ctx.param("lstm_cell/bias")
+        i, g, f, o = z.chunk(4, dim=-1)
+        c = torch.sigmoid(f + FORGET_BIAS) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c

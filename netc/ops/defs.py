@@ -209,47 +209,64 @@ class Neg(OpDef):
 
 
 class _Fill(OpDef):
+    """A constant tensor over `dims` (batch, static and dynamic dims; a dynamic dim's lengths come
+    from where it was made: an input, a loop or an op such as `max_pool`)."""
+
     tensors = ()
     fill: float = 0.0
 
     def api(self, *dims):
         pass
 
-    def _value(self, attrs) -> float:
-        return float(attrs.get("value", self.fill))
+    def bind(self, args, kwargs):
+        if kwargs:
+            raise TypeError(f"{self.fn_name}() takes only dims")
+        return [], {"dims": list(args)}
 
     def infer(self, dt, args, attrs):
         dims = attrs["dims"]
         for d in dims:
             if not isinstance(d, str) or d not in dt.dims:
                 raise DimError(f"`{self.fn_name}` takes dims")
-            if dt[d].kind == "dynamic":
-                raise DimError(f"`{self.fn_name}` cannot create a tensor over dynamic dim `{d}`")
+        if len(set(dims)) != len(dims):
+            raise DimError(f"`{self.fn_name}`: a dim appears twice in ({', '.join(dims)})")
+        dt.check_lengths(dims, self.fn_name)
         return [OutType(dt.canonical(dims))]
 
+    def _value(self, attrs):
+        return attrs.get("value", self.fill)
+
     def returnn(self, ctx, op):
-        shape = [ctx.dim(d) for d in op.outs[0].dims]
-        return {"class": "constant", "value": self._value(op.attrs), "shape": shape}
+        out = op.outs[0]
+        layer = {"class": "constant", "value": self._value(op.attrs), "shape": [ctx.dim(d) for d in out.dims]}
+        if out.dtype != "float32":
+            layer["dtype"] = out.dtype
+        if out.sparse_dim:
+            layer["sparse_dim"] = ctx.dim(out.sparse_dim)
+        # dims made by an op or a loop get their lengths when that layer is built: build it first
+        deps = [ctx.dim_source(d) for d in out.dims if ctx.is_dynamic(d)]
+        if any(deps):
+            layer["shape_deps"] = list(dict.fromkeys(x for x in deps if x))
+        return layer
 
     def torch(self, ctx, op):
-        shape = ", ".join(ctx.size(d) for d in op.outs[0].dims)
-        comma = "," if len(op.outs[0].dims) == 1 else ""
-        return f"torch.full(({shape}{comma}), {self._value(op.attrs)!r}, dtype={ctx.float_dtype}, device={ctx.device})"
+        out = op.outs[0]
+        shape = ", ".join(ctx.size(d) for d in out.dims)
+        comma = "," if len(out.dims) == 1 else ""
+        dtype = {"int32": "torch.long", "bool": "torch.bool"}.get(out.dtype, ctx.float_dtype)
+        return f"torch.full(({shape}{comma}), {self._value(op.attrs)!r}, dtype={dtype}, device={ctx.device})"
 
     def eager(self, ctx, args, attrs, outs):
         import torch
 
-        return torch.full(tuple(ctx.size(d) for d in outs[0].dims), self._value(attrs))
+        dtype = {"int32": torch.long, "bool": torch.bool}.get(outs[0].dtype, torch.float32)
+        return torch.full(tuple(ctx.size(d) for d in outs[0].dims), self._value(attrs), dtype=dtype)
 
 
 @register
 class Zeros(_Fill):
     name = fn_name = "zeros"
-
-    def bind(self, args, kwargs):
-        if kwargs:
-            raise TypeError("zeros() takes only dims")
-        return [], {"dims": list(args)}
+    fill = 0.0
 
 
 @register
@@ -257,20 +274,52 @@ class Ones(_Fill):
     name = fn_name = "ones"
     fill = 1.0
 
-    def bind(self, args, kwargs):
-        if kwargs:
-            raise TypeError("ones() takes only dims")
-        return [], {"dims": list(args)}
-
 
 @register
 class Full(_Fill):
+    """`full(*dims, value=v, dtype="float32", class_dim=None)`: `value` everywhere. With
+    `class_dim=vocab` the result is int32 labels over that class dim (e.g. a BOS label:
+    `full(batch, value=0, class_dim=vocab)`), usable wherever `Labels` are."""
+
     name = fn_name = "full"
 
+    def api(self, *dims, value, dtype=None, class_dim=None):
+        pass
+
     def bind(self, args, kwargs):
-        if set(kwargs) != {"value"} or not isinstance(kwargs["value"], (int, float)):
-            raise TypeError("full() takes dims and value=<number>")
-        return [], {"dims": list(args), "value": float(kwargs["value"])}
+        import inspect
+
+        bound = inspect.signature(self.api).bind(*args, **kwargs).arguments  # TypeError on misuse
+        attrs = {"dims": list(bound.get("dims", ())), "value": bound["value"]}
+        attrs.update({k: bound[k] for k in ("dtype", "class_dim") if bound.get(k) is not None})
+        return [], attrs
+
+    @staticmethod
+    def _dtype(attrs) -> str:
+        return attrs.get("dtype") or ("int32" if attrs.get("class_dim") is not None else "float32")
+
+    def infer(self, dt, args, attrs):
+        outs = super().infer(dt, args, attrs)
+        value, class_dim, dtype = attrs["value"], attrs.get("class_dim"), self._dtype(attrs)
+        if dtype not in ("float32", "int32", "bool"):
+            raise DimError(f"`full` dtype must be one of 'float32', 'int32', 'bool', got {dtype!r}")
+        if isinstance(value, bool) != (dtype == "bool") or not isinstance(value, (int, float)):
+            raise DimError(f"`full` of dtype {dtype} cannot hold the value {value!r}")
+        if dtype == "int32" and not isinstance(value, int):
+            raise DimError(f"`full` of dtype int32 needs an integer value, got {value!r}")
+        if class_dim is not None:
+            if dtype != "int32":
+                raise DimError(f"`full` with a class dim makes int32 labels, not {dtype}")
+            if not isinstance(class_dim, str) or class_dim not in dt.dims or dt[class_dim].kind != "static":
+                raise DimError("`full` needs `class_dim` to be a static dim")
+            if not 0 <= value < dt[class_dim].size:
+                raise DimError(f"label {value} is not a class of `{class_dim}` (0..{dt[class_dim].size - 1})")
+            if class_dim in outs[0].dims:
+                raise DimError(f"the class dim `{class_dim}` cannot also be a dim of the labels")
+        return [OutType(outs[0].dims, dtype, sparse_dim=class_dim)]
+
+    def _value(self, attrs):
+        return float(attrs["value"]) if self._dtype(attrs) == "float32" else attrs["value"]
 
 
 # --- modules ---------------------------------------------------------------------------

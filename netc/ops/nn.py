@@ -1,5 +1,5 @@
-"""Neural-network ops: embeddings, layer norm, labels (argmax, cross entropy), selection,
-casts, gradient stopping and dropout.
+"""Neural-network ops: embeddings, layer norm, labels (argmax), selection, casts, gradient
+stopping and dropout (losses: `netc.ops.losses`).
 
 Each op is one class with its dim rule, its RETURNN layer, its PyTorch code and its eager
 implementation, as in `netc.ops.defs`. Parameter roles are RETURNN's own variable names
@@ -171,59 +171,6 @@ class Argmax(OpDef):
 
     def eager(self, ctx, args, attrs, outs):
         return args[0].data.argmax(dim=args[0].dims.index(attrs["axis"]))
-
-
-@register
-class CrossEntropy(OpDef):
-    """`cross_entropy(logits, labels, axis=vocab)`: -log_softmax(logits over axis)[label], per frame.
-
-    RETURNN `sparse_softmax_cross_entropy_with_logits`.
-    """
-
-    name = fn_name = "cross_entropy"
-    tensors = ("logits", "labels")
-
-    def api(self, logits, labels, axis):
-        pass
-
-    def infer(self, dt, args, attrs):
-        logits, labels = args
-        _float("cross_entropy", logits)
-        axis = _one_dim(dt, logits, attrs["axis"], "cross_entropy")
-        if dt[axis].kind != "static":
-            raise DimError(f"`cross_entropy` needs a static class dim, `{axis}` is dynamic")
-        vocab = _labels("cross_entropy", labels, dt)
-        if vocab is not None and vocab != axis:
-            raise DimError(f"the labels' class dim is `{vocab}`, but `axis` is `{axis}`")
-        rest = tuple(d for d in logits.dims if d != axis)
-        if set(rest) != set(labels.dims):
-            raise DimError(
-                f"labels [{', '.join(labels.dims)}] must have the logits' dims without `{axis}`: [{', '.join(rest)}]"
-            )
-        return [OutType(rest)]
-
-    def returnn(self, ctx, op):
-        return {
-            "class": "sparse_softmax_cross_entropy_with_logits",
-            "logits": ctx.src(0),
-            "targets": ctx.src(1),
-            "axis": ctx.dim(op.attrs["axis"]),
-        }
-
-    # labels' dims are the logits' dims without `axis`, both in canonical order
-    def torch(self, ctx, op):
-        p = ctx.in_dims(0).index(op.attrs["axis"])
-        labels, dims = ctx.arg(1), ctx.in_dims(1)
-        for d in dims:  # padded frames may hold anything: index 0 there, never out of range
-            if ctx.is_dynamic(d):
-                labels = f"{labels}.masked_fill(~{ctx.mask(d, dims)}, 0)"
-        return f"-torch.log_softmax({ctx.arg(0)}, dim={p}).gather({p}, {labels}.unsqueeze({p})).squeeze({p})"
-
-    def eager(self, ctx, args, attrs, outs):
-        import torch
-
-        p = args[0].dims.index(attrs["axis"])
-        return -torch.log_softmax(args[0].data, dim=p).gather(p, args[1].data.long().unsqueeze(p)).squeeze(p)
 
 
 # --- selection and casts ---------------------------------------------------------------

@@ -38,12 +38,13 @@ DSL_SYMBOLS = {
     "end",
     "choice",
 }
-BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list"}
+BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "abs"}
 _BINOPS = {
     cst.Add: ("add", lambda a, b: a + b),
     cst.Subtract: ("sub", lambda a, b: a - b),
     cst.Multiply: ("mul", lambda a, b: a * b),
     cst.Divide: ("div", lambda a, b: a / b),
+    cst.Power: ("pow", lambda a, b: a**b),
 }
 
 
@@ -111,6 +112,8 @@ class Tracer:
         self, opdef: OpDef, args: list[V.TV], attrs: dict, node: cst.CSTNode, param: V.OpModule | None = None
     ) -> list[V.TV]:
         args = [self.use(a, node) for a in args]
+        if opdef.makes_dims(attrs) and self.block is not self.root:
+            raise self.error(node, f"`{opdef.fn_name}` makes a dim, which a loop body cannot: call it before the loop")
         try:
             outs = opdef.infer(self.dims, [a.value for a in args], attrs)
             roles = opdef.params(self.dims, [a.value for a in args], attrs) if param is not None else {}
@@ -253,6 +256,8 @@ class Tracer:
             else:
                 val = self.new_value(canon, "float32", name=name)
             inputs.append(Input(name=name, value=val, annotated_dims=tuple(dims), span=self.span(p)))
+            for d in self.dims.dynamic(tuple(dims)):
+                self.dims.lengths_known(d)
             env[name] = V.TV(val, self.root)
         if (
             fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT)
@@ -603,10 +608,12 @@ class Tracer:
         if isinstance(a, V.TV) or isinstance(b, V.TV):
             return self.tensor_binop(opname, a, b, node)
         if isinstance(a, V.DimRef) or isinstance(b, V.DimRef):
-            dim, n = (a, b) if isinstance(a, V.DimRef) else (b, a)
-            if opname != "mul" or not isinstance(n, int):
-                raise self.error(node, "dims can only be multiplied by an integer (n * dim)")
             try:
+                if isinstance(a, V.DimRef) and isinstance(b, V.DimRef) and opname == "add":
+                    return V.DimRef(self.dims.concat([a.name, b.name]).name)  # the dim `concat` makes
+                dim, n = (a, b) if isinstance(a, V.DimRef) else (b, a)
+                if opname != "mul" or not isinstance(n, int):
+                    raise self.error(node, "dims combine as `n * dim` (an integer) or `a + b` (two static dims)")
                 return V.DimRef(self.dims.scaled(dim.name, n).name)
             except DimError as e:
                 raise self.error(node, str(e)) from None
@@ -746,6 +753,11 @@ class Tracer:
             return None  # printing is for eager runs; compiled code has nothing to show
         if name == "len" and len(args) == 1 and isinstance(args[0], (tuple, list)):
             return len(args[0])
+        if name == "abs" and len(args) == 1 and not kwargs:
+            if isinstance(args[0], V.TV):  # `abs(x)` on a tensor is netc's `abs` (eagerly, `ETensor.__abs__`)
+                return self.call_netc("abs", args, {}, node)
+            if isinstance(args[0], (int, float)):
+                return abs(args[0])
         if name in ("float", "int") and len(args) == 1 and isinstance(args[0], (int, float)):
             return self.budget.number(float(args[0]) if name == "float" else int(args[0]), node)
         if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], (tuple, list)):
@@ -839,12 +851,15 @@ class Tracer:
         span = self.span(node)
         return V.OpModule(op=opdef.name, attrs=attrs, path=path, call_path=(*self.call_path, span.key()))
 
-    def call_op_module(self, mod: V.OpModule, args, kwargs, node) -> V.TV:
+    def call_op_module(self, mod: V.OpModule, args, kwargs, node) -> V.TV | tuple[V.TV, ...]:
         opdef = REGISTRY[mod.op]
-        if len(args) != 1 or kwargs:
-            raise self.error(node, f"`{opdef.fn_name}(...)` is called with one tensor")
-        x = self.as_tensor(args[0], node, opdef.fn_name or opdef.name)
-        return self.emit(opdef, [x], dict(mod.attrs), node, param=mod)[0]
+        try:
+            tensors = opdef.module_args(tuple(args), kwargs)
+        except TypeError as e:
+            raise self.error(node, str(e)) from None
+        xs = [self.as_tensor(x, node, opdef.fn_name or opdef.name) for x in tensors]
+        outs = self.emit(opdef, xs, dict(mod.attrs), node, param=mod)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def helper_scope(self, fname: str) -> list[str]:
         return [*self.scope, self.namer.scope_name(self.scope, fname)]
