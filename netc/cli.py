@@ -154,6 +154,12 @@ def explain(model: str, network: str | None, as_json: bool) -> None:
 @click.argument("model", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--returnn", "returnn_file", type=click.Path(dir_okay=False), help="Emitted RETURNN config to check.")
 @click.option("--torch", "torch_file", type=click.Path(dir_okay=False), help="Emitted torch module to check.")
+@click.option(
+    "--returnn-torch",
+    "returnn_torch_file",
+    type=click.Path(dir_okay=False),
+    help="Emitted RETURNN config for the PyTorch backend to check.",
+)
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option(
     "--construct",
@@ -166,6 +172,7 @@ def check(
     model: str | None,
     returnn_file: str | None,
     torch_file: str | None,
+    returnn_torch_file: str | None,
     network: str | None,
     construct: bool,
     fmt: str,
@@ -183,8 +190,10 @@ def check(
     from netc.project import ConfigError, ModelJob
 
     if model is None:
-        if returnn_file or torch_file or network:
-            raise click.UsageError("--returnn, --torch and --network go with a MODEL; without one, see pyproject.toml")
+        if returnn_file or torch_file or returnn_torch_file or network:
+            raise click.UsageError(
+                "--returnn, --torch, --returnn-torch and --network go with a MODEL; without one, see pyproject.toml"
+            )
         project = _load_project()
         models, cache_dir = project.models, None if no_cache else project.cache_dir
 
@@ -192,7 +201,8 @@ def check(
             return "netc compile --all"
     else:
         # one model given on the command line: every target is compiled, even without a file to compare
-        models = [ModelJob(model, network, {"returnn": returnn_file, "torch": torch_file})]
+        files = {"returnn": returnn_file, "torch": torch_file, "returnn-torch": returnn_torch_file}
+        models = [ModelJob(model, network, files)]
         cache_dir = None
 
         def regen(job, target, path):

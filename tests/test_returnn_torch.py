@@ -144,6 +144,24 @@ def test_torch_checkpoint_as_tf_checkpoint_reproduces_the_outputs(trained):
     assert tf_out.outputs["ce"] > 0  # a real loss, not two empty sums
 
 
+def test_tf_engine_continues_training_from_the_torch_checkpoint(trained, tmp_path):
+    """The converted checkpoint where the TF config's `model` prefix expects it: RETURNN's TF engine
+    finds it, loads it and trains on from epoch 6, its score continuing where PyTorch's left off."""
+    work, _ = trained
+    args = ("--target", "returnn", "--base-config", BASE_CONFIG, "-o", "train.config")
+    run_netc("compile", ATTENTION, *args, cwd=tmp_path, check=True)
+    src = work / "net-model" / f"network.{EPOCHS:03d}.pt"
+    run_netc("convert-checkpoint", ATTENTION, src, "-o", f"net-model/network.{EPOCHS:03d}", cwd=tmp_path, check=True)
+    stdout = returnn(tmp_path, "train.config", "++num_epochs", str(EPOCHS + 1))
+    assert f"loading weights from net-model/network.{EPOCHS:03d}" in stdout
+    scores = [float(s) for s in re.findall(rf"^epoch {EPOCHS + 1} score: (\S+) ", stdout, re.M)]
+    torch_last = train_losses(work / "net-model" / "learning_rates")[-1]
+    print(
+        f"RETURNN TF epoch {EPOCHS + 1} from the PyTorch checkpoint: score {scores}; PyTorch's last: {torch_last:.4f}"
+    )
+    assert len(scores) == 1 and scores[0] < torch_last < 0.7 * math.log(12)
+
+
 def test_tf_checkpoint_back_to_returnn_torch(trained, tmp_path):
     """TF → RETURNN's PyTorch format: the same arrays, epoch and step, and RETURNN loads the file."""
     work, _ = trained
