@@ -183,3 +183,21 @@ def test_a_project_declares_the_target_and_check_construct_runs_it(tmp_path):
     problem = broken["problems"][0]
     assert problem["file"] == "gen/broken.config" and "RETURNN (PyTorch) could not run the config" in problem["message"]
     assert "no data set here" in problem["detail"]
+
+
+def test_a_base_config_keeps_its_forward_callback(tmp_path):
+    """netc's definitions win over the base's, except `forward_callback`: NetcForwardCallback is
+    only the default."""
+    model = EXAMPLES / "elman.py"
+    for base_text, expected in [
+        ("#!rnn.py\nforward_callback = 'mine'\nget_model = None\n", "mine"),
+        ("#!rnn.py\nnum_epochs = 1\n", "NetcForwardCallback"),
+    ]:
+        base = tmp_path / "base.py"
+        base.write_text(base_text)
+        out = tmp_path / "cfg.py"
+        run_netc("compile", model, "--target", "returnn-torch", "--base-config", base, "-o", out, check=True)
+        config = runpy.run_path(str(out))
+        callback = config["forward_callback"]
+        assert (callback if isinstance(callback, str) else callback.__name__) == expected
+        assert callable(config["get_model"]) and config["backend"] == "torch"

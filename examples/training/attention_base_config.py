@@ -21,6 +21,7 @@ task = "train"
 device = "cpu"
 # RETURNN's PyTorch backend loads data in a worker process by default, which must pickle the dataset;
 # StaticDataset does not pickle (RETURNN 1.20261022), so the data is loaded in the training process
+# (the TensorFlow engine warns that this setting has no effect there)
 torch_dataloader_opts = {"num_workers": 0}
 
 

@@ -156,9 +156,10 @@ def _forward_step(g: Graph, dims: dict[str, str], reserved: frozenset[str]) -> s
     plan = search_plan(g)
     if plan is not None:
         doc = (
-            "A beam search (`choice`): the best hypothesis' "
+            "A beam search (`choice`), without the targets: the best hypothesis'\n"
+            + _INDENT
             + ", ".join(f"`{plain_text(o)}`" for o in plan.outputs)
-            + " and its `scores`, without the targets."
+            + " and its `scores`."
         )
         inputs = [i for i in g.inputs if i.name in plan.inputs]
         out = step.call("search", inputs, list(plan.input_dims))
