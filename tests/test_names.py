@@ -9,6 +9,7 @@ run, and all three backends must still agree.
 
 from __future__ import annotations
 
+import ast
 import os
 import runpy
 
@@ -241,6 +242,11 @@ def test_base_config_name_cannot_inject(in_tmp):
         runpy.run_path(str(out))  # `in_tmp` checks nothing was injected
 
 
+def _calls_open(text: str) -> bool:
+    """Whether the code calls `open` anywhere: the payload's injected call."""
+    return any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "open" for n in ast.walk(ast.parse(text)))
+
+
 def test_hostile_names_in_the_returnn_torch_config(in_tmp):
     """Every user string in the config's code and its entry points' marks (outputs, losses, dims
     with the payload; inputs and the network named like the config's and the module's own
@@ -261,6 +267,7 @@ def test_hostile_names_in_the_returnn_torch_config(in_tmp):
     path.write_text(src.replace("torch: Tensor", "model: Tensor").replace("in torch:", "in model:"), encoding="utf-8")
     g = compile_graph(str(path))
     text = TARGETS["returnn-torch"](g)
+    assert not _calls_open(text)
     assert "class Get_model(nn.Module)" in text or "class GetModel(nn.Module)" in text
     rng = np.random.default_rng(0)
     lens = random_lengths(g, batch=2, max_len=4, rng=rng)
@@ -274,6 +281,14 @@ def test_hostile_names_in_the_returnn_torch_config(in_tmp):
     )
     for name, value in want.outputs.items():
         np.testing.assert_allclose(got.outputs[name], value, atol=1e-6)
+    # a model with `choice`: its forward_step marks the searched outputs by their hostile names
+    beam = in_tmp / "beam.py"
+    beam_src = (ROOT / "examples" / "beam_search.py").read_text()
+    beam.write_text(beam_src.replace('"logits": logits', f"{repr('l' + PAYLOAD.replace(chr(0), ''))}: logits"))
+    proc = run_netc("compile", beam.name, "--target", "returnn-torch", "-o", "beam.config", cwd=in_tmp, check=True)
+    config = (in_tmp / "beam.config").read_text(encoding="utf-8")
+    assert not _calls_open(config)  # no payload anywhere, not even in a function runpy does not call
+    runpy.run_path(str(in_tmp / "beam.config"))  # `in_tmp` checks nothing was injected
     # an output named with a NUL character: a located error, not a failing forward_step
     path.write_text(path.read_text(encoding="utf-8").replace(repr("extern_data"), repr("a\x00b")), encoding="utf-8")
     proc = run_netc("compile", path.name, "--target", "returnn-torch", cwd=in_tmp)

@@ -155,12 +155,8 @@ def _forward_step(g: Graph, dims: dict[str, str], reserved: frozenset[str]) -> s
     step = _Step(g, dims, reserved)
     plan = search_plan(g)
     if plan is not None:
-        doc = (
-            "A beam search (`choice`), without the targets: the best hypothesis'\n"
-            + _INDENT
-            + ", ".join(f"`{plain_text(o)}`" for o in plan.outputs)
-            + " and its `scores`."
-        )
+        # no user text in a docstring: a quoted name could hold the quotes that end it
+        doc = "A beam search (`choice`), no targets: the best hypothesis' `search_outputs` and `scores`."
         inputs = [i for i in g.inputs if i.name in plan.inputs]
         out = step.call("search", inputs, list(plan.input_dims))
         step.made_dim(plan.loop.axis, f"{out}[{py_str(plan.lens)}]")
