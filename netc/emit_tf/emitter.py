@@ -162,16 +162,7 @@ class ReturnnEmitter:
             for vid, path in self.op_layers.items():
                 if path == (gone,):
                     self.op_layers[vid] = (into,) if into is not None else ()
-        extern = {}
-        for inp in g.inputs:
-            entry: dict = {"dim_tags": [self.dim_code(d) for d in inp.annotated_dims]}  # Labels: no class dim
-            if inp.value.sparse_dim:
-                entry["sparse_dim"] = self.dim_code(inp.value.sparse_dim)
-                entry["dtype"] = "int32"
-            # inputs feed the network (RETURNN would hold back a key named `classes` as a target);
-            # a `choice` target is the exception: a search does without it
-            entry["available_for_inference"] = plan is None or inp.name not in plan.targets
-            extern[inp.name] = entry
+        extern = extern_data(g, self.dim_vars)
         dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in g.dims if d.kind != "batch"]
         dims += [(var, py_str(name), None) for var, name in self.whole_dims]
         return _TEMPLATES.get_template("config.py.j2").render(
@@ -419,6 +410,25 @@ class ReturnnEmitter:
         outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
         outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
         return name
+
+
+def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False) -> dict:
+    """`extern_data`: an entry per input, keyed by its name, with its dims (as `dim_vars` names them)
+    in annotation order, or with `batch_major` in the input's canonical order (batch, dynamic,
+    static), which is how RETURNN's PyTorch data pipeline delivers data."""
+    plan = search_plan(g)
+    extern = {}
+    for inp in g.inputs:
+        dims = inp.value.dims if batch_major else inp.annotated_dims  # Labels: no class dim
+        entry: dict = {"dim_tags": [Code(dim_vars[d]) for d in dims]}
+        if inp.value.sparse_dim:
+            entry["sparse_dim"] = Code(dim_vars[inp.value.sparse_dim])
+            entry["dtype"] = "int32"
+        # inputs feed the network (RETURNN would hold back a key named `classes` as a target);
+        # a `choice` target is the exception: a search does without it
+        entry["available_for_inference"] = plan is None or inp.name not in plan.targets
+        extern[inp.name] = entry
+    return extern
 
 
 REVERSE_HELPER = "reverse_in_length"
