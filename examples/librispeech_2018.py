@@ -62,13 +62,17 @@ blank = Dim("blank", 1)  # CTC's blank, after the labels
 
 
 class BLstm(Module):
-    """`lstm<i>_fw` and `lstm<i>_bw` (RETURNN `nativelstm2`), concatenated as a layer's `from`."""
+    """`lstm<i>_fw` and `lstm<i>_bw` (RETURNN `nativelstm2`), each with its own dropout on its
+    input, concatenated as the next layer's `from`."""
 
-    def __init__(self):
+    def __init__(self, drop=0.0):
         self.fw = Lstm(lstm)
         self.bw = Lstm(lstm, direction=-1)
+        self.drop = drop
 
     def __call__(self, x):
+        if self.drop:
+            return concat(self.fw(dropout(x, self.drop)), self.bw(dropout(x, self.drop)))
         return concat(self.fw(x), self.bw(x))
 
 
@@ -77,13 +81,13 @@ def librispeech(x: Tensor[batch, time, feat], y: Labels[batch, dec_time, vocab])
     source = clip(x, -3.0, 3.0)
     lstm0 = BLstm()(source)
     lstm0_pool = max_pool(lstm0, axis=time, size=2, out_axis=pool0_time)
-    lstm1 = BLstm()(dropout(lstm0_pool, 0.3))
+    lstm1 = BLstm(0.3)(lstm0_pool)
     lstm1_pool = max_pool(lstm1, axis=pool0_time, size=2, out_axis=pool1_time)
-    lstm2 = BLstm()(dropout(lstm1_pool, 0.3))
+    lstm2 = BLstm(0.3)(lstm1_pool)
     lstm2_pool = max_pool(lstm2, axis=pool1_time, size=2, out_axis=enc_time)
-    lstm3 = BLstm()(dropout(lstm2_pool, 0.3))
-    lstm4 = BLstm()(dropout(lstm3, 0.3))
-    encoder = BLstm()(dropout(lstm4, 0.3))  # lstm5
+    lstm3 = BLstm(0.3)(lstm2_pool)
+    lstm4 = BLstm(0.3)(lstm3)
+    encoder = BLstm(0.3)(lstm4)  # lstm5
     enc_ctx = Linear(key)(encoder)
     inv_fertility = sigmoid(Linear(heads, with_bias=False)(encoder))
     enc_value = split_dims(encoder, axis=enc, dims=(heads, value))

@@ -66,7 +66,7 @@ def cache_key(job: ModelJob, source: str, base: str | None, fingerprint: str) ->
 
 def _compile(job: ModelJob, source: str, base: str | None) -> dict:
     """One model, as a plain dict (what crosses the process boundary and lands in the cache)."""
-    from netc.compiler import TARGETS, compile_graph
+    from netc.compiler import CONFIG_TARGETS, TARGETS, compile_graph
     from netc.emit_tf.merge import merge_base_config
     from netc.ir.json import graph_to_json
 
@@ -77,7 +77,9 @@ def _compile(job: ModelJob, source: str, base: str | None) -> dict:
         span = None if e.span is None else {k: getattr(e.span, k) for k in ("line", "col", "end_line", "end_col")}
         return {"error": {"span": span, "message": e.message}}
     if base is not None:
-        texts["returnn"] = merge_base_config(texts["returnn"], base, job.base_config)
+        for t in CONFIG_TARGETS:
+            if t in texts:
+                texts[t] = merge_base_config(texts[t], base, job.base_config)
     return {"texts": texts, "graph": graph_to_json(g)}
 
 

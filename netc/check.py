@@ -125,6 +125,7 @@ def construct_all(checks: list[ModelCheck], compiled: list[Compiled], cache: Cac
         "numpy",
         *(["tensorflow", "returnn"] if "returnn" in targets else []),
         *(["torch"] if "torch" in targets else []),
+        *(["torch", "returnn"] if "returnn-torch" in targets else []),
     ]
     missing = [m for m in needed if importlib.util.find_spec(m) is None]
     if missing:
@@ -148,9 +149,10 @@ def construct_all(checks: list[ModelCheck], compiled: list[Compiled], cache: Cac
                 construct(graph_from_json(c.graph_json), tc.target, text)
             except Exception as e:  # whatever RETURNN or torch raise: report it, go on with the others
                 tc.construct = "failed"
-                name = (
-                    "RETURNN could not construct the network" if tc.target == "returnn" else "the torch module failed"
-                )
+                name = {
+                    "returnn": "RETURNN could not construct the network",
+                    "returnn-torch": "RETURNN (PyTorch) could not run the config",
+                }.get(tc.target, "the torch module failed")
                 first = str(e).strip().splitlines()[0] if str(e).strip() else ""
                 mc.problems.append(
                     Problem("construct", tc.path or mc.source, f"{name}: {type(e).__name__}: {first}", detail=str(e))

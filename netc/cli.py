@@ -14,7 +14,7 @@ import click
 
 from netc.errors import CompileError
 
-_TARGETS = ("returnn", "torch")
+_TARGETS = ("returnn", "torch", "returnn-torch")
 
 
 def _fail(e: CompileError) -> None:
@@ -66,7 +66,7 @@ def main() -> None:
 @click.option(
     "--base-config",
     type=click.Path(exists=True, dir_okay=False),
-    help="RETURNN target: a config whose settings are merged into the emitted one.",
+    help="RETURNN targets: a config whose settings are merged into the emitted one.",
 )
 @click.option("--all", "all_models", is_flag=True, help="Every model declared in pyproject.toml's [tool.netc].")
 @_pass_options
@@ -91,7 +91,7 @@ def compile(
         return
     if model is None:
         raise click.UsageError("give a MODEL, or --all for every model declared in pyproject.toml")
-    from netc.compiler import TARGETS
+    from netc.compiler import CONFIG_TARGETS, TARGETS
 
     target = target or "returnn"
     g = _graph(model, network, hoist, whole_sequence)
@@ -100,8 +100,8 @@ def compile(
     except CompileError as e:
         _fail(e)
     if base_config:
-        if target != "returnn":
-            raise click.UsageError("--base-config applies to --target returnn")
+        if target not in CONFIG_TARGETS:
+            raise click.UsageError("--base-config applies to --target returnn and returnn-torch")
         from netc.emit_tf.merge import merge_base_config
         from netc.parser.source import read_text
 
@@ -172,6 +172,12 @@ def explain(model: str, network: str | None, as_json: bool) -> None:
 @click.argument("model", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--returnn", "returnn_file", type=click.Path(dir_okay=False), help="Emitted RETURNN config to check.")
 @click.option("--torch", "torch_file", type=click.Path(dir_okay=False), help="Emitted torch module to check.")
+@click.option(
+    "--returnn-torch",
+    "returnn_torch_file",
+    type=click.Path(dir_okay=False),
+    help="Emitted RETURNN config for the PyTorch backend to check.",
+)
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option(
     "--construct",
@@ -184,6 +190,7 @@ def check(
     model: str | None,
     returnn_file: str | None,
     torch_file: str | None,
+    returnn_torch_file: str | None,
     network: str | None,
     construct: bool,
     fmt: str,
@@ -201,8 +208,10 @@ def check(
     from netc.project import ConfigError, ModelJob
 
     if model is None:
-        if returnn_file or torch_file or network:
-            raise click.UsageError("--returnn, --torch and --network go with a MODEL; without one, see pyproject.toml")
+        if returnn_file or torch_file or returnn_torch_file or network:
+            raise click.UsageError(
+                "--returnn, --torch, --returnn-torch and --network go with a MODEL; without one, see pyproject.toml"
+            )
         project = _load_project()
         models, cache_dir = project.models, None if no_cache else project.cache_dir
 
@@ -210,7 +219,8 @@ def check(
             return "netc compile --all"
     else:
         # one model given on the command line: every target is compiled, even without a file to compare
-        models = [ModelJob(model, network, {"returnn": returnn_file, "torch": torch_file})]
+        files = {"returnn": returnn_file, "torch": torch_file, "returnn-torch": returnn_torch_file}
+        models = [ModelJob(model, network, files)]
         cache_dir = None
 
         def regen(job, target, path):
@@ -329,6 +339,30 @@ def run(
         _fail(e)
     except (KeyError, ValueError) as e:
         click.echo(f"error: {e.args[0] if e.args else e}", err=True)
+        sys.exit(1)
+
+
+@main.command("convert-checkpoint")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.argument("checkpoint")
+@click.option("-o", "--output", required=True, help="The converted checkpoint: a TF prefix, or a .pt file.")
+@click.option("--network", help="The @network function, when the file has several.")
+def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | None) -> None:
+    """Convert a checkpoint of MODEL between RETURNN's engines.
+
+    CHECKPOINT a PyTorch checkpoint (`.pt`: RETURNN's PyTorch backend, or a module's state_dict):
+    OUTPUT is a TensorFlow checkpoint prefix (e.g. net-model/network.005). CHECKPOINT a TensorFlow
+    checkpoint prefix: OUTPUT is a .pt file in RETURNN's PyTorch format.
+    """
+    _quiet_tf()
+    from netc_runtime.checkpoint import CheckpointError
+    from netc_runtime.checkpoint import convert_checkpoint as convert
+
+    g = _graph(model, network)
+    try:
+        click.echo(convert(g, checkpoint, output))
+    except CheckpointError as e:
+        click.echo(f"error: {e}", err=True)
         sys.exit(1)
 
 

@@ -25,7 +25,18 @@ def _emit_torch(g: Graph) -> str:
     return emit_torch(g)
 
 
-TARGETS: dict[str, Callable[[Graph], str]] = {"returnn": _emit_returnn, "torch": _emit_torch}
+def _emit_returnn_torch(g: Graph) -> str:
+    from netc.emit_returnn_torch.emitter import emit_returnn_torch
+
+    return emit_returnn_torch(g)
+
+
+TARGETS: dict[str, Callable[[Graph], str]] = {
+    "returnn": _emit_returnn,
+    "torch": _emit_torch,
+    "returnn-torch": _emit_returnn_torch,
+}
+CONFIG_TARGETS = ("returnn", "returnn-torch")  # RETURNN configs: a base config merges into them
 
 
 def compile_graph(

@@ -9,7 +9,7 @@ torch = "generated/elman_torch.py"
 [[tool.netc.models]]
 source = "models/lm_*.py"                  # a glob: one model per file
 torch = "generated/{stem}_torch.py"        # {stem}: the source's file name without .py
-base-config = "training/base.py"           # merged into each RETURNN config (needs `returnn`)
+base-config = "training/base.py"           # merged into each RETURNN config (needs `returnn` or `returnn-torch`)
 ```
 
 Paths are relative to the pyproject.toml. Mistakes in the table are `ConfigError`s (exit 2).
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from netc.compiler import TARGETS
+from netc.compiler import CONFIG_TARGETS, TARGETS
 
 PYPROJECT = "pyproject.toml"
 
@@ -48,6 +48,7 @@ class _ModelTable(BaseModel):
     network: str | None = None
     returnn: str | None = None
     torch: str | None = None
+    returnn_torch: str | None = Field(None, alias="returnn-torch")
     base_config: str | None = Field(None, alias="base-config")
 
 
@@ -116,11 +117,15 @@ def load_project(pyproject: Path, cwd: Path | None = None) -> Project:
     owner: dict[str, str] = {}  # output path -> the source that writes it
     for k, m in enumerate(table.models):
         where = f"tool.netc.models[{k}]"
-        outputs = {t: getattr(m, t) for t in TARGETS if getattr(m, t) is not None}
+        declared = {t: getattr(m, t.replace("-", "_")) for t in TARGETS}  # `returnn-torch` is `returnn_torch`
+        outputs = {t: path for t, path in declared.items() if path is not None}
         if not outputs:
             raise ConfigError(shown, f"{where}: give an output path for at least one target ({', '.join(TARGETS)})")
-        if m.base_config and "returnn" not in outputs:
-            raise ConfigError(shown, f"{where}: `base-config` applies to the `returnn` target, which has no path")
+        if m.base_config and not set(outputs) & set(CONFIG_TARGETS):
+            raise ConfigError(
+                shown,
+                f"{where}: `base-config` applies to the RETURNN targets (`returnn`, `returnn-torch`), which have no path",
+            )
         sources = sorted(glob.glob(m.source, root_dir=root)) if glob.has_magic(m.source) else [m.source]
         if not sources:
             raise ConfigError(shown, f"{where}: `source = {m.source!r}` matches no file")

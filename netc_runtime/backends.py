@@ -128,9 +128,11 @@ def run_returnn(
     save_checkpoint: str | None = None,
     train_flag: bool = False,
     search: bool = False,
+    load_checkpoint: str | None = None,
 ) -> Result:
     """Real RETURNN on TensorFlow (graph mode): load the config with RETURNN's own loader,
-    build the `TFNetwork`, load parameters by variable name, feed the padded batch.
+    build the `TFNetwork`, load parameters by variable name (and first, with `load_checkpoint`,
+    a TF checkpoint with RETURNN's own loader), feed the padded batch.
     `train_flag=True` builds the network as for training (dropout active); `search=True`
     decodes with the beam (RETURNN's search mode) and returns what `search_dims` lists."""
     import tensorflow as tf
@@ -191,6 +193,8 @@ def run_returnn(
             feed[dim_obj(d).dyn_size_ext.placeholder] = np.asarray(v, dtype=np.int32)
         with tf.compat.v1.Session(graph=graph) as session:
             net.initialize_params(session)
+            if load_checkpoint:
+                net.load_params_from_file(load_checkpoint, session=session)
             variables = {v.name[:-2]: v for v in net.get_params_list()}
             for name, value in params.items():
                 if name not in variables:

@@ -34,7 +34,7 @@ def test_returnn_config_shape(tmp_path, netc):
     assert "dim_feat = Dim(40, name='feat', kind=Dim.Types.Feature)" in text
     assert "dim_time = Dim(None, name='time')" in text
     # the state's layer is the unit's `output` (RETURNN would move a copy of it out of the loop)
-    assert "'prev:output'" in text and "'initial_output': 'base:h'" in text
+    assert "'prev:output'" in text and "initial_output" not in text  # zeros: RETURNN's own initial state
     assert "'class': 'rec_last_output'" in text and "'need_last': True" in text
     assert "'x_lin': {'class': 'linear'" in text  # layers are named after the user's variables
 

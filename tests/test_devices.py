@@ -30,7 +30,7 @@ def _setup(path):
     rng = np.random.default_rng(0)
     lens = random_lengths(g, 3, 6, rng)
     inputs = random_inputs(g, lens, rng)
-    torch.manual_seed(0)  # the module's initial weights: not whatever tests ran before left the generator at
+    torch.manual_seed(0)  # the module's initial parameters: each run compares the same numbers
     model = load_torch_module(g).Model().eval()
     return g, lens, inputs, model
 
@@ -79,8 +79,22 @@ def test_bfloat16(path):
     for name, r in ref.items():
         assert out[name].dtype == (torch.bfloat16 if r.is_floating_point() else r.dtype), name
         assert out[name].shape == r.shape
+    if path.name == "data_dependent_if.py":
+        ref = _branch_taken(ref, out)
     if path.name != "ops_cast.py":  # float -> int of bfloat16 values may truncate to another integer
         _compare(g, lens, ref, out, 0.1)
+
+
+def _branch_taken(ref: dict, out: dict) -> dict:
+    """`y = 2h if sum(h) > 1 else -h`: where the float32 sum is within bfloat16 rounding of the
+    threshold, the bfloat16 run may take the other branch (it can: a branch is a step function);
+    the reference then follows the branch it took. Elsewhere the branch must be the same."""
+    s = ref["last"].double().sum(-1)
+    near = (s - 1.0).abs() <= 0.05 * (1 + s.abs())
+    last, y = out["last"].double(), out["y"].double()
+    took_first = (y - 2 * last).abs().amax(-1) < (y + last).abs().amax(-1)
+    want = torch.where(took_first[:, None], 2 * ref["last"], -ref["last"])
+    return {**ref, "y": torch.where(near[:, None], want, ref["y"])}
 
 
 @pytest.mark.parametrize("path", [p for p in MODELS if p.name not in HAS_END], ids=lambda p: p.name)

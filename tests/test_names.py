@@ -9,6 +9,7 @@ run, and all three backends must still agree.
 
 from __future__ import annotations
 
+import ast
 import os
 import runpy
 
@@ -17,13 +18,14 @@ import pytest
 import torch
 from conftest import ROOT, run_netc
 
-from netc.compiler import compile_graph
+from netc.compiler import TARGETS, compile_graph
 from netc.emit_torch.emitter import GENERATED_MEMBERS, NN_MODULE_MEMBERS, emit_torch
 from netc.errors import CompileError
 from netc.ir.interface import interface
 from netc.naming import identifier, py_str
-from netc_runtime.backends import load_torch_module
-from netc_runtime.verify import TOLERANCE, verify
+from netc_runtime.backends import load_torch_module, run_torch
+from netc_runtime.returnn_torch import run_returnn_torch
+from netc_runtime.verify import TOLERANCE, random_inputs, random_lengths, random_params, verify
 
 MARKER = "PWNED_BY_NAME"
 # closes every kind of string and comment, then runs code that leaves a marker file
@@ -112,7 +114,7 @@ def test_hostile_strings_and_identifiers_on_torch_and_eager(in_tmp):
 def test_hostile_file_name_in_headers(in_tmp):
     name = f"m{PAYLOAD.replace(chr(0), '').replace('/', '')}.py"
     path = _model(in_tmp, name, time="time", feat="feat", hidden="hidden", net="net", loss="l", out1="o", out2="p")
-    for target in ("returnn", "torch"):
+    for target in ("returnn", "torch", "returnn-torch"):
         out = in_tmp / f"out_{target}.py"
         run_netc("compile", path, "--target", target, "-o", out, check=True)
         runpy.run_path(str(out))  # importing runs the header: `in_tmp` checks nothing was injected
@@ -219,7 +221,7 @@ def test_output_is_byte_for_byte_deterministic(in_tmp):
 
     path = _model(in_tmp, "d.py", time=PAYLOAD, feat="a b", hidden="a_b", net="n", loss="l", out1="o", out2="p")
     netc = os.path.join(os.path.dirname(sys.executable), "netc")
-    for target in ("returnn", "torch"):
+    for target in ("returnn", "torch", "returnn-torch"):
         texts = set()
         for seed in ("1", "2", "3"):
             env = dict(os.environ, PYTHONHASHSEED=seed)
@@ -234,6 +236,61 @@ def test_base_config_name_cannot_inject(in_tmp):
     model = _model(in_tmp, "m.py", time="t", feat="f", hidden="h", net="n", loss="l", out1="o", out2="p")
     base = in_tmp / f"base{PAYLOAD.replace(chr(0), '').replace('/', '')}.py"
     base.write_text("#!rnn.py\nnum_epochs = 1\n")
-    out = in_tmp / "merged.py"
-    run_netc("compile", model, "--target", "returnn", "--base-config", base, "-o", out, check=True)
-    runpy.run_path(str(out))  # `in_tmp` checks nothing was injected
+    for target in ("returnn", "returnn-torch"):
+        out = in_tmp / f"merged_{target}.py"
+        run_netc("compile", model, "--target", target, "--base-config", base, "-o", out, check=True)
+        runpy.run_path(str(out))  # `in_tmp` checks nothing was injected
+
+
+def _calls_open(text: str) -> bool:
+    """Whether the code calls `open` anywhere: the payload's injected call."""
+    return any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "open" for n in ast.walk(ast.parse(text)))
+
+
+def test_hostile_names_in_the_returnn_torch_config(in_tmp):
+    """Every user string in the config's code and its entry points' marks (outputs, losses, dims
+    with the payload; inputs and the network named like the config's and the module's own
+    names): RETURNN's PyTorch backend runs its train_step and forward_step, in `in_tmp`, and they
+    give the module's numbers."""
+    path = _model(
+        in_tmp,
+        "rt.py",
+        time=f"time{PAYLOAD}",
+        feat=f"feat{PAYLOAD}",
+        hidden=f"2*hidden{PAYLOAD}",
+        net="get_model",
+        loss=f"loss{PAYLOAD}",
+        out1=f"out{PAYLOAD.replace(chr(0), '')}",  # RETURNN's PyTorch backend ends names at NUL: see below
+        out2="extern_data",
+    )
+    src = path.read_text(encoding="utf-8").replace("B: Tensor", "rf: Tensor").replace("self + B", "self + rf")
+    path.write_text(src.replace("torch: Tensor", "model: Tensor").replace("in torch:", "in model:"), encoding="utf-8")
+    g = compile_graph(str(path))
+    text = TARGETS["returnn-torch"](g)
+    assert not _calls_open(text)
+    assert "class Get_model(nn.Module)" in text or "class GetModel(nn.Module)" in text
+    rng = np.random.default_rng(0)
+    lens = random_lengths(g, batch=2, max_len=4, rng=rng)
+    inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
+    got = run_returnn_torch(g, inputs, lens, params, workdir=str(in_tmp))
+    want = run_torch(g, inputs, lens, params)
+    assert (
+        got.outputs.keys()
+        == want.outputs.keys()
+        == {f"out{PAYLOAD.replace(chr(0), '')}", "extern_data", f"loss{PAYLOAD}"}
+    )
+    for name, value in want.outputs.items():
+        np.testing.assert_allclose(got.outputs[name], value, atol=1e-6)
+    # a model with `choice`: its forward_step marks the searched outputs by their hostile names
+    beam = in_tmp / "beam.py"
+    beam_src = (ROOT / "examples" / "beam_search.py").read_text()
+    beam.write_text(beam_src.replace('"logits": logits', f"{repr('l' + PAYLOAD.replace(chr(0), ''))}: logits"))
+    proc = run_netc("compile", beam.name, "--target", "returnn-torch", "-o", "beam.config", cwd=in_tmp, check=True)
+    config = (in_tmp / "beam.config").read_text(encoding="utf-8")
+    assert not _calls_open(config)  # no payload anywhere, not even in a function runpy does not call
+    runpy.run_path(str(in_tmp / "beam.config"))  # `in_tmp` checks nothing was injected
+    # an output named with a NUL character: a located error, not a failing forward_step
+    path.write_text(path.read_text(encoding="utf-8").replace(repr("extern_data"), repr("a\x00b")), encoding="utf-8")
+    proc = run_netc("compile", path.name, "--target", "returnn-torch", cwd=in_tmp)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("rt.py:26:") and "output 'a\\x00b' has a NUL character" in proc.stderr, proc.stderr

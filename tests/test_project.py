@@ -226,6 +226,7 @@ def test_single_model_check_keeps_its_options_and_gains_the_formats(tmp_path, ne
     assert [(t["target"], t["status"]) for t in report["models"][0]["targets"]] == [
         ("returnn", "unchecked"),
         ("torch", "ok"),
+        ("returnn-torch", "unchecked"),
     ]
 
 

@@ -33,7 +33,7 @@ def test_every_dim_is_declared_by_netc(model):
     from returnn.tf.native_op import OpMaker
     from returnn.tf.network import TFNetwork
 
-    OpMaker.with_cuda = False  # CPU only: native ops (`nativelstm2`) must compile without CUDA
+    OpMaker.with_cuda = False  # as the runner does: `nativelstm2` compiles for the CPU
     g = compile_graph(str(EXAMPLES / model))
     cfg = Config()
     cfg.load_file(_write(emit_returnn(g)))

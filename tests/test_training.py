@@ -305,7 +305,7 @@ def test_base_config_merge_loads_in_returnn(tmp_path):
     # netc's network and extern_data, with the dims the dataset must match
     network, extern_data = cfg.typed_value("network"), cfg.typed_value("extern_data")
     assert set(extern_data) == {"x", "y"}
-    assert network["ce"] == {"class": "copy", "from": "cross_entropy", "loss": "as_is"}
+    assert network["ce"]["class"] == "sparse_softmax_cross_entropy_with_logits" and network["ce"]["loss"] == "as_is"
     assert network["logits"]["class"] == "rec"  # the loop, named after the list it stacks
     assert extern_data["x"]["dim_tags"][2].dimension == train["output_dim"]["x"][0] == 10
     assert extern_data["y"]["sparse_dim"].dimension == train["output_dim"]["y"][0] == 12

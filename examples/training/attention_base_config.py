@@ -1,18 +1,28 @@
 #!rnn.py
-# RETURNN training settings for examples/attention.py, merged in by netc:
+# RETURNN training settings for examples/attention.py, merged in by netc, for RETURNN on TensorFlow
+# (--target returnn) and on PyTorch (--target returnn-torch) alike:
 #
 #   netc compile examples/attention.py --target returnn \
 #       --base-config examples/training/attention_base_config.py -o train.config
 #   python -m returnn train.config
+#
+#   netc compile examples/attention.py --target returnn-torch \
+#       --base-config examples/training/attention_base_config.py -o train_torch.config
+#   python -m returnn train_torch.config
+#   python -m returnn train_torch.config ++task forward ++load_epoch 5   # outputs of forward_data: forward.npz
 #
 # netc appends its dims, `extern_data` and `network` after these settings. Paths are relative
 # to the directory RETURNN runs in; any setting can be overridden on the command line, e.g.
 # `python -m returnn train.config ++num_epochs 20 ++model /some/dir/net` (then also set
 # `++learning_rate_file`, which stays under net-model/ otherwise).
 
-use_tensorflow = True
+use_tensorflow = True  # the TensorFlow engine; the returnn-torch config sets `backend = "torch"` after this
 task = "train"
 device = "cpu"
+# RETURNN's PyTorch backend loads data in a worker process by default, which must pickle the dataset;
+# StaticDataset does not pickle (RETURNN 1.20261022), so the data is loaded in the training process
+# (the TensorFlow engine warns that this setting has no effect there)
+torch_dataloader_opts = {"num_workers": 0}
 
 
 def _make_data(num_seqs, seed):
@@ -48,6 +58,12 @@ train = {
     "data": _make_data(num_seqs=64, seed=1),
     "output_dim": {"x": (10, 2), "y": (12, 1)},
     "seq_ordering": "random",  # reshuffled each epoch (seeded by the epoch number)
+}
+# `++task forward` on RETURNN's PyTorch backend: the same kind of data, its outputs into forward.npz
+forward_data = {
+    "class": "StaticDataset",
+    "data": _make_data(num_seqs=8, seed=2),
+    "output_dim": {"x": (10, 2), "y": (12, 1)},
 }
 
 batch_size = 200  # padded frames per batch (longest seq x seqs), checked for each data key

@@ -7,12 +7,20 @@
 #   python -m returnn beam.config                                   # trains 20 epochs
 #   python -m returnn beam.config ++task search ++load_epoch 20 ++log_verbosity 5
 #
+# On RETURNN's PyTorch backend, the search is the forward task (forward_step searches):
+#
+#   netc compile examples/beam_search.py --target returnn-torch \
+#       --base-config examples/training/beam_search_base_config.py -o beam_torch.config
+#   python -m returnn beam_torch.config
+#   python -m returnn beam_torch.config ++task forward ++load_epoch 20   # best labels in forward.npz
+#
 # The search prints each sequence's best labels ("seq_idx: 0, ..., output 'output': array([3, 4, 0])").
 # (RETURNN writes them to a `search_output_file` only with a vocabulary for the label dim.)
 
 use_tensorflow = True
 task = "train"
 device = "cpu"
+torch_dataloader_opts = {"num_workers": 0}  # PyTorch backend: StaticDataset does not pickle to a worker
 
 
 def _make_data(num_seqs, seed):
@@ -45,6 +53,7 @@ search_data = {
     "data": _make_data(num_seqs=8, seed=2),
     "output_dim": {"x": (6, 2), "y": (7, 1)},
 }
+forward_data = search_data  # PyTorch backend: `++task forward` searches
 
 batch_size = 200
 max_seqs = 16

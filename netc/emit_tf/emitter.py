@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jinja2
 
+from netc.emit_tf.fold import fold
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, Value
 from netc.ir.search import SearchPlan, search_plan
@@ -117,6 +118,7 @@ class ReturnnEmitter:
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
         # provenance for `netc preview`: each block by its path, each op's layer path by its first value id
         self.blocks: dict[tuple[str, ...], _Block] = {}
+        # each op's layer path; () when no layer does its work (folded away as RETURNN's default)
         self.op_layers: dict[int, tuple[str, ...]] = {}
 
     def dim_code(self, name: str) -> Code:
@@ -137,17 +139,9 @@ class ReturnnEmitter:
             search_layers = self.network(g.search, plan)
             self.blocks, self.op_layers = provenance
         layers = self.network(g, plan if g.search is None else None)
-        extern = {}
-        for inp in g.inputs:
-            entry: dict = {"dim_tags": [self.dim_code(d) for d in inp.annotated_dims]}  # Labels: no class dim
-            if inp.value.sparse_dim:
-                entry["sparse_dim"] = self.dim_code(inp.value.sparse_dim)
-                entry["dtype"] = "int32"
-            # inputs feed the network (RETURNN would hold back a key named `classes` as a target);
-            # a `choice` target too: training's network reads it in the loop (RETURNN would build
-            # dummies of the layers that depend on it there), a search's network does not read it
-            entry["available_for_inference"] = True
-            extern[inp.name] = entry
+        # training's network reads a `choice` target in its loop (teacher forcing) when the model
+        # has a search network: RETURNN would build dummies of the layers that depend on it
+        extern = extern_data(g, self.dim_vars, target_read=g.search is not None)
         dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in g.dims if d.kind != "batch"]
         dims += [(var, py_str(name), None) for var, name in self.whole_dims]
         return _TEMPLATES.get_template("config.py.j2").render(
@@ -174,17 +168,29 @@ class ReturnnEmitter:
             root.refs[inp.value.id] = f"data:{inp.name}"
             self.values[inp.value.id] = inp.value
             self.dim_source.update({d: "" for d in inp.value.dims})  # lengths known from the start
-        self.block(g.body, root)
+        # an output or loss made by a top-level layer is that layer itself, named after it
+        made_here = {v.id for n in g.body if isinstance(n, Op) and len(n.outs) == 1 for v in n.outs}
+        made_here |= {r.id for n in g.body if isinstance(n, Loop) and n.target is None for r in n.results()}
+        named: dict[int, str] = {}
         for o in [*g.outputs, *g.losses]:
-            if plan is not None and o.name in plan.outputs:  # searching: the best hypothesis' frames
-                layer = {"class": "decide", "from": root.refs[o.value]}
+            if o.value in made_here and o.value not in named and not (plan and o.name in plan.outputs):
+                named[o.value] = o.name
+        self.block(g.body, root, named)
+        for o in [*g.outputs, *g.losses]:
+            if root.layer_of.get(o.value) == o.name:
+                layer = root.layers[o.name]
+            elif plan is not None and o.name in plan.outputs:  # searching: the best hypothesis' frames
+                layer = root.layers[o.name] = {"class": "decide", "from": root.refs[o.value]}
             else:
-                layer = {"class": "copy", "from": root.refs[o.value]}
+                layer = root.layers[o.name] = {"class": "copy", "from": root.refs[o.value]}
             if o in g.outputs:
                 layer["is_output_layer"] = True
             else:  # `as_is` sums over valid frames, as the torch module does
                 layer["loss"] = "as_is"
-            root.layers[o.name] = layer
+        for gone, into in fold(root.layers).items():  # provenance follows a layer's work
+            for vid, path in self.op_layers.items():
+                if path == (gone,):
+                    self.op_layers[vid] = (into,) if into is not None else ()
         return root.layers
 
     # --- blocks ------------------------------------------------------------------------
@@ -192,7 +198,7 @@ class ReturnnEmitter:
     def block(self, nodes: list[Node], blk: _Block, reserved: dict[int, str] | None = None) -> None:
         for n in nodes:
             if isinstance(n, Loop):
-                self.loop(n, blk)
+                self.loop(n, blk, reserved or {})
             else:
                 self.op(n, blk, reserved or {})
 
@@ -206,8 +212,7 @@ class ReturnnEmitter:
         self.helpers.update(opdef.returnn_helpers(op))
         if op.op == "zeros":
             self.zeros.add(op.outs[0].id)
-        hint = op.outs[0].name if len(op.outs) == 1 else op.op  # a split is named for what it does
-        name = reserved.get(op.outs[0].id) or blk.ns.fresh(hint or op.op)
+        name = reserved.get(op.outs[0].id) or blk.ns.fresh(op.hint())
         blk.layers[name] = layer
         self.op_layers[op.outs[0].id] = (*blk.path, name)
         refs = opdef.returnn_outs(name, op)
@@ -242,7 +247,8 @@ class ReturnnEmitter:
         """Value `vid` is made by `zeros(...)` over the batch and static dims only."""
         return vid in self.zeros and all(self.g.dim(d).kind != "dynamic" for d in self.values[vid].dims)
 
-    def loop(self, n: Loop, outer: _Block) -> None:
+    def loop(self, n: Loop, outer: _Block, named: dict[int, str]) -> None:
+        """A rec layer; `named`: results that are outputs, whose layers take the output's name."""
         rec = n.name  # chosen by the returnn_names pass (parameter names depend on it); reserved
         path = (*outer.path, rec)
         unit = self.blocks[path] = _Block(
@@ -271,6 +277,7 @@ class ReturnnEmitter:
                 reserved[c.next] = carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
         read = count_uses_in_loop(n)
+        batched = {base[v] for v in crossing if "batch" in self.values[v].dims}  # refs with a batch dim
         steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
         for s in n.seqs:
             self.values[s.inner.id] = s.inner
@@ -285,6 +292,8 @@ class ReturnnEmitter:
             name = unit.ns.fresh(s.inner.name or f"{self.values[s.outer].name or 'x'}_t")
             unit.layers[name] = {"class": "rec_unstack", "from": _base(src), "axis": axis}
             unit.refs[s.inner.id] = unit.layer_of[s.inner.id] = name
+            if "batch" in s.inner.dims:
+                batched.add(name)
         for i in n.invariants:
             self.values[i.inner.id] = i.inner
             unit.refs[i.inner.id] = base[i.outer]
@@ -294,6 +303,8 @@ class ReturnnEmitter:
             if name not in unit.layers:
                 unit.layers[name] = {"class": "copy", "from": unit.refs[c.next]}
                 unit.layer_of.setdefault(c.next, name)
+            if c.init in self.zeros and _shaped_by_others(unit.layers, name, batched):
+                continue  # zeros are RETURNN's default
             unit.layers[name]["initial_output"] = base[c.init]
             if outer.in_unit and not base[c.init].startswith("base:base:") and self._static_zeros(c.init):
                 # RETURNN looks for an inner unit's initial values before the outer unit has built
@@ -335,8 +346,11 @@ class ReturnnEmitter:
                 ref = f"{rec}/{name}"
             else:
                 unit.layers[name]["need_last"] = True
-                ref = outer.ns.fresh(out.name or f"{name}_last")
+                # the output's own name unless a whole axis is retagged after it (a layer more)
+                retagged = any(unit.dims[d] != outer.dims[d] for d in out.dims)
+                ref = (None if retagged else named.get(out.id)) or outer.ns.fresh(out.name or f"{name}_last")
                 outer.layers[ref] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": name}
+                outer.layer_of[out.id] = ref
             if kind == "stack" and n.reverse:  # the loop ran over reversed sequences: back to frame order
                 ref = self._reverse(outer, ref, n.axis, hint)
             outer.refs[out.id] = ref
@@ -424,6 +438,26 @@ class ReturnnEmitter:
         return name
 
 
+def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False, target_read: bool = False) -> dict:
+    """`extern_data`: an entry per input, keyed by its name, with its dims (as `dim_vars` names them)
+    in annotation order, or with `batch_major` in the input's canonical order (batch, dynamic,
+    static), which is how RETURNN's PyTorch data pipeline delivers data."""
+    plan = search_plan(g)
+    extern = {}
+    for inp in g.inputs:
+        dims = inp.value.dims if batch_major else inp.annotated_dims  # Labels: no class dim
+        entry: dict = {"dim_tags": [Code(dim_vars[d]) for d in dims]}
+        if inp.value.sparse_dim:
+            entry["sparse_dim"] = Code(dim_vars[inp.value.sparse_dim])
+            entry["dtype"] = "int32"
+        # inputs feed the network (RETURNN would hold back a key named `classes` as a target);
+        # a `choice` target is the exception: a search does without it (unless `target_read`: the
+        # network is training's, which reads it in the loop)
+        entry["available_for_inference"] = plan is None or inp.name not in plan.targets or target_read
+        extern[inp.name] = entry
+    return extern
+
+
 REVERSE_HELPER = "reverse_in_length"
 REVERSE_HELPER_SOURCE = f'''def {REVERSE_HELPER}(source, axis_dim, **_kwargs):
     """Each sequence reversed within its own length along `axis_dim`, for backward loops
@@ -485,6 +519,32 @@ def _output_carry(n: Loop, single: set[int], outer: _Block) -> LoopCarry | None:
     if chosen:  # a search follows the output: the choice's layer, or a copy of it
         return next((c for c in own if c.next in chosen), None)
     return own[0] if own else None
+
+
+# layers whose output always has the batch dim, whatever their sources
+_BATCHED_CLASSES = {"rnn_cell", "choice"}
+
+
+def _shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> bool:
+    """Whether RETURNN can tell the state layer's shape, batch included, without its initial
+    value (then its default initial output, zeros, has that shape): some layer it is computed
+    from, not through a `prev:` value, has a batch dim (a frame, a batched value from outside)."""
+    todo, seen = [name], {name}
+    while todo:
+        layer = layers[todo.pop()]
+        if layer.get("class") in _BATCHED_CLASSES:
+            return True
+        sources = layer.get("from", [])
+        for src in [sources] if isinstance(sources, str) else sources:
+            src = src[0] if isinstance(src, tuple) else src  # a concat's (source, dim)
+            if not isinstance(src, str) or src.startswith("prev:"):
+                continue
+            if src in batched:
+                return True
+            if src in layers and src not in seen:
+                seen.add(src)
+                todo.append(src)
+    return False
 
 
 def _loop_names(nodes: list[Node]) -> list[str]:

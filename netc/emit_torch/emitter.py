@@ -116,8 +116,9 @@ class ModuleNames:
     alias: str
 
     @classmethod
-    def of(cls, g: Graph, public: list[str]) -> ModuleNames:
-        ns = Namespace({"torch", "nn", *public})
+    def of(cls, g: Graph, public: list[str], reserved: frozenset[str] = frozenset()) -> ModuleNames:
+        """`reserved`: names of a file the module is embedded in (a RETURNN config)."""
+        ns = Namespace({"torch", "nn", *public, *reserved})
         return cls(ns.fresh("_seq_mask"), ns.fresh("_beam_step"), ns.fresh(class_name(g.network)), ns.fresh("Model"))
 
 
@@ -282,7 +283,7 @@ class TorchEmitter:
             self.emit(f"{self.lens_var[d]} = {lens}  # lengths of {plain_text(d)}")
             self.emit(f"{self.size_var[d]} = {size}")
         expr = opdef.torch(_OpCtx(self, op), op)
-        names = [self.define(v, v.name or op.op) for v in op.outs]
+        names = [self.define(v, v.name or op.hint()) for v in op.outs]
         comment = f"  # line {op.span.line}"
         self.emit(f"{', '.join(names)} = {expr}{comment}")
         self.op_lines[op.outs[0].id] = self.lines[-1].strip()
@@ -434,12 +435,24 @@ def emit_torch(g: Graph) -> str:
 
 def render_module(g: Graph) -> tuple[str, TorchEmitter]:
     """The module's text, and the emitter of its `forward` (its provenance: `op_lines`)."""
+    context, fwd = _module_context(g, frozenset())
+    return _TEMPLATES.get_template("module.py.j2").render(context), fwd
+
+
+def render_module_body(g: Graph, reserved: frozenset[str]) -> tuple[str, ModuleNames]:
+    """The module without its header and imports (`torch`, `nn`), for a file that embeds it;
+    its module-level names avoid `reserved`, the names that file defines."""
+    context, _ = _module_context(g, reserved)
+    return _TEMPLATES.get_template("module_body.py.j2").render(context), context["names"]
+
+
+def _module_context(g: Graph, reserved: frozenset[str]) -> tuple[dict, TorchEmitter]:
     from netc.emit_torch.search import SearchEmitter
 
     api = interface(g)
     plan = search_plan(g)
     public = [*api.inputs, *api.input_lens.values()]
-    names = ModuleNames.of(g, public)
+    names = ModuleNames.of(g, public, reserved)
     fwd = TorchEmitter(g, names, public)
     params, body = fwd.forward()
     head = ""
@@ -459,7 +472,7 @@ def render_module(g: Graph) -> tuple[str, TorchEmitter]:
         searcher = SearchEmitter(g.search or g, names, search_public, plan)
         search_method = method("search", search_public, *searcher.search(), searcher.direct)
     out_values = {o.name: fwd.values[o.value] for o in g.outputs}
-    text = _TEMPLATES.get_template("module.py.j2").render(
+    context = dict(
         source=plain_text(os.path.basename(g.source_file)),
         network=plain_text(g.network),
         names=names,
@@ -475,4 +488,4 @@ def render_module(g: Graph) -> tuple[str, TorchEmitter]:
         containers=containers(fwd.param_attr.values()),
         param_defs=[(fwd.param_attr[(p.path, p.role)], fwd.shape(p.dims), p.init) for p in g.params],
     )
-    return text, fwd
+    return context, fwd

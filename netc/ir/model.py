@@ -49,6 +49,15 @@ class Op:
     span: Span
     param: str | None = None  # module path of a parameterised op, e.g. "cell/ff"
 
+    def hint(self) -> str:
+        """A name for the result in emitted code: the user's variable, else the path of the
+        sub-module that made it (`lstm0/fw` → `lstm0_fw`), else what the op is."""
+        if len(self.outs) == 1 and self.outs[0].name:
+            return self.outs[0].name
+        if len(self.outs) == 1 and self.param and "/" in self.param:
+            return self.param.replace("/", "_")
+        return self.op
+
 
 @dataclass(slots=True, kw_only=True)
 class LoopSeq:

@@ -50,6 +50,8 @@ def node_label(n: PreviewNode, view: str) -> list[str]:
     emitted = n.returnn if view == "returnn" else n.torch
     dims = [_dims(n)] if n.dims else []
     if n.kind == "op":
+        if emitted is None:  # no RETURNN layer does it
+            return [*(["↑ hoisted"] if n.hoisted_from else []), n.label, "(no layer)", *dims]
         name = emitted.name.rsplit("/", 1)[-1]
         return [*(["↑ hoisted"] if n.hoisted_from else []), name, emitted.kind, *dims]
     if n.kind == "state":

@@ -150,7 +150,10 @@ class _Builder:
         first = op.outs[0].id
         nid = f"v{first}"
         path = self.rem.op_layers[first]
-        layer = self.returnn_layer(path)
+        returnn = None  # no layer of its own, e.g. zeros a state starts from (RETURNN's default)
+        if path:
+            layer = self.returnn_layer(path)
+            returnn = Emitted(name="/".join(path), kind=str(layer["class"]), code=_entry(path[-1], layer))
         line = self.tem.op_lines[first]
         expr = line.split(" = ", 1)[1]
         call = re.match(r"[\w.]+(?=\()", expr)
@@ -165,7 +168,7 @@ class _Builder:
                 cluster=cluster,
                 hoisted_from=self._hoisted_from(op, cluster),
                 source=self.source(op.span),
-                returnn=Emitted(name="/".join(path), kind=str(layer["class"]), code=_entry(path[-1], layer)),
+                returnn=returnn,
                 torch=Emitted(
                     name=", ".join(self.tem.var[v.id] for v in op.outs),
                     kind=call.group(0) if call else op.op,

@@ -47,7 +47,9 @@ class PreviewNode(BaseModel):
         None, description="Written in this loop's body, moved out by loop-invariant hoisting."
     )
     source: Source | None = None
-    returnn: Emitted | None = None
+    returnn: Emitted | None = Field(
+        None, description="None for an op no RETURNN layer does (zeros a state starts from: RETURNN's default)."
+    )
     torch: Emitted | None = None
 
 

@@ -1,0 +1,1 @@
+"""The `returnn-torch` target: a RETURNN config for RETURNN's PyTorch backend around the torch module."""
