@@ -18,6 +18,7 @@ import argparse
 import importlib.util
 import os
 import runpy
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +82,9 @@ def main() -> None:
                 opt.step()
                 total += torch.stack([loss.detach().double(), frames.double()])
         dist.all_reduce(total)  # over all ranks: the epoch's loss per frame
-        print(f"rank {rank}: epoch {epoch} loss per frame {float(total[0] / total[1]):.4f}", flush=True)
+        # one write per line: the ranks share the terminal, and `print` writes the newline apart
+        sys.stdout.write(f"rank {rank}: epoch {epoch} loss per frame {float(total[0] / total[1]):.4f}\n")
+        sys.stdout.flush()
     if args.save and ("{rank}" in args.save or rank == 0):
         torch.save(model.module.state_dict(), args.save.format(rank=rank))
     dist.destroy_process_group()
