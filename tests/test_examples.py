@@ -32,10 +32,11 @@ def test_examples_cover_the_seed_models():
     assert {"elman.py", "lstm.py", "gru.py", "stacked_rnn.py"} <= set(MODELS)
 
 
+@pytest.mark.parametrize("hoisting", ["hoist", "no-hoist", "no-whole-sequence"])
 @pytest.mark.parametrize("model", ["beam_search.py", "librispeech_2018.py"])
-def test_example_searches_alike(netc, model):
+def test_example_searches_alike(netc, model, hoisting):
     """Models with `choice` also verify when searching: best labels, lengths and scores."""
-    proc = netc("verify", EXAMPLES / model, "--search", "--seed", "1")
+    proc = netc("verify", EXAMPLES / model, "--search", "--seed", "1", f"--{hoisting}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     rows = re.findall(r"(\w+)\s+eager vs (\w+)\s+max\|Δ\| = (\S+)", proc.stdout)
