@@ -6,6 +6,8 @@ Every comparison runs its variants interleaved (one run of each, then the next r
 reports medians; torch runs on 1 thread. Variants are checked equal before anything is timed.
 - LSTM forward (batch 16, 100 frames, 80 -> 256): the plain-ops LSTM loop compiled by netc,
   the same without hoisting, netc's `Lstm` op and `nn.LSTM` (`bench_torch.py`'s variants)
+- the attention decoder forward (batch 16, 150/40 frames, D512, the key projection written in
+  the loop): netc, netc without hoisting, a naive and a hoisted hand loop (`bench_attention.py`)
 - compile time in-process (parse, passes, both targets) of generated models of N statements
   (`compile_model.py`), and `netc compile examples/attention.py` as a command
 - RETURNN (TensorFlow) building the emitted attention config for training, hoisted and not,
@@ -44,6 +46,26 @@ def lstm_rows(runs: int) -> list[tuple[str, str]]:
     ms = {name.strip(): float(v) for name, v in rows}
     base = ms["nn.LSTM (native)"]
     return [(f"LSTM forward: {name}", f"{v:.1f} ms ({v / base:.2f}× nn.LSTM)") for name, v in ms.items()]
+
+
+def attention_rows(runs: int) -> list[tuple[str, str]]:
+    """The attention decoder: `bench_attention.py`'s variants (checked equal there)."""
+    out = subprocess.run(
+        [sys.executable, str(HERE / "bench_attention.py"), "--runs", str(runs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    rows = [line.strip().rsplit(" ms", 1)[0].rsplit(None, 1) for line in out[1:]]
+    ms = {name.strip(): float(v) for name, v in rows}
+    hand, naive = ms["hoisted hand loop"], ms["naive hand loop"]
+    return [
+        (
+            f"attention decoder forward: {name}",
+            f"{v:.1f} ms ({v / hand:.2f}× hoisted hand loop, {naive / v:.1f}× faster than naive)",
+        )
+        for name, v in ms.items()
+    ]
 
 
 def compile_rows(statements: list[int], runs: int) -> list[tuple[str, str]]:
@@ -111,15 +133,23 @@ def main() -> None:
     ap.add_argument("--statements", default="100,1000,10000")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"))
     ap.add_argument("--no-returnn", action="store_true")
+    ap.add_argument("--no-attention", action="store_true", help="Skip the attention decoder (the slowest row).")
     args = ap.parse_args()
     import torch
 
     torch.set_num_threads(1)
     started = time.time()
-    rows = lstm_rows(args.runs)
-    rows += compile_rows([int(s) for s in args.statements.split(",")], args.runs)
+    rows: list[tuple[str, str]] = []
+    parts = [("LSTM", lambda: lstm_rows(args.runs))]
+    if not args.no_attention:
+        parts.append(("attention", lambda: attention_rows(args.runs)))
+    parts.append(("compile", lambda: compile_rows([int(s) for s in args.statements.split(",")], args.runs)))
     if not args.no_returnn:
-        rows += returnn_rows(args.runs)
+        parts.append(("RETURNN", lambda: returnn_rows(args.runs)))
+    for what, part in parts:
+        t0 = time.time()
+        rows += part()
+        print(f"{what}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     machine = (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, torch {torch.__version__}"
     )

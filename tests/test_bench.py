@@ -44,7 +44,16 @@ def test_bench_pool_runs_and_its_variants_agree():
 def test_bench_speed_writes_its_table(tmp_path):
     out = tmp_path / "RESULTS.md"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bench_speed.py"), "--runs", "1", "--statements", "20", "--no-returnn"]
+        [
+            sys.executable,
+            str(ROOT / "bench" / "bench_speed.py"),
+            "--runs",
+            "1",
+            "--statements",
+            "20",
+            "--no-returnn",
+            "--no-attention",
+        ]
         + ["--out", str(out)],
         capture_output=True,
         text=True,
@@ -53,3 +62,15 @@ def test_bench_speed_writes_its_table(tmp_path):
     rows = [line for line in out.read_text().splitlines() if line.startswith("| ") and line != "| what | result |"]
     assert any("nn.LSTM" in r for r in rows) and any("compile 20 statements → torch" in r for r in rows)
     assert rows[-1].startswith("| `netc compile examples/attention.py`")
+
+
+def test_bench_attention_runs_and_its_variants_agree():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_attention.py"), "--batch", "3", "--enc", "7", "--dec", "4"]
+        + ["--runs", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
+    assert rows == ["netc", "netc, no hoisting", "naive hand loop", "hoisted hand loop"]
