@@ -187,10 +187,11 @@ class ReturnnEmitter:
                 layer["is_output_layer"] = True
             else:  # `as_is` sums over valid frames, as the torch module does
                 layer["loss"] = "as_is"
-        for gone, into in fold(root.layers).items():  # provenance follows a layer's work
-            for vid, path in self.op_layers.items():
-                if path == (gone,):
-                    self.op_layers[vid] = (into,) if into is not None else ()
+        moved = fold(root.layers)
+        for vid, path in self.op_layers.items():  # provenance follows a layer's work
+            if len(path) == 1 and path[0] in moved:
+                into = moved[path[0]]
+                self.op_layers[vid] = (into,) if into is not None else ()
         return root.layers
 
     # --- blocks ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ reads it, as RETURNN configs are written by hand:
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 
 from netc.naming import Code
@@ -24,14 +25,63 @@ _TAKE_SOURCES = {"linear", "rnn_cell"}
 
 
 def fold(layers: dict[str, dict]) -> dict[str, str | None]:
-    """Fold in place until nothing changes. Outputs and losses stay as they are.
+    """Fold in place until nothing changes, the earliest foldable layer first. Outputs and
+    losses stay as they are.
 
     Returns where each removed layer's work went: the layer doing it now (its first reader for
-    a concat), or None for a layer nothing read."""
+    a concat), or None for a layer nothing read.
+
+    Who reads what is indexed once and kept current around each fold; a fold can only enable
+    folds next to it (its layers' readers and sources, and theirs), which are looked at again,
+    so the work is linear in the layers rather than a rescan of all of them per fold."""
+    order = {name: i for i, name in enumerate(layers)}
+    reads: dict[str, Counter] = {}
+    uses: Counter = Counter()
+    readers: dict[str, dict[str, None]] = {}  # layer -> the layers reading it (as a set)
+
+    def reindex(name: str) -> None:
+        for src, k in reads.pop(name, Counter()).items():
+            uses[src] -= k
+            readers[src].pop(name, None)
+        if name in layers:
+            reads[name] = _reads_of(layers[name])
+            for src, k in reads[name].items():
+                uses[src] += k
+                readers.setdefault(src, {})[name] = None
+
+    for name in layers:
+        reindex(name)
+    pending = [(i, name) for name, i in order.items()]  # already a heap: in order
+    queued = set(layers)
     moved: dict[str, str | None] = {}
-    while step := _fold_once(layers):
+    while pending:
+        _, name = heapq.heappop(pending)
+        queued.discard(name)
+        layer = layers.get(name)
+        if layer is None or layer.get("is_output_layer") or "loss" in layer:
+            continue
+        mine = sorted(readers.get(name, {}), key=order.__getitem__)
+        near = {name, *mine, *reads[name]}
+        step = _fold_one(layers, name, mine, uses)
+        if step is None:
+            continue
         gone, into = step
         moved[gone] = into
+        near |= {gone, *reads.get(gone, ())}
+        for n in near:
+            reindex(n)
+        # looked at again: these layers, their sources, the readers of those that changed, and
+        # the one reader of a layer now read once (not all readers of a layer many read)
+        changed = {name, gone, *mine} | ({into} if into else set())
+        again = set(near)
+        for n in near:
+            again |= set(reads.get(n, ()))
+            if n in changed or uses[n] == 1:
+                again |= set(readers.get(n, {}))
+        for n in again:
+            if n in layers and n not in queued:
+                queued.add(n)
+                heapq.heappush(pending, (order[n], n))
     # follow chains (a dropout folded into a concat folded into a linear)
     for gone, into in moved.items():
         while into in moved:
@@ -40,25 +90,21 @@ def fold(layers: dict[str, dict]) -> dict[str, str | None]:
     return moved
 
 
-def _fold_once(layers: dict[str, dict]) -> tuple[str, str | None] | None:
-    """One fold: (the removed layer, the layer now doing its work), or None when none applies."""
-    uses = _uses(layers)
-    for name, layer in list(layers.items()):
-        if layer.get("is_output_layer") or "loss" in layer:
-            continue
-        if not uses[name]:  # RETURNN would not build it either
-            del layers[name]
-            return name, None
-        readers = [r for r, lay in layers.items() if _reads(lay, name)]
-        cls = layer.get("class")
-        if cls == "dropout" and uses[name] == 1 and _fold_dropout(layers, name, readers[0]):
-            return name, readers[0]
-        if cls == "concat" and len(readers) == uses[name] and _fold_concat(layers, name, readers):
-            return name, readers[0]
-        if cls == "activation" and isinstance(layer.get("from"), str):
-            source = layer["from"]
-            if _fold_activation(layers, name, uses):
-                return source, name
+def _fold_one(layers: dict[str, dict], name: str, readers: list[str], uses: Counter) -> tuple[str, str | None] | None:
+    """One fold of layer `name`: (the removed layer, the layer now doing its work), or None."""
+    layer = layers[name]
+    if not uses[name]:  # RETURNN would not build it either
+        del layers[name]
+        return name, None
+    cls = layer.get("class")
+    if cls == "dropout" and uses[name] == 1 and _fold_dropout(layers, name, readers[0]):
+        return name, readers[0]
+    if cls == "concat" and len(readers) == uses[name] and _fold_concat(layers, name, readers):
+        return name, readers[0]
+    if cls == "activation" and isinstance(layer.get("from"), str):
+        source = layer["from"]
+        if _fold_activation(layers, name, uses):
+            return source, name
     return None
 
 
@@ -100,17 +146,11 @@ def _takes(layer: dict, classes: set[str]) -> bool:
     return cls in classes or (cls == "rec" and isinstance(layer.get("unit"), str))
 
 
-def _uses(layers: dict[str, dict]) -> Counter:
-    uses: Counter = Counter()
-    for layer in layers.values():
-        _count(layer, 0, uses)
-    return uses
-
-
-def _reads(layer: dict, name: str) -> bool:
+def _reads_of(layer: dict) -> Counter:
+    """How often the layer reads each top-level layer."""
     uses: Counter = Counter()
     _count(layer, 0, uses)
-    return uses[name] > 0
+    return uses
 
 
 def _count(v, level: int, uses: Counter) -> None:
