@@ -15,12 +15,12 @@ from __future__ import annotations
 from netc.ir.dims import DimTable
 from netc.ir.model import Graph, Loop, LoopSeq, Node, Op
 from netc.ir.uses import next_value_id
-from netc.passes.sequence import fresh_like, over_sequence
+from netc.passes.sequence import before_loops, fresh_like, over_sequence
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     h = _Hoister(DimTable(g.dims), next_value_id(g))
-    h.block(g.body)
+    before_loops(g.body, h.hoist)
     return g, h.changed
 
 
@@ -29,15 +29,6 @@ class _Hoister:
         self.dims = dims
         self.next_id = next_id
         self.changed = False
-
-    def block(self, nodes: list[Node]) -> None:
-        out: list[Node] = []
-        for n in nodes:
-            if isinstance(n, Loop):
-                self.block(n.body)
-                out += self.hoist(n)
-            out.append(n)
-        nodes[:] = out
 
     def hoist(self, loop: Loop) -> list[Op]:
         """Move the per-frame ops out of `loop`; returns them, in order, for before it."""

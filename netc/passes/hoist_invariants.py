@@ -12,12 +12,12 @@ from __future__ import annotations
 from netc.ir.model import Graph, Loop, LoopInvariant, Node, Op, Value
 from netc.ir.uses import next_value_id
 from netc.ops import REGISTRY
-from netc.passes.sequence import fresh_like
+from netc.passes.sequence import before_loops, fresh_like
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     h = _Hoister(next_value_id(g))
-    h.block(g.body)
+    before_loops(g.body, h.hoist)
     return g, h.changed
 
 
@@ -25,15 +25,6 @@ class _Hoister:
     def __init__(self, next_id: int):
         self.next_id = next_id
         self.changed = False
-
-    def block(self, nodes: list[Node]) -> None:
-        out: list[Node] = []
-        for n in nodes:
-            if isinstance(n, Loop):
-                self.block(n.body)
-                out += self.hoist(n)
-            out.append(n)
-        nodes[:] = out
 
     def hoist(self, loop: Loop) -> list[Op]:
         """Move the invariant ops out of `loop`; returns them, in order, for before it."""

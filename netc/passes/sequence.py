@@ -1,4 +1,5 @@
-"""What the hoisting passes share: an op of a loop body run over whole sequences.
+"""What the hoisting passes share: an op of a loop body run over whole sequences, and the
+walk that puts moved work before each loop.
 
 Not a pass. Per-frame work moved before a loop (`hoist_frames`) and work moved after it
 (`sink_stacks`) both apply a body op to whole sequences: each per-step operand gains the loop's
@@ -7,11 +8,24 @@ axis, and the op's dim rule must then give exactly the per-step results plus tha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from netc.ir.dims import DimError, DimTable
-from netc.ir.model import Loop, Op, Value
+from netc.ir.model import Loop, Node, Op, Value
 from netc.ops import REGISTRY
+
+
+def before_loops(nodes: list[Node], move: Callable[[Loop], list[Op]]) -> None:
+    """Walks a block, inner loops first (their moved work may move again from the outer loop);
+    the ops `move(loop)` takes out of a loop go right before it."""
+    out: list[Node] = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            before_loops(n.body, move)
+            out += move(n)
+        out.append(n)
+    nodes[:] = out
 
 
 def fresh_like(like: Value, vid: int, dims: tuple[str, ...] | None = None) -> Value:

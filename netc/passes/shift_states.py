@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from netc.ir.model import Graph, Loop, LoopLast, LoopSeq, Node, Op, Value
 from netc.ir.uses import values_by_id
+from netc.passes.sequence import before_loops
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     s = _Shifter(values_by_id(g), _zeros(g.body, set()))
-    s.block(g.body)
+    before_loops(g.body, s.shift)
     return g, s.changed
 
 
@@ -49,15 +50,6 @@ class _Shifter:
         self.next_id = max(values, default=0) + 1
         self.zeros = zeros
         self.changed = False
-
-    def block(self, nodes: list[Node]) -> None:
-        out: list[Node] = []
-        for n in nodes:
-            if isinstance(n, Loop):
-                self.block(n.body)
-                out += self.shift(n)
-            out.append(n)
-        nodes[:] = out
 
     def shift(self, loop: Loop) -> list[Op]:
         if loop.reverse or loop.end is not None:
