@@ -76,7 +76,8 @@ def search_dims(g: Graph) -> dict[str, list[str]]:
     plan = search_plan(g)
     if plan is None:
         raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
-    values = values_by_id(g.search or g)
-    dims = {o.name: list(values[o.value].dims) for o in g.outputs if o.name in plan.outputs}
+    searched = g.search or g  # its own value ids: training's graph may stack other values
+    values = values_by_id(searched)
+    dims = {o.name: list(values[o.value].dims) for o in searched.outputs if o.name in plan.outputs}
     dims[SCORES] = ["batch"]
     return dims
