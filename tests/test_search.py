@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES, run_netc
+from conftest import EXAMPLES, ROOT, run_netc
 
 from netc.compiler import compile_graph
 from netc_runtime.backends import _import_file, load_torch_module, run_backend
@@ -126,6 +126,15 @@ def test_verify_search_through_the_cli():
     proc = run_netc("verify", MODEL, "--search", "--seed", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "scores           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
+
+
+def test_search_stacking_the_label_a_step_starts_from():
+    """`labels.append(label)` before `label = choice(...)`: a state read after the choice; the torch
+    search once re-selected it under a new name and never updated the loop's own (all zeros)."""
+    proc = run_netc("verify", ROOT / "tests" / "models" / "choice_previous_label.py", "--search")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "output           eager vs torch    max|Δ| = 0.000e+00" in proc.stdout
+    assert proc.stdout.rstrip().endswith("verify: ok")
 
 
 def test_search_without_choice_is_an_error():

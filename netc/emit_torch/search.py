@@ -102,6 +102,8 @@ class SearchEmitter(TorchEmitter):
         self.step_values = {c.inner.id for c in n.carries} | {
             o.id for nd in n.body if isinstance(nd, Op) for o in nd.outs
         }
+        # the loop's own variables: a carry read after the choice is re-selected under a new name
+        carried = {c.inner.id: self.var[c.inner.id] for c in n.carries}
         self.block(n.body)
         # a hypothesis ends where the loop's end holds, or at its sequence's bound
         end = self.ref(n.end)
@@ -115,7 +117,7 @@ class SearchEmitter(TorchEmitter):
             self.emit(f"{name}.append({self.ref(stacks[vid].value)})")
         self.emit(f"{beam.srcs}.append({self.src})")
         for c in n.carries:
-            self.emit(f"{self.var[c.inner.id]} = {self.ref(c.next)}")
+            self.emit(f"{carried[c.inner.id]} = {self.ref(c.next)}")
         self.emit(f"{beam.step} += 1")
         self.indent -= 1
         self.size_var["batch"] = batch
