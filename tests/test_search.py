@@ -131,7 +131,7 @@ def test_verify_search_through_the_cli():
 def test_search_stacking_the_label_a_step_starts_from():
     """`labels.append(label)` before `label = choice(...)`: a state read after the choice; the torch
     search once re-selected it under a new name and never updated the loop's own (all zeros)."""
-    proc = run_netc("verify", ROOT / "tests" / "models" / "choice_previous_label.py", "--search")
+    proc = run_netc("verify", ROOT / "tests" / "fuzz_cases" / "choice_stacks_previous_label.py", "--search")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "output           eager vs torch    max|Δ| = 0.000e+00" in proc.stdout
     assert proc.stdout.rstrip().endswith("verify: ok")

@@ -306,11 +306,11 @@ class ReturnnEmitter:
                 unit.layer_of.setdefault(c.next, name)
             if c.init in self.zeros and _shaped_by_others(unit.layers, name, batched):
                 continue  # zeros are RETURNN's default
-            unit.layers[name]["initial_output"] = base[c.init]
-            if outer.in_unit and not base[c.init].startswith("base:base:") and self._static_zeros(c.init):
-                # RETURNN looks for an inner unit's initial values before the outer unit has built
-                # its own layers: zeros (the default) need none
-                unit.layers[name]["initial_output"] = "zeros"
+            # RETURNN looks for an inner unit's initial values before the outer unit has built its
+            # own layers: zeros made there are RETURNN's `"zeros"`
+            in_outer_unit = outer.in_unit and not base[c.init].startswith("base:base:")
+            zeros = in_outer_unit and self._static_zeros(c.init)
+            unit.layers[name]["initial_output"] = "zeros" if zeros else base[c.init]
         results = [(c.next, c.out, carry_layers[c.inner.id], "last") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts]
