@@ -22,17 +22,24 @@ def _fail(e: CompileError) -> None:
     sys.exit(1)
 
 
-def _graph(model: str, network: str | None, hoist: bool = True, whole_sequence: bool = True):
+def _graph(model: str, network: str | None, hoist: bool = True, whole_sequence: bool = True, fuse: bool = True):
     from netc.compiler import compile_graph
     from netc.passes.pipeline import PassOptions
 
     try:
-        return compile_graph(model, network=network, options=PassOptions(hoist=hoist, whole_sequence=whole_sequence))
+        options = PassOptions(hoist=hoist, whole_sequence=whole_sequence, fuse=fuse)
+        return compile_graph(model, network=network, options=options)
     except CompileError as e:
         _fail(e)
 
 
 def _pass_options(f):
+    f = click.option(
+        "--fuse/--no-fuse",
+        default=True,
+        show_default=True,
+        help="A loop that is an LSTM or GRU runs as one native op (torch.lstm/gru, RETURNN nativelstm2).",
+    )(f)
     f = click.option(
         "--whole-sequence/--no-whole-sequence",
         default=True,
@@ -80,12 +87,13 @@ def compile(
     all_models: bool,
     hoist: bool,
     whole_sequence: bool,
+    fuse: bool,
     jobs: int | None,
     no_cache: bool,
 ) -> None:
     """Compile MODEL to a RETURNN config or a PyTorch module, or (--all) every declared model."""
     if all_models:
-        if model or target or output or network or base_config or not hoist or not whole_sequence:
+        if model or target or output or network or base_config or not (hoist and whole_sequence and fuse):
             raise click.UsageError("--all compiles what pyproject.toml declares: give no MODEL or per-model options")
         _compile_project(jobs, no_cache)
         return
@@ -94,7 +102,7 @@ def compile(
     from netc.compiler import CONFIG_TARGETS, TARGETS
 
     target = target or "returnn"
-    g = _graph(model, network, hoist, whole_sequence)
+    g = _graph(model, network, hoist, whole_sequence, fuse)
     try:
         text = TARGETS[target](g)  # a target may not support a construct: a located error too
     except CompileError as e:
@@ -383,13 +391,14 @@ def verify(
     search: bool,
     hoist: bool,
     whole_sequence: bool,
+    fuse: bool,
 ) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
     _quiet_tf()
     from netc_runtime.verify import TOLERANCE
     from netc_runtime.verify import verify as run_verify
 
-    g = _graph(model, network, hoist, whole_sequence)
+    g = _graph(model, network, hoist, whole_sequence, fuse)
     try:
         comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search)
     except CompileError as e:

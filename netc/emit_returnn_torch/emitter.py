@@ -183,7 +183,7 @@ def emit_returnn_torch(g: Graph) -> str:
     dims = dim_vars(g)
     reserved = CONFIG_NAMES | frozenset(dims.values())
     module, names = render_module_body(g, reserved)
-    taken = reserved | {names.cls, names.alias, names.mask_fn, names.beam_fn}
+    taken = reserved | names.all()
     return _TEMPLATES.get_template("config.py.j2").render(
         source=plain_text(os.path.basename(g.source_file)),
         network=plain_text(g.network),

@@ -17,7 +17,7 @@ import jinja2
 
 from netc.emit_tf.fold import fold
 from netc.errors import CompileError, Span
-from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, Value
+from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
@@ -88,6 +88,18 @@ class _OpCtx:
     def carry(self, i: int) -> Carry | None:
         return self.blk.carries.get(self.op.args[i])
 
+    def is_zeros(self, i: int) -> bool:
+        return self.op.args[i] in self.em.zeros
+
+    def _param(self, role: str) -> ParamDef:
+        return self.em.params[self.op.param_key(role)]
+
+    def variable(self, role: str) -> str:
+        return self._param(role).name
+
+    def param_shape(self, role: str) -> tuple[int, ...]:
+        return tuple(self.em.g.dim(d).size or 0 for d in self._param(role).dims)
+
 
 class _Block:
     def __init__(self, reserved: set[str], dims: dict[str, str], in_unit: bool = False, path: tuple[str, ...] = ()):
@@ -110,6 +122,7 @@ class ReturnnEmitter:
         self.values: dict[int, Value] = {}
         # module path -> TF variable scope (the variable name without its role, which may hold a `/`)
         self.param_scope = {p.path: p.name[: -len(p.role) - 1] for p in g.params}
+        self.params = {(p.path, p.role): p for p in g.params}
         self.dim_source: dict[str, str] = {}  # dynamic dim made by an op or loop -> a top-level layer with it
         self.zeros: set[int] = set()  # values made by `zeros(...)`
         self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
@@ -171,6 +184,7 @@ class ReturnnEmitter:
         # an output or loss made by a top-level layer is that layer itself, named after it
         made_here = {v.id for n in g.body if isinstance(n, Op) and len(n.outs) == 1 for v in n.outs}
         made_here |= {r.id for n in g.body if isinstance(n, Loop) and n.target is None for r in n.results()}
+        made_here |= {v.id for n in g.body if isinstance(n, Op) and n.unfused for v in n.outs}
         named: dict[int, str] = {}
         for o in [*g.outputs, *g.losses]:
             if o.value in made_here and o.value not in named and not (plan and o.name in plan.outputs):
@@ -208,6 +222,9 @@ class ReturnnEmitter:
         opdef = REGISTRY[op.op]
         ctx = _OpCtx(self, blk, op)
         layer = opdef.returnn(ctx, op)
+        if layer is None:  # a fused op without a native layer here: what it was fused from
+            self.block(op.unfused, blk, reserved)
+            return
         if op.param:
             layer["name_scope"] = f"/{self.param_scope[op.param]}"
         self.helpers.update(opdef.returnn_helpers(op))
@@ -549,7 +566,10 @@ def _shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> 
 
 
 def _loop_names(nodes: list[Node]) -> list[str]:
-    return [n.name for n in nodes if isinstance(n, Loop)]
+    """The rec layers' names, chosen by a pass (a fused op's loop too: this target may emit it)."""
+    return [n.name for n in nodes if isinstance(n, Loop)] + [
+        name for n in nodes if isinstance(n, Op) for name in _loop_names(n.unfused)
+    ]
 
 
 def _base(ref: str) -> str:

@@ -9,6 +9,7 @@ carried value after the loop is each sequence's last valid step.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +95,10 @@ class _OpCtx:
         return align_code(f"{self.em.lens_var[dim]}.to({self.em.dtype()})", ("batch",), dims)
 
     def param(self, role: str) -> str:
-        return f"self.{self.em.param_attr[(self.op.param, role)]}"
+        return f"self.{self.em.param_attr[self.op.param_key(role)]}"
+
+    def helper(self, key: str) -> str:
+        return self.em.names.helpers[key]
 
     @property
     def float_dtype(self) -> str:
@@ -114,12 +118,38 @@ class ModuleNames:
     beam_fn: str
     cls: str
     alias: str
+    helpers: dict[str, str]  # ops' torch helpers: key -> name (see `helper_sources`)
 
     @classmethod
     def of(cls, g: Graph, public: list[str], reserved: frozenset[str] = frozenset()) -> ModuleNames:
         """`reserved`: names of a file the module is embedded in (a RETURNN config)."""
         ns = Namespace({"torch", "nn", *public, *reserved})
-        return cls(ns.fresh("_seq_mask"), ns.fresh("_beam_step"), ns.fresh(class_name(g.network)), ns.fresh("Model"))
+        fixed = ns.fresh("_seq_mask"), ns.fresh("_beam_step"), ns.fresh(class_name(g.network)), ns.fresh("Model")
+        return cls(*fixed, {key: ns.fresh(key) for key in sorted(_helpers(g))})
+
+    def all(self) -> set[str]:
+        return {self.mask_fn, self.beam_fn, self.cls, self.alias, *self.helpers.values()}
+
+
+def _helpers(g: Graph) -> dict[str, Callable[[str], str]]:
+    """The torch helpers of every op of the graph (and of its search graph)."""
+    out: dict[str, Callable[[str], str]] = {}
+
+    def walk(nodes: list[Node]) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                walk(n.body)
+            else:
+                out.update(REGISTRY[n.op].torch_helpers(n))
+
+    walk(g.body)
+    if g.search is not None:
+        walk(g.search.body)
+    return out
+
+
+def helper_sources(g: Graph, names: ModuleNames) -> list[str]:
+    return [make(names.helpers[key]) for key, make in sorted(_helpers(g).items())]
 
 
 class TorchEmitter:
@@ -132,7 +162,7 @@ class TorchEmitter:
         self.public = public  # the method's parameters, as callers name them
         # the body runs under the inputs' own names unless one would shadow a name it uses
         self.direct = all(n == identifier(n) and n not in _BODY_GLOBALS for n in public)
-        self.ns = Namespace({"torch", "nn", "self", names.mask_fn, names.beam_fn, names.cls, names.alias})
+        self.ns = Namespace({"torch", "nn", "self", *names.all()})
         if self.direct:
             for n in public:
                 self.ns.reserve(n)
@@ -480,6 +510,7 @@ def _module_context(g: Graph, reserved: frozenset[str]) -> tuple[dict, TorchEmit
         forward=method("forward", public, params, body, fwd.direct, head),
         search=search_method,
         beam_helper=torch_beam_step(names.beam_fn) if plan else None,
+        op_helpers=helper_sources(g, names),
         search_outputs=py_literal(list(plan.outputs)) if plan else None,
         input_dims=py_literal([[i.name, list(i.annotated_dims)] for i in g.inputs]),
         output_dims=py_literal({name: list(v.dims) for name, v in out_values.items()}),

@@ -48,10 +48,32 @@ class Op:
     outs: list[Value]
     span: Span
     param: str | None = None  # module path of a parameterised op, e.g. "cell/ff"
+    # an op a pass fused from other nodes (a loop that is an LSTM): those nodes, in order, which
+    # read only what the op reads and give its results; a target without a native equivalent
+    # emits them instead
+    unfused: list[Node] = field(default_factory=list)
+
+    def param_key(self, role: str) -> tuple[str, str]:
+        """(module path, role) of the parameter the op calls `role`: its own module's, or for a
+        fused op the parameter it names in `attrs["params"]` (the modules it was fused from)."""
+        if "params" in self.attrs:
+            path, own_role = self.attrs["params"][role]
+            return path, own_role
+        assert self.param is not None, self.op
+        return self.param, role
+
+    def param_paths(self) -> set[str]:
+        """Module paths of the parameters the op uses."""
+        if "params" in self.attrs:
+            return {ref[0] for ref in self.attrs["params"].values() if ref is not None}
+        return {self.param} if self.param else set()
 
     def hint(self) -> str:
         """A name for the result in emitted code: the user's variable, else the path of the
-        sub-module that made it (`lstm0/fw` → `lstm0_fw`), else what the op is."""
+        sub-module that made it (`lstm0/fw` → `lstm0_fw`), else what the op is; a fused loop
+        keeps its loop's name."""
+        if self.unfused and self.attrs.get("loop"):
+            return self.attrs["loop"]
         if len(self.outs) == 1 and self.outs[0].name:
             return self.outs[0].name
         if len(self.outs) == 1 and self.param and "/" in self.param:

@@ -56,6 +56,12 @@ def verify(g: Graph) -> None:
             else:
                 for a in n.args:
                     need(a, visible, n)
+                if n.unfused:  # what a fused op stands for: reads what it may, gives its results
+                    before, local = set(seen), set(visible)
+                    block(n.unfused, local)
+                    if not {o.id for o in n.outs} <= local:
+                        raise IRError(f"{n.op} at line {n.span.line}: its unfused nodes do not give its results")
+                    seen.intersection_update(before)  # the op defines those results itself
                 for o in n.outs:
                     define(o)
                     visible.add(o.id)

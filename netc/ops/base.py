@@ -44,6 +44,9 @@ class ReturnnCtx(Protocol):
     def dim_source(self, name: str) -> str | None: ...
     # when arg i is a loop's carried state: its value before the loop and the one it takes next
     def carry(self, i: int) -> Carry | None: ...
+    def is_zeros(self, i: int) -> bool: ...  # arg i is made by `zeros(...)`
+    def variable(self, role: str) -> str: ...  # the TF variable name of the op's parameter `role`
+    def param_shape(self, role: str) -> tuple[int, ...]: ...
 
 
 class TorchCtx(Protocol):
@@ -61,6 +64,7 @@ class TorchCtx(Protocol):
     def lens(self, dim: str, dims: tuple[str, ...]) -> str: ...  # float lengths aligned to dims
     def seq_lens(self, dim: str) -> str: ...  # the int64 [batch] lengths
     def param(self, role: str) -> str: ...
+    def helper(self, key: str) -> str: ...  # the module-level name of one of the op's `torch_helpers`
 
 
 class EagerCtx(Protocol):
@@ -121,7 +125,9 @@ class OpDef:
         """Parameter roles and their dims (parameterised ops only)."""
         return {}
 
-    def returnn(self, ctx: ReturnnCtx, op: Op) -> dict:
+    def returnn(self, ctx: ReturnnCtx, op: Op) -> dict | None:
+        """The op's layer; None only for a fused op (`Op.unfused`) with no native layer here: the
+        nodes it was fused from are emitted instead."""
         raise NotImplementedError
 
     def returnn_helpers(self, op: Op) -> dict[str, str]:
@@ -146,6 +152,10 @@ class OpDef:
 
     def torch(self, ctx: TorchCtx, op: Op) -> str:
         raise NotImplementedError
+
+    def torch_helpers(self, op: Op) -> dict[str, Callable[[str], str]]:
+        """Module-level functions the op's torch code calls: key -> source given the name chosen."""
+        return {}
 
     def eager(self, ctx: EagerCtx, args: list, attrs: dict, outs: list[OutType]):
         raise NotImplementedError

@@ -27,8 +27,8 @@ def _param_paths(nodes: list[Node]) -> set[str]:
     for n in nodes:
         if isinstance(n, Loop):
             out |= _param_paths(n.body)
-        elif n.param:
-            out.add(n.param)
+        else:
+            out |= n.param_paths()
     return out
 
 

@@ -14,6 +14,7 @@ from netc.ir.model import Graph, Loop
 from netc.ir.verify import verify
 from netc.passes import (
     dce,
+    fuse_cells,
     hoist_frames,
     hoist_invariants,
     rec_state,
@@ -31,6 +32,7 @@ class PassOptions:
     # over whole sequences before the loop, states that are the previous frame of a sequence,
     # work feeding only stacks over them after it
     whole_sequence: bool = True
+    fuse: bool = True  # a loop that is an LSTM or GRU becomes the native sequence op (after hoisting)
 
 
 DEFAULT_OPTIONS = PassOptions()
@@ -75,7 +77,12 @@ def _optimise(g: Graph, options: PassOptions) -> Graph:
                 verify(g)
                 changed |= moved
     # 6. remove the invariants and sequences hoisting left unread (and what teacher forcing left)
-    return _run(dce, g)
+    g = _run(dce, g)
+    # 7. a loop left as exactly an LSTM or GRU cell over its input runs as one native op: only
+    #    after hoisting has moved the input projection out of it
+    if options.hoist and options.whole_sequence and options.fuse:
+        g = _run(fuse_cells, g)
+    return g
 
 
 def _run(p, g: Graph) -> Graph:

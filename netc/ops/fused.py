@@ -1,0 +1,261 @@
+"""Loops the `fuse_cells` pass recognised as an LSTM or a GRU, as one native sequence op.
+
+`lstm_loop(x, h0, c0)` and `gru_loop(x, h0)` are not called by users: the pass makes them
+from a loop (kept in `Op.unfused`). Their parameters are the model's own Linears
+(`attrs["params"]`: role -> (module path, role); `attrs["rows"]`: the rows of a joint kernel
+over `concat(x, h)`), in the model's gate order (`attrs["gates"]`: for each of torch's gate
+blocks, the source's split index). Results, in `attrs["results"]` order: "seq" (h per
+frame), "h" and "c" (after each sequence's last frame).
+
+torch: one `torch.lstm`/`torch.gru` call over the padded batch (valid frames come first and a
+forward cell is causal, so padding never reaches them), the weights reordered to torch's
+layout. RETURNN: an LSTM with zero initial state and at most one bias is a `rec` layer with
+`unit: "nativelstm2"` whose parameters are the model's variables, reordered through
+`reuse_params`; anything else (a GRU: RETURNN has no native unit computing torch's GRU) is the
+loop as written.
+"""
+
+from __future__ import annotations
+
+from netc.naming import Code, py_literal, py_str
+from netc.ops.base import OpDef, register
+
+LSTM_HELPER = "_lstm_loop"
+GRU_HELPER = "_gru_loop"
+# an input this large drives a sigmoid gate to exactly 1 (or 0) in every float dtype
+_HOLD = 1e4
+
+
+def _lstm_helper(name: str) -> str:
+    return f'''def {name}(x, lens, h0, c0, weights, reverse: bool, need_c: bool):
+    """An LSTM over x [batch, time, in] in one native call (torch.lstm; `weights` in its layout:
+    w_ih, w_hh, and b_ih, b_hh when it has biases), each sequence over its own frames, from its
+    last backwards with `reverse`. Returns h per frame (zeros on padded frames) and h, c after
+    each sequence's last frame (h0, c0 when it has none); c only with `need_c`."""
+    valid = torch.arange(x.shape[1], device=x.device)[None, :] < lens[:, None]
+    order = None
+    if reverse:  # each sequence's valid frames reversed (padding stays)
+        t = torch.arange(x.shape[1], device=x.device)[None, :]
+        order = torch.where(valid, lens[:, None] - 1 - t, t)[:, :, None]
+        x = x.gather(1, order.expand(-1, -1, x.shape[-1]))
+    if need_c:
+        # padded frames keep c: an extra input, 1 on them only, drives the forget gate (torch's
+        # block 1) to exactly 1 and the input gate (block 0) to exactly 0 (padded frames of x
+        # zeroed: their gates stay far from the threshold)
+        x = x.masked_fill(~valid[:, :, None], 0)
+        n = h0.shape[-1]
+        hold = torch.cat([x.new_full((n,), -{_HOLD!r}), x.new_full((n,), {_HOLD!r}), x.new_zeros(2 * n)])
+        x = torch.cat([x, (~valid)[:, :, None].to(x.dtype)], dim=-1)
+        weights = [torch.cat([weights[0], hold[:, None]], dim=1), *weights[1:]]
+    # torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    y, _, c = torch.lstm(x, (h0[None], c0[None]), weights, len(weights) == 4, 1, 0.0, False, False, True)
+    last = (lens - 1).clamp(min=0)[:, None, None].expand(-1, 1, y.shape[-1])
+    h = torch.where((lens > 0)[:, None], y.gather(1, last)[:, 0], h0)
+    if order is not None:
+        y = y.gather(1, order.expand(-1, -1, y.shape[-1]))
+    return y, h, c[0]
+'''
+
+
+def _gru_helper(name: str) -> str:
+    return f'''def {name}(x, lens, h0, weights, reverse: bool):
+    """A GRU over x [batch, time, in] in one native call (torch.gru; `weights` in its layout:
+    w_ih, w_hh, and b_ih, b_hh when it has biases), each sequence over its own frames, from its
+    last backwards with `reverse`. Returns h per frame (anything on padded frames) and h after
+    each sequence's last frame (h0 when it has none)."""
+    valid = torch.arange(x.shape[1], device=x.device)[None, :] < lens[:, None]
+    order = None
+    if reverse:  # each sequence's valid frames reversed (padding stays)
+        t = torch.arange(x.shape[1], device=x.device)[None, :]
+        order = torch.where(valid, lens[:, None] - 1 - t, t)[:, :, None]
+        x = x.gather(1, order.expand(-1, -1, x.shape[-1]))
+    # torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    y, _ = torch.gru(x, h0[None], weights, len(weights) == 4, 1, 0.0, False, False, True)
+    last = (lens - 1).clamp(min=0)[:, None, None].expand(-1, 1, y.shape[-1])
+    h = torch.where((lens > 0)[:, None], y.gather(1, last)[:, 0], h0)
+    if order is not None:
+        y = y.gather(1, order.expand(-1, -1, y.shape[-1]))
+    return y, h
+'''
+
+
+RETURNN_PARAM_HELPER = "netc_native_lstm_param"
+RETURNN_PARAM_HELPER_SOURCE = f'''def {RETURNN_PARAM_HELPER}(name, shape, gates, rows=None):
+    """`reuse_params` `custom` for a parameter of a `nativelstm2` unit: the model's own variable
+    `name` of `shape` (`rows` of it, for a kernel over both input and state), its gate blocks
+    (cell input, input, forget, output, as the unit has them) picked from the model's by
+    `gates`; with no `name`, zeros (a model without a bias)."""
+    import tensorflow as tf
+
+    def custom(getter, dtype, **kwargs):
+        if name is None:
+            return tf.zeros(kwargs["shape"], dtype=dtype)
+        for own in ("base_layer", "reuse_layer", "full_name", "name", "shape"):
+            kwargs.pop(own, None)
+        kwargs["reuse"] = tf.compat.v1.AUTO_REUSE  # a joint kernel is read twice
+        var = getter(name=name, shape=shape, dtype=dtype, **kwargs)
+        if rows is None and list(gates) == [0, 1, 2, 3]:
+            return var
+        part = var if rows is None else var[rows[0] : rows[1]]
+        n = shape[-1] // 4
+        return tf.concat([part[..., k * n : (k + 1) * n] for k in gates], axis=-1)
+
+    return custom
+'''
+# RETURNN's native LSTM has its gate blocks as (cell input, input, forget, output); torch as
+# (input, forget, cell input, output): the unit's block k is torch's block _RETURNN_FROM_TORCH[k]
+_RETURNN_FROM_TORCH = [2, 0, 1, 3]
+
+
+class _CellLoop(OpDef):
+    """The shared lowering of a fused LSTM or GRU loop."""
+
+    blocks = 4
+    helper = ""
+
+    def _weight(self, ctx, op, role: str, gates: list[int], signs: list[float] | None = None) -> str | None:
+        """Code for one of torch's weights (`w_ih`, `w_hh`, `b_ih`, `b_hh`) from the model's parameter."""
+        if op.attrs["params"][role] is None:
+            return None
+        p = ctx.param(role)
+        n = ctx.size(op.attrs["hidden"])
+        k = self.blocks
+        sign = "" if signs is None else f" * {p}.new_tensor({py_literal(signs)})[:, None]"
+        if role.startswith("b"):
+            if gates == list(range(k)) and not sign:
+                return p
+            return f"({p}.view({k}, {n})[{py_literal(gates)}]{sign}).flatten()"
+        rows = op.attrs["rows"][role]
+        if rows is not None:
+            p = f"{p}[{rows[0]}:{rows[1]}]"
+        if gates == list(range(k)) and not sign:
+            return f"{p}.t()"
+        return f"({p}.view(-1, {k}, {n})[:, {py_literal(gates)}]{sign}).flatten(1).t()"
+
+    def _weights(self, ctx, op, x_gates: list[int], h_gates: list[int], signs=None) -> str:
+        w = [self._weight(ctx, op, r, g, signs) for r, g in (("w_ih", x_gates), ("w_hh", h_gates))]
+        b_ih = self._weight(ctx, op, "b_ih", x_gates, signs)
+        b_hh = self._weight(ctx, op, "b_hh", h_gates, signs)
+        if b_ih or b_hh:  # torch takes both biases or none
+            zeros = f"torch.zeros_like({ctx.param('b_ih' if b_ih else 'b_hh')})"
+            w += [b_ih or zeros, b_hh or zeros]
+        return "[" + ", ".join(w) + "]"
+
+    def results(self, op, code: str, kinds: tuple[str, ...]) -> str:
+        """The op's results (`attrs["results"]`, a subsequence of the helper's `kinds`) from the helper's."""
+        picks = tuple(kinds.index(r) for r in op.attrs["results"])
+        if len(picks) == len(kinds):
+            return code
+        return code + {(0,): "[0]", (1,): "[1]", (2,): "[2]", (0, 1): "[:2]", (1, 2): "[1:]", (0, 2): "[::2]"}[picks]
+
+    def infer(self, dt, args, attrs):  # made by a pass from a loop whose results it keeps
+        raise NotImplementedError
+
+    def eager(self, ctx, args, attrs, outs):  # eager runs the source, never a pass's ops
+        raise NotImplementedError
+
+
+@register
+class LstmLoop(_CellLoop):
+    """A loop that is an LSTM (see netc.passes.fuse_cells)."""
+
+    name = "lstm_loop"
+    blocks = 4
+
+    def torch_helpers(self, op):
+        return {LSTM_HELPER: _lstm_helper}
+
+    def torch(self, ctx, op):
+        time, feat = op.attrs["axis"], ctx.in_dims(0)[-1]
+        x = ctx.aligned(0, ("batch", time, feat))
+        gates = op.attrs["gates"]
+        weights = self._weights(ctx, op, gates, gates)
+        need_c = "c" in op.attrs["results"]
+        call = (
+            f"{ctx.helper(LSTM_HELPER)}({x}, {ctx.seq_lens(time)}, {ctx.arg(1)}, {ctx.arg(2)}, {weights}, "
+            f"{op.attrs['reverse']}, {need_c})"
+        )
+        return self.results(op, call, ("seq", "h", "c"))
+
+    def returnn(self, ctx, op):
+        p = op.attrs["params"]
+        biases = [r for r in ("b_ih", "b_hh") if p[r] is not None]
+        if not (ctx.is_zeros(1) and ctx.is_zeros(2)) or len(biases) > 1:
+            return None  # no native unit: the loop as written
+        names = {r: ctx.variable(r) for r in ("w_ih", "w_hh", *biases)}
+        scope = _common_scope(list(names.values()))
+        if scope is None:
+            return None
+        gates = [op.attrs["gates"][k] for k in _RETURNN_FROM_TORCH]
+
+        def custom(role: str | None) -> dict:
+            if role is None:
+                args = f"None, None, {py_literal(gates)}"
+            else:
+                rows = op.attrs["rows"].get(role)
+                args = f"{py_str(names[role])}, {py_literal(list(ctx.param_shape(role)))}, {py_literal(gates)}"
+                args += f", {py_literal(list(rows))}" if rows is not None else ""
+            return {"custom": Code(f"{RETURNN_PARAM_HELPER}({args})")}
+
+        layer = {
+            "class": "rec",
+            "unit": "nativelstm2",
+            "from": ctx.src(0),
+            "axis": ctx.dim(op.attrs["axis"]),
+            "out_dim": ctx.dim(op.attrs["hidden"]),
+        }
+        if op.attrs["reverse"]:
+            layer["direction"] = -1
+        # the variables must lie in the layer's scope for RETURNN to train and save them as its own
+        layer["name_scope"] = f"/{scope}"
+        layer["reuse_params"] = {
+            "map": {"W": custom("w_ih"), "W_re": custom("w_hh"), "b": custom(biases[0] if biases else None)}
+        }
+        return layer
+
+    def returnn_helpers(self, op):
+        return {RETURNN_PARAM_HELPER: RETURNN_PARAM_HELPER_SOURCE}
+
+    def returnn_outs(self, layer, op):
+        return [layer if r == "seq" else "" for r in op.attrs["results"]]
+
+    def returnn_extra(self, ctx, layer, own, op, fresh):
+        out = ctx.dim(op.attrs["hidden"])
+        return {
+            i: (fresh(f"{layer}_{r}"), {"class": "get_last_hidden_state", "from": layer, "key": r, "out_dim": out})
+            for i, r in enumerate(op.attrs["results"])
+            if r != "seq"
+        }
+
+
+@register
+class GruLoop(_CellLoop):
+    """A loop that is a GRU as torch computes it (see netc.passes.fuse_cells)."""
+
+    name = "gru_loop"
+    blocks = 3
+
+    def torch_helpers(self, op):
+        return {GRU_HELPER: _gru_helper}
+
+    def torch(self, ctx, op):
+        time, feat = op.attrs["axis"], ctx.in_dims(0)[-1]
+        x = ctx.aligned(0, ("batch", time, feat))
+        signs = [1.0, -1.0, 1.0] if op.attrs["negate_z"] else None  # sigmoid(-a) = 1 - sigmoid(a)
+        weights = self._weights(ctx, op, op.attrs["x_gates"], op.attrs["gates"], signs)
+        call = f"{ctx.helper(GRU_HELPER)}({x}, {ctx.seq_lens(time)}, {ctx.arg(1)}, {weights}, {op.attrs['reverse']})"
+        return self.results(op, call, ("seq", "h"))
+
+    def returnn(self, ctx, op):
+        return None  # RETURNN's GRU units compute another GRU: the loop as written
+
+
+def _common_scope(names: list[str]) -> str | None:
+    """The longest scope (`a/b`) all variable names lie in."""
+    parts = [n.split("/")[:-1] for n in names]
+    common: list[str] = []
+    for level in zip(*parts):
+        if len(set(level)) != 1:
+            break
+        common.append(level[0])
+    return "/".join(common) or None
