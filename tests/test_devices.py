@@ -19,7 +19,14 @@ from netc_runtime.verify import random_inputs, random_lengths, valid_mask
 MODELS = sorted(EXAMPLES.glob("*.py")) + [
     ROOT / "tests" / "models" / m
     for m in ("core_ops.py", "losses.py", "native_lstm.py", "ops_where.py", "ops_cast.py", "ops_layer_norm.py")
-    + ("ops_pool.py", "ops_lstm_cell.py", "ops_elementwise.py", "ops_losses.py")
+    + (
+        "ops_pool.py",
+        "ops_lstm_cell.py",
+        "ops_elementwise.py",
+        "ops_losses.py",
+        "fuse_lstm_forms.py",
+        "fuse_gru_forms.py",
+    )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device
 HAS_END = {"greedy_decoder.py"}

@@ -224,6 +224,8 @@ class ReturnnEmitter:
         layer = opdef.returnn(ctx, op)
         if layer is None:  # a fused op without a native layer here: what it was fused from
             self.block(op.unfused, blk, reserved)
+            loop = next(n for n in op.unfused if isinstance(n, Loop))
+            self.op_layers[op.outs[0].id] = (*blk.path, loop.name)
             return
         if op.param:
             layer["name_scope"] = f"/{self.param_scope[op.param]}"

@@ -45,9 +45,14 @@ def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
                 out.append(f"{indent}  -> {_v(ll.out)} = last {_ref(ll.value)}")
         else:
             outs = ", ".join(_v(o) for o in n.outs)
-            attrs = "".join(f" {k}={val!r}" for k, val in n.attrs.items())
+            attrs = "".join(f" {k}={val!r}" for k, val in n.attrs.items() if k != "params" or not n.unfused)
+            if n.unfused:  # the parameters of the modules it was fused from
+                attrs += " params=" + ", ".join(f"{r}:{ref[0]}/{ref[1]}" for r, ref in n.attrs["params"].items() if ref)
             param = f" param={n.param}" if n.param else ""
             out.append(f"{indent}{outs} = {n.op}({', '.join(map(_ref, n.args))}){attrs}{param}  # line {n.span.line}")
+            if n.unfused:  # what a pass fused into this op (a target without a native op emits it)
+                out.append(f"{indent}  # fused: {n.op} runs as one native call where the target has one, else as:")
+                _nodes(n.unfused, indent + "  | ", out)
 
 
 def print_graph(g: Graph) -> str:

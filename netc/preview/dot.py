@@ -19,6 +19,7 @@ _NODE_STYLE = {
     "loss": 'shape=octagon, style="filled,bold", fillcolor="#fde2e1", color="#b3261e"',
 }
 _HOISTED_STYLE = 'shape=box, style="rounded,filled,dashed", fillcolor="#fff8e1", color="#b8860b"'
+_FUSED_STYLE = 'shape=box, style="rounded,filled,bold", fillcolor="#e6f4ea", color="#188038"'  # one native call
 _EDGE_STYLE = {
     "data": 'color="#5f6368"',
     "invariant": 'color="#9aa0a6"',
@@ -50,10 +51,11 @@ def node_label(n: PreviewNode, view: str) -> list[str]:
     emitted = n.returnn if view == "returnn" else n.torch
     dims = [_dims(n)] if n.dims else []
     if n.kind == "op":
+        marks = [*(["↑ hoisted"] if n.hoisted_from else []), *([f"⇉ fused loop: {n.fused}"] if n.fused else [])]
         if emitted is None:  # no RETURNN layer does it
-            return [*(["↑ hoisted"] if n.hoisted_from else []), n.label, "(no layer)", *dims]
+            return [*marks, n.label, "(no layer)", *dims]
         name = emitted.name.rsplit("/", 1)[-1]
-        return [*(["↑ hoisted"] if n.hoisted_from else []), name, emitted.kind, *dims]
+        return [*marks, name, emitted.kind, *dims]
     if n.kind == "state":
         return [f"state {n.label}", emitted.kind if view == "returnn" else emitted.name, *dims]
     if n.kind == "end":
@@ -94,8 +96,8 @@ def to_dot(p: Preview, view: str) -> str:
 
     def nodes_and_clusters(cluster: str | None, indent: str) -> None:
         for n in by_cluster.get(cluster, []):
-            style = _HOISTED_STYLE if n.hoisted_from else _NODE_STYLE[n.kind]
-            classes = f"netc-node {n.kind}{' hoisted' if n.hoisted_from else ''}"
+            style = _HOISTED_STYLE if n.hoisted_from else _FUSED_STYLE if n.fused else _NODE_STYLE[n.kind]
+            classes = f"netc-node {n.kind}{' hoisted' if n.hoisted_from else ''}{' fused' if n.fused else ''}"
             out.append(
                 f'{indent}{_quote(n.id)} [id="{prefix}-{n.id}", class="{classes}", {style}, '
                 f"label={_label(*node_label(n, view))}];"

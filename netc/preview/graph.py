@@ -167,6 +167,7 @@ class _Builder:
                 dims=[list(v.dims) for v in op.outs],
                 cluster=cluster,
                 hoisted_from=self._hoisted_from(op, cluster),
+                fused=op.op if op.unfused else None,
                 source=self.source(op.span),
                 returnn=returnn,
                 torch=Emitted(

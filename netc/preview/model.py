@@ -46,6 +46,9 @@ class PreviewNode(BaseModel):
     hoisted_from: str | None = Field(
         None, description="Written in this loop's body, moved out by loop-invariant hoisting."
     )
+    fused: str | None = Field(
+        None, description="A loop the compiler runs as one native op: the op (`lstm_loop`, `gru_loop`)."
+    )
     source: Source | None = None
     returnn: Emitted | None = Field(
         None, description="None for an op no RETURNN layer does (zeros a state starts from: RETURNN's default)."

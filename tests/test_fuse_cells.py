@@ -1,0 +1,120 @@
+"""fuse_cells: loops that are LSTMs or GRUs run as one native call, with the model's own
+parameters, and give the numbers the loops give (eager = RETURNN = torch, fused or not)."""
+
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+import torch
+from conftest import EXAMPLES, ROOT
+
+from netc.compiler import compile_graph
+from netc.emit_tf.emitter import emit_returnn
+from netc.emit_torch.emitter import emit_torch
+from netc.passes.pipeline import PassOptions
+
+LSTM_FORMS = ROOT / "tests" / "models" / "fuse_lstm_forms.py"
+GRU_FORMS = ROOT / "tests" / "models" / "fuse_gru_forms.py"
+
+
+def _fused_ops(g) -> list[str]:
+    return [n.op for n in g.body if getattr(n, "unfused", None)]
+
+
+@pytest.mark.parametrize(
+    "model,fused",
+    [
+        (EXAMPLES / "lstm.py", ["lstm_loop"]),
+        (LSTM_FORMS, ["lstm_loop"] * 3),
+        (GRU_FORMS, ["gru_loop"] * 2),
+        (EXAMPLES / "gru.py", []),  # TF's GRU (r before the state's projection): torch has no such kernel
+        (EXAMPLES / "elman.py", []),
+        (EXAMPLES / "attention.py", []),
+    ],
+)
+def test_what_is_fused(model, fused):
+    assert _fused_ops(compile_graph(str(model))) == fused
+    assert _fused_ops(compile_graph(str(model), options=PassOptions(fuse=False))) == []
+    assert _fused_ops(compile_graph(str(model), options=PassOptions(hoist=False))) == []
+
+
+@pytest.mark.parametrize("model", [LSTM_FORMS, GRU_FORMS])
+@pytest.mark.parametrize("fuse", ["--fuse", "--no-fuse"])
+def test_fused_and_unfused_verify(netc, model, fuse):
+    proc = netc("verify", model, "--seed", "3", "--batch", "4", "--max-len", "9", fuse)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "eager vs returnn" in proc.stdout and "eager vs torch" in proc.stdout
+
+
+def test_torch_runs_one_native_call():
+    code = emit_torch(compile_graph(str(EXAMPLES / "lstm.py")))
+    assert code.count("= torch.lstm(") == 1 and "for t in range" not in code
+    code = emit_torch(compile_graph(str(GRU_FORMS)))
+    assert code.count("= torch.gru(") == 1 and "for t in range" not in code  # one helper, called twice
+    assert code.count("= _gru_loop(x") == 2
+
+
+def _module(model, fuse: bool):
+    g = compile_graph(str(model), options=PassOptions(fuse=fuse))
+    ns: dict = {}
+    exec(compile(emit_torch(g), f"<{model.name}>", "exec"), ns)
+    return ns["Model"]()
+
+
+@pytest.mark.parametrize("model", [EXAMPLES / "lstm.py", LSTM_FORMS, GRU_FORMS])
+def test_fused_module_equals_the_loop(model):
+    """Same parameters (same names), same outputs on valid frames, including a sequence of no
+    frames (its last state is the initial one) and training's gradients."""
+    torch.manual_seed(0)
+    fused, loop = _module(model, True), _module(model, False)
+    assert [n for n, _ in fused.named_parameters()] == [n for n, _ in loop.named_parameters()]
+    loop.load_state_dict(fused.state_dict())
+    g = compile_graph(str(model))
+    assert fused.input_dims == [["x", ["batch", "time", "feat"]]]
+    x = torch.randn(4, 9, g.dim("feat").size)
+    lens = torch.tensor([9, 0, 4, 1])
+    got, want = fused(x, lens), loop(x, lens)
+    assert got.keys() == want.keys()
+    mask = torch.arange(9)[None, :] < lens[:, None]
+    for k in got:
+        a, b = got[k], want[k]
+        if a.dim() == 3:  # frames: valid ones only (padded ones are zeros on both)
+            a, b = a * mask[:, :, None], b * mask[:, :, None]
+        assert torch.allclose(a, b, atol=1e-5), (k, (a - b).abs().max())
+    lens = torch.tensor([9, 2, 4, 1])  # a mean over no frames would make NaN gradients
+    sum(v.sum() for v in fused(x, lens).values()).backward()
+    sum(v.sum() for v in loop(x, lens).values()).backward()
+    for (name, p), q in zip(fused.named_parameters(), loop.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-4), name
+
+
+def test_returnn_native_unit_keeps_the_model_variables():
+    """RETURNN trains and saves the fused LSTM's variables under the model's own names (none of
+    the unit's), the joint kernel of a backward loop included."""
+    import tensorflow as tf
+    from returnn.config import Config
+    from returnn.tf.native_op import OpMaker
+    from returnn.tf.network import TFNetwork
+
+    g = compile_graph(str(LSTM_FORMS))
+    config = emit_returnn(g)
+    assert (
+        config.count("'unit': 'nativelstm2'") == 1
+    )  # the backward joint kernel; the others have two biases or a start
+    want = {p.name: tuple(g.dim(d).size for d in p.dims) for p in g.params}
+    with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
+        f.write(config)
+    cfg = Config()
+    cfg.load_file(f.name)
+    tf.compat.v1.disable_eager_execution()
+    OpMaker.with_cuda = False
+    with tf.Graph().as_default():
+        net = TFNetwork(config=cfg, train_flag=True)
+        net.construct_from_dict(cfg.typed_value("network"))
+        params = {v.name[:-2]: tuple(v.shape.as_list()) for v in net.get_params_list()}
+        trainable = {v.name[:-2] for v in net.get_trainable_params()}
+        every = {v.name[:-2] for v in tf.compat.v1.global_variables()}
+    assert params == want
+    assert trainable == every == set(want)
