@@ -16,8 +16,9 @@ MODELS = sorted(p.name for p in EXAMPLES.glob("*.py"))
 
 @pytest.mark.parametrize("model", MODELS)
 def test_returnn_moves_nothing_out_of_an_examples_loops(model):
-    found = moved_out(compile_file(str(EXAMPLES / model), "returnn"))
-    assert found, "every example has a loop"
+    text = compile_file(str(EXAMPLES / model), "returnn")
+    found = moved_out(text)
+    assert found or "'unit': 'nativelstm2'" in text, "every example has a loop (a rec unit, or a fused native one)"
     assert all(m == Moved([], []) for m in found.values()), found
 
 

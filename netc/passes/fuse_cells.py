@@ -321,11 +321,11 @@ def _build(n: Loop, cell: _Cell) -> tuple[Op, list[Op]] | None:
     order = [r for r in ("seq", "h", "c") if r in results]  # the op's results in this order
     outs = [outs[results.index(r)] for r in order]
     x = cell.x
-    params = {
-        "w_ih": (x.param, "W"),
-        "b_ih": (x.param, "b") if x.bias else None,
-        "w_hh": (cell.h.param, "W"),
-        "b_hh": (cell.h.param, "b") if cell.h.bias else None,
+    params = {  # lists, not tuples: attrs go through JSON unchanged
+        "w_ih": [x.param, "W"],
+        "b_ih": [x.param, "b"] if x.bias else None,
+        "w_hh": [cell.h.param, "W"],
+        "b_hh": [cell.h.param, "b"] if cell.h.bias else None,
     }
     attrs = {
         "axis": n.axis,
@@ -333,7 +333,7 @@ def _build(n: Loop, cell: _Cell) -> tuple[Op, list[Op]] | None:
         "hidden": cell.hidden.dims[-1],
         "gates": cell.gates,
         "params": params,
-        "rows": {"w_ih": x.rows, "w_hh": cell.h.rows},
+        "rows": {"w_ih": _list(x.rows), "w_hh": _list(cell.h.rows)},
         "results": order,
         "loop": n.name,
     }
@@ -346,3 +346,7 @@ def _build(n: Loop, cell: _Cell) -> tuple[Op, list[Op]] | None:
     unfused: list[Node] = [*x.absorbed, n]
     op = Op(op=f"{cell.kind}_loop", args=[x.source, *inits], attrs=attrs, outs=outs, span=n.span, unfused=unfused)
     return op, x.absorbed
+
+
+def _list(rows: tuple[int, int] | None) -> list[int] | None:
+    return None if rows is None else list(rows)
