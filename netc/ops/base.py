@@ -61,6 +61,8 @@ class TorchCtx(Protocol):
     def lens(self, dim: str, dims: tuple[str, ...]) -> str: ...  # float lengths aligned to dims
     def seq_lens(self, dim: str) -> str: ...  # the int64 [batch] lengths
     def param(self, role: str) -> str: ...
+    # code of parameters only (a reordered weight), evaluated once per call of the method: its variable
+    def once(self, expr: str, hint: str) -> str: ...
 
 
 class EagerCtx(Protocol):
