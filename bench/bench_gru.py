@@ -11,12 +11,11 @@ Medians of interleaved runs after a warm-up, 1 thread, milliseconds.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 import torch
-from bench_torch import timed
+from bench_torch import report, sequence_args, timed
 
 from netc.compiler import compile_graph
 from netc_runtime.backends import load_torch_module
@@ -37,13 +36,7 @@ def native_gru(p, n_in: int, n: int) -> torch.nn.GRU:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--time", type=int, default=100)
-    ap.add_argument("--runs", type=int, default=7)
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
+    args = sequence_args()
 
     g = compile_graph(MODEL)
     params = random_params(g, np.random.default_rng(0))
@@ -66,10 +59,8 @@ def main() -> None:
         diff = ((variants["netc"]() - run_native()).abs() * mask).max().item()
         assert diff < 1e-4, diff
         rows = timed(variants, args.runs)
-    print(f"GRU forward, batch {args.batch}, {args.time} frames, 80 -> 256, 1 thread, median of {args.runs} runs")
-    base = rows["nn.GRU (native)"]
-    for name, ms in rows.items():
-        print(f"  {name:<20} {ms:8.2f} ms   {ms / base:5.2f}x nn.GRU")
+    title = f"GRU forward, batch {args.batch}, {args.time} frames, 80 -> 256, 1 thread, median of {args.runs} runs"
+    report(title, rows, "nn.GRU (native)", "nn.GRU")
 
 
 if __name__ == "__main__":

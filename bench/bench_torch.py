@@ -98,7 +98,8 @@ def timed(fns: dict, runs: int) -> dict[str, float]:
     return {name: 1000 * statistics.median(ts) for name, ts in times.items()}
 
 
-def main() -> None:
+def sequence_args() -> argparse.Namespace:
+    """`--batch`, `--time`, `--runs` of a sequence benchmark; torch on 1 thread, seeded."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--time", type=int, default=100)
@@ -106,6 +107,18 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    return args
+
+
+def report(title: str, rows: dict[str, float], base: str, against: str) -> None:
+    """The title, then each variant's milliseconds and its ratio to `base`'s."""
+    print(title)
+    for name, ms in rows.items():
+        print(f"  {name:<20} {ms:8.2f} ms   {ms / rows[base]:5.2f}x {against}")
+
+
+def main() -> None:
+    args = sequence_args()
 
     full = compile_graph(MODEL)
     no_hoist = compile_graph(MODEL, options=PassOptions(hoist=False))
@@ -166,10 +179,8 @@ def main() -> None:
             },
             args.runs,
         )
-    print(f"LSTM forward, batch {args.batch}, {args.time} frames, 80 -> 256, 1 thread, median of {args.runs} runs")
-    base = rows["hand loop"]
-    for name, ms in rows.items():
-        print(f"  {name:<20} {ms:8.2f} ms   {ms / base:5.2f}x hand loop")
+    title = f"LSTM forward, batch {args.batch}, {args.time} frames, 80 -> 256, 1 thread, median of {args.runs} runs"
+    report(title, rows, "hand loop", "hand loop")
 
 
 if __name__ == "__main__":

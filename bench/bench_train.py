@@ -14,7 +14,6 @@ Medians of interleaved runs after a warm-up, milliseconds.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import tempfile
@@ -22,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_torch import timed
+from bench_attention import attention_args
+from bench_torch import report, timed
 
 from netc.compiler import compile_file, compile_graph
 from netc_runtime.backends import load_torch_module
@@ -85,14 +85,7 @@ def returnn_step(path: str, params: dict, batch: dict):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--enc", type=int, default=150)
-    ap.add_argument("--dec", type=int, default=40)
-    ap.add_argument("--runs", type=int, default=5)
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
+    args = attention_args()
     with tempfile.TemporaryDirectory() as d:
         path = training_model(d)
         g = compile_graph(path)
@@ -123,13 +116,11 @@ def main() -> None:
     theirs = tf_loss()
     assert abs(ours - theirs) <= 1e-4 * abs(theirs), (ours, theirs)
     rows = timed({"netc torch module": torch_step, "RETURNN (TensorFlow)": tf_step}, args.runs)
-    print(
+    title = (
         f"attention decoder training step (forward, backward, Adam), batch {args.batch}, {args.enc} encoder / "
         f"{args.dec} decoder frames, D512, summed loss {ours:.2f} in both, 1 thread, median of {args.runs} runs"
     )
-    base = rows["RETURNN (TensorFlow)"]
-    for name, ms in rows.items():
-        print(f"  {name:<20} {ms:8.2f} ms   {ms / base:5.2f}x RETURNN")
+    report(title, rows, "RETURNN (TensorFlow)", "RETURNN")
 
 
 if __name__ == "__main__":
