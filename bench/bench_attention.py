@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_torch import timed
+from bench_torch import report, timed
 
 from netc.compiler import compile_graph
 from netc.passes.pipeline import PassOptions
@@ -69,7 +69,8 @@ def hoisted(p, x, y, enc_mask):
     return torch.cat([torch.stack(states, 1), torch.stack(contexts, 1)], -1) @ p["logits/W"] + p["logits/b"]
 
 
-def main() -> None:
+def attention_args() -> argparse.Namespace:
+    """`--batch`, `--enc`, `--dec`, `--runs` of an attention benchmark; torch on 1 thread, seeded."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--enc", type=int, default=150)
@@ -78,6 +79,11 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    return args
+
+
+def main() -> None:
+    args = attention_args()
 
     full = compile_graph(MODEL)
     params = random_params(full, np.random.default_rng(0))
@@ -110,13 +116,11 @@ def main() -> None:
             diff = ((fn() - ref).abs() * valid).max().item()
             assert diff < 1e-3, (name, diff)
         rows = timed(variants, args.runs)
-    print(
+    title = (
         f"attention decoder forward, batch {args.batch}, {args.enc} encoder / {args.dec} decoder frames, D512, "
         f"1 thread, median of {args.runs} runs"
     )
-    base = rows["hoisted hand loop"]
-    for name, ms in rows.items():
-        print(f"  {name:<20} {ms:8.2f} ms   {ms / base:5.2f}x hoisted hand loop")
+    report(title, rows, "hoisted hand loop", "hoisted hand loop")
 
 
 if __name__ == "__main__":

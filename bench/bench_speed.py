@@ -5,11 +5,15 @@
 Every comparison runs its variants interleaved (one run of each, then the next round) and
 reports medians; torch runs on 1 thread. Variants are checked equal before anything is timed.
 - LSTM forward (batch 16, 100 frames, 80 -> 256): the plain-ops LSTM loop compiled by netc,
-  the same without hoisting, netc's `Lstm` op and `nn.LSTM` (`bench_torch.py`'s variants)
+  the same without hoisting, a hand loop, netc's `Lstm` op, a loop over netc's `LstmCell` and
+  `nn.LSTM` (`bench_torch.py`'s variants)
+- GRU forward (the same sizes): a plain-ops GRU loop in torch's form against `nn.GRU` (`bench_gru.py`)
 - the attention decoder forward (batch 16, 150/40 frames, D512, the key projection written in
   the loop): netc, netc without hoisting, a naive and a hoisted hand loop (`bench_attention.py`)
 - compile time in-process (parse, passes, both targets) of generated models of N statements
   (`compile_model.py`), and `netc compile examples/attention.py` as a command
+- one training step (forward, backward, Adam) of the attention decoder with its cross entropy:
+  the torch module against RETURNN on TensorFlow, both on 1 thread (`bench_train.py`)
 - RETURNN (TensorFlow) building the emitted attention config for training, hoisted and not,
   and what RETURNN itself still moves out of its rec unit
 """
@@ -37,27 +41,34 @@ def median_ms(fns: dict, runs: int) -> dict[str, float]:
     return timed(fns, runs)
 
 
-def lstm_rows(runs: int) -> list[tuple[str, str]]:
-    """Forward of the plain-ops LSTM: `bench_torch.py`'s variants (checked equal there)."""
+def script_ms(script: str, runs: int) -> dict[str, float]:
+    """Run a side-by-side benchmark of this directory (it checks its variants equal first and
+    prints a title, then `name  ms  ratio` per variant): milliseconds by variant."""
     out = subprocess.run(
-        [sys.executable, str(HERE / "bench_torch.py"), "--runs", str(runs)], capture_output=True, text=True, check=True
+        [sys.executable, str(HERE / script), "--runs", str(runs)], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    rows = [line.strip().rsplit(" ms", 1)[0].rsplit(None, 1) for line in out[1:]]
-    ms = {name.strip(): float(v) for name, v in rows}
+    start = next(i for i, line in enumerate(out) if "1 thread" in line)  # TF may print before the title
+    rows = [line.strip().rsplit(" ms", 1)[0].rsplit(None, 1) for line in out[start + 1 :]]
+    return {name.strip(): float(v) for name, v in rows}
+
+
+def lstm_rows(runs: int) -> list[tuple[str, str]]:
+    """Forward of the plain-ops LSTM, `LstmCell` and `Lstm`: `bench_torch.py`'s variants."""
+    ms = script_ms("bench_torch.py", runs)
     base = ms["nn.LSTM (native)"]
     return [(f"LSTM forward: {name}", f"{v:.1f} ms ({v / base:.2f}× nn.LSTM)") for name, v in ms.items()]
 
 
+def gru_rows(runs: int) -> list[tuple[str, str]]:
+    """Forward of the plain-ops GRU in torch's form against `nn.GRU`: `bench_gru.py`."""
+    ms = script_ms("bench_gru.py", runs)
+    base = ms["nn.GRU (native)"]
+    return [(f"GRU forward: {name}", f"{v:.1f} ms ({v / base:.2f}× nn.GRU)") for name, v in ms.items()]
+
+
 def attention_rows(runs: int) -> list[tuple[str, str]]:
-    """The attention decoder: `bench_attention.py`'s variants (checked equal there)."""
-    out = subprocess.run(
-        [sys.executable, str(HERE / "bench_attention.py"), "--runs", str(runs)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    rows = [line.strip().rsplit(" ms", 1)[0].rsplit(None, 1) for line in out[1:]]
-    ms = {name.strip(): float(v) for name, v in rows}
+    """The attention decoder: `bench_attention.py`'s variants."""
+    ms = script_ms("bench_attention.py", runs)
     hand, naive = ms["hoisted hand loop"], ms["naive hand loop"]
     return [
         (
@@ -66,6 +77,13 @@ def attention_rows(runs: int) -> list[tuple[str, str]]:
         )
         for name, v in ms.items()
     ]
+
+
+def train_rows(runs: int) -> list[tuple[str, str]]:
+    """One training step of the attention decoder, torch module against RETURNN: `bench_train.py`."""
+    ms = script_ms("bench_train.py", runs)
+    base = ms["RETURNN (TensorFlow)"]
+    return [(f"attention training step: {name}", f"{v:.0f} ms ({v / base:.2f}× RETURNN)") for name, v in ms.items()]
 
 
 def compile_rows(statements: list[int], runs: int) -> list[tuple[str, str]]:
@@ -140,11 +158,13 @@ def main() -> None:
     torch.set_num_threads(1)
     started = time.time()
     rows: list[tuple[str, str]] = []
-    parts = [("LSTM", lambda: lstm_rows(args.runs))]
+    parts = [("LSTM", lambda: lstm_rows(args.runs)), ("GRU", lambda: gru_rows(args.runs))]
     if not args.no_attention:
         parts.append(("attention", lambda: attention_rows(args.runs)))
     parts.append(("compile", lambda: compile_rows([int(s) for s in args.statements.split(",")], args.runs)))
     if not args.no_returnn:
+        if not args.no_attention:
+            parts.append(("training step", lambda: train_rows(args.runs)))
         parts.append(("RETURNN", lambda: returnn_rows(args.runs)))
     for what, part in parts:
         t0 = time.time()

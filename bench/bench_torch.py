@@ -7,6 +7,7 @@ Compares, on the same inputs and weights (outputs checked equal first):
 - netc, no hoisting: the same IR without the hoisting pass (one projection per step)
 - hand loop: a hand-written PyTorch LSTM loop with the projection hoisted and length masking
 - netc Lstm op: the same LSTM written as netc's native `Lstm(dim)(x)` (one `torch.lstm` call)
+- netc LstmCell: a loop over netc's one-step `LstmCell(dim)(x_t, (h, c))` (`lstm_cell_model.py`)
 - nn.LSTM: torch's native LSTM on a packed sequence (a different kernel; the bar to reach)
 Reports the median of several timed runs after a warm-up, in milliseconds.
 """
@@ -28,6 +29,7 @@ from netc_runtime.verify import random_params
 
 MODEL = str(Path(__file__).with_name("lstm_model.py"))
 NATIVE_MODEL = str(Path(__file__).with_name("lstm_native_model.py"))
+CELL_MODEL = str(Path(__file__).with_name("lstm_cell_model.py"))
 
 
 def hand_loop(p, x, lens):
@@ -69,6 +71,20 @@ def native_lstm(p, n_in: int, n: int) -> torch.nn.LSTM:
     return lstm
 
 
+def cell_params(p, n: int) -> dict[str, np.ndarray]:
+    """The loop's weights for `LstmCell`: one kernel [in + out, 4*out] in TF's gate order (i, g, f, o)
+    from netc's split (g, i, f, o), and the bias less the cell's fixed forget bias 1.0."""
+
+    def reorder(w):
+        parts = w.split(n, dim=-1)
+        return torch.cat([parts[1], parts[0], parts[2], parts[3]], dim=-1)
+
+    bias = reorder(p["cell/ff_linear/b"]).clone()
+    bias[2 * n : 3 * n] -= 1.0
+    kernel = torch.cat([reorder(p["cell/ff_linear/W"]), reorder(p["cell/rec_linear/W"])], dim=0)
+    return {"ys/rec/cell/lstm_cell/kernel": kernel.numpy(), "ys/rec/cell/lstm_cell/bias": bias.numpy()}
+
+
 def timed(fns: dict, runs: int) -> dict[str, float]:
     """Median milliseconds per variant; runs are interleaved so that load drifts hit all alike."""
     for fn in fns.values():
@@ -82,7 +98,8 @@ def timed(fns: dict, runs: int) -> dict[str, float]:
     return {name: 1000 * statistics.median(ts) for name, ts in times.items()}
 
 
-def main() -> None:
+def sequence_args() -> argparse.Namespace:
+    """`--batch`, `--time`, `--runs` of a sequence benchmark; torch on 1 thread, seeded."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--time", type=int, default=100)
@@ -90,6 +107,18 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    return args
+
+
+def report(title: str, rows: dict[str, float], base: str, against: str) -> None:
+    """The title, then each variant's milliseconds and its ratio to `base`'s."""
+    print(title)
+    for name, ms in rows.items():
+        print(f"  {name:<20} {ms:8.2f} ms   {ms / rows[base]:5.2f}x {against}")
+
+
+def main() -> None:
+    args = sequence_args()
 
     full = compile_graph(MODEL)
     no_hoist = compile_graph(MODEL, options=PassOptions(hoist=False))
@@ -117,6 +146,10 @@ def main() -> None:
         }
     )
     native.eval()
+    cell_g = compile_graph(CELL_MODEL)
+    cell = load_torch_module(cell_g).Model()
+    cell.load_returnn_params(cell_params(p, 256))
+    cell.eval()
 
     def run_native():
         packed = torch.nn.utils.rnn.pack_padded_sequence(x, lens, batch_first=True, enforce_sorted=False)
@@ -130,6 +163,7 @@ def main() -> None:
             ("netc, no hoisting", models["netc, no hoisting"](x, time_lens=lens)["output"]),
             ("hand loop", hand_loop(p, x, lens)),
             ("netc Lstm op", native(x, time_lens=lens)["output"]),
+            ("netc LstmCell", cell(x, time_lens=lens)["output"]),
             ("nn.LSTM", run_native()),
         ):
             diff = ((out - ref).abs() * mask).max().item()
@@ -140,14 +174,13 @@ def main() -> None:
                 "netc, no hoisting": lambda: models["netc, no hoisting"](x, time_lens=lens),
                 "hand loop": lambda: hand_loop(p, x, lens),
                 "netc Lstm op": lambda: native(x, time_lens=lens),
+                "netc LstmCell": lambda: cell(x, time_lens=lens),
                 "nn.LSTM (native)": run_native,
             },
             args.runs,
         )
-    print(f"LSTM forward, batch {args.batch}, {args.time} frames, 80 -> 256, 1 thread, median of {args.runs} runs")
-    base = rows["hand loop"]
-    for name, ms in rows.items():
-        print(f"  {name:<20} {ms:8.2f} ms   {ms / base:5.2f}x hand loop")
+    title = f"LSTM forward, batch {args.batch}, {args.time} frames, 80 -> 256, 1 thread, median of {args.runs} runs"
+    report(title, rows, "hand loop", "hand loop")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,30 @@ def test_bench_torch_runs_and_its_variants_agree():
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split()[0] for line in proc.stdout.splitlines()[1:]]
-    assert rows == ["netc", "netc,", "hand", "netc", "nn.LSTM"]
+    assert rows == ["netc", "netc,", "hand", "netc", "netc", "nn.LSTM"]
+
+
+def test_bench_gru_runs_and_its_variants_agree():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_gru.py"), "--batch", "3", "--time", "6", "--runs", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
+    assert rows == ["netc", "nn.GRU (native)"]
+
+
+def test_bench_train_checks_equal_losses_and_runs():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_train.py"), "--batch", "3", "--enc", "7", "--dec", "4"]
+        + ["--runs", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
+    assert rows == ["netc torch module", "RETURNN (TensorFlow)"]
 
 
 def test_bench_check_runs_every_row_on_a_small_project():
@@ -61,6 +84,7 @@ def test_bench_speed_writes_its_table(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in out.read_text().splitlines() if line.startswith("| ") and line != "| what | result |"]
     assert any("nn.LSTM" in r for r in rows) and any("compile 20 statements → torch" in r for r in rows)
+    assert any("LstmCell" in r for r in rows) and any("nn.GRU" in r for r in rows)
     assert rows[-1].startswith("| `netc compile examples/attention.py`")
 
 

@@ -1,9 +1,11 @@
 """IR → a standalone PyTorch module (text). Only lowering here; every decision was made by passes.
 
 Tensors are kept in canonical dim order (batch, dynamic dims, static dims), so aligning
-operands is at most an unsqueeze. Loops run over the padded length; each step freezes
-the state of sequences that have ended (`torch.where` on the step's valid mask), so a
-carried value after the loop is each sequence's last valid step.
+operands is at most an unsqueeze. Loops run over the padded length. Padded frames may hold
+anything (as inputs' do): ops that mix frames mask their operands, outputs and losses are
+masked at the end. States are frozen past a sequence's end (`torch.where` on the step's
+valid mask) only where padded steps could reach a valid frame or what is read after the
+loop (`_LoopPlan`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import jinja2
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import search_plan
+from netc.ir.uses import count_uses, values_by_id
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.align import align_code
@@ -100,6 +103,9 @@ class _OpCtx:
     def helper(self, key: str) -> str:
         return self.em.names.helpers[key]
 
+    def once(self, expr: str, hint: str) -> str:
+        return self.em.once(f"expr:{expr}", hint, expr)
+
     @property
     def float_dtype(self) -> str:
         return self.em.dtype()
@@ -179,6 +185,9 @@ class TorchEmitter:
         self.zero_padded: set[int] = set()  # values known to hold zeros in padded frames
         self.op_lines: dict[int, str] = {}  # an op's first value id -> its line, for `netc preview`'s provenance
         self.top_masks = set(self.api.input_lens)  # dims whose lengths are known at the top of the method
+        # `a + Linear(no bias)(x)` in one `torch.addmm(a, x, W)`: the add's value id -> the linear
+        self.addmm: dict[int, Op] = {}
+        self.absorbed: set[int] = set()  # values of those linears, computed inside the addmm
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -267,6 +276,8 @@ class TorchEmitter:
         """`forward`: every output, the lengths of dims loops made, and the losses."""
         g = self.g
         params = self.start(g.inputs, list(self.api.input_lens))
+        self.addmm = _addmm_plan(g)
+        self.absorbed = {lin.outs[0].id for lin in self.addmm.values()}
         self.block(g.body)
         results = [(o.name, self.padded_zero(o.value)) for o in g.outputs]
         results += [(key, self.lens_var[d]) for d, key in self.api.made_lens.items()]
@@ -307,16 +318,25 @@ class TorchEmitter:
                 self.op(n)
 
     def op(self, op: Op) -> None:
+        if op.outs[0].id in self.absorbed:
+            return
         opdef = REGISTRY[op.op]
         for d, (lens, size) in opdef.torch_made_dims(_OpCtx(self, op), op).items():  # dims the op makes
             self.lens_var[d], self.size_var[d] = self.ns.fresh(lens_name(d)), self.ns.fresh(f"{d}_size")
             self.emit(f"{self.lens_var[d]} = {lens}  # lengths of {plain_text(d)}")
             self.emit(f"{self.size_var[d]} = {size}")
-        expr = opdef.torch(_OpCtx(self, op), op)
+        linear = self.addmm.get(op.outs[0].id)
+        if linear is not None:
+            other = self.var[next(a for a in op.args if a != linear.outs[0].id)]
+            expr = f"torch.addmm({other}, {self.var[linear.args[0]]}, {_OpCtx(self, linear).param('W')})"
+        else:
+            expr = opdef.torch(_OpCtx(self, op), op)
         names = [self.define(v, v.name or op.hint()) for v in op.outs]
         comment = f"  # line {op.span.line}"
         self.emit(f"{', '.join(names)} = {expr}{comment}")
         self.op_lines[op.outs[0].id] = self.lines[-1].strip()
+        if linear is not None:
+            self.op_lines[linear.outs[0].id] = self.lines[-1].strip()
 
     def loop(self, n: Loop) -> None:
         axis = n.axis
@@ -328,10 +348,11 @@ class TorchEmitter:
             self.emit(f"# loop over {plain_text(axis)}{', backwards' if n.reverse else ''} (line {n.span.line})")
         for inv in n.invariants:
             self.alias_value(inv.inner, inv.outer)
+        plan = _LoopPlan.of(n, ends)
         for c in n.carries:
             name = self.define(c.inner)
             self.emit(f"{name} = {self.var[c.init]}")
-            if c.out is not None:
+            if c.out is not None and c.inner.id in plan.frozen:
                 self.alias_value(c.out, c.inner.id)
         stack_lists = {}
         for s in n.stacks:
@@ -339,6 +360,8 @@ class TorchEmitter:
             self.emit(f"{stack_lists[s.out.id]} = []")
         last_vars = {}
         for ll in n.lasts:
+            if ll.value in plan.gathered:
+                continue
             v = ll.out
             last_vars[v.id] = self.define(v)
             dtype = _TORCH_DTYPE.get(v.dtype) or self.dtype()
@@ -352,7 +375,8 @@ class TorchEmitter:
             # backwards: each sequence starts at its own last frame (earlier steps are not valid for it)
             self.emit(f"for {step} in {f'reversed({steps})' if n.reverse else steps}:")
             self.indent += 1
-            self.emit(f"{valid} = {step} < {self.lens_var[axis]}  # [batch]: sequences still running")
+            if plan.frozen or last_vars:
+                self.emit(f"{valid} = {step} < {self.lens_var[axis]}  # [batch]: sequences still running")
         for s in n.seqs:
             outer = self.values[s.outer]
             pos = outer.dims.index(axis)
@@ -363,6 +387,8 @@ class TorchEmitter:
         for s in n.stacks:
             self.emit(f"{stack_lists[s.out.id]}.append({self.var[s.value]})")
         for ll in n.lasts:
+            if ll.out.id not in last_vars:
+                continue
             # a value assigned after `if end(...): break` is not computed at the ending step
             keep = f"({valid} & ~{self.var[n.end]})" if ll.after_end else valid
             cond = align_code(keep, ("batch",), ll.out.dims)
@@ -370,12 +396,18 @@ class TorchEmitter:
         if ends:
             self._end_loop_tail(n, step, valid, ended)
         for c in n.carries:  # last: stacks, last values and the end may read the previous state
-            cond = align_code(valid, ("batch",), c.inner.dims)
-            self.emit(f"{self.var[c.inner.id]} = torch.where({cond}, {self.var[c.next]}, {self.var[c.inner.id]})")
+            state, new = self.var[c.inner.id], self.var[c.next]
+            if c.inner.id in plan.frozen:
+                cond = align_code(valid, ("batch",), c.inner.dims)
+                self.emit(f"{state} = torch.where({cond}, {new}, {state})")
+            elif state != new:
+                self.emit(f"{state} = {new}")
         self.indent -= 1
         if ends:
             self.size_var[axis] = self.ns.fresh(f"{axis}_size")
             self.emit(f"{self.size_var[axis]} = int({self.lens_var[axis]}.max())")
+        # padded frames of a stack hold whatever the step computed: ops that mix frames mask their
+        # operands themselves (as they do for inputs' padding), outputs and losses are masked at the end
         for s in n.stacks:
             name = self.define(s.out)
             pos = s.out.dims.index(axis)
@@ -383,8 +415,26 @@ class TorchEmitter:
             self.emit(f"{name} = torch.stack({steps}, dim={pos})")
             if ends:
                 self.emit(f"{name} = {name}.narrow({pos}, 0, {self.size_var[axis]})")
-            self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
-            self.zero_padded.add(s.out.id)
+        self._gather_lasts(n, plan)
+
+    def _gather_lasts(self, n: Loop, plan: _LoopPlan) -> None:
+        """States and last values read after a forward loop, taken from the stack of the same
+        value at each sequence's last step (instead of a `torch.where` in every step)."""
+        wanted = [(c.out, c.next, self.var[c.init]) for c in n.carries if c.out is not None and c.next in plan.gathered]
+        wanted += [(ll.out, ll.value, None) for ll in n.lasts if ll.value in plan.gathered]
+        if not wanted:
+            return
+        lens, batch = self.lens_var[n.axis], self.size_var["batch"]
+        last = self.ns.fresh("last_step")
+        self.emit(f"{last} = (torch.arange({batch}, device={self.device()}), ({lens} - 1).clamp(min=0))")
+        for out, vid, init in wanted:
+            stacked = self.var[plan.gathered[vid]]
+            name = self.define(out)
+            ran = align_code(f"({lens} > 0)", ("batch",), out.dims)
+            if init is None:  # a sequence without steps: zeros, as RETURNN's last frame of nothing
+                self.emit(f"{name} = {stacked}[{last}].masked_fill(~{ran}, 0)  # each sequence's last step")
+            else:  # ... its state before the loop
+                self.emit(f"{name} = torch.where({ran}, {stacked}[{last}], {init})  # each sequence's last step")
 
     def _end_loop_head(self, n: Loop, step: str, valid: str) -> str:
         """`while` until every sequence has ended (or reached its step limit)."""
@@ -413,6 +463,71 @@ class TorchEmitter:
         self.emit(f"{lens} = {lens} + {counted}.long()")
         self.emit(f"{ended} = {ended} | ({valid} & {end})")
         self.emit(f"{step} += 1")
+
+
+@dataclass(frozen=True)
+class _LoopPlan:
+    """Which states a loop freezes in its padded steps and which values read after it come from
+    a stack.
+
+    A forward loop's valid steps are each sequence's first ones (with `end` too: a sequence
+    that ended stays ended), so a state may run on through the padded steps: what those steps
+    compute lands only in padded frames. A backward loop runs the padded steps first and must
+    freeze its states there. A float state read after a forward loop without `end` whose next
+    value is also stacked is gathered from that stack at each sequence's last step; other
+    states read after the loop, and int and bool states (they may count or index), stay
+    frozen.
+    """
+
+    frozen: frozenset[int]  # carries' inner value ids: `torch.where(valid, next, state)` each step
+    gathered: dict[int, int]  # body value id -> the id of the stack holding it, for reads after the loop
+
+    @classmethod
+    def of(cls, n: Loop, ends: bool) -> _LoopPlan:
+        # stacks indexed by (batch, step) at once: batch first, the loop's dim second
+        stacked = {s.value: s.out.id for s in n.stacks if s.out.dims[:2] == ("batch", n.axis)}
+        forward = not n.reverse and not ends
+        outside = {c.next for c in n.carries if c.out is not None} | {ll.value for ll in n.lasts}
+        gathered = {v: stacked[v] for v in outside if forward and v in stacked}
+        frozen = frozenset(
+            c.inner.id
+            for c in n.carries
+            if n.reverse or c.inner.dtype != "float32" or (c.out is not None and c.next not in gathered)
+        )
+        return cls(frozen, gathered)
+
+
+def _addmm_plan(g: Graph) -> dict[int, Op]:
+    """Adds `a + x @ W` (a bias-free `Linear` of a [batch, feature] value, read only by this
+    add in the same block, both operands of the add's dims) that one `torch.addmm` computes."""
+    uses, values = count_uses(g), values_by_id(g)
+    plan: dict[int, Op] = {}
+
+    def walk(nodes: list[Node]) -> None:
+        made: dict[int, Op] = {}
+        for n in nodes:
+            if isinstance(n, Loop):
+                walk(n.body)
+                continue
+            made.update((o.id, n) for o in n.outs)
+            out = n.outs[0]
+            if n.op != "add" or "scalar" in n.attrs or out.dtype != "float32" or len(n.args) != 2:
+                continue
+            for a, b in (n.args[::-1], n.args):  # the second operand first: `a + x @ W` reads best
+                lin = made.get(b)
+                if (
+                    lin is not None
+                    and lin.op == "linear"
+                    and not lin.attrs.get("with_bias", True)
+                    and uses[b] == 1
+                    and len(values[lin.args[0]].dims) == 2
+                    and values[a].dims == values[b].dims == out.dims
+                ):
+                    plan[out.id] = lin
+                    break
+
+    walk(g.body)
+    return plan
 
 
 def param_attrs(params: list[ParamDef]) -> dict[tuple[str, str], str]:

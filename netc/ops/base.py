@@ -65,6 +65,8 @@ class TorchCtx(Protocol):
     def seq_lens(self, dim: str) -> str: ...  # the int64 [batch] lengths
     def param(self, role: str) -> str: ...
     def helper(self, key: str) -> str: ...  # the module-level name of one of the op's `torch_helpers`
+    # code of parameters only (a reordered weight), evaluated once per call of the method: its variable
+    def once(self, expr: str, hint: str) -> str: ...
 
 
 class EagerCtx(Protocol):

@@ -259,14 +259,17 @@ class LstmCell(OpDef):
         kernel, bias = ctx.param("lstm_cell/kernel"), ctx.param("lstm_cell/bias")
         gates = repr(_TORCH_FROM_TF)
 
-        def w(rows: str) -> str:  # kernel rows [rows, 4*out] in TF's gate order -> torch's [4*out, rows]
-            return f"{kernel}[{rows}].view(-1, 4, {n})[:, {gates}].flatten(1).t()"
+        def w(rows: str, hint: str) -> str:  # kernel rows [rows, 4*out] in TF's gate order -> torch's [4*out, rows]
+            return ctx.once(f"{kernel}[{rows}].view(-1, 4, {n})[:, {gates}].flatten(1).t()", hint)
 
-        b_ih = f"{bias}.view(4, {n})[{gates}].flatten()"
-        b_hh = f"{bias}.new_tensor([0.0, {FORGET_BIAS!r}, 0.0, 0.0]).repeat_interleave({n})"  # the forget bias
+        # reordered once per call, not in every step of the loop the cell runs in
+        b_ih = ctx.once(f"{bias}.view(4, {n})[{gates}].flatten()", "b_ih")
+        b_hh = ctx.once(  # the forget bias
+            f"{bias}.new_tensor([0.0, {FORGET_BIAS!r}, 0.0, 0.0]).repeat_interleave({n})", "b_hh"
+        )
         return (
             f"torch.lstm_cell({ctx.arg(0)}, ({ctx.arg(1)}, {ctx.arg(2)}), "
-            f"{w(f':{n_in}')}, {w(f'{n_in}:')}, {b_ih}, {b_hh})"
+            f"{w(f':{n_in}', 'w_ih')}, {w(f'{n_in}:', 'w_hh')}, {b_ih}, {b_hh})"
         )
 
     def eager(self, ctx, args, attrs, outs):

@@ -359,10 +359,12 @@ class Linear(OpDef):
             "with_bias": bool(op.attrs.get("with_bias", True)),
         }
 
-    # canonical order keeps the one static (feature) dim last: a plain matmul contracts it
+    # canonical order keeps the one static (feature) dim last: a plain matmul contracts it;
+    # with a bias, `linear` adds it in the same matrix multiply (addmm), W [in, out] seen as [out, in]
     def torch(self, ctx, op):
-        expr = f"torch.matmul({ctx.arg(0)}, {ctx.param('W')})"
-        return f"{expr} + {ctx.param('b')}" if op.attrs.get("with_bias", True) else expr
+        if op.attrs.get("with_bias", True):
+            return f"torch.nn.functional.linear({ctx.arg(0)}, {ctx.param('W')}.T, {ctx.param('b')})"
+        return f"torch.matmul({ctx.arg(0)}, {ctx.param('W')})"
 
     def eager(self, ctx, args, attrs, outs):
         import torch

@@ -133,13 +133,14 @@ class _CellLoop(OpDef):
         return f"({p}.view(-1, {k}, {n})[:, {py_literal(gates)}]{sign}).flatten(1).t()"
 
     def _weights(self, ctx, op, x_gates: list[int], h_gates: list[int], signs=None) -> str:
+        """torch's weight list, computed once per call (a variable named after the loop)."""
         w = [self._weight(ctx, op, r, g, signs) for r, g in (("w_ih", x_gates), ("w_hh", h_gates))]
         b_ih = self._weight(ctx, op, "b_ih", x_gates, signs)
         b_hh = self._weight(ctx, op, "b_hh", h_gates, signs)
         if b_ih or b_hh:  # torch takes both biases or none
             zeros = f"torch.zeros_like({ctx.param('b_ih' if b_ih else 'b_hh')})"
             w += [b_ih or zeros, b_hh or zeros]
-        return "[" + ", ".join(w) + "]"
+        return ctx.once("[" + ", ".join(w) + "]", f"{op.attrs['loop']}_weights")
 
     def results(self, op, code: str, kinds: tuple[str, ...]) -> str:
         """The op's results (`attrs["results"]`, a subsequence of the helper's `kinds`) from the helper's."""
