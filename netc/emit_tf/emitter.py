@@ -113,6 +113,7 @@ class ReturnnEmitter:
         self.dim_source: dict[str, str] = {}  # dynamic dim made by an op or loop -> a top-level layer with it
         self.zeros: set[int] = set()  # values made by `zeros(...)`
         self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
+        self.output_layers: dict[str, str] = {}  # an output folded into a loss layer -> that layer
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
@@ -150,6 +151,7 @@ class ReturnnEmitter:
             dims=dims,
             extern_data=py_literal(extern, 0),
             net=py_literal(layers, 0),
+            output_layers=py_literal(self.output_layers) if self.output_layers else None,
             search_net=py_literal(search_layers, 0) if search_layers is not None else None,
             # each function after two blank lines, and two before `extern_data`
             helpers="".join(f"\n\n{h.strip()}\n" for h in self.helpers.values()) + ("\n" if self.helpers else ""),
@@ -187,7 +189,9 @@ class ReturnnEmitter:
                 layer["is_output_layer"] = True
             else:  # `as_is` sums over valid frames, as the torch module does
                 layer["loss"] = "as_is"
-        moved = fold(root.layers)
+        moved = fold(root.layers, self.helpers)
+        # an output folded into a loss layer is that layer (the runtime fetches it by this map)
+        self.output_layers = {o.name: moved[o.name] for o in g.outputs if moved.get(o.name)}
         for vid, path in self.op_layers.items():  # provenance follows a layer's work
             if len(path) == 1 and path[0] in moved:
                 into = moved[path[0]]
