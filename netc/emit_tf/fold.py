@@ -145,7 +145,9 @@ def _kept(layer: dict) -> bool:
     return bool(layer.get("is_output_layer")) or "loss" in layer
 
 
-def _fold_concat(layers: dict[str, dict], name: str, readers: list[str], readers_of: dict[str, dict[str, None]]) -> bool:
+def _fold_concat(
+    layers: dict[str, dict], name: str, readers: list[str], readers_of: dict[str, dict[str, None]]
+) -> bool:
     dim = layers[name].get("out_dim")
     if not all(layers[r].get("from") == name and _concatenates(layers, r, dim, readers_of) for r in readers):
         return False
@@ -211,7 +213,13 @@ def _fold_activation(layers: dict[str, dict], name: str, uses: Counter) -> bool:
     else `name` has: a loss, `is_output_layer`)."""
     source = layers[name]["from"]
     linear = layers.get(source)
-    if linear is None or linear.get("class") != "linear" or "activation" in linear or uses[source] != 1 or _kept(linear):
+    if (
+        linear is None
+        or linear.get("class") != "linear"
+        or "activation" in linear
+        or uses[source] != 1
+        or _kept(linear)
+    ):
         return False
     layers[name] = {**linear, **{k: v for k, v in layers[name].items() if k not in ("class", "from")}}
     del layers[source]
