@@ -351,7 +351,7 @@ def hoisted_layers(g, search: bool) -> list[str]:
     net = g.search if search else g
     layers = em.network(net, search_plan(g) if search else None)
     loops = [n.span for n in net.body if isinstance(n, Loop)]
-    inside = [n for n in net.body if isinstance(n, Op) and any(l.line <= n.span.line <= l.end_line for l in loops)]
+    inside = [n for n in net.body if isinstance(n, Op) and any(s.line <= n.span.line <= s.end_line for s in loops)]
     paths = [em.op_layers[op.outs[0].id] for op in inside]
     return sorted({p[0] for p in paths if len(p) == 1 and p[0] in layers})
 
