@@ -166,7 +166,9 @@ class ReturnnEmitter:
     def network(self, g: Graph, plan: SearchPlan | None) -> dict[str, dict]:
         """The layers of one network; with `plan`, the network searches (outputs `decide`)."""
         self.dim_source, self.zeros = {}, set()  # value ids are the graph's own
-        self.bound_ops = _bound_ops(g)
+        # a step limit's own ops are layers of the loop's unit only in a network used for nothing
+        # but search: building one for training, RETURNN would move them out of the loop again
+        self.bound_ops = _bound_ops(g) if g is not self.g else {}
         root = self.blocks[()] = _Block(
             {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)}, self.dim_vars
         )
@@ -196,6 +198,9 @@ class ReturnnEmitter:
         moved = fold(root.layers, self.helpers)
         # an output folded into a loss layer is that layer (the runtime fetches it by this map)
         self.output_layers = {o.name: moved[o.name] for o in g.outputs if moved.get(o.name)}
+        if plan is not None:  # a search has no targets (and computes no loss): RETURNN drops these losses
+            for name in self.output_layers.values():
+                root.layers[name]["loss_only_on_non_search"] = True
         for vid, path in self.op_layers.items():  # provenance follows a layer's work
             if len(path) == 1 and path[0] in moved:
                 into = moved[path[0]]
