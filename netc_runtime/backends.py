@@ -175,8 +175,9 @@ def run_returnn(
             return [searched[0] if plan and d == plan.loop.axis else dim_obj(d) for d in dims[name]]
 
         fetch = {}
+        folded = cfg.typed_value("netc_output_layers") or {}  # outputs that are a loss's layer
         for name in plan.outputs if plan else [o.name for o in g.outputs]:
-            data = net.get_layer(name).output
+            data = net.get_layer(folded.get(name, name)).output
             out = data.copy_transpose(tags(name, data))
             fetch[name] = out.placeholder
             for d, tag in zip(dims[name], out.dim_tags):

@@ -325,3 +325,51 @@ def test_odd_lengths_differ_only_by_pooling():
     # it shows in the outputs, far above the float noise of even lengths (~1e-8; 6e-6 here, with
     # random weights: the last encoder frame of a sequence gets little attention)
     assert diff > 1e-6
+
+
+# Top-level layers of netc's config made by ops written inside the decoder loop (the original has
+# them in its rec unit `output`), which netc's hoisting moved out (RETURNN moves them out itself
+# when training). Training (teacher forcing): the target embedding and its shift by one label
+# (`shift_states`: `prev:target_embed` is the embedded labels shifted) and the readout after the
+# loop (`sink_stacks`: readout_in, its maxout as split_dims + reduce, and `output_prob`, the
+# softmax with the label-smoothed ce loss, the original's layer of that name). Searching, each
+# step needs the previous label: nothing moves out, and the step limit `2 * x.max_seq_len` is
+# computed in the unit. `hoisted_layers` derives these lists from the compiled graph.
+HOISTED = {
+    "network": ["target_embed", "target_embed_2", "readout_in", "split_dims", "readout_out", "output_prob"],
+    "search_network": [],
+}
+
+
+def hoisted_layers(g, search: bool) -> list[str]:
+    """Top-level layers of the (search) network made by ops whose source lies in a loop."""
+    from netc.emit_tf.emitter import ReturnnEmitter
+    from netc.ir.model import Loop, Op
+    from netc.ir.search import search_plan
+
+    em = ReturnnEmitter(g)
+    net = g.search if search else g
+    layers = em.network(net, search_plan(g) if search else None)
+    loops = [n.span for n in net.body if isinstance(n, Loop)]
+    inside = [n for n in net.body if isinstance(n, Op) and any(s.line <= n.span.line <= s.end_line for s in loops)]
+    paths = [em.op_layers[op.outs[0].id] for op in inside]
+    return sorted({p[0] for p in paths if len(p) == 1 and p[0] in layers})
+
+
+@pytest.mark.parametrize("network", sorted(HOISTED))
+def test_no_more_top_level_layers_than_the_original(network):
+    """The issue's bound: the original's top-level layers plus those hoisting moved out of its
+    rec unit (listed by name, and checked against those derived from the compiled graph)."""
+    import runpy
+    import tempfile
+
+    from netc.emit_tf.emitter import emit_returnn
+
+    g = compile_graph(str(EXAMPLE))
+    assert hoisted_layers(g, network == "search_network") == sorted(HOISTED[network])
+    with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
+        f.write(emit_returnn(g))
+        f.flush()
+        layers = runpy.run_path(f.name)[network]
+    print(network, len(layers), "top-level layers:", list(layers))
+    assert len(layers) <= len(ORIGINAL) + len(HOISTED[network])

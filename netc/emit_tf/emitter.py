@@ -19,7 +19,7 @@ from netc.emit_tf.fold import fold
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
-from netc.ir.uses import count_uses_in_loop
+from netc.ir.uses import count_uses, count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.base import Carry
@@ -32,6 +32,8 @@ _TEMPLATES = jinja2.Environment(
 )
 # `while True` loops have no limit in eager mode and torch; RETURNN's loop needs one
 UNBOUNDED_MAX_STEPS = 1000
+# RETURNN's batch limit of a loop whose `end` layer holds each sequence's step limit: never reached
+NO_BATCH_LIMIT = 2**31 - 1
 
 
 # RETURNN layer names: `data`, `base` and `prev` start references, `output`/`end` are special
@@ -126,6 +128,8 @@ class ReturnnEmitter:
         self.dim_source: dict[str, str] = {}  # dynamic dim made by an op or loop -> a top-level layer with it
         self.zeros: set[int] = set()  # values made by `zeros(...)`
         self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
+        self.output_layers: dict[str, str] = {}  # an output folded into a loss layer -> that layer
+        self.bound_ops: dict[int, list[Op]] = {}  # loop id -> the ops of its step limit, emitted in its unit
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
@@ -163,6 +167,7 @@ class ReturnnEmitter:
             dims=dims,
             extern_data=py_literal(extern, 0),
             net=py_literal(layers, 0),
+            output_layers=py_literal(self.output_layers) if self.output_layers else None,
             search_net=py_literal(search_layers, 0) if search_layers is not None else None,
             # each function after two blank lines, and two before `extern_data`
             helpers="".join(f"\n\n{h.strip()}\n" for h in self.helpers.values()) + ("\n" if self.helpers else ""),
@@ -174,6 +179,9 @@ class ReturnnEmitter:
     def network(self, g: Graph, plan: SearchPlan | None) -> dict[str, dict]:
         """The layers of one network; with `plan`, the network searches (outputs `decide`)."""
         self.dim_source, self.zeros = {}, set()  # value ids are the graph's own
+        # a step limit's own ops are layers of the loop's unit only in a network used for nothing
+        # but search: building one for training, RETURNN would move them out of the loop again
+        self.bound_ops = _bound_ops(g) if g is not self.g else {}
         root = self.blocks[()] = _Block(
             {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)}, self.dim_vars
         )
@@ -201,7 +209,12 @@ class ReturnnEmitter:
                 layer["is_output_layer"] = True
             else:  # `as_is` sums over valid frames, as the torch module does
                 layer["loss"] = "as_is"
-        moved = fold(root.layers)
+        moved = fold(root.layers, self.helpers)
+        # an output folded into a loss layer is that layer (the runtime fetches it by this map)
+        self.output_layers = {o.name: moved[o.name] for o in g.outputs if moved.get(o.name)}
+        if plan is not None:  # a search has no targets (and computes no loss): RETURNN drops these losses
+            for name in self.output_layers.values():
+                root.layers[name]["loss_only_on_non_search"] = True
         for vid, path in self.op_layers.items():  # provenance follows a layer's work
             if len(path) == 1 and path[0] in moved:
                 into = moved[path[0]]
@@ -211,10 +224,11 @@ class ReturnnEmitter:
     # --- blocks ------------------------------------------------------------------------
 
     def block(self, nodes: list[Node], blk: _Block, reserved: dict[int, str] | None = None) -> None:
+        moved = {id(op) for ops in self.bound_ops.values() for op in ops} if not blk.in_unit else set()
         for n in nodes:
             if isinstance(n, Loop):
                 self.loop(n, blk, reserved or {})
-            else:
+            elif id(n) not in moved:
                 self.op(n, blk, reserved or {})
 
     def op(self, op: Op, blk: _Block, reserved: dict[int, str]) -> None:
@@ -390,38 +404,37 @@ class ReturnnEmitter:
         if n.end is not None:
             unit.layers["end"] = self._end(n, unit, outer)
             rec_layer["include_eos"] = n.include_eos
-            # RETURNN needs a loop limit for the whole batch: the largest per-sequence limit
-            if n.bound is not None:
-                longest = outer.ns.fresh(f"{rec}_max_steps")
-                outer.layers[longest] = {
-                    "class": "reduce",
-                    "mode": "max",
-                    "from": outer.refs[n.bound],
-                    "axis": Code("batch_dim"),
-                }
-                rec_layer["max_seq_len_via"] = longest
-            else:
-                rec_layer["max_seq_len"] = n.max_steps or UNBOUNDED_MAX_STEPS
+            # RETURNN needs a loop limit for the whole batch; `end` stops each sequence at its own
+            rec_layer["max_seq_len"] = NO_BATCH_LIMIT if n.bound is not None else n.max_steps or UNBOUNDED_MAX_STEPS
         outer.layers[rec].update(rec_layer)
 
     def _end(self, n: Loop, unit: _Block, outer: _Block) -> dict:
         """The unit's `end` layer: the user's condition, or the sequence's step limit reached."""
         cond = unit.refs[n.end]
+        bound = self._bound(n, unit, outer) if n.bound is not None else None
         if n.bound is None and n.max_steps is None:
             return {"class": "copy", "from": cond}
         # steps 0 .. limit-1 run; with include_eos the last of them is the ending step itself
         step = unit.ns.fresh("step")
         unit.layers[step] = {"class": "eval", "from": ":i", "eval": "source(0) + 1" if n.include_eos else "source(0)"}
         at_limit = unit.ns.fresh("at_limit")
-        if n.bound is not None:
-            unit.layers[at_limit] = {
-                "class": "compare",
-                "kind": "greater_equal",
-                "from": [step, _base(outer.refs[n.bound])],
-            }
+        if bound is not None:
+            unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step, bound]}
         else:
             unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step], "value": n.max_steps}
         return {"class": "combine", "kind": "logical_or", "from": [cond, at_limit]}
+
+    def _bound(self, n: Loop, unit: _Block, outer: _Block) -> str:
+        """The loop's per-sequence step limit in its unit: the ops computing it only for the limit
+        are layers of the unit (no top-level layers for it), reading the rest with `base:`."""
+        ops = self.bound_ops.get(id(n), [])
+        made = {v.id for op in ops for v in op.outs}
+        for op in ops:
+            for a in op.args:
+                if a not in made:
+                    unit.refs[a] = _base(outer.refs[a])
+            self.op(op, unit, {})
+        return unit.refs[n.bound] if ops else _base(outer.refs[n.bound])
 
     def _retag(self, blk: _Block, vid: int, old: dict[str, str], new: dict[str, str]) -> str:
         """A reference to value `vid` of `blk` with its dims under the tags of `new` (a
@@ -565,6 +578,26 @@ def _shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> 
                 seen.add(src)
                 todo.append(src)
     return False
+
+
+def _bound_ops(g: Graph) -> dict[int, list[Op]]:
+    """For each top-level loop with a per-sequence step limit: the top-level ops (in order) that
+    compute it and whose results nothing else reads."""
+    uses = count_uses(g)
+    made = {v.id: n for n in g.body if isinstance(n, Op) for v in n.outs}
+    out: dict[int, list[Op]] = {}
+    for n in g.body:
+        if not isinstance(n, Loop) or n.bound is None:
+            continue
+        chain: set[int] = set()
+        todo = [n.bound]
+        while todo:
+            op = made.get(todo.pop())
+            if op is not None and id(op) not in chain and all(uses[v.id] == 1 for v in op.outs):
+                chain.add(id(op))
+                todo.extend(op.args)
+        out[id(n)] = [op for op in g.body if id(op) in chain]
+    return out
 
 
 def _loop_names(nodes: list[Node]) -> list[str]:

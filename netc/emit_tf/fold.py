@@ -7,7 +7,12 @@ reads it, as RETURNN configs are written by hand:
 - `dropout` read by one layer that takes it as an option (`'dropout': p` on its input);
 - `activation` of a `linear` layer nothing else reads (`'activation': 'sigmoid'`);
 - `concat` read only by layers that concatenate a `from` list themselves and make a new
-  feature dim (`linear`, recurrent cells): `'from': ['lstm0_fw', 'lstm0_bw']`;
+  feature dim (`linear`, recurrent cells): `'from': ['lstm0_fw', 'lstm0_bw']`; or by a
+  `subnetwork` (e.g. `max_pool`'s) whose readers all make their own feature dim: RETURNN's
+  concatenation then has a feature dim of its own, which nothing needs to be netc's `a+b`;
+- a loss layer and a `softmax` activation output over the same logits: one softmax layer with
+  RETURNN's own loss (`ce` with its label smoothing, `ctc`), named after the loss, as
+  hand-written configs have it (the output's name then refers to it: see `fold`'s result);
 - layers nothing reads any more (e.g. the zeros a state started from, now RETURNN's default).
 """
 
@@ -17,6 +22,7 @@ import heapq
 from collections import Counter
 
 from netc.naming import Code
+from netc.ops.losses import returnn_loss
 
 # layers that apply `dropout` to their (concatenated) input (RETURNN's _ConcatInputLayer)
 _TAKE_DROPOUT = {"linear", "activation", "copy", "layer_norm", "rnn_cell"}
@@ -24,12 +30,13 @@ _TAKE_DROPOUT = {"linear", "activation", "copy", "layer_norm", "rnn_cell"}
 _TAKE_SOURCES = {"linear", "rnn_cell"}
 
 
-def fold(layers: dict[str, dict]) -> dict[str, str | None]:
+def fold(layers: dict[str, dict], helpers: dict[str, str]) -> dict[str, str | None]:
     """Fold in place until nothing changes, the earliest foldable layer first. Outputs and
-    losses stay as they are.
+    losses keep their layer, except an output folded into a loss layer; functions the folded
+    layers call are added to `helpers`.
 
     Returns where each removed layer's work went: the layer doing it now (its first reader for
-    a concat), or None for a layer nothing read.
+    a concat, the loss layer for an output folded into it), or None for a layer nothing read.
 
     Who reads what is indexed once and kept current around each fold; a fold can only enable
     folds next to it (its layers' readers and sources, and theirs), which are looked at again,
@@ -57,12 +64,11 @@ def fold(layers: dict[str, dict]) -> dict[str, str | None]:
     while pending:
         _, name = heapq.heappop(pending)
         queued.discard(name)
-        layer = layers.get(name)
-        if layer is None or layer.get("is_output_layer") or "loss" in layer:
+        if name not in layers:
             continue
         mine = sorted(readers.get(name, {}), key=order.__getitem__)
         near = {name, *mine, *reads[name]}
-        step = _fold_one(layers, name, mine, uses)
+        step = _fold_one(layers, name, mine, uses, readers, helpers)
         if step is None:
             continue
         gone, into = step
@@ -90,16 +96,32 @@ def fold(layers: dict[str, dict]) -> dict[str, str | None]:
     return moved
 
 
-def _fold_one(layers: dict[str, dict], name: str, readers: list[str], uses: Counter) -> tuple[str, str | None] | None:
-    """One fold of layer `name`: (the removed layer, the layer now doing its work), or None."""
+def _fold_one(
+    layers: dict[str, dict],
+    name: str,
+    readers: list[str],
+    uses: Counter,
+    readers_of: dict[str, dict[str, None]],
+    helpers: dict[str, str],
+) -> tuple[str, str | None] | None:
+    """One fold of layer `name`: (the removed layer, the layer now doing its work), or None.
+    An output or loss layer stays: only what it reads may fold into it."""
     layer = layers[name]
+    cls = layer.get("class")
+    if _kept(layer):
+        if "loss" in layer and (output := _fold_loss(layers, name, uses, readers_of, helpers)):
+            return output, name
+        if cls == "activation" and isinstance(layer.get("from"), str):
+            source = layer["from"]
+            if _fold_activation(layers, name, uses):
+                return source, name
+        return None
     if not uses[name]:  # RETURNN would not build it either
         del layers[name]
         return name, None
-    cls = layer.get("class")
     if cls == "dropout" and uses[name] == 1 and _fold_dropout(layers, name, readers[0]):
         return name, readers[0]
-    if cls == "concat" and len(readers) == uses[name] and _fold_concat(layers, name, readers):
+    if cls == "concat" and len(readers) == uses[name] and _fold_concat(layers, name, readers, readers_of):
         return name, readers[0]
     if cls == "activation" and isinstance(layer.get("from"), str):
         source = layer["from"]
@@ -119,8 +141,15 @@ def _fold_dropout(layers: dict[str, dict], name: str, reader: str) -> bool:
     return True
 
 
-def _fold_concat(layers: dict[str, dict], name: str, readers: list[str]) -> bool:
-    if not all(_takes(layers[r], _TAKE_SOURCES) and layers[r].get("from") == name for r in readers):
+def _kept(layer: dict) -> bool:
+    return bool(layer.get("is_output_layer")) or "loss" in layer
+
+
+def _fold_concat(
+    layers: dict[str, dict], name: str, readers: list[str], readers_of: dict[str, dict[str, None]]
+) -> bool:
+    dim = layers[name].get("out_dim")
+    if not all(layers[r].get("from") == name and _concatenates(layers, r, dim, readers_of) for r in readers):
         return False
     sources = [src for src, _dim in layers[name]["from"]]
     for r in readers:
@@ -129,13 +158,70 @@ def _fold_concat(layers: dict[str, dict], name: str, readers: list[str]) -> bool
     return True
 
 
+def _concatenates(layers: dict[str, dict], reader: str, dim, readers_of: dict[str, dict[str, None]]) -> bool:
+    """Layer `reader` may take a concat's sources as its `from` list: it makes its own feature
+    dim, or it is a subnetwork (its `data` is the sources concatenated, under a feature dim of
+    RETURNN's) not naming the concat's dim `dim`, whose own readers all make their own."""
+    layer = layers[reader]
+    if _takes(layer, _TAKE_SOURCES):
+        return True
+    if layer.get("class") != "subnetwork" or _kept(layer) or dim is None or _contains(layer["subnetwork"], dim):
+        return False
+    after = readers_of.get(reader, {})
+    return bool(after) and all(_takes(layers[r], _TAKE_SOURCES) and layers[r].get("from") == reader for r in after)
+
+
+def _contains(v, x: str) -> bool:
+    """Whether layer options `v` hold `x`: a dim variable (`Code`) or a layer reference (`str`)."""
+    if isinstance(v, dict):
+        return any(_contains(y, x) for y in v.values())
+    if isinstance(v, (list, tuple)):
+        return any(_contains(y, x) for y in v)
+    return type(v) is type(x) and v == x
+
+
+def _fold_loss(
+    layers: dict[str, dict],
+    name: str,
+    uses: Counter,
+    readers_of: dict[str, dict[str, None]],
+    helpers: dict[str, str],
+) -> str | None:
+    """The loss layer `name` over logits that only it and a softmax output read becomes that
+    softmax with RETURNN's own loss (the same summed value and normalisation); returns the
+    output's layer, now gone."""
+    loss = returnn_loss(layers[name])
+    if loss is None:
+        return None
+    logits, target, opts, needed = loss
+    top = logits.split("/")[0]  # a rec layer's sub-layer (`rec/logits`) may have other readers
+    others = [r for r in readers_of.get(top, {}) if r != name and _contains(layers[r], logits)]
+    if len(others) != 1 or (top == logits and uses[top] != 2):
+        return None
+    out = others[0]
+    softmax = {"class": "activation", "activation": "softmax", "from": logits, "is_output_layer": True}
+    if layers[out] != softmax or uses[out]:
+        return None
+    layers[name] = {**softmax, "target": target, **opts}
+    del layers[out]
+    helpers.update(needed)
+    return out
+
+
 def _fold_activation(layers: dict[str, dict], name: str, uses: Counter) -> bool:
-    """The linear layer `name` reads becomes `name` with the activation as its option."""
+    """The linear layer `name` reads becomes `name` with the activation as its option (and what
+    else `name` has: a loss, `is_output_layer`)."""
     source = layers[name]["from"]
     linear = layers.get(source)
-    if linear is None or linear.get("class") != "linear" or "activation" in linear or uses[source] != 1:
+    if (
+        linear is None
+        or linear.get("class") != "linear"
+        or "activation" in linear
+        or uses[source] != 1
+        or _kept(linear)
+    ):
         return False
-    layers[name] = {**linear, "activation": layers[name]["activation"]}
+    layers[name] = {**linear, **{k: v for k, v in layers[name].items() if k not in ("class", "from")}}
     del layers[source]
     return True
 

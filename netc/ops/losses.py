@@ -221,3 +221,38 @@ def ctc_neg_log_prob(logp, labels: list[int]):
         two_back = torch.where(skip, torch.cat([neg_inf.expand(2), alpha[:-2]]), neg_inf)
         alpha = torch.logsumexp(torch.stack([alpha, one_back, two_back]), dim=0) + logp[t, ext]
     return -torch.logsumexp(alpha[-2:], dim=0)
+
+
+PER_SEQUENCE_HELPER = "per_sequence_loss_norm"
+PER_SEQUENCE_HELPER_SOURCE = f'''def {PER_SEQUENCE_HELPER}(output, **_kwargs):
+    """A loss reported per sequence (`ctc_loss` gives one value per sequence): RETURNN's `ctc` loss
+    would report it per frame of its logits."""
+    import tensorflow as tf
+
+    return 1.0 / tf.cast(output.get_batch_dim(), tf.float32)
+'''
+
+
+def returnn_loss(layer: dict) -> tuple[str, str, dict, dict[str, str]] | None:
+    """RETURNN's own loss for a loss layer made above: (the logits layer, the target's data key,
+    the options that give a `softmax` layer over those logits the same summed loss and the same
+    normalisation, the helpers they call), or None for any other layer. `ctc` with `use_native`
+    is the native CTC of the `ctc_loss` layer (blank last)."""
+    cls = layer.get("class")
+    if cls == "eval" and layer.get("eval") == SMOOTHED_CE_HELPER:
+        logits, labels = layer["from"]
+        opts = {"loss": "ce", "loss_opts": {"label_smoothing": layer["eval_locals"]["label_smoothing"]}}
+        helpers: dict[str, str] = {}
+    elif cls == "sparse_softmax_cross_entropy_with_logits":
+        logits, labels, opts, helpers = layer["logits"], layer["targets"], {"loss": "ce"}, {}
+    elif cls == "ctc_loss" and layer.get("blank_index") == -1:
+        logits, labels = layer["logits"], layer["targets"]
+        # beam_width 1: the native CTC's label error is a greedy decoding
+        native = {"use_native": True, "beam_width": 1, "custom_norm_factor": Code(PER_SEQUENCE_HELPER)}
+        opts = {"loss": "ctc", "loss_opts": native}
+        helpers = {PER_SEQUENCE_HELPER: PER_SEQUENCE_HELPER_SOURCE}
+    else:
+        return None
+    if not isinstance(labels, str) or not labels.startswith("data:"):
+        return None
+    return logits, labels[len("data:") :], opts, helpers

@@ -112,8 +112,9 @@ class _Builder:
 
     def result(self, nid: str, kind: NodeKind, o: Output, dims: list[list[str]], torch: Emitted) -> None:
         """An output or a loss: a layer of the network in RETURNN, a returned value in torch."""
-        layer = self.rem.blocks[()].layers[o.name]
-        returnn = Emitted(name=o.name, kind=str(layer["class"]), code=_entry(o.name, layer))
+        name = self.rem.output_layers.get(o.name, o.name)  # an output folded into a loss layer is that layer
+        layer = self.rem.blocks[()].layers[name]
+        returnn = Emitted(name=name, kind=str(layer["class"]), code=_entry(name, layer))
         source = None if o.span is None else self.source(o.span)
         self.add(
             PreviewNode(
