@@ -18,6 +18,7 @@ import torch
 from bench_torch import report, sequence_args, timed
 
 from netc.compiler import compile_graph
+from netc.passes.pipeline import PassOptions
 from netc_runtime.backends import load_torch_module
 from netc_runtime.verify import random_params
 
@@ -44,6 +45,9 @@ def main() -> None:
     model = load_torch_module(g).Model()
     model.load_returnn_params({q.name: params[q.name] for q in g.params})
     model.eval()
+    loop = load_torch_module(compile_graph(MODEL, options=PassOptions(fuse=False))).Model()  # not fused
+    loop.load_state_dict(model.state_dict())
+    loop.eval()
     gru = native_gru(p, 80, 256)
     x = torch.randn(args.batch, args.time, 80)
     lens = torch.as_tensor(np.linspace(args.time, args.time // 2, args.batch).astype(np.int64))
@@ -53,11 +57,16 @@ def main() -> None:
         out, _ = gru(packed)
         return torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=args.time)[0]
 
-    variants = {"netc": lambda: model(x, time_lens=lens)["output"], "nn.GRU (native)": run_native}
+    variants = {
+        "netc": lambda: model(x, time_lens=lens)["output"],
+        "netc, no fusion": lambda: loop(x, time_lens=lens)["output"],
+        "nn.GRU (native)": run_native,
+    }
     with torch.no_grad():
         mask = (torch.arange(args.time)[None, :] < lens[:, None])[:, :, None]
-        diff = ((variants["netc"]() - run_native()).abs() * mask).max().item()
-        assert diff < 1e-4, diff
+        for name in ("netc, no fusion", "nn.GRU (native)"):
+            diff = ((variants["netc"]() - variants[name]()).abs() * mask).max().item()
+            assert diff < 1e-4, (name, diff)
         rows = timed(variants, args.runs)
     title = f"GRU forward, batch {args.batch}, {args.time} frames, 80 -> 256, 1 thread, median of {args.runs} runs"
     report(title, rows, "nn.GRU (native)", "nn.GRU")

@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_torch.py [--batch 16] [--time 100] [--runs 7]
 
 Compares, on the same inputs and weights (outputs checked equal first):
-- netc: the emitted module (with hoisting: the input projection runs once over the sequence)
+- netc: the emitted module (hoisted and fused: one torch.lstm call)
+- netc, no fusion: the same, the loop left as a loop (the input projection runs once over the sequence)
 - netc, no hoisting: the same IR without the hoisting pass (one projection per step)
 - hand loop: a hand-written PyTorch LSTM loop with the projection hoisted and length masking
 - netc Lstm op: the same LSTM written as netc's native `Lstm(dim)(x)` (one `torch.lstm` call)
@@ -121,6 +122,7 @@ def main() -> None:
     args = sequence_args()
 
     full = compile_graph(MODEL)
+    no_fuse = compile_graph(MODEL, options=PassOptions(fuse=False))  # the loop, hoisted
     no_hoist = compile_graph(MODEL, options=PassOptions(hoist=False))
     params = random_params(full, np.random.default_rng(0))
     # by module path: RETURNN names depend on where layers stand, which hoisting changes
@@ -129,7 +131,7 @@ def main() -> None:
     lens = torch.as_tensor(np.linspace(args.time, args.time // 2, args.batch).astype(np.int64))
 
     models = {}
-    for name, g in (("netc", full), ("netc, no hoisting", no_hoist)):
+    for name, g in (("netc", full), ("netc, no fusion", no_fuse), ("netc, no hoisting", no_hoist)):
         m = load_torch_module(g).Model()
         m.load_returnn_params({q.name: p[f"{q.path}/{q.role}"].numpy() for q in g.params})
         m.eval()
@@ -160,6 +162,7 @@ def main() -> None:
         ref = models["netc"](x, time_lens=lens)["output"]
         mask = (torch.arange(args.time)[None, :] < lens[:, None])[:, :, None]
         for name, out in (
+            ("netc, no fusion", models["netc, no fusion"](x, time_lens=lens)["output"]),
             ("netc, no hoisting", models["netc, no hoisting"](x, time_lens=lens)["output"]),
             ("hand loop", hand_loop(p, x, lens)),
             ("netc Lstm op", native(x, time_lens=lens)["output"]),
@@ -171,6 +174,7 @@ def main() -> None:
         rows = timed(
             {
                 "netc": lambda: models["netc"](x, time_lens=lens),
+                "netc, no fusion": lambda: models["netc, no fusion"](x, time_lens=lens),
                 "netc, no hoisting": lambda: models["netc, no hoisting"](x, time_lens=lens),
                 "hand loop": lambda: hand_loop(p, x, lens),
                 "netc Lstm op": lambda: native(x, time_lens=lens),

@@ -16,7 +16,7 @@ def test_bench_torch_runs_and_its_variants_agree():
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split()[0] for line in proc.stdout.splitlines()[1:]]
-    assert rows == ["netc", "netc,", "hand", "netc", "netc", "nn.LSTM"]
+    assert rows == ["netc", "netc,", "netc,", "hand", "netc", "netc", "nn.LSTM"]
 
 
 def test_bench_gru_runs_and_its_variants_agree():
@@ -27,7 +27,7 @@ def test_bench_gru_runs_and_its_variants_agree():
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
-    assert rows == ["netc", "nn.GRU (native)"]
+    assert rows == ["netc", "netc, no fusion", "nn.GRU (native)"]
 
 
 def test_bench_train_checks_equal_losses_and_runs():
