@@ -335,8 +335,9 @@ class TorchEmitter:
         comment = f"  # line {op.span.line}"
         self.emit(f"{', '.join(names)} = {expr}{comment}")
         self.op_lines[op.outs[0].id] = self.lines[-1].strip()
-        if linear is not None:
+        if linear is not None:  # the linear's own line and result, for `netc preview`: the addmm
             self.op_lines[linear.outs[0].id] = self.lines[-1].strip()
+            self.var[linear.outs[0].id] = names[0]
 
     def loop(self, n: Loop) -> None:
         axis = n.axis
