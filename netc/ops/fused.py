@@ -20,6 +20,20 @@ from __future__ import annotations
 from netc.naming import Code, py_literal, py_str
 from netc.ops.base import OpDef, register
 
+# the helpers' shared parts: inputs each reversed within its length for a backward loop; h
+# after each sequence's last frame from the outputs, which are put back in the frames' order
+_REVERSE = """    valid = torch.arange(x.shape[1], device=x.device)[None, :] < lens[:, None]
+    order = None
+    if reverse:  # each sequence's valid frames reversed (padding stays)
+        t = torch.arange(x.shape[1], device=x.device)[None, :]
+        order = torch.where(valid, lens[:, None] - 1 - t, t)[:, :, None]
+        x = x.gather(1, order.expand(-1, -1, x.shape[-1]))
+"""
+_LAST = """    last = (lens - 1).clamp(min=0)[:, None, None].expand(-1, 1, y.shape[-1])
+    h = torch.where((lens > 0)[:, None], y.gather(1, last)[:, 0], h0)
+    if order is not None:
+        y = y.gather(1, order.expand(-1, -1, y.shape[-1]))
+"""
 LSTM_HELPER = "_lstm_loop"
 GRU_HELPER = "_gru_loop"
 # an input this large drives a sigmoid gate to exactly 1 (or 0) in every float dtype
@@ -32,13 +46,7 @@ def _lstm_helper(name: str) -> str:
     w_ih, w_hh, and b_ih, b_hh when it has biases), each sequence over its own frames, from its
     last backwards with `reverse`. Returns h per frame (zeros on padded frames) and h, c after
     each sequence's last frame (h0, c0 when it has none); c only with `need_c`."""
-    valid = torch.arange(x.shape[1], device=x.device)[None, :] < lens[:, None]
-    order = None
-    if reverse:  # each sequence's valid frames reversed (padding stays)
-        t = torch.arange(x.shape[1], device=x.device)[None, :]
-        order = torch.where(valid, lens[:, None] - 1 - t, t)[:, :, None]
-        x = x.gather(1, order.expand(-1, -1, x.shape[-1]))
-    if need_c:
+{_REVERSE}    if need_c:
         # padded frames keep c: an extra input, 1 on them only, drives the forget gate (torch's
         # block 1) to exactly 1 and the input gate (block 0) to exactly 0 (padded frames of x
         # zeroed: their gates stay far from the threshold)
@@ -49,11 +57,7 @@ def _lstm_helper(name: str) -> str:
         weights = [torch.cat([weights[0], hold[:, None]], dim=1), *weights[1:]]
     # torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
     y, _, c = torch.lstm(x, (h0[None], c0[None]), weights, len(weights) == 4, 1, 0.0, False, False, True)
-    last = (lens - 1).clamp(min=0)[:, None, None].expand(-1, 1, y.shape[-1])
-    h = torch.where((lens > 0)[:, None], y.gather(1, last)[:, 0], h0)
-    if order is not None:
-        y = y.gather(1, order.expand(-1, -1, y.shape[-1]))
-    return y, h, c[0]
+{_LAST}    return y, h, c[0]
 '''
 
 
@@ -63,19 +67,9 @@ def _gru_helper(name: str) -> str:
     w_ih, w_hh, and b_ih, b_hh when it has biases), each sequence over its own frames, from its
     last backwards with `reverse`. Returns h per frame (anything on padded frames) and h after
     each sequence's last frame (h0 when it has none)."""
-    valid = torch.arange(x.shape[1], device=x.device)[None, :] < lens[:, None]
-    order = None
-    if reverse:  # each sequence's valid frames reversed (padding stays)
-        t = torch.arange(x.shape[1], device=x.device)[None, :]
-        order = torch.where(valid, lens[:, None] - 1 - t, t)[:, :, None]
-        x = x.gather(1, order.expand(-1, -1, x.shape[-1]))
-    # torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+{_REVERSE}    # torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
     y, _ = torch.gru(x, h0[None], weights, len(weights) == 4, 1, 0.0, False, False, True)
-    last = (lens - 1).clamp(min=0)[:, None, None].expand(-1, 1, y.shape[-1])
-    h = torch.where((lens > 0)[:, None], y.gather(1, last)[:, 0], h0)
-    if order is not None:
-        y = y.gather(1, order.expand(-1, -1, y.shape[-1]))
-    return y, h
+{_LAST}    return y, h
 '''
 
 
@@ -111,7 +105,16 @@ class _CellLoop(OpDef):
     """The shared lowering of a fused LSTM or GRU loop."""
 
     blocks = 4
-    helper = ""
+    helper = ""  # the key and name of its torch helper
+    helper_source = staticmethod(_lstm_helper)  # its source, given the name chosen
+
+    def torch_helpers(self, op):
+        return {self.helper: self.helper_source}
+
+    def _input(self, ctx, op) -> tuple[str, str]:
+        """x as [batch, time, feature], and its time dim."""
+        time = op.attrs["axis"]
+        return ctx.aligned(0, ("batch", time, ctx.in_dims(0)[-1])), time
 
     def _weight(self, ctx, op, role: str, gates: list[int], signs: list[float] | None = None) -> str | None:
         """Code for one of torch's weights (`w_ih`, `w_hh`, `b_ih`, `b_hh`) from the model's parameter."""
@@ -162,13 +165,10 @@ class LstmLoop(_CellLoop):
 
     name = "lstm_loop"
     blocks = 4
-
-    def torch_helpers(self, op):
-        return {LSTM_HELPER: _lstm_helper}
+    helper = LSTM_HELPER
 
     def torch(self, ctx, op):
-        time, feat = op.attrs["axis"], ctx.in_dims(0)[-1]
-        x = ctx.aligned(0, ("batch", time, feat))
+        x, time = self._input(ctx, op)
         gates = op.attrs["gates"]
         weights = self._weights(ctx, op, gates, gates)
         need_c = "c" in op.attrs["results"]
@@ -235,13 +235,11 @@ class GruLoop(_CellLoop):
 
     name = "gru_loop"
     blocks = 3
-
-    def torch_helpers(self, op):
-        return {GRU_HELPER: _gru_helper}
+    helper = GRU_HELPER
+    helper_source = staticmethod(_gru_helper)
 
     def torch(self, ctx, op):
-        time, feat = op.attrs["axis"], ctx.in_dims(0)[-1]
-        x = ctx.aligned(0, ("batch", time, feat))
+        x, time = self._input(ctx, op)
         signs = [1.0, -1.0, 1.0] if op.attrs["negate_z"] else None  # sigmoid(-a) = 1 - sigmoid(a)
         weights = self._weights(ctx, op, op.attrs["x_gates"], op.attrs["gates"], signs)
         call = f"{ctx.helper(GRU_HELPER)}({x}, {ctx.seq_lens(time)}, {ctx.arg(1)}, {weights}, {op.attrs['reverse']})"
