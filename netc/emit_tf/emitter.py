@@ -129,7 +129,8 @@ class ReturnnEmitter:
         self.zeros: set[int] = set()  # values made by `zeros(...)`
         self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
         self.output_layers: dict[str, str] = {}  # an output folded into a loss layer -> that layer
-        self.bound_ops: dict[int, list[Op]] = {}  # loop id -> the ops of its step limit, emitted in its unit
+        self.bound_ops: dict[str, list[Op]] = {}  # loop name -> the ops of its step limit, emitted in its unit
+        self.in_units: set[int] = set()  # those ops' first results: not top-level layers
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
@@ -182,6 +183,7 @@ class ReturnnEmitter:
         # a step limit's own ops are layers of the loop's unit only in a network used for nothing
         # but search: building one for training, RETURNN would move them out of the loop again
         self.bound_ops = _bound_ops(g) if g is not self.g else {}
+        self.in_units = {op.outs[0].id for ops in self.bound_ops.values() for op in ops}
         root = self.blocks[()] = _Block(
             {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)}, self.dim_vars
         )
@@ -224,11 +226,10 @@ class ReturnnEmitter:
     # --- blocks ------------------------------------------------------------------------
 
     def block(self, nodes: list[Node], blk: _Block, reserved: dict[int, str] | None = None) -> None:
-        moved = {id(op) for ops in self.bound_ops.values() for op in ops} if not blk.in_unit else set()
         for n in nodes:
             if isinstance(n, Loop):
                 self.loop(n, blk, reserved or {})
-            elif id(n) not in moved:
+            elif blk.in_unit or n.outs[0].id not in self.in_units:
                 self.op(n, blk, reserved or {})
 
     def op(self, op: Op, blk: _Block, reserved: dict[int, str]) -> None:
@@ -427,7 +428,7 @@ class ReturnnEmitter:
     def _bound(self, n: Loop, unit: _Block, outer: _Block) -> str:
         """The loop's per-sequence step limit in its unit: the ops computing it only for the limit
         are layers of the unit (no top-level layers for it), reading the rest with `base:`."""
-        ops = self.bound_ops.get(id(n), [])
+        ops = self.bound_ops.get(n.name, [])
         made = {v.id for op in ops for v in op.outs}
         for op in ops:
             for a in op.args:
@@ -580,23 +581,23 @@ def _shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> 
     return False
 
 
-def _bound_ops(g: Graph) -> dict[int, list[Op]]:
-    """For each top-level loop with a per-sequence step limit: the top-level ops (in order) that
-    compute it and whose results nothing else reads."""
+def _bound_ops(g: Graph) -> dict[str, list[Op]]:
+    """For each top-level loop (by name) with a per-sequence step limit: the top-level ops (in
+    order) that compute it and whose results nothing else reads."""
     uses = count_uses(g)
     made = {v.id: n for n in g.body if isinstance(n, Op) for v in n.outs}
-    out: dict[int, list[Op]] = {}
+    out: dict[str, list[Op]] = {}
     for n in g.body:
         if not isinstance(n, Loop) or n.bound is None:
             continue
-        chain: set[int] = set()
+        chain: set[int] = set()  # the ops' first results
         todo = [n.bound]
         while todo:
             op = made.get(todo.pop())
-            if op is not None and id(op) not in chain and all(uses[v.id] == 1 for v in op.outs):
-                chain.add(id(op))
+            if op is not None and op.outs[0].id not in chain and all(uses[v.id] == 1 for v in op.outs):
+                chain.add(op.outs[0].id)
                 todo.extend(op.args)
-        out[id(n)] = [op for op in g.body if id(op) in chain]
+        out[n.name] = [op for op in g.body if isinstance(op, Op) and op.outs[0].id in chain]
     return out
 
 
