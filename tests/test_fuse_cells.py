@@ -52,7 +52,9 @@ def test_torch_runs_one_native_call():
     code = emit_torch(compile_graph(str(EXAMPLES / "lstm.py")))
     assert code.count("= torch.lstm(") == 1 and "for t in range" not in code
     code = emit_torch(compile_graph(str(GRU_FORMS)))
-    assert code.count("= torch.gru(") == 1 and "for t in range" not in code  # one helper, called twice
+    # one helper, called twice; its two calls: packed (valid frames only), and padded on `meta`
+    assert code.count("= torch.gru(") == 2 and "for t in range" not in code
+    assert code.count("pack_padded_sequence(") == 1
     assert code.count("= _gru_loop(x") == 2
 
 

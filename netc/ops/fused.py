@@ -7,8 +7,9 @@ over `concat(x, h)`), in the model's gate order (`attrs["gates"]`: for each of t
 blocks, the source's split index). Results, in `attrs["results"]` order: "seq" (h per
 frame), "h" and "c" (after each sequence's last frame).
 
-torch: one `torch.lstm`/`torch.gru` call over the padded batch (valid frames come first and a
-forward cell is causal, so padding never reaches them), the weights reordered to torch's
+torch: one `torch.lstm` call over the padded batch (valid frames come first and a forward cell
+is causal, so padding never reaches them), one `torch.gru` call over the packed batch (valid
+frames only: faster here than padded, unlike torch's LSTM), the weights reordered to torch's
 layout. RETURNN: an LSTM with zero initial state and at most one bias is a `rec` layer with
 `unit: "nativelstm2"` whose parameters are the model's variables, reordered through
 `reuse_params`; anything else (a GRU: RETURNN has no native unit computing torch's GRU) is the
@@ -67,8 +68,17 @@ def _gru_helper(name: str) -> str:
     w_ih, w_hh, and b_ih, b_hh when it has biases), each sequence over its own frames, from its
     last backwards with `reverse`. Returns h per frame (anything on padded frames) and h after
     each sequence's last frame (h0 when it has none)."""
-{_REVERSE}    # torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    y, _ = torch.gru(x, h0[None], weights, len(weights) == 4, 1, 0.0, False, False, True)
+{_REVERSE}    bias = len(weights) == 4
+    if x.device.type == "meta":  # no lengths to pack by: the padded batch, every frame
+        # torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        y, _ = torch.gru(x, h0[None], weights, bias, 1, 0.0, False, False, True)
+    else:  # valid frames only, as nn.GRU on a packed sequence (a sequence without any runs one)
+        rnn = nn.utils.rnn
+        packed = rnn.pack_padded_sequence(x, lens.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        h0_sorted = h0[packed.sorted_indices][None]
+        # torch.gru(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+        y, _ = torch.gru(packed.data, packed.batch_sizes, h0_sorted, weights, bias, 1, 0.0, False, False)
+        y = rnn.pad_packed_sequence(packed._replace(data=y), batch_first=True, total_length=x.shape[1])[0]
 {_LAST}    return y, h
 '''
 
