@@ -4,7 +4,10 @@
 
 `gru_model.py` (80 -> 256, torch's GRU form) on the same inputs and weights, outputs checked
 equal on valid frames first:
-- netc: the emitted module (input projection hoisted, one step of plain ops per frame)
+- netc: the emitted module (fused: one torch.gru call on the packed sequence)
+- netc, no fusion: the loop after hoisting (input projection once, one step of plain ops per frame)
+- netc GruCell: the same GRU as a loop over netc's one-step `GruCell` (`gru_cell_model.py`),
+  fused, and without fusion (one `torch.gru_cell` per frame)
 - nn.GRU: torch's native GRU on a packed sequence (a fused kernel; the bar to reach)
 Medians of interleaved runs after a warm-up, 1 thread, milliseconds.
 """
@@ -23,6 +26,7 @@ from netc_runtime.backends import load_torch_module
 from netc_runtime.verify import random_params
 
 MODEL = str(Path(__file__).with_name("gru_model.py"))
+CELL_MODEL = str(Path(__file__).with_name("gru_cell_model.py"))
 
 
 def native_gru(p, n_in: int, n: int) -> torch.nn.GRU:
@@ -49,6 +53,14 @@ def main() -> None:
     loop.load_state_dict(model.state_dict())
     loop.eval()
     gru = native_gru(p, 80, 256)
+    cells = {}
+    for name, fuse in (("netc GruCell", True), ("netc GruCell, no fusion", False)):
+        cell_g = compile_graph(CELL_MODEL, options=PassOptions(fuse=fuse))
+        cells[name] = load_torch_module(cell_g).Model()
+        # the cell's parameters are the plain-ops GRU's: the same layout (kernels [in, 3*out], blocks r, z, n)
+        roles = {"ih/W": "ff_linear/W", "ih/b": "ff_linear/b", "hh/W": "rec_linear/W", "hh/b": "rec_linear/b"}
+        cells[name].load_returnn_params({q.name: p[f"cell/{roles[q.role]}"].numpy() for q in cell_g.params})
+        cells[name].eval()
     x = torch.randn(args.batch, args.time, 80)
     lens = torch.as_tensor(np.linspace(args.time, args.time // 2, args.batch).astype(np.int64))
 
@@ -60,11 +72,12 @@ def main() -> None:
     variants = {
         "netc": lambda: model(x, time_lens=lens)["output"],
         "netc, no fusion": lambda: loop(x, time_lens=lens)["output"],
+        **{name: (lambda m=m: m(x, time_lens=lens)["output"]) for name, m in cells.items()},
         "nn.GRU (native)": run_native,
     }
     with torch.no_grad():
         mask = (torch.arange(args.time)[None, :] < lens[:, None])[:, :, None]
-        for name in ("netc, no fusion", "nn.GRU (native)"):
+        for name in ("netc, no fusion", *cells, "nn.GRU (native)"):
             diff = ((variants["netc"]() - variants[name]()).abs() * mask).max().item()
             assert diff < 1e-4, (name, diff)
         rows = timed(variants, args.runs)

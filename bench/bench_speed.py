@@ -5,9 +5,10 @@
 Every comparison runs its variants interleaved (one run of each, then the next round) and
 reports medians; torch runs on 1 thread. Variants are checked equal before anything is timed.
 - LSTM forward (batch 16, 100 frames, 80 -> 256): the plain-ops LSTM loop compiled by netc,
-  the same without hoisting, a hand loop, netc's `Lstm` op, a loop over netc's `LstmCell` and
-  `nn.LSTM` (`bench_torch.py`'s variants)
-- GRU forward (the same sizes): a plain-ops GRU loop in torch's form against `nn.GRU` (`bench_gru.py`)
+  fused and not, the same without hoisting, a hand loop, netc's `Lstm` op, a loop over netc's
+  `LstmCell` (fused and not) and `nn.LSTM` (`bench_torch.py`'s variants)
+- GRU forward (the same sizes): a plain-ops GRU loop in torch's form and a loop over netc's
+  `GruCell`, each fused and not, against `nn.GRU` (`bench_gru.py`)
 - the attention decoder forward (batch 16, 150/40 frames, D512, the key projection written in
   the loop): netc, netc without hoisting, a naive and a hoisted hand loop (`bench_attention.py`)
 - compile time in-process (parse, passes, both targets) of generated models of N statements
@@ -60,7 +61,7 @@ def lstm_rows(runs: int) -> list[tuple[str, str]]:
 
 
 def gru_rows(runs: int) -> list[tuple[str, str]]:
-    """Forward of the plain-ops GRU in torch's form against `nn.GRU`: `bench_gru.py`."""
+    """Forward of the plain-ops GRU in torch's form and of `GruCell` against `nn.GRU`: `bench_gru.py`."""
     ms = script_ms("bench_gru.py", runs)
     base = ms["nn.GRU (native)"]
     return [(f"GRU forward: {name}", f"{v:.1f} ms ({v / base:.2f}× nn.GRU)") for name, v in ms.items()]

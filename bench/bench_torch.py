@@ -8,7 +8,8 @@ Compares, on the same inputs and weights (outputs checked equal first):
 - netc, no hoisting: the same IR without the hoisting pass (one projection per step)
 - hand loop: a hand-written PyTorch LSTM loop with the projection hoisted and length masking
 - netc Lstm op: the same LSTM written as netc's native `Lstm(dim)(x)` (one `torch.lstm` call)
-- netc LstmCell: a loop over netc's one-step `LstmCell(dim)(x_t, (h, c))` (`lstm_cell_model.py`)
+- netc LstmCell: a loop over netc's one-step `LstmCell(dim)(x_t, (h, c))` (`lstm_cell_model.py`),
+  fused, and without fusion (one `torch.lstm_cell` per frame)
 - nn.LSTM: torch's native LSTM on a packed sequence (a different kernel; the bar to reach)
 Reports the median of several timed runs after a warm-up, in milliseconds.
 """
@@ -115,7 +116,7 @@ def report(title: str, rows: dict[str, float], base: str, against: str) -> None:
     """The title, then each variant's milliseconds and its ratio to `base`'s."""
     print(title)
     for name, ms in rows.items():
-        print(f"  {name:<20} {ms:8.2f} ms   {ms / rows[base]:5.2f}x {against}")
+        print(f"  {name:<24} {ms:8.2f} ms   {ms / rows[base]:5.2f}x {against}")
 
 
 def main() -> None:
@@ -152,6 +153,9 @@ def main() -> None:
     cell = load_torch_module(cell_g).Model()
     cell.load_returnn_params(cell_params(p, 256))
     cell.eval()
+    cell_loop = load_torch_module(compile_graph(CELL_MODEL, options=PassOptions(fuse=False))).Model()
+    cell_loop.load_state_dict(cell.state_dict())
+    cell_loop.eval()
 
     def run_native():
         packed = torch.nn.utils.rnn.pack_padded_sequence(x, lens, batch_first=True, enforce_sorted=False)
@@ -167,6 +171,7 @@ def main() -> None:
             ("hand loop", hand_loop(p, x, lens)),
             ("netc Lstm op", native(x, time_lens=lens)["output"]),
             ("netc LstmCell", cell(x, time_lens=lens)["output"]),
+            ("netc LstmCell, no fusion", cell_loop(x, time_lens=lens)["output"]),
             ("nn.LSTM", run_native()),
         ):
             diff = ((out - ref).abs() * mask).max().item()
@@ -179,6 +184,7 @@ def main() -> None:
                 "hand loop": lambda: hand_loop(p, x, lens),
                 "netc Lstm op": lambda: native(x, time_lens=lens),
                 "netc LstmCell": lambda: cell(x, time_lens=lens),
+                "netc LstmCell, no fusion": lambda: cell_loop(x, time_lens=lens),
                 "nn.LSTM (native)": run_native,
             },
             args.runs,

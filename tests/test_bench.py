@@ -15,8 +15,17 @@ def test_bench_torch_runs_and_its_variants_agree():
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    rows = [line.split()[0] for line in proc.stdout.splitlines()[1:]]
-    assert rows == ["netc", "netc,", "netc,", "hand", "netc", "netc", "nn.LSTM"]
+    rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
+    assert rows == [
+        "netc",
+        "netc, no fusion",
+        "netc, no hoisting",
+        "hand loop",
+        "netc Lstm op",
+        "netc LstmCell",
+        "netc LstmCell, no fusion",
+        "nn.LSTM (native)",
+    ]
 
 
 def test_bench_gru_runs_and_its_variants_agree():
@@ -27,7 +36,7 @@ def test_bench_gru_runs_and_its_variants_agree():
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
-    assert rows == ["netc", "netc, no fusion", "nn.GRU (native)"]
+    assert rows == ["netc", "netc, no fusion", "netc GruCell", "netc GruCell, no fusion", "nn.GRU (native)"]
 
 
 def test_bench_train_checks_equal_losses_and_runs():

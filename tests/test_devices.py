@@ -26,6 +26,8 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_losses.py",
         "fuse_lstm_forms.py",
         "fuse_gru_forms.py",
+        "ops_gru_cell.py",
+        "fuse_cell_ops.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

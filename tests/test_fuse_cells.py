@@ -16,6 +16,7 @@ from netc.passes.pipeline import PassOptions
 
 LSTM_FORMS = ROOT / "tests" / "models" / "fuse_lstm_forms.py"
 GRU_FORMS = ROOT / "tests" / "models" / "fuse_gru_forms.py"
+CELL_OPS = ROOT / "tests" / "models" / "fuse_cell_ops.py"
 
 
 def _fused_ops(g) -> list[str]:
@@ -28,6 +29,8 @@ def _fused_ops(g) -> list[str]:
         (EXAMPLES / "lstm.py", ["lstm_loop"]),
         (LSTM_FORMS, ["lstm_loop"] * 3),
         (GRU_FORMS, ["gru_loop"] * 2),
+        (CELL_OPS, ["lstm_loop", "gru_loop", "lstm_loop"]),  # loops of LstmCell / GruCell steps
+        (ROOT / "tests" / "models" / "ops_lstm_cell.py", []),  # two cells in one loop, input reads state
         (EXAMPLES / "gru.py", []),  # TF's GRU (r before the state's projection): torch has no such kernel
         (EXAMPLES / "elman.py", []),
         (EXAMPLES / "attention.py", []),
@@ -39,7 +42,7 @@ def test_what_is_fused(model, fused):
     assert _fused_ops(compile_graph(str(model), options=PassOptions(hoist=False))) == []
 
 
-@pytest.mark.parametrize("model", [LSTM_FORMS, GRU_FORMS])
+@pytest.mark.parametrize("model", [LSTM_FORMS, GRU_FORMS, CELL_OPS])
 @pytest.mark.parametrize("fuse", ["--fuse", "--no-fuse"])
 def test_fused_and_unfused_verify(netc, model, fuse):
     proc = netc("verify", model, "--seed", "3", "--batch", "4", "--max-len", "9", fuse)
@@ -65,7 +68,7 @@ def _module(model, fuse: bool):
     return ns["Model"]()
 
 
-@pytest.mark.parametrize("model", [EXAMPLES / "lstm.py", LSTM_FORMS, GRU_FORMS])
+@pytest.mark.parametrize("model", [EXAMPLES / "lstm.py", LSTM_FORMS, GRU_FORMS, CELL_OPS])
 def test_fused_module_equals_the_loop(model):
     """Same parameters (same names), same outputs on valid frames, including a sequence of no
     frames (its last state is the initial one) and training's gradients."""
@@ -92,19 +95,25 @@ def test_fused_module_equals_the_loop(model):
         assert torch.allclose(p.grad, q.grad, atol=1e-4), name
 
 
-def test_returnn_native_unit_keeps_the_model_variables():
-    """RETURNN trains and saves the fused LSTM's variables under the model's own names (none of
-    the unit's), the joint kernel of a backward loop included."""
+@pytest.mark.parametrize(
+    "model,native",
+    [
+        (LSTM_FORMS, 1),  # the backward joint kernel; the others have two biases or a start
+        (CELL_OPS, 1),  # the LstmCell loop from zeros (its forget bias added to the unit's bias)
+        (ROOT / "tests" / "models" / "ops_gru_cell.py", 0),  # GruCell's subnetwork of linears
+    ],
+)
+def test_returnn_keeps_the_model_variables(model, native):
+    """RETURNN trains and saves a fused LSTM's variables under the model's own names (none of
+    the unit's), the joint kernel of a backward loop included; likewise `GruCell`'s."""
     import tensorflow as tf
     from returnn.config import Config
     from returnn.tf.native_op import OpMaker
     from returnn.tf.network import TFNetwork
 
-    g = compile_graph(str(LSTM_FORMS))
+    g = compile_graph(str(model))
     config = emit_returnn(g)
-    assert (
-        config.count("'unit': 'nativelstm2'") == 1
-    )  # the backward joint kernel; the others have two biases or a start
+    assert config.count("'unit': 'nativelstm2'") == native
     want = {p.name: tuple(g.dim(d).size for d in p.dims) for p in g.params}
     with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
         f.write(config)

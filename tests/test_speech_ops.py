@@ -1,7 +1,7 @@
 """The speech ops against hand-written numpy, on every backend, on a padded batch whose padded
 frames hold large garbage (a leak would win every max): max_pool with windows of 2 and 3 on odd
-lengths, LstmCell as TF's LSTMCell, maxout as RETURNN's reduce_out, split/merge_dims order,
-label smoothing as RETURNN's formula, CTC as torch's own `ctc_loss`."""
+lengths, LstmCell as TF's LSTMCell, GruCell as torch's GRUCell, maxout as RETURNN's reduce_out,
+split/merge_dims order, label smoothing as RETURNN's formula, CTC as torch's own `ctc_loss`."""
 
 from __future__ import annotations
 
@@ -82,6 +82,42 @@ def test_lstm_cell_is_tf_lstm_cell(backend):
             np.testing.assert_allclose(res.outputs["output"][b, t], h, atol=1e-5)
             np.testing.assert_allclose(res.outputs["cs"][b, t], c, atol=1e-5)
         np.testing.assert_allclose(res.outputs["last_c"][b], c, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gru_cell_is_torch_gru_cell(backend):
+    """torch's own nn.GRUCell (gate blocks r, z, n; r after the state's projection), loaded with
+    the cell's parameters: a cell on concat(x_t, h), one from zeros, one backward (fused on torch)."""
+    x = _batch(4, seed=3)
+    runs, p = _run("ops_gru_cell.py", {"x": x}, {"time": LENS}, seed=3)
+    out = runs[backend].outputs
+
+    def cell(path: str) -> torch.nn.GRUCell:
+        w_ih = torch.as_tensor(p[f"{path}/ih/W"])
+        c = torch.nn.GRUCell(w_ih.shape[0], 3)
+        with torch.no_grad():
+            c.weight_ih.copy_(w_ih.T)
+            c.weight_hh.copy_(torch.as_tensor(p[f"{path}/hh/W"]).T)
+            c.bias_ih.copy_(torch.as_tensor(p[f"{path}/ih/b"]))
+            c.bias_hh.copy_(torch.as_tensor(p[f"{path}/hh/b"]))
+        return c
+
+    on_concat, plain, back = cell("h_2"), cell("g"), cell("b")
+    with torch.no_grad():
+        for b, n in enumerate(LENS):
+            xs = torch.as_tensor(x[b, :n])
+            h = torch.tanh(xs.sum(0) @ torch.as_tensor(p["h/W"]) + torch.as_tensor(p["h/b"]))[None]
+            g = torch.zeros(1, 3)
+            for t in range(n):
+                h = on_concat(torch.cat([xs[t : t + 1], h], dim=1), h)
+                g = plain(xs[t : t + 1], g)
+                np.testing.assert_allclose(out["output"][b, t], h[0], atol=1e-5)
+                np.testing.assert_allclose(out["plain"][b, t], g[0], atol=1e-5)
+            np.testing.assert_allclose(out["last_h"][b], h[0], atol=1e-5)
+            g = torch.zeros(1, 3)
+            for t in reversed(range(n)):  # aligned with the input frames
+                g = back(xs[t : t + 1], g)
+                np.testing.assert_allclose(out["back"][b, t], g[0], atol=1e-5)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

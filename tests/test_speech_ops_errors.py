@@ -1,4 +1,4 @@
-"""Misuse of the speech-model ops (max_pool, LstmCell, Lstm direction, split/merge_dims, maximum,
+"""Misuse of the speech-model ops (max_pool, LstmCell, GruCell, Lstm direction, split/merge_dims, maximum,
 minimum, clip, abs, `**`, dim arithmetic, fills over dynamic dims, label smoothing, ctc_loss):
 `file:line:col: error: ...`, the source line, a caret, exit code 1, no traceback. Each case is a
 model file compiled by the real CLI."""
@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_located_error
 
 HEADER = """\
-from netc import (Dim, Labels, Linear, Lstm, LstmCell, Tensor, abs, argmax, batch, cast, clip, concat, cross_entropy,
+from netc import (Dim, GruCell, Labels, Linear, Lstm, LstmCell, Tensor, abs, argmax, batch, cast, clip, concat, cross_entropy,
                   ctc_loss, full, max_pool, maximum, merge_dims, network, split_dims, zeros)
 time = Dim("time")
 frames = Dim("frames")
@@ -247,6 +247,41 @@ CASES = [
         "`LstmCell` runs one step on [batch, feature], got [batch, time, feat]",
         2,
         "LstmCell(",
+    ),
+    (
+        "gru_cell_with_lstm_state",
+        [
+            "h = zeros(batch, hidden)",
+            "out = []",
+            "for x_t in x:",
+            "    h = GruCell(hidden)(x_t, (h, h))",
+            "    out.append(h)",
+            "return out",
+        ],
+        "`GruCell(out_dim)` is called as `cell(x, h)`",
+        4,
+        "GruCell(",
+    ),
+    (
+        "gru_cell_state_dims",
+        [
+            "h = zeros(batch, feat)",
+            "out = []",
+            "for x_t in x:",
+            "    h = GruCell(hidden)(x_t, h)",
+            "    out.append(h)",
+            "return out",
+        ],
+        "`GruCell` state must be [batch, hidden], got [batch, feat]",
+        4,
+        "GruCell(",
+    ),
+    (
+        "gru_cell_on_sequence",
+        ["h = zeros(batch, hidden)", "return GruCell(hidden)(x, h)"],
+        "`GruCell` runs one step on [batch, feature], got [batch, time, feat]",
+        2,
+        "GruCell(",
     ),
     (
         "lstm_direction",

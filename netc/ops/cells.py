@@ -280,3 +280,123 @@ class LstmCell(OpDef):
         i, g, f, o = z.chunk(4, dim=-1)
         c = torch.sigmoid(f + FORGET_BIAS) * c + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(c), c
+
+
+GRU_HELPER = "netc_gru_cell"
+GRU_HELPER_SOURCE = f'''def _netc_gru_blocks(data, like):
+    """Data `data` (a projection, its feature the gate blocks r, z, n) with the dims of `like`
+    (dims it lacks broadcast) but its own feature, split into the blocks."""
+    import tensorflow as tf
+
+    axis = like.feature_dim_axis
+    target = like.copy_template_replace_dim_tag(axis=axis, new_dim_tag=data.feature_dim_or_sparse_dim)
+    return tf.split(data.copy_compatible_to(target).placeholder, 3, axis=axis)
+
+
+def {GRU_HELPER}(source, self, **_kwargs):
+    """One step of torch's GRU cell from the projections of its input (source 0) and of its
+    state (source 1), and the state h (source 2). RETURNN may run the step over all frames at
+    once (outside the loop) when it reads no loop state: then any source may have the time dim."""
+    import tensorflow as tf
+
+    i_r, i_z, i_n = _netc_gru_blocks(source(0, as_layer=True).output, self.output)
+    h_r, h_z, h_n = _netc_gru_blocks(source(1, as_layer=True).output, self.output)
+    r = tf.sigmoid(i_r + h_r)
+    z = tf.sigmoid(i_z + h_z)
+    n = tf.tanh(i_n + r * h_n)
+    return (1.0 - z) * n + z * source(2)
+
+
+def {GRU_HELPER}_out(sources, name, out_dim, **_kwargs):
+    """The result: the dims of both projections (sources 0 and 1), feature `out_dim` (while
+    RETURNN builds a loop's templates, the state's may not be known yet)."""
+    from returnn.tensor import Tensor
+
+    known = [s.output for s in sources[:2] if s.output.feature_dim_axis is not None]
+    like = [d.copy_template_replace_dim_tag(axis=d.feature_dim_axis, new_dim_tag=out_dim) for d in known]
+    return Tensor.get_common_data(like, name="%s_output" % name)
+'''
+
+
+@register
+class GruCell(OpDef):
+    """`h = GruCell(out_dim)(x, h)`: one GRU step as torch computes it (`nn.GRUCell`):
+
+        gi = x @ ih/W + ih/b                          ih/W [in, 3*out], ih/b [3*out]
+        gh = h @ hh/W + hh/b                          hh/W [out, 3*out], hh/b [3*out]
+        r, z, n gate blocks, in this order
+        r = sigmoid(gi_r + gh_r), z = sigmoid(gi_z + gh_z)
+        n = tanh(gi_n + r * gh_n)                     (r after the state's projection)
+        h' = (1 - z) * n + z * h
+
+    torch: one `torch.gru_cell` call (its weights are the transposed kernels). RETURNN has no
+    unit of these numbers (its `GRU` unit is TF's GRUCell, r before the projection): a
+    `subnetwork` of two `linear` layers `ih` and `hh` (the parameter roles are their variable
+    names), their gate blocks split, and an `eval` for the gates.
+    """
+
+    name = "gru_cell"
+    fn_name = "GruCell"
+    module = True
+    param_init = {"ih/W": "glorot", "ih/b": "zeros", "hh/W": "glorot", "hh/b": "zeros"}  # RETURNN's linear
+
+    def ctor(self, out_dim):
+        pass
+
+    def module_args(self, args, kwargs):
+        if len(args) != 2 or kwargs or isinstance(args[1], (tuple, list)):
+            raise TypeError("`GruCell(out_dim)` is called as `cell(x, h)`")
+        return list(args)
+
+    def infer(self, dt, args, attrs):
+        x, h = args
+        for v, what in ((x, "input"), (h, "state")):
+            if v.dtype != "float32":
+                raise DimError(f"`GruCell` needs a float {what}, got {v.dtype}")
+        out = attrs["out_dim"]
+        check_out_dim(dt, "GruCell", out, ("batch",))
+        if "batch" not in x.dims or len(x.dims) != 2 or dt[x.dims[-1]].kind != "static":
+            raise DimError(f"`GruCell` runs one step on [batch, feature], got [{', '.join(x.dims)}]")
+        if h.dims != ("batch", out):
+            raise DimError(f"`GruCell` state must be [batch, {out}], got [{', '.join(h.dims)}]")
+        return [OutType(("batch", out))]
+
+    def params(self, dt, args, attrs):
+        feat, out = args[0].dims[-1], attrs["out_dim"]
+        gates = dt.scaled(out, 3).name
+        return {"ih/W": (feat, gates), "ih/b": (gates,), "hh/W": (out, gates), "hh/b": (gates,)}
+
+    def returnn_helpers(self, op):
+        return {GRU_HELPER: GRU_HELPER_SOURCE}
+
+    def returnn(self, ctx, op):
+        out = ctx.dim(op.attrs["out_dim"])
+        gates = Code(f"3 * {out}.dimension")
+        sub = {
+            "ih": {"class": "linear", "from": "data:0", "n_out": gates},
+            "hh": {"class": "linear", "from": "data:1", "n_out": gates},
+            "output": {
+                "class": "eval",
+                "from": ["ih", "hh", "data:1"],
+                "eval": Code(GRU_HELPER),
+                "out_type": Code(f"{GRU_HELPER}_out"),
+                "eval_locals": {"out_dim": out},
+            },
+        }
+        # x and h stay apart (`data:0`, `data:1`), not concatenated
+        return {"class": "subnetwork", "from": [ctx.src(0), ctx.src(1)], "concat_sources": False, "subnetwork": sub}
+
+    def torch(self, ctx, op):
+        w_ih, w_hh = ctx.param("ih/W"), ctx.param("hh/W")
+        b_ih, b_hh = ctx.param("ih/b"), ctx.param("hh/b")
+        return f"torch.gru_cell({ctx.arg(0)}, {ctx.arg(1)}, {w_ih}.t(), {w_hh}.t(), {b_ih}, {b_hh})"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        x, h = (a.data for a in args)
+        i_r, i_z, i_n = (x @ ctx.param("ih/W") + ctx.param("ih/b")).chunk(3, dim=-1)
+        h_r, h_z, h_n = (h @ ctx.param("hh/W") + ctx.param("hh/b")).chunk(3, dim=-1)
+        r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return (1.0 - z) * n + z * h

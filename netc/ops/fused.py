@@ -84,11 +84,12 @@ def _gru_helper(name: str) -> str:
 
 
 RETURNN_PARAM_HELPER = "netc_native_lstm_param"
-RETURNN_PARAM_HELPER_SOURCE = f'''def {RETURNN_PARAM_HELPER}(name, shape, gates, rows=None):
+RETURNN_PARAM_HELPER_SOURCE = f'''def {RETURNN_PARAM_HELPER}(name, shape, gates, rows=None, forget=0.0):
     """`reuse_params` `custom` for a parameter of a `nativelstm2` unit: the model's own variable
     `name` of `shape` (`rows` of it, for a kernel over both input and state), its gate blocks
     (cell input, input, forget, output, as the unit has them) picked from the model's by
-    `gates`; with no `name`, zeros (a model without a bias)."""
+    `gates`; with no `name`, zeros (a model without a bias). `forget`: a constant added to the
+    forget gate's bias (TF's LSTMCell adds 1.0)."""
     import tensorflow as tf
 
     def custom(getter, dtype, **kwargs):
@@ -98,11 +99,13 @@ RETURNN_PARAM_HELPER_SOURCE = f'''def {RETURNN_PARAM_HELPER}(name, shape, gates,
             kwargs.pop(own, None)
         kwargs["reuse"] = tf.compat.v1.AUTO_REUSE  # a joint kernel is read twice
         var = getter(name=name, shape=shape, dtype=dtype, **kwargs)
-        if rows is None and list(gates) == [0, 1, 2, 3]:
+        if rows is None and list(gates) == [0, 1, 2, 3] and not forget:
             return var
         part = var if rows is None else var[rows[0] : rows[1]]
         n = shape[-1] // 4
-        return tf.concat([part[..., k * n : (k + 1) * n] for k in gates], axis=-1)
+        blocks = [part[..., k * n : (k + 1) * n] for k in gates]
+        blocks[2] = blocks[2] + forget if forget else blocks[2]
+        return tf.concat(blocks, axis=-1)
 
     return custom
 '''
@@ -150,6 +153,11 @@ class _CellLoop(OpDef):
         w = [self._weight(ctx, op, r, g, signs) for r, g in (("w_ih", x_gates), ("w_hh", h_gates))]
         b_ih = self._weight(ctx, op, "b_ih", x_gates, signs)
         b_hh = self._weight(ctx, op, "b_hh", h_gates, signs)
+        forget = op.attrs.get("forget_bias", 0.0)
+        if forget:  # a constant on the forget gate (torch's block 1): the bias a model without one lacks
+            assert b_hh is None and b_ih is not None
+            n = ctx.size(op.attrs["hidden"])
+            b_hh = f"{ctx.param('b_ih')}.new_tensor([0.0, {forget!r}, 0.0, 0.0]).repeat_interleave({n})"
         if b_ih or b_hh:  # torch takes both biases or none
             zeros = f"torch.zeros_like({ctx.param('b_ih' if b_ih else 'b_hh')})"
             w += [b_ih or zeros, b_hh or zeros]
@@ -206,6 +214,8 @@ class LstmLoop(_CellLoop):
                 rows = op.attrs["rows"].get(role)
                 args = f"{py_str(names[role])}, {py_literal(list(ctx.param_shape(role)))}, {py_literal(gates)}"
                 args += f", {py_literal(list(rows))}" if rows is not None else ""
+                if role == "b_ih" and op.attrs.get("forget_bias"):  # the model's one bias (see `_build`)
+                    args += f", forget={py_literal(op.attrs['forget_bias'])}"
             return {"custom": Code(f"{RETURNN_PARAM_HELPER}({args})")}
 
         layer = {

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from netc.ir.model import Graph, Loop, Node, Op, Value
 from netc.ir.uses import count_uses
+from netc.ops.cells import FORGET_BIAS as LSTM_CELL_FORGET_BIAS
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
@@ -93,7 +94,7 @@ def _fuse(n: Loop, outer_defs: dict[int, Op], uses: Counter, sizes: dict[str, in
     if not all(isinstance(b, Op) and len(b.outs) >= 1 for b in n.body):
         return None
     defs = {o.id: b for b in n.body for o in b.outs}
-    for match in (_match_lstm, _match_gru):
+    for match in (_match_lstm, _match_gru, _match_cell_op):
         for order in (n.carries, n.carries[::-1]):
             body = _Body(n, defs, sizes, outer_defs, uses)
             found = match(body, order)
@@ -114,6 +115,8 @@ class _Proj:
     rows: tuple[int, int] | None = None
     source: int | None = None
     absorbed: list[Op] = field(default_factory=list)
+    weight: str = "W"  # the module's roles of the kernel and the bias
+    bias_role: str = "b"
 
 
 @dataclass
@@ -127,6 +130,7 @@ class _Cell:
     h: _Proj
     x_gates: list[int] | None = None  # GRU: the input projection's blocks (r, z, n), split apart from h's
     negate_z: bool = False  # GRU written with z and 1 - z swapped: torch's z is 1 - the source's
+    forget_bias: float = 0.0  # LSTM: a constant added to the forget gate (`LstmCell`'s 1.0)
 
 
 def _match_lstm(b: _Body, carries) -> _Cell | None:
@@ -197,6 +201,34 @@ def _gru_gates(b: _Body, hc, z_gate: int, n_val: int) -> _Cell | None:
                     if hp is not None and hp.rows is None:
                         xp, x_gates = xs
                         return _Cell("gru", hs[1], hc.inner, hc.next, None, xp, hp, x_gates=x_gates)
+    return None
+
+
+def _match_cell_op(b: _Body, carries) -> _Cell | None:
+    """The body is one `LstmCell`/`GruCell` step on the loop's frame and the state it returned
+    at the previous step: `h, c = cell(x_t, (h, c))`, `h = cell(x_t, h)`."""
+    if len(b.loop.seqs) != 1 or len(b.loop.body) != 1:
+        return None
+    op, x_t = b.loop.body[0], b.loop.seqs[0]
+    if op.op == "gru_cell" and len(carries) == 1:
+        (hc,) = carries
+        if op.args != [x_t.inner.id, hc.inner.id] or hc.next != op.outs[0].id:
+            return None
+        b.used.add(op.outs[0].id)
+        xp = _Proj(op.param, True, source=x_t.outer, weight="ih/W", bias_role="ih/b")
+        hp = _Proj(op.param, True, weight="hh/W", bias_role="hh/b")
+        return _Cell("gru", [0, 1, 2], hc.inner, hc.next, None, xp, hp, x_gates=[0, 1, 2])
+    if op.op == "lstm_cell" and len(carries) == 2:
+        hc, cc = carries
+        if op.args != [x_t.inner.id, hc.inner.id, cc.inner.id] or [hc.next, cc.next] != [o.id for o in op.outs]:
+            return None
+        b.used.add(op.outs[0].id)
+        n_x, n_h = b.sizes[x_t.inner.dims[-1]], b.sizes[hc.inner.dims[-1]]
+        kernel, bias = "lstm_cell/kernel", "lstm_cell/bias"  # one kernel over concat(x, h)
+        xp = _Proj(op.param, True, (0, n_x), x_t.outer, weight=kernel, bias_role=bias)
+        hp = _Proj(op.param, False, (n_x, n_x + n_h), weight=kernel)
+        gates = [0, 2, 1, 3]  # torch's (i, f, g, o) from TF's LSTMCell's (i, g, f, o)
+        return _Cell("lstm", gates, hc.inner, hc.next, cc.next, xp, hp, forget_bias=LSTM_CELL_FORGET_BIAS)
     return None
 
 
@@ -321,11 +353,12 @@ def _build(n: Loop, cell: _Cell) -> tuple[Op, list[Op]] | None:
     order = [r for r in ("seq", "h", "c") if r in results]  # the op's results in this order
     outs = [outs[results.index(r)] for r in order]
     x = cell.x
+    h = cell.h
     params = {  # lists, not tuples: attrs go through JSON unchanged
-        "w_ih": [x.param, "W"],
-        "b_ih": [x.param, "b"] if x.bias else None,
-        "w_hh": [cell.h.param, "W"],
-        "b_hh": [cell.h.param, "b"] if cell.h.bias else None,
+        "w_ih": [x.param, x.weight],
+        "b_ih": [x.param, x.bias_role] if x.bias else None,
+        "w_hh": [h.param, h.weight],
+        "b_hh": [h.param, h.bias_role] if h.bias else None,
     }
     attrs = {
         "axis": n.axis,
@@ -337,6 +370,8 @@ def _build(n: Loop, cell: _Cell) -> tuple[Op, list[Op]] | None:
         "results": order,
         "loop": n.name,
     }
+    if cell.forget_bias:
+        attrs["forget_bias"] = cell.forget_bias
     if cell.kind == "gru":
         attrs["x_gates"] = cell.x_gates or cell.gates
         attrs["negate_z"] = cell.negate_z
