@@ -122,8 +122,9 @@ def test_run_search_through_the_cli(tmp_path):
         np.testing.assert_allclose(o["out:scores"], ref["out:scores"], atol=1e-5)
 
 
-def test_verify_search_through_the_cli():
-    proc = run_netc("verify", MODEL, "--search", "--seed", "3")
+@pytest.mark.parametrize("model", [MODEL, ROOT / "tests" / "models" / "search_gru_cell.py"])
+def test_verify_search_through_the_cli(model):
+    proc = run_netc("verify", model, "--search", "--seed", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "scores           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
 
