@@ -13,7 +13,7 @@ from netc.ir.model import Graph, Loop, Op
 from netc.ir.printer import print_graph
 from netc.ir.verify import IRError, verify
 from netc.parser import parse_file
-from netc.passes import dce, hoist_frames, hoist_invariants, rec_state
+from netc.passes import bound_ops, dce, hoist_frames, hoist_invariants, padded_steps, rec_state, torch_addmm
 from netc.passes.pipeline import PassOptions, run_passes
 from netc_runtime.backends import run_torch
 from netc_runtime.verify import random_inputs, random_lengths, random_params
@@ -213,3 +213,94 @@ def test_verify_comparison_sees_differences_on_valid_frames_only():
     nan[0, 0, 0] = np.nan
     other = Result({"output": nan, "last": ref.outputs["last"]}, ref.dims, ref.lens)
     assert compare(g, ref, other, "x")[0].max_abs_diff == float("inf")
+
+
+def test_padded_steps_freezes_backward_states_and_takes_forward_ones_from_their_stacks():
+    g = run_passes(parse_file(str(EXAMPLES / "bidirectional.py")))
+    fw, bw = _loops(g)
+    (h,), (h_stack,) = fw.carries, fw.stacks
+    assert not h.frozen and h.from_stack == h_stack.out.id  # runs on; read after the loop from its stack
+    (state,) = bw.carries
+    assert state.frozen and state.from_stack is None  # a backward loop runs its padded steps first
+    assert padded_steps.transform(g) == (g, False)  # recomputed: the same decisions
+    h.from_stack, h.frozen = None, True
+    assert padded_steps.transform(g)[1] and h.from_stack == h_stack.out.id and not h.frozen
+
+
+def test_padded_steps_keeps_int_states_frozen(tmp_path):
+    g = _parse(
+        tmp_path,
+        """
+        from netc import argmax, maximum
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            h = zeros(batch, hidden)
+            k = argmax(h, axis=hidden)
+            out = []
+            ks = []
+            for x_t in x:
+                h = tanh(Linear(hidden)(x_t) + h)
+                k = maximum(k, argmax(h, axis=hidden))
+                out.append(h)
+                ks.append(k)
+            return {"output": out, "ks": ks, "h": h, "k": k}
+        """,
+    )
+    loop = _loops(run_passes(g))[0]
+    # both are stacked and read after the loop; an int state may count or index: kept frozen
+    assert {c.name: (c.frozen, c.from_stack is not None) for c in loop.carries} == {
+        "h": (False, True),
+        "k": (True, True),
+    }
+
+
+def test_torch_addmm_takes_a_bias_less_linear_read_only_by_the_add(tmp_path):
+    g = run_passes(parse_file(str(EXAMPLES / "bidirectional.py")))
+    for loop in _loops(g):
+        add = next(n for n in loop.body if isinstance(n, Op) and n.op == "add")
+        linear = next(n for n in loop.body if isinstance(n, Op) and n.outs[0].id == add.torch_addmm)
+        assert linear.op == "linear" and not linear.attrs["with_bias"]
+    g = _parse(
+        tmp_path,
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            h = zeros(batch, hidden)
+            out = []
+            for x_t in x:
+                p = Linear(hidden, with_bias=False)(h)
+                h = tanh(Linear(hidden)(x_t) + p) * p  # the linear is read twice
+                out.append(h)
+            return {"output": out}
+        """,
+    )
+    g = run_passes(g, PassOptions(hoist=False))
+    assert all(n.torch_addmm is None for n in _loops(g)[0].body if isinstance(n, Op))
+    assert torch_addmm.transform(g) == (g, False)
+
+
+def test_bound_ops_run_in_a_search_graphs_loop_only():
+    g = run_passes(parse_file(str(EXAMPLES / "beam_search.py")))
+    (loop,) = _loops(g.search)
+    made = {n.outs[0].id: n for n in g.search.body if isinstance(n, Op)}
+    assert loop.bound_ops and loop.bound == loop.bound_ops[-1]
+    assert all(made[i].outs[0].id == i for i in loop.bound_ops)
+    assert all(not n.bound_ops for n in _loops(g))  # training's loop has no bound
+    assert bound_ops.transform(g.search) == (g.search, False)
+
+
+def test_verifier_checks_the_recorded_decisions_name_what_they_refer_to():
+    g = run_passes(parse_file(str(EXAMPLES / "bidirectional.py")))
+    fw = _loops(g)[0]
+    add = next(n for n in fw.body if isinstance(n, Op) and n.op == "add")
+    add.torch_addmm = add.args[0]  # a frame, not a linear
+    with pytest.raises(IRError, match="torch_addmm"):
+        verify(g)
+    add.torch_addmm = None
+    fw.carries[0].from_stack = fw.carries[0].out.id  # not a stack
+    with pytest.raises(IRError, match="not taken from a stack"):
+        verify(g)
+    fw.carries[0].from_stack = None
+    fw.bound_ops = [fw.seqs[0].outer]  # the loop has no bound
+    with pytest.raises(IRError, match="bound ops"):
+        verify(g)

@@ -19,7 +19,7 @@ from netc.emit_tf.fold import fold
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
-from netc.ir.uses import count_uses, count_uses_in_loop
+from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.base import Carry
@@ -129,8 +129,8 @@ class ReturnnEmitter:
         self.zeros: set[int] = set()  # values made by `zeros(...)`
         self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
         self.output_layers: dict[str, str] = {}  # an output folded into a loss layer -> that layer
-        self.bound_ops: dict[str, list[Op]] = {}  # loop name -> the ops of its step limit, emitted in its unit
-        self.in_units: set[int] = set()  # those ops' first results: not top-level layers
+        # the ops of loops' step limits emitted in their units (`Loop.bound_ops`), by first result
+        self.in_units: dict[int, Op] = {}
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
@@ -180,10 +180,8 @@ class ReturnnEmitter:
     def network(self, g: Graph, plan: SearchPlan | None) -> dict[str, dict]:
         """The layers of one network; with `plan`, the network searches (outputs `decide`)."""
         self.dim_source, self.zeros = {}, set()  # value ids are the graph's own
-        # a step limit's own ops are layers of the loop's unit only in a network used for nothing
-        # but search: building one for training, RETURNN would move them out of the loop again
-        self.bound_ops = _bound_ops(g) if g is not self.g else {}
-        self.in_units = {op.outs[0].id for ops in self.bound_ops.values() for op in ops}
+        limits = {vid for n in g.body if isinstance(n, Loop) for vid in n.bound_ops}
+        self.in_units = {n.outs[0].id: n for n in g.body if isinstance(n, Op) and n.outs[0].id in limits}
         root = self.blocks[()] = _Block(
             {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)}, self.dim_vars
         )
@@ -428,7 +426,7 @@ class ReturnnEmitter:
     def _bound(self, n: Loop, unit: _Block, outer: _Block) -> str:
         """The loop's per-sequence step limit in its unit: the ops computing it only for the limit
         are layers of the unit (no top-level layers for it), reading the rest with `base:`."""
-        ops = self.bound_ops.get(n.name, [])
+        ops = [self.in_units[vid] for vid in n.bound_ops]
         made = {v.id for op in ops for v in op.outs}
         for op in ops:
             for a in op.args:
@@ -579,26 +577,6 @@ def _shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> 
                 seen.add(src)
                 todo.append(src)
     return False
-
-
-def _bound_ops(g: Graph) -> dict[str, list[Op]]:
-    """For each top-level loop (by name) with a per-sequence step limit: the top-level ops (in
-    order) that compute it and whose results nothing else reads."""
-    uses = count_uses(g)
-    made = {v.id: n for n in g.body if isinstance(n, Op) for v in n.outs}
-    out: dict[str, list[Op]] = {}
-    for n in g.body:
-        if not isinstance(n, Loop) or n.bound is None:
-            continue
-        chain: set[int] = set()  # the ops' first results
-        todo = [n.bound]
-        while todo:
-            op = made.get(todo.pop())
-            if op is not None and op.outs[0].id not in chain and all(uses[v.id] == 1 for v in op.outs):
-                chain.add(op.outs[0].id)
-                todo.extend(op.args)
-        out[n.name] = [op for op in g.body if isinstance(op, Op) and op.outs[0].id in chain]
-    return out
 
 
 def _loop_names(nodes: list[Node]) -> list[str]:

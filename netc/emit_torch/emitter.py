@@ -5,7 +5,7 @@ operands is at most an unsqueeze. Loops run over the padded length. Padded frame
 anything (as inputs' do): ops that mix frames mask their operands, outputs and losses are
 masked at the end. States are frozen past a sequence's end (`torch.where` on the step's
 valid mask) only where padded steps could reach a valid frame or what is read after the
-loop (`_LoopPlan`).
+loop (the `padded_steps` pass decides).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import jinja2
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import search_plan
-from netc.ir.uses import count_uses, values_by_id
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.align import align_code
@@ -185,9 +184,10 @@ class TorchEmitter:
         self.zero_padded: set[int] = set()  # values known to hold zeros in padded frames
         self.op_lines: dict[int, str] = {}  # an op's first value id -> its line, for `netc preview`'s provenance
         self.top_masks = set(self.api.input_lens)  # dims whose lengths are known at the top of the method
-        # `a + Linear(no bias)(x)` in one `torch.addmm(a, x, W)`: the add's value id -> the linear
-        self.addmm: dict[int, Op] = {}
-        self.absorbed: set[int] = set()  # values of those linears, computed inside the addmm
+        # `a + Linear(no bias)(x)` in one `torch.addmm(a, x, W)` (`Op.torch_addmm`): the linears'
+        # values, computed inside the add's line; the linears, met before their adds
+        self.absorbed = _addmm_linears(g.body)
+        self.linears: dict[int, Op] = {}
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -276,8 +276,6 @@ class TorchEmitter:
         """`forward`: every output, the lengths of dims loops made, and the losses."""
         g = self.g
         params = self.start(g.inputs, list(self.api.input_lens))
-        self.addmm = _addmm_plan(g)
-        self.absorbed = {lin.outs[0].id for lin in self.addmm.values()}
         self.block(g.body)
         results = [(o.name, self.padded_zero(o.value)) for o in g.outputs]
         results += [(key, self.lens_var[d]) for d, key in self.api.made_lens.items()]
@@ -319,13 +317,14 @@ class TorchEmitter:
 
     def op(self, op: Op) -> None:
         if op.outs[0].id in self.absorbed:
+            self.linears[op.outs[0].id] = op
             return
         opdef = REGISTRY[op.op]
         for d, (lens, size) in opdef.torch_made_dims(_OpCtx(self, op), op).items():  # dims the op makes
             self.lens_var[d], self.size_var[d] = self.ns.fresh(lens_name(d)), self.ns.fresh(f"{d}_size")
             self.emit(f"{self.lens_var[d]} = {lens}  # lengths of {plain_text(d)}")
             self.emit(f"{self.size_var[d]} = {size}")
-        linear = self.addmm.get(op.outs[0].id)
+        linear = self.linears[op.torch_addmm] if op.torch_addmm is not None else None
         if linear is not None:
             other = self.var[next(a for a in op.args if a != linear.outs[0].id)]
             expr = f"torch.addmm({other}, {self.var[linear.args[0]]}, {_OpCtx(self, linear).param('W')})"
@@ -349,11 +348,10 @@ class TorchEmitter:
             self.emit(f"# loop over {plain_text(axis)}{', backwards' if n.reverse else ''} (line {n.span.line})")
         for inv in n.invariants:
             self.alias_value(inv.inner, inv.outer)
-        plan = _LoopPlan.of(n, ends)
         for c in n.carries:
             name = self.define(c.inner)
             self.emit(f"{name} = {self.var[c.init]}")
-            if c.out is not None and c.inner.id in plan.frozen:
+            if c.out is not None and c.frozen:
                 self.alias_value(c.out, c.inner.id)
         stack_lists = {}
         for s in n.stacks:
@@ -361,7 +359,7 @@ class TorchEmitter:
             self.emit(f"{stack_lists[s.out.id]} = []")
         last_vars = {}
         for ll in n.lasts:
-            if ll.value in plan.gathered:
+            if ll.from_stack is not None:
                 continue
             v = ll.out
             last_vars[v.id] = self.define(v)
@@ -376,7 +374,7 @@ class TorchEmitter:
             # backwards: each sequence starts at its own last frame (earlier steps are not valid for it)
             self.emit(f"for {step} in {f'reversed({steps})' if n.reverse else steps}:")
             self.indent += 1
-            if plan.frozen or last_vars:
+            if any(c.frozen for c in n.carries) or last_vars:
                 self.emit(f"{valid} = {step} < {self.lens_var[axis]}  # [batch]: sequences still running")
         for s in n.seqs:
             outer = self.values[s.outer]
@@ -398,7 +396,7 @@ class TorchEmitter:
             self._end_loop_tail(n, step, valid, ended)
         for c in n.carries:  # last: stacks, last values and the end may read the previous state
             state, new = self.var[c.inner.id], self.var[c.next]
-            if c.inner.id in plan.frozen:
+            if c.frozen:
                 cond = align_code(valid, ("batch",), c.inner.dims)
                 self.emit(f"{state} = torch.where({cond}, {new}, {state})")
             elif state != new:
@@ -416,20 +414,22 @@ class TorchEmitter:
             self.emit(f"{name} = torch.stack({steps}, dim={pos})")
             if ends:
                 self.emit(f"{name} = {name}.narrow({pos}, 0, {self.size_var[axis]})")
-        self._gather_lasts(n, plan)
+        self._gather_lasts(n)
 
-    def _gather_lasts(self, n: Loop, plan: _LoopPlan) -> None:
+    def _gather_lasts(self, n: Loop) -> None:
         """States and last values read after a forward loop, taken from the stack of the same
         value at each sequence's last step (instead of a `torch.where` in every step)."""
-        wanted = [(c.out, c.next, self.var[c.init]) for c in n.carries if c.out is not None and c.next in plan.gathered]
-        wanted += [(ll.out, ll.value, None) for ll in n.lasts if ll.value in plan.gathered]
+        wanted = [
+            (c.out, c.from_stack, self.var[c.init]) for c in n.carries if c.out is not None and c.from_stack is not None
+        ]
+        wanted += [(ll.out, ll.from_stack, None) for ll in n.lasts if ll.from_stack is not None]
         if not wanted:
             return
         lens, batch = self.lens_var[n.axis], self.size_var["batch"]
         last = self.ns.fresh("last_step")
         self.emit(f"{last} = (torch.arange({batch}, device={self.device()}), ({lens} - 1).clamp(min=0))")
-        for out, vid, init in wanted:
-            stacked = self.var[plan.gathered[vid]]
+        for out, stack, init in wanted:
+            stacked = self.var[stack]
             name = self.define(out)
             ran = align_code(f"({lens} > 0)", ("batch",), out.dims)
             if init is None:  # a sequence without steps: zeros, as RETURNN's last frame of nothing
@@ -466,69 +466,15 @@ class TorchEmitter:
         self.emit(f"{step} += 1")
 
 
-@dataclass(frozen=True)
-class _LoopPlan:
-    """Which states a loop freezes in its padded steps and which values read after it come from
-    a stack.
-
-    A forward loop's valid steps are each sequence's first ones (with `end` too: a sequence
-    that ended stays ended), so a state may run on through the padded steps: what those steps
-    compute lands only in padded frames. A backward loop runs the padded steps first and must
-    freeze its states there. A float state read after a forward loop without `end` whose next
-    value is also stacked is gathered from that stack at each sequence's last step; other
-    states read after the loop, and int and bool states (they may count or index), stay
-    frozen.
-    """
-
-    frozen: frozenset[int]  # carries' inner value ids: `torch.where(valid, next, state)` each step
-    gathered: dict[int, int]  # body value id -> the id of the stack holding it, for reads after the loop
-
-    @classmethod
-    def of(cls, n: Loop, ends: bool) -> _LoopPlan:
-        # stacks indexed by (batch, step) at once: batch first, the loop's dim second
-        stacked = {s.value: s.out.id for s in n.stacks if s.out.dims[:2] == ("batch", n.axis)}
-        forward = not n.reverse and not ends
-        outside = {c.next for c in n.carries if c.out is not None} | {ll.value for ll in n.lasts}
-        gathered = {v: stacked[v] for v in outside if forward and v in stacked}
-        frozen = frozenset(
-            c.inner.id
-            for c in n.carries
-            if n.reverse or c.inner.dtype != "float32" or (c.out is not None and c.next not in gathered)
-        )
-        return cls(frozen, gathered)
-
-
-def _addmm_plan(g: Graph) -> dict[int, Op]:
-    """Adds `a + x @ W` (a bias-free `Linear` of a [batch, feature] value, read only by this
-    add in the same block, both operands of the add's dims) that one `torch.addmm` computes."""
-    uses, values = count_uses(g), values_by_id(g)
-    plan: dict[int, Op] = {}
-
-    def walk(nodes: list[Node]) -> None:
-        made: dict[int, Op] = {}
-        for n in nodes:
-            if isinstance(n, Loop):
-                walk(n.body)
-                continue
-            made.update((o.id, n) for o in n.outs)
-            out = n.outs[0]
-            if n.op != "add" or "scalar" in n.attrs or out.dtype != "float32" or len(n.args) != 2:
-                continue
-            for a, b in (n.args[::-1], n.args):  # the second operand first: `a + x @ W` reads best
-                lin = made.get(b)
-                if (
-                    lin is not None
-                    and lin.op == "linear"
-                    and not lin.attrs.get("with_bias", True)
-                    and uses[b] == 1
-                    and len(values[lin.args[0]].dims) == 2
-                    and values[a].dims == values[b].dims == out.dims
-                ):
-                    plan[out.id] = lin
-                    break
-
-    walk(g.body)
-    return plan
+def _addmm_linears(nodes: list[Node]) -> set[int]:
+    """The values of the linears an add computes in its `torch.addmm` (`Op.torch_addmm`)."""
+    out: set[int] = set()
+    for n in nodes:
+        if isinstance(n, Loop):
+            out |= _addmm_linears(n.body)
+        elif n.torch_addmm is not None:
+            out.add(n.torch_addmm)
+    return out
 
 
 def param_attrs(params: list[ParamDef]) -> dict[tuple[str, str], str]:

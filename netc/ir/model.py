@@ -52,6 +52,9 @@ class Op:
     # read only what the op reads and give its results; a target without a native equivalent
     # emits them instead
     unfused: list[Node] = field(default_factory=list)
+    # an `add` whose operand with this id is a bias-less `Linear` of a [batch, feature] value read
+    # only here, in the same block: torch computes both as one `torch.addmm` (`torch_addmm` pass)
+    torch_addmm: int | None = None
 
     def param_key(self, role: str) -> tuple[str, str]:
         """(module path, role) of the parameter the op calls `role`: its own module's, or for a
@@ -106,6 +109,12 @@ class LoopCarry:
     inner: Value
     next: int  # body value: the state after this step
     out: Value | None = None  # outer value: the state after each sequence's last step
+    # for a target running every sequence over the padded length (`padded_steps` pass): the state
+    # keeps its value through a sequence's padded steps (a padded step could reach a valid frame or
+    # `out`); `from_stack`: the loop's stack (its `out` id) of `next`, whose frame at each
+    # sequence's last step is `out`
+    frozen: bool = False
+    from_stack: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -125,6 +134,9 @@ class LoopLast:
     value: int
     out: Value
     after_end: bool = False  # assigned after `if end(...): break`: not computed at the ending step
+    # the loop's stack (its `out` id) of `value`: its frame at each sequence's last step is `out`,
+    # for a target running every sequence over the padded length (`padded_steps` pass)
+    from_stack: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -139,6 +151,10 @@ class Loop:
     include_eos: bool = True  # stacks include the ending step (appends before the `break`)
     bound: int | None = None  # outer value: int32 [batch], each sequence's step limit
     max_steps: int | None = None  # a constant step limit
+    # in a graph that only searches (`Graph.search`; `bound_ops` pass): the first results of the
+    # ops before the loop, in order, that compute only `bound`; they run in the loop (RETURNN:
+    # layers of its rec unit, which a network built for training would move out again)
+    bound_ops: list[int] = field(default_factory=list)
     # loops with a `choice`: the outer labels it chooses from in training; `axis` is their dim.
     # Training runs over those frames (`end` and the bound then do not apply); a search makes
     # the axis anew from where each hypothesis ends (see the `choice` op)

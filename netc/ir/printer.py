@@ -14,6 +14,10 @@ def _ref(i: int) -> str:
     return f"%{i}"
 
 
+def _from_stack(stack: int | None) -> str:
+    return f" (from stack {_ref(stack)} at each sequence's last step)" if stack is not None else ""
+
+
 def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
     for n in nodes:
         if isinstance(n, Loop):
@@ -29,26 +33,30 @@ def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
                 how = f" until end %{n.end} ({'including' if n.include_eos else 'excluding'} the ending step{limit})"
             name = f" {n.name}" if n.name else ""
             out.append(f"{indent}loop{name} over {n.axis}{how}  # line {n.span.line}")
+            if n.bound_ops:  # a search's step limit, computed in the loop
+                out.append(f"{indent}  bound computed in the loop by {', '.join(map(_ref, n.bound_ops))}")
             for s in n.seqs:
                 out.append(f"{indent}  seq {_v(s.inner)} = frame of {_ref(s.outer)}")
             for i in n.invariants:
                 out.append(f"{indent}  invariant {_v(i.inner)} = {_ref(i.outer)}")
             for c in n.carries:
-                out.append(f"{indent}  carry {c.name}: {_v(c.inner)} init {_ref(c.init)} next {_ref(c.next)}")
+                frozen = " (frozen on padded steps)" if c.frozen else ""
+                out.append(f"{indent}  carry {c.name}: {_v(c.inner)} init {_ref(c.init)} next {_ref(c.next)}{frozen}")
             _nodes(n.body, indent + "  ", out)
             for c in n.carries:
                 if c.out is not None:
-                    out.append(f"{indent}  -> {_v(c.out)} = final {c.name}")
+                    out.append(f"{indent}  -> {_v(c.out)} = final {c.name}{_from_stack(c.from_stack)}")
             for s in n.stacks:
                 out.append(f"{indent}  -> {_v(s.out)} = stack {_ref(s.value)}")
             for ll in n.lasts:
-                out.append(f"{indent}  -> {_v(ll.out)} = last {_ref(ll.value)}")
+                out.append(f"{indent}  -> {_v(ll.out)} = last {_ref(ll.value)}{_from_stack(ll.from_stack)}")
         else:
             outs = ", ".join(_v(o) for o in n.outs)
             attrs = "".join(f" {k}={val!r}" for k, val in n.attrs.items() if k != "params" or not n.unfused)
             if n.unfused:  # the parameters of the modules it was fused from
                 attrs += " params=" + ", ".join(f"{r}:{ref[0]}/{ref[1]}" for r, ref in n.attrs["params"].items() if ref)
             param = f" param={n.param}" if n.param else ""
+            param += f" torch_addmm={_ref(n.torch_addmm)}" if n.torch_addmm is not None else ""
             out.append(f"{indent}{outs} = {n.op}({', '.join(map(_ref, n.args))}){attrs}{param}  # line {n.span.line}")
             if n.unfused:  # what a pass fused into this op (a target without a native op emits it)
                 out.append(f"{indent}  # fused: {n.op} runs as one native call where the target has one, else as:")
@@ -63,4 +71,7 @@ def print_graph(g: Graph) -> str:
     _nodes(g.body, "  ", out)
     out += [f"  output {o.name} = {_ref(o.value)}" for o in g.outputs]
     out += [f"  loss {o.name} = sum of {_ref(o.value)} over valid frames" for o in g.losses]
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    if g.search is not None:  # what a beam search runs: the choice loop as written, its own value ids
+        text += "\nsearch " + print_graph(g.search)
+    return text

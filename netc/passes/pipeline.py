@@ -13,15 +13,18 @@ from dataclasses import dataclass
 from netc.ir.model import Graph, Loop
 from netc.ir.verify import verify
 from netc.passes import (
+    bound_ops,
     dce,
     fuse_cells,
     hoist_frames,
     hoist_invariants,
+    padded_steps,
     rec_state,
     returnn_names,
     shift_states,
     sink_stacks,
     teacher_forcing,
+    torch_addmm,
 )
 
 
@@ -53,6 +56,8 @@ def run_passes(g: Graph, options: PassOptions = DEFAULT_OPTIONS) -> Graph:
     #    more can move out of it); both keep every parameter either uses
     params = g.params
     search = _optimise(copy.deepcopy(g), options)
+    # 9. a search-only network computes its step limit in the loop (training's has none)
+    search = _run(bound_ops, search)
     g = _optimise(_run(dce, _run(teacher_forcing, g)), options)
     used = {p.name for p in [*g.params, *search.params]}
     g.params = search.params = [p for p in params if p.name in used]
@@ -82,6 +87,12 @@ def _optimise(g: Graph, options: PassOptions) -> Graph:
     #    after hoisting has moved the input projection out of it
     if options.hoist and options.whole_sequence and options.fuse:
         g = _run(fuse_cells, g)
+    # 8. decisions for the targets, recorded on the final graph (every target gets the same IR):
+    #    which states run over padded steps and which values after a loop come from a stack, and
+    #    which adds torch computes as one `addmm` with a Linear (a pass that changed a loop or a
+    #    use after these would have to run them again)
+    for p in (padded_steps, torch_addmm):
+        g = _run(p, g)
     return g
 
 

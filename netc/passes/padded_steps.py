@@ -1,0 +1,57 @@
+"""Padded steps: which states a loop keeps through them, and which values read after it are
+taken from a stack instead.
+
+A target may run every sequence of a batch over the padded length (torch does; RETURNN runs
+each sequence for its own steps and reads none of this). A forward loop's valid steps are each
+sequence's first ones (with `end` too: a sequence that ended stays ended), so a state may run on
+through the padded steps: what those steps compute lands only in padded frames. A backward loop
+runs the padded steps first and must freeze its states there. A float state read after a forward
+loop without `end` whose next value is also stacked is taken from that stack at each sequence's
+last step (no `where` in every step); so is a last value that is stacked. Other states read after
+the loop, and int and bool states (they may count or index), stay frozen.
+
+Records `LoopCarry.frozen`, `LoopCarry.from_stack` and `LoopLast.from_stack`; changes nothing
+else. Runs last: any pass after it that changed a loop would have to run it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from netc.ir.model import Graph, Loop, Node
+
+
+def transform(g: Graph) -> tuple[Graph, bool]:
+    changed = False
+    for n in _loops(g.body):
+        before = _decisions(n)
+        _plan(n)
+        changed |= _decisions(n) != before
+    return g, changed
+
+
+def _plan(n: Loop) -> None:
+    # a loop with `choice` runs over its target's frames here (its `end` is the search's)
+    ends = n.end is not None and n.target is None
+    forward = not n.reverse and not ends
+    # stacks indexed by (batch, step) at once: batch first, the loop's dim second
+    stacked = {s.value: s.out.id for s in n.stacks if s.out.dims[:2] == ("batch", n.axis)} if forward else {}
+    for ll in n.lasts:
+        ll.from_stack = stacked.get(ll.value)
+    for c in n.carries:
+        c.from_stack = stacked.get(c.next) if c.out is not None else None
+        c.frozen = n.reverse or c.inner.dtype != "float32" or (c.out is not None and c.from_stack is None)
+
+
+def _decisions(n: Loop) -> list:
+    return [(c.frozen, c.from_stack) for c in n.carries] + [ll.from_stack for ll in n.lasts]
+
+
+def _loops(nodes: list[Node]) -> Iterator[Loop]:
+    """Every loop, nested ones and those a fused op keeps (`Op.unfused`) included."""
+    for n in nodes:
+        if isinstance(n, Loop):
+            yield n
+            yield from _loops(n.body)
+        else:
+            yield from _loops(n.unfused)

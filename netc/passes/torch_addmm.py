@@ -1,0 +1,51 @@
+"""`a + x @ W` as one `torch.addmm(a, x, W)`: which adds torch computes with the bias-less
+`Linear` giving one of their operands.
+
+An add qualifies when that operand is made by a `Linear` without bias of a [batch, feature]
+value, in the same block, read by nothing but this add, and both operands have the add's dims.
+Records `Op.torch_addmm` (the Linear's result) on each such add; other targets ignore it.
+Runs last, on the final graph: the single read must still hold when the module is emitted.
+"""
+
+from __future__ import annotations
+
+from netc.ir.model import Graph, Loop, Node, Op
+from netc.ir.uses import count_uses, values_by_id
+
+
+def transform(g: Graph) -> tuple[Graph, bool]:
+    uses, values = count_uses(g), values_by_id(g)
+    changed = False
+
+    def walk(nodes: list[Node]) -> None:
+        nonlocal changed
+        made: dict[int, Op] = {}
+        for n in nodes:
+            if isinstance(n, Loop):
+                walk(n.body)
+                continue
+            made.update((o.id, n) for o in n.outs)
+            chosen = _linear_operand(n, made, uses, values)
+            changed |= chosen != n.torch_addmm
+            n.torch_addmm = chosen
+
+    walk(g.body)
+    return g, changed
+
+
+def _linear_operand(n: Op, made: dict[int, Op], uses, values) -> int | None:
+    out = n.outs[0]
+    if n.op != "add" or "scalar" in n.attrs or out.dtype != "float32" or len(n.args) != 2:
+        return None
+    for a, b in (n.args[::-1], n.args):  # the second operand first: `a + x @ W` reads best
+        lin = made.get(b)
+        if (
+            lin is not None
+            and lin.op == "linear"
+            and not lin.attrs.get("with_bias", True)
+            and uses[b] == 1
+            and len(values[lin.args[0]].dims) == 2
+            and values[a].dims == values[b].dims == out.dims
+        ):
+            return b
+    return None
