@@ -11,6 +11,7 @@ loop (`_LoopPlan`).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,18 +141,20 @@ class ModuleNames:
 def _helpers(g: Graph) -> dict[str, Callable[[str], str]]:
     """The torch helpers of every op of the graph (and of its search graph)."""
     out: dict[str, Callable[[str], str]] = {}
-
-    def walk(nodes: list[Node]) -> None:
-        for n in nodes:
-            if isinstance(n, Loop):
-                walk(n.body)
-            else:
-                out.update(REGISTRY[n.op].torch_helpers(n))
-
-    walk(g.body)
+    _add_helpers(g.body, out)
     if g.search is not None:
-        walk(g.search.body)
+        _add_helpers(g.search.body, out)
     return out
+
+
+def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]]) -> None:
+    # a function of its own, not a closure calling itself (a reference cycle, freed only by
+    # the cyclic collector)
+    for n in nodes:
+        if isinstance(n, Loop):
+            _add_helpers(n.body, out)
+        else:
+            out.update(REGISTRY[n.op].torch_helpers(n))
 
 
 def helper_sources(g: Graph, names: ModuleNames) -> list[str]:
@@ -501,34 +504,35 @@ class _LoopPlan:
 def _addmm_plan(g: Graph) -> dict[int, Op]:
     """Adds `a + x @ W` (a bias-free `Linear` of a [batch, feature] value, read only by this
     add in the same block, both operands of the add's dims) that one `torch.addmm` computes."""
-    uses, values = count_uses(g), values_by_id(g)
     plan: dict[int, Op] = {}
-
-    def walk(nodes: list[Node]) -> None:
-        made: dict[int, Op] = {}
-        for n in nodes:
-            if isinstance(n, Loop):
-                walk(n.body)
-                continue
-            made.update((o.id, n) for o in n.outs)
-            out = n.outs[0]
-            if n.op != "add" or "scalar" in n.attrs or out.dtype != "float32" or len(n.args) != 2:
-                continue
-            for a, b in (n.args[::-1], n.args):  # the second operand first: `a + x @ W` reads best
-                lin = made.get(b)
-                if (
-                    lin is not None
-                    and lin.op == "linear"
-                    and not lin.attrs.get("with_bias", True)
-                    and uses[b] == 1
-                    and len(values[lin.args[0]].dims) == 2
-                    and values[a].dims == values[b].dims == out.dims
-                ):
-                    plan[out.id] = lin
-                    break
-
-    walk(g.body)
+    _plan_addmm(g.body, count_uses(g), values_by_id(g), plan)
     return plan
+
+
+def _plan_addmm(nodes: list[Node], uses: Counter, values: dict[int, Value], plan: dict[int, Op]) -> None:
+    # a function of its own, not a closure calling itself (a reference cycle, which would keep
+    # the graph's use counts and values alive until the next cyclic collection)
+    made: dict[int, Op] = {}
+    for n in nodes:
+        if isinstance(n, Loop):
+            _plan_addmm(n.body, uses, values, plan)
+            continue
+        made.update((o.id, n) for o in n.outs)
+        out = n.outs[0]
+        if n.op != "add" or "scalar" in n.attrs or out.dtype != "float32" or len(n.args) != 2:
+            continue
+        for a, b in (n.args[::-1], n.args):  # the second operand first: `a + x @ W` reads best
+            lin = made.get(b)
+            if (
+                lin is not None
+                and lin.op == "linear"
+                and not lin.attrs.get("with_bias", True)
+                and uses[b] == 1
+                and len(values[lin.args[0]].dims) == 2
+                and values[a].dims == values[b].dims == out.dims
+            ):
+                plan[out.id] = lin
+                break
 
 
 def param_attrs(params: list[ParamDef]) -> dict[tuple[str, str], str]:

@@ -60,19 +60,21 @@ def replace_uses(nodes: list[Node], old: int, new: int) -> None:
 def values_by_id(g: Graph) -> dict[int, Value]:
     """Every value the graph defines (inputs, op results, block arguments, loop results)."""
     out = {i.value.id: i.value for i in g.inputs}
-
-    def walk(nodes: list[Node]) -> None:
-        for n in nodes:
-            if isinstance(n, Loop):
-                for v in n.block_args() + n.results():
-                    out[v.id] = v
-                walk(n.body)
-            else:
-                for v in n.outs:
-                    out[v.id] = v
-
-    walk(g.body)
+    _add_values(g.body, out)
     return out
+
+
+def _add_values(nodes: list[Node], out: dict[int, Value]) -> None:
+    # a function of its own, not a closure calling itself: that is a reference cycle, which
+    # would keep `out` alive until the next cyclic collection
+    for n in nodes:
+        if isinstance(n, Loop):
+            for v in n.block_args() + n.results():
+                out[v.id] = v
+            _add_values(n.body, out)
+        else:
+            for v in n.outs:
+                out[v.id] = v
 
 
 def next_value_id(g: Graph) -> int:
