@@ -139,18 +139,20 @@ class ModuleNames:
 def _helpers(g: Graph) -> dict[str, Callable[[str], str]]:
     """The torch helpers of every op of the graph (and of its search graph)."""
     out: dict[str, Callable[[str], str]] = {}
-
-    def walk(nodes: list[Node]) -> None:
-        for n in nodes:
-            if isinstance(n, Loop):
-                walk(n.body)
-            else:
-                out.update(REGISTRY[n.op].torch_helpers(n))
-
-    walk(g.body)
+    _add_helpers(g.body, out)
     if g.search is not None:
-        walk(g.search.body)
+        _add_helpers(g.search.body, out)
     return out
+
+
+def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]]) -> None:
+    # a function of its own, not a closure calling itself (a reference cycle, freed only by
+    # the cyclic collector)
+    for n in nodes:
+        if isinstance(n, Loop):
+            _add_helpers(n.body, out)
+        else:
+            out.update(REGISTRY[n.op].torch_helpers(n))
 
 
 def helper_sources(g: Graph, names: ModuleNames) -> list[str]:

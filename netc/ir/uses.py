@@ -60,21 +60,35 @@ def replace_uses(nodes: list[Node], old: int, new: int) -> None:
 def values_by_id(g: Graph) -> dict[int, Value]:
     """Every value the graph defines (inputs, op results, block arguments, loop results)."""
     out = {i.value.id: i.value for i in g.inputs}
-
-    def walk(nodes: list[Node]) -> None:
-        for n in nodes:
-            if isinstance(n, Loop):
-                for v in n.block_args() + n.results():
-                    out[v.id] = v
-                walk(n.body)
-            else:
-                for v in n.outs:
-                    out[v.id] = v
-
-    walk(g.body)
+    _add_values(g.body, out)
     return out
+
+
+def _add_values(nodes: list[Node], out: dict[int, Value]) -> None:
+    # a function of its own, not a closure calling itself: that is a reference cycle, which
+    # would keep `out` alive until the next cyclic collection
+    for n in nodes:
+        if isinstance(n, Loop):
+            for v in n.block_args() + n.results():
+                out[v.id] = v
+            _add_values(n.body, out)
+        else:
+            for v in n.outs:
+                out[v.id] = v
 
 
 def next_value_id(g: Graph) -> int:
     """An id no value of the graph has (a pass numbers its new values from here)."""
-    return max(values_by_id(g), default=0) + 1
+    return max([i.value.id for i in g.inputs] + [_max_id(g.body)], default=0) + 1
+
+
+def _max_id(nodes: list[Node]) -> int:
+    # the largest id without building `values_by_id`'s table: passes ask once per run, and a
+    # table of every value is the costliest part of that on a large graph
+    top = 0
+    for n in nodes:
+        if isinstance(n, Loop):
+            top = max(top, _max_id(n.body), *(v.id for v in n.block_args() + n.results()))
+        elif n.outs:
+            top = max(top, *(v.id for v in n.outs))
+    return top

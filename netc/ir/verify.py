@@ -10,18 +10,45 @@ class IRError(AssertionError):
 
 
 def verify(g: Graph) -> None:
-    dims = {d.name for d in g.dims}
-    seen: set[int] = set()
+    top: set[int] = set()
+    v = _Verifier({d.name for d in g.dims})
+    for inp in g.inputs:
+        v.define(inp.value)
+        top.add(inp.value.id)
+    v.block(g.body, top)
+    for o in [*g.outputs, *g.losses]:
+        if o.value not in top:
+            raise IRError(f"output {o.name} refers to an undefined value")
+    names = [o.name for o in [*g.outputs, *g.losses]]
+    if len(set(names)) != len(names):
+        raise IRError("duplicate output names")
+    if g.search is not None:
+        if g.search.search is not None or g.search.params != g.params:
+            raise IRError("a search graph has the training graph's parameters and no search graph")
+        verify(g.search)
 
-    def define(v) -> None:
-        if v.id in seen:
+
+class _Verifier:
+    """One walk's state. A class rather than nested functions: recursive closures are reference
+    cycles, which keep the walk's sets alive until the next cyclic collection."""
+
+    def __init__(self, dims: set[str]):
+        self.dims = dims
+        self.seen: set[int] = set()
+        self.unfused: list[list[int]] = []  # ids defined by each fused op's unfused nodes being checked
+
+    def define(self, v) -> None:
+        if v.id in self.seen:
             raise IRError(f"value %{v.id} defined twice")
         for d in v.dims:
-            if d not in dims:
+            if d not in self.dims:
                 raise IRError(f"value %{v.id} has undeclared dim {d}")
-        seen.add(v.id)
+        self.seen.add(v.id)
+        if self.unfused:
+            self.unfused[-1].append(v.id)
 
-    def block(nodes: list[Node], visible: set[int]) -> None:
+    def block(self, nodes: list[Node], visible: set[int]) -> None:
+        define, need, from_stack = self.define, _need, _from_stack
         made: dict[int, Op] = {}  # value id -> the op of this block giving it
         for n in nodes:
             if isinstance(n, Loop):
@@ -38,7 +65,7 @@ def verify(g: Graph) -> None:
                     need(c.init, visible, n)
                     define(c.inner)
                     inner.add(c.inner.id)
-                block(n.body, inner)
+                self.block(n.body, inner)
                 if n.end is not None:
                     need(n.end, inner, n)
                 if n.bound is not None:
@@ -68,39 +95,40 @@ def verify(g: Graph) -> None:
                     if n.op != "add" or n.torch_addmm not in n.args or lin is None or lin.op != "linear":
                         raise IRError(f"{n.op} at line {n.span.line}: torch_addmm is no linear of its block it reads")
                 if n.unfused:  # what a fused op stands for: reads what it may, gives its results
-                    before, local = set(seen), set(visible)
-                    block(n.unfused, local)
-                    if not {o.id for o in n.outs} <= local:
+                    local = _Overlay(visible)
+                    self.unfused.append([])
+                    self.block(n.unfused, local)
+                    if not all(o.id in local for o in n.outs):
                         raise IRError(f"{n.op} at line {n.span.line}: its unfused nodes do not give its results")
-                    seen.intersection_update(before)  # the op defines those results itself
+                    # the op defines those results itself (no copies of `seen` or `visible` per
+                    # fused op: they grow with the graph)
+                    self.seen.difference_update(self.unfused.pop())
                 for o in n.outs:
                     define(o)
                     visible.add(o.id)
                     made[o.id] = n
 
-    def from_stack(n: Loop, r: LoopCarry | LoopLast, value: int) -> None:
-        """A value read after the loop taken from a stack: one of the loop's, of that value."""
-        if r.from_stack is None:
-            return
-        if r.out is None or not any(s.out.id == r.from_stack and s.value == value for s in n.stacks):
-            raise IRError(f"loop at line {n.span.line}: {r.name} is not taken from a stack of its value")
 
-    def need(i: int, visible: set[int], n) -> None:
-        if i not in visible:
-            raise IRError(f"%{i} used by {getattr(n, 'op', 'loop')} at line {n.span.line} is not defined in its block")
+def _from_stack(n: Loop, r: LoopCarry | LoopLast, value: int) -> None:
+    """A value read after the loop taken from a stack: one of the loop's, of that value."""
+    if r.from_stack is None:
+        return
+    if r.out is None or not any(s.out.id == r.from_stack and s.value == value for s in n.stacks):
+        raise IRError(f"loop at line {n.span.line}: {r.name} is not taken from a stack of its value")
 
-    top: set[int] = set()
-    for inp in g.inputs:
-        define(inp.value)
-        top.add(inp.value.id)
-    block(g.body, top)
-    for o in [*g.outputs, *g.losses]:
-        if o.value not in top:
-            raise IRError(f"output {o.name} refers to an undefined value")
-    names = [o.name for o in [*g.outputs, *g.losses]]
-    if len(set(names)) != len(names):
-        raise IRError("duplicate output names")
-    if g.search is not None:
-        if g.search.search is not None or g.search.params != g.params:
-            raise IRError("a search graph has the training graph's parameters and no search graph")
-        verify(g.search)
+
+def _need(i: int, visible: set[int], n) -> None:
+    if i not in visible:
+        raise IRError(f"%{i} used by {getattr(n, 'op', 'loop')} at line {n.span.line} is not defined in its block")
+
+
+class _Overlay(set):
+    """The values visible in a fused op's unfused nodes: their own over the enclosing block's
+    (which are not copied)."""
+
+    def __init__(self, below: set[int]):
+        super().__init__()
+        self.below = below
+
+    def __contains__(self, i: object) -> bool:
+        return set.__contains__(self, i) or i in self.below

@@ -49,16 +49,6 @@ def assigned_names(stmts: list[ast.stmt]) -> dict[str, ast.AST]:
     """Names a loop body binds (first binding node each, in source order), including nested
     blocks. An explicit stack: this runs while the tracer is already deep in the stack."""
     found: dict[str, ast.AST] = {}
-
-    def names(t: ast.AST) -> None:
-        if isinstance(t, ast.Name):
-            found.setdefault(t.id, t)
-        elif isinstance(t, (ast.Tuple, ast.List)):
-            for el in t.elts:
-                names(el)
-        elif isinstance(t, ast.Starred):
-            names(t.value)
-
     todo = list(reversed(stmts))
     while todo:
         node = todo.pop()
@@ -66,11 +56,23 @@ def assigned_names(stmts: list[ast.stmt]) -> dict[str, ast.AST]:
             continue
         if isinstance(node, ast.Assign):
             for t in node.targets:
-                names(t)
+                _bound_names(t, found)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
-            names(node.target)
+            _bound_names(node.target, found)
         todo.extend(reversed([c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.stmt, ast.excepthandler))]))
     return found
+
+
+def _bound_names(t: ast.AST, found: dict[str, ast.AST]) -> None:
+    # a function of its own, not a closure calling itself (a reference cycle, freed only by
+    # the cyclic collector)
+    if isinstance(t, ast.Name):
+        found.setdefault(t.id, t)
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for el in t.elts:
+            _bound_names(el, found)
+    elif isinstance(t, ast.Starred):
+        _bound_names(t.value, found)
 
 
 class LoopBuilder:

@@ -90,6 +90,12 @@ class Tracer:
         self.budget = Budget(self.error)
         self.clock = 0
 
+    def close(self) -> None:
+        """Drop the helpers that refer back to the tracer: that reference cycle would keep the
+        syntax tree and the environments alive until the next cyclic collection (for a large
+        file, tens of MB that later stages then cannot reuse)."""
+        del self.loops, self.budget
+
     # --- spans and errors --------------------------------------------------------------
 
     def span(self, node: ast.AST) -> Span:
@@ -1044,4 +1050,8 @@ def _describe(v: Any) -> str:
 
 def parse_file(path: str, source: str | None = None, network: str | None = None) -> Graph:
     """The IR of the @network function in the file at `path` (or in `source`, given for it)."""
-    return Tracer(read_source(path, source)).trace(network)
+    tracer = Tracer(read_source(path, source))
+    try:
+        return tracer.trace(network)
+    finally:
+        tracer.close()

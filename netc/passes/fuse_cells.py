@@ -37,17 +37,18 @@ def transform(g: Graph) -> tuple[Graph, bool]:
     changed = False
     out: list[Node] = []
     defs = {o.id: n for n in g.body if isinstance(n, Op) for o in n.outs}
+    absorbed: set[int] = set()  # first result ids of the input projections the native ops do themselves
     for n in g.body:
         fused = _fuse(n, defs, uses, sizes) if isinstance(n, Loop) else None
         if fused is None:
             out.append(n)
             continue
-        op, absorbed = fused
-        for a in absorbed:  # the input projection the native op does itself
-            out.remove(a)
+        op, projections = fused
+        absorbed.update(a.outs[0].id for a in projections)
         out.append(op)
         changed = True
-    g.body[:] = out
+    # removed in one sweep: `list.remove` per fused loop would scan the whole block each time
+    g.body[:] = [n for n in out if not (isinstance(n, Op) and n.outs and n.outs[0].id in absorbed)]
     return g, changed
 
 

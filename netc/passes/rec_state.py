@@ -13,34 +13,36 @@ from netc.ir.uses import count_uses_in_loop, replace_uses
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    changed = False
     outputs_fix: dict[int, int] = {}
-
-    def block(nodes: list[Node]) -> None:
-        nonlocal changed
-        for idx, n in enumerate(nodes):
-            if not isinstance(n, Loop):
-                continue
-            block(n.body)
-            uses = count_uses_in_loop(n)
-            keep = []
-            for c in n.carries:
-                if c.next == c.inner.id:
-                    # never reassigned: the carried value is the initial value at every step
-                    n.invariants.append(LoopInvariant(outer=c.init, inner=c.inner))
-                    if c.out is not None:
-                        replace_uses(nodes[idx + 1 :], c.out.id, c.init)
-                        outputs_fix[c.out.id] = c.init
-                    changed = True
-                elif uses[c.inner.id] == 0:
-                    if c.out is not None:
-                        n.lasts.append(LoopLast(name=c.name, value=c.next, out=c.out))
-                    changed = True
-                else:
-                    keep.append(c)
-            n.carries = keep
-
-    block(g.body)
+    changed = _block(g.body, outputs_fix)
     for o in [*g.outputs, *g.losses]:
         o.value = outputs_fix.get(o.value, o.value)
     return g, changed
+
+
+def _block(nodes: list[Node], outputs_fix: dict[int, int]) -> bool:
+    # a function of its own, not a closure calling itself (a reference cycle, freed only by
+    # the cyclic collector)
+    changed = False
+    for idx, n in enumerate(nodes):
+        if not isinstance(n, Loop):
+            continue
+        changed |= _block(n.body, outputs_fix)
+        uses = count_uses_in_loop(n)
+        keep = []
+        for c in n.carries:
+            if c.next == c.inner.id:
+                # never reassigned: the carried value is the initial value at every step
+                n.invariants.append(LoopInvariant(outer=c.init, inner=c.inner))
+                if c.out is not None:
+                    replace_uses(nodes[idx + 1 :], c.out.id, c.init)
+                    outputs_fix[c.out.id] = c.init
+                changed = True
+            elif uses[c.inner.id] == 0:
+                if c.out is not None:
+                    n.lasts.append(LoopLast(name=c.name, value=c.next, out=c.out))
+                changed = True
+            else:
+                keep.append(c)
+        n.carries = keep
+    return changed

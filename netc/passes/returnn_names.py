@@ -20,25 +20,27 @@ UNIT_RESERVED = {"output", "end", "data", "base", "prev"}
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     owner: dict[str, str] = {}  # module path -> scope prefix of its first use
-
-    def block(nodes: list[Node], prefix: str, ns: Namespace) -> None:
-        loops = [n for n in nodes if isinstance(n, Loop)]
-        for n in loops:
-            n.name = ns.fresh(_hint(n), "loop")
-        for n in nodes:  # top-level uses first: a module used there is owned there
-            if not isinstance(n, Loop) and n.param and n.param not in owner:
-                owner[n.param] = prefix
-        for n in loops:
-            block(n.body, f"{prefix}{n.name}/rec/", Namespace(UNIT_RESERVED, python=False, letter_first=True))
-
     root = {"data", "output", *(o.name for o in [*g.outputs, *g.losses])}
-    block(g.body, "", Namespace(root, python=False, letter_first=True))
+    _block(g.body, "", Namespace(root, python=False, letter_first=True), owner)
     changed = False
     for p in g.params:
         name = f"{owner.get(p.path, '')}{p.path}/{p.role}"
         changed |= name != p.name
         p.name = name
     return g, changed
+
+
+def _block(nodes: list[Node], prefix: str, ns: Namespace, owner: dict[str, str]) -> None:
+    # a function of its own, not a closure calling itself (a reference cycle, freed only by
+    # the cyclic collector)
+    loops = [n for n in nodes if isinstance(n, Loop)]
+    for n in loops:
+        n.name = ns.fresh(_hint(n), "loop")
+    for n in nodes:  # top-level uses first: a module used there is owned there
+        if not isinstance(n, Loop) and n.param and n.param not in owner:
+            owner[n.param] = prefix
+    for n in loops:
+        _block(n.body, f"{prefix}{n.name}/rec/", Namespace(UNIT_RESERVED, python=False, letter_first=True), owner)
 
 
 def _hint(n: Loop) -> str:

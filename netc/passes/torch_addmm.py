@@ -9,28 +9,30 @@ Runs last, on the final graph: the single read must still hold when the module i
 
 from __future__ import annotations
 
-from netc.ir.model import Graph, Loop, Node, Op
+from collections import Counter
+
+from netc.ir.model import Graph, Loop, Node, Op, Value
 from netc.ir.uses import count_uses, values_by_id
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    uses, values = count_uses(g), values_by_id(g)
+    return g, _walk(g.body, count_uses(g), values_by_id(g))
+
+
+def _walk(nodes: list[Node], uses: Counter, values: dict[int, Value]) -> bool:
+    """Records the choice on each add of the block and of the loops in it; whether any changed.
+    (A function, not a closure calling itself: that would be a reference cycle.)"""
     changed = False
-
-    def walk(nodes: list[Node]) -> None:
-        nonlocal changed
-        made: dict[int, Op] = {}
-        for n in nodes:
-            if isinstance(n, Loop):
-                walk(n.body)
-                continue
-            made.update((o.id, n) for o in n.outs)
-            chosen = _linear_operand(n, made, uses, values)
-            changed |= chosen != n.torch_addmm
-            n.torch_addmm = chosen
-
-    walk(g.body)
-    return g, changed
+    made: dict[int, Op] = {}
+    for n in nodes:
+        if isinstance(n, Loop):
+            changed |= _walk(n.body, uses, values)
+            continue
+        made.update((o.id, n) for o in n.outs)
+        chosen = _linear_operand(n, made, uses, values)
+        changed |= chosen != n.torch_addmm
+        n.torch_addmm = chosen
+    return changed
 
 
 def _linear_operand(n: Op, made: dict[int, Op], uses, values) -> int | None:
