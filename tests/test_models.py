@@ -20,6 +20,7 @@ MODELS = [
     "ops_pool.py",
     "ops_lstm_cell.py",
     "ops_gru_cell.py",
+    "chained_unchanged_state.py",
     "ops_elementwise.py",
     "ops_losses.py",
 ]

@@ -42,19 +42,30 @@ def count_uses_in_loop(n: Loop) -> Counter:
     return _count(n.body, Counter(loop_inner_uses(n)))
 
 
-def replace_uses(nodes: list[Node], old: int, new: int) -> None:
-    """Rename every read of `old` to `new` within these nodes (one block and below)."""
+def replace_uses(nodes: list[Node], renames: dict[int, int]) -> None:
+    """Rename every read of a value `old` to `renames[old]` within these nodes of one block (a
+    loop's reads from this block, not its body's). Renames may chain (a -> b, b -> c): all of
+    them are applied at once, so a pass collects a block's renames and calls this once rather
+    than once per rename (which would scan the block each time)."""
+    if not renames:
+        return
+
+    def new(v: int) -> int:
+        while v in renames:
+            v = renames[v]
+        return v
+
     for n in nodes:
         if isinstance(n, Loop):
             for s in n.seqs:
-                s.outer = new if s.outer == old else s.outer
+                s.outer = new(s.outer)
             for i in n.invariants:
-                i.outer = new if i.outer == old else i.outer
+                i.outer = new(i.outer)
             for c in n.carries:
-                c.init = new if c.init == old else c.init
-            n.bound = new if n.bound == old else n.bound
+                c.init = new(c.init)
+            n.bound = None if n.bound is None else new(n.bound)
         else:
-            n.args = [new if a == old else a for a in n.args]
+            n.args = [new(a) for a in n.args]
 
 
 def values_by_id(g: Graph) -> dict[int, Value]:

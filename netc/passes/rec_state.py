@@ -16,7 +16,8 @@ def transform(g: Graph) -> tuple[Graph, bool]:
     outputs_fix: dict[int, int] = {}
     changed = _block(g.body, outputs_fix)
     for o in [*g.outputs, *g.losses]:
-        o.value = outputs_fix.get(o.value, o.value)
+        while o.value in outputs_fix:  # renames may chain (a loop's start is an earlier loop's result)
+            o.value = outputs_fix[o.value]
     return g, changed
 
 
@@ -24,7 +25,8 @@ def _block(nodes: list[Node], outputs_fix: dict[int, int]) -> bool:
     # a function of its own, not a closure calling itself (a reference cycle, freed only by
     # the cyclic collector)
     changed = False
-    for idx, n in enumerate(nodes):
+    renames: dict[int, int] = {}  # loop results -> the values that take their place after it
+    for n in nodes:
         if not isinstance(n, Loop):
             continue
         changed |= _block(n.body, outputs_fix)
@@ -35,7 +37,7 @@ def _block(nodes: list[Node], outputs_fix: dict[int, int]) -> bool:
                 # never reassigned: the carried value is the initial value at every step
                 n.invariants.append(LoopInvariant(outer=c.init, inner=c.inner))
                 if c.out is not None:
-                    replace_uses(nodes[idx + 1 :], c.out.id, c.init)
+                    renames[c.out.id] = c.init
                     outputs_fix[c.out.id] = c.init
                 changed = True
             elif uses[c.inner.id] == 0:
@@ -45,4 +47,5 @@ def _block(nodes: list[Node], outputs_fix: dict[int, int]) -> bool:
             else:
                 keep.append(c)
         n.carries = keep
+    replace_uses(nodes, renames)  # once for the block: a loop's results are read only after it
     return changed

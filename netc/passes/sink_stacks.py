@@ -46,17 +46,20 @@ class _Sinker:
 
     def block(self, nodes: list[Node], nested: bool, outputs: list) -> None:
         out: list[Node] = []
-        for i, n in enumerate(nodes):
+        renames: dict[int, int] = {}  # loop results -> the values that take their place after it
+        for n in nodes:
             out.append(n)
             if isinstance(n, Loop):
                 self.block(n.body, nested=True, outputs=[])
                 if n.target is None:
                     after = self.sink(n, nested)
-                    for old, new in after.renamed.items():  # two stacks of one value: one result
-                        replace_uses(nodes[i + 1 :], old, new)
-                        for o in outputs:
-                            o.value = new if o.value == old else o.value
+                    renames.update(after.renamed)  # two stacks of one value: one result
                     out += after.ops
+        # once for the block (a loop's results are read only after it), chains resolved
+        replace_uses(out, renames)
+        for o in outputs:
+            while o.value in renames:
+                o.value = renames[o.value]
         nodes[:] = out
 
     def sink(self, loop: Loop, nested: bool) -> _Moved:

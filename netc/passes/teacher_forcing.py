@@ -26,7 +26,7 @@ def transform(g: Graph) -> tuple[Graph, bool]:
         choice = next(n for n in loop.body if isinstance(n, Op) and n.op == "choice")
         label, frame = choice.outs[0].id, choice.args[1]
         loop.body.remove(choice)
-        replace_uses(loop.body, label, frame)
+        replace_uses(loop.body, {label: frame})
         for c in loop.carries:
             c.next = frame if c.next == label else c.next
         for s in loop.stacks:
