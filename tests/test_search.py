@@ -8,6 +8,7 @@ the beam) and sequences of one batch stop at different lengths.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,8 +123,21 @@ def test_run_search_through_the_cli(tmp_path):
         np.testing.assert_allclose(o["out:scores"], ref["out:scores"], atol=1e-5)
 
 
-@pytest.mark.parametrize("model", [MODEL, ROOT / "tests" / "models" / "search_gru_cell.py"])
-def test_verify_search_through_the_cli(model):
+def _gru_cell_decoder(directory: Path) -> Path:
+    """The example with its decoder state a `GruCell` (RETURNN: the cell's subnetwork runs on
+    every hypothesis of the beam)."""
+    text = MODEL.read_text(encoding="utf-8")
+    step = "s = tanh(Linear(hidden)(concat(Embedding(emb)(label), context)) + Linear(hidden, with_bias=False)(s))"
+    assert step in text and "    Embedding,\n" in text
+    text = text.replace(step, "s = GruCell(hidden)(concat(Embedding(emb)(label), context), s)")
+    path = directory / "gru_cell_decoder.py"
+    path.write_text(text.replace("    Embedding,\n", "    Embedding,\n    GruCell,\n"), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("decoder", ["as written", "GruCell state"])
+def test_verify_search_through_the_cli(tmp_path, decoder):
+    model = MODEL if decoder == "as written" else _gru_cell_decoder(tmp_path)
     proc = run_netc("verify", model, "--search", "--seed", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "scores           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
