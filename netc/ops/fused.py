@@ -157,7 +157,7 @@ class _CellLoop(OpDef):
         if forget:  # a constant on the forget gate (torch's block 1): the bias a model without one lacks
             assert b_hh is None and b_ih is not None
             n = ctx.size(op.attrs["hidden"])
-            b_hh = f"{ctx.param('b_ih')}.new_tensor([0.0, {forget!r}, 0.0, 0.0]).repeat_interleave({n})"
+            b_hh = f"{ctx.param('b_ih')}.new_tensor({py_literal([0.0, forget, 0.0, 0.0])}).repeat_interleave({n})"
         if b_ih or b_hh:  # torch takes both biases or none
             zeros = f"torch.zeros_like({ctx.param('b_ih' if b_ih else 'b_hh')})"
             w += [b_ih or zeros, b_hh or zeros]
