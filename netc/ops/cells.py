@@ -144,6 +144,20 @@ def _reverse_in_length(x: str, feat: str, lens: str, size: str, device: str) -> 
     return f"{x}.gather(1, ({idx})[:, :, None].expand(-1, -1, {feat}))"
 
 
+def _check_step(dt, cell: str, attrs: dict, args: tuple) -> str:
+    """A one-step cell's checks: float operands (`args`: (value, what) pairs, the input first),
+    its out_dim, and an input [batch, feature]. Returns the out_dim."""
+    for v, what in args:
+        if v.dtype != "float32":
+            raise DimError(f"`{cell}` needs a float {what}, got {v.dtype}")
+    out = attrs["out_dim"]
+    check_out_dim(dt, cell, out, ("batch",))
+    x = args[0][0]
+    if "batch" not in x.dims or len(x.dims) != 2 or dt[x.dims[-1]].kind != "static":
+        raise DimError(f"`{cell}` runs one step on [batch, feature], got [{', '.join(x.dims)}]")
+    return out
+
+
 FORGET_BIAS = 1.0  # TF's LSTMCell default, added to the forget gate's pre-activation (not a parameter)
 # torch's gate block k is TF LSTMCell's block _TORCH_FROM_TF[k]: (i, f, g, o) from (i, g, f, o)
 _TORCH_FROM_TF = [0, 2, 1, 3]
@@ -200,13 +214,7 @@ class LstmCell(OpDef):
 
     def infer(self, dt, args, attrs):
         x, h, c = args
-        for v, what in ((x, "input"), (h, "state h"), (c, "state c")):
-            if v.dtype != "float32":
-                raise DimError(f"`LstmCell` needs a float {what}, got {v.dtype}")
-        out = attrs["out_dim"]
-        check_out_dim(dt, "LstmCell", out, ("batch",))
-        if "batch" not in x.dims or len(x.dims) != 2 or dt[x.dims[-1]].kind != "static":
-            raise DimError(f"`LstmCell` runs one step on [batch, feature], got [{', '.join(x.dims)}]")
+        out = _check_step(dt, "LstmCell", attrs, ((x, "input"), (h, "state h"), (c, "state c")))
         for v, what in ((h, "h"), (c, "c")):
             if v.dims != ("batch", out):
                 raise DimError(f"`LstmCell` state {what} must be [batch, {out}], got [{', '.join(v.dims)}]")
@@ -350,13 +358,7 @@ class GruCell(OpDef):
 
     def infer(self, dt, args, attrs):
         x, h = args
-        for v, what in ((x, "input"), (h, "state")):
-            if v.dtype != "float32":
-                raise DimError(f"`GruCell` needs a float {what}, got {v.dtype}")
-        out = attrs["out_dim"]
-        check_out_dim(dt, "GruCell", out, ("batch",))
-        if "batch" not in x.dims or len(x.dims) != 2 or dt[x.dims[-1]].kind != "static":
-            raise DimError(f"`GruCell` runs one step on [batch, feature], got [{', '.join(x.dims)}]")
+        out = _check_step(dt, "GruCell", attrs, ((x, "input"), (h, "state")))
         if h.dims != ("batch", out):
             raise DimError(f"`GruCell` state must be [batch, {out}], got [{', '.join(h.dims)}]")
         return [OutType(("batch", out))]
