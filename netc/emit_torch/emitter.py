@@ -126,17 +126,24 @@ class ModuleNames:
     helpers: dict[str, str]  # ops' torch helpers: key -> name (see `helper_sources`)
 
     @classmethod
-    def of(cls, g: Graph, public: list[str], reserved: frozenset[str] = frozenset()) -> ModuleNames:
-        """`reserved`: names of a file the module is embedded in (a RETURNN config)."""
+    def of(
+        cls,
+        g: Graph,
+        public: list[str],
+        helpers: dict[str, Callable[[str], str]],
+        reserved: frozenset[str] = frozenset(),
+    ) -> ModuleNames:
+        """`helpers`: the ops' torch helpers (`op_helpers`); `reserved`: names of a file the module
+        is embedded in (a RETURNN config)."""
         ns = Namespace({"torch", "nn", *public, *reserved})
         fixed = ns.fresh("_seq_mask"), ns.fresh("_beam_step"), ns.fresh(class_name(g.network)), ns.fresh("Model")
-        return cls(*fixed, {key: ns.fresh(key) for key in sorted(_helpers(g))})
+        return cls(*fixed, {key: ns.fresh(key) for key in sorted(helpers)})
 
     def all(self) -> set[str]:
         return {self.mask_fn, self.beam_fn, self.cls, self.alias, *self.helpers.values()}
 
 
-def _helpers(g: Graph) -> dict[str, Callable[[str], str]]:
+def op_helpers(g: Graph) -> dict[str, Callable[[str], str]]:
     """The torch helpers of every op of the graph (and of its search graph)."""
     out: dict[str, Callable[[str], str]] = {}
     _add_helpers(g.body, out)
@@ -155,8 +162,8 @@ def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]]) -> Non
             out.update(REGISTRY[n.op].torch_helpers(n))
 
 
-def helper_sources(g: Graph, names: ModuleNames) -> list[str]:
-    return [make(names.helpers[key]) for key, make in sorted(_helpers(g).items())]
+def helper_sources(helpers: dict[str, Callable[[str], str]], names: ModuleNames) -> list[str]:
+    return [make(names.helpers[key]) for key, make in sorted(helpers.items())]
 
 
 class TorchEmitter:
@@ -546,7 +553,8 @@ def _module_context(g: Graph, reserved: frozenset[str]) -> tuple[dict, TorchEmit
     api = interface(g)
     plan = search_plan(g)
     public = [*api.inputs, *api.input_lens.values()]
-    names = ModuleNames.of(g, public, reserved)
+    helpers = op_helpers(g)
+    names = ModuleNames.of(g, public, helpers, reserved)
     fwd = TorchEmitter(g, names, public)
     params, body = fwd.forward()
     head = ""
@@ -574,7 +582,7 @@ def _module_context(g: Graph, reserved: frozenset[str]) -> tuple[dict, TorchEmit
         forward=method("forward", public, params, body, fwd.direct, head),
         search=search_method,
         beam_helper=torch_beam_step(names.beam_fn) if plan else None,
-        op_helpers=helper_sources(g, names),
+        op_helpers=helper_sources(helpers, names),
         search_outputs=py_literal(list(plan.outputs)) if plan else None,
         input_dims=py_literal([[i.name, list(i.annotated_dims)] for i in g.inputs]),
         output_dims=py_literal({name: list(v.dims) for name, v in out_values.items()}),
