@@ -1,10 +1,12 @@
-"""Shared test helpers: the real `netc` CLI as a subprocess, example paths."""
+"""Shared test helpers: the real `netc` CLI as a subprocess, example paths, RETURNN's variables
+for an emitted config."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,29 @@ def run_netc(*args: str, cwd: Path | None = None, check: bool = False) -> subpro
             f"netc {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
         )
     return proc
+
+
+def returnn_variables(config: str, train: bool = False) -> tuple[dict[str, tuple[int, ...]], set[str], set[str]]:
+    """RETURNN (TensorFlow, graph mode) building the network of config text `config`: its
+    parameters (name -> shape), the names of its trainable ones, and of every TF variable."""
+    import tensorflow as tf
+    from returnn.config import Config
+    from returnn.tf.native_op import OpMaker
+    from returnn.tf.network import TFNetwork
+
+    with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
+        f.write(config)
+    cfg = Config()
+    cfg.load_file(f.name)
+    tf.compat.v1.disable_eager_execution()
+    OpMaker.with_cuda = False  # `nativelstm2` compiles for the CPU
+    with tf.Graph().as_default():
+        net = TFNetwork(config=cfg, train_flag=train)
+        net.construct_from_dict(cfg.typed_value("network"))
+        params = {v.name[:-2]: tuple(v.shape.as_list()) for v in net.get_params_list()}
+        trainable = {v.name[:-2] for v in net.get_trainable_params()}
+        every = {v.name[:-2] for v in tf.compat.v1.global_variables()}
+    return params, trainable, every
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ RETURNN variables are exactly the model's parameters, misuse is a located error.
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT, assert_located_error
+from conftest import ROOT, assert_located_error, returnn_variables
 
 MODEL = ROOT / "tests" / "models" / "native_lstm.py"
 
@@ -22,13 +22,6 @@ def test_native_lstm_verifies(netc):
 
 def test_returnn_variables_are_the_model_params():
     """Names and shapes: `<module path>/W`, `/W_re`, `/b` in RETURNN's own layout."""
-    import tempfile
-
-    import tensorflow as tf
-    from returnn.config import Config
-    from returnn.tf.native_op import OpMaker
-    from returnn.tf.network import TFNetwork
-
     from netc.compiler import compile_graph
     from netc.emit_tf.emitter import emit_returnn
 
@@ -36,16 +29,7 @@ def test_returnn_variables_are_the_model_params():
     want = {p.name: tuple(g.dim(d).size for d in p.dims) for p in g.params}
     # the Lstm's module path is `h` (the assigned variable); proj 4, hidden 6: 4 gate blocks of 6
     assert {k: v for k, v in want.items() if k.startswith("h/")} == {"h/W": (4, 24), "h/W_re": (6, 24), "h/b": (24,)}
-    with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
-        f.write(emit_returnn(g))
-    cfg = Config()
-    cfg.load_file(f.name)
-    tf.compat.v1.disable_eager_execution()
-    OpMaker.with_cuda = False
-    with tf.Graph().as_default():
-        net = TFNetwork(config=cfg, train_flag=False)
-        net.construct_from_dict(cfg.typed_value("network"))
-        got = {v.name[:-2]: tuple(v.shape.as_list()) for v in net.get_params_list()}
+    got, _, _ = returnn_variables(emit_returnn(g))
     assert got == want
 
 

@@ -3,11 +3,9 @@ parameters, and give the numbers the loops give (eager = RETURNN = torch, fused 
 
 from __future__ import annotations
 
-import tempfile
-
 import pytest
 import torch
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, returnn_variables
 
 from netc.compiler import compile_graph
 from netc.emit_tf.emitter import emit_returnn
@@ -106,26 +104,10 @@ def test_fused_module_equals_the_loop(model):
 def test_returnn_keeps_the_model_variables(model, native):
     """RETURNN trains and saves a fused LSTM's variables under the model's own names (none of
     the unit's), the joint kernel of a backward loop included; likewise `GruCell`'s."""
-    import tensorflow as tf
-    from returnn.config import Config
-    from returnn.tf.native_op import OpMaker
-    from returnn.tf.network import TFNetwork
-
     g = compile_graph(str(model))
     config = emit_returnn(g)
     assert config.count("'unit': 'nativelstm2'") == native
     want = {p.name: tuple(g.dim(d).size for d in p.dims) for p in g.params}
-    with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
-        f.write(config)
-    cfg = Config()
-    cfg.load_file(f.name)
-    tf.compat.v1.disable_eager_execution()
-    OpMaker.with_cuda = False
-    with tf.Graph().as_default():
-        net = TFNetwork(config=cfg, train_flag=True)
-        net.construct_from_dict(cfg.typed_value("network"))
-        params = {v.name[:-2]: tuple(v.shape.as_list()) for v in net.get_params_list()}
-        trainable = {v.name[:-2] for v in net.get_trainable_params()}
-        every = {v.name[:-2] for v in tf.compat.v1.global_variables()}
+    params, trainable, every = returnn_variables(config, train=True)
     assert params == want
     assert trainable == every == set(want)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import returnn_variables
 
 from netc.compiler import compile_graph
 from netc.emit_tf.emitter import emit_returnn
@@ -87,23 +88,6 @@ def _log_softmax(z, axis=-1):
     return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
 
 
-def _returnn_variables(g) -> dict[str, tuple[int, ...]]:
-    """RETURNN's own TF variables (name -> shape) for the emitted config."""
-    import tensorflow as tf
-    from returnn.config import Config
-    from returnn.tf.network import TFNetwork
-
-    tf.compat.v1.disable_eager_execution()
-    with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
-        f.write(emit_returnn(g))
-    cfg = Config()
-    cfg.load_file(f.name)
-    with tf.Graph().as_default():
-        net = TFNetwork(config=cfg, train_flag=False)
-        net.construct_from_dict(cfg.typed_value("network"))
-        return {v.name[:-2]: tuple(v.shape.as_list()) for v in net.get_params_list()}
-
-
 # --- parameter names -------------------------------------------------------------------
 
 
@@ -121,7 +105,7 @@ def test_param_names_are_returnn_variable_names(model, expected):
     for name, dims in expected.items():
         assert ours[name] == dims
     sizes = {d.name: d.size for d in g.dims}
-    theirs = _returnn_variables(g)
+    theirs, _, _ = returnn_variables(emit_returnn(g))
     assert set(theirs) == set(ours)
     for name, dims in ours.items():
         assert theirs[name] == tuple(sizes[d] for d in dims), name
