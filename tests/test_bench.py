@@ -8,14 +8,20 @@ import sys
 from conftest import ROOT
 
 
-def test_bench_torch_runs_and_its_variants_agree():
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bench_torch.py"), "--batch", "3", "--time", "6", "--runs", "1"],
-        capture_output=True,
-        text=True,
-    )
+def _bench(script: str, *args: str) -> str:
+    """The stdout of `bench/<script>` run with `args`, which must succeed."""
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
+    return proc.stdout
+
+
+def _variants(stdout: str) -> list[str]:
+    """The variant names of a `report` table (after its title line)."""
+    return [line.split("  ")[1].strip() for line in stdout.splitlines()[1:]]
+
+
+def test_bench_torch_runs_and_its_variants_agree():
+    rows = _variants(_bench("bench_torch.py", "--batch", "3", "--time", "6", "--runs", "1"))
     assert rows == [
         "netc",
         "netc, no fusion",
@@ -29,68 +35,30 @@ def test_bench_torch_runs_and_its_variants_agree():
 
 
 def test_bench_gru_runs_and_its_variants_agree():
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bench_gru.py"), "--batch", "3", "--time", "6", "--runs", "1"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
+    rows = _variants(_bench("bench_gru.py", "--batch", "3", "--time", "6", "--runs", "1"))
     assert rows == ["netc", "netc, no fusion", "netc GruCell", "netc GruCell, no fusion", "nn.GRU (native)"]
 
 
 def test_bench_train_checks_equal_losses_and_runs():
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bench_train.py"), "--batch", "3", "--enc", "7", "--dec", "4"]
-        + ["--runs", "1"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
+    rows = _variants(_bench("bench_train.py", "--batch", "3", "--enc", "7", "--dec", "4", "--runs", "1"))
     assert rows == ["netc torch module", "RETURNN (TensorFlow)"]
 
 
 def test_bench_check_runs_every_row_on_a_small_project():
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bench_check.py"), "--models", "2", "--runs", "1"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "seconds" not in line]
+    out = _bench("bench_check.py", "--models", "2", "--runs", "1")
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "seconds" not in line]
     assert len(rows) == 6 and rows[0].startswith("| 2 × `netc check MODEL")
 
 
 def test_bench_pool_runs_and_its_variants_agree():
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bench_pool.py"), "--batch", "3", "--time", "9", "--runs", "1"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    rows = [line.split(",")[0].split()[0] + line.split(",")[1].split("  ")[0] for line in proc.stdout.splitlines()[1:]]
+    out = _bench("bench_pool.py", "--batch", "3", "--time", "9", "--runs", "1")
+    rows = [line.split(",")[0].split()[0] + line.split(",")[1].split("  ")[0] for line in out.splitlines()[1:]]
     assert rows == ["torch max_pool", "RETURNN max_pool", "torch end loop", "RETURNN end loop"]
 
 
 def test_bench_speed_writes_its_table(tmp_path):
     out = tmp_path / "RESULTS.md"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "bench_speed.py"),
-            "--runs",
-            "1",
-            "--statements",
-            "20",
-            "--no-returnn",
-            "--no-attention",
-        ]
-        + ["--out", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    _bench("bench_speed.py", "--runs", "1", "--statements", "20", "--no-returnn", "--no-attention", "--out", str(out))
     rows = [line for line in out.read_text().splitlines() if line.startswith("| ") and line != "| what | result |"]
     assert any("nn.LSTM" in r for r in rows) and any("compile 20 statements → torch" in r for r in rows)
     assert any("LstmCell" in r for r in rows) and any("nn.GRU" in r for r in rows)
@@ -98,12 +66,5 @@ def test_bench_speed_writes_its_table(tmp_path):
 
 
 def test_bench_attention_runs_and_its_variants_agree():
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bench_attention.py"), "--batch", "3", "--enc", "7", "--dec", "4"]
-        + ["--runs", "1"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    rows = [line.split("  ")[1].strip() for line in proc.stdout.splitlines()[1:]]
+    rows = _variants(_bench("bench_attention.py", "--batch", "3", "--enc", "7", "--dec", "4", "--runs", "1"))
     assert rows == ["netc", "netc, no hoisting", "naive hand loop", "hoisted hand loop"]
