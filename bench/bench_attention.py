@@ -20,12 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_torch import report, timed
+from bench_torch import module_with, params_by_path, report, timed
 
 from netc.compiler import compile_graph
 from netc.passes.pipeline import PassOptions
-from netc_runtime.backends import load_torch_module
-from netc_runtime.verify import random_params
 
 MODEL = str(Path(__file__).with_name("attention_model.py"))
 
@@ -86,17 +84,13 @@ def main() -> None:
     args = attention_args()
 
     full = compile_graph(MODEL)
-    params = random_params(full, np.random.default_rng(0))
-    p = {f"{q.path}/{q.role}": torch.as_tensor(params[q.name]) for q in full.params}
+    p = params_by_path(full)
     # random weights at D512 make the recursion chaotic (rounding differences of summing in
     # another order double every step); smaller recurrent weights keep the variants comparable
     p["s_2/W"] *= 0.25
     p["query/W"] *= 0.25
-    models = {}
-    for name, g in (("netc", full), ("netc, no hoisting", compile_graph(MODEL, options=PassOptions(hoist=False)))):
-        m = load_torch_module(g).Model()
-        m.load_returnn_params({q.name: p[f"{q.path}/{q.role}"].numpy() for q in g.params})
-        models[name] = m.eval()
+    no_hoist = compile_graph(MODEL, options=PassOptions(hoist=False))
+    models = {name: module_with(g, p) for name, g in (("netc", full), ("netc, no hoisting", no_hoist))}
     x = torch.randn(args.batch, args.enc, 512)
     y = torch.randint(0, 1000, (args.batch, args.dec))
     enc_lens = torch.as_tensor(np.linspace(args.enc, args.enc // 2, args.batch).astype(np.int64))

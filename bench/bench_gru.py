@@ -18,12 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_torch import report, sequence_args, timed
+from bench_torch import module_with, params_by_path, report, sequence_args, timed
 
 from netc.compiler import compile_graph
 from netc.passes.pipeline import PassOptions
 from netc_runtime.backends import load_torch_module
-from netc_runtime.verify import random_params
 
 MODEL = str(Path(__file__).with_name("gru_model.py"))
 CELL_MODEL = str(Path(__file__).with_name("gru_cell_model.py"))
@@ -44,11 +43,8 @@ def main() -> None:
     args = sequence_args()
 
     g = compile_graph(MODEL)
-    params = random_params(g, np.random.default_rng(0))
-    p = {f"{q.path}/{q.role}": torch.as_tensor(params[q.name]) for q in g.params}
-    model = load_torch_module(g).Model()
-    model.load_returnn_params({q.name: params[q.name] for q in g.params})
-    model.eval()
+    p = params_by_path(g)
+    model = module_with(g, p)
     loop = load_torch_module(compile_graph(MODEL, options=PassOptions(fuse=False))).Model()  # not fused
     loop.load_state_dict(model.state_dict())
     loop.eval()

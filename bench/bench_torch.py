@@ -100,6 +100,20 @@ def timed(fns: dict, runs: int) -> dict[str, float]:
     return {name: 1000 * statistics.median(ts) for name, ts in times.items()}
 
 
+def params_by_path(g) -> dict[str, torch.Tensor]:
+    """Seeded random parameters of graph `g` by module path and role (`cell/ff_linear/W`):
+    RETURNN names depend on where layers stand, which hoisting and fusion change."""
+    params = random_params(g, np.random.default_rng(0))
+    return {f"{q.path}/{q.role}": torch.as_tensor(params[q.name]) for q in g.params}
+
+
+def module_with(g, p: dict[str, torch.Tensor]) -> torch.nn.Module:
+    """The torch module emitted for graph `g`, in eval mode, with parameters `p` (by module path)."""
+    m = load_torch_module(g).Model()
+    m.load_returnn_params({q.name: p[f"{q.path}/{q.role}"].numpy() for q in g.params})
+    return m.eval()
+
+
 def sequence_args() -> argparse.Namespace:
     """`--batch`, `--time`, `--runs` of a sequence benchmark; torch on 1 thread, seeded."""
     ap = argparse.ArgumentParser()
@@ -125,18 +139,14 @@ def main() -> None:
     full = compile_graph(MODEL)
     no_fuse = compile_graph(MODEL, options=PassOptions(fuse=False))  # the loop, hoisted
     no_hoist = compile_graph(MODEL, options=PassOptions(hoist=False))
-    params = random_params(full, np.random.default_rng(0))
-    # by module path: RETURNN names depend on where layers stand, which hoisting changes
-    p = {f"{q.path}/{q.role}": torch.as_tensor(params[q.name]) for q in full.params}
+    p = params_by_path(full)
     x = torch.randn(args.batch, args.time, 80)
     lens = torch.as_tensor(np.linspace(args.time, args.time // 2, args.batch).astype(np.int64))
 
-    models = {}
-    for name, g in (("netc", full), ("netc, no fusion", no_fuse), ("netc, no hoisting", no_hoist)):
-        m = load_torch_module(g).Model()
-        m.load_returnn_params({q.name: p[f"{q.path}/{q.role}"].numpy() for q in g.params})
-        m.eval()
-        models[name] = m
+    models = {
+        name: module_with(g, p)
+        for name, g in (("netc", full), ("netc, no fusion", no_fuse), ("netc, no hoisting", no_hoist))
+    }
     lstm = native_lstm(p, 80, 256)
     # netc's native `Lstm` op: RETURNN's gate order is netc's split order, so the loop's weights carry over
     native_g = compile_graph(NATIVE_MODEL)
