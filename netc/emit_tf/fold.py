@@ -111,19 +111,15 @@ def _fold_one(
     if _kept(layer):
         if "loss" in layer and (output := _fold_loss(layers, name, uses, readers_of, helpers)):
             return output, name
-        if cls == "activation" and isinstance(layer.get("from"), str):
-            source = layer["from"]
-            if _fold_activation(layers, name, uses):
-                return source, name
-        return None
-    if not uses[name]:  # RETURNN would not build it either
-        del layers[name]
-        return name, None
-    if cls == "dropout" and uses[name] == 1 and _fold_dropout(layers, name, readers[0]):
-        return name, readers[0]
-    if cls == "concat" and len(readers) == uses[name] and _fold_concat(layers, name, readers, readers_of):
-        return name, readers[0]
-    if cls == "activation" and isinstance(layer.get("from"), str):
+    else:
+        if not uses[name]:  # RETURNN would not build it either
+            del layers[name]
+            return name, None
+        if cls == "dropout" and uses[name] == 1 and _fold_dropout(layers, name, readers[0]):
+            return name, readers[0]
+        if cls == "concat" and len(readers) == uses[name] and _fold_concat(layers, name, readers, readers_of):
+            return name, readers[0]
+    if cls == "activation" and isinstance(layer.get("from"), str):  # kept or not: the linear folds into it
         source = layer["from"]
         if _fold_activation(layers, name, uses):
             return source, name
