@@ -16,7 +16,7 @@ TF's `LSTMCell` (RETURNN's `StandardLSTM`): see `LstmCell` below.
 from __future__ import annotations
 
 from netc.ir.dims import DimError
-from netc.naming import Code
+from netc.naming import Code, py_literal
 from netc.ops.align import align_code, align_tensor
 from netc.ops.base import OpDef, OutType, register
 from netc.ops.rules import check_out_dim
@@ -159,8 +159,14 @@ def _check_step(dt, cell: str, attrs: dict, args: tuple) -> str:
 
 
 FORGET_BIAS = 1.0  # TF's LSTMCell default, added to the forget gate's pre-activation (not a parameter)
-# torch's gate block k is TF LSTMCell's block _TORCH_FROM_TF[k]: (i, f, g, o) from (i, g, f, o)
-_TORCH_FROM_TF = [0, 2, 1, 3]
+# torch's gate block k is TF LSTMCell's block TORCH_FROM_TF[k]: (i, f, g, o) from (i, g, f, o)
+TORCH_FROM_TF = [0, 2, 1, 3]
+
+
+def torch_forget_bias(like: str, n: str, forget: float = FORGET_BIAS) -> str:
+    """Code for torch's `b_hh` [4*n] that adds `forget` to the forget gate (torch's block 1) and
+    nothing else, on the device and dtype of tensor `like`."""
+    return f"{like}.new_tensor({py_literal([0.0, forget, 0.0, 0.0])}).repeat_interleave({n})"
 
 
 STATE_C_HELPER = "lstm_cell_state_c"
@@ -265,16 +271,14 @@ class LstmCell(OpDef):
         n = ctx.size(op.attrs["out_dim"])
         n_in = ctx.size(ctx.in_dims(0)[-1])
         kernel, bias = ctx.param("lstm_cell/kernel"), ctx.param("lstm_cell/bias")
-        gates = repr(_TORCH_FROM_TF)
+        gates = repr(TORCH_FROM_TF)
 
         def w(rows: str, hint: str) -> str:  # kernel rows [rows, 4*out] in TF's gate order -> torch's [4*out, rows]
             return ctx.once(f"{kernel}[{rows}].view(-1, 4, {n})[:, {gates}].flatten(1).t()", hint)
 
         # reordered once per call, not in every step of the loop the cell runs in
         b_ih = ctx.once(f"{bias}.view(4, {n})[{gates}].flatten()", "b_ih")
-        b_hh = ctx.once(  # the forget bias
-            f"{bias}.new_tensor([0.0, {FORGET_BIAS!r}, 0.0, 0.0]).repeat_interleave({n})", "b_hh"
-        )
+        b_hh = ctx.once(torch_forget_bias(bias, n), "b_hh")
         return (
             f"torch.lstm_cell({ctx.arg(0)}, ({ctx.arg(1)}, {ctx.arg(2)}), "
             f"{w(f':{n_in}', 'w_ih')}, {w(f'{n_in}:', 'w_hh')}, {b_ih}, {b_hh})"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from netc.naming import Code, py_literal, py_str
 from netc.ops.base import OpDef, register
+from netc.ops.cells import torch_forget_bias
 
 # the helpers' shared parts: inputs each reversed within its length for a backward loop; h
 # after each sequence's last frame from the outputs, which are put back in the frames' order
@@ -156,8 +157,7 @@ class _CellLoop(OpDef):
         forget = op.attrs.get("forget_bias", 0.0)
         if forget:  # a constant on the forget gate (torch's block 1): the bias a model without one lacks
             assert b_hh is None and b_ih is not None
-            n = ctx.size(op.attrs["hidden"])
-            b_hh = f"{ctx.param('b_ih')}.new_tensor({py_literal([0.0, forget, 0.0, 0.0])}).repeat_interleave({n})"
+            b_hh = torch_forget_bias(ctx.param("b_ih"), ctx.size(op.attrs["hidden"]), forget)
         if b_ih or b_hh:  # torch takes both biases or none
             zeros = f"torch.zeros_like({ctx.param('b_ih' if b_ih else 'b_hh')})"
             w += [b_ih or zeros, b_hh or zeros]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from netc.ir.model import Graph, Loop, Node, Op, Value
 from netc.ir.uses import count_uses
 from netc.ops.cells import FORGET_BIAS as LSTM_CELL_FORGET_BIAS
+from netc.ops.cells import TORCH_FROM_TF
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
@@ -228,8 +229,7 @@ def _match_cell_op(b: _Body, carries) -> _Cell | None:
         kernel, bias = "lstm_cell/kernel", "lstm_cell/bias"  # one kernel over concat(x, h)
         xp = _Proj(op.param, True, (0, n_x), x_t.outer, weight=kernel, bias_role=bias)
         hp = _Proj(op.param, False, (n_x, n_x + n_h), weight=kernel)
-        gates = [0, 2, 1, 3]  # torch's (i, f, g, o) from TF's LSTMCell's (i, g, f, o)
-        return _Cell("lstm", gates, hc.inner, hc.next, cc.next, xp, hp, forget_bias=LSTM_CELL_FORGET_BIAS)
+        return _Cell("lstm", list(TORCH_FROM_TF), hc.inner, hc.next, cc.next, xp, hp, forget_bias=LSTM_CELL_FORGET_BIAS)
     return None
 
 
