@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,6 +31,7 @@ class Result:
     outputs: dict[str, np.ndarray]
     dims: dict[str, list[str]]
     lens: dict[str, dict[str, np.ndarray]]  # output -> dynamic dim -> lengths
+    grads: dict[str, np.ndarray] = field(default_factory=dict)  # RETURNN variable -> d(sum of losses)
 
 
 def _import_file(path: str, prefix: str):
@@ -129,12 +130,16 @@ def run_returnn(
     train_flag: bool = False,
     search: bool = False,
     load_checkpoint: str | None = None,
+    grads: bool = False,
 ) -> Result:
     """Real RETURNN on TensorFlow (graph mode): load the config with RETURNN's own loader,
     build the `TFNetwork`, load parameters by variable name (and first, with `load_checkpoint`,
     a TF checkpoint with RETURNN's own loader), feed the padded batch.
     `train_flag=True` builds the network as for training (dropout active); `search=True`
-    decodes with the beam (RETURNN's search mode) and returns what `search_dims` lists."""
+    decodes with the beam (RETURNN's search mode) and returns what `search_dims` lists.
+    `grads=True` also gives the gradient of the sum of the losses (RETURNN's own) with respect
+    to every parameter, as training would apply it (built for training: RETURNN's loops only
+    back-propagate then)."""
     import tensorflow as tf
     from returnn.config import Config
     from returnn.log import log
@@ -158,7 +163,9 @@ def run_returnn(
     # RETURNN prints its TF thread set-up to stdout; keep stdout for the caller's results
     with tf.Graph().as_default() as graph, contextlib.redirect_stdout(sys.stderr):
         # eval: losses are built (and what needs a `choice` target); search: the beam decodes
-        net = TFNetwork(config=cfg, train_flag=train_flag, eval_flag=bool(g.losses) and not search, search_flag=search)
+        net = TFNetwork(
+            config=cfg, train_flag=train_flag or grads, eval_flag=bool(g.losses) and not search, search_flag=search
+        )
         layers = cfg.typed_value("network")
         if search:  # as the config's get_network() does for RETURNN's search task
             skip = cfg.typed_value("netc_target_layers")
@@ -205,7 +212,13 @@ def run_returnn(
                 holders, _, _ = net.get_losses_initialized()
                 for loss in g.losses:
                     fetch[loss.name] = holders[loss.name].get_loss_value()
+            if grads:
+                total = tf.add_n([fetch[loss.name] for loss in g.losses])
+                for name, d in zip(variables, tf.gradients(total, list(variables.values()))):
+                    if d is not None:  # None: no loss reads the variable
+                        fetch[f"grad:{name}"] = tf.convert_to_tensor(d)  # a sparse gather's is IndexedSlices
             outs = session.run(fetch, feed_dict=feed)
+            grad_values = {k[len("grad:") :]: outs.pop(k) for k in list(outs) if k.startswith("grad:")}
             if save_checkpoint:
                 net.save_params_to_file(save_checkpoint, session=session)
     os.unlink(path)
@@ -215,7 +228,7 @@ def run_returnn(
     for k, v in outs.items():  # RETURNN leaves whatever it computed in padded frames: zeros, as elsewhere
         if not k.startswith("len:"):
             outputs[k] = np.where(valid_mask(dims[k], out_lens[k], g, v.shape), v, np.zeros((), v.dtype))
-    return Result(outputs, dims, out_lens)
+    return Result(outputs, dims, out_lens, grad_values)
 
 
 BACKENDS = ("eager", "torch", "returnn")

@@ -336,7 +336,8 @@ class TorchEmitter:
         linear = self.linears[op.torch_addmm] if op.torch_addmm is not None else None
         if linear is not None:
             other = self.var[next(a for a in op.args if a != linear.outs[0].id)]
-            expr = f"torch.addmm({other}, {self.var[linear.args[0]]}, {_OpCtx(self, linear).param('W')})"
+            weight = REGISTRY[linear.op].weight(_OpCtx(self, linear), linear)
+            expr = f"torch.addmm({other}, {self.var[linear.args[0]]}, {weight})"
         else:
             expr = opdef.torch(_OpCtx(self, op), op)
         names = [self.define(v, v.name or op.hint()) for v in op.outs]

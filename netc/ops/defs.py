@@ -12,6 +12,8 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
 from netc.ops.align import align_tensor
 from netc.ops.base import OpDef, OutType, register
+from netc.ops.param_parts import param_part
+from netc.ops.param_parts import returnn_helpers as param_returnn_helpers
 from netc.ops.rules import broadcast, check_out_dim, union
 
 
@@ -351,20 +353,40 @@ class Linear(OpDef):
             p["b"] = (attrs["out_dim"],)
         return p
 
+    # `attrs["rows"]`: the rows of the module's kernel this op reads (the `split_linear` pass
+    # made it from a Linear over a concat; the module's W is the whole kernel)
     def returnn(self, ctx, op):
-        return {
+        layer = {
             "class": "linear",
             "from": ctx.src(0),
             "out_dim": ctx.dim(op.attrs["out_dim"]),
             "with_bias": bool(op.attrs.get("with_bias", True)),
         }
+        rows = op.attrs.get("rows")
+        if rows is not None:  # RETURNN wants a getter for each of the layer's parameters
+            parts = {"W": param_part(ctx.variable("W"), list(ctx.param_shape("W")), rows=list(rows))}
+            if layer["with_bias"]:
+                parts["b"] = param_part(ctx.variable("b"), list(ctx.param_shape("b")))
+            layer["reuse_params"] = {"map": parts}
+        return layer
+
+    def returnn_helpers(self, op):
+        return param_returnn_helpers() if "rows" in op.attrs else {}
 
     # canonical order keeps the one static (feature) dim last: a plain matmul contracts it;
     # with a bias, `linear` adds it in the same matrix multiply (addmm), W [in, out] seen as [out, in]
     def torch(self, ctx, op):
         if op.attrs.get("with_bias", True):
-            return f"torch.nn.functional.linear({ctx.arg(0)}, {ctx.param('W')}.T, {ctx.param('b')})"
-        return f"torch.matmul({ctx.arg(0)}, {ctx.param('W')})"
+            return f"torch.nn.functional.linear({ctx.arg(0)}, {self.weight(ctx, op)}.T, {ctx.param('b')})"
+        return f"torch.matmul({ctx.arg(0)}, {self.weight(ctx, op)})"
+
+    def weight(self, ctx, op) -> str:
+        """The kernel [in, out] in torch code: for a part, its rows (sliced once per call)."""
+        w = ctx.param("W")
+        rows = op.attrs.get("rows")
+        if rows is None:
+            return w
+        return ctx.once(f"{w}[{rows[0]}:{rows[1]}]", f"{op.param}_W_{rows[0]}_{rows[1]}")
 
     def eager(self, ctx, args, attrs, outs):
         import torch

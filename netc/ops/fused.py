@@ -18,9 +18,10 @@ loop as written.
 
 from __future__ import annotations
 
-from netc.naming import Code, py_literal, py_str
+from netc.naming import py_literal
 from netc.ops.base import OpDef, register
 from netc.ops.cells import torch_forget_bias
+from netc.ops.param_parts import param_part, returnn_helpers
 
 # the helpers' shared parts: inputs each reversed within its length for a backward loop; h
 # after each sequence's last frame from the outputs, which are put back in the frames' order
@@ -84,32 +85,6 @@ def _gru_helper(name: str) -> str:
 '''
 
 
-RETURNN_PARAM_HELPER = "netc_native_lstm_param"
-RETURNN_PARAM_HELPER_SOURCE = f'''def {RETURNN_PARAM_HELPER}(name, shape, gates, rows=None, forget=0.0):
-    """`reuse_params` `custom` for a parameter of a `nativelstm2` unit: the model's own variable
-    `name` of `shape` (`rows` of it, for a kernel over both input and state), its gate blocks
-    (cell input, input, forget, output, as the unit has them) picked from the model's by
-    `gates`; with no `name`, zeros (a model without a bias). `forget`: a constant added to the
-    forget gate's bias (TF's LSTMCell adds 1.0)."""
-    import tensorflow as tf
-
-    def custom(getter, dtype, **kwargs):
-        if name is None:
-            return tf.zeros(kwargs["shape"], dtype=dtype)
-        for own in ("base_layer", "reuse_layer", "full_name", "name", "shape"):
-            kwargs.pop(own, None)
-        kwargs["reuse"] = tf.compat.v1.AUTO_REUSE  # a joint kernel is read twice
-        var = getter(name=name, shape=shape, dtype=dtype, **kwargs)
-        if rows is None and list(gates) == [0, 1, 2, 3] and not forget:
-            return var
-        part = var if rows is None else var[rows[0] : rows[1]]
-        n = shape[-1] // 4
-        blocks = [part[..., k * n : (k + 1) * n] for k in gates]
-        blocks[2] = blocks[2] + forget if forget else blocks[2]
-        return tf.concat(blocks, axis=-1)
-
-    return custom
-'''
 # RETURNN's native LSTM has its gate blocks as (cell input, input, forget, output); torch as
 # (input, forget, cell input, output): the unit's block k is torch's block _RETURNN_FROM_TORCH[k]
 _RETURNN_FROM_TORCH = [2, 0, 1, 3]
@@ -209,14 +184,11 @@ class LstmLoop(_CellLoop):
 
         def custom(role: str | None) -> dict:
             if role is None:
-                args = f"None, None, {py_literal(gates)}"
-            else:
-                rows = op.attrs["rows"].get(role)
-                args = f"{py_str(names[role])}, {py_literal(list(ctx.param_shape(role)))}, {py_literal(gates)}"
-                args += f", {py_literal(list(rows))}" if rows is not None else ""
-                if role == "b_ih" and op.attrs.get("forget_bias"):  # the model's one bias (see `_build`)
-                    args += f", forget={py_literal(op.attrs['forget_bias'])}"
-            return {"custom": Code(f"{RETURNN_PARAM_HELPER}({args})")}
+                return param_part(None, gates=gates)
+            rows = op.attrs["rows"].get(role)
+            forget = op.attrs.get("forget_bias") if role == "b_ih" else None  # the model's one bias (see `_build`)
+            shape = list(ctx.param_shape(role))
+            return param_part(names[role], shape, rows=rows and list(rows), gates=gates, forget=forget or None)
 
         layer = {
             "class": "rec",
@@ -235,7 +207,7 @@ class LstmLoop(_CellLoop):
         return layer
 
     def returnn_helpers(self, op):
-        return {RETURNN_PARAM_HELPER: RETURNN_PARAM_HELPER_SOURCE}
+        return returnn_helpers()
 
     def returnn_outs(self, layer, op):
         return [layer if r == "seq" else "" for r in op.attrs["results"]]

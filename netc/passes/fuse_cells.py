@@ -200,7 +200,7 @@ def _gru_gates(b: _Body, hc, z_gate: int, n_val: int) -> _Cell | None:
                     if hs is None or xs is None:
                         continue
                     hp = _projection(b, hs[0].args[0], hc.inner.id)
-                    if hp is not None and hp.rows is None:
+                    if hp is not None:
                         xp, x_gates = xs
                         return _Cell("gru", hs[1], hc.inner, hc.next, None, xp, hp, x_gates=x_gates)
     return None
@@ -286,7 +286,7 @@ def _input_blocks(b: _Body, parts: list[int], like: Value) -> tuple[_Proj, list[
     lin = b.outer.get(split.args[0])
     if lin is None or lin.op != "linear" or b.uses[split.args[0]] != 1:
         return None
-    return _Proj(lin.param, _has_bias(lin), source=lin.args[0], absorbed=[lin, split]), gates
+    return _Proj(lin.param, _has_bias(lin), _rows(lin), source=lin.args[0], absorbed=[lin, split]), gates
 
 
 def _projections(b: _Body, z: int, h: Value) -> tuple[_Proj, _Proj] | None:
@@ -294,7 +294,7 @@ def _projections(b: _Body, z: int, h: Value) -> tuple[_Proj, _Proj] | None:
     x_t = b.loop.seqs[0].inner
     for p, q in b.pair(z, "add"):
         xp, hp = _projection(b, p, x_t.id), _projection(b, q, h.id)
-        if xp is not None and hp is not None and hp.rows is None:
+        if xp is not None and hp is not None:
             return xp, hp
     lin = b.op(z, "linear", 1)
     cat = b.op(lin.args[0], "concat", 2) if lin is not None else None
@@ -317,18 +317,24 @@ def _projection(b: _Body, v: int, src: int) -> _Proj | None:
         if lin.args[0] != src:
             return None
         source = seq.outer if src == seq.inner.id else None
-        return _Proj(lin.param, _has_bias(lin), source=source)
+        return _Proj(lin.param, _has_bias(lin), _rows(lin), source=source)
     if v != seq.inner.id or src != seq.inner.id:
         return None
     outer = b.outer.get(seq.outer)
     if outer is None or outer.op != "linear":
         return None
     absorbed = [outer] if b.uses[seq.outer] == 1 else []  # read by this loop only
-    return _Proj(outer.param, _has_bias(outer), source=outer.args[0], absorbed=absorbed)
+    return _Proj(outer.param, _has_bias(outer), _rows(outer), source=outer.args[0], absorbed=absorbed)
 
 
 def _has_bias(lin: Op) -> bool:
     return bool(lin.attrs.get("with_bias", True))
+
+
+def _rows(lin: Op) -> tuple[int, int] | None:
+    """The rows of its module's kernel a Linear reads (`split_linear` split it from one over a concat)."""
+    rows = lin.attrs.get("rows")
+    return None if rows is None else (rows[0], rows[1])
 
 
 def _build(n: Loop, cell: _Cell) -> tuple[Op, list[Op]] | None:

@@ -23,6 +23,7 @@ from netc.passes import (
     returnn_names,
     shift_states,
     sink_stacks,
+    split_linear,
     teacher_forcing,
     torch_addmm,
 )
@@ -33,7 +34,8 @@ class PassOptions:
     hoist: bool = True  # move work out of loops (off: every op runs where the source wrote it)
     # the kinds that keep whole sequences of intermediate results in memory: per-frame work
     # over whole sequences before the loop, states that are the previous frame of a sequence,
-    # work feeding only stacks over them after it
+    # work feeding only stacks over them after it, the part of a Linear over a concat that reads
+    # those frames
     whole_sequence: bool = True
     fuse: bool = True  # a loop that is an LSTM or GRU becomes the native sequence op (after hoisting)
 
@@ -73,7 +75,7 @@ def _optimise(g: Graph, options: PassOptions) -> Graph:
         #    shifted state's frames feed per-frame work), so they run until none moves anything
         hoisting = [hoist_invariants]
         if options.whole_sequence:
-            hoisting += [hoist_frames, shift_states, sink_stacks]
+            hoisting += [hoist_frames, shift_states, sink_stacks, split_linear]
         changed = True
         while changed:
             changed = False
