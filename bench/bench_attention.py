@@ -4,12 +4,13 @@
 
 `attention_model.py` (D512, vocabulary 1000, the key projection written inside the loop), on
 the same inputs and weights, outputs checked equal on valid frames first:
-- netc: the emitted module (keys hoisted, the previous label's embedding a shifted sequence,
-  the output projection after the loop)
+- netc: the emitted module (keys hoisted, the previous label's embedding a shifted sequence
+  and its rows of the state's Linear applied over all frames, the output projection after the
+  loop)
 - netc, no hoisting: the same IR with every op where the source wrote it
 - naive hand loop: the model as written, in PyTorch (keys, embedding, logits per step)
 - hoisted hand loop: what a careful PyTorch user writes (keys once, embeddings of all labels
-  at once, one output projection after the loop)
+  and their part of the state's Linear at once, one output projection after the loop)
 Medians of interleaved runs after a warm-up, 1 thread, milliseconds.
 """
 
