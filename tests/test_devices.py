@@ -28,6 +28,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "fuse_gru_forms.py",
         "ops_gru_cell.py",
         "fuse_cell_ops.py",
+        "split_linear_forms.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

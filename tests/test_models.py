@@ -23,6 +23,7 @@ MODELS = [
     "chained_unchanged_state.py",
     "ops_elementwise.py",
     "ops_losses.py",
+    "split_linear_forms.py",
 ]
 
 

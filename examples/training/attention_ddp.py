@@ -87,6 +87,8 @@ def main() -> None:
         sys.stdout.flush()
     if args.save and ("{rank}" in args.save or rank == 0):
         torch.save(model.module.state_dict(), args.save.format(rank=rank))
+    # both ranks tear down together: gloo aborted a rank that left while rank 0 still saved
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -9,11 +9,12 @@ and read the kernel's rows that belong to their operand (`attrs["rows"]`), so pa
 and checkpoints stay as they were. The sum is rounded in another order than one matrix
 multiply's.
 
-Applies when the concat is read by nothing else and its operands form exactly two runs: those
-that come from before the loop (block arguments for frames and invariants) and the others,
-in either order; a run of several operands is concatenated on its own. A part of the step
-made of frames only moves when per-frame work may, so the pipeline runs this pass with the
-kinds that keep whole sequences (`PassOptions.whole_sequence`).
+Applies when the concat is read by nothing else and the step's own values in it stand
+together: its operands then form runs of one kind each (frames, invariants, the step's values),
+one Linear per run (a run of several operands concatenated on its own), the first part from
+before the loop with the bias, the step's part added last. Parts of frames only move when
+per-frame work may, so the pipeline runs this pass with the kinds that keep whole sequences
+(`PassOptions.whole_sequence`).
 """
 
 from __future__ import annotations
