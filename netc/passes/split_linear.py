@@ -23,7 +23,8 @@ from collections import Counter
 
 from netc.ir.dims import DimTable
 from netc.ir.model import Graph, Loop, Node, Op, Value
-from netc.ir.uses import count_uses, next_value_id, values_by_id
+from netc.ir.uses import count_uses_in_loop, next_value_id
+from netc.ops import REGISTRY
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
@@ -35,11 +36,13 @@ def transform(g: Graph) -> tuple[Graph, bool]:
 
 
 class _Splitter:
+    """Runs in every round of hoisting: it looks at whole-graph tables only when it splits."""
+
     def __init__(self, g: Graph, dims: DimTable):
+        self.g = g
         self.dims = dims
-        self.uses: Counter = count_uses(g)
-        self.values: dict[int, Value] = values_by_id(g)
-        self.next_id = next_value_id(g)
+        self.next_id: int | None = None  # new ids from the graph's next one, once something splits
+        self.values: dict[int, Value] = {}  # the loop's block arguments and body values so far
         self.changed = False
 
     def walk(self, nodes: list[Node]) -> None:
@@ -50,18 +53,25 @@ class _Splitter:
 
     def split_in(self, loop: Loop) -> None:
         kinds = {s.inner.id: "frame" for s in loop.seqs} | {i.inner.id: "invariant" for i in loop.invariants}
+        self.values = {v.id: v for v in loop.block_args()}
+        uses: Counter | None = None  # reads of the body's values (all lie in the loop)
         made: dict[int, Op] = {}
         body: list[Node] = []
         for n in loop.body:
             if isinstance(n, Op):
                 made.update((o.id, n) for o in n.outs)
+                self.values.update((o.id, o) for o in n.outs)
                 cat = made.get(n.args[0]) if n.op == "linear" else None
-                runs = self._runs(cat, kinds) if cat is not None and self.uses[cat.outs[0].id] == 1 else None
-                if runs is not None:
+                runs = self._runs(cat, kinds) if cat is not None else None
+                if runs is not None and uses is None:
+                    uses = count_uses_in_loop(loop)
+                if runs is not None and uses[cat.outs[0].id] == 1:
                     body.remove(cat)
                     body += self._split(n, cat, runs)
                     self.changed = True
                     continue
+            else:  # an inner loop's results may be the concat's operands
+                self.values.update((v.id, v) for v in n.results())
             body.append(n)
         loop.body[:] = body
 
@@ -119,11 +129,8 @@ class _Splitter:
         return out.id
 
     def _concat(self, cat: Op, run: list[int], ops: list[Op]) -> int:
-        feats = [self.dims.feature(self.values[a].dims) for a in run]
-        like = self.values[run[0]]
-        rest = [d for d in like.dims if d != feats[0]]
-        dims = self.dims.canonical([*rest, self.dims.concat(feats).name])
-        out = Value(id=self._id(), dims=dims, dtype=like.dtype)
+        (t,) = REGISTRY["concat"].infer(self.dims, [self.values[a] for a in run], {})
+        out = Value(id=self._id(), dims=t.dims, dtype=t.dtype)
         self.values[out.id] = out
         ops.append(Op(op="concat", args=run, outs=[out], span=cat.span))
         return out.id
@@ -139,5 +146,7 @@ class _Splitter:
         return v
 
     def _id(self) -> int:
+        if self.next_id is None:
+            self.next_id = next_value_id(self.g)
         self.next_id += 1
         return self.next_id - 1
