@@ -144,6 +144,7 @@ def construct_all(checks: list[ModelCheck], compiled: list[Compiled], cache: Cac
                 tc.construct = "ok"
                 continue
             from netc_runtime.construct import construct
+            from netc_runtime.failures import error_detail, error_line
 
             try:
                 construct(graph_from_json(c.graph_json), tc.target, text)
@@ -153,9 +154,8 @@ def construct_all(checks: list[ModelCheck], compiled: list[Compiled], cache: Cac
                     "returnn": "RETURNN could not construct the network",
                     "returnn-torch": "RETURNN (PyTorch) could not run the config",
                 }.get(tc.target, "the torch module failed")
-                first = str(e).strip().splitlines()[0] if str(e).strip() else ""
                 mc.problems.append(
-                    Problem("construct", tc.path or mc.source, f"{name}: {type(e).__name__}: {first}", detail=str(e))
+                    Problem("construct", tc.path or mc.source, f"{name}: {error_line(e)}", detail=error_detail(e))
                 )
                 continue
             tc.construct = "ok"

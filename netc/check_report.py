@@ -33,21 +33,22 @@ def _cut(diff: str) -> str:
     return "".join(lines[:TEXT_DIFF_LINES]) + f"... ({len(lines) - TEXT_DIFF_LINES} more diff lines)\n"
 
 
-def _text_problem(p: Problem) -> str:
+def _text_problem(p: Problem, verbose: bool = False) -> str:
     if p.kind == "compile":
         return p.detail + "\n"
-    if p.kind == "construct":
-        return f"{p.file}: error: {p.message}\n"
+    if p.kind == "construct":  # its detail is the framework's traceback
+        return f"{p.file}: error: {p.message}\n" + (p.detail.rstrip() + "\n" if verbose and p.detail else "")
     return f"{p.file}: {p.message}\n{_cut(p.detail)}"  # stale, with its diff, or missing
 
 
-def render_text(checks: list[ModelCheck], with_summary: bool = True) -> tuple[str, str]:
+def render_text(checks: list[ModelCheck], with_summary: bool = True, verbose: bool = False) -> tuple[str, str]:
+    """`verbose`: a construct failure with its traceback."""
     out, err = [], []
     for mc in checks:
         if mc.status == "ok":
             built = [f"{t.target} constructed" for t in mc.targets if t.construct == "ok"]
             out.append(f"{mc.source}: ok{' (' + ', '.join(built) + ')' if built else ''}\n")
-        err += [_text_problem(p) for p in mc.problems]
+        err += [_text_problem(p, verbose) for p in mc.problems]
     if with_summary:
         out.append(_summary_line(checks) + "\n")
     return "".join(out), "".join(err)

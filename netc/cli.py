@@ -1,11 +1,14 @@
 """The `netc` command: a thin layer over library functions.
 
 User mistakes in model files print as `file:line:col: error: ...` with the source line and
-a caret, exit code 1. Anything else that goes wrong is a netc bug and shows its traceback.
+a caret, exit code 1. Commands that run models (`verify`, `run`, `check --construct`) report a
+failing backend or framework in one line (`--verbose`: with the traceback). Anything else that
+goes wrong elsewhere is a netc bug and shows its traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -20,6 +23,39 @@ _TARGETS = ("returnn", "torch", "returnn-torch")
 def _fail(e: CompileError) -> None:
     click.echo(e.render(), err=True)
     sys.exit(1)
+
+
+@contextlib.contextmanager
+def _one_line(command: str, verbose: bool, user_errors: tuple[type[Exception], ...] = ()):
+    """Whatever fails in the block ends `command` with exit code 1 and one line on stderr: a
+    located CompileError as the compiler renders it, a mistake in the user's files (`user_errors`)
+    as `error: ...`, a failing backend as `<command>: <backend> failed: <Type>: <message's first
+    line>`, anything else as `<command> failed: ...`. `verbose`: the traceback before that line."""
+    from netc_runtime.failures import BackendError, Mismatch, error_detail, error_line
+
+    try:
+        yield
+    except CompileError as e:
+        _fail(e)
+    except Exception as e:
+        if verbose:
+            click.echo(error_detail(e), err=True, nl=False)
+        if isinstance(e, BackendError):
+            line = f"{command}: {e}"
+        elif isinstance(e, user_errors):
+            line = f"error: {e.args[0] if e.args else e}"
+        elif isinstance(e, Mismatch):
+            line = f"{command} failed: {e}"
+        else:
+            line = f"{command} failed: {error_line(e)}"
+        click.echo(line, err=True)
+        sys.exit(1)
+
+
+def _verbose(f):
+    return click.option(
+        "-v", "--verbose", is_flag=True, help="On a failure, also the traceback (of the backend, framework or netc)."
+    )(f)
 
 
 def _graph(model: str, network: str | None, hoist: bool = True, whole_sequence: bool = True, fuse: bool = True):
@@ -194,6 +230,12 @@ def explain(model: str, network: str | None, as_json: bool) -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "github")), default="text", show_default=True)
 @_project_options
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Text format: a --construct failure with its traceback (json and github have it).",
+)
 def check(
     model: str | None,
     returnn_file: str | None,
@@ -204,6 +246,7 @@ def check(
     fmt: str,
     jobs: int | None,
     no_cache: bool,
+    verbose: bool,
 ) -> None:
     """Check that models compile and that generated files are current (for CI).
 
@@ -212,7 +255,7 @@ def check(
     """
     from netc.build import Cache, compile_all
     from netc.check import check_outputs, construct_all
-    from netc.check_report import RENDERERS
+    from netc.check_report import RENDERERS, render_text
     from netc.project import ConfigError, ModelJob
 
     if model is None:
@@ -243,7 +286,7 @@ def check(
         except ConfigError as e:
             click.echo(e.render(), err=True)
             sys.exit(2)
-    out, err = RENDERERS[fmt](checks)
+    out, err = render_text(checks, verbose=True) if fmt == "text" and verbose else RENDERERS[fmt](checks)
     click.echo(out, nl=False)
     click.echo(err, nl=False, err=True)
     sys.exit(0 if all(mc.status == "ok" for mc in checks) else 1)
@@ -326,6 +369,7 @@ def _quiet_tf() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for parameters not given.")
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option("--search", is_flag=True, help="Decode with the beam (a model with `choice`); targets are not needed.")
+@_verbose
 def run(
     model: str,
     backend: str,
@@ -335,19 +379,15 @@ def run(
     seed: int,
     network: str | None,
     search: bool,
+    verbose: bool,
 ) -> None:
     """Run MODEL on one batch with one backend; write outputs to an npz."""
     _quiet_tf()
-    from netc_runtime.npz import run_npz
+    with _one_line("run", verbose, user_errors=(KeyError, ValueError)):  # the npz files' mistakes
+        from netc_runtime.npz import run_npz
 
-    g = _graph(model, network)
-    try:
+        g = _graph(model, network)
         run_npz(model, g, backend, inputs_path, params_path, output, seed, search=search)
-    except CompileError as e:
-        _fail(e)
-    except (KeyError, ValueError) as e:
-        click.echo(f"error: {e.args[0] if e.args else e}", err=True)
-        sys.exit(1)
 
 
 @main.command("convert-checkpoint")
@@ -377,11 +417,18 @@ def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | 
 @main.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--batch", type=int, default=3, show_default=True)
-@click.option("--max-len", type=int, default=7, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option(
+    "--max-len",
+    type=click.IntRange(min=1),
+    default=7,
+    show_default=True,
+    help="The longest sequence of each dynamic input dim.",
+)
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option("--search", is_flag=True, help="Compare beam searches: best labels, their lengths and scores.")
 @_pass_options
+@_verbose
 def verify(
     model: str,
     seed: int,
@@ -392,20 +439,16 @@ def verify(
     hoist: bool,
     whole_sequence: bool,
     fuse: bool,
+    verbose: bool,
 ) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
     _quiet_tf()
-    from netc_runtime.verify import TOLERANCE
-    from netc_runtime.verify import verify as run_verify
+    with _one_line("verify", verbose, user_errors=(ValueError,)):  # e.g. --search without `choice`
+        from netc_runtime.verify import TOLERANCE
+        from netc_runtime.verify import verify as run_verify
 
-    g = _graph(model, network, hoist, whole_sequence, fuse)
-    try:
+        g = _graph(model, network, hoist, whole_sequence, fuse)
         comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search)
-    except CompileError as e:
-        _fail(e)
-    except ValueError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
     ok = True
     for c in comps:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import os
 import sys
 import tempfile
@@ -120,6 +121,20 @@ def run_torch(g: Graph, inputs, lens, params, module_text: str | None = None, se
     return Result(outputs, dims, _input_lens(g, {**lens, **made}, dims))
 
 
+@contextlib.contextmanager
+def _stdout_kept_for_errors():
+    """RETURNN prints its TF thread set-up, and on a failure its template networks, to stdout:
+    stdout stays the caller's, and what RETURNN printed goes with an exception (a note)."""
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            yield
+    except Exception as e:
+        if printed.getvalue().strip():
+            e.add_note(f"RETURNN printed:\n{printed.getvalue().rstrip()}")
+        raise
+
+
 def run_returnn(
     g: Graph,
     inputs,
@@ -160,8 +175,7 @@ def run_returnn(
     if plan:  # a search makes the lengths of its loop's axis; the targets' are not given
         lens = {d: v for d, v in lens.items() if d in plan.input_dims}
     OpMaker.with_cuda = False  # CPU only: native ops (`nativelstm2`) must compile without CUDA
-    # RETURNN prints its TF thread set-up to stdout; keep stdout for the caller's results
-    with tf.Graph().as_default() as graph, contextlib.redirect_stdout(sys.stderr):
+    with tf.Graph().as_default() as graph, _stdout_kept_for_errors():
         # eval: losses are built (and what needs a `choice` target); search: the beam decodes
         net = TFNetwork(
             config=cfg, train_flag=train_flag or grads, eval_flag=bool(g.losses) and not search, search_flag=search

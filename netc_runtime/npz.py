@@ -13,6 +13,7 @@ from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
 from netc.ir.search import search_plan
 from netc_runtime.backends import run_backend
+from netc_runtime.failures import failing_as
 from netc_runtime.verify import random_params
 
 
@@ -58,7 +59,9 @@ def run_npz(
         if key not in data.files:
             raise KeyError(f"{inputs_path} has no {key!r}")
         lens[d] = data[key].astype(np.int64)
-    res = run_backend(backend, model, inputs, lens, _params(g, params_path, data, seed), g, search=search)
+    params = _params(g, params_path, data, seed)
+    with failing_as(backend):
+        res = run_backend(backend, model, inputs, lens, params, g, search=search)
     out = {}
     for name, value in res.outputs.items():
         out[f"out:{name}"] = value

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
 from netc.ir.search import search_dims, search_plan
 from netc_runtime.backends import Result, output_dims
+from netc_runtime.failures import ForeignError, error_line
 
 
 @dataclass
@@ -46,7 +48,7 @@ def run_returnn_torch(
     g: Graph, inputs, lens, params, config_text: str | None = None, workdir: str | None = None
 ) -> Result:
     """Outputs of `forward_step` (the search's for a model with `choice`) and the losses of
-    `train_step`; raises RuntimeError with RETURNN's message when the config fails."""
+    `train_step`; raises ForeignError with RETURNN's exception when the config fails."""
     plan = search_plan(g)
     found = run_entry_points(config_text or emit_returnn_torch(g), returnn_batch(g, inputs, lens), params, workdir)
     dims = {**output_dims(g), **(search_dims(g) if plan else {})}  # losses are scalars
@@ -87,7 +89,8 @@ def run_entry_points(config_text: str, batch: dict[str, np.ndarray], params, wor
         cmd = [sys.executable, "-m", "netc_runtime.returnn_torch", config, batch_file, out_file]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, timeout=600)
         if proc.returncode != 0:
-            raise RuntimeError(f"RETURNN (PyTorch) failed on the config:\n{proc.stderr[-4000:]}")
+            line = Path(out_file + ".error").read_text("utf-8") if os.path.exists(out_file + ".error") else ""
+            raise ForeignError("RETURNN (PyTorch) failed on the config", line, proc.stderr[-20000:])
         found = np.load(out_file)
         names = json.loads(found["names"].tobytes().decode("utf-8"))
     outs, losses = names["outputs"], names["losses"]
@@ -150,4 +153,8 @@ def _run(config_path: str, batch_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    _run(*sys.argv[1:4])
+    try:
+        _run(*sys.argv[1:4])
+    except Exception as e:  # the caller's one line: what RETURNN or the config raised
+        Path(sys.argv[3] + ".error").write_text(error_line(e), "utf-8")
+        raise

@@ -10,6 +10,7 @@ from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
 from netc.ir.search import search_plan
 from netc_runtime.backends import BACKENDS, Result, run_backend, valid_mask
+from netc_runtime.failures import Mismatch, failing_as
 
 TOLERANCE = 1e-4
 
@@ -71,16 +72,18 @@ def compare(g: Graph, ref: Result, other: Result, backend: str) -> list[Comparis
     """Every result of `ref` (outputs and losses, or what a search returns) against `other`'s."""
     out = []
     for name, dims in ref.dims.items():
+        if name not in other.outputs:
+            raise Mismatch(f"{backend}: gave no {name!r}, eager did")
         a, b = np.asarray(ref.outputs[name]), np.asarray(other.outputs[name])
         if other.dims[name] != dims:
-            raise AssertionError(f"{backend}: output {name} has dims {other.dims[name]}, eager {dims}")
+            raise Mismatch(f"{backend}: output {name} has dims {other.dims[name]}, eager {dims}")
         for d, ls in ref.lens[name].items():
             if not np.array_equal(np.asarray(ls), np.asarray(other.lens[name][d])):
-                raise AssertionError(f"{backend}: output {name} lengths of {d} differ: {other.lens[name][d]} vs {ls}")
+                raise Mismatch(f"{backend}: output {name} lengths of {d} differ: {other.lens[name][d]} vs {ls}")
         shape = tuple(min(x, y) for x, y in zip(a.shape, b.shape))
         for ax, d in enumerate(dims):
             if d in ref.lens[name] and shape[ax] < int(np.max(ref.lens[name][d], initial=0)):
-                raise AssertionError(f"{backend}: output {name} is shorter than its lengths along {d}")
+                raise Mismatch(f"{backend}: output {name} is shorter than its lengths along {d}")
         a = a[tuple(slice(0, n) for n in shape)]
         b = b[tuple(slice(0, n) for n in shape)]
         mask = valid_mask(dims, ref.lens[name], g, shape)
@@ -103,14 +106,18 @@ def verify(
     params: dict[str, np.ndarray] | None = None,
 ):
     """The oracle on one random padded batch: eager against every other backend. `search=True`
-    compares beam searches (the best labels, their lengths and scores)."""
+    compares beam searches (the best labels, their lengths and scores). A backend that fails
+    raises a BackendError naming it; results unlike eager's in kind, a Mismatch."""
     if search and search_plan(g) is None:
         raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
     rng = np.random.default_rng(seed)
     lens = random_lengths(g, batch, max_len, rng)
     inputs = random_inputs(g, lens, rng)
     params = {**random_params(g, rng), **(params or {})}
-    results = {b: run_backend(b, model_path, inputs, lens, params, g, search=search) for b in backends}
+    results = {}
+    for b in backends:
+        with failing_as(b):
+            results[b] = run_backend(b, model_path, inputs, lens, params, g, search=search)
     ref = results[backends[0]]
     comps = []
     for b in backends[1:]:
