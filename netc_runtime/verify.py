@@ -7,23 +7,97 @@ from dataclasses import dataclass
 import numpy as np
 
 from netc.ir.interface import input_dyn_dims
-from netc.ir.model import Graph
+from netc.ir.model import Graph, Loop, Node
 from netc.ir.search import search_plan
+from netc.ir.uses import values_by_id
+from netc.ops import REGISTRY
 from netc_runtime.backends import BACKENDS, Result, run_backend, valid_mask
 from netc_runtime.failures import Mismatch, failing_as
 
 TOLERANCE = 1e-4
 
 
+@dataclass(frozen=True)
+class CtcLabels:
+    """A `ctc_loss` whose labels have a dynamic dim of the inputs: those labels must be alignable
+    to the logits' frames, or the loss is 0 on every backend and compares nothing."""
+
+    labels_dim: str  # a dynamic input dim
+    frames_dim: str  # the logits' dynamic dim
+    classes: int  # label classes (without the blank)
+    input: str | None  # the input that is the labels, if they are one (not computed from one)
+
+
+def _ops(nodes: list[Node]):
+    for n in nodes:
+        if isinstance(n, Loop):
+            yield from _ops(n.body)
+        else:
+            yield n
+
+
+def ctc_labels(g: Graph) -> list[CtcLabels]:
+    """Every `ctc_loss` over labels with a dynamic input dim (see CtcLabels)."""
+    values, dims = values_by_id(g), {d.name: d for d in g.dims}
+    inputs = {i.value.id: i.name for i in g.inputs}
+    dyn = set(input_dyn_dims(g))
+    out = []
+    for op in _ops(g.body):
+        if op.op != "ctc_loss":
+            continue
+        logits, labels = values[op.args[0]], values[op.args[1]]
+        (frames,) = [d for d in logits.dims if d not in ("batch", op.attrs["axis"])]
+        (label_dim,) = [d for d in labels.dims if d != "batch"]
+        if label_dim in dyn:
+            out.append(CtcLabels(label_dim, frames, dims[labels.sparse_dim].size, inputs.get(labels.id)))
+    return out
+
+
+def made_lengths(g: Graph, lens: dict[str, list[int]]) -> dict[str, list[int]]:
+    """`lens` and the lengths of the dims ops make from them (`max_pool`'s `out_axis`); not those
+    of dims loops make (they depend on the values)."""
+    known = dict(lens)
+    for op in _ops(g.body):
+        known.update(REGISTRY[op.op].made_lengths(op.attrs, known))
+    return known
+
+
+def _draw(top: int, batch: int, rng: np.random.Generator) -> list[int]:
+    """`top` first, then shorter ones, longest first (all 1 when `top` is 1)."""
+    return [top] + (
+        sorted(rng.integers(1, top, size=batch - 1).tolist(), reverse=True) if top > 1 else [1] * (batch - 1)
+    )
+
+
 def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Unequal lengths per dynamic input dim; the first sequence is the longest."""
-    lens = {}
+    """Unequal lengths per dynamic input dim, all within `max_len`, the first sequence the longest.
+    The k-th dim (in declaration order, from 0) is at most `max_len - k` long (at least 1), so
+    that dims of equal lengths do not hide a mix-up of two dims. Labels of a `ctc_loss` are drawn
+    last, each sequence's no longer than its frames allow (`ctc_labels`; half as long with one
+    label class, whose repeats need blanks between them); `random_inputs` then keeps their
+    repeats within the frames."""
     dyn = input_dyn_dims(g)
-    for k, d in enumerate(dyn):
-        top = max_len + k
-        ls = [top] + sorted(rng.integers(1, top, size=batch - 1).tolist(), reverse=True)
-        lens[d] = np.asarray(ls, dtype=np.int64)
-    return lens
+    ctc: dict[str, list[CtcLabels]] = {}
+    for c in ctc_labels(g):
+        ctc.setdefault(c.labels_dim, []).append(c)
+    lens: dict[str, list[int]] = {}
+    for d in [d for d in dyn if d not in ctc] + [d for d in dyn if d in ctc]:
+        top = max(1, max_len - dyn.index(d))
+        known = made_lengths(g, lens)
+        bounds = [  # per CTC over these labels whose frames are known: the most labels per sequence
+            [n if c.classes > 1 else (n + 1) // 2 for n in known[c.frames_dim]]
+            for c in ctc.get(d, [])
+            if c.frames_dim in known
+        ]
+        if not bounds:
+            lens[d] = _draw(top, batch, rng)
+            continue
+        caps = [min(col) for col in zip(*bounds)]
+        first = max(1, min(top, caps[0]))
+        rest = [min(first - 1, cap) for cap in caps[1:]]
+        ls = [first] + sorted((int(rng.integers(1, hi + 1)) if hi >= 1 else 1 for hi in rest), reverse=True)
+        lens[d] = [max(1, min(n, cap)) for n, cap in zip(ls, caps)]
+    return {d: np.asarray(lens[d], dtype=np.int64) for d in dyn}
 
 
 def random_inputs(g: Graph, lens: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -43,7 +117,27 @@ def random_inputs(g: Graph, lens: dict[str, np.ndarray], rng: np.random.Generato
             valid = valid_mask([d for d in inp.annotated_dims if d != inp.value.sparse_dim], lens, g, shape)
             x = np.where(valid, x, np.float32(3.0) + rng.standard_normal(shape).astype(np.float32))
         out[inp.name] = x
+    frames = made_lengths(g, {d: [int(n) for n in v] for d, v in lens.items()})
+    for c in ctc_labels(g):
+        if c.input is not None and c.frames_dim in frames:
+            inp = next(i for i in g.inputs if i.name == c.input)
+            _fit_repeats(out[c.input], list(inp.annotated_dims), c, lens[c.labels_dim], frames[c.frames_dim])
     return out
+
+
+def _fit_repeats(x: np.ndarray, dims: list[str], c: CtcLabels, label_lens, frames: list[int]) -> None:
+    """Labels `x` (in place) with no more repeats than each sequence's frames leave room for (a
+    repeat needs a blank between; `netc.ops.losses.ctc_frames_needed`): a repeat beyond that
+    becomes the next class."""
+    seqs = np.moveaxis(x, [dims.index("batch"), dims.index(c.labels_dim)], [0, 1])  # a view
+    for b, (n, t) in enumerate(zip(label_lens, frames)):
+        room = t - int(n)
+        for i in range(1, int(n)):
+            if seqs[b, i] == seqs[b, i - 1]:
+                if room > 0:
+                    room -= 1
+                elif c.classes > 1:
+                    seqs[b, i] = (seqs[b, i] + 1) % c.classes
 
 
 def random_params(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:

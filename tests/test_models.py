@@ -24,6 +24,7 @@ MODELS = [
     "ops_elementwise.py",
     "ops_losses.py",
     "split_linear_forms.py",
+    "ctc_input_labels.py",
 ]
 
 

@@ -147,6 +147,11 @@ class OpDef:
         name them) that give results, by result index: (name, layer), each name from `fresh(hint)`."""
         return {}
 
+    def made_lengths(self, attrs: dict, lens: dict[str, list[int]]) -> dict[str, list[int]]:
+        """For each dim in `makes_dims` whose lengths follow from `lens` (per sequence, by dim):
+        its lengths (runners draw batches that suit the ops; e.g. CTC's labels fit its frames)."""
+        return {}
+
     def torch_made_dims(self, ctx: TorchCtx, op: Op) -> dict[str, tuple[str, str]]:
         """For each dim in `makes_dims`: code for its int64 [batch] lengths and for its size
         (the emitter defines both before the op's code, which may then use `ctx.mask`)."""

@@ -198,6 +198,11 @@ class CtcLoss(OpDef):
         return torch.where(torch.isinf(loss), 0.0, loss).reshape(1)  # labels that cannot be aligned
 
 
+def ctc_frames_needed(labels: list[int]) -> int:
+    """The fewest frames CTC aligns `labels` to: one per label, and a blank between repeats."""
+    return len(labels) + sum(a == b for a, b in zip(labels, labels[1:]))
+
+
 def ctc_neg_log_prob(logp, labels: list[int]):
     """-log p(labels | frames) by the CTC forward algorithm in log space; blank is the last class."""
     import torch

@@ -86,6 +86,10 @@ class MaxPool(OpDef):
             sub = {"filled": fill, "padded": pad, "output": {**pool, "from": "padded", "padding": "valid"}}
         return {"class": "subnetwork", "from": ctx.src(0), "subnetwork": sub}
 
+    def made_lengths(self, attrs, lens):
+        k, axis = attrs["size"], attrs["axis"]
+        return {attrs["out_axis"]: [-(-n // k) for n in lens[axis]]} if axis in lens else {}
+
     def torch_made_dims(self, ctx, op) -> dict[str, tuple[str, str]]:
         k = op.attrs["size"]
         axis = op.attrs["axis"]
