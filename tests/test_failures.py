@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from conftest import EXAMPLES
+from conftest import EXAMPLES, assert_located_error
 
 
 def _last_line(proc) -> str:
@@ -80,3 +80,14 @@ def test_check_construct_shows_the_frameworks_exception(tmp_path, netc):
     problems = report["models"][0]["problems"]
     assert [p["message"].split(": ", 1)[1] for p in problems] == ["KeyError: 'split/2'"] * 2
     assert all('raise KeyError("split/2")' in p["detail"] for p in problems)
+
+
+def test_a_compile_error_stays_located(tmp_path, netc):
+    src = "from netc import network\n\n\n@network\ndef f(x):\n    return x\n"
+    model = tmp_path / "bad.py"
+    model.write_text(src)
+    message = "network input `x` needs an annotation"
+    assert_located_error(netc("verify", model), src, str(model), 5, "x", message)
+    np.savez(tmp_path / "in.npz", x=np.zeros(1))
+    proc = netc("run", model, "--backend", "eager", "--inputs", tmp_path / "in.npz", "-o", tmp_path / "o.npz")
+    assert_located_error(proc, src, str(model), 5, "x", message)
