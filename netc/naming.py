@@ -85,6 +85,12 @@ def lens_name(dim: str) -> str:
     return identifier(f"{dim}_lens")
 
 
+def mangled(name: str) -> bool:
+    """Whether Python renames `name` inside a class body (`__x` becomes `_M__x`): as an argument of
+    the torch module's `forward` it could not be passed by keyword."""
+    return name.startswith("__") and not name.endswith("__")
+
+
 PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
 
 

@@ -691,6 +691,53 @@ LOOP_CASES += [
         6,
     ),
     (
+        "input_named_with_leading_underscores",
+        """
+        @network
+        def f(__x: Tensor[batch, time, feat]):
+            return __x
+        """,
+        "a network input cannot be named `__x`: Python mangles a leading `__`",
+        2,
+        6,
+    ),
+    (
+        "empty_dim_name",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            d = Dim("")
+            return x
+        """,
+        "a dim needs a name; '' is blank",
+        3,
+        8,
+    ),
+    (
+        "blank_dim_name",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            d = Dim("  ", 3)
+            return x
+        """,
+        "a dim needs a name; '  ' is blank",
+        3,
+        8,
+    ),
+    (
+        "dim_lengths_name_mangled",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            d = Dim("__t")
+            return x
+        """,
+        "dim '__t' would pass its lengths as `__t_lens`, a name Python mangles",
+        3,
+        8,
+    ),
+    (
         "lengths_argument_clash",
         """
         @network

@@ -6,7 +6,7 @@ import math
 
 from netc.ir.model import DimDef
 from netc.limits import MAX_INT
-from netc.naming import lens_name
+from netc.naming import lens_name, mangled
 
 _GROUP = {"batch": 0, "dynamic": 1, "static": 2}
 
@@ -32,12 +32,19 @@ class DimTable:
         kind = "dynamic" if size is None else "static"
         if name == "batch":
             raise DimError("`batch` is predefined; use `batch` instead of declaring it")
+        if not name.strip():  # RETURNN would take it for no name; messages could not show it
+            raise DimError(f"a dim needs a name; {name!r} is blank")
         old = self.dims.get(name)
         if old is not None:
             if old.size != size:
                 raise DimError(f"dim `{name}` declared again with another size ({old.size} vs {size})")
             return old
         if kind == "dynamic":
+            if mangled(lens_name(name)):
+                raise DimError(
+                    f"dim {name!r} would pass its lengths as `{lens_name(name)}`, a name Python mangles "
+                    "inside the torch module's class (a leading `__`); rename it"
+                )
             clash = self.lens_clash(name)
             if clash is not None:
                 raise DimError(

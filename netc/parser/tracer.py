@@ -15,6 +15,7 @@ from netc.errors import CompileError, Span
 from netc.ir.dims import DimError, DimTable
 from netc.ir.interface import check_interface
 from netc.ir.model import Graph, Input, Op, Output, ParamDef, Value
+from netc.naming import mangled
 from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.ops.base import signature
 from netc.parser import values as V
@@ -276,6 +277,12 @@ class Tracer:
                 raise self.error(p, f"network input `{name}` needs an annotation such as Tensor[batch, time, feat]")
             if name == "self":  # `model(self=x)` cannot work: nn.Module.__call__ takes `self` itself
                 raise self.error(p, "a network input cannot be named `self`: the model could not be called with it")
+            if mangled(name):
+                raise self.error(
+                    p,
+                    f"a network input cannot be named `{name}`: Python mangles a leading `__` inside the torch "
+                    "module's class, so the model could not be called with it; rename it",
+                )
             kind, dims = self.input_annotation(p.annotation)
             canon = self.dims.canonical(dims)
             if kind == "Labels":
