@@ -27,6 +27,7 @@ MODELS = [
     "split_in_branch.py",
     "expand_made_dim.py",
     "embedding_class_dim.py",
+    "slice_parts.py",
 ]
 # models whose bug shows only with the loops' bodies as written (nothing moved out by netc)
 NO_HOIST = ["split_in_branch.py"]
