@@ -773,18 +773,6 @@ LOOP_CASES += [
         8,
     ),
     (
-        "dim_lengths_name_mangled",
-        """
-        @network
-        def f(x: Tensor[batch, time, feat]):
-            d = Dim("__t")
-            return x
-        """,
-        "dim '__t' would pass its lengths as `__t_lens`, a name Python mangles",
-        3,
-        8,
-    ),
-    (
         "lengths_argument_clash",
         """
         @network

@@ -6,7 +6,7 @@ import math
 
 from netc.ir.model import DimDef
 from netc.limits import MAX_INT
-from netc.naming import lens_name, mangled
+from netc.naming import lens_name
 
 _GROUP = {"batch": 0, "dynamic": 1, "static": 2}
 
@@ -40,11 +40,6 @@ class DimTable:
                 raise DimError(f"dim `{name}` declared again with another size ({old.size} vs {size})")
             return old
         if kind == "dynamic":
-            if mangled(lens_name(name)):
-                raise DimError(
-                    f"dim {name!r} would pass its lengths as `{lens_name(name)}`, a name Python mangles "
-                    "inside the torch module's class (a leading `__`); rename it"
-                )
             clash = self.lens_clash(name)
             if clash is not None:
                 raise DimError(
