@@ -81,8 +81,16 @@ def identifier(hint: str, default: str = "v", letter_first: bool = False) -> str
 
 
 def lens_name(dim: str) -> str:
-    """The name lengths of a dynamic dim are passed and returned under: `<dim>_lens`."""
-    return identifier(f"{dim}_lens")
+    """The name lengths of a dynamic dim are passed and returned under: `<dim>_lens`, with one
+    `_` for a leading run of them (`__t_lens` would be mangled: see `mangled`)."""
+    name = identifier(f"{dim}_lens")
+    return "_" + name.lstrip("_") if mangled(name) else name
+
+
+def mangled(name: str) -> bool:
+    """Whether Python renames `name` inside a class body (`__x` becomes `_M__x`): as an argument of
+    the torch module's `forward` it could not be passed by keyword."""
+    return name.startswith("__") and not name.endswith("__")
 
 
 PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))

@@ -22,7 +22,7 @@ from netc.emit_tf.emitter import dim_vars, emit_returnn
 from netc.emit_torch.emitter import emit_torch
 from netc.ir.interface import interface
 from netc.ir.model import Graph
-from netc.ir.search import SCORES, search_dims, search_plan
+from netc.ir.search import SCORES, network_params, search_dims, search_plan
 from netc.ir.uses import values_by_id
 from netc.naming import lens_name
 
@@ -218,6 +218,10 @@ def run_returnn(
             if load_checkpoint:
                 net.load_params_from_file(load_checkpoint, session=session)
             variables = {v.name[:-2]: v for v in net.get_params_list()}
+            # RETURNN builds only the parameters its network computes with (a search has no
+            # auxiliary loss, training's `choice` is the target): the model's others are not assigned
+            unused = {p.name for p in g.params} - network_params(g, search)
+            params = {name: value for name, value in params.items() if name not in unused}
             for name, value in params.items():
                 if name not in variables:
                     raise KeyError(f"RETURNN has no variable {name!r}; it has {sorted(variables)}")

@@ -308,6 +308,53 @@ CASES = [
         11,
     ),
     (
+        "slice_of_a_tensor",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            h = Linear(hidden)(x)
+            return h[:-1]
+        """,
+        "a tensor cannot be sliced: it is indexed only by a loop index (`x[t]` in `for t in range(x.max_seq_len)`); "
+        "for neighbouring frames (`y[:-1]`, `y[1:]`), loop over the sequence and keep the previous frame as loop "
+        "state",
+        4,
+        11,
+    ),
+    (
+        "two_indices_of_a_tensor",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return x[0, 1]
+        """,
+        "a tensor takes one index: netc indexes tensors by a loop index",
+        3,
+        11,
+    ),
+    (
+        "slice_by_a_float",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return split(x, 2)[0.5:]
+        """,
+        "a list or tuple is sliced by integers (`parts[1:]`), with a step other than 0",
+        3,
+        11,
+    ),
+    (
+        "dim_indexed",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return feat[1]
+        """,
+        "dim `feat` cannot be indexed by `1`: netc indexes tensors by a loop index",
+        3,
+        11,
+    ),
+    (
         "dim_redeclared",
         """
         hidden2 = Dim("hidden", 7)
@@ -689,6 +736,41 @@ LOOP_CASES += [
         "a network input cannot be named `self`",
         2,
         6,
+    ),
+    (
+        "input_named_with_leading_underscores",
+        """
+        @network
+        def f(__x: Tensor[batch, time, feat]):
+            return __x
+        """,
+        "a network input cannot be named `__x`: Python mangles a leading `__`",
+        2,
+        6,
+    ),
+    (
+        "empty_dim_name",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            d = Dim("")
+            return x
+        """,
+        "a dim needs a name; '' is blank",
+        3,
+        8,
+    ),
+    (
+        "blank_dim_name",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            d = Dim("  ", 3)
+            return x
+        """,
+        "a dim needs a name; '  ' is blank",
+        3,
+        8,
     ),
     (
         "lengths_argument_clash",

@@ -121,6 +121,19 @@ def test_hostile_file_name_in_headers(in_tmp):
         assert py_str(name) in out.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("time", ["__t", " <t"])
+def test_dim_whose_lengths_name_would_be_mangled(tmp_path, time):
+    """`__t_lens` as an argument of the torch module's `forward` would be renamed by Python
+    (`_M__t_lens`): the lengths go by `_t_lens`, on every backend."""
+    path = _model(tmp_path, "m.py", time=time, feat="f", hidden="h", net="n", loss="l", out1="o", out2="p")
+    g = compile_graph(str(path))
+    assert interface(g).input_lens[time] == "_t_lens"
+    comps, _ = verify(str(path), g, seed=1)
+    assert {c.backend for c in comps} == {"torch", "returnn"}
+    for c in comps:
+        assert c.max_abs_diff <= TOLERANCE and c.valid_frames > 0, c
+
+
 def test_input_named_self_is_a_located_error(tmp_path):
     path = _model(tmp_path, "m.py", time="t", feat="f", hidden="h", net="n", loss="l", out1="o", out2="p")
     path.write_text(path.read_text().replace("B: Tensor", "self: Tensor").replace("self + B", "self"))

@@ -143,6 +143,40 @@ def test_verify_search_through_the_cli(tmp_path, decoder):
     assert "scores           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
 
 
+@pytest.mark.parametrize("model", ["search_aux_ctc.py", "choice_no_loss.py"])
+@pytest.mark.parametrize("search", [False, True])
+def test_verify_decoders_whose_networks_use_some_parameters(model, search):
+    """Parameters only one mode computes with: the auxiliary CTC's `Linear` (not in a search); a
+    decoder without a loss whose training returns only the target (no parameter in training)."""
+    proc = run_netc("verify", ROOT / "tests" / "models" / model, "--seed", "2", *(["--search"] if search else []))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "output           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
+    assert ("scores           eager vs returnn" in proc.stdout) == search
+
+
+def test_run_search_with_an_auxiliary_loss_through_the_cli(tmp_path):
+    """`netc run --search` with every parameter of the model given, the CTC's included."""
+    model = ROOT / "tests" / "models" / "search_aux_ctc.py"
+    g = compile_graph(str(model))
+    rng = np.random.default_rng(1)
+    lens = random_lengths(g, 3, 5, rng)
+    inputs = random_inputs(g, lens, rng)
+    params = random_params(g, rng)
+    assert "linear/W" in params  # the CTC's projection
+    np.savez(tmp_path / "in.npz", **{"in:x": inputs["x"], "len:enc_time": lens["enc_time"]})
+    np.savez(tmp_path / "p.npz", **{f"param:{k}": v for k, v in params.items()})
+    outs = {}
+    for backend in ("eager", "returnn"):
+        out = tmp_path / f"{backend}.npz"
+        run_netc(
+            "run", model, "--backend", backend, "--search", "--inputs", tmp_path / "in.npz",
+            "--params", tmp_path / "p.npz", "-o", out, check=True,
+        )  # fmt: skip
+        outs[backend] = np.load(out)
+    assert np.array_equal(outs["returnn"]["outlen:output:dec_time"], outs["eager"]["outlen:output:dec_time"])
+    np.testing.assert_allclose(outs["returnn"]["out:scores"], outs["eager"]["out:scores"], atol=1e-5)
+
+
 def test_search_stacking_the_label_a_step_starts_from():
     """`labels.append(label)` before `label = choice(...)`: a state read after the choice; the torch
     search once re-selected it under a new name and never updated the loop's own (all zeros)."""

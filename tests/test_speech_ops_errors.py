@@ -12,7 +12,7 @@ from conftest import assert_located_error
 
 HEADER = """\
 from netc import (Dim, GruCell, Labels, Linear, Lstm, LstmCell, Tensor, abs, argmax, batch, cast, clip, concat, cross_entropy,
-                  ctc_loss, full, max_pool, maximum, merge_dims, network, split_dims, zeros)
+                  ctc_loss, expand, full, max_pool, maximum, merge_dims, network, reduce_sum, split_dims, zeros)
 time = Dim("time")
 frames = Dim("frames")
 pooled = Dim("pooled")
@@ -93,6 +93,20 @@ CASES = [
         "`zeros` over dynamic dim `pooled`, whose lengths are not known here",
         1,
         "zeros(",
+    ),
+    (
+        "expand_before_its_dim_is_made",
+        ["e = expand(x, pooled)", "return max_pool(x, axis=time, size=2, out_axis=pooled) + e"],
+        "`expand` over dynamic dim `pooled`, whose lengths are not known here",
+        1,
+        "expand(",
+    ),
+    (
+        "expand_over_a_dim_nothing_makes",
+        ["return expand(reduce_sum(x, axis=time), pooled)"],
+        "`expand` over dynamic dim `pooled`, whose lengths are not known here",
+        1,
+        "expand(",
     ),
     (
         "full_label_out_of_range",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from pathlib import Path
 
 import jinja2
@@ -116,6 +117,7 @@ class _Block:
         self.layer_of: dict[int, str] = {}  # value id -> its own layer in this block (not a `base:`/`prev:` ref)
         self.retagged: dict[tuple, str] = {}  # (value id, tag changes) -> its `reinterpret_data` layer
         self.carries: dict[int, Carry] = {}  # carried value id -> its initial and next value
+        self.read: Counter = Counter()  # in a unit: reads of the body's values (count_uses_in_loop)
 
 
 class ReturnnEmitter:
@@ -253,6 +255,14 @@ class ReturnnEmitter:
         for i, (extra_name, extra) in opdef.returnn_extra(ctx, name, layer, op, blk.ns.fresh).items():
             refs[i] = extra_name
             blk.layers[extra_name] = extra
+        if blk.in_unit:
+            # a unit's layer reading a sub-layer (`split/2`) of a layer RETURNN moves out of the loop
+            # fails there (it looks the moved-out name up as a layer): a read part is a layer of its own
+            for i, v in enumerate(op.outs):
+                if refs[i] not in blk.layers and refs[i].startswith(f"{name}/") and blk.read[v.id]:
+                    part = blk.ns.fresh(v.name or f"{name}_{i}")
+                    blk.layers[part] = {"class": "copy", "from": refs[i]}
+                    refs[i] = part
         for v, ref in zip(op.outs, refs):
             self.values[v.id] = v
             blk.refs[v.id] = ref
@@ -309,7 +319,7 @@ class ReturnnEmitter:
             if c.next in single and c.next not in reserved:
                 reserved[c.next] = carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
-        read = count_uses_in_loop(n)
+        read = unit.read = count_uses_in_loop(n)
         batched = {base[v] for v in crossing if "batch" in self.values[v].dims}  # refs with a batch dim
         steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
         for s in n.seqs:
@@ -513,7 +523,7 @@ def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
 
     def reads(v, level: int) -> bool:
         if isinstance(v, dict):
-            return any(reads(x, level + (k == "unit")) for k, x in v.items() if k != "target")
+            return any(reads(x, level + (k in ("unit", "subnetwork"))) for k, x in v.items() if k != "target")
         if isinstance(v, (list, tuple)):
             return any(reads(x, level) for x in v)
         if not isinstance(v, str) or isinstance(v, Code):

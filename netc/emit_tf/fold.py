@@ -240,7 +240,7 @@ def _count(v, level: int, uses: Counter) -> None:
     if isinstance(v, dict):
         for k, x in v.items():
             if k not in ("target", "class", "sub_layer_name"):  # a data key, a kind, a unit's layer
-                _count(x, level + (k == "unit"), uses)
+                _count(x, level + (k in ("unit", "subnetwork")), uses)
     elif isinstance(v, (list, tuple)):
         for x in v:
             _count(x, level, uses)

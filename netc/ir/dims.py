@@ -32,6 +32,8 @@ class DimTable:
         kind = "dynamic" if size is None else "static"
         if name == "batch":
             raise DimError("`batch` is predefined; use `batch` instead of declaring it")
+        if not name.strip():  # RETURNN would take it for no name; messages could not show it
+            raise DimError(f"a dim needs a name; {name!r} is blank")
         old = self.dims.get(name)
         if old is not None:
             if old.size != size:

@@ -81,3 +81,30 @@ def search_dims(g: Graph) -> dict[str, list[str]]:
     dims = {o.name: list(values[o.value].dims) for o in searched.outputs if o.name in plan.outputs}
     dims[SCORES] = ["batch"]
     return dims
+
+
+def network_params(g: Graph, search: bool = False) -> set[str]:
+    """The parameters (variable names) the network computes with, in training or (`search`) in a
+    search: those of the ops its outputs and losses are computed from. RETURNN builds no others:
+    training's loop with a `choice` reads the target, not the scores (nothing may need the
+    decoder's parameters), and a search has no targets (an auxiliary CTC loss's `Linear` exists
+    only in training)."""
+    plan = search_plan(g) if search else None
+    if plan is None:  # dead code is gone: what is left computes a result
+        return {p.name for p in g.params if p.path in _param_paths(g.body)}
+    searched = g.search or g
+    live = {o.value for o in [*searched.outputs, *searched.losses] if o.value not in plan.needs_target}
+    paths: set[str] = set()
+    for n in reversed(searched.body):
+        if any(v.id in live for v in (n.results() if isinstance(n, Loop) else n.outs)):
+            live.update(node_uses(n))
+            paths |= _param_paths([n])
+    return {p.name for p in searched.params if p.path in paths}
+
+
+def _param_paths(nodes: list) -> set[str]:
+    """Module paths of the parameters these nodes (and everything in their loops) use."""
+    out: set[str] = set()
+    for n in nodes:
+        out |= _param_paths(n.body) if isinstance(n, Loop) else n.param_paths()
+    return out

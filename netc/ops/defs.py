@@ -504,17 +504,30 @@ class Expand(OpDef):
             raise DimError("`expand(x, dim)` takes a dim other than batch")
         if d in args[0].dims:
             raise DimError(f"`{d}` is already a dim of [{', '.join(args[0].dims)}]")
+        dt.check_lengths([d], self.fn_name)
         x = args[0]
         return [OutType(dt.canonical((*x.dims, d)), x.dtype, sparse_dim=x.sparse_dim)]
 
     def returnn(self, ctx, op):
         # at the end, counted batch-major; RETURNN tracks dims by tag, so the position is moot
-        return {
-            "class": "expand_dims",
-            "from": ctx.src(0),
-            "axis": len(ctx.in_dims(0)),
-            "dim": ctx.dim(op.attrs["dim"]),
+        d = op.attrs["dim"]
+        dep = ctx.dim_source(d) if ctx.is_dynamic(d) else None
+        if not dep:
+            return {"class": "expand_dims", "from": ctx.src(0), "axis": len(ctx.in_dims(0)), "dim": ctx.dim(d)}
+        # a dim made by an op or a loop gets its lengths when that layer is built, which must come
+        # first (`expand_dims` has no `shape_deps`): a `switch` on a mask over the dim that has them
+        mask = {
+            "class": "constant",
+            "value": True,
+            "dtype": "bool",
+            "shape": [ctx.dim(d)],
+            "shape_deps": [f"base:{dep}"],
         }
+        sub = {
+            "mask": mask,
+            "output": {"class": "switch", "condition": "mask", "true_from": "data", "false_from": "data"},
+        }
+        return {"class": "subnetwork", "from": ctx.src(0), "subnetwork": sub}
 
     def torch(self, ctx, op):
         dims = op.outs[0].dims

@@ -64,9 +64,9 @@ class Embedding(OpDef):
 
     def infer(self, dt, args, attrs):
         x = args[0]
-        vocab = _labels("Embedding", x, dt)
+        _labels("Embedding", x, dt)  # int32 labels with a class dim
         out = attrs["out_dim"]
-        check_out_dim(dt, "Embedding", out, (*x.dims, vocab))
+        check_out_dim(dt, "Embedding", out, x.dims)  # the class dim is no dim of the labels
         return [OutType(dt.canonical([*x.dims, out]))]
 
     def params(self, dt, args, attrs):

@@ -15,6 +15,7 @@ from netc.errors import CompileError, Span
 from netc.ir.dims import DimError, DimTable
 from netc.ir.interface import check_interface
 from netc.ir.model import Graph, Input, Op, Output, ParamDef, Value
+from netc.naming import mangled
 from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.ops.base import signature
 from netc.parser import values as V
@@ -276,6 +277,12 @@ class Tracer:
                 raise self.error(p, f"network input `{name}` needs an annotation such as Tensor[batch, time, feat]")
             if name == "self":  # `model(self=x)` cannot work: nn.Module.__call__ takes `self` itself
                 raise self.error(p, "a network input cannot be named `self`: the model could not be called with it")
+            if mangled(name):
+                raise self.error(
+                    p,
+                    f"a network input cannot be named `{name}`: Python mangles a leading `__` inside the torch "
+                    "module's class, so the model could not be called with it; rename it",
+                )
             kind, dims = self.input_annotation(p.annotation)
             canon = self.dims.canonical(dims)
             if kind == "Labels":
@@ -669,8 +676,11 @@ class Tracer:
 
     def subscript(self, node: ast.Subscript) -> Any:
         obj = self.eval_expr(node.value)
-        if isinstance(node.slice, (ast.Slice, ast.Tuple)):  # `x[a:b]`, `x[a, b]`
-            raise self.error(node, "unsupported subscript")
+        if isinstance(node.slice, ast.Slice):  # `x[a:b]`
+            return self.slice(obj, node.slice, node)
+        if isinstance(node.slice, ast.Tuple):  # `x[a, b]`
+            what = "a tensor takes one index" if isinstance(obj, V.TV) else f"{_describe(obj)} takes one index"
+            raise self.error(node, f"{what}: {_INDEXING}")
         idx = self.eval_expr(node.slice)
         if isinstance(obj, V.TV):
             if isinstance(idx, V.LoopIndex):
@@ -686,7 +696,27 @@ class Tracer:
             return obj[idx]
         if isinstance(obj, V.NetcSym) and obj.name in ("Tensor", "Labels"):
             raise self.error(node, f"`{obj.name}[...]` is only for annotating network inputs")
-        raise self.error(node, "unsupported subscript")
+        if isinstance(obj, dict) and isinstance(idx, _SCALARS):
+            raise self.error(node, f"the dict has no key {idx!r}")
+        what = {tuple: "a tuple", list: "a list", dict: "a dict"}.get(type(obj)) or _describe(obj)
+        raise self.error(node, f"{what} cannot be indexed by {_describe(idx)}: {_INDEXING}")
+
+    def slice(self, obj: Any, sl: ast.Slice, node: ast.Subscript) -> Any:
+        """`obj[a:b:c]`: Python lists and tuples slice as in Python; a tensor has no slices."""
+        if isinstance(obj, V.TV):
+            raise self.error(
+                node,
+                "a tensor cannot be sliced: it is indexed only by a loop index (`x[t]` in "
+                "`for t in range(x.max_seq_len)`); for neighbouring frames (`y[:-1]`, `y[1:]`), loop over "
+                "the sequence and keep the previous frame as loop state (`prev = y_t` at the end of a step)",
+            )
+        if not isinstance(obj, (tuple, list)):
+            what = "a dict" if isinstance(obj, dict) else _describe(obj)
+            raise self.error(node, f"{what} cannot be sliced: {_INDEXING}")
+        bounds = [None if b is None else self.eval_expr(b) for b in (sl.lower, sl.upper, sl.step)]
+        if any(b is not None and (isinstance(b, bool) or not isinstance(b, int)) for b in bounds) or bounds[2] == 0:
+            raise self.error(node, "a list or tuple is sliced by integers (`parts[1:]`), with a step other than 0")
+        return obj[slice(*bounds)]
 
     # --- calls -------------------------------------------------------------------------
 
@@ -1030,6 +1060,12 @@ def _dim_args(name, size=None) -> tuple[str, int | None]:
     if not isinstance(name, str) or not (size is None or (isinstance(size, int) and size > 0)):
         raise TypeError
     return name, size
+
+
+_INDEXING = (
+    "netc indexes tensors by a loop index (`x[t]` in `for t in range(x.max_seq_len)`), and Python lists, "
+    "tuples and dicts by their Python keys (`parts[0]`, `parts[1:]`)"
+)
 
 
 def _describe(v: Any) -> str:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from netc.ir.model import Graph, Loop, Node
+from collections import Counter
+
+from netc.ir.model import Graph, Loop, Node, Op
 from netc.ir.uses import count_uses
+from netc.ops import REGISTRY
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     changed_any = False
     while True:
         uses = count_uses(g)
-        changed = _sweep(g.body, uses)
+        changed = _sweep(g.body, uses, _dim_uses(g.body, Counter()))
         if not changed:
             break
         changed_any = True
@@ -37,7 +40,23 @@ def _interface(n: Loop) -> tuple[int, ...]:
     return len(n.stacks), len(n.lasts), sum(c.out is not None for c in n.carries), len(n.invariants), len(n.seqs)
 
 
-def _sweep(nodes: list[Node], uses) -> bool:
+def _dim_uses(nodes: list[Node], out: Counter) -> Counter:
+    """How many values made in these nodes (loop bodies and results included) have each dim."""
+    for n in nodes:
+        if isinstance(n, Loop):
+            _dim_uses(n.body, out)
+        for v in n.outs if isinstance(n, Op) else n.results():
+            out.update(v.dims)
+    return out
+
+
+def _makes_used_dims(n: Op, dim_uses: Counter) -> bool:
+    """An op that gives a dim its lengths (`max_pool`) stays while other values have that dim
+    (`zeros(batch, half_time)`, `expand(x, half_time)`): they take their lengths from it."""
+    return any(dim_uses[d] > sum(d in v.dims for v in n.outs) for d in REGISTRY[n.op].makes_dims(n.attrs))
+
+
+def _sweep(nodes: list[Node], uses, dim_uses: Counter) -> bool:
     changed = False
     keep: list[Node] = []
     for n in nodes:
@@ -51,14 +70,14 @@ def _sweep(nodes: list[Node], uses) -> bool:
             if not n.stacks and not n.lasts and all(c.out is None for c in n.carries):
                 changed = True
                 continue
-            changed |= _sweep(n.body, uses)
+            changed |= _sweep(n.body, uses, dim_uses)
             n.invariants = [i for i in n.invariants if uses[i.inner.id]]
             # a loop whose body reads no sequence keeps its first: it still defines the steps
             used = [s for s in n.seqs if uses[s.inner.id]]
             n.seqs = used or n.seqs[:1]
             changed |= before != _interface(n)
             keep.append(n)
-        elif any(uses[o.id] for o in n.outs):
+        elif any(uses[o.id] for o in n.outs) or _makes_used_dims(n, dim_uses):
             keep.append(n)
         else:
             changed = True
