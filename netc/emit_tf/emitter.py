@@ -276,6 +276,10 @@ class ReturnnEmitter:
         blk.layer_of[vid] = name
         return name
 
+    def _dims(self, blk: _Block, vid: int) -> list[Code]:
+        """Value `vid`'s dims as the config's dim variables in `blk`."""
+        return [Code(blk.dims[d]) for d in self.values[vid].dims]
+
     def _static_zeros(self, vid: int) -> bool:
         """Value `vid` is made by `zeros(...)` over the batch and static dims only."""
         return vid in self.zeros and all(self.g.dim(d).kind != "dynamic" for d in self.values[vid].dims)
@@ -299,6 +303,7 @@ class ReturnnEmitter:
         # variable (first: state is what a reader of the config follows), and is the layer
         # computing its next value when that is an op of this body
         single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
+        stepped = _stepped(n)
         output_carry = _output_carry(n, single, outer)
         carry_layers: dict[int, str] = {}
         reserved: dict[int, str] = {}
@@ -306,7 +311,7 @@ class ReturnnEmitter:
             self.values[c.inner.id] = c.inner
             unit.carries[c.inner.id] = Carry(base[c.init], c.init in self.zeros, c.next)
             carry_layers[c.inner.id] = "output" if c is output_carry else unit.ns.fresh(c.name)
-            if c.next in single and c.next not in reserved:
+            if c.next in single and c.next not in reserved and c.next in stepped:
                 reserved[c.next] = carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
         read = count_uses_in_loop(n)
@@ -334,8 +339,9 @@ class ReturnnEmitter:
         for c in n.carries:
             name = carry_layers[c.inner.id]
             if name not in unit.layers:
-                unit.layers[name] = {"class": "copy", "from": unit.refs[c.next]}
-                unit.layer_of.setdefault(c.next, name)
+                unit.layers[name] = _per_step(name, unit.refs[c.next], c.next in stepped, self._dims(unit, c.next))
+                if c.next in stepped:
+                    unit.layer_of.setdefault(c.next, name)
             if c.init in self.zeros and _shaped_by_others(unit.layers, name, batched):
                 continue  # zeros are RETURNN's default
             # RETURNN looks for an inner unit's initial values before the outer unit has built its
@@ -343,7 +349,7 @@ class ReturnnEmitter:
             in_outer_unit = outer.in_unit and not base[c.init].startswith("base:base:")
             zeros = in_outer_unit and self._static_zeros(c.init)
             unit.layers[name]["initial_output"] = "zeros" if zeros else base[c.init]
-        results = [(c.next, c.out, carry_layers[c.inner.id], "last") for c in n.carries if c.out is not None]
+        results = [(c.next, c.out, carry_layers[c.inner.id], "state") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts]
         if n.end is not None:
@@ -366,8 +372,19 @@ class ReturnnEmitter:
                 "RETURNN target: a loop inside another loop can give one result (a stacked list "
                 "or one variable read after it); split it into several loops",
             )
+        result_layers: list[str] = []
+        held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
         for value, out, hint, kind in results:
-            name = self._own_layer(unit, value, hint)
+            if kind == "state" and value not in stepped:
+                name = hint  # the state's own layer, made per step above
+            elif value in stepped:
+                name = self._own_layer(unit, value, hint)
+            else:
+                if value not in held:
+                    held[value] = unit.ns.fresh(hint)
+                    unit.layers[held[value]] = _per_step(held[value], unit.refs[value], False, self._dims(unit, value))
+                name = held[value]
+            result_layers.append(name)
             self.values[out.id] = out
             if outer.in_unit:
                 # sub-layers of a rec layer inside a unit cannot be reached; its own output can
@@ -394,8 +411,8 @@ class ReturnnEmitter:
         if "output" not in unit.layers:
             # searching, RETURNN takes the rec layer's hypotheses from its output: the choice
             chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
-            first = chosen[0] if chosen else results[0][0]
-            unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, first, "out")}
+            first = self._own_layer(unit, chosen[0], "out") if chosen else result_layers[0]
+            unit.layers["output"] = {"class": "copy", "from": first}
         rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
         if n.target is not None:  # training: the target's frames; searching: a new axis per search
             del rec_layer["axis"]
@@ -531,6 +548,39 @@ def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
         needing |= new
         changed = bool(new)
     return [name for name in layers if name in needing]
+
+
+def _stepped(n: Loop) -> set[int]:
+    """The body values that RETURNN sees change from step to step: those computed from a frame,
+    a state (`prev:`), a `choice` or a nested loop reading any of these. RETURNN moves every
+    other layer out of the loop before it runs, where it has no time axis."""
+    stepped = {v.id for v in [*(s.inner for s in n.seqs), *(c.inner for c in n.carries)]}
+    for nd in n.body:
+        if isinstance(nd, Loop):
+            crossing = [*(s.outer for s in nd.seqs), *(i.outer for i in nd.invariants), *(c.init for c in nd.carries)]
+            if nd.bound is not None:
+                crossing.append(nd.bound)
+            if any(v in stepped for v in crossing):
+                stepped |= {r.id for r in nd.results()}
+        elif nd.op == "choice" or any(a in stepped for a in nd.args):
+            stepped |= {o.id for o in nd.outs}
+    return stepped
+
+
+def _per_step(name: str, src: str, stepped: bool, dims: list[Code]) -> dict:
+    """The layer `name` giving `src` (with `dims`) at each step. RETURNN moves a layer no step
+    changes out of the loop before it runs, where it has no time axis for a stack, a last frame or
+    a state to use: reading its own previous value (and ignoring it) keeps it in the loop. Its
+    dims are given afresh: a copy of an outer value's would keep that value's lack of a time
+    axis when RETURNN adds the loop's (it reads a state's frames after the loop that way)."""
+    if stepped:
+        return {"class": "copy", "from": src}
+    return {
+        "class": "eval",
+        "from": [src, f"prev:{name}"],
+        "eval": "(source(1), source(0))[1]",
+        "out_type": {"dims": dims},
+    }
 
 
 def _output_carry(n: Loop, single: set[int], outer: _Block) -> LoopCarry | None:
