@@ -276,6 +276,15 @@ class ReturnnEmitter:
         blk.layer_of[vid] = name
         return name
 
+    def _held(self, vid: int, stepped: set[int]) -> bool:
+        """Whether a state's layer must be kept in its loop (`_per_step`): its value is the same at
+        every step."""
+        return vid not in stepped
+
+    def _dynamic(self, vid: int) -> bool:
+        """Value `vid` has a dynamic dim (besides batch)."""
+        return any(self.g.dim(d).kind == "dynamic" for d in self.values[vid].dims)
+
     def _dims(self, blk: _Block, vid: int) -> list[Code]:
         """Value `vid`'s dims as the config's dim variables in `blk`."""
         return [Code(blk.dims[d]) for d in self.values[vid].dims]
@@ -297,13 +306,16 @@ class ReturnnEmitter:
             var = self.dim_ns.fresh(f"{outer.dims[n.axis]}_whole")
             self.whole_dims.append((var, f"{n.axis}:whole"))
             unit.dims[n.axis] = var
-        base = {v: _base(self._retag(outer, v, outer.dims, unit.dims)) for v in crossing}
+        base = {v: _base(self._retag(outer, v, outer.dims, unit.dims, self._crossing(outer, v))) for v in crossing}
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
         # `prev:` refs must be known before the body: each carry's layer is named after its
         # variable (first: state is what a reader of the config follows), and is the layer
         # computing its next value when that is an op of this body
         single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
         stepped = _stepped(n)
+        for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
+            self.values.update((v.id, v) for v in (nd.outs if isinstance(nd, Op) else nd.results()))
+        self.values.update((v.id, v) for v in n.block_args())
         output_carry = _output_carry(n, single, outer)
         carry_layers: dict[int, str] = {}
         reserved: dict[int, str] = {}
@@ -311,9 +323,19 @@ class ReturnnEmitter:
             self.values[c.inner.id] = c.inner
             unit.carries[c.inner.id] = Carry(base[c.init], c.init in self.zeros, c.next)
             carry_layers[c.inner.id] = "output" if c is output_carry else unit.ns.fresh(c.name)
-            if c.next in single and c.next not in reserved and c.next in stepped:
+            if c.next in single and c.next not in reserved and not self._held(c.next, stepped):
                 reserved[c.next] = carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
+        in_loop = _feeding_state(n)
+        for c in n.carries:
+            if self._dynamic(c.inner.id) and not _readers(n, c.inner.id) <= in_loop:
+                # RETURNN moves a layer that no state needs after the loop and gives it the frames
+                # of the states it reads shifted by one, along the axis it takes for time: of a
+                # value with another dynamic dim, possibly that one. Such a state's previous value
+                # is read through a layer kept in the loop
+                prev = unit.ns.fresh(f"{c.name}_prev")
+                unit.layers[prev] = _per_step(prev, unit.refs[c.inner.id], False, self._dims(unit, c.inner.id))
+                unit.refs[c.inner.id] = unit.layer_of[c.inner.id] = prev
         read = count_uses_in_loop(n)
         batched = {base[v] for v in crossing if "batch" in self.values[v].dims}  # refs with a batch dim
         steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
@@ -321,7 +343,7 @@ class ReturnnEmitter:
             self.values[s.inner.id] = s.inner
             if s.outer == n.target:  # the choice layer takes its target by data key
                 continue
-            src = outer.refs[s.outer]
+            src = self._crossing(outer, s.outer)
             if n.reverse:
                 src = self._reverse(outer, src, n.axis, f"{self.values[s.outer].name or 'x'}_reversed")
             if not read[s.inner.id]:
@@ -339,8 +361,9 @@ class ReturnnEmitter:
         for c in n.carries:
             name = carry_layers[c.inner.id]
             if name not in unit.layers:
-                unit.layers[name] = _per_step(name, unit.refs[c.next], c.next in stepped, self._dims(unit, c.next))
-                if c.next in stepped:
+                held = self._held(c.next, stepped)
+                unit.layers[name] = _per_step(name, unit.refs[c.next], not held, self._dims(unit, c.next))
+                if not held:
                     unit.layer_of.setdefault(c.next, name)
             if c.init in self.zeros and _shaped_by_others(unit.layers, name, batched):
                 continue  # zeros are RETURNN's default
@@ -375,8 +398,8 @@ class ReturnnEmitter:
         result_layers: list[str] = []
         held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
         for value, out, hint, kind in results:
-            if kind == "state" and value not in stepped:
-                name = hint  # the state's own layer, made per step above
+            if kind == "state" and self._held(value, stepped):
+                name = hint  # the state's own layer, kept in the loop above
             elif value in stepped:
                 name = self._own_layer(unit, value, hint)
             else:
@@ -390,7 +413,14 @@ class ReturnnEmitter:
                 # sub-layers of a rec layer inside a unit cannot be reached; its own output can
                 if name != "output":
                     unit.layers["output"] = {"class": "copy", "from": name}
-                ref = rec if kind == "stack" else self._gather_last(outer, rec, out, n.axis)
+                if kind == "stack":
+                    # RETURNN's template of a rec layer in a unit is batch-major and its output
+                    # time-major: a state's or last frame's layer of it would mix the two layouts
+                    # (its previous value laid out as the template says); batch-major throughout
+                    ref = outer.ns.fresh(out.name or f"{rec}_stacked")
+                    outer.layers[ref] = {"class": "reinterpret_data", "from": rec, "enforce_batch_major": True}
+                else:
+                    ref = self._gather_last(outer, rec, out, n.axis)
             elif kind == "stack":
                 unit.layers[name]["is_output_layer"] = True
                 ref = f"{rec}/{name}"
@@ -452,16 +482,28 @@ class ReturnnEmitter:
             self.op(op, unit, {})
         return unit.refs[n.bound] if ops else _base(outer.refs[n.bound])
 
-    def _retag(self, blk: _Block, vid: int, old: dict[str, str], new: dict[str, str]) -> str:
-        """A reference to value `vid` of `blk` with its dims under the tags of `new` (a
-        `reinterpret_data` layer when a tag differs: the whole axis entering or leaving a loop)."""
+    def _crossing(self, outer: _Block, vid: int) -> str:
+        """The reference to value `vid` of `outer` that a loop in it reads. An outer unit's state
+        is read through a layer of that unit: RETURNN builds an inner unit while it builds the
+        outer unit's layers, and an inner `base:prev:h` (a read of the outer state, which the
+        inner loop computes) is a dependency loop to it."""
+        ref = outer.refs[vid]
+        if not ref.startswith("prev:"):
+            return ref
+        return self._own_layer(outer, vid, f"{self.values[vid].name or 'state'}_prev")
+
+    def _retag(self, blk: _Block, vid: int, old: dict[str, str], new: dict[str, str], src: str | None = None) -> str:
+        """A reference to value `vid` of `blk` (read as `src`, by default its reference) with its
+        dims under the tags of `new` (a `reinterpret_data` layer when a tag differs: the whole
+        axis entering or leaving a loop)."""
+        src = src or blk.refs[vid]
         changes = {Code(old[d]): Code(new[d]) for d in self.values[vid].dims if old[d] != new[d]}
         if not changes:
-            return blk.refs[vid]
+            return src
         key = (vid, tuple(changes.items()))
         if key not in blk.retagged:
             name = blk.ns.fresh(f"{self.values[vid].name or 'x'}_{'_'.join(changes.values())}")
-            blk.layers[name] = {"class": "reinterpret_data", "from": blk.refs[vid], "set_dim_tags": changes}
+            blk.layers[name] = {"class": "reinterpret_data", "from": src, "set_dim_tags": changes}
             blk.retagged[key] = name
         return blk.retagged[key]
 
@@ -565,6 +607,35 @@ def _stepped(n: Loop) -> set[int]:
         elif nd.op == "choice" or any(a in stepped for a in nd.args):
             stepped |= {o.id for o in nd.outs}
     return stepped
+
+
+def _feeding_state(n: Loop) -> set[int]:
+    """The body values that a state's next value or the `end` condition is computed from: RETURNN
+    keeps their layers in the loop; it moves the others after it."""
+    need = {c.next for c in n.carries} | ({n.end} if n.end is not None else set())
+    for nd in reversed(n.body):
+        outs = nd.outs if isinstance(nd, Op) else nd.results()
+        if any(v.id in need for v in outs):
+            if isinstance(nd, Op):
+                need.update(nd.args)
+            else:
+                need.update(s.outer for s in nd.seqs)
+                need.update(i.outer for i in nd.invariants)
+                need.update(c.init for c in nd.carries)
+    return need
+
+
+def _readers(n: Loop, vid: int) -> set[int]:
+    """The results of the body's ops and nested loops that read value `vid` (a state's inner
+    value: the state's own next value when it is that)."""
+    out = {c.next for c in n.carries if c.next == vid}
+    for nd in n.body:
+        if isinstance(nd, Op):
+            if vid in nd.args:
+                out.update(v.id for v in nd.outs)
+        elif vid in {*(s.outer for s in nd.seqs), *(i.outer for i in nd.invariants), *(c.init for c in nd.carries)}:
+            out.update(v.id for v in nd.results())
+    return out
 
 
 def _per_step(name: str, src: str, stepped: bool, dims: list[Code]) -> dict:
