@@ -25,11 +25,31 @@ MODELS = [
     "ops_losses.py",
     "split_linear_forms.py",
 ]
+# RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
+# verified without hoisting: what stays in the loop must not change how it is lowered)
+LOOP_LOWERING = [
+    "invariant_results.py",
+    "invariant_end_stack.py",
+    "invariant_state.py",
+    "own_axis_after_loop.py",
+    "nested_state_from_inner_stack.py",
+    "nested_outer_state_in_inner.py",
+]
+MODELS += LOOP_LOWERING
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_model_verifies(netc, model):
     proc = netc("verify", ROOT / "tests" / "models" / model, "--seed", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "eager vs returnn" in proc.stdout and "eager vs torch" in proc.stdout
+
+
+@pytest.mark.parametrize("model", LOOP_LOWERING)
+def test_loop_lowering_model_verifies_without_hoisting(netc, model):
+    """How RETURNN's loops are lowered must not depend on what hoisting left in them."""
+    proc = netc("verify", ROOT / "tests" / "models" / model, "--seed", "2", "--no-hoist")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "eager vs returnn" in proc.stdout and "eager vs torch" in proc.stdout

@@ -16,6 +16,7 @@ from pathlib import Path
 import jinja2
 
 from netc.emit_tf.fold import fold
+from netc.emit_tf.loop_rules import feeding_state, per_step, readers, shaped_by_others, stepped_values
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
@@ -277,7 +278,7 @@ class ReturnnEmitter:
         return name
 
     def _held(self, vid: int, stepped: set[int]) -> bool:
-        """Whether a state's layer must be kept in its loop (`_per_step`): its value is the same at
+        """Whether a state's layer must be kept in its loop (`per_step`): its value is the same at
         every step."""
         return vid not in stepped
 
@@ -312,7 +313,7 @@ class ReturnnEmitter:
         # variable (first: state is what a reader of the config follows), and is the layer
         # computing its next value when that is an op of this body
         single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
-        stepped = _stepped(n)
+        stepped = stepped_values(n)
         for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
             self.values.update((v.id, v) for v in (nd.outs if isinstance(nd, Op) else nd.results()))
         self.values.update((v.id, v) for v in n.block_args())
@@ -326,15 +327,15 @@ class ReturnnEmitter:
             if c.next in single and c.next not in reserved and not self._held(c.next, stepped):
                 reserved[c.next] = carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
-        in_loop = _feeding_state(n)
+        in_loop = feeding_state(n)
         for c in n.carries:
-            if self._dynamic(c.inner.id) and not _readers(n, c.inner.id) <= in_loop:
+            if self._dynamic(c.inner.id) and not readers(n, c.inner.id) <= in_loop:
                 # RETURNN moves a layer that no state needs after the loop and gives it the frames
                 # of the states it reads shifted by one, along the axis it takes for time: of a
                 # value with another dynamic dim, possibly that one. Such a state's previous value
                 # is read through a layer kept in the loop
                 prev = unit.ns.fresh(f"{c.name}_prev")
-                unit.layers[prev] = _per_step(prev, unit.refs[c.inner.id], False, self._dims(unit, c.inner.id))
+                unit.layers[prev] = per_step(prev, unit.refs[c.inner.id], False, self._dims(unit, c.inner.id))
                 unit.refs[c.inner.id] = unit.layer_of[c.inner.id] = prev
         read = count_uses_in_loop(n)
         batched = {base[v] for v in crossing if "batch" in self.values[v].dims}  # refs with a batch dim
@@ -362,10 +363,10 @@ class ReturnnEmitter:
             name = carry_layers[c.inner.id]
             if name not in unit.layers:
                 held = self._held(c.next, stepped)
-                unit.layers[name] = _per_step(name, unit.refs[c.next], not held, self._dims(unit, c.next))
+                unit.layers[name] = per_step(name, unit.refs[c.next], not held, self._dims(unit, c.next))
                 if not held:
                     unit.layer_of.setdefault(c.next, name)
-            if c.init in self.zeros and _shaped_by_others(unit.layers, name, batched):
+            if c.init in self.zeros and shaped_by_others(unit.layers, name, batched):
                 continue  # zeros are RETURNN's default
             # RETURNN looks for an inner unit's initial values before the outer unit has built its
             # own layers: zeros made there are RETURNN's `"zeros"`
@@ -400,12 +401,12 @@ class ReturnnEmitter:
         for value, out, hint, kind in results:
             if kind == "state" and self._held(value, stepped):
                 name = hint  # the state's own layer, kept in the loop above
-            elif value in stepped:
+            elif value in stepped and not (kind == "last" and self._dynamic(value)):
                 name = self._own_layer(unit, value, hint)
-            else:
+            else:  # also a last value with a dynamic dim: RETURNN may take the last frame along it
                 if value not in held:
                     held[value] = unit.ns.fresh(hint)
-                    unit.layers[held[value]] = _per_step(held[value], unit.refs[value], False, self._dims(unit, value))
+                    unit.layers[held[value]] = per_step(held[value], unit.refs[value], False, self._dims(unit, value))
                 name = held[value]
             result_layers.append(name)
             self.values[out.id] = out
@@ -592,68 +593,6 @@ def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
     return [name for name in layers if name in needing]
 
 
-def _stepped(n: Loop) -> set[int]:
-    """The body values that RETURNN sees change from step to step: those computed from a frame,
-    a state (`prev:`), a `choice` or a nested loop reading any of these. RETURNN moves every
-    other layer out of the loop before it runs, where it has no time axis."""
-    stepped = {v.id for v in [*(s.inner for s in n.seqs), *(c.inner for c in n.carries)]}
-    for nd in n.body:
-        if isinstance(nd, Loop):
-            crossing = [*(s.outer for s in nd.seqs), *(i.outer for i in nd.invariants), *(c.init for c in nd.carries)]
-            if nd.bound is not None:
-                crossing.append(nd.bound)
-            if any(v in stepped for v in crossing):
-                stepped |= {r.id for r in nd.results()}
-        elif nd.op == "choice" or any(a in stepped for a in nd.args):
-            stepped |= {o.id for o in nd.outs}
-    return stepped
-
-
-def _feeding_state(n: Loop) -> set[int]:
-    """The body values that a state's next value or the `end` condition is computed from: RETURNN
-    keeps their layers in the loop; it moves the others after it."""
-    need = {c.next for c in n.carries} | ({n.end} if n.end is not None else set())
-    for nd in reversed(n.body):
-        outs = nd.outs if isinstance(nd, Op) else nd.results()
-        if any(v.id in need for v in outs):
-            if isinstance(nd, Op):
-                need.update(nd.args)
-            else:
-                need.update(s.outer for s in nd.seqs)
-                need.update(i.outer for i in nd.invariants)
-                need.update(c.init for c in nd.carries)
-    return need
-
-
-def _readers(n: Loop, vid: int) -> set[int]:
-    """The results of the body's ops and nested loops that read value `vid` (a state's inner
-    value: the state's own next value when it is that)."""
-    out = {c.next for c in n.carries if c.next == vid}
-    for nd in n.body:
-        if isinstance(nd, Op):
-            if vid in nd.args:
-                out.update(v.id for v in nd.outs)
-        elif vid in {*(s.outer for s in nd.seqs), *(i.outer for i in nd.invariants), *(c.init for c in nd.carries)}:
-            out.update(v.id for v in nd.results())
-    return out
-
-
-def _per_step(name: str, src: str, stepped: bool, dims: list[Code]) -> dict:
-    """The layer `name` giving `src` (with `dims`) at each step. RETURNN moves a layer no step
-    changes out of the loop before it runs, where it has no time axis for a stack, a last frame or
-    a state to use: reading its own previous value (and ignoring it) keeps it in the loop. Its
-    dims are given afresh: a copy of an outer value's would keep that value's lack of a time
-    axis when RETURNN adds the loop's (it reads a state's frames after the loop that way)."""
-    if stepped:
-        return {"class": "copy", "from": src}
-    return {
-        "class": "eval",
-        "from": [src, f"prev:{name}"],
-        "eval": "(source(1), source(0))[1]",
-        "out_type": {"dims": dims},
-    }
-
-
 def _output_carry(n: Loop, single: set[int], outer: _Block) -> LoopCarry | None:
     """The state whose layer is the unit's `output` (`prev:output`). RETURNN computes a unit's
     `output` after the loop when no layer of the unit reads it: a state's layer stays in the loop.
@@ -672,32 +611,6 @@ def _output_carry(n: Loop, single: set[int], outer: _Block) -> LoopCarry | None:
     if chosen:  # a search follows the output: the choice's layer, or a copy of it
         return next((c for c in own if c.next in chosen), None)
     return own[0] if own else None
-
-
-# layers whose output always has the batch dim, whatever their sources
-_BATCHED_CLASSES = {"rnn_cell", "choice"}
-
-
-def _shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> bool:
-    """Whether RETURNN can tell the state layer's shape, batch included, without its initial
-    value (then its default initial output, zeros, has that shape): some layer it is computed
-    from, not through a `prev:` value, has a batch dim (a frame, a batched value from outside)."""
-    todo, seen = [name], {name}
-    while todo:
-        layer = layers[todo.pop()]
-        if layer.get("class") in _BATCHED_CLASSES:
-            return True
-        sources = layer.get("from", [])
-        for src in [sources] if isinstance(sources, str) else sources:
-            src = src[0] if isinstance(src, tuple) else src  # a concat's (source, dim)
-            if not isinstance(src, str) or src.startswith("prev:"):
-                continue
-            if src in batched:
-                return True
-            if src in layers and src not in seen:
-                seen.add(src)
-                todo.append(src)
-    return False
 
 
 def _loop_names(nodes: list[Node]) -> list[str]:
