@@ -16,7 +16,15 @@ from pathlib import Path
 import jinja2
 
 from netc.emit_tf.fold import fold
-from netc.emit_tf.loop_rules import feeding_state, per_step, readers, shaped_by_others, stepped_values
+from netc.emit_tf.loop_rules import (
+    STEP_TYPE_HELPER,
+    STEP_TYPE_HELPER_SOURCE,
+    feeding_state,
+    per_step,
+    readers,
+    shaped_by_others,
+    stepped_values,
+)
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
@@ -41,7 +49,7 @@ NO_BATCH_LIMIT = 2**31 - 1
 # in a unit; a name must also be a valid TensorFlow root scope (ASCII, starting with a letter)
 RESERVED_LAYERS = {"data", "base", "prev", "output", "end"}
 _LAYER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_CONFIG_NAMES = {"Dim", "batch_dim", "extern_data", "network", "reverse_in_length"}
+_CONFIG_NAMES = {"Dim", "batch_dim", "extern_data", "network", "reverse_in_length", "netc_step_type"}
 
 
 def dim_vars(g: Graph) -> dict[str, str]:
@@ -286,9 +294,10 @@ class ReturnnEmitter:
         """Value `vid` has a dynamic dim (besides batch)."""
         return any(self.g.dim(d).kind == "dynamic" for d in self.values[vid].dims)
 
-    def _dims(self, blk: _Block, vid: int) -> list[Code]:
-        """Value `vid`'s dims as the config's dim variables in `blk`."""
-        return [Code(blk.dims[d]) for d in self.values[vid].dims]
+    def _per_step(self, name: str, src: str, stepped: bool) -> dict:
+        if not stepped:
+            self.helpers[STEP_TYPE_HELPER] = STEP_TYPE_HELPER_SOURCE
+        return per_step(name, src, stepped)
 
     def _static_zeros(self, vid: int) -> bool:
         """Value `vid` is made by `zeros(...)` over the batch and static dims only."""
@@ -335,7 +344,7 @@ class ReturnnEmitter:
                 # value with another dynamic dim, possibly that one. Such a state's previous value
                 # is read through a layer kept in the loop
                 prev = unit.ns.fresh(f"{c.name}_prev")
-                unit.layers[prev] = per_step(prev, unit.refs[c.inner.id], False, self._dims(unit, c.inner.id))
+                unit.layers[prev] = self._per_step(prev, unit.refs[c.inner.id], False)
                 unit.refs[c.inner.id] = unit.layer_of[c.inner.id] = prev
         read = count_uses_in_loop(n)
         batched = {base[v] for v in crossing if "batch" in self.values[v].dims}  # refs with a batch dim
@@ -363,7 +372,7 @@ class ReturnnEmitter:
             name = carry_layers[c.inner.id]
             if name not in unit.layers:
                 held = self._held(c.next, stepped)
-                unit.layers[name] = per_step(name, unit.refs[c.next], not held, self._dims(unit, c.next))
+                unit.layers[name] = self._per_step(name, unit.refs[c.next], not held)
                 if not held:
                     unit.layer_of.setdefault(c.next, name)
             if c.init in self.zeros and shaped_by_others(unit.layers, name, batched):
@@ -406,7 +415,7 @@ class ReturnnEmitter:
             else:  # also a last value with a dynamic dim: RETURNN may take the last frame along it
                 if value not in held:
                     held[value] = unit.ns.fresh(hint)
-                    unit.layers[held[value]] = per_step(held[value], unit.refs[value], False, self._dims(unit, value))
+                    unit.layers[held[value]] = self._per_step(held[value], unit.refs[value], False)
                 name = held[value]
             result_layers.append(name)
             self.values[out.id] = out

@@ -60,20 +60,31 @@ def readers(n: Loop, vid: int) -> set[int]:
     return out
 
 
-def per_step(name: str, src: str, stepped: bool, dims: list[Code]) -> dict:
-    """The layer `name` giving `src` (with `dims`) at each step. RETURNN moves a layer no step
-    changes out of the loop before it runs, where it has no time axis for a stack, a last frame or
-    a state to use: reading its own previous value (and ignoring it) keeps it in the loop. Its
-    dims are given afresh: a copy of an outer value's would keep that value's lack of a time
-    axis when RETURNN adds the loop's (it reads a state's frames after the loop that way)."""
+def per_step(name: str, src: str, stepped: bool) -> dict:
+    """The layer `name` giving `src` at each step. RETURNN moves a layer no step changes out of
+    the loop before it runs, where it has no time axis for a stack, a last frame or a state to
+    use: reading its own previous value (and ignoring it) keeps it in the loop. Its template is
+    `src`'s dims afresh (`STEP_TYPE_HELPER`): a copy of an outer value's would keep that value's
+    lack of a time axis when RETURNN adds the loop's (it reads a state's frames after the loop
+    that way). The initial value is never read (sparse values need one given)."""
     if stepped:
         return {"class": "copy", "from": src}
     return {
         "class": "eval",
         "from": [src, f"prev:{name}"],
         "eval": "(source(1), source(0))[1]",
-        "out_type": {"dims": dims},
+        "out_type": Code(STEP_TYPE_HELPER),
+        "initial_output": "zeros",
     }
+
+
+STEP_TYPE_HELPER = "netc_step_type"
+STEP_TYPE_HELPER_SOURCE = f'''def {STEP_TYPE_HELPER}(sources, name, **_kwargs):
+    """The first source's dims with the time axis left to RETURNN: a layer kept in a loop gets the
+    loop's axis as its time axis when RETURNN stacks its frames."""
+    out = sources[0].output
+    return out.copy_template_new_dim_tags(out.dim_tags, name=f"{{name}}_output")
+'''
 
 
 # layers whose output always has the batch dim, whatever their sources
