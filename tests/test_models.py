@@ -34,6 +34,7 @@ LOOP_LOWERING = [
     "own_axis_after_loop.py",
     "nested_state_from_inner_stack.py",
     "nested_outer_state_in_inner.py",
+    "invariant_search_stack.py",
 ]
 MODELS += LOOP_LOWERING
 
@@ -53,6 +54,15 @@ def test_loop_lowering_model_verifies_without_hoisting(netc, model):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "eager vs returnn" in proc.stdout and "eager vs torch" in proc.stdout
+
+
+@pytest.mark.parametrize("hoist", ["--hoist", "--no-hoist"])
+def test_invariant_stack_in_a_search(netc, hoist):
+    """Searched, a stacked value no step changes is kept in the loop per hypothesis."""
+    proc = netc("verify", ROOT / "tests" / "models" / "invariant_search_stack.py", "--seed", "2", "--search", hoist)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "summary          eager vs returnn" in proc.stdout
 
 
 def test_loss_is_reported_by_every_backend(netc):

@@ -294,10 +294,10 @@ class ReturnnEmitter:
         """Value `vid` has a dynamic dim (besides batch)."""
         return any(self.g.dim(d).kind == "dynamic" for d in self.values[vid].dims)
 
-    def _per_step(self, name: str, src: str, stepped: bool) -> dict:
+    def _per_step(self, name: str, src: str, stepped: bool, beam: str | None = None) -> dict:
         if not stepped:
             self.helpers[STEP_TYPE_HELPER] = STEP_TYPE_HELPER_SOURCE
-        return per_step(name, src, stepped)
+        return per_step(name, src, stepped, beam)
 
     def _static_zeros(self, vid: int) -> bool:
         """Value `vid` is made by `zeros(...)` over the batch and static dims only."""
@@ -368,11 +368,13 @@ class ReturnnEmitter:
             self.values[i.inner.id] = i.inner
             unit.refs[i.inner.id] = base[i.outer]
         self.block(n.body, unit, reserved)
+        # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
+        beam = next((unit.refs[nd.outs[0].id] for nd in n.body if isinstance(nd, Op) and nd.op == "choice"), None)
         for c in n.carries:
             name = carry_layers[c.inner.id]
             if name not in unit.layers:
                 held = self._held(c.next, stepped)
-                unit.layers[name] = self._per_step(name, unit.refs[c.next], not held)
+                unit.layers[name] = self._per_step(name, unit.refs[c.next], not held, beam)
                 if not held:
                     unit.layer_of.setdefault(c.next, name)
             if c.init in self.zeros and shaped_by_others(unit.layers, name, batched):
@@ -415,7 +417,7 @@ class ReturnnEmitter:
             else:  # also a last value with a dynamic dim: RETURNN may take the last frame along it
                 if value not in held:
                     held[value] = unit.ns.fresh(hint)
-                    unit.layers[held[value]] = self._per_step(held[value], unit.refs[value], False)
+                    unit.layers[held[value]] = self._per_step(held[value], unit.refs[value], False, beam)
                 name = held[value]
             result_layers.append(name)
             self.values[out.id] = out

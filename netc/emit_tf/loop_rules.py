@@ -60,19 +60,21 @@ def readers(n: Loop, vid: int) -> set[int]:
     return out
 
 
-def per_step(name: str, src: str, stepped: bool) -> dict:
+def per_step(name: str, src: str, stepped: bool, beam: str | None = None) -> dict:
     """The layer `name` giving `src` at each step. RETURNN moves a layer no step changes out of
     the loop before it runs, where it has no time axis for a stack, a last frame or a state to
     use: reading its own previous value (and ignoring it) keeps it in the loop. Its template is
     `src`'s dims afresh (`STEP_TYPE_HELPER`): a copy of an outer value's would keep that value's
     lack of a time axis when RETURNN adds the loop's (it reads a state's frames after the loop
-    that way). The initial value is never read (sparse values need one given)."""
+    that way). The initial value is never read (sparse values need one given). In a search,
+    `beam` is a layer with the beam (the choice), read too: the stack is over hypotheses."""
     if stepped:
         return {"class": "copy", "from": src}
+    extra = [f"prev:{name}", *([beam] if beam else [])]
     return {
         "class": "eval",
-        "from": [src, f"prev:{name}"],
-        "eval": "(source(1), source(0))[1]",
+        "from": [src, *extra],
+        "eval": f"({', '.join(f'source({i + 1})' for i in range(len(extra)))}, source(0))[-1]",
         "out_type": Code(STEP_TYPE_HELPER),
         "initial_output": "zeros",
     }
@@ -82,8 +84,12 @@ STEP_TYPE_HELPER = "netc_step_type"
 STEP_TYPE_HELPER_SOURCE = f'''def {STEP_TYPE_HELPER}(sources, name, **_kwargs):
     """The first source's dims with the time axis left to RETURNN: a layer kept in a loop gets the
     loop's axis as its time axis when RETURNN stacks its frames."""
+    from returnn.tf.util.data import SearchBeam
+
     out = sources[0].output
-    return out.copy_template_new_dim_tags(out.dim_tags, name=f"{{name}}_output")
+    out = out.copy_template_new_dim_tags(out.dim_tags, name=f"{{name}}_output")
+    beam = SearchBeam.get_combined_beam(*(s.output.beam for s in sources))
+    return out.copy_extend_with_beam(beam) if beam else out
 '''
 
 
