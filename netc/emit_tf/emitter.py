@@ -285,16 +285,12 @@ class ReturnnEmitter:
         blk.layer_of[vid] = name
         return name
 
-    def _held(self, vid: int, stepped: set[int]) -> bool:
-        """Whether a state's layer must be kept in its loop (`per_step`): its value is the same at
-        every step."""
-        return vid not in stepped
-
     def _dynamic(self, vid: int) -> bool:
         """Value `vid` has a dynamic dim (besides batch)."""
         return any(self.g.dim(d).kind == "dynamic" for d in self.values[vid].dims)
 
     def _per_step(self, name: str, src: str, stepped: bool, beam: str | None = None) -> dict:
+        """`loop_rules.per_step`, with the config's helper it may call."""
         if not stepped:
             self.helpers[STEP_TYPE_HELPER] = STEP_TYPE_HELPER_SOURCE
         return per_step(name, src, stepped, beam)
@@ -320,7 +316,7 @@ class ReturnnEmitter:
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
         # `prev:` refs must be known before the body: each carry's layer is named after its
         # variable (first: state is what a reader of the config follows), and is the layer
-        # computing its next value when that is an op of this body
+        # computing its next value when that is an op of this body that RETURNN keeps in the loop
         single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
         stepped = stepped_values(n)
         for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
@@ -333,7 +329,7 @@ class ReturnnEmitter:
             self.values[c.inner.id] = c.inner
             unit.carries[c.inner.id] = Carry(base[c.init], c.init in self.zeros, c.next)
             carry_layers[c.inner.id] = "output" if c is output_carry else unit.ns.fresh(c.name)
-            if c.next in single and c.next not in reserved and not self._held(c.next, stepped):
+            if c.next in single and c.next not in reserved and c.next in stepped:
                 reserved[c.next] = carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
         in_loop = feeding_state(n)
@@ -373,9 +369,8 @@ class ReturnnEmitter:
         for c in n.carries:
             name = carry_layers[c.inner.id]
             if name not in unit.layers:
-                held = self._held(c.next, stepped)
-                unit.layers[name] = self._per_step(name, unit.refs[c.next], not held, beam)
-                if not held:
+                unit.layers[name] = self._per_step(name, unit.refs[c.next], c.next in stepped, beam)
+                if c.next in stepped:
                     unit.layer_of.setdefault(c.next, name)
             if c.init in self.zeros and shaped_by_others(unit.layers, name, batched):
                 continue  # zeros are RETURNN's default
@@ -410,7 +405,7 @@ class ReturnnEmitter:
         result_layers: list[str] = []
         held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
         for value, out, hint, kind in results:
-            if kind == "state" and self._held(value, stepped):
+            if kind == "state" and value not in stepped:
                 name = hint  # the state's own layer, kept in the loop above
             elif value in stepped and not (kind == "last" and self._dynamic(value)):
                 name = self._own_layer(unit, value, hint)
