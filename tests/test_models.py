@@ -30,8 +30,21 @@ MODELS = [
     "embedding_class_dim.py",
     "slice_parts.py",
 ]
-# models whose bug shows only with the loops' bodies as written (nothing moved out by netc)
-NO_HOIST = ["split_in_branch.py"]
+# RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
+# verified without hoisting: what stays in the loop must not change how it is lowered)
+LOOP_LOWERING = [
+    "invariant_results.py",
+    "invariant_end_stack.py",
+    "invariant_state.py",
+    "own_axis_after_loop.py",
+    "nested_state_from_inner_stack.py",
+    "nested_outer_state_in_inner.py",
+    "invariant_search_stack.py",
+]
+MODELS += LOOP_LOWERING
+# also verified with the loops' bodies as written (nothing moved out by netc): a bug that shows
+# only so, and how RETURNN's loops are lowered must not depend on what hoisting left in them
+NO_HOIST = ["split_in_branch.py", *LOOP_LOWERING]
 
 
 @pytest.mark.parametrize(("model", "flags"), [(m, ()) for m in MODELS] + [(m, ("--no-hoist",)) for m in NO_HOIST])
@@ -40,6 +53,15 @@ def test_model_verifies(netc, model, flags):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "eager vs returnn" in proc.stdout and "eager vs torch" in proc.stdout
+
+
+@pytest.mark.parametrize("hoist", ["--hoist", "--no-hoist"])
+def test_invariant_stack_in_a_search(netc, hoist):
+    """Searched, a stacked value no step changes is kept in the loop per hypothesis."""
+    proc = netc("verify", ROOT / "tests" / "models" / "invariant_search_stack.py", "--seed", "2", "--search", hoist)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "summary          eager vs returnn" in proc.stdout
 
 
 def test_loss_is_reported_by_every_backend(netc):

@@ -17,6 +17,15 @@ from pathlib import Path
 import jinja2
 
 from netc.emit_tf.fold import fold
+from netc.emit_tf.loop_rules import (
+    STEP_TYPE_HELPER,
+    STEP_TYPE_HELPER_SOURCE,
+    feeding_state,
+    per_step,
+    readers,
+    shaped_by_others,
+    stepped_values,
+)
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
@@ -41,7 +50,7 @@ NO_BATCH_LIMIT = 2**31 - 1
 # in a unit; a name must also be a valid TensorFlow root scope (ASCII, starting with a letter)
 RESERVED_LAYERS = {"data", "base", "prev", "output", "end"}
 _LAYER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_CONFIG_NAMES = {"Dim", "batch_dim", "extern_data", "network", "reverse_in_length"}
+_CONFIG_NAMES = {"Dim", "batch_dim", "extern_data", "network", "reverse_in_length", "netc_step_type"}
 
 
 def dim_vars(g: Graph) -> dict[str, str]:
@@ -286,6 +295,16 @@ class ReturnnEmitter:
         blk.layer_of[vid] = name
         return name
 
+    def _dynamic(self, vid: int) -> bool:
+        """Value `vid` has a dynamic dim (besides batch)."""
+        return any(self.g.dim(d).kind == "dynamic" for d in self.values[vid].dims)
+
+    def _per_step(self, name: str, src: str, stepped: bool, beam: str | None = None) -> dict:
+        """`loop_rules.per_step`, with the config's helper it may call."""
+        if not stepped:
+            self.helpers[STEP_TYPE_HELPER] = STEP_TYPE_HELPER_SOURCE
+        return per_step(name, src, stepped, beam)
+
     def _static_zeros(self, vid: int) -> bool:
         """Value `vid` is made by `zeros(...)` over the batch and static dims only."""
         return vid in self.zeros and all(self.g.dim(d).kind != "dynamic" for d in self.values[vid].dims)
@@ -303,12 +322,16 @@ class ReturnnEmitter:
             var = self.dim_ns.fresh(f"{outer.dims[n.axis]}_whole")
             self.whole_dims.append((var, f"{n.axis}:whole"))
             unit.dims[n.axis] = var
-        base = {v: _base(self._retag(outer, v, outer.dims, unit.dims)) for v in crossing}
+        base = {v: _base(self._retag(outer, v, outer.dims, unit.dims, self._crossing(outer, v))) for v in crossing}
         outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
         # `prev:` refs must be known before the body: each carry's layer is named after its
         # variable (first: state is what a reader of the config follows), and is the layer
-        # computing its next value when that is an op of this body
+        # computing its next value when that is an op of this body that RETURNN keeps in the loop
         single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
+        stepped = stepped_values(n)
+        for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
+            self.values.update((v.id, v) for v in (nd.outs if isinstance(nd, Op) else nd.results()))
+        self.values.update((v.id, v) for v in n.block_args())
         output_carry = _output_carry(n, single, outer)
         carry_layers: dict[int, str] = {}
         reserved: dict[int, str] = {}
@@ -316,9 +339,19 @@ class ReturnnEmitter:
             self.values[c.inner.id] = c.inner
             unit.carries[c.inner.id] = Carry(base[c.init], c.init in self.zeros, c.next)
             carry_layers[c.inner.id] = "output" if c is output_carry else unit.ns.fresh(c.name)
-            if c.next in single and c.next not in reserved:
+            if c.next in single and c.next not in reserved and c.next in stepped:
                 reserved[c.next] = carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
+        in_loop = feeding_state(n)
+        for c in n.carries:
+            if self._dynamic(c.inner.id) and not readers(n, c.inner.id) <= in_loop:
+                # RETURNN moves a layer that no state needs after the loop and gives it the frames
+                # of the states it reads shifted by one, along the axis it takes for time: of a
+                # value with another dynamic dim, possibly that one. Such a state's previous value
+                # is read through a layer kept in the loop
+                prev = unit.ns.fresh(f"{c.name}_prev")
+                unit.layers[prev] = self._per_step(prev, unit.refs[c.inner.id], False)
+                unit.refs[c.inner.id] = unit.layer_of[c.inner.id] = prev
         read = unit.read = count_uses_in_loop(n)
         batched = {base[v] for v in crossing if "batch" in self.values[v].dims}  # refs with a batch dim
         steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
@@ -326,7 +359,7 @@ class ReturnnEmitter:
             self.values[s.inner.id] = s.inner
             if s.outer == n.target:  # the choice layer takes its target by data key
                 continue
-            src = outer.refs[s.outer]
+            src = self._crossing(outer, s.outer)
             if n.reverse:
                 src = self._reverse(outer, src, n.axis, f"{self.values[s.outer].name or 'x'}_reversed")
             if not read[s.inner.id]:
@@ -341,19 +374,22 @@ class ReturnnEmitter:
             self.values[i.inner.id] = i.inner
             unit.refs[i.inner.id] = base[i.outer]
         self.block(n.body, unit, reserved)
+        # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
+        beam = next((unit.refs[nd.outs[0].id] for nd in n.body if isinstance(nd, Op) and nd.op == "choice"), None)
         for c in n.carries:
             name = carry_layers[c.inner.id]
             if name not in unit.layers:
-                unit.layers[name] = {"class": "copy", "from": unit.refs[c.next]}
-                unit.layer_of.setdefault(c.next, name)
-            if c.init in self.zeros and _shaped_by_others(unit.layers, name, batched):
+                unit.layers[name] = self._per_step(name, unit.refs[c.next], c.next in stepped, beam)
+                if c.next in stepped:
+                    unit.layer_of.setdefault(c.next, name)
+            if c.init in self.zeros and shaped_by_others(unit.layers, name, batched):
                 continue  # zeros are RETURNN's default
             # RETURNN looks for an inner unit's initial values before the outer unit has built its
             # own layers: zeros made there are RETURNN's `"zeros"`
             in_outer_unit = outer.in_unit and not base[c.init].startswith("base:base:")
             zeros = in_outer_unit and self._static_zeros(c.init)
             unit.layers[name]["initial_output"] = "zeros" if zeros else base[c.init]
-        results = [(c.next, c.out, carry_layers[c.inner.id], "last") for c in n.carries if c.out is not None]
+        results = [(c.next, c.out, carry_layers[c.inner.id], "state") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts]
         if n.end is not None:
@@ -376,14 +412,32 @@ class ReturnnEmitter:
                 "RETURNN target: a loop inside another loop can give one result (a stacked list "
                 "or one variable read after it); split it into several loops",
             )
+        result_layers: list[str] = []
+        held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
         for value, out, hint, kind in results:
-            name = self._own_layer(unit, value, hint)
+            if kind == "state" and value not in stepped:
+                name = hint  # the state's own layer, kept in the loop above
+            elif value in stepped and not (kind == "last" and self._dynamic(value)):
+                name = self._own_layer(unit, value, hint)
+            else:  # also a last value with a dynamic dim: RETURNN may take the last frame along it
+                if value not in held:
+                    held[value] = unit.ns.fresh(hint)
+                    unit.layers[held[value]] = self._per_step(held[value], unit.refs[value], False, beam)
+                name = held[value]
+            result_layers.append(name)
             self.values[out.id] = out
             if outer.in_unit:
                 # sub-layers of a rec layer inside a unit cannot be reached; its own output can
                 if name != "output":
                     unit.layers["output"] = {"class": "copy", "from": name}
-                ref = rec if kind == "stack" else self._gather_last(outer, rec, out, n.axis)
+                if kind == "stack":
+                    # RETURNN's template of a rec layer in a unit is batch-major and its output
+                    # time-major: a state's or last frame's layer of it would mix the two layouts
+                    # (its previous value laid out as the template says); batch-major throughout
+                    ref = outer.ns.fresh(out.name or f"{rec}_stacked")
+                    outer.layers[ref] = {"class": "reinterpret_data", "from": rec, "enforce_batch_major": True}
+                else:
+                    ref = self._gather_last(outer, rec, out, n.axis)
             elif kind == "stack":
                 unit.layers[name]["is_output_layer"] = True
                 ref = f"{rec}/{name}"
@@ -404,8 +458,8 @@ class ReturnnEmitter:
         if "output" not in unit.layers:
             # searching, RETURNN takes the rec layer's hypotheses from its output: the choice
             chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
-            first = chosen[0] if chosen else results[0][0]
-            unit.layers["output"] = {"class": "copy", "from": self._own_layer(unit, first, "out")}
+            first = self._own_layer(unit, chosen[0], "out") if chosen else result_layers[0]
+            unit.layers["output"] = {"class": "copy", "from": first}
         rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
         if n.target is not None:  # training: the target's frames; searching: a new axis per search
             del rec_layer["axis"]
@@ -445,16 +499,28 @@ class ReturnnEmitter:
             self.op(op, unit, {})
         return unit.refs[n.bound] if ops else _base(outer.refs[n.bound])
 
-    def _retag(self, blk: _Block, vid: int, old: dict[str, str], new: dict[str, str]) -> str:
-        """A reference to value `vid` of `blk` with its dims under the tags of `new` (a
-        `reinterpret_data` layer when a tag differs: the whole axis entering or leaving a loop)."""
+    def _crossing(self, outer: _Block, vid: int) -> str:
+        """The reference to value `vid` of `outer` that a loop in it reads. An outer unit's state
+        is read through a layer of that unit: RETURNN builds an inner unit while it builds the
+        outer unit's layers, and an inner `base:prev:h` (a read of the outer state, which the
+        inner loop computes) is a dependency loop to it."""
+        ref = outer.refs[vid]
+        if not ref.startswith("prev:"):
+            return ref
+        return self._own_layer(outer, vid, f"{self.values[vid].name or 'state'}_prev")
+
+    def _retag(self, blk: _Block, vid: int, old: dict[str, str], new: dict[str, str], src: str | None = None) -> str:
+        """A reference to value `vid` of `blk` (read as `src`, by default its reference) with its
+        dims under the tags of `new` (a `reinterpret_data` layer when a tag differs: the whole
+        axis entering or leaving a loop)."""
+        src = src or blk.refs[vid]
         changes = {Code(old[d]): Code(new[d]) for d in self.values[vid].dims if old[d] != new[d]}
         if not changes:
-            return blk.refs[vid]
+            return src
         key = (vid, tuple(changes.items()))
         if key not in blk.retagged:
             name = blk.ns.fresh(f"{self.values[vid].name or 'x'}_{'_'.join(changes.values())}")
-            blk.layers[name] = {"class": "reinterpret_data", "from": blk.refs[vid], "set_dim_tags": changes}
+            blk.layers[name] = {"class": "reinterpret_data", "from": src, "set_dim_tags": changes}
             blk.retagged[key] = name
         return blk.retagged[key]
 
@@ -561,32 +627,6 @@ def _output_carry(n: Loop, single: set[int], outer: _Block) -> LoopCarry | None:
     if chosen:  # a search follows the output: the choice's layer, or a copy of it
         return next((c for c in own if c.next in chosen), None)
     return own[0] if own else None
-
-
-# layers whose output always has the batch dim, whatever their sources
-_BATCHED_CLASSES = {"rnn_cell", "choice"}
-
-
-def _shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> bool:
-    """Whether RETURNN can tell the state layer's shape, batch included, without its initial
-    value (then its default initial output, zeros, has that shape): some layer it is computed
-    from, not through a `prev:` value, has a batch dim (a frame, a batched value from outside)."""
-    todo, seen = [name], {name}
-    while todo:
-        layer = layers[todo.pop()]
-        if layer.get("class") in _BATCHED_CLASSES:
-            return True
-        sources = layer.get("from", [])
-        for src in [sources] if isinstance(sources, str) else sources:
-            src = src[0] if isinstance(src, tuple) else src  # a concat's (source, dim)
-            if not isinstance(src, str) or src.startswith("prev:"):
-                continue
-            if src in batched:
-                return True
-            if src in layers and src not in seen:
-                seen.add(src)
-                todo.append(src)
-    return False
 
 
 def _loop_names(nodes: list[Node]) -> list[str]:

@@ -1,0 +1,119 @@
+"""Which layers of a rec unit RETURNN keeps in its loop, and how the emitter makes it keep them.
+
+RETURNN decides at construction, from the dependency graph alone, which layers of a unit run
+in the loop (`optimize_move_layers_out`): a layer that depends on no frame, state or choice
+runs once before the loop, without the loop's axis; a layer that no state needs runs after
+it, over the stacked frames of what it reads. These functions tell the emitter which values
+are which, so that it can lower stacks, last frames and states that RETURNN would otherwise
+move out of reach (see docs/design.md, "How loops are lowered to RETURNN").
+"""
+
+from __future__ import annotations
+
+from netc.ir.model import Loop, Op
+from netc.naming import Code
+
+
+def stepped_values(n: Loop) -> set[int]:
+    """The body values that RETURNN sees change from step to step: those computed from a frame,
+    a state (`prev:`), a `choice` or a nested loop reading any of these. RETURNN moves every
+    other layer out of the loop before it runs, where it has no time axis."""
+    stepped = {v.id for v in [*(s.inner for s in n.seqs), *(c.inner for c in n.carries)]}
+    for nd in n.body:
+        if isinstance(nd, Loop):
+            crossing = [*(s.outer for s in nd.seqs), *(i.outer for i in nd.invariants), *(c.init for c in nd.carries)]
+            if nd.bound is not None:
+                crossing.append(nd.bound)
+            if any(v in stepped for v in crossing):
+                stepped |= {r.id for r in nd.results()}
+        elif nd.op == "choice" or any(a in stepped for a in nd.args):
+            stepped |= {o.id for o in nd.outs}
+    return stepped
+
+
+def feeding_state(n: Loop) -> set[int]:
+    """The body values that a state's next value or the `end` condition is computed from: RETURNN
+    keeps their layers in the loop; it moves the others after it."""
+    need = {c.next for c in n.carries} | ({n.end} if n.end is not None else set())
+    for nd in reversed(n.body):
+        outs = nd.outs if isinstance(nd, Op) else nd.results()
+        if any(v.id in need for v in outs):
+            if isinstance(nd, Op):
+                need.update(nd.args)
+            else:
+                need.update(s.outer for s in nd.seqs)
+                need.update(i.outer for i in nd.invariants)
+                need.update(c.init for c in nd.carries)
+    return need
+
+
+def readers(n: Loop, vid: int) -> set[int]:
+    """The results of the body's ops and nested loops that read value `vid` (a state's inner
+    value: the state's own next value when it is that)."""
+    out = {c.next for c in n.carries if c.next == vid}
+    for nd in n.body:
+        if isinstance(nd, Op):
+            if vid in nd.args:
+                out.update(v.id for v in nd.outs)
+        elif vid in {*(s.outer for s in nd.seqs), *(i.outer for i in nd.invariants), *(c.init for c in nd.carries)}:
+            out.update(v.id for v in nd.results())
+    return out
+
+
+def per_step(name: str, src: str, stepped: bool, beam: str | None = None) -> dict:
+    """The layer `name` giving `src` at each step. RETURNN moves a layer no step changes out of
+    the loop before it runs, where it has no time axis for a stack, a last frame or a state to
+    use: reading its own previous value (and ignoring it) keeps it in the loop. Its template is
+    `src`'s dims afresh (`STEP_TYPE_HELPER`): a copy of an outer value's would keep that value's
+    lack of a time axis when RETURNN adds the loop's (it reads a state's frames after the loop
+    that way). The initial value is never read (sparse values need one given). In a search,
+    `beam` is a layer with the beam (the choice), read too: the stack is over hypotheses."""
+    if stepped:
+        return {"class": "copy", "from": src}
+    extra = [f"prev:{name}", *([beam] if beam else [])]
+    return {
+        "class": "eval",
+        "from": [src, *extra],
+        "eval": f"({', '.join(f'source({i + 1})' for i in range(len(extra)))}, source(0))[-1]",
+        "out_type": Code(STEP_TYPE_HELPER),
+        "initial_output": "zeros",
+    }
+
+
+STEP_TYPE_HELPER = "netc_step_type"
+STEP_TYPE_HELPER_SOURCE = f'''def {STEP_TYPE_HELPER}(sources, name, **_kwargs):
+    """The first source's dims with the time axis left to RETURNN: a layer kept in a loop gets the
+    loop's axis as its time axis when RETURNN stacks its frames."""
+    from returnn.tf.util.data import SearchBeam
+
+    out = sources[0].output
+    out = out.copy_template_new_dim_tags(out.dim_tags, name=f"{{name}}_output")
+    beam = SearchBeam.get_combined_beam(*(s.output.beam for s in sources))
+    return out.copy_extend_with_beam(beam) if beam else out
+'''
+
+
+# layers whose output always has the batch dim, whatever their sources
+_BATCHED_CLASSES = {"rnn_cell", "choice"}
+
+
+def shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> bool:
+    """Whether RETURNN can tell the state layer's shape, batch included, without its initial
+    value (then its default initial output, zeros, has that shape): some layer it is computed
+    from, not through a `prev:` value, has a batch dim (a frame, a batched value from outside)."""
+    todo, seen = [name], {name}
+    while todo:
+        layer = layers[todo.pop()]
+        if layer.get("class") in _BATCHED_CLASSES:
+            return True
+        sources = layer.get("from", [])
+        for src in [sources] if isinstance(sources, str) else sources:
+            src = src[0] if isinstance(src, tuple) else src  # a concat's (source, dim)
+            if not isinstance(src, str) or src.startswith("prev:"):
+                continue
+            if src in batched:
+                return True
+            if src in layers and src not in seen:
+                seen.add(src)
+                todo.append(src)
+    return False
