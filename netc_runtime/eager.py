@@ -420,14 +420,33 @@ class OpModule:
         bound = inspect.signature(self.opdef.ctor).bind(*args, **kwargs)
         bound.apply_defaults()
         self.attrs = {k: _attr(v) for k, v in bound.arguments.items()}
-        key = _call_path(run.net)
-        if key not in run.net.params_by_path:
-            raise RuntimeError(f"no parameters known for the module constructed at {key}")
-        self.params = run.net.params_by_path[key]
+        # none when the module's result is never read: the compiler dropped its parameters
+        self.params: dict[str, torch.Tensor] | None = run.net.params_by_path.get(_call_path(run.net))
 
     def __call__(self, *args, **kwargs) -> ETensor | tuple[ETensor, ...]:
         xs = [stack_list(x) if isinstance(x, list) else x for x in self.opdef.module_args(args, kwargs)]
+        if self.params is None:
+            self.params = _throwaway_params(self.opdef, xs, self.attrs)
         return _apply(self.opdef, xs, dict(self.attrs), self.params)
+
+
+def _throwaway_params(opdef: OpDef, xs: list[ETensor], attrs: dict) -> dict[str, torch.Tensor]:
+    """Parameters of a module whose result nothing reads (no live output depends on them): fresh
+    ones of the shapes its inputs give, drawn from a generator of their own so that the
+    parameters of live modules stay as they are."""
+    dt = _run().net.dims
+    vals = [Value(id=0, dims=x.dims, dtype=_dtype(x.data), sparse_dim=x.sparse_dim) for x in xs]
+    gen = torch.Generator().manual_seed(0)
+    out = {}
+    for role, dims in opdef.params(dt, vals, attrs).items():
+        init = opdef.init_of(role, dims)
+        t = torch.empty(*(dt[d].size for d in dims))
+        if init == "glorot":
+            torch.nn.init.xavier_uniform_(t, generator=gen)
+        else:
+            t.fill_(1.0 if init == "ones" else 0.0)
+        out[role] = t
+    return out
 
 
 class Network:

@@ -24,6 +24,7 @@ MODELS = [
     "ops_elementwise.py",
     "ops_losses.py",
     "split_linear_forms.py",
+    "dead_module.py",
 ]
 
 
