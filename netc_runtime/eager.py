@@ -274,14 +274,15 @@ def _stacking_loop(items: list[ETensor], run: _Run) -> tuple[str, bool]:
 
 
 class _Ctx:
-    def __init__(self, params: dict[str, torch.Tensor] | None = None):
+    def __init__(self, params: dict[str, torch.Tensor] | None = None, rows: int = 1):
         self.params = params or {}
         self.training = _run().net.training
+        self.rows = rows  # the batch: one sequence, or its hypotheses when searching
 
     def size(self, dim: str) -> int:
         d = _run().net.dims[dim]
         if d.kind == "batch":
-            return 1
+            return self.rows
         if d.size is None:  # this sequence's own length (one sequence at a time)
             if dim not in _run().lengths:
                 raise TypeError(f"no length of dim {dim} known here")
@@ -309,7 +310,8 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     args, version = run.align(args)
     vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data), sparse_dim=a.sparse_dim) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
-    res = opdef.eager(_Ctx(params), args, attrs, outs)
+    rows = max((a.data.shape[0] for a in args if "batch" in a.dims), default=1)  # batch is the first dim
+    res = opdef.eager(_Ctx(params, rows), args, attrs, outs)
     for d in opdef.makes_dims(attrs):  # this sequence's length of a dim the op made (`max_pool`)
         first = res[0] if isinstance(res, tuple) else res
         run.lengths[d] = first.shape[outs[0].dims.index(d)]

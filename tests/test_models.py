@@ -25,6 +25,7 @@ MODELS = [
     "ops_losses.py",
     "split_linear_forms.py",
     "dead_module.py",
+    "search_expand.py",
 ]
 
 
