@@ -26,6 +26,9 @@ MODELS = [
     "split_linear_forms.py",
     "dead_module.py",
     "search_expand.py",
+    "index_two_dynamic_dims.py",
+    "nested_list_append.py",
+    "while_loops_alike.py",
 ]
 
 
