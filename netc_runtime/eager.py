@@ -9,6 +9,7 @@ it (a batch of one); the results are padded back into a batch. Only parameter id
 from __future__ import annotations
 
 import contextvars
+import dis
 import inspect
 import os
 import re
@@ -634,10 +635,14 @@ class Network:
             tb = e.__traceback__
             while tb.tb_next is not None:
                 tb = tb.tb_next
-            name = re.search(r"'(.+?)'", str(e))
+            found = re.search(r"'(.+?)'", str(e))
+            name = found.group(1) if found else "?"
+            code, at = tb.tb_frame.f_code, tb.tb_lasti
+            # the load of `name` (CPython may report a fused load of the name before it)
+            at = next((i.offset for i in dis.get_instructions(code) if i.offset >= at and i.argval == name), at)
             raise CompileError(
-                frame_span(tb.tb_frame.f_code, tb.tb_lasti),
-                f"`{name.group(1) if name else '?'}` has no value for sequence {b} of the batch: it is assigned "
+                frame_span(code, at),
+                f"`{name}` has no value for sequence {b} of the batch: it is assigned "
                 "after `if end(...): break` of a loop that ended at its first step (eager mode has no value "
                 "from a step before)",
             ) from None
