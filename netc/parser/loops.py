@@ -9,10 +9,12 @@ the loop to their last-frame value, and lists appended to become stacked tensors
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack
+from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack, Value
+from netc.ir.uses import count_uses_in_loop
 from netc.ops import REGISTRY
 from netc.parser import values as V
 
@@ -61,6 +63,10 @@ def assigned_names(stmts: list[ast.stmt]) -> dict[str, ast.AST]:
             _bound_names(node.target, found)
         todo.extend(reversed([c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.stmt, ast.excepthandler))]))
     return found
+
+
+def _labels(v: Value) -> str:
+    return f"labels over `{v.sparse_dim}`" if v.sparse_dim else f"{v.dtype} without a class dim"
 
 
 def _bound_names(t: ast.AST, found: dict[str, ast.AST]) -> None:
@@ -318,6 +324,7 @@ class LoopBuilder:
         elif loop.end is not None:  # a new dynamic dim: as many frames as each sequence ran steps
             stacked = [n for lst, _, _ in ctx.appends.values() for n in lst.bound_in(env)]
             loop.axis = t.dims.fresh_dynamic(f"{stacked[0]}_time" if stacked else "steps").name
+        read = count_uses_in_loop(loop) + Counter(tv.value.id for _, tv, _ in ctx.appends.values())
         for c in loop.carries:
             nxt = env.get(c.name)
             node = ctx.assigned[c.name]
@@ -329,6 +336,13 @@ class LoopBuilder:
                     node,
                     f"loop state `{c.name}` changes in the loop: [{', '.join(c.inner.dims)}] before, "
                     f"[{', '.join(nxt.dims)}] after a step",
+                )
+            if nxt.value.sparse_dim != c.inner.sparse_dim and read[c.inner.id]:
+                # the body read the previous value with the class dim it had before the loop;
+                # from the second step on it is the value of a step, which has another
+                raise t.error(
+                    node,
+                    f"loop state `{c.name}` changes in the loop: {_labels(c.inner)} before, {_labels(nxt.value)} after a step",
                 )
             c.next = nxt.value.id
             c.out = t.new_value(c.inner.dims, c.inner.dtype, name=c.name, sparse_dim=c.inner.sparse_dim)
