@@ -50,6 +50,7 @@ class _Run:
     loops: list[LoopTag] = field(default_factory=list)  # iterator loops currently running (innermost last)
     count: int = 0  # loop events so far: a loop's run starting or ending
     while_loops: dict[int, LoopTag] = field(default_factory=dict)  # `while True` runs by their `seq`
+    in_frame_order: list[list] = field(default_factory=list)  # see `eager_loops._frame_order`
     losses: dict[str, ETensor] = field(default_factory=dict)
     searching: bool = False  # a beam search: `choice` runs one, the targets are absent
     beam: Beam | None = None  # made by the first `choice` when searching
@@ -255,13 +256,14 @@ def unstack(x: ETensor, axis) -> Any:
 def stack_list(items: list, output: str | None = None) -> ETensor:
     """A list appended to in a loop, as the stacked tensor it is in the compiled targets (the
     returned `output`, if it is one)."""
-    # an inner loop's list appended in the outer loop's step: its stack, made in that step
     if not items:  # a loop with `end` that stacked nothing for this sequence: no value tells the dims
         raise CompileError(
             user_span(),
             "eager mode cannot use an empty list as a tensor (its loop stacked nothing for this "
             "sequence, so no value tells its dims); return the list as an output instead",
         )
+    in_frame_order = any(items is done for done in _run().in_frame_order)
+    # an inner loop's list appended in the outer loop's step: its stack, made in that step
     items = [stack_list(i) if isinstance(i, list) else i for i in items]
     if not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
@@ -278,7 +280,7 @@ def stack_list(items: list, output: str | None = None) -> ETensor:
         while made_in and tuple(made_in) != i.frames[: len(made_in)]:
             made_in.pop()
     frames = max((tuple(made_in), run.frames()), key=len)
-    if backward:  # appended backwards: stacked in frame order, as the targets do
+    if backward and not in_frame_order:  # appended backwards: stacked in frame order, as the targets do
         items = items[::-1]
     items, version = run.align(items)  # searching: each step's frames of the final hypotheses
     out_dims = run.net.dims.canonical((*items[0].dims, axis))

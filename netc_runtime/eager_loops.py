@@ -73,6 +73,7 @@ class _Run(Protocol):  # what of eager's run this module reads
     lengths: dict[str, int]
     count: int
     while_loops: dict[int, LoopTag]
+    in_frame_order: list[list]  # lists of backward loops, put in frame order when their loop ended
 
     def tag(self, axis: str, backward: bool) -> LoopTag: ...
     def graph(self) -> Graph: ...
@@ -87,6 +88,32 @@ def run_loop(run: _Run, tag: LoopTag, items: Iterator[Any]) -> Iterator[Any]:
             yield item
     finally:
         _finish(run, tag)
+        if tag.backward:
+            _frame_order(run, tag)
+
+
+def _frame_order(run: _Run, tag: LoopTag) -> None:
+    """A backward loop has ended: the lists it appended to (one value a step) hold its values
+    in step order, last frame first. They are the stacked tensor, aligned with the frames, in
+    the compiled targets (`for b_t in bw`, `zip(fw, bw)`, `bw[t]`), so they are reversed in
+    place: from now on they are in frame order, as a `for` over them needs."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(PKG_DIRS):
+        f = f.f_back
+    if f is None:
+        return
+    for v in f.f_locals.values():
+        if isinstance(v, list) and len(v) == tag.steps and _made_in_run(v, tag):
+            if not any(v is done for done in run.in_frame_order):
+                v.reverse()
+                run.in_frame_order.append(v)
+
+
+def _made_in_run(x: Any, tag: LoopTag) -> bool:
+    """Whether `x` (a value, or a list of them) holds a value made in the loop run `tag`."""
+    if isinstance(x, list):
+        return any(_made_in_run(i, tag) for i in x)
+    return tag in getattr(x, "frames", ())
 
 
 def _finish(run: _Run, tag: LoopTag) -> None:

@@ -29,6 +29,7 @@ MODELS = [
     "index_two_dynamic_dims.py",
     "nested_list_append.py",
     "while_loops_alike.py",
+    "zip_backward_list.py",
 ]
 
 
