@@ -9,10 +9,8 @@ it (a batch of one); the results are padded back into a batch. Only parameter id
 from __future__ import annotations
 
 import contextvars
-import dis
 import inspect
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,11 +34,12 @@ from netc_runtime.eager_loops import (
     SeqLen,
     eager_range,
     end_step,
-    frame_span,
     run_loop,
     stacking_loop,
+    unbound_after_end,
     user_span,
 )
+from netc_runtime.eager_params import throwaway_params
 
 
 @dataclass
@@ -449,27 +448,9 @@ class OpModule:
     def __call__(self, *args, **kwargs) -> ETensor | tuple[ETensor, ...]:
         xs = [stack_list(x) if isinstance(x, list) else x for x in self.opdef.module_args(args, kwargs)]
         if self.params is None:
-            self.params = _throwaway_params(self.opdef, xs, self.attrs)
+            vals = [Value(id=0, dims=x.dims, dtype=_dtype(x.data), sparse_dim=x.sparse_dim) for x in xs]
+            self.params = throwaway_params(self.opdef, _run().net.dims, vals, self.attrs)
         return _apply(self.opdef, xs, dict(self.attrs), self.params)
-
-
-def _throwaway_params(opdef: OpDef, xs: list[ETensor], attrs: dict) -> dict[str, torch.Tensor]:
-    """Parameters of a module whose result nothing reads (no live output depends on them): fresh
-    ones of the shapes its inputs give, drawn from a generator of their own so that the
-    parameters of live modules stay as they are."""
-    dt = _run().net.dims
-    vals = [Value(id=0, dims=x.dims, dtype=_dtype(x.data), sparse_dim=x.sparse_dim) for x in xs]
-    gen = torch.Generator().manual_seed(0)
-    out = {}
-    for role, dims in opdef.params(dt, vals, attrs).items():
-        init = opdef.init_of(role, dims)
-        t = torch.empty(*(dt[d].size for d in dims))
-        if init == "glorot":
-            torch.nn.init.xavier_uniform_(t, generator=gen)
-        else:
-            t.fill_(1.0 if init == "ones" else 0.0)
-        out[role] = t
-    return out
 
 
 class Network:
@@ -632,22 +613,7 @@ class Network:
         try:
             return self.fn(**inputs)
         except UnboundLocalError as e:
-            # the compiler rejects reading a name no path binds: this one is bound only after an
-            # `if end(...): break` of a loop that ended at its first step for this sequence
-            tb = e.__traceback__
-            while tb.tb_next is not None:
-                tb = tb.tb_next
-            found = re.search(r"'(.+?)'", str(e))
-            name = found.group(1) if found else "?"
-            code, at = tb.tb_frame.f_code, tb.tb_lasti
-            # the load of `name` (CPython may report a fused load of the name before it)
-            at = next((i.offset for i in dis.get_instructions(code) if i.offset >= at and i.argval == name), at)
-            raise CompileError(
-                frame_span(code, at),
-                f"`{name}` has no value for sequence {b} of the batch: it is assigned "
-                "after `if end(...): break` of a loop that ended at its first step (eager mode has no value "
-                "from a step before)",
-            ) from None
+            raise unbound_after_end(e, b) from None
         finally:
             if before is _UNSET:
                 del scope["range"]

@@ -9,8 +9,10 @@ looked up in the compiled graph by its step dims, or, returned, by the output it
 
 from __future__ import annotations
 
+import dis
 import linecache
 import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -257,6 +259,28 @@ def _output_loop(g: Graph, output: str) -> Loop | None:
 
     walk(g.body)
     return found[0] if len(found) == 1 else None
+
+
+def unbound_after_end(e: UnboundLocalError, b: int) -> CompileError:
+    """An unbound local read in the model: the compiler rejects reading a name no path binds, so
+    this one is bound only after an `if end(...): break` of a loop that ended at its first step
+    for sequence `b`."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    found = re.search(r"'(.+?)'", str(e))
+    name = found.group(1) if found else "?"
+    span = None
+    if tb is not None:
+        code, at = tb.tb_frame.f_code, tb.tb_lasti
+        # the load of `name` (CPython may report a fused load of the name before it)
+        at = next((i.offset for i in dis.get_instructions(code) if i.offset >= at and i.argval == name), at)
+        span = frame_span(code, at)
+    return CompileError(
+        span,
+        f"`{name}` has no value for sequence {b} of the batch: it is assigned after `if end(...): break` "
+        "of a loop that ended at its first step (eager mode has no value from a step before)",
+    )
 
 
 def user_span() -> Span | None:
