@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-import netc as _netc
+from netc.errors import CompileError
 from netc.ir.dims import DimTable
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Value
@@ -27,29 +27,29 @@ from netc.naming import lens_name
 from netc.ops import REGISTRY, OpDef
 from netc.ops.align import align_tensor
 from netc_runtime.beam import Beam
-
-# frames in these packages are netc's own, not user call sites
-_PKG_DIRS = tuple(os.path.dirname(os.path.abspath(m)) + os.sep for m in (__file__, _netc.__file__))
-
-
-@dataclass(eq=False)
-class _Tag:
-    """One run of one loop. A value made inside it is tagged with it, so a list of per-step
-    values knows the axis (and direction) to stack over; a finished run tags nothing new."""
-
-    axis: str
-    backward: bool
-    seq: int  # creation order: outer loops are created before inner ones
-    finished: bool = False
-    steps: int = 0  # steps run so far
+from netc_runtime.eager_loops import PKG_DIRS as _PKG_DIRS
+from netc_runtime.eager_loops import (
+    LoopIndex,
+    LoopTag,
+    SeqLen,
+    eager_range,
+    end_step,
+    run_loop,
+    stacking_loop,
+    unbound_after_end,
+    user_span,
+)
+from netc_runtime.eager_params import throwaway_params
 
 
 @dataclass
 class _Run:
     net: Network
     lengths: dict[str, int]  # this sequence's length of each input dynamic dim
-    loops: list[_Tag] = field(default_factory=list)  # iterator loops currently running (innermost last)
-    count: int = 0
+    loops: list[LoopTag] = field(default_factory=list)  # iterator loops currently running (innermost last)
+    count: int = 0  # loop events so far: a loop's run starting or ending
+    while_loops: dict[int, LoopTag] = field(default_factory=dict)  # `while True` runs by their `seq`
+    in_frame_order: list[list] = field(default_factory=list)  # see `eager_loops._frame_order`
     losses: dict[str, ETensor] = field(default_factory=dict)
     searching: bool = False  # a beam search: `choice` runs one, the targets are absent
     beam: Beam | None = None  # made by the first `choice` when searching
@@ -75,15 +75,19 @@ class _Run:
         for a in args:
             if a.version < version and "batch" in a.dims:  # batch is the first dim
                 rows = self.beam.rows_from(a.version, version)
-                a = ETensor(a.data.index_select(0, rows), a.dims, a.frames, a.sparse_dim, version)
+                a = ETensor(a.data.index_select(0, rows), a.dims, a.frames, a.sparse_dim, version, a.serial)
             out.append(a)
         return out, version
 
-    def tag(self, axis: str, backward: bool) -> _Tag:
+    def tag(self, axis: str, backward: bool) -> LoopTag:
         self.count += 1
-        return _Tag(axis, backward, self.count)
+        return LoopTag(axis, backward, self.count)
 
-    def frames(self) -> tuple[_Tag, ...]:
+    def graph(self) -> Graph:
+        """The loops as written: a `choice` loop as a search runs it (over its target's dim)."""
+        return self.net.graph.search or self.net.graph
+
+    def frames(self) -> tuple[LoopTag, ...]:
         """A new value's loops: the iterator loops running while it is made."""
         return tuple(self.loops)
 
@@ -106,12 +110,15 @@ class ETensor:
         self,
         data: torch.Tensor,
         dims: tuple[str, ...],
-        frames: tuple[_Tag, ...] = (),
+        frames: tuple[LoopTag, ...] = (),
         sparse_dim: str | None = None,
         version: int = 0,  # searching: whose hypotheses its rows are (see netc_runtime.beam)
+        serial: int | None = None,  # the loop events before it was made (see `eager_loops`)
     ):
         self.data, self.dims, self.frames, self.sparse_dim = data, tuple(dims), frames, sparse_dim
         self.version = version
+        run = _current.get()
+        self.serial = serial if serial is not None else run.count if run is not None else 0
         assert data.dim() == len(self.dims), (data.shape, dims)
 
     def __repr__(self) -> str:
@@ -125,8 +132,9 @@ class ETensor:
         return dyn[0]
 
     @property
-    def max_seq_len(self) -> int:
-        return self.data.shape[self.dims.index(self._dyn())]
+    def max_seq_len(self) -> SeqLen:
+        dim = self._dyn()
+        return SeqLen(self.data.shape[self.dims.index(dim)], dim)
 
     def _frame(self, axis: str, i: int) -> ETensor:
         pos = self.dims.index(axis)
@@ -134,7 +142,8 @@ class ETensor:
         return ETensor(frame, self.dims[:pos] + self.dims[pos + 1 :], _run().frames(), self.sparse_dim)
 
     def __getitem__(self, t: int) -> ETensor:
-        return self._frame(self._dyn(), t)
+        """`x[t]` in `for t in range(y.max_seq_len)`: the frame along the loop's axis."""
+        return self._frame(t.axis if isinstance(t, LoopIndex) else self._dyn(), t)
 
     def __iter__(self):
         return _iterate(self, self._dyn())
@@ -227,61 +236,67 @@ def _iterate(x: ETensor, axis: str, backward: bool = False):
     """Frames along `axis`; values made meanwhile are tagged with this run of the loop."""
     run = _run()
     n = x.data.shape[x.dims.index(axis)]
-    tag = run.tag(axis, backward)
-    run.loops.append(tag)
-    try:
-        for i in reversed(range(n)) if backward else range(n):
-            tag.steps += 1
-            yield x._frame(axis, i)
-    finally:
-        run.loops.remove(tag)
-        tag.finished = True
+    steps = reversed(range(n)) if backward else range(n)
+    return run_loop(run, run.tag(axis, backward), (x._frame(axis, i) for i in steps))
+
+
+_UNSET = object()
+
+
+def _range(*args):
+    """`range` in the model's code while it runs eagerly (see `eager_loops`)."""
+    return eager_range(_current.get(), args)
 
 
 def unstack(x: ETensor, axis) -> Any:
     return _Unstacked(stack_list(x) if isinstance(x, list) else x, axis.name)
 
 
-def stack_list(items: list) -> ETensor:
-    """A list appended to in a loop, as the stacked tensor it is in the compiled targets."""
-    if not items or not all(isinstance(i, ETensor) for i in items):
+def stack_list(items: list, output: str | None = None) -> ETensor:
+    """A list appended to in a loop, as the stacked tensor it is in the compiled targets (the
+    returned `output`, if it is one)."""
+    if not items:  # a loop with `end` that stacked nothing for this sequence: no value tells the dims
+        raise CompileError(
+            user_span(),
+            "eager mode cannot use an empty list as a tensor (its loop stacked nothing for this "
+            "sequence, so no value tells its dims); return the list as an output instead",
+        )
+    in_frame_order = any(items is done for done in _run().in_frame_order)
+    # an inner loop's list appended in the outer loop's step: its stack, made in that step
+    items = [stack_list(i) if isinstance(i, list) else i for i in items]
+    if not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
     run = _run()
     if len(items) == run.choice_step:  # the stack of a loop with `choice`, read after it ended early
         run.check_target_covered()
     if len({i.dims for i in items}) != 1:
         raise TypeError("list items have different dims")
-    axis, backward = _stacking_loop(items, run)
-    if backward:  # appended backwards: stacked in frame order, as the targets do
+    axis, backward, tag = stacking_loop(items, run, output)
+    # the loops its items were made in, outside the one stacked over: the stack belongs to their
+    # step also when read after them (an inner loop's list appended to an outer loop's list)
+    made_in = list(items[0].frames[: items[0].frames.index(tag)] if tag in items[0].frames else items[0].frames)
+    for i in items[1:]:
+        while made_in and tuple(made_in) != i.frames[: len(made_in)]:
+            made_in.pop()
+    frames = max((tuple(made_in), run.frames()), key=len)
+    if backward and not in_frame_order:  # appended backwards: stacked in frame order, as the targets do
         items = items[::-1]
     items, version = run.align(items)  # searching: each step's frames of the final hypotheses
     out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
-    return ETensor(data, out_dims, run.frames(), items[0].sparse_dim, version)
-
-
-def _stacking_loop(items: list[ETensor], run: _Run) -> tuple[str, bool]:
-    """The loop a list was appended in: the outermost finished iterator loop its items were made
-    in, if it ran one step per item. Items made before that loop (a state's initial value
-    appended at the first step) or in loops nested in it (a fresh run per step) agree on it."""
-    outermost = {next((t for t in i.frames if t.finished), None) for i in items} - {None}
-    if len(outermost) == 1:
-        tag = outermost.pop()
-        if tag.steps == len(items):
-            return tag.axis, tag.backward
-    # a `range`/`while` loop, or values all made outside the loop: Python gives no hook, ask the graph
-    return run.net.stacking_axis(items[0].dims, len(items), run.lengths)
+    return ETensor(data, out_dims, frames, items[0].sparse_dim, version)
 
 
 class _Ctx:
-    def __init__(self, params: dict[str, torch.Tensor] | None = None):
+    def __init__(self, params: dict[str, torch.Tensor] | None = None, rows: int = 1):
         self.params = params or {}
         self.training = _run().net.training
+        self.rows = rows  # the batch: one sequence, or its hypotheses when searching
 
     def size(self, dim: str) -> int:
         d = _run().net.dims[dim]
         if d.kind == "batch":
-            return 1
+            return self.rows
         if d.size is None:  # this sequence's own length (one sequence at a time)
             if dim not in _run().lengths:
                 raise TypeError(f"no length of dim {dim} known here")
@@ -309,7 +324,8 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     args, version = run.align(args)
     vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data), sparse_dim=a.sparse_dim) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
-    res = opdef.eager(_Ctx(params), args, attrs, outs)
+    rows = max((a.data.shape[0] for a in args if "batch" in a.dims), default=1)  # batch is the first dim
+    res = opdef.eager(_Ctx(params, rows), args, attrs, outs)
     for d in opdef.makes_dims(attrs):  # this sequence's length of a dim the op made (`max_pool`)
         first = res[0] if isinstance(res, tuple) else res
         run.lengths[d] = first.shape[outs[0].dims.index(d)]
@@ -344,6 +360,12 @@ def mark_as_loss(value, name: str) -> None:
 
 def end(cond) -> bool:
     run = _run()
+    ended = _ends(run, cond)
+    end_step(run, ended)
+    return ended
+
+
+def _ends(run: _Run, cond) -> bool:
     if run.beam is not None:  # searching: each hypothesis ends on its own; stop when all have
         (cond,), _ = run.align([cond])
         return run.beam.end(cond.data.reshape(-1))
@@ -420,13 +442,14 @@ class OpModule:
         bound = inspect.signature(self.opdef.ctor).bind(*args, **kwargs)
         bound.apply_defaults()
         self.attrs = {k: _attr(v) for k, v in bound.arguments.items()}
-        key = _call_path(run.net)
-        if key not in run.net.params_by_path:
-            raise RuntimeError(f"no parameters known for the module constructed at {key}")
-        self.params = run.net.params_by_path[key]
+        # none when the module's result is never read: the compiler dropped its parameters
+        self.params: dict[str, torch.Tensor] | None = run.net.params_by_path.get(_call_path(run.net))
 
     def __call__(self, *args, **kwargs) -> ETensor | tuple[ETensor, ...]:
         xs = [stack_list(x) if isinstance(x, list) else x for x in self.opdef.module_args(args, kwargs)]
+        if self.params is None:
+            vals = [Value(id=0, dims=x.dims, dtype=_dtype(x.data), sparse_dim=x.sparse_dim) for x in xs]
+            self.params = throwaway_params(self.opdef, _run().net.dims, vals, self.attrs)
         return _apply(self.opdef, xs, dict(self.attrs), self.params)
 
 
@@ -455,7 +478,7 @@ class Network:
             from netc.compiler import compile_graph
             from netc.passes.pipeline import PassOptions
 
-            # the loops as written (stacking_axis reads them), with the names of the parameters
+            # the loops as written (eager_loops reads them), with the names of the parameters
             self._graph = compile_graph(
                 inspect.getsourcefile(self.fn), network=self.fn.__name__, options=PassOptions(hoist=False)
             )
@@ -486,33 +509,12 @@ class Network:
             out.setdefault(tuple(map(tuple, p.call_path)), {})[p.role] = self.params[p.name]
         return out
 
-    def stacking_axis(self, step_dims: tuple[str, ...], steps: int, lengths: dict[str, int]) -> tuple[str, bool]:
-        """The loop a list of per-step values was appended in, from the compiled graph: one whose
-        stacks have these per-step dims and, over an input dim, as many steps as this sequence."""
-        from netc.ir.model import Loop
-
-        found = set()
-
-        def walk(nodes) -> None:
-            for n in nodes:
-                if isinstance(n, Loop):
-                    # a dim made by a loop (with `end`) has no input length to compare
-                    fits = n.end is not None or lengths.get(n.axis, steps) == steps
-                    if fits and any(tuple(d for d in s.out.dims if d != n.axis) == step_dims for s in n.stacks):
-                        found.add((n.axis, n.reverse))
-                    walk(n.body)
-
-        walk((self.graph.search or self.graph).body)  # a `choice` loop as written: what a search runs
-        if len(found) != 1:
-            raise TypeError(f"cannot tell which loop a list of {steps} [{', '.join(step_dims)}] values was stacked in")
-        return found.pop()
-
     def _as_output(self, name: str, value: Any) -> ETensor:
         """A returned list is the stacked tensor; an empty one (no step stacked) has length 0."""
         if not isinstance(value, list):
             return value
         if value:
-            return stack_list(value)
+            return stack_list(value, output=name)
         dims = self.output_dims[name]
         shape = [1 if d == "batch" else self.dims[d].size or 0 for d in dims]
         return ETensor(torch.zeros(shape), tuple(dims))
@@ -583,7 +585,7 @@ class Network:
                 run = _Run(self, lengths, searching=plan is not None)
                 token = _current.set(run)
                 try:
-                    res = self.fn(**inputs)
+                    res = self._call(inputs, b)
                     if not isinstance(res, dict):
                         res = {"output": res}
                     run.check_target_covered()
@@ -602,6 +604,21 @@ class Network:
             outs[loss.name] = torch.stack([s[loss.name] for s in per_seq_losses]).sum()
             lens[loss.name] = {}
         return outs, lens
+
+    def _call(self, inputs: dict[str, Any], b: int) -> Any:
+        """The user's function on one sequence, with `range` the eager loop's (`eager_loops`)."""
+        scope = self.fn.__globals__
+        before = scope.get("range", _UNSET)
+        scope["range"] = _range
+        try:
+            return self.fn(**inputs)
+        except UnboundLocalError as e:
+            raise unbound_after_end(e, b) from None
+        finally:
+            if before is _UNSET:
+                del scope["range"]
+            else:
+                scope["range"] = before
 
     @staticmethod
     def _decide(run: _Run, plan: SearchPlan, res: dict[str, Any]) -> dict[str, ETensor]:

@@ -78,3 +78,52 @@ def test_the_source_runs_literally_step_by_step(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.count("step") == 4 + 3
+
+
+END_AT_FIRST_STEP = """\
+from netc import Dim, Linear, Tensor, batch, end, network, reduce_sum, stack, tanh
+
+time = Dim("time")
+feat = Dim("feat", 4)
+hidden = Dim("hidden", 3)
+
+
+@network
+def f(x: Tensor[batch, time, feat]):
+    s = reduce_sum(Linear(hidden)(x), axis=time)
+    c = reduce_sum(reduce_sum(x, axis=feat), axis=time)
+    out = []
+    while True:
+        s = tanh(Linear(hidden)(s))
+        c = c - 1.0
+        if end(c < 0.5):
+            break
+        y = s * 2.0
+        out.append(y)
+    return {"output": out, "y": RESULT}
+"""
+
+
+@pytest.mark.parametrize(
+    "result,call,message",
+    [
+        # a value assigned after the `break` of a loop that ended at its first step: never assigned
+        ("y", "y}", "`y` has no value for sequence 1 of the batch: it is assigned after `if end(...): break`"),
+        # a list that loop stacked nothing in, read by an op: nothing tells its dims
+        ("stack(out) * 2.0", "stack(out)", "eager mode cannot use an empty list as a tensor"),
+    ],
+)
+def test_a_loop_ending_at_its_first_step_is_a_located_error(tmp_path, result, call, message):
+    """Sequence 1 ends at its first step (RETURNN and torch give zeros there; eager mode, running
+    the code as written, has no value)."""
+    from conftest import assert_located_error, run_netc
+
+    src = END_AT_FIRST_STEP.replace("RESULT", result)
+    model = tmp_path / "m.py"
+    model.write_text(src)
+    x = np.ones((2, 3, 4), np.float32)
+    x[1] = -1.0
+    np.savez(tmp_path / "in.npz", **{"in:x": x, "len:time": np.array([3, 2])})
+    proc = run_netc("run", model, "--backend", "eager", "--inputs", tmp_path / "in.npz", "-o", tmp_path / "o.npz")
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if text.strip().startswith("return"))
+    assert_located_error(proc, src, str(model), line, call, message)

@@ -74,6 +74,26 @@ CASES = [
         8,
     ),
     (
+        # the body reads the state as labels (as before the loop); from the second step on it is
+        # `lab + 1`, which has no class dim (eager mode once failed there, the targets did not)
+        "state_changes_class_dim",
+        """
+        from netc import Embedding, Labels, argmax
+        vocab = Dim("vocab", 5)
+        @network
+        def f(y: Labels[batch, time, vocab]):
+            lab = argmax(zeros(batch, vocab), axis=vocab)
+            out = []
+            for y_t in y:
+                out.append(Embedding(hidden)(lab))
+                lab = lab + 1
+            return out
+        """,
+        "loop state `lab` changes in the loop: labels over `vocab` before, int32 without a class dim after",
+        9,
+        8,
+    ),
+    (
         "linear_needs_a_dim",
         """
         @network

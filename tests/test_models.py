@@ -29,6 +29,12 @@ MODELS = [
     "expand_made_dim.py",
     "embedding_class_dim.py",
     "slice_parts.py",
+    "dead_module.py",
+    "search_expand.py",
+    "index_two_dynamic_dims.py",
+    "nested_list_append.py",
+    "while_loops_alike.py",
+    "zip_backward_list.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)

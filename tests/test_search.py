@@ -186,6 +186,13 @@ def test_search_stacking_the_label_a_step_starts_from():
     assert proc.stdout.rstrip().endswith("verify: ok")
 
 
+def test_search_expanding_a_state():
+    """`expand` of a state in the search loop: the expanded rows are the beam's hypotheses."""
+    proc = run_netc("verify", ROOT / "tests" / "models" / "search_expand.py", "--search", "--seed", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "scores           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
+
+
 def test_search_without_choice_is_an_error():
     proc = run_netc("verify", EXAMPLES / "elman.py", "--search")
     assert proc.returncode == 1 and "has no `choice`" in proc.stderr and "Traceback" not in proc.stderr

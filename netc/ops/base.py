@@ -127,6 +127,10 @@ class OpDef:
         """Parameter roles and their dims (parameterised ops only)."""
         return {}
 
+    def init_of(self, role: str, dims: tuple[str, ...]) -> str:
+        """How parameter `role` with `dims` starts: `param_init`'s, else glorot for ≥2 dims, else zeros."""
+        return self.param_init.get(role, "glorot" if len(dims) >= 2 else "zeros")
+
     def returnn(self, ctx: ReturnnCtx, op: Op) -> dict | None:
         """The op's layer; None only for a fused op (`Op.unfused`) with no native layer here: the
         nodes it was fused from are emitted instead."""

@@ -9,10 +9,11 @@ the loop to their last-frame value, and lists appended to become stacked tensors
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack
+from netc.ir.dims import DimError, DimTable
+from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack, Value
 from netc.ops import REGISTRY
 from netc.parser import values as V
 
@@ -61,6 +62,37 @@ def assigned_names(stmts: list[ast.stmt]) -> dict[str, ast.AST]:
             _bound_names(node.target, found)
         todo.extend(reversed([c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.stmt, ast.excepthandler))]))
     return found
+
+
+def _reads_class_dim(dims: DimTable, loop: Loop, value: int, sparse_dim: str | None) -> bool:
+    """Whether an op of `loop`'s body (or of a loop nested in it) reading `value` would not be
+    what it is if `value` had class dim `sparse_dim`: its dim rule fails or gives another."""
+    table = {v.id: v for v in loop.block_args()}
+    ids = {value}
+    todo = list(reversed(loop.body))
+    while todo:
+        n = todo.pop()
+        if isinstance(n, Loop):  # the value as a nested loop's block argument: the same question
+            table.update((v.id, v) for v in n.block_args())
+            ids |= {i.inner.id for i in n.invariants if i.outer in ids}
+            ids |= {c.inner.id for c in n.carries if c.init in ids}
+            todo.extend(reversed(n.body))
+            continue
+        table.update((v.id, v) for v in n.outs)
+        if ids.isdisjoint(n.args):
+            continue
+        vals = [replace(table[a], sparse_dim=sparse_dim) if a in ids else table[a] for a in n.args]
+        try:
+            outs = REGISTRY[n.op].infer(dims, vals, n.attrs)
+        except DimError:
+            return True
+        if [o.sparse_dim for o in outs] != [o.sparse_dim for o in n.outs]:
+            return True
+    return False
+
+
+def _labels(v: Value) -> str:
+    return f"labels over `{v.sparse_dim}`" if v.sparse_dim else f"{v.dtype} without a class dim"
 
 
 def _bound_names(t: ast.AST, found: dict[str, ast.AST]) -> None:
@@ -329,6 +361,16 @@ class LoopBuilder:
                     node,
                     f"loop state `{c.name}` changes in the loop: [{', '.join(c.inner.dims)}] before, "
                     f"[{', '.join(nxt.dims)}] after a step",
+                )
+            if nxt.value.sparse_dim != c.inner.sparse_dim and _reads_class_dim(
+                t.dims, loop, c.inner.id, nxt.value.sparse_dim
+            ):
+                # the body read the previous value with the class dim it had before the loop; from
+                # the second step on it is a step's value, with another (eager mode runs on that)
+                raise t.error(
+                    node,
+                    f"loop state `{c.name}` changes in the loop: {_labels(c.inner)} before, "
+                    f"{_labels(nxt.value)} after a step, and the body reads it as {_labels(c.inner)}",
                 )
             c.next = nxt.value.id
             c.out = t.new_value(c.inner.dims, c.inner.dtype, name=c.name, sparse_dim=c.inner.sparse_dim)

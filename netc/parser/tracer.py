@@ -156,7 +156,7 @@ class Tracer:
             if param.params is None:
                 param.params = roles
                 for role, dims in roles.items():
-                    init = opdef.param_init.get(role, "glorot" if len(dims) >= 2 else "zeros")
+                    init = opdef.init_of(role, dims)
                     self.params.append(
                         ParamDef(
                             name=f"{param.path}/{role}",
