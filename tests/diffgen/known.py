@@ -1,0 +1,33 @@
+"""Features whose programs fail on the current compiler: CI generates without them.
+
+Each entry is feature -> the failure seen (tests/diffgen/found/ has shrunk models). When a fix
+lands, remove its entry: CI then generates the construct. DOCUMENTED_REFUSALS are texts of
+located errors for documented limitations (docs/language.md, Limitations): a program refused
+with one of them counts as correct.
+"""
+
+KNOWN_FAILING: dict[str, str] = {
+    # bug classes being fixed (see the issue); each also seen in generated programs
+    "invariant_append": "a loop-invariant value appended in a loop: RETURNN copy_as_time_major / invalid perm",
+    "invariant_read_after": "a loop-invariant value assigned in a loop and read after it",
+    "own_axis_after": "a value over the loop's own axis read after the loop",
+    "nested_stack_state": "an outer state that is the stack of an inner loop with its own state",
+    "inner_state_from_outer": "an inner loop's state starting from an outer state (RETURNN dependency loop)",
+    "split_in_if": "a `split` part used in a tensor `if` branch under --no-hoist",
+    "expand_pool": "`expand` over a dim made by `max_pool`",
+    "search_extra_loss": "search with a loss-only layer outside the loop",
+    "beam_expand_state": "eager: `expand` on a state in beam search: expanded size must match",
+    "unused_module_result": "eager: a Module called for nothing: no parameters known for the module",
+    "unused_submodule": "eager: a Module attribute never called: no parameters known for the module",
+    "index_two_dyn": "eager: `s[t]` on a tensor with 2 dynamic dims: needs exactly one dynamic dim",
+    "list_of_lists": "eager: `outer.append(inner_list)` (not generated yet)",
+    "labels_plus_one": "`Embedding(emb)(labels + 1)`: refused, labels + 1 has no class dim",
+    "after_break": "values assigned after `if end(...): break`, read after the loop",
+    "if_zip_bw_lstm": "eager: tensor if/elif/else on a state in a zip over a backward Lstm's output",
+    "embedding_class_dim": "`Embedding(d)` of labels whose class dim is d: refused (already a dim of its input)",
+    # found by the generator
+    "tuple_state": "RETURNN: LstmCell state in a loop: cannot set batch_dim_axis",
+    "stacked_labels": "RETURNN: argmax labels stacked in a loop: provide an initial output value for sparse data",
+}
+
+DOCUMENTED_REFUSALS: tuple[str, ...] = ("RETURNN target",)
