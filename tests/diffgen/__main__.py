@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--green", action="store_true", help="only the features CI uses (not known to fail)")
     ap.add_argument("--shrink", metavar="DIR", help="write a shrunk model per failure signature here")
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--time-limit", type=int, default=120, help="seconds per program")
+    ap.add_argument("--time-limit", type=int, default=300, help="seconds per program")
     a = ap.parse_args(argv)
     features = set(FEATURES)
     if a.features:

@@ -180,6 +180,8 @@ def loop(g: Gen, nested: bool = False) -> None:
         if k == "dyn":
             keys = [v for v in g.floats() if len(g.dyn(v)) == 1 and g.dyn(v)[0].name != axis and g.dyn(v)[0].code]
             keys = [v for v in keys if v.dims == {"batch", g.dyn(v)[0].name, g.static(v).name}]
+            if end and not g.on("state_dyn_dim_end", 0.7):
+                keys = []
             if not keys or not g.on("state_dyn_dim", 0.7):
                 k = "plain"
             else:
@@ -342,6 +344,12 @@ def loop(g: Gen, nested: bool = False) -> None:
         cands = [v for v in cands if id(v) not in before_break]
         if not g.on("after_break", 1.0):
             cands = []
+    if end and not g.on("dyn_read_after_end", 0.5):  # a value with a dynamic dim, after an `end` loop
+        cands = [v for v in cands if not g.dyn(v)]
+    if end and not g.on("read_after_end", 0.7):
+        cands = []
+    if not g.on("labels_read_after", 0.5):
+        cands = [v for v in cands if v.kind != "labels"]
     if cands and g.on("read_after", 0.5):
         read_after.append(g.pick(cands))
     if end and not after_side:
@@ -394,9 +402,9 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
     g.emit(f"    {st} = nc.tanh(nc.Linear({sd.code})({f}) + nc.Linear({sd.code}, with_bias=False)({st}){extra})")
     if stack:
         g.emit(f"    {lst}.append({st})")
-        g.new(f"nc.reduce_mean({lst}, axis={e.code})", {"batch", sd.name}, prefix="m")
-    else:
-        g.add(V(st, frozenset({"batch", sd.name})))
+        g.new(f"nc.reduce_mean({lst}, axis={e.code})", {"batch", sd.name}, prefix="m", variant=bool(q))
+    else:  # the inner loop's result varies with the outer step only if it reads the step's values
+        g.add(V(st, frozenset({"batch", sd.name}), variant=bool(q)))
 
 
 def decoder(g: Gen) -> None:
@@ -463,6 +471,8 @@ def decoder(g: Gen) -> None:
 
 def losses(g: Gen, labels: V | None, ctc: bool) -> None:
     r = g.r
+    if g.search and not g.on("search_extra_loss", 0.5):  # a searched network: the decoder's loss only
+        return
     fl = [v for v in g.scopes[0] if v.kind == "float" and g.static(v) and v.name not in ("logits",)]
     seq = [v for v in fl if v.dims == {"batch", "time", g.static(v).name}]
     if labels is not None and seq and g.on("ce_loss", 0.7):

@@ -107,6 +107,10 @@ FEATURES = frozenset(
         "if_zip_bw_lstm",
         "embedding_class_dim",
         "unused_submodule",
+        "dyn_read_after_end",  # found: a value with a dynamic dim read after an `end` loop
+        "state_dyn_dim_end",  # found: a state with a dynamic dim in an `end` loop
+        "read_after_end",  # found: a value assigned in an `end` loop, read after it
+        "labels_read_after",  # found: labels (argmax) assigned in a loop, read after it
     }
 )
 GREEN = FEATURES - set(KNOWN_FAILING)

@@ -26,8 +26,19 @@ KNOWN_FAILING: dict[str, str] = {
     "if_zip_bw_lstm": "eager: tensor if/elif/else on a state in a zip over a backward Lstm's output",
     "embedding_class_dim": "`Embedding(d)` of labels whose class dim is d: refused (already a dim of its input)",
     # found by the generator
+    "read_after": "RETURNN: a value computed from the previous state, read after the loop: copy_as_time_major",
+    "state_dyn_dim": "RETURNN: a state over another input's dynamic dim (accumulated attention): DotLayer reduce axis not found",
+    "loop_nested": "RETURNN: a loop nested in a loop: NetworkConstructionDependencyLoopException (being shrunk)",
+    "read_after_end": "RETURNN: a value assigned in an `end` loop, read after it: copy_as_time_major",
+    "labels_read_after": "RETURNN: labels assigned in a loop, read after it: provide an initial output value for sparse data",
+    "state_dyn_dim_end": "RETURNN: a state over an input's dynamic dim in an `end` loop: axis has no dyn size / no axis to reduce",
+    "dyn_read_after_end": "RETURNN: a value with an input's dynamic dim, read after an `end` loop: copy_compatible_to not allowed",
     "tuple_state": "RETURNN: LstmCell state in a loop: cannot set batch_dim_axis",
     "stacked_labels": "RETURNN: argmax labels stacked in a loop: provide an initial output value for sparse data",
 }
 
 DOCUMENTED_REFUSALS: tuple[str, ...] = ("RETURNN target",)
+
+# errors eager mode raises for its documented limitations (docs/language.md, Limitations, Eager
+# mode): counted as `refused`, with the detail "documented: ..."
+DOCUMENTED_EAGER_ERRORS: tuple[str, ...] = ("cannot tell which loop a list of",)

@@ -69,8 +69,8 @@ def prune_function(fn: ast.FunctionDef) -> None:
         changed = False
         for s in stmts:
             t = _targets(s)
-            if t and t & live:
-                new = _reads(s) - live
+            if t and (t & live or _makes_live_dim(s, live)):
+                new = (_reads(s) | t) - live
             elif isinstance(s, ast.For | ast.While | ast.If) and _has_live(s, live):
                 new = _compound_reads(s) - live
                 for b in s.body:
@@ -84,18 +84,19 @@ def prune_function(fn: ast.FunctionDef) -> None:
     fn.body = _sweep(fn.body, live) or [ast.Pass()]
 
 
+def _makes_live_dim(s: ast.stmt, live: set[str]) -> bool:
+    """A `max_pool` gives its new dim lengths, which `zeros(batch, new_time)` may need."""
+    if not (isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)):
+        return False
+    return any(k.arg == "out_axis" and _loads(k.value) & live for k in s.value.keywords)
+
+
 def _has_live(s: ast.stmt, live: set[str]) -> bool:
-    if isinstance(s, ast.For) and _loads_store(s.target) & live:
-        return True
     for b in _walk(s.body + s.orelse):
         t = _targets(b)
         if t and t & live:
             return True
     return False
-
-
-def _loads_store(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _sweep(body: list[ast.stmt], live: set[str]) -> list[ast.stmt]:
