@@ -496,6 +496,8 @@ def outputs(g: Gen) -> None:
     vs = [v for v in g.scopes[0] if v.name not in ("x", "e", "y") and v.name not in getattr(g, "decoder_outputs", [])]
     vs = list({v.name: v for v in vs}.values())  # the last binding of each name
     chosen = r.sample(vs[-6:], min(len(vs[-6:]), r.randint(1, 3)))
+    if g.search and not g.on("search_other_outputs", 0.5):  # a searched network: the decoder's outputs
+        chosen = []
     outs = [f'"o{i}": {v.name}' for i, v in enumerate(chosen)] + [f'"{n}": {n}' for n in g.decoder_outputs]
     if not outs:
         outs = ['"o0": x']
