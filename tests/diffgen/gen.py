@@ -110,8 +110,8 @@ FEATURES = frozenset(
         "dyn_read_after_end",  # found: a value with a dynamic dim read after an `end` loop
         "state_dyn_dim_end",  # found: a state with a dynamic dim in an `end` loop
         "read_after_end",  # found: a value assigned in an `end` loop, read after it
-        "labels_read_after",
-        "search_other_outputs",  # found: a searched network with outputs besides the decoder's  # found: labels (argmax) assigned in a loop, read after it
+        "labels_read_after",  # found: labels (argmax) assigned in a loop, read after it
+        "search_other_outputs",  # found: a searched network with outputs besides the decoder's
     }
 )
 GREEN = FEATURES - set(KNOWN_FAILING)
