@@ -223,12 +223,18 @@ def loop(g: Gen, nested: bool = False) -> None:
         idx = [v for v in g.visible() if axis in v.dims and len(g.dyn(v)) == 1 and g.static(v)]
         two = [v for v in g.visible() if axis in v.dims and len(g.dyn(v)) == 2 and v.kind == "float"]
         for v in g.r.sample(idx, min(len(idx), 2)):
-            g.new(f"{g.ref(v)}[ti]", v.dims - {axis}, prefix="f")
+            frames.append(("", g.new(f"{g.ref(v)}[ti]", v.dims - {axis}, prefix="f")))
         if two and g.on("index_two_dyn", 0.5):
             v = g.pick(two)
             g.new(f"{g.ref(v)}[ti]", v.dims - {axis}, prefix="f")
-    for _, fv in frames:
-        g.add(fv)
+    for name, fv in frames:
+        if name:
+            g.add(fv)
+    # a loop over frames reads one in its first state's update (a loop that reads none of its
+    # frames is a construct of its own: `frame_unused`)
+    step_in = [fv for _, fv in frames if len(fv.dims) == 2 and g.static(fv)]
+    if not step_in or g.on("frame_unused", 0.2):
+        step_in = []
     for s in states:
         g.add(s)
     if counter:
@@ -257,20 +263,24 @@ def loop(g: Gen, nested: bool = False) -> None:
         elif kind == "lstm":
             _, (h, c), sd = spec
             ins = [v for v in g.floats() if len(v.dims) == 2 and not v.stacked]
-            x_in = g.pick(ins).name if ins else h
+            x_in = step_in.pop().name if step_in else g.pick(ins).name if ins else h
             g.emit(f"{h}, {c} = nc.LstmCell({sd.code})({x_in}, ({h}, {c}))")
             g.add(V(h, frozenset({"batch", sd.name})))
             g.add(V(c, frozenset({"batch", sd.name})))
         elif kind == "gru":
             _, h, sd = spec
             ins = [v for v in g.floats() if len(v.dims) == 2 and not v.stacked]
-            x_in = g.pick(ins).name if ins else h
+            x_in = step_in.pop().name if step_in else g.pick(ins).name if ins else h
             g.emit(f"{h} = nc.GruCell({sd.code})({x_in}, {h})")
             g.add(V(h, frozenset({"batch", sd.name})))
         else:
             _, h, sd = spec
             old = next(v for v in reversed(g.visible()) if v.name == h)
-            g.emit(f"{h} = {g.same_expr(old)}")
+            if step_in:
+                f = step_in.pop()
+                g.emit(f"{h} = nc.tanh(nc.Linear({sd.code})({f.name}) + nc.Linear({sd.code}, with_bias=False)({h}))")
+            else:
+                g.emit(f"{h} = {g.same_expr(old)}")
             g.add(V(h, old.dims))
     if counter:
         g.emit(f"{counter} = {counter} + 1.0")

@@ -29,6 +29,7 @@ KNOWN_FAILING: dict[str, str] = {
     "read_after": "RETURNN: a value computed from the previous state, read after the loop: copy_as_time_major",
     "state_dyn_dim": "RETURNN: a state over another input's dynamic dim (accumulated attention): DotLayer reduce axis not found",
     "search_other_outputs": "search of a network with outputs besides the decoder's: RETURNN InvalidArgumentError (feed the target's size), eager: no length of a dim known",
+    "frame_unused": "RETURNN: a loop over a sequence that reads none of its frames: copy_as_time_major / cannot set batch_dim_axis",
     "split_dims": "RETURNN: split_dims of a loop's stack of a state updated by a broadcast sum: get_axis_from_description not found",
     "loop_nested": "RETURNN: a loop nested in a loop: NetworkConstructionDependencyLoopException (being shrunk)",
     "read_after_end": "RETURNN: a value assigned in an `end` loop, read after it: copy_as_time_major",
