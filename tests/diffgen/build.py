@@ -298,7 +298,7 @@ def loop(g: Gen, nested: bool = False) -> None:
                 prefix="lab",
             )
             g.used.add("argmax")
-    after_side = end and r.random() < 0.3
+    after_side = end and r.random() < 0.3 and g.on("append_after_end", 1.0)
     if end:
         if counter and (form == "loop_while" or r.random() < 0.5):
             data = [v for v in g.floats(need_static=False) if v.dims == {"batch"} and v.variant and v.name != counter]
