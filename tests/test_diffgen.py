@@ -77,4 +77,4 @@ def test_generator_is_valid_by_construction(tmp_path):
             if not documented(f"{e.span.line if e.span else '(no location)'}: {e.message}"):
                 bad.append(f"seed {seed}: {e.message}")
     assert not bad, "\n".join(bad)
-    assert {"loop_iter", "loop_while", "choice", "tensor_if", "attention"} <= used, sorted(used)
+    assert {"loop_iter", "loop_while", "tensor_if", "attention"} <= used, sorted(used)

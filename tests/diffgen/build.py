@@ -239,7 +239,11 @@ def loop(g: Gen, nested: bool = False) -> None:
         g.add(s)
     if counter:
         g.add(V(counter, frozenset({"batch"})))
-    g.ops(r.randint(1, 3))
+    # in an `end` loop, values computed from the previous state (before its update) are a
+    # construct of their own (`end_prev_state_value`): otherwise the step's work follows the update
+    prev_first = not end or g.on("end_prev_state_value", 0.5)
+    if prev_first:
+        g.ops(r.randint(1, 3))
     if not nested and not end and g.on("loop_nested", 0.3):
         inner_loop(g, states)
     # state updates (before any `end`)
@@ -285,7 +289,7 @@ def loop(g: Gen, nested: bool = False) -> None:
     if counter:
         g.emit(f"{counter} = {counter} + 1.0")
         g.add(V(counter, frozenset({"batch"})))
-    g.ops(r.randint(0, 2))
+    g.ops(r.randint(0, 2) if prev_first else r.randint(1, 3))
     labels_v = None
     if g.on("stacked_labels", 0.3):
         fl = [v for v in g.floats() if len(v.dims) == 2 and v.variant]

@@ -111,6 +111,7 @@ FEATURES = frozenset(
         "state_dyn_dim_end",  # found: a state with a dynamic dim in an `end` loop
         "read_after_end",  # found: a value assigned in an `end` loop, read after it
         "labels_read_after",  # found: labels (argmax) assigned in a loop, read after it
+        "end_prev_state_value",  # found: in an `end` loop, a value computed from the previous state
         "append_after_end",  # found: appends after `if end(...): break` (the ending step dropped)
         "frame_unused",  # found: a loop over a sequence whose body reads none of its frames
         "search_other_outputs",  # found: a searched network with outputs besides the decoder's
