@@ -230,7 +230,7 @@ def loop(g: Gen, nested: bool = False) -> None:
     for name, fv in frames:
         if name:
             g.add(fv)
-    # a loop over frames reads one in its first state's update (a loop that reads none of its
+    # a loop over frames reads one in every state update (a loop that reads none of its
     # frames is a construct of its own: `frame_unused`)
     step_in = [fv for _, fv in frames if len(fv.dims) == 2 and g.static(fv)]
     if not step_in or g.on("frame_unused", 0.2):
@@ -267,21 +267,21 @@ def loop(g: Gen, nested: bool = False) -> None:
         elif kind == "lstm":
             _, (h, c), sd = spec
             ins = [v for v in g.floats() if len(v.dims) == 2 and not v.stacked]
-            x_in = step_in.pop().name if step_in else g.pick(ins).name if ins else h
+            x_in = step_in[0].name if step_in else g.pick(ins).name if ins else h
             g.emit(f"{h}, {c} = nc.LstmCell({sd.code})({x_in}, ({h}, {c}))")
             g.add(V(h, frozenset({"batch", sd.name})))
             g.add(V(c, frozenset({"batch", sd.name})))
         elif kind == "gru":
             _, h, sd = spec
             ins = [v for v in g.floats() if len(v.dims) == 2 and not v.stacked]
-            x_in = step_in.pop().name if step_in else g.pick(ins).name if ins else h
+            x_in = step_in[0].name if step_in else g.pick(ins).name if ins else h
             g.emit(f"{h} = nc.GruCell({sd.code})({x_in}, {h})")
             g.add(V(h, frozenset({"batch", sd.name})))
         else:
             _, h, sd = spec
             old = next(v for v in reversed(g.visible()) if v.name == h)
             if step_in:
-                f = step_in.pop()
+                f = step_in[0]
                 g.emit(f"{h} = nc.tanh(nc.Linear({sd.code})({f.name}) + nc.Linear({sd.code}, with_bias=False)({h}))")
             else:
                 g.emit(f"{h} = {g.same_expr(old)}")
