@@ -111,6 +111,7 @@ FEATURES = frozenset(
         "state_dyn_dim_end",  # found: a state with a dynamic dim in an `end` loop
         "read_after_end",  # found: a value assigned in an `end` loop, read after it
         "labels_read_after",  # found: labels (argmax) assigned in a loop, read after it
+        "concat_invariant",  # found: in a loop, a concat of a step's value and a loop-invariant one
         "end_prev_state_value",  # found: in an `end` loop, a value computed from the previous state
         "append_after_end",  # found: appends after `if end(...): break` (the ending step dropped)
         "frame_unused",  # found: a loop over a sequence whose body reads none of its frames
@@ -336,8 +337,10 @@ class Gen:
             bs = [b for b in bs if self.static(b).name != sa.name and (sa.size + self.static(b).size) <= 16]
             if not bs:
                 return None
-            self.used.add("concat")
             b = self.pick(bs)
+            if self.in_loop() and a.variant != b.variant and not self.on("concat_invariant", 0.5):
+                return None
+            self.used.add("concat")
             sb = self.static(b)
             name = f"{sa.name}+{sb.name}"
             code = f"({sa.code} + {sb.code})" if sa.code and sb.code else None

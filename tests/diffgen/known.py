@@ -30,6 +30,7 @@ KNOWN_FAILING: dict[str, str] = {
     "state_dyn_dim": "RETURNN: a state over another input's dynamic dim (accumulated attention): DotLayer reduce axis not found",
     "search_other_outputs": "search of a network with outputs besides the decoder's: RETURNN InvalidArgumentError (feed the target's size), eager: no length of a dim known",
     "frame_unused": "RETURNN: a loop over a sequence that reads none of its frames: copy_as_time_major / cannot set batch_dim_axis",
+    "concat_invariant": "RETURNN: in a loop, a concat of the step's value and a value from before the loop: copy_compatible_to not allowed, axis not in source",
     "end_prev_state_value": "RETURNN: in an `end` loop, a value computed from the previous state, stacked or read after: copy_as_time_major",
     "append_after_end": "eager: appends after `if end(...): break`, every sequence ending at once: only a non-empty list ... can be used as a tensor",
     "loop_zip": "eager: a zipped sequence whose frame the body never reads: no parameters known for the module (it is dropped)",
