@@ -1,0 +1,1 @@
+"""The random-program differential tester: generated models, run on eager, torch and RETURNN."""
