@@ -33,7 +33,7 @@ def transform(g: Graph) -> tuple[Graph, bool]:
             s.value = frame if s.value == label else s.value
         for ll in loop.lasts:
             ll.value = frame if ll.value == label else ll.value
-            ll.after_end = False
+            ll.after_end, ll.init = False, None
         loop.target = loop.end = loop.bound = loop.max_steps = None
         loop.include_eos = True
         changed = True
