@@ -386,7 +386,9 @@ class ReturnnEmitter:
         results = [(c.next, c.out, carry_layers[c.inner.id], "state") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts if not ll.after_end]
-        results += [(self._held(n, unit, outer, ll, batched), ll.out, ll.name, "held") for ll in n.lasts if ll.after_end]
+        results += [
+            (self._held(n, unit, outer, ll, batched), ll.out, ll.name, "held") for ll in n.lasts if ll.after_end
+        ]
         if n.end is not None and not n.include_eos:
             # RETURNN's last frame is then the step before the ending one: a value the ending step
             # computes before the `break` is not in any frame it keeps

@@ -432,7 +432,11 @@ class LoopBuilder:
             else:
                 env[name] = V.Poison(name, ctx.stmt.lineno, after_end=True)
                 continue
-            out = c.out if c is not None else t.new_value(fin.dims, fin.value.dtype, name=name, sparse_dim=fin.value.sparse_dim)
+            out = (
+                c.out
+                if c is not None
+                else t.new_value(fin.dims, fin.value.dtype, name=name, sparse_dim=fin.value.sparse_dim)
+            )
             if c is not None:
                 loop.carries.remove(c)  # no state: its previous value is never read
             loop.lasts.append(LoopLast(name=name, value=value, out=out, after_end=init is not None, init=init))
