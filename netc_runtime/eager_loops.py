@@ -262,9 +262,9 @@ def _output_loop(g: Graph, output: str) -> Loop | None:
 
 
 def unbound_after_end(e: UnboundLocalError, b: int) -> CompileError:
-    """An unbound local read in the model: the compiler rejects reading a name no path binds, so
-    this one is bound only after an `if end(...): break` of a loop that ended at its first step
-    for sequence `b`."""
+    """An unbound local read in the model, for sequence `b`. A safety net: the compiler rejects
+    reading a name no path binds, and one bound only after an `if end(...): break` (a loop that
+    ends at its first step never binds it)."""
     tb = e.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next

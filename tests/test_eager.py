@@ -107,15 +107,16 @@ def f(x: Tensor[batch, time, feat]):
 @pytest.mark.parametrize(
     "result,call,message",
     [
-        # a value assigned after the `break` of a loop that ended at its first step: never assigned
-        ("y", "y}", "`y` has no value for sequence 1 of the batch: it is assigned after `if end(...): break`"),
+        # a value assigned only after the `break`: a loop ending at its first step never assigns it
+        # (rejected by the compiler, whatever the batch)
+        ("y", "y}", "`y` is assigned only after `if end(...): break` in the loop at line 13"),
         # a list that loop stacked nothing in, read by an op: nothing tells its dims
         ("stack(out) * 2.0", "stack(out)", "eager mode cannot use an empty list as a tensor"),
     ],
 )
 def test_a_loop_ending_at_its_first_step_is_a_located_error(tmp_path, result, call, message):
-    """Sequence 1 ends at its first step (RETURNN and torch give zeros there; eager mode, running
-    the code as written, has no value)."""
+    """Sequence 1 ends at its first step: a value it never assigned, or a list it stacked nothing
+    in read as a tensor, has no value."""
     from conftest import assert_located_error, run_netc
 
     src = END_AT_FIRST_STEP.replace("RESULT", result)

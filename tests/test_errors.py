@@ -620,7 +620,7 @@ LOOP_CASES = [
                 out.append(h)
             return {"output": out, "last": h}
         """,
-        "RETURNN target: `h` is assigned before `if end(...): break` but the stacks are appended on the other side",
+        "RETURNN target: `h` is assigned before `if end(...): break` but the stacks are appended after it",
         5,
         4,
     ),
@@ -643,7 +643,7 @@ LOOP_CASES = [
 ]
 LOOP_CASES += [
     (
-        "after_end_value_read_with_eos_stacked",
+        "value_assigned_only_after_end_read_after_loop",
         """
         @network
         def f(x: Tensor[batch, time, feat]):
@@ -657,9 +657,10 @@ LOOP_CASES += [
                 y = h * 2.0
             return {"output": out, "y": y}
         """,
-        "RETURNN target: `y` is assigned after `if end(...): break` but the stacks are appended",
-        5,
-        4,
+        "`y` is assigned only after `if end(...): break` in the loop at line 9: a sequence that ends "
+        "at its first step never assigns it, and it has no value before the loop; assign it before the loop",
+        11,
+        32,
     ),
     (
         "operator_on_stacked_list",

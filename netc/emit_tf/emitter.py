@@ -27,7 +27,7 @@ from netc.emit_tf.loop_rules import (
     stepped_values,
 )
 from netc.errors import CompileError, Span
-from netc.ir.model import Graph, Loop, LoopCarry, Node, Op, ParamDef, Value
+from netc.ir.model import Graph, Loop, LoopCarry, LoopLast, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
@@ -382,29 +382,23 @@ class ReturnnEmitter:
                 unit.layers[name] = self._per_step(name, unit.refs[c.next], c.next in stepped, beam)
                 if c.next in stepped:
                     unit.layer_of.setdefault(c.next, name)
-            if c.init in self.zeros and shaped_by_others(unit.layers, name, batched):
-                continue  # zeros are RETURNN's default
-            # RETURNN looks for an inner unit's initial values before the outer unit has built its
-            # own layers: zeros made there are RETURNN's `"zeros"`
-            in_outer_unit = outer.in_unit and not base[c.init].startswith("base:base:")
-            zeros = in_outer_unit and self._static_zeros(c.init)
-            unit.layers[name]["initial_output"] = "zeros" if zeros else base[c.init]
+            self._initial_output(unit, outer, name, c.init, base[c.init], batched)
         results = [(c.next, c.out, carry_layers[c.inner.id], "state") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
-        results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts]
-        if n.end is not None:
-            # RETURNN's last frame is the last stacked step: the ending step exactly when it is stacked
-            # (appends before the `break`); values computed on the other side of the `break` differ
+        results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts if not ll.after_end]
+        results += [
+            (self._held(n, unit, outer, ll, batched), ll.out, ll.name, "held") for ll in n.lasts if ll.after_end
+        ]
+        if n.end is not None and not n.include_eos:
+            # RETURNN's last frame is then the step before the ending one: a value the ending step
+            # computes before the `break` is not in any frame it keeps
             before = [c.name for c in n.carries if c.out is not None] + [ll.name for ll in n.lasts if not ll.after_end]
-            after = [ll.name for ll in n.lasts if ll.after_end]
-            mismatched = after if n.include_eos else before
-            if mismatched:
-                side = "after" if n.include_eos else "before"
+            if before:
                 raise CompileError(
                     n.span,
-                    f"RETURNN target: `{mismatched[0]}` is assigned {side} `if end(...): break` but the stacks "
-                    f"are appended on the other side, so its value after the loop would be one step off; "
-                    f"assign it on the side of the appends",
+                    f"RETURNN target: `{before[0]}` is assigned before `if end(...): break` but the stacks "
+                    f"are appended after it, so its value after the loop would be one step off; "
+                    f"assign it after the `break` (bound before the loop) or append before it",
                 )
         if outer.in_unit and len(results) != 1:
             raise CompileError(
@@ -415,7 +409,9 @@ class ReturnnEmitter:
         result_layers: list[str] = []
         held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
         for value, out, hint, kind in results:
-            if kind == "state" and value not in stepped:
+            if kind == "held":
+                name, kind = value, "last"  # its own state layer
+            elif kind == "state" and value not in stepped:
                 name = hint  # the state's own layer, kept in the loop above
             elif value in stepped and not (kind == "last" and self._dynamic(value)):
                 name = self._own_layer(unit, value, hint)
@@ -470,6 +466,34 @@ class ReturnnEmitter:
             # RETURNN needs a loop limit for the whole batch; `end` stops each sequence at its own
             rec_layer["max_seq_len"] = NO_BATCH_LIMIT if n.bound is not None else n.max_steps or UNBOUNDED_MAX_STEPS
         outer.layers[rec].update(rec_layer)
+
+    def _initial_output(self, unit: _Block, outer: _Block, name: str, init: int, ref: str, batched: set[str]) -> None:
+        """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""
+        if init in self.zeros and shaped_by_others(unit.layers, name, batched):
+            return  # zeros are RETURNN's default
+        # RETURNN looks for an inner unit's initial values before the outer unit has built its
+        # own layers: zeros made there are RETURNN's `"zeros"`
+        in_outer_unit = outer.in_unit and not ref.startswith("base:base:")
+        zeros = in_outer_unit and self._static_zeros(init)
+        unit.layers[name]["initial_output"] = "zeros" if zeros else ref
+
+    def _held(self, n: Loop, unit: _Block, outer: _Block, ll: LoopLast, batched: set[str]) -> str:
+        """A value assigned after `if end(...): break`, held at the step where `end` held: a state
+        layer that keeps its previous value there (its value before the loop at the first step).
+        RETURNN's last frame of it is what Python holds after the loop: with `include_eos` the
+        ending frame, which holds; without, the frame before it (RETURNN reads the previous value
+        at the ending frame, the initial value when that is the first); a sequence stopped by its
+        bound (not by the user's condition) has its last step's value."""
+        name = unit.ns.fresh(ll.name)
+        unit.layers[name] = {
+            "class": "switch",
+            "condition": unit.refs[n.end],
+            "true_from": f"prev:{name}",
+            "false_from": unit.refs[ll.value],
+        }
+        init = next(i.outer for i in n.invariants if i.inner.id == ll.init)
+        self._initial_output(unit, outer, name, init, unit.refs[ll.init], batched)
+        return name
 
     def _end(self, n: Loop, unit: _Block, outer: _Block) -> dict:
         """The unit's `end` layer: the user's condition, or the sequence's step limit reached."""

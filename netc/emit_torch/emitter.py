@@ -373,6 +373,9 @@ class TorchEmitter:
                 continue
             v = ll.out
             last_vars[v.id] = self.define(v)
+            if ll.init is not None:  # what a sequence that never assigned it holds
+                self.emit(f"{last_vars[v.id]} = {self.var[ll.init]}")
+                continue
             dtype = _TORCH_DTYPE.get(v.dtype) or self.dtype()
             self.emit(f"{last_vars[v.id]} = torch.zeros({self.shape(v.dims)}, dtype={dtype}, device={self.device()})")
         step = self.ns.fresh("t")

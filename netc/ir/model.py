@@ -133,7 +133,11 @@ class LoopLast:
     name: str
     value: int
     out: Value
-    after_end: bool = False  # assigned after `if end(...): break`: not computed at the ending step
+    # assigned after `if end(...): break` only: a sequence ending at step k (its `end` held) has
+    # its value from step k-1, or `init` (a body value: the loop's invariant of the value before
+    # the loop) when k is the first step; one stopped by its bound has its last step's
+    after_end: bool = False
+    init: int | None = None
     # the loop's stack (its `out` id) of `value`: its frame at each sequence's last step is `out`,
     # for a target running every sequence over the padded length (`padded_steps` pass)
     from_stack: int | None = None

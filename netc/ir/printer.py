@@ -49,7 +49,8 @@ def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
             for s in n.stacks:
                 out.append(f"{indent}  -> {_v(s.out)} = stack {_ref(s.value)}")
             for ll in n.lasts:
-                out.append(f"{indent}  -> {_v(ll.out)} = last {_ref(ll.value)}{_from_stack(ll.from_stack)}")
+                held = f" (assigned after the end, from {_ref(ll.init)})" if ll.after_end else ""
+                out.append(f"{indent}  -> {_v(ll.out)} = last {_ref(ll.value)}{held}{_from_stack(ll.from_stack)}")
         else:
             outs = ", ".join(_v(o) for o in n.outs)
             attrs = "".join(f" {k}={val!r}" for k, val in n.attrs.items() if k != "params" or not n.unfused)

@@ -18,7 +18,8 @@ def node_uses(n: Node) -> list[int]:
 def loop_inner_uses(n: Loop) -> list[int]:
     """Values of a loop's body read by the loop itself (state updates and results)."""
     end = [n.end] if n.end is not None else []
-    return [c.next for c in n.carries] + [s.value for s in n.stacks] + [ll.value for ll in n.lasts] + end
+    inits = [ll.init for ll in n.lasts if ll.init is not None]
+    return [c.next for c in n.carries] + [s.value for s in n.stacks] + [ll.value for ll in n.lasts] + inits + end
 
 
 def _count(nodes: list[Node], uses: Counter) -> Counter:

@@ -83,6 +83,8 @@ class _Verifier:
                         raise IRError(f"stack %{s.out.id} lacks the loop axis")
                 for ll in n.lasts:
                     need(ll.value, inner, n)
+                    if ll.init is not None:
+                        need(ll.init, inner, n)
                     from_stack(n, ll, ll.value)
                 for r in n.results():
                     define(r)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack, Value
+from netc.ir.uses import count_uses_in_loop
 from netc.ops import REGISTRY
 from netc.parser import values as V
 
@@ -34,7 +35,10 @@ class _LoopCtx:
     tensor_if_depth: int = 0
     end: ast.If | None = None  # the `if end(cond): break` statement
     past_end: bool = False  # the body is being read after that statement
-    after_end: set[str] = field(default_factory=set)  # names assigned after it
+    after_end: dict[str, ast.AST] = field(default_factory=dict)  # names assigned after it
+    before: dict[str, Any] = field(default_factory=dict)  # their values before the loop (if any)
+    at_break: dict[str, Any] = field(default_factory=dict)  # their values at the `break`
+    cond: V.TV | None = None  # the `end` condition
     target_names: set[str] = field(default_factory=set)
     python_before: dict[str, Any] = field(default_factory=dict)
     append_sides: set[bool] = field(default_factory=set)  # appends before (True) / after the end
@@ -281,16 +285,13 @@ class LoopBuilder:
         body = V.Block(nodes=loop.body, loop=loop, parent=outer)
         assigned = assigned_names(stmt.body)
         after_end = assigned_names(stmt.body[stmt.body.index(end) + 1 :]) if end is not None else {}
+        before = {n: env[n] for n in after_end if n in env}
         for name in assigned:
             if name in env and isinstance(env[name], V.TV) and name not in target_names:
                 init = self.capture(env[name], outer, assigned[name])
                 inner = t.new_value(init.dims, init.value.dtype, name=name, sparse_dim=init.value.sparse_dim)
                 loop.carries.append(LoopCarry(name=name, init=init.value.id, inner=inner, next=-1))
                 env[name] = V.TV(inner, body)
-                if name in after_end:
-                    raise t.error(
-                        after_end[name], f"loop state `{name}` is assigned after `if end(...): break`; assign it before"
-                    )
         python_bound = {n for n in assigned if n in env and not isinstance(env[n], V.TV) and n not in target_names}
         return _LoopCtx(
             stmt=stmt,
@@ -301,7 +302,8 @@ class LoopBuilder:
             serial=t.tick(),
             tensor_if_depth=t.tensor_if_depth,
             end=end,
-            after_end=set(after_end),
+            after_end=after_end,
+            before=before,
             target_names=target_names,
             python_before={n: env.get(n) for n in python_bound},
         )
@@ -337,12 +339,15 @@ class LoopBuilder:
         if not isinstance(cond, V.TV) or cond.value.dtype != "bool" or not set(cond.dims) <= {"batch"}:
             got = f"{cond.value.dtype}[{', '.join(cond.dims)}]" if isinstance(cond, V.TV) else type(cond).__name__
             raise self.t.error(node.test, f"end(cond) needs one bool per sequence (dims within [batch]), got {got}")
-        ctx.loop.end = self.capture(cond, ctx.block, node).value.id
+        ctx.cond = self.capture(cond, ctx.block, node)
+        ctx.loop.end = ctx.cond.value.id
+        ctx.at_break = {n: ctx.env.get(n) for n in ctx.after_end}
         ctx.past_end = True
 
     def _close(self, ctx: _LoopCtx, outer: V.Block, target_names: set[str]) -> None:
         t, loop, body, env = self.t, ctx.loop, ctx.block, ctx.env
         carried = {c.name for c in loop.carries}
+        final = {n: env.get(n) for n in ctx.after_end}  # before the carries' names are rebound
         if ctx.target is not None:  # the target's frames in training, a search's steps otherwise
             if not loop.include_eos:
                 raise t.error(ctx.end, "in a loop with `choice`, append before `if end(...)`: the ending label counts")
@@ -375,13 +380,14 @@ class LoopBuilder:
             c.next = nxt.value.id
             c.out = t.new_value(c.inner.dims, c.inner.dtype, name=c.name, sparse_dim=c.inner.sparse_dim)
             env[c.name] = V.TV(c.out, outer)
+        self._after_end(ctx, outer, final)
         for name in list(ctx.assigned) + sorted(target_names - set(ctx.assigned)):
             v = env.get(name)
-            if name in carried or not isinstance(v, V.TV) or not _inside(v.block, body):
+            if name in carried or name in ctx.after_end or not isinstance(v, V.TV) or not _inside(v.block, body):
                 continue
             v = self.capture(v, body, ctx.assigned.get(name, ctx.stmt))
             out = t.new_value(v.dims, v.value.dtype, name=name, sparse_dim=v.value.sparse_dim)
-            loop.lasts.append(LoopLast(name=name, value=v.value.id, out=out, after_end=name in ctx.after_end))
+            loop.lasts.append(LoopLast(name=name, value=v.value.id, out=out))
             env[name] = V.TV(out, outer)
         for lst, value, _node in ctx.appends.values():
             dims = t.dims.canonical((*value.dims, loop.axis))
@@ -393,6 +399,68 @@ class LoopBuilder:
             stacked = V.TV(out, outer, from_list=True)
             for n in names:
                 env[n] = stacked
+
+    def _after_end(self, ctx: _LoopCtx, outer: V.Block, final: dict[str, Any]) -> None:
+        """Names assigned after `if end(...): break`: after the loop each holds its last assignment
+        that ran, as in Python. A sequence ending at step k (its `end` held) ran that step up to the
+        `break`: a name assigned before it too holds that value, otherwise the value from step k-1,
+        or from before the loop when k is the first step (so it must have one). A sequence stopped
+        by its bound ran its last step whole."""
+        t, loop, body, env = self.t, ctx.loop, ctx.block, ctx.env
+        if not ctx.after_end:
+            return
+        uses = count_uses_in_loop(loop)
+        uses.update(v.value.id for _, v, _ in ctx.appends.values())
+        carries = {c.name: c for c in loop.carries}
+        for name, node in ctx.after_end.items():
+            c, fin, brk = carries.get(name), final.get(name), ctx.at_break.get(name)
+            if c is not None and uses[c.inner.id]:  # its previous value is read: loop state
+                raise t.error(node, f"loop state `{name}` is assigned after `if end(...): break`; assign it before")
+            if not isinstance(fin, V.TV):
+                if name not in ctx.before and name in env:
+                    env[name] = V.Poison(name, ctx.stmt.lineno, after_end=True)
+                continue
+            fin = self.capture(fin, body, node)
+            init = None
+            if isinstance(brk, V.TV) and _inside(brk.block, body) and (c is None or brk.value.id != c.inner.id):
+                # also assigned before the `break`: the ending step's value there, else the step's last
+                brk = self.capture(brk, body, node)
+                value = self._at_break(ctx, name, brk, fin, node)
+            elif c is not None:
+                value = fin.value.id
+                init = self.capture(ctx.before[name], body, node).value.id
+            else:
+                env[name] = V.Poison(name, ctx.stmt.lineno, after_end=True)
+                continue
+            out = (
+                c.out
+                if c is not None
+                else t.new_value(fin.dims, fin.value.dtype, name=name, sparse_dim=fin.value.sparse_dim)
+            )
+            if c is not None:
+                loop.carries.remove(c)  # no state: its previous value is never read
+            loop.lasts.append(LoopLast(name=name, value=value, out=out, after_end=init is not None, init=init))
+            env[name] = V.TV(out, outer)
+
+    def _at_break(self, ctx: _LoopCtx, name: str, brk: V.TV, fin: V.TV, node: ast.AST) -> int:
+        """`where(end, brk, fin)` in the body: the value of a name assigned on both sides of the
+        `break` (`brk` before it, `fin` after) at the end of a sequence's last step."""
+        t = self.t
+        if brk.value.id == fin.value.id:
+            return fin.value.id
+        if (brk.dims, brk.value.dtype, brk.value.sparse_dim) != (fin.dims, fin.value.dtype, fin.value.sparse_dim):
+            raise t.error(
+                node,
+                f"`{name}` is assigned before and after `if end(...): break` with different dims or types "
+                f"({brk.value.dtype}[{', '.join(brk.dims)}] and {fin.value.dtype}[{', '.join(fin.dims)}]); "
+                "after the loop it would be either, per sequence",
+            )
+        outer, t.block = t.block, ctx.block
+        try:
+            (value,) = t.emit(REGISTRY["where"], [ctx.cond, brk, fin], {}, node)
+        finally:
+            t.block = outer
+        return value.value.id
 
     def append(self, lst: V.PyList, value: Any, node: ast.AST) -> None:
         ctx = self.active[-1] if self.active else None

@@ -509,6 +509,13 @@ class Tracer:
         name = node.id
         if name in self.env:
             val = self.env[name]
+            if isinstance(val, V.Poison) and val.after_end:
+                raise self.error(
+                    node,
+                    f"`{name}` is assigned only after `if end(...): break` in the loop at line {val.line}: "
+                    f"a sequence that ends at its first step never assigns it, and it has no value before "
+                    f"the loop; assign it before the loop (e.g. `{name} = zeros(batch, ...)`)",
+                )
             if isinstance(val, V.Poison):
                 raise self.error(
                     node,

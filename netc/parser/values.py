@@ -178,10 +178,12 @@ class LoopIndex:
 
 @dataclass(frozen=True)
 class Poison:
-    """A name bound in only one branch of an `if` on a tensor: an error when read."""
+    """A name bound in only one branch of an `if` on a tensor, or only after the `if end(...):
+    break` of a loop (and not before it): an error when read."""
 
     name: str
-    line: int
+    line: int  # the `if`'s or the loop's
+    after_end: bool = False
 
 
 class Return(Exception):  # a control-flow signal, not an error

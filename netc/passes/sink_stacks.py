@@ -161,6 +161,8 @@ def _readers(loop: Loop) -> defaultdict[int, list]:
         readers[c.next].append("loop")
     for ll in loop.lasts:
         readers[ll.value].append("loop")
+        if ll.init is not None:
+            readers[ll.init].append("loop")
     if loop.end is not None:
         readers[loop.end].append("loop")
     for s in loop.stacks:

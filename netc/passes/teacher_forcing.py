@@ -3,7 +3,8 @@
 In training a loop with `label = choice(scores, target=y, ...)` runs over y's frames and the
 choice is y's frame at each step (teacher forcing); its `end` and step limit do not apply. This
 pass makes that explicit: the choice's result is replaced by the target's frame, the choice and
-the loop's end go, and what only the search needed (the end condition, the log-probabilities
+the loop's end go (a value assigned after the `end`, read after the loop, becomes the previous
+step's: state), and what only the search needed (the end condition, the log-probabilities
 the choice read) is left for `dce`. The loop is then an ordinary loop over y, which the hoisting
 passes treat like any other: the previous label's embedding becomes a shifted sequence, the
 output projection runs after the loop, as RETURNN itself would do in training.
@@ -14,12 +15,13 @@ pass for it (`Graph.search`).
 
 from __future__ import annotations
 
-from netc.ir.model import Graph, Loop, Op
-from netc.ir.uses import replace_uses
+from netc.ir.model import Graph, Loop, LoopCarry, Op, Value
+from netc.ir.uses import replace_uses, values_by_id
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     changed = False
+    next_id = max(values_by_id(g), default=0) + 1
     for loop in g.body:
         if not isinstance(loop, Loop) or loop.target is None:
             continue
@@ -33,7 +35,14 @@ def transform(g: Graph) -> tuple[Graph, bool]:
             s.value = frame if s.value == label else s.value
         for ll in loop.lasts:
             ll.value = frame if ll.value == label else ll.value
-            ll.after_end = False
+            if ll.after_end:  # the target's last frame is the ending step: the value from the one before
+                prev = Value(
+                    id=next_id, dims=ll.out.dims, dtype=ll.out.dtype, name=ll.name, sparse_dim=ll.out.sparse_dim
+                )
+                next_id += 1
+                init = next(i.outer for i in loop.invariants if i.inner.id == ll.init)
+                loop.carries.append(LoopCarry(name=ll.name, init=init, inner=prev, next=ll.value))
+                ll.value, ll.after_end, ll.init = prev.id, False, None
         loop.target = loop.end = loop.bound = loop.max_steps = None
         loop.include_eos = True
         changed = True

@@ -1,4 +1,6 @@
-"""A `while True` loop whose appends stand after `if end(...): break`: the ending step is not stacked."""
+"""A `while True` loop whose appends stand after `if end(...): break`: the ending step is not stacked.
+`y`, assigned after the `break`, is bound before the loop: a sequence ending at its first step keeps
+that value."""
 
 from netc import Dim, Linear, Tensor, batch, end, network, reduce_sum, tanh, zeros
 
@@ -14,6 +16,7 @@ def f(x: Tensor[batch, time, feat]):
         h = tanh(Linear(hidden)(x_t) + h)
     s = h
     c = reduce_sum(h, axis=hidden)
+    y = zeros(batch, hidden)
     out = []
     while True:
         s = tanh(Linear(hidden)(s))
