@@ -160,10 +160,18 @@ class Comparison:
     backend: str
     max_abs_diff: float
     valid_frames: int
+    # what TOLERANCE is relative to: 1 for values; for a loss, a sum over every valid frame of the
+    # batch whose float32 rounding grows with it, max(1, |loss|)
+    scale: float = 1.0
+
+    @property
+    def ok(self) -> bool:
+        return self.max_abs_diff <= TOLERANCE * self.scale
 
 
 def compare(g: Graph, ref: Result, other: Result, backend: str) -> list[Comparison]:
     """Every result of `ref` (outputs and losses, or what a search returns) against `other`'s."""
+    losses = {loss.name for loss in g.losses}
     out = []
     for name, dims in ref.dims.items():
         if name not in other.outputs:
@@ -185,7 +193,8 @@ def compare(g: Graph, ref: Result, other: Result, backend: str) -> list[Comparis
         diff = np.where(mask, diff, 0.0)
         bad = np.isnan(b) & mask
         worst = float("inf") if bad.any() else float(diff.max(initial=0.0))
-        out.append(Comparison(name, backend, worst, int(mask.sum())))
+        scale = max(1.0, float(np.abs(a).max(initial=0.0))) if name in losses else 1.0
+        out.append(Comparison(name, backend, worst, int(mask.sum()), scale))
     return out
 
 

@@ -102,7 +102,6 @@ FEATURES = frozenset(
         "unused_module_result",
         "index_two_dyn",
         "list_of_lists",
-        "labels_plus_one",
         "after_break",
         "if_zip_bw_lstm",
         "embedding_class_dim",
@@ -478,11 +477,7 @@ class Gen:
         if self.on("embedding_class_dim", 0.2):
             return self.new(f"nc.Embedding({lab.cls})({lab.name})", lab.dims | {lab.cls}, variant=lab.variant)
         emb = self.dims["emb"]
-        x = lab.name
-        if self.on("labels_plus_one", 0.2):
-            top = self.dims[lab.cls].size - 1  # labels + 1, kept in the class range
-            x = f"nc.where({lab.name} < {top}, {lab.name}, {top - 1}) + 1"
-        return self.new(f"nc.Embedding(emb)({x})", lab.dims | {emb.name}, variant=lab.variant)
+        return self.new(f"nc.Embedding(emb)({lab.name})", lab.dims | {emb.name}, variant=lab.variant)
 
     def helper(self, a: V) -> V:
         sa = self.static(a)
