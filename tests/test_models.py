@@ -46,6 +46,7 @@ LOOP_LOWERING = [
     "nested_state_from_inner_stack.py",
     "nested_outer_state_in_inner.py",
     "invariant_search_stack.py",
+    "last_label_of_frames.py",
 ]
 MODELS += LOOP_LOWERING
 # also verified with the loops' bodies as written (nothing moved out by netc): a bug that shows

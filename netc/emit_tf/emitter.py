@@ -443,6 +443,8 @@ class ReturnnEmitter:
                 ref = f"{rec}/{name}"
             else:
                 unit.layers[name]["need_last"] = True
+                if self.values[value].sparse_dim:  # RETURNN reads it as a previous value too
+                    unit.layers[name].setdefault("initial_output", "zeros")
                 # the output's own name unless a whole axis is retagged after it (a layer more)
                 retagged = any(unit.dims[d] != outer.dims[d] for d in out.dims)
                 ref = (None if retagged else named.get(out.id)) or outer.ns.fresh(out.name or f"{name}_last")
