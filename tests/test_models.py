@@ -47,6 +47,7 @@ LOOP_LOWERING = [
     "nested_outer_state_in_inner.py",
     "invariant_search_stack.py",
     "last_label_of_frames.py",
+    "invariant_concat.py",
 ]
 MODELS += LOOP_LOWERING
 # also verified with the loops' bodies as written (nothing moved out by netc): a bug that shows

@@ -81,6 +81,7 @@ class _OpCtx:
 
     def __init__(self, em: ReturnnEmitter, blk: _Block, op: Op):
         self.em, self.blk, self.op = em, blk, op
+        self.in_unit = blk.in_unit
 
     def src(self, i: int) -> str:
         return self.blk.refs[self.op.args[i]]

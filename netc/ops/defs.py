@@ -478,7 +478,10 @@ class Concat(OpDef):
 
     def returnn(self, ctx, op):
         srcs = [[ctx.src(i), ctx.dim(ctx.in_dims(i)[-1])] for i in range(len(op.args))]
-        return {"class": "concat", "from": [tuple(s) for s in srcs], "out_dim": ctx.dim(op.outs[0].dims[-1])}
+        layer = {"class": "concat", "from": [tuple(s) for s in srcs], "out_dim": ctx.dim(op.outs[0].dims[-1])}
+        if ctx.in_unit:  # RETURNN may stack one operand's frames after the loop and not the other's
+            layer["allow_broadcast"] = True
+        return layer
 
     def torch(self, ctx, op):
         return f"torch.cat([{', '.join(ctx.arg(i) for i in range(len(op.args)))}], dim=-1)"
