@@ -20,6 +20,7 @@ from netc.emit_tf.fold import fold
 from netc.emit_tf.loop_rules import (
     STEP_TYPE_HELPER,
     STEP_TYPE_HELPER_SOURCE,
+    axes_of_prev,
     feeding_state,
     per_step,
     readers,
@@ -383,7 +384,11 @@ class ReturnnEmitter:
                 unit.layers[name] = self._per_step(name, unit.refs[c.next], c.next in stepped, beam)
                 if c.next in stepped:
                     unit.layer_of.setdefault(c.next, name)
-            if c.init in self.zeros and shaped_by_others(unit.layers, name, batched):
+            if (
+                c.init in self.zeros
+                and shaped_by_others(unit.layers, name, batched)
+                and not axes_of_prev(unit.layers, name)
+            ):
                 continue  # zeros are RETURNN's default
             # RETURNN looks for an inner unit's initial values before the outer unit has built its
             # own layers: zeros made there are RETURNN's `"zeros"`
