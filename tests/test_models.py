@@ -73,6 +73,16 @@ def test_invariant_stack_in_a_search(netc, hoist):
     assert "summary          eager vs returnn" in proc.stdout
 
 
+@pytest.mark.parametrize("model", ["state_reduced_in_decoder.py"])
+def test_decoder_searched(netc, model):
+    """Searched decoders whose RETURNN lowering failed: a state reduced over its own dim, a target
+    named before the inputs."""
+    proc = netc("verify", ROOT / "tests" / "models" / model, "--seed", "2", "--search")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "labels           eager vs returnn" in proc.stdout
+
+
 def test_loss_is_reported_by_every_backend(netc):
     out = netc("verify", ROOT / "tests" / "models" / "losses.py", check=True).stdout
     for backend in ("torch", "returnn"):

@@ -188,6 +188,7 @@ class ReturnnEmitter:
             search_output=py_str(plan.outputs[0]) if plan is not None else None,
             target_layers=py_literal(_needing(search_layers or layers, plan.targets)) if plan is not None else None,
             target=py_str(sorted(plan.targets)[0]) if plan is not None else None,
+            default_input=py_str(fed[0]) if plan is not None and (fed := _fed(g, plan)) else None,
         )
 
     def network(self, g: Graph, plan: SearchPlan | None) -> dict[str, dict]:
@@ -552,6 +553,11 @@ class ReturnnEmitter:
         outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
         outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
         return name
+
+
+def _fed(g: Graph, plan: SearchPlan) -> list[str]:
+    """The inputs a search is given, with a batch dim, in the order they are declared."""
+    return [i.name for i in g.inputs if i.name not in plan.targets and "batch" in i.value.dims]
 
 
 def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False, target_read: bool = False) -> dict:

@@ -1,6 +1,7 @@
 """A decoder state expanded and reduced over its own dim: RETURNN first builds the unit's layers
 from a previous value without dims, where the reduce finds no axis, unless the state's initial
-value is given."""
+value is given. Searched, its target `tgt` is the first input by name: RETURNN must take the batch
+size from `x`."""
 
 import netc as nc
 from netc import batch
@@ -14,7 +15,7 @@ vocab = nc.Dim("vocab", 5)
 
 
 @nc.network
-def state_reduced_in_decoder(x: nc.Tensor[batch, time, feat], y: nc.Labels[batch, dec, vocab]):
+def state_reduced_in_decoder(x: nc.Tensor[batch, time, feat], tgt: nc.Labels[batch, dec, vocab]):
     s = nc.zeros(batch, hidden)
     label = nc.full(batch, value=0, class_dim=vocab)
     logits = []
@@ -24,9 +25,9 @@ def state_reduced_in_decoder(x: nc.Tensor[batch, time, feat], y: nc.Labels[batch
         s = nc.tanh(nc.Linear(hidden)(grid) + nc.Linear(hidden, with_bias=False)(s))
         scores = nc.Linear(vocab)(s)
         logits.append(scores)
-        label = nc.choice(scores, target=y, beam=3)
+        label = nc.choice(scores, target=tgt, beam=3)
         labels.append(label)
         if nc.end(label == 0):
             break
-    nc.mark_as_loss(nc.cross_entropy(logits, y, axis=vocab), "ce")
+    nc.mark_as_loss(nc.cross_entropy(logits, tgt, axis=vocab), "ce")
     return {"labels": labels}
