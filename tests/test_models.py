@@ -46,6 +46,10 @@ LOOP_LOWERING = [
     "nested_state_from_inner_stack.py",
     "nested_outer_state_in_inner.py",
     "invariant_search_stack.py",
+    "last_label_of_frames.py",
+    "invariant_concat.py",
+    "expand_moved_out.py",
+    "state_reduced_in_decoder.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)
@@ -77,6 +81,16 @@ def test_invariant_stack_in_a_search(netc, hoist):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "summary          eager vs returnn" in proc.stdout
+
+
+@pytest.mark.parametrize("hoist", ["--hoist", "--no-hoist"])
+def test_decoder_searched(netc, hoist):
+    """Searched decoders whose RETURNN lowering failed: a state reduced over its own dim, a target
+    named before the inputs."""
+    proc = netc("verify", ROOT / "tests" / "models" / "state_reduced_in_decoder.py", "--seed", "2", "--search", hoist)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "labels           eager vs returnn" in proc.stdout
 
 
 def test_loss_is_reported_by_every_backend(netc):

@@ -20,6 +20,7 @@ from netc.emit_tf.fold import fold
 from netc.emit_tf.loop_rules import (
     STEP_TYPE_HELPER,
     STEP_TYPE_HELPER_SOURCE,
+    axes_of_prev,
     feeding_state,
     per_step,
     readers,
@@ -81,6 +82,7 @@ class _OpCtx:
 
     def __init__(self, em: ReturnnEmitter, blk: _Block, op: Op):
         self.em, self.blk, self.op = em, blk, op
+        self.in_unit = blk.in_unit
 
     def src(self, i: int) -> str:
         return self.blk.refs[self.op.args[i]]
@@ -186,6 +188,7 @@ class ReturnnEmitter:
             search_output=py_str(plan.outputs[0]) if plan is not None else None,
             target_layers=py_literal(_needing(search_layers or layers, plan.targets)) if plan is not None else None,
             target=py_str(sorted(plan.targets)[0]) if plan is not None else None,
+            default_input=py_str(fed[0]) if plan is not None and (fed := _fed(g, plan)) else None,
         )
 
     def network(self, g: Graph, plan: SearchPlan | None) -> dict[str, dict]:
@@ -439,6 +442,8 @@ class ReturnnEmitter:
                 ref = f"{rec}/{name}"
             else:
                 unit.layers[name]["need_last"] = True
+                if self.values[value].sparse_dim:  # RETURNN reads it as a previous value too
+                    unit.layers[name].setdefault("initial_output", "zeros")
                 # the output's own name unless a whole axis is retagged after it (a layer more)
                 retagged = any(unit.dims[d] != outer.dims[d] for d in out.dims)
                 ref = (None if retagged else named.get(out.id)) or outer.ns.fresh(out.name or f"{name}_last")
@@ -469,7 +474,7 @@ class ReturnnEmitter:
 
     def _initial_output(self, unit: _Block, outer: _Block, name: str, init: int, ref: str, batched: set[str]) -> None:
         """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""
-        if init in self.zeros and shaped_by_others(unit.layers, name, batched):
+        if init in self.zeros and shaped_by_others(unit.layers, name, batched) and not axes_of_prev(unit.layers, name):
             return  # zeros are RETURNN's default
         # RETURNN looks for an inner unit's initial values before the outer unit has built its
         # own layers: zeros made there are RETURNN's `"zeros"`
@@ -568,6 +573,11 @@ class ReturnnEmitter:
         outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
         outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
         return name
+
+
+def _fed(g: Graph, plan: SearchPlan) -> list[str]:
+    """The inputs a search is given, with a batch dim, in the order they are declared."""
+    return [i.name for i in g.inputs if i.name not in plan.targets and "batch" in i.value.dims]
 
 
 def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False, target_read: bool = False) -> dict:

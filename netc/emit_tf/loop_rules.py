@@ -97,6 +97,37 @@ STEP_TYPE_HELPER_SOURCE = f'''def {STEP_TYPE_HELPER}(sources, name, **_kwargs):
 _BATCHED_CLASSES = {"rnn_cell", "choice"}
 
 
+def _sources(layer: dict) -> list[str]:
+    sources = layer.get("from", [])
+    sources = [sources] if isinstance(sources, str) else sources
+    return [s[0] if isinstance(s, tuple) else s for s in sources if isinstance(s, (str, tuple))]
+
+
+# options by which a layer names axes of its input
+_NAMES_AXES = {"axis", "axes", "reduce", "var1", "var2"}
+
+
+def axes_of_prev(layers: dict[str, dict], name: str) -> bool:
+    """Whether a layer naming axes of its input (a reduce, a dot) reads the state layer's previous
+    value, maybe through others (not through a linear layer). RETURNN first builds the unit's templates from a previous value
+    without dims when the state has no initial value given: such a layer fails there."""
+    readers: dict[str, list[str]] = {}
+    for n, layer in layers.items():
+        for src in _sources(layer):
+            readers.setdefault(src, []).append(n)
+    todo, seen = list(readers.get(f"prev:{name}", [])), set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if _NAMES_AXES & layers[n].keys():
+            return True
+        if layers[n].get("class") != "linear":  # a linear's output has its own feature dim
+            todo.extend(readers.get(n, []))
+    return False
+
+
 def shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> bool:
     """Whether RETURNN can tell the state layer's shape, batch included, without its initial
     value (then its default initial output, zeros, has that shape): some layer it is computed

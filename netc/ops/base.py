@@ -45,6 +45,11 @@ class ReturnnCtx(Protocol):
     # when arg i is a loop's carried state: its value before the loop and the one it takes next
     def carry(self, i: int) -> Carry | None: ...
     def is_zeros(self, i: int) -> bool: ...  # arg i is made by `zeros(...)`
+
+    # the op is in a loop's unit, where RETURNN may move it out of the loop while an operand stays
+    # (or the reverse): operands then differ by the loop's axis
+    in_unit: bool
+
     def variable(self, role: str) -> str: ...  # the TF variable name of the op's parameter `role`
     def param_shape(self, role: str) -> tuple[int, ...]: ...
 

@@ -478,7 +478,10 @@ class Concat(OpDef):
 
     def returnn(self, ctx, op):
         srcs = [[ctx.src(i), ctx.dim(ctx.in_dims(i)[-1])] for i in range(len(op.args))]
-        return {"class": "concat", "from": [tuple(s) for s in srcs], "out_dim": ctx.dim(op.outs[0].dims[-1])}
+        layer = {"class": "concat", "from": [tuple(s) for s in srcs], "out_dim": ctx.dim(op.outs[0].dims[-1])}
+        if ctx.in_unit:  # RETURNN may stack one operand's frames after the loop and not the other's
+            layer["allow_broadcast"] = True
+        return layer
 
     def torch(self, ctx, op):
         return f"torch.cat([{', '.join(ctx.arg(i) for i in range(len(op.args)))}], dim=-1)"
@@ -509,11 +512,12 @@ class Expand(OpDef):
         return [OutType(dt.canonical((*x.dims, d)), x.dtype, sparse_dim=x.sparse_dim)]
 
     def returnn(self, ctx, op):
-        # at the end, counted batch-major; RETURNN tracks dims by tag, so the position is moot
+        # last: RETURNN counts an int axis batch-major, and a layer it moves out of a loop has the
+        # loop's axis too (a count from the front would put the dim elsewhere than the frames' template)
         d = op.attrs["dim"]
         dep = ctx.dim_source(d) if ctx.is_dynamic(d) else None
         if not dep:
-            return {"class": "expand_dims", "from": ctx.src(0), "axis": len(ctx.in_dims(0)), "dim": ctx.dim(d)}
+            return {"class": "expand_dims", "from": ctx.src(0), "axis": -1, "dim": ctx.dim(d)}
         # a dim made by an op or a loop gets its lengths when that layer is built, which must come
         # first (`expand_dims` has no `shape_deps`): a `switch` on a mask over the dim that has them
         mask = {
