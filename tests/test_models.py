@@ -35,6 +35,7 @@ MODELS = [
     "nested_list_append.py",
     "while_loops_alike.py",
     "zip_backward_list.py",
+    "fused_lstm_last_c.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)

@@ -257,11 +257,16 @@ class ReturnnEmitter:
         if op.op == "zeros":
             self.zeros.add(op.outs[0].id)
         name = reserved.get(op.outs[0].id) or blk.ns.fresh(op.hint())
+        refs = opdef.returnn_outs(name, op)
+        if refs[:1] != [name] and name == reserved.get(op.outs[0].id):
+            # the reserved name is for the value, which an extra layer gives (a fused LSTM's last `c`)
+            name = blk.ns.fresh(op.hint())
+            refs = opdef.returnn_outs(name, op)
         blk.layers[name] = layer
         self.op_layers[op.outs[0].id] = (*blk.path, name)
-        refs = opdef.returnn_outs(name, op)
         refs += [""] * (len(op.outs) - len(refs))  # results given by extra layers
         for i, (extra_name, extra) in opdef.returnn_extra(ctx, name, layer, op, blk.ns.fresh).items():
+            extra_name = reserved.get(op.outs[i].id) or extra_name
             refs[i] = extra_name
             blk.layers[extra_name] = extra
         if blk.in_unit:
