@@ -253,8 +253,10 @@ class LstmCell(OpDef):
         h, c = fresh(f"{layer}_h"), fresh(f"{layer}_c")
         own["collocate_with"] = [c]  # see STATE_C_HELPER_SOURCE
         return {
-            # `rnn_cell` makes its own feature dim (`<layer>:rnn_cell_feat`): h gets out_dim's
-            0: (h, {"class": "reinterpret_data", "from": layer, "set_dim_tags": {"F": out}}),
+            # `rnn_cell` makes its own feature dim (`<layer>:rnn_cell_feat`): h gets out_dim's, by a
+            # template of its own: the cell's template has no batch dim when its input is computed from
+            # `prev:h` alone (RETURNN guesses the cycle's first template from the sources)
+            0: (h, {"class": "eval", "from": layer, "eval": "source(0)", "out_type": {"dim_tags": [Code("batch_dim"), out]}}),
             # c through a helper that also reads its own `prev:` value: see STATE_C_HELPER_SOURCE
             1: (
                 c,
