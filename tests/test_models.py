@@ -36,6 +36,7 @@ MODELS = [
     "while_loops_alike.py",
     "zip_backward_list.py",
     "fused_lstm_last_c.py",
+    "lstm_cell_own_state_input.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
@@ -47,6 +48,8 @@ LOOP_LOWERING = [
     "nested_state_from_inner_stack.py",
     "nested_outer_state_in_inner.py",
     "invariant_search_stack.py",
+    "stack_prev_state_only.py",
+    "end_state_other_dynamic_dim.py",
 ]
 MODELS += LOOP_LOWERING
 # also verified with the loops' bodies as written (nothing moved out by netc): a bug that shows

@@ -1,0 +1,20 @@
+"""A loop with `end` whose state has another dynamic dim (accumulated weights over `time`):
+the state is not the unit's `output` (RETURNN would take the loop's lengths from that dim)."""
+
+from netc import Dim, Tensor, batch, dot, end, network, reduce_mean, zeros
+
+time = Dim("time")
+model = Dim("model", 6)
+
+
+@network
+def net(x: Tensor[batch, time, model]):
+    acc = zeros(batch, time)
+    out = []
+    for _ in range(4):
+        acc = 0.9 * acc + 0.1
+        c = dot(acc, x, reduce=time)
+        out.append(c)
+        if end(reduce_mean(c, axis=model) > 0.2):
+            break
+    return {"weighted": x * acc, "out": out}
