@@ -200,13 +200,15 @@ def _loops(g: Graph) -> list[Loop]:
 
 def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[str, bool, LoopTag | None]:
     """The loop a list was appended in: the outermost finished loop its items were made in, if
-    it ran one step per item. Items made before that loop (a state's initial value appended at
+    it ran one step per item and they are distinct values. Items made before that loop (a state's initial value appended at
     the first step) or in loops nested in it (a fresh run per step) agree on it. Otherwise the
     compiled graph: the loop whose stack the returned `output` is, else the only loop with
     stacks of these step dims (and, over an input dim, this many steps). With the run's tag, if
     a tag told."""
     outermost = {_made_in(i, run) for i in items} - {None}
-    if len(outermost) == 1:
+    # a step makes its values afresh: the same value appended twice was made before the appending
+    # loop (a later loop appending a value of a finished one), whose steps then say nothing
+    if len(outermost) == 1 and len({id(i) for i in items}) == len(items):
         tag = outermost.pop()
         if tag.stacked == len(items):
             return tag.axis, tag.backward, tag
