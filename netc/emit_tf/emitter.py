@@ -477,7 +477,12 @@ class ReturnnEmitter:
                     unit.layers["output"]["from"] = plain[0]
                 else:  # the first result over its other dynamic dims (nothing reads it)
                     dims = [unit.dims[d] for d in self.values[results[0][0]].dims if self.g.dim(d).kind == "dynamic"]
-                    unit.layers["output"] = {"class": "reduce", "mode": "max", "from": first, "axis": [Code(d) for d in dims]}
+                    unit.layers["output"] = {
+                        "class": "reduce",
+                        "mode": "max",
+                        "from": first,
+                        "axis": [Code(d) for d in dims],
+                    }
         rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
         if n.target is not None:  # training: the target's frames; searching: a new axis per search
             del rec_layer["axis"]
