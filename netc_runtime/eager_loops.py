@@ -207,10 +207,11 @@ def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[st
     a tag told."""
     outermost = {_made_in(i, run) for i in items} - {None}
     # a step makes its values afresh: the same value appended twice was made before the appending
-    # loop (a later loop appending a value of a finished one), whose steps then say nothing
-    if len(outermost) == 1 and len({id(i) for i in items}) == len(items):
+    # loop (a later loop appending a value of a finished one), whose steps then say nothing; a
+    # `while True` run's tag is found for a value made before its first `end` (repeated alike)
+    if len(outermost) == 1:
         tag = outermost.pop()
-        if tag.stacked == len(items):
+        if tag.stacked == len(items) and (tag.by_end or len({id(i) for i in items}) == len(items)):
             return tag.axis, tag.backward, tag
     g = run.graph()
     if output is not None:
