@@ -200,15 +200,18 @@ def _loops(g: Graph) -> list[Loop]:
 
 def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[str, bool, LoopTag | None]:
     """The loop a list was appended in: the outermost finished loop its items were made in, if
-    it ran one step per item. Items made before that loop (a state's initial value appended at
+    it ran one step per item and they are distinct values. Items made before that loop (a state's initial value appended at
     the first step) or in loops nested in it (a fresh run per step) agree on it. Otherwise the
     compiled graph: the loop whose stack the returned `output` is, else the only loop with
     stacks of these step dims (and, over an input dim, this many steps). With the run's tag, if
     a tag told."""
     outermost = {_made_in(i, run) for i in items} - {None}
+    # a step makes its values afresh: the same value appended twice was made before the appending
+    # loop (a later loop appending a value of a finished one), whose steps then say nothing; a
+    # `while True` run's tag is found for a value made before its first `end` (repeated alike)
     if len(outermost) == 1:
         tag = outermost.pop()
-        if tag.stacked == len(items):
+        if tag.stacked == len(items) and (tag.by_end or len({id(i) for i in items}) == len(items)):
             return tag.axis, tag.backward, tag
     g = run.graph()
     if output is not None:

@@ -35,6 +35,9 @@ MODELS = [
     "nested_list_append.py",
     "while_loops_alike.py",
     "zip_backward_list.py",
+    "fused_lstm_last_c.py",
+    "lstm_cell_own_state_input.py",
+    "append_value_of_finished_loop.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
@@ -50,6 +53,8 @@ LOOP_LOWERING = [
     "invariant_concat.py",
     "expand_moved_out.py",
     "state_reduced_in_decoder.py",
+    "stack_prev_state_only.py",
+    "end_state_other_dynamic_dim.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)

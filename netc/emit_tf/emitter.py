@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
@@ -260,11 +261,16 @@ class ReturnnEmitter:
         if op.op == "zeros":
             self.zeros.add(op.outs[0].id)
         name = reserved.get(op.outs[0].id) or blk.ns.fresh(op.hint())
+        refs = opdef.returnn_outs(name, op)
+        if refs[:1] != [name] and name == reserved.get(op.outs[0].id):
+            # the reserved name is for the value, which an extra layer gives (a fused LSTM's last `c`)
+            name = blk.ns.fresh(op.hint())
+            refs = opdef.returnn_outs(name, op)
         blk.layers[name] = layer
         self.op_layers[op.outs[0].id] = (*blk.path, name)
-        refs = opdef.returnn_outs(name, op)
         refs += [""] * (len(op.outs) - len(refs))  # results given by extra layers
         for i, (extra_name, extra) in opdef.returnn_extra(ctx, name, layer, op, blk.ns.fresh).items():
+            extra_name = reserved.get(op.outs[i].id) or extra_name
             refs[i] = extra_name
             blk.layers[extra_name] = extra
         if blk.in_unit:
@@ -335,7 +341,10 @@ class ReturnnEmitter:
         for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
             self.values.update((v.id, v) for v in (nd.outs if isinstance(nd, Op) else nd.results()))
         self.values.update((v.id, v) for v in n.block_args())
-        output_carry = _output_carry(n, single, outer)
+        # a loop with `end` has no lengths before it runs: RETURNN takes them from its output's
+        # first dynamic dim if that has another one (an assertion); such an output is not a state
+        has_other = (lambda v: self._dynamic(v.id)) if n.end is not None and n.target is None else (lambda v: False)
+        output_carry = _output_carry(n, single, outer, has_other)
         carry_layers: dict[int, str] = {}
         reserved: dict[int, str] = {}
         for c in n.carries:
@@ -346,12 +355,14 @@ class ReturnnEmitter:
                 reserved[c.next] = carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
         in_loop = feeding_state(n)
+        read_whole = {s.value for s in n.stacks} | {ll.value for ll in n.lasts}
         for c in n.carries:
-            if self._dynamic(c.inner.id) and not readers(n, c.inner.id) <= in_loop:
+            if c.inner.id in read_whole or not readers(n, c.inner.id) <= in_loop:
                 # RETURNN moves a layer that no state needs after the loop and gives it the frames
                 # of the states it reads shifted by one, along the axis it takes for time: of a
-                # value with another dynamic dim, possibly that one. Such a state's previous value
-                # is read through a layer kept in the loop
+                # value with another dynamic dim, possibly that one, and none when the state's
+                # template came from its `prev:` or initial value (no time axis: an assertion).
+                # Such a state's previous value is read through a layer kept in the loop
                 prev = unit.ns.fresh(f"{c.name}_prev")
                 unit.layers[prev] = self._per_step(prev, unit.refs[c.inner.id], False)
                 unit.refs[c.inner.id] = unit.layer_of[c.inner.id] = prev
@@ -461,6 +472,18 @@ class ReturnnEmitter:
             chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
             first = self._own_layer(unit, chosen[0], "out") if chosen else result_layers[0]
             unit.layers["output"] = {"class": "copy", "from": first}
+            if not chosen and has_other(self.values[results[0][0]]):
+                plain = [name for (v, *_), name in zip(results, result_layers) if not has_other(self.values[v])]
+                if plain:
+                    unit.layers["output"]["from"] = plain[0]
+                else:  # the first result over its other dynamic dims (nothing reads it)
+                    dims = [unit.dims[d] for d in self.values[results[0][0]].dims if self.g.dim(d).kind == "dynamic"]
+                    unit.layers["output"] = {
+                        "class": "reduce",
+                        "mode": "max",
+                        "from": first,
+                        "axis": [Code(d) for d in dims],
+                    }
         rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
         if n.target is not None:  # training: the target's frames; searching: a new axis per search
             del rec_layer["axis"]
@@ -643,7 +666,7 @@ def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
     return [name for name in layers if name in needing]
 
 
-def _output_carry(n: Loop, single: set[int], outer: _Block) -> LoopCarry | None:
+def _output_carry(n: Loop, single: set[int], outer: _Block, unfit: Callable[[Value], bool]) -> LoopCarry | None:
     """The state whose layer is the unit's `output` (`prev:output`). RETURNN computes a unit's
     `output` after the loop when no layer of the unit reads it: a state's layer stays in the loop.
     With a `choice`, only the state the choice gives, if any (RETURNN's search follows the unit's
@@ -651,7 +674,7 @@ def _output_carry(n: Loop, single: set[int], outer: _Block) -> LoopCarry | None:
     of its own; in a loop inside a loop, the state that is the loop's result (its output is all
     the outer unit can read), unless it starts from a layer of the outer unit (RETURNN looks for an
     inner unit's `output`'s initial value before the outer unit has built its layers)."""
-    own = [c for c in n.carries if c.next in single]
+    own = [c for c in n.carries if c.next in single and (outer.in_unit or not unfit(c.inner))]
     if outer.in_unit:
         results = [c for c in n.carries if c.out is not None]
         if len(results) != 1 or results[0] not in own or n.stacks or n.lasts:

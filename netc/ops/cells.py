@@ -253,8 +253,20 @@ class LstmCell(OpDef):
         h, c = fresh(f"{layer}_h"), fresh(f"{layer}_c")
         own["collocate_with"] = [c]  # see STATE_C_HELPER_SOURCE
         return {
-            # `rnn_cell` makes its own feature dim (`<layer>:rnn_cell_feat`): h gets out_dim's
-            0: (h, {"class": "reinterpret_data", "from": layer, "set_dim_tags": {"F": out}}),
+            # `rnn_cell` makes its own feature dim (`<layer>:rnn_cell_feat`): h gets out_dim's, by a
+            # template of its own: the cell's has no batch dim when its input is computed from `prev:h`
+            # alone (RETURNN finds the cycle's templates from the sources). Reading its own `prev:`
+            # value keeps h in the loop, where that template holds (no time axis)
+            0: (
+                h,
+                {
+                    "class": "eval",
+                    "from": [layer, f"prev:{h}"],
+                    "eval": "(source(1), source(0))[-1]",
+                    "out_type": {"dim_tags": [Code("batch_dim"), out]},
+                    "initial_output": "zeros",
+                },
+            ),
             # c through a helper that also reads its own `prev:` value: see STATE_C_HELPER_SOURCE
             1: (
                 c,
