@@ -29,6 +29,7 @@ MODELS = [
     "expand_made_dim.py",
     "embedding_class_dim.py",
     "slice_parts.py",
+    "loss_two_dynamic_dims.py",
     "dead_module.py",
     "search_expand.py",
     "index_two_dynamic_dims.py",

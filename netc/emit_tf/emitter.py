@@ -208,9 +208,16 @@ class ReturnnEmitter:
         made_here = {v.id for n in g.body if isinstance(n, Op) and len(n.outs) == 1 for v in n.outs}
         made_here |= {r.id for n in g.body if isinstance(n, Loop) and n.target is None for r in n.results()}
         made_here |= {v.id for n in g.body if isinstance(n, Op) and n.unfused for v in n.outs}
+        # a loss with several dynamic dims is first summed over all but the first: RETURNN's `as_is`
+        # flattens one dynamic axis by its lengths and would sum the others' padded frames
+        top = {v.id: v for n in g.body for v in (n.outs if isinstance(n, Op) else n.results())}
+        top |= {inp.value.id: inp.value for inp in g.inputs}
+        over = {o.name: [d for d in top[o.value].dims if g.dim(d).kind == "dynamic"][1:] for o in g.losses}
         named: dict[int, str] = {}
         for o in [*g.outputs, *g.losses]:
-            if o.value in made_here and o.value not in named and not (plan and o.name in plan.outputs):
+            if over.get(o.name) or o.value in named or (plan and o.name in plan.outputs):
+                continue
+            if o.value in made_here:
                 named[o.value] = o.name
         self.block(g.body, root, named)
         for o in [*g.outputs, *g.losses]:
@@ -218,6 +225,14 @@ class ReturnnEmitter:
                 layer = root.layers[o.name]
             elif plan is not None and o.name in plan.outputs:  # searching: the best hypothesis' frames
                 layer = root.layers[o.name] = {"class": "decide", "from": root.refs[o.value]}
+            elif over.get(o.name):
+                axes = [Code(root.dims[d]) for d in over[o.name]]
+                layer = root.layers[o.name] = {
+                    "class": "reduce",
+                    "mode": "sum",
+                    "from": root.refs[o.value],
+                    "axis": axes,
+                }
             else:
                 layer = root.layers[o.name] = {"class": "copy", "from": root.refs[o.value]}
             if o in g.outputs:
