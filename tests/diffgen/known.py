@@ -22,4 +22,4 @@ DOCUMENTED_REFUSALS: tuple[str, ...] = ("RETURNN target",)
 
 # errors eager mode raises for its documented limitations (docs/language.md, Limitations, Eager
 # mode): counted as `refused`, with the detail "documented: ..."
-DOCUMENTED_EAGER_ERRORS: tuple[str, ...] = ("cannot tell which loop a list of",)
+DOCUMENTED_EAGER_ERRORS: tuple[str, ...] = ("cannot tell which loop a list of", "cannot tell which loop this list of")
