@@ -468,7 +468,9 @@ class ReturnnEmitter:
                 ref = f"{rec}/{name}"
             else:
                 unit.layers[name]["need_last"] = True
-                if self.values[value].sparse_dim:  # RETURNN reads it as a previous value too
+                # RETURNN reads it as a previous value too (a held value, its layer's name here,
+                # has its own initial value)
+                if isinstance(value, int) and self.values[value].sparse_dim:
                     unit.layers[name].setdefault("initial_output", "zeros")
                 # the output's own name unless a whole axis is retagged after it (a layer more)
                 retagged = any(unit.dims[d] != outer.dims[d] for d in out.dims)

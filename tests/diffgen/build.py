@@ -214,6 +214,7 @@ def loop(g: Gen, nested: bool = False) -> None:
     lists = [g.fresh("out") for _ in range(r.randint(1, 2) if g.on("append", 0.85) else 0)]
     for li in lists:
         g.emit(f"{li} = []")
+    header_at = len(g.body)  # where a value read after the loop gets bound before it (below)
     g.emit(header)
     g.ind += 1
     g.scopes.append([])
@@ -365,7 +366,17 @@ def loop(g: Gen, nested: bool = False) -> None:
     if not g.on("labels_read_after", 0.5):
         cands = [v for v in cands if v.kind != "labels"]
     if cands and g.on("read_after", 0.5):
-        read_after.append(g.pick(cands))
+        v = g.pick(cands)
+        if after_side and id(v) not in before_break:
+            # assigned after the break: a sequence that ends at its first step never assigns it,
+            # so Python (and netc) need it bound before the loop
+            if v.kind != "float" or any(g.dims[d].size is None or not g.dims[d].code for d in v.dims - {"batch"}):
+                v = None
+            else:
+                codes = ", ".join(g.dims[d].code for d in sorted(v.dims - {"batch"}))
+                g.body.insert(header_at, "    " * (g.ind - 1) + f"{v.name} = nc.zeros(batch, {codes})")
+        if v is not None:
+            read_after.append(v)
     if end and not after_side:
         g.emit(f"if nc.end({cond}):")
         g.emit("    break")
