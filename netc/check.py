@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from netc.build import Cache, Compiled
+from netc.progress import step
 from netc.project import ConfigError, ModelJob
 
 
@@ -146,6 +147,7 @@ def construct_all(checks: list[ModelCheck], compiled: list[Compiled], cache: Cac
             from netc_runtime.construct import construct
             from netc_runtime.failures import error_detail, error_line
 
+            step(f"check: constructing {tc.target} of {mc.source}")
             try:
                 construct(graph_from_json(c.graph_json), tc.target, text)
             except Exception as e:  # whatever RETURNN or torch raise: report it, go on with the others

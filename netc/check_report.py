@@ -18,7 +18,7 @@ def summary(checks: list[ModelCheck]) -> dict[str, int]:
     return {"models": len(checks), **count, "cached": sum(mc.cached for mc in checks)}
 
 
-def _summary_line(checks: list[ModelCheck]) -> str:
+def summary_line(checks: list[ModelCheck]) -> str:
     s = summary(checks)
     return (
         f"netc check: {s['models']} model{'s' * (s['models'] != 1)}: {s['ok']} ok, {s['stale']} stale, "
@@ -50,7 +50,7 @@ def render_text(checks: list[ModelCheck], with_summary: bool = True, verbose: bo
             out.append(f"{mc.source}: ok{' (' + ', '.join(built) + ')' if built else ''}\n")
         err += [_text_problem(p, verbose) for p in mc.problems]
     if with_summary:
-        out.append(_summary_line(checks) + "\n")
+        out.append(summary_line(checks) + "\n")
     return "".join(out), "".join(err)
 
 

@@ -20,8 +20,17 @@ from netc.errors import CompileError
 _TARGETS = ("returnn", "torch", "returnn-torch")
 
 
-def _fail(e: CompileError) -> None:
-    click.echo(e.render(), err=True)
+def _fail(e: CompileError, as_json: bool = False) -> None:
+    """A located error, exit code 1; `as_json` (commands whose output tools read): as JSON on
+    stdout, `{"ok": false, "errors": [{"message", "file", "line", "col", ...}]}`."""
+    if as_json:
+        import json
+
+        where = e.span.location() if e.span is not None else {"file": e.file}
+        error = {"message": e.message, **where, "rendered": e.render()}
+        click.echo(json.dumps({"ok": False, "errors": [error]}, indent=1))
+    else:
+        click.echo(e.render(), err=True)
     sys.exit(1)
 
 
@@ -58,7 +67,14 @@ def _verbose(f):
     )(f)
 
 
-def _graph(model: str, network: str | None, hoist: bool = True, whole_sequence: bool = True, fuse: bool = True):
+def _graph(
+    model: str,
+    network: str | None,
+    hoist: bool = True,
+    whole_sequence: bool = True,
+    fuse: bool = True,
+    as_json: bool = False,
+):
     from netc.compiler import compile_graph
     from netc.passes.pipeline import PassOptions
 
@@ -66,7 +82,7 @@ def _graph(model: str, network: str | None, hoist: bool = True, whole_sequence: 
         options = PassOptions(hoist=hoist, whole_sequence=whole_sequence, fuse=fuse)
         return compile_graph(model, network=network, options=options)
     except CompileError as e:
-        _fail(e)
+        _fail(e, as_json)
 
 
 def _pass_options(f):
@@ -95,7 +111,21 @@ def _project_options(f):
     )(f)
 
 
-@click.group()
+def _write(output: str | None, text: str) -> None:
+    """`-o FILE` (its folder made if missing), or stdout for no `-o` or `-o -`."""
+    if output is None or output == "-":
+        click.echo(text, nl=False)
+        return
+    path = Path(output)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        click.echo(f"error: cannot write {output}: {e.strerror or e}", err=True)
+        sys.exit(1)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="netc")
 def main() -> None:
     """netc: compile plain-Python network loops to RETURNN configs and PyTorch modules."""
@@ -104,7 +134,12 @@ def main() -> None:
 @main.command()
 @click.argument("model", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--target", type=click.Choice(_TARGETS), help="[default: returnn]")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write here (its folder is made if missing); stdout if absent or -.",
+)
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option(
     "--base-config",
@@ -154,10 +189,7 @@ def compile(
         except CompileError as e:
             _fail(e)
         text = merge_base_config(text, base, base_config)
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
+    _write(output, text)
 
 
 def _load_project():
@@ -208,7 +240,7 @@ def explain(model: str, network: str | None, as_json: bool) -> None:
     from netc.ir.json import graph_to_json
     from netc.ir.printer import print_graph
 
-    g = _graph(model, network)
+    g = _graph(model, network, as_json=as_json)
     click.echo(graph_to_json(g, indent=1) if as_json else print_graph(g), nl=as_json)
 
 
@@ -255,7 +287,7 @@ def check(
     """
     from netc.build import Cache, compile_all
     from netc.check import check_outputs, construct_all
-    from netc.check_report import RENDERERS, render_text
+    from netc.check_report import RENDERERS, render_text, summary_line
     from netc.project import ConfigError, ModelJob
 
     if model is None:
@@ -281,20 +313,33 @@ def check(
     compiled = compile_all(models, cache_dir, jobs or os.cpu_count() or 1)
     checks = [check_outputs(c, regen) for c in compiled]
     if construct:
+        _quiet_tf()
         try:
             construct_all(checks, compiled, Cache(cache_dir))
         except ConfigError as e:
             click.echo(e.render(), err=True)
             sys.exit(2)
-    out, err = render_text(checks, verbose=True) if fmt == "text" and verbose else RENDERERS[fmt](checks)
-    click.echo(out, nl=False)
-    click.echo(err, nl=False, err=True)
+    if fmt == "text":  # model by model, so that a model's diff follows its line (stdout and stderr interleave)
+        for mc in checks:
+            out, err = render_text([mc], with_summary=False, verbose=verbose)
+            click.echo(out, nl=False)
+            click.echo(err, nl=False, err=True)
+        click.echo(summary_line(checks))
+    else:
+        out, err = RENDERERS[fmt](checks)
+        click.echo(out, nl=False)
+        click.echo(err, nl=False, err=True)
     sys.exit(0 if all(mc.status == "ok" for mc in checks) else 1)
 
 
 @main.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write here (its folder is made if missing); stdout if absent or -.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -316,11 +361,13 @@ def preview(model: str, output: str | None, fmt: str, view: str, watch: bool, po
     source line, RETURNN layer and torch line. Needs Graphviz (`dot`) for the HTML page."""
     from netc.preview import live_page, render_preview
     from netc.preview.page import GraphvizMissing
+    from netc.preview.server import PortInUse
 
     if watch and (output or fmt != "html"):
         raise click.UsageError("--watch serves the HTML page; it takes no -o or --format")
     try:
         if watch:
+            from netc.preview.page import render_error_page
             from netc.preview.server import serve
 
             serve(
@@ -328,37 +375,48 @@ def preview(model: str, output: str | None, fmt: str, view: str, watch: bool, po
                 lambda version: live_page(model, network, version),
                 port,
                 lambda message: click.echo(f"netc preview: {message}"),
+                lambda version: render_error_page(model, f"{model}: the file was deleted", version),
             )
             return
         text = render_preview(model, network, fmt, view)
     except CompileError as e:
-        _fail(e)
+        _fail(e, as_json=fmt == "json")
     except GraphvizMissing as e:
         click.echo(f"error: {e.message}", err=True)
         sys.exit(2)
-    except OSError as e:  # e.g. the port is taken
+    except PortInUse as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except OSError as e:
         click.echo(f"error: {e.strerror or e}", err=True)
         sys.exit(2)
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
+    _write(output, text)
 
 
 def _quiet_tf() -> None:
+    """Before a command runs models: TensorFlow's C++ logging off, netc's progress lines on."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from netc import progress
+
+    progress.enable(lambda message: click.echo(f"netc: {message}", err=True))
 
 
 @main.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@click.option("--backend", type=click.Choice(("eager", "torch", "returnn")), required=True)
+@click.option("--backend", type=click.Choice(("eager", "torch", "returnn")))
 @click.option(
     "--inputs",
     "inputs_path",
     type=click.Path(exists=True, dir_okay=False),
-    required=True,
     help="npz with in:<input>, len:<dim> (and optionally param:<name>).",
 )
+@click.option(
+    "--template",
+    is_flag=True,
+    help="Write a valid --inputs npz for MODEL to -o instead (random values, unequal lengths; --seed).",
+)
+@click.option("--batch", type=click.IntRange(min=1), default=3, show_default=True, help="For --template.")
+@click.option("--max-len", type=click.IntRange(min=1), default=7, show_default=True, help="For --template.")
 @click.option(
     "--params",
     "params_path",
@@ -372,8 +430,11 @@ def _quiet_tf() -> None:
 @_verbose
 def run(
     model: str,
-    backend: str,
-    inputs_path: str,
+    backend: str | None,
+    inputs_path: str | None,
+    template: bool,
+    batch: int,
+    max_len: int,
     params_path: str | None,
     output: str,
     seed: int,
@@ -382,12 +443,21 @@ def run(
     verbose: bool,
 ) -> None:
     """Run MODEL on one batch with one backend; write outputs to an npz."""
+    if template:
+        if backend or inputs_path or params_path or search:
+            raise click.UsageError("--template writes an input file: give no --backend, --inputs, --params or --search")
+    elif not (backend and inputs_path):
+        raise click.UsageError("give --backend and --inputs (or --template to write an input file)")
     _quiet_tf()
-    with _one_line("run", verbose, user_errors=(KeyError, ValueError)):  # the npz files' mistakes
-        from netc_runtime.npz import run_npz
+    with _one_line("run", verbose, user_errors=(KeyError, ValueError, OSError)):  # the npz files' mistakes
+        from netc_runtime.npz import run_npz, write_template
 
         g = _graph(model, network)
-        run_npz(model, g, backend, inputs_path, params_path, output, seed, search=search)
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        if template:
+            write_template(g, output, seed, batch, max_len)
+        else:
+            run_npz(model, g, backend, inputs_path, params_path, output, seed, search=search)
 
 
 @main.command("convert-checkpoint")

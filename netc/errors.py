@@ -11,7 +11,8 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Span:
-    """A source range: 1-based lines, 0-based columns (characters, as CPython's tokenizer counts them)."""
+    """A source range: 1-based lines, 0-based columns (characters, as CPython's tokenizer counts
+    them); in messages and JSON the columns are 1-based (`location`)."""
 
     file: str
     line: int
@@ -21,6 +22,45 @@ class Span:
 
     def key(self) -> tuple[int, int]:
         return (self.line, self.col)
+
+    def location(self) -> dict[str, str | int]:
+        """As users see places (`file:line:col` messages, JSON for tools): 1-based columns."""
+        return {
+            "file": self.file,
+            "line": self.line,
+            "col": self.col + 1,
+            "end_line": self.end_line,
+            "end_col": self.end_col + 1,
+        }
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        """In JSON (`explain --json`, the preview, the cache) a span is its `location()`: the
+        columns 1-based, as in every message netc prints. pydantic is imported only here."""
+        from pydantic_core import core_schema as cs
+
+        def from_location(d: dict) -> Span:
+            return cls(
+                file=d["file"], line=d["line"], col=d["col"] - 1, end_line=d["end_line"], end_col=d["end_col"] - 1
+            )
+
+        def number(what: str):
+            return cs.typed_dict_field(cs.int_schema(ge=1), metadata={"pydantic_js_updates": {"description": what}})
+
+        fields = {
+            "file": cs.typed_dict_field(cs.str_schema()),
+            "line": number("1-based"),
+            "col": number("1-based, in characters"),
+            "end_line": number("1-based"),
+            "end_col": number("1-based, in characters, one past the span's last"),
+        }
+        about = {"pydantic_js_updates": {"description": "A source range, as netc's messages count: 1-based."}}
+        typed = cs.typed_dict_schema(fields, ref="Span", metadata=about)
+        from_json = cs.no_info_after_validator_function(from_location, typed)
+        return cs.union_schema(
+            [cs.is_instance_schema(cls), from_json],
+            serialization=cs.plain_serializer_function_ser_schema(lambda s: s.location()),
+        )
 
 
 class CompileError(Exception):

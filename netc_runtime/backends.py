@@ -12,7 +12,6 @@ import importlib.util
 import io
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +24,7 @@ from netc.ir.model import Graph
 from netc.ir.search import SCORES, network_params, search_dims, search_plan
 from netc.ir.uses import values_by_id
 from netc.naming import lens_name
+from netc_runtime.scratch import CurrentStdout, prepare_returnn, scratch_file
 
 
 @dataclass
@@ -92,10 +92,13 @@ def run_eager(model_path: str, g: Graph, inputs, lens, params, search: bool = Fa
 
 def load_torch_module(g: Graph, directory: str | None = None, text: str | None = None):
     """Write the emitted module (or `text`) to a file and import it (so tracebacks show real lines)."""
-    directory = directory or tempfile.mkdtemp(prefix="netc_torch_")
-    path = os.path.join(directory, f"{g.network}_torch.py")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text or emit_torch(g))
+    text = text or emit_torch(g)
+    if directory is None:
+        path = scratch_file(f"{g.network}_torch.py", text)
+    else:
+        path = os.path.join(directory, f"{g.network}_torch.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
     return _import_file(path, "netc_torch")
 
 
@@ -162,12 +165,11 @@ def run_returnn(
     from returnn.tf.native_op import OpMaker
     from returnn.tf.network import TFNetwork
 
+    prepare_returnn()
     tf.compat.v1.disable_eager_execution()
     log.initialize(verbosity=[0])  # RETURNN prints every layer template otherwise
     tf.get_logger().setLevel("CRITICAL")  # RETURNN raises real errors; TF logs unused-object noise as ERROR
-    with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
-        f.write(config_text or emit_returnn(g))
-        path = f.name
+    path = scratch_file("netc.config.py", config_text or emit_returnn(g))
     cfg = Config()
     cfg.load_file(path)
     plan = search_plan(g) if search else None
@@ -175,6 +177,7 @@ def run_returnn(
     if plan:  # a search makes the lengths of its loop's axis; the targets' are not given
         lens = {d: v for d, v in lens.items() if d in plan.input_dims}
     OpMaker.with_cuda = False  # CPU only: native ops (`nativelstm2`) must compile without CUDA
+    OpMaker.log_stream = CurrentStdout()  # its compiler lines go where stdout is redirected
     with tf.Graph().as_default() as graph, _stdout_kept_for_errors():
         # eval: losses are built (and what needs a `choice` target); search: the beam decodes
         net = TFNetwork(
@@ -239,7 +242,6 @@ def run_returnn(
             grad_values = {k[len("grad:") :]: outs.pop(k) for k in list(outs) if k.startswith("grad:")}
             if save_checkpoint:
                 net.save_params_to_file(save_checkpoint, session=session)
-    os.unlink(path)
     made = {k[len("len:") :]: v for k, v in outs.items() if k.startswith("len:")}
     out_lens = _input_lens(g, {**lens, **made}, dims)
     outputs = {}
@@ -250,6 +252,7 @@ def run_returnn(
 
 
 BACKENDS = ("eager", "torch", "returnn")
+BACKEND_NAMES = {"eager": "eager", "torch": "the torch module", "returnn": "RETURNN (TensorFlow)"}
 
 
 def run_backend(

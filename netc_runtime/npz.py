@@ -14,7 +14,7 @@ from netc.ir.model import Graph
 from netc.ir.search import search_plan
 from netc_runtime.backends import run_backend
 from netc_runtime.failures import failing_as
-from netc_runtime.verify import random_params
+from netc_runtime.verify import random_inputs, random_lengths, random_params
 
 
 def _params(g: Graph, params_path: str | None, inputs_npz, seed: int) -> dict[str, np.ndarray]:
@@ -30,6 +30,50 @@ def _params(g: Graph, params_path: str | None, inputs_npz, seed: int) -> dict[st
                     raise KeyError(f"unknown parameter {name!r} (known: {', '.join(sorted(known))})")
                 params[name] = src[k]
     return params
+
+
+def _shape(a: np.ndarray) -> str:
+    return "[" + ",".join(map(str, a.shape)) + "]"
+
+
+def check_inputs(g: Graph, inputs: dict[str, np.ndarray], lens: dict[str, np.ndarray], path: str) -> None:
+    """The npz's arrays against the model's inputs: ranks, static sizes, one batch size, lengths
+    within the padded frames; a mismatch is a ValueError that says what was expected."""
+    sizes = {d.name: d.size for d in g.dims}
+    batch = {f"len:{d}": len(v) for d, v in lens.items()}
+    for d, v in lens.items():
+        if v.ndim != 1:
+            raise ValueError(f"{path}: len:{d} is {_shape(v)}, expected [batch]")
+        if v.size and int(v.min()) < 0:
+            raise ValueError(f"{path}: len:{d} has a negative length ({int(v.min())})")
+    for inp in g.inputs:
+        if inp.name not in inputs:
+            continue
+        x = inputs[inp.name]
+        dims = [d for d in inp.annotated_dims if d != inp.value.sparse_dim]
+        want = "[" + ", ".join(d if sizes[d] is None else f"{d}={sizes[d]}" for d in dims) + "]"
+        if x.ndim != len(dims) or any(sizes[d] is not None and n != sizes[d] for d, n in zip(dims, x.shape)):
+            raise ValueError(f"{path}: in:{inp.name} is {_shape(x)}, expected {want}")
+        if inp.value.sparse_dim and not np.issubdtype(x.dtype, np.integer):
+            raise ValueError(f"{path}: in:{inp.name} holds {x.dtype} values, expected integer labels")
+        for d, n in zip(dims, x.shape):
+            if d == "batch":
+                batch[f"in:{inp.name}"] = n
+            elif d in lens and lens[d].size and int(lens[d].max()) > n:
+                raise ValueError(
+                    f"{path}: len:{d} has a length {int(lens[d].max())} but in:{inp.name} has {n} frames of {d}"
+                )
+    if len(set(batch.values())) > 1:
+        raise ValueError(f"{path}: the batch sizes differ: " + ", ".join(f"{k} {n}" for k, n in batch.items()))
+
+
+def write_template(g: Graph, output: str, seed: int, batch: int, max_len: int) -> None:
+    """`netc run --template`: a valid input npz for the model (random values and lengths, as
+    `netc verify` draws them), to run as is or to fill in."""
+    rng = np.random.default_rng(seed)
+    lens = random_lengths(g, batch, max_len, rng)
+    inputs = random_inputs(g, lens, rng)
+    np.savez(output, **{f"in:{k}": v for k, v in inputs.items()}, **{f"len:{d}": v for d, v in lens.items()})
 
 
 def run_npz(
@@ -59,6 +103,7 @@ def run_npz(
         if key not in data.files:
             raise KeyError(f"{inputs_path} has no {key!r}")
         lens[d] = data[key].astype(np.int64)
+    check_inputs(g, inputs, lens, inputs_path)
     params = _params(g, params_path, data, seed)
     with failing_as(backend):
         res = run_backend(backend, model, inputs, lens, params, g, search=search)

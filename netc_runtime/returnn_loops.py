@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
+
+from netc_runtime.scratch import CurrentStdout, prepare_returnn, scratch_file
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,13 @@ def _construct(config_text: str, train: bool) -> tuple[dict[str, Moved], float]:
     from returnn.tf.native_op import OpMaker
     from returnn.tf.network import TFNetwork
 
+    prepare_returnn()
     tf.compat.v1.disable_eager_execution()
     log.initialize(verbosity=[0])
     tf.get_logger().setLevel("CRITICAL")
     OpMaker.with_cuda = False
-    with tempfile.NamedTemporaryFile("w", suffix=".config.py", delete=False) as f:
-        f.write(config_text)
-        path = f.name
+    OpMaker.log_stream = CurrentStdout()  # its compiler lines go where stdout is redirected
+    path = scratch_file("netc.config.py", config_text)
     try:
         cfg = Config()
         cfg.load_file(path)

@@ -31,6 +31,7 @@ from netc.ir.model import Graph
 from netc.ir.search import search_dims, search_plan
 from netc_runtime.backends import Result, output_dims
 from netc_runtime.failures import ForeignError, error_line
+from netc_runtime.scratch import prepare_returnn, scratch_dir
 
 
 @dataclass
@@ -76,7 +77,8 @@ def returnn_batch(g: Graph, inputs, lens) -> dict[str, np.ndarray]:
 def run_entry_points(config_text: str, batch: dict[str, np.ndarray], params, workdir: str | None = None) -> EntryPoints:
     """The config's train_step and forward_step on `batch` with `params` (by RETURNN name), in a
     RETURNN process of its own running in `workdir` (default: a temporary directory)."""
-    with tempfile.TemporaryDirectory(prefix="netc_returnn_torch_") as tmp:
+    prepare_returnn()  # the process started below inherits RETURNN's cache dir
+    with tempfile.TemporaryDirectory(prefix="netc_returnn_torch_", dir=scratch_dir()) as tmp:
         work = workdir or tmp
         config, batch_file, out_file = (os.path.join(work, f) for f in ("model.config", "batch.npz", "out.npz"))
         with open(config, "w", encoding="utf-8") as f:

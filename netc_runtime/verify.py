@@ -11,7 +11,8 @@ from netc.ir.model import Graph, Loop, Node
 from netc.ir.search import search_plan
 from netc.ir.uses import values_by_id
 from netc.ops import REGISTRY
-from netc_runtime.backends import BACKENDS, Result, run_backend, valid_mask
+from netc.progress import step
+from netc_runtime.backends import BACKEND_NAMES, BACKENDS, Result, run_backend, valid_mask
 from netc_runtime.failures import Mismatch, failing_as
 
 TOLERANCE = 1e-4
@@ -219,6 +220,7 @@ def verify(
     params = {**random_params(g, rng), **(params or {})}
     results = {}
     for b in backends:
+        step(f"verify: running {BACKEND_NAMES.get(b, b)}")
         with failing_as(b):
             results[b] = run_backend(b, model_path, inputs, lens, params, g, search=search)
     ref = results[backends[0]]

@@ -23,10 +23,11 @@ def test_verify_names_the_failing_backend(tmp_path, netc):
     line = "verify: eager failed: ModuleNotFoundError: No module named 'netc_no_such_helper'"
     proc = netc("verify", model)
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr.strip() == line, proc.stderr
+    # progress, then the failure: netc's lines only
+    assert proc.stderr.strip().splitlines() == ["netc: verify: running eager", line], proc.stderr
     proc = netc("verify", model, "--verbose")
     assert proc.returncode == 1 and _last_line(proc) == line
-    assert proc.stderr.startswith("Traceback (most recent call last):")
+    assert proc.stderr.startswith("netc: verify: running eager\nTraceback (most recent call last):")
     assert "in run_eager" in proc.stderr and "BackendError" not in proc.stderr  # the backend's own traceback
 
 
@@ -68,7 +69,9 @@ def test_check_construct_shows_the_frameworks_exception(tmp_path, netc):
     netc("compile", "--all", cwd=tmp_path, check=True)
     proc = netc("check", "--construct", cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.splitlines() == [
+    assert proc.stderr.splitlines() == [  # progress, then the failures
+        "netc: check: constructing returnn of models/elman.py",
+        "netc: check: constructing returnn-torch of models/elman.py",
         "gen/tf.config: error: RETURNN could not construct the network: KeyError: 'split/2'",
         "gen/pt.config: error: RETURNN (PyTorch) could not run the config: KeyError: 'split/2'",
     ]

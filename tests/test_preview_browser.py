@@ -140,11 +140,20 @@ def test_watch_rerenders_on_edits_shows_errors_and_stops_on_ctrl_c(tmp_path, bro
         assert error.startswith(f"{model}:17:18: error: unknown name `oops`") and "^~~~" in error
         model.write_text(original)
         wait.until(lambda d: _count(d, "#view-returnn g.netc-node") == 9)
+
+        # a deleted model: the page says so (not the old graph), and the file's return re-renders
+        model.unlink()
+        wait.until(lambda d: _count(d, "#error-text") == 1)
+        assert "the file was deleted" in _text(d, "error-text")
+        model.write_text(original)
+        wait.until(lambda d: _count(d, "#view-returnn g.netc-node") == 9)
         assert browser.errors() == []
     finally:
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         out, err = proc.communicate(timeout=WAIT)
     assert proc.returncode == 0, err
     assert out.splitlines()[-1] == "netc preview: stopped" and "re-rendered" in out
+    assert f"netc preview: compile error, shown on the page: {model}:17:18: error: unknown name `oops`" in out
+    assert f"netc preview: {model} was deleted" in out
     assert "Traceback" not in err
     assert _port_is_closed(port)

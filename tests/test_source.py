@@ -154,5 +154,6 @@ def test_the_live_preview_shows_a_decoding_error(tmp_path):
 
     path = tmp_path / "m.py"
     path.write_bytes(b"x = 1\n\xff\n")
-    page = live_page(str(path), None, "v1")
+    page, error = live_page(str(path), None, "v1")
     assert "m.py:2:1: error: the file is not valid UTF-8: byte 0xff" in page
+    assert error.startswith("m.py:2:1: error: the file is not valid UTF-8")

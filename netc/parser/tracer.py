@@ -23,6 +23,7 @@ from netc.parser.budget import Budget
 from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
 from netc.parser.source import Source, read_source
+from netc.suggest import did_you_mean, listing
 
 # names `from netc import ...` may bring in that are not ops
 DSL_SYMBOLS = {
@@ -38,6 +39,7 @@ DSL_SYMBOLS = {
     "end",
     "choice",
 }
+_NETC_NAMES = DSL_SYMBOLS | set(BY_FN_NAME)
 BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "abs"}
 _BINOPS = {
     ast.Add: ("add", lambda a, b: a + b),
@@ -196,14 +198,18 @@ class Tracer:
                 self.globals[stmt.name] = V.FunctionRef(stmt)
             else:
                 self.module_stmt(stmt)
+        names = [n.name for n in nets]
         if network is not None:
             nets = [n for n in nets if n.name == network]
         if not nets:
-            raise CompileError(
-                None, "no @network function" + (f" named `{network}`" if network else ""), file=self.path
-            )
+            message = "no @network function" + (f" named `{network}`" if network else "")
+            if network is not None:
+                message += did_you_mean(network, names) or listing("file's @network functions are", names)
+            raise CompileError(None, message, file=self.path)
         if len(nets) > 1:
-            raise self.error(nets[1], "several @network functions; pick one with --network NAME")
+            raise self.error(
+                nets[1], "several @network functions; pick one with --network NAME" + listing("choices are", names)
+            )
         return self.trace_network(nets[0])
 
     def _is_network(self, fn: ast.FunctionDef) -> bool:
@@ -251,7 +257,7 @@ class Tracer:
             as_name = alias.asname or name
             if mod == "netc":
                 if name not in DSL_SYMBOLS and name not in BY_FN_NAME:
-                    raise self.error(alias, f"`netc` has no `{name}`")
+                    raise self.error(alias, f"`netc` has no `{name}`" + did_you_mean(name, _NETC_NAMES))
                 self.globals[as_name] = _netc_symbol(name)
             else:
                 self.globals[as_name] = V.Foreign(f"{mod}.{name}")
@@ -526,7 +532,8 @@ class Tracer:
         if name in self.globals:
             return self.globals[name]
         self.loops.unbound_read(node)
-        raise self.error(node, f"unknown name `{name}`")
+        visible = [n for scope in self.local_stack for n in scope if not n.startswith("__")]
+        raise self.error(node, f"unknown name `{name}`" + did_you_mean(name, visible))
 
     def eval_expr(self, node: ast.expr) -> Any:
         self.budget.enter(node)
@@ -573,14 +580,17 @@ class Tracer:
         attr = node.attr
         if isinstance(obj, V.NetcModule):
             if attr not in DSL_SYMBOLS and attr not in BY_FN_NAME:
-                raise self.error(node, f"`netc` has no `{attr}`")
+                raise self.error(node, f"`netc` has no `{attr}`" + did_you_mean(attr, _NETC_NAMES))
             return _netc_symbol(attr)
         if isinstance(obj, V.ModuleInstance):
             if attr in obj.attrs:
                 return obj.attrs[attr]
             if obj.cls.method(attr) is not None:
                 return V.BoundMethod(obj, attr)
-            raise self.error(node, f"module `{obj.path or obj.cls.node.name}` has no attribute `{attr}`")
+            known = [*obj.attrs, *obj.cls.method_names()]
+            raise self.error(
+                node, f"module `{obj.path or obj.cls.node.name}` has no attribute `{attr}`" + did_you_mean(attr, known)
+            )
         if isinstance(obj, V.TV):
             if attr == "max_seq_len":
                 dyn = self.dims.dynamic(obj.dims)
@@ -1093,7 +1103,15 @@ def _describe(v: Any) -> str:
 
 def parse_file(path: str, source: str | None = None, network: str | None = None) -> Graph:
     """The IR of the @network function in the file at `path` (or in `source`, given for it)."""
-    tracer = Tracer(read_source(path, source))
+    try:
+        tracer = Tracer(read_source(path, source))
+    except CompileError as e:
+        if path.endswith((".py", ".pyw")) or path.startswith("<"):
+            raise
+        # `netc compile README.md`: say what the file is, not which Python limit its prose broke
+        message = "not a Python model file: netc compiles Python source (such as `model.py`)"
+        where = f" and line {e.span.line} is not Python" if e.span is not None else ""
+        raise CompileError(None, message + where, file=path) from None
     try:
         return tracer.trace(network)
     finally:

@@ -81,6 +81,9 @@ class ClassRef:
                 return stmt
         return None
 
+    def method_names(self) -> list[str]:
+        return [stmt.name for stmt in self.node.body if isinstance(stmt, ast.FunctionDef)]
+
 
 @dataclass(eq=False)
 class ModuleInstance:

@@ -35,16 +35,17 @@ def render_preview(model: str, network: str | None, fmt: str, view: str = "retur
     return render_page(p)
 
 
-def live_page(model: str, network: str | None, version: str) -> str:
-    """The page served by `--watch`: the graph, or the compile error with its location."""
+def live_page(model: str, network: str | None, version: str) -> tuple[str, str | None]:
+    """The page served by `--watch` and the compile error's first line (None: the graph), the
+    page being the graph or the error with its location."""
     from netc.parser.source import read_text
     from netc.preview.page import render_error_page, render_page
 
     try:  # an editor may be replacing the file just now: the next change re-renders
         source = read_text(model)
     except CompileError as e:
-        return render_error_page(model, e.render(), version)
+        return render_error_page(model, e.render(), version), e.render().splitlines()[0]
     try:
-        return render_page(load_preview(model, network, source), version)
+        return render_page(load_preview(model, network, source), version), None
     except CompileError as e:
-        return render_error_page(model, e.render(source), version)
+        return render_error_page(model, e.render(source), version), e.render(source).splitlines()[0]

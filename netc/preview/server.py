@@ -7,6 +7,7 @@ A compile error becomes the page (with its location) instead of stopping the ser
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import signal
 import threading
@@ -16,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 POLL_SECONDS = 0.2  # how often the model file is looked at (no dependency on an OS file-watch API)
+GONE_POLLS = 5  # the file missing this many polls in a row is deleted, not being replaced by an editor
 KEEPALIVE_SECONDS = 10
 
 
@@ -92,27 +94,48 @@ def _fingerprint(path: Path) -> str | None:
         return None  # an editor replacing the file: try again at the next poll
 
 
+class PortInUse(Exception):
+    """The port asked for is taken (another preview, another server)."""
+
+
 def serve(
     model: Path,
-    render: Callable[[str], str],
+    render: Callable[[str], tuple[str, str | None]],
     port: int,
     announce: Callable[[str], None],
+    gone_page: Callable[[str], str],
 ) -> None:
-    """Serve `render(version)` (a complete page) until interrupted; re-render when `model` changes."""
+    """Serve `render(version)` (a complete page, and its compile error's first line or None)
+    until interrupted; re-render when `model` changes; `gone_page(version)` once it is deleted."""
     state = _State()
     seen = _fingerprint(model)
-    state.publish(render("1"))
-    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(state))
+    state.publish(render("1")[0])
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), _handler(state))
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise PortInUse(f"port {port} is in use; pick another with --port N (--port 0: any free port)") from None
+        raise
     server.daemon_threads = True  # open event streams do not hold up the stop
 
     def watch() -> None:
         nonlocal seen
+        missing = 0
         while not state.stopping.wait(POLL_SECONDS):
             now = _fingerprint(model)
-            if now is not None and now != seen:
+            if now is None:
+                missing += 1
+                if missing == GONE_POLLS:
+                    seen = None
+                    state.publish(gone_page(str(state.version + 1)))
+                    announce(f"{model} was deleted; the page says so until it is back")
+                continue
+            missing = 0
+            if now != seen:
                 seen = now
-                state.publish(render(str(state.version + 1)))
-                announce(f"re-rendered {model}")
+                page, error = render(str(state.version + 1))
+                state.publish(page)
+                announce(f"re-rendered {model}" if error is None else f"compile error, shown on the page: {error}")
 
     def interrupt(signum, frame) -> None:
         raise KeyboardInterrupt

@@ -54,7 +54,7 @@
       badges.appendChild(b);
     }
     const src = item.source;
-    text("detail-where", src ? src.span.file + ":" + src.span.line + ":" + (src.span.col + 1) : "");
+    text("detail-where", src ? src.span.file + ":" + src.span.line + ":" + src.span.col : "");
     text("detail-source", src ? src.text : "");
     text("detail-returnn-name", item.returnn ? item.returnn.name + " (" + item.returnn.kind + ")" : "");
     text("detail-returnn", item.returnn ? item.returnn.code : "");
