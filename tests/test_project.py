@@ -239,7 +239,7 @@ def test_pre_commit_hooks_run_netc_on_the_project(project, netc):
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"netc-check", "netc-compile"}
     for hook in hooks.values():
-        assert hook["pass_filenames"] is False and hook["language"] == "python"
+        assert hook["pass_filenames"] is False and hook["language"] == "python" and hook["always_run"] is True
         program, *args = hook["entry"].split()
         assert program == "netc"
         proc = netc(*args, cwd=project)

@@ -5,9 +5,11 @@ so a template missing from the wheel's package data shows only here."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import EXAMPLES, ROOT
 
@@ -37,3 +39,65 @@ def test_the_built_wheel_compiles_every_target(tmp_path):
         out = tmp_path / f"attention.{target}.py"
         _run(tmp_path / "venv" / "bin" / "netc", "compile", model, "--target", target, "-o", out, cwd=tmp_path)
         compile(out.read_text(), str(out), "exec")  # emitted Python that parses
+
+
+def _git(*args, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["git", "-c", "user.name=netc test", "-c", "user.email=test@example.invalid", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_pre_commit_hooks_block_a_stale_generated_file(tmp_path):
+    """The hooks of `.pre-commit-hooks.yaml` through the real pre-commit tool, as a project
+    uses them: pre-commit installs netc from a git repository into its own environment."""
+    hooks_repo = tmp_path / "netc"  # this checkout as a git repository with one commit
+    shutil.copytree(
+        ROOT, hooks_repo, ignore=shutil.ignore_patterns(".venv", ".git", "out", "*.egg-info", "build", ".*cache")
+    )
+    assert _git("init", "-q", cwd=hooks_repo).returncode == 0
+    _git("add", "-A", cwd=hooks_repo)
+    assert _git("commit", "-qm", "netc", cwd=hooks_repo).returncode == 0
+    rev = _git("rev-parse", "HEAD", cwd=hooks_repo).stdout.strip()
+
+    project = tmp_path / "project"
+    (project / "models").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "elman.py", project / "models" / "elman.py")
+    (project / "pyproject.toml").write_text(
+        '[[tool.netc.models]]\nsource = "models/elman.py"\nreturnn = "generated/elman.config"\n'
+        'torch = "generated/elman_torch.py"\nreturnn-torch = "generated/elman_pt.config"\n'
+    )
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hooks_repo}\n    rev: {rev}\n    hooks:\n      - id: netc-check\n"
+    )
+    netc = Path(sys.executable).parent / "netc"
+    _run(netc, "compile", "--all", cwd=project)
+    _git("init", "-q", cwd=project)
+    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"))
+    pre_commit = Path(sys.executable).parent / "pre-commit"
+    _run(pre_commit, "install", cwd=project)
+    _git("add", "-A", cwd=project)
+    first = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-m", "models"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "netc check (generated files are current)" in first.stdout + first.stderr
+    # a hand edit of a generated file that is neither .py nor .toml: the commit is refused
+    config = project / "generated" / "elman.config"
+    config.write_text(config.read_text().replace("'n_out'", "'n_out' ", 1) + "# edited\n")
+    _git("add", "-A", cwd=project)
+    second = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-m", "edit"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert second.returncode != 0, second.stdout + second.stderr
+    assert "generated/elman.config: stale" in second.stdout + second.stderr
