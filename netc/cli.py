@@ -460,6 +460,18 @@ def run(
             run_npz(model, g, backend, inputs_path, params_path, output, seed, search=search)
 
 
+@main.command()
+def lsp() -> None:
+    """A language server over stdio, for editors: diagnostics as you type, hover (dims, state,
+    RETURNN layer, torch line), go to definition, "Show in the netc preview" (docs/editor.md)."""
+    try:
+        from netc.lsp.server import main as serve
+    except ImportError as e:
+        click.echo(f"error: `netc lsp` needs pygls ({e.name} is missing): pip install 'netc[lsp]'", err=True)
+        sys.exit(2)
+    serve()
+
+
 @main.command("convert-checkpoint")
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.argument("checkpoint")

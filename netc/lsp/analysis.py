@@ -1,0 +1,283 @@
+"""What the language server knows about one version of a model file, without any LSP types:
+its compile errors, what a position shows on hover, where a name is defined.
+
+Positions here are as netc's spans count them: 1-based lines, 0-based columns in characters
+(the server converts from and to the client's UTF-16 columns). A file with several @network
+functions is compiled once per network; a position belongs to the network whose function it is
+in (module-level code: the first one).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from netc.errors import CompileError, Span
+from netc.ir.model import Graph
+from netc.preview.model import Preview, PreviewNode
+
+
+@dataclass
+class Network:
+    name: str | None  # None: the file's only network (or none compiled)
+    first_line: int
+    last_line: int
+    graph: Graph | None = None
+    preview: Preview | None = None  # built after the diagnostics, for hovers
+
+
+@dataclass
+class Analysis:
+    path: str
+    text: str
+    errors: list[CompileError] = field(default_factory=list)
+    networks: list[Network] = field(default_factory=list)
+    tree: ast.Module | None = None
+
+    def network_at(self, line: int) -> Network | None:
+        inside = [n for n in self.networks if n.first_line <= line <= n.last_line]
+        return (inside or self.networks or [None])[0]
+
+
+def _network_functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    def is_network(dec: ast.expr) -> bool:
+        return (isinstance(dec, ast.Name) and dec.id == "network") or (
+            isinstance(dec, ast.Attribute) and dec.attr == "network"
+        )
+
+    return [s for s in tree.body if isinstance(s, ast.FunctionDef) and any(map(is_network, s.decorator_list))]
+
+
+def analyse(path: str, text: str) -> Analysis:
+    """Compile every @network function of `text` (the parser and passes: the located errors
+    users fix while typing; the targets' own refusals come with the preview, `add_previews`)."""
+    from netc.compiler import compile_graph
+
+    a = Analysis(path, text)
+    try:
+        a.tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass  # the compiler reports it, located
+    nets = _network_functions(a.tree) if a.tree is not None else []
+    if a.tree is not None and not nets:
+        return a  # not a model (a helper file, a script): nothing to say
+    names = [(f.name, f.lineno, f.end_lineno or f.lineno) for f in nets] if len(nets) > 1 else [(None, 1, 10**9)]
+    for name, first, last in names:
+        net = Network(name, first, last)
+        try:
+            net.graph = compile_graph(path, source=text, network=name)
+        except CompileError as e:
+            if e.message not in {x.message for x in a.errors} or e.span not in {x.span for x in a.errors}:
+                a.errors.append(e)
+        a.networks.append(net)
+    return a
+
+
+def add_previews(a: Analysis) -> None:
+    """Each compiled network's preview (both targets emitted): a target's refusal is one more error."""
+    from netc.preview.graph import build_preview
+
+    for net in a.networks:
+        if net.graph is None or net.preview is not None:
+            continue
+        try:
+            net.preview = build_preview(net.graph, a.text)
+        except CompileError as e:
+            a.errors.append(e)
+
+
+# --- names --------------------------------------------------------------------------------
+
+
+def word_at(text: str, line: int, col: int) -> tuple[str, int, int] | None:
+    """The identifier at (line, col) and its columns [start, end)."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    s = lines[line - 1]
+    start = col
+    while start > 0 and (s[start - 1].isalnum() or s[start - 1] == "_"):
+        start -= 1
+    end = col
+    while end < len(s) and (s[end].isalnum() or s[end] == "_"):
+        end += 1
+    word = s[start:end]
+    return (word, start, end) if word and word.isidentifier() else None
+
+
+def _col(text: str, line: int, byte_col: int) -> int:
+    """ast's UTF-8 byte column as characters."""
+    s = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
+    return len(s.encode()[:byte_col].decode(errors="ignore"))
+
+
+def _span(a: Analysis, node: ast.AST) -> Span:
+    if isinstance(node, ast.FunctionDef | ast.ClassDef):  # its name, not its whole body
+        text = a.text.splitlines()[node.lineno - 1]
+        col = text.index(node.name, _col(a.text, node.lineno, node.col_offset))
+        return Span(file=a.path, line=node.lineno, col=col, end_line=node.lineno, end_col=col + len(node.name))
+    return Span(
+        file=a.path,
+        line=node.lineno,
+        col=_col(a.text, node.lineno, node.col_offset),
+        end_line=node.end_lineno or node.lineno,
+        end_col=_col(a.text, node.end_lineno or node.lineno, node.end_col_offset or 0),
+    )
+
+
+def _assigned(stmts: list[ast.stmt], name: str, self_attr: bool = False) -> ast.AST | None:
+    """The first statement in `stmts` (not descending into functions and classes) that binds
+    `name` (`self.<name>` with `self_attr`): the target node."""
+    for stmt in stmts:
+        for node in ast.walk(stmt) if not isinstance(stmt, ast.FunctionDef | ast.ClassDef) else [stmt]:
+            if self_attr:
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                    and node.attr == name
+                ):
+                    return node
+                continue
+            if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
+                return node
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
+                return node
+            if isinstance(node, ast.arg) and node.arg == name:
+                return node
+            if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+                return node
+    return None
+
+
+def definition(a: Analysis, line: int, col: int) -> Span | None:
+    """Where the name at (line, col) is defined: a local of the enclosing function (a parameter
+    or its first assignment), a `self.<attr>` set in the class's methods, a module-level name (a
+    dim, a Module class, a helper, an import)."""
+    if a.tree is None:
+        return None
+    w = word_at(a.text, line, col)
+    if w is None:
+        return None
+    word, start, _ = w
+    lines = a.text.splitlines()
+    is_attr = start > 0 and lines[line - 1][:start].rstrip().endswith("self.")
+    scopes: list[ast.AST] = [a.tree]  # module, class, function: the ones containing the position
+    for node in ast.walk(a.tree):
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.lineno <= line <= (node.end_lineno or 0):
+            scopes.append(node)
+    scopes.sort(key=lambda n: getattr(n, "lineno", 0))
+    if is_attr:
+        cls = next((s for s in reversed(scopes) if isinstance(s, ast.ClassDef)), None)
+        methods = [m for m in cls.body if isinstance(m, ast.FunctionDef)] if cls else []
+        init = sorted(methods, key=lambda m: m.name != "__init__")
+        found = next((t for m in init if (t := _assigned(m.body, word, self_attr=True)) is not None), None)
+        return _span(a, found) if found is not None else None
+    for scope in reversed(scopes):
+        if isinstance(scope, ast.ClassDef):
+            continue  # class bodies are not scopes of the methods in them
+        stmts = list(scope.body) if not isinstance(scope, ast.FunctionDef) else []
+        if isinstance(scope, ast.FunctionDef):
+            args = scope.args
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                if arg.arg == word:
+                    return _span(a, arg)
+            stmts = scope.body
+        found = _assigned(stmts, word)
+        if found is not None:
+            return _span(a, found)
+    return None
+
+
+# --- hover ---------------------------------------------------------------------------------
+
+
+def _dim_vars(a: Analysis) -> dict[str, str]:
+    """Module-level `name = Dim("dim", ...)`: Python name -> dim name."""
+    out = {}
+    for stmt in a.tree.body if a.tree is not None else []:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Call)
+            and getattr(stmt.value.func, "id", getattr(stmt.value.func, "attr", None)) == "Dim"
+            and stmt.value.args
+            and isinstance(stmt.value.args[0], ast.Constant)
+        ):
+            out[stmt.targets[0].id] = str(stmt.value.args[0].value)
+    return out
+
+
+def _inside(span: Span, line: int, col: int) -> bool:
+    return (span.line, span.col) <= (line, col) < (span.end_line, span.end_col) or (
+        span.line == span.end_line == line and span.col <= col <= span.end_col
+    )
+
+
+def node_at(p: Preview, word: str | None, line: int, col: int) -> PreviewNode | None:
+    """The node a position shows: a value of that name (assigned on this line, else the last
+    one assigned before it: the value read there), else the innermost node whose source span
+    contains the position."""
+    if word:
+        named = [n for n in p.nodes if n.label == word and n.kind in ("op", "state", "input")]
+        here = [n for n in named if n.source.span.line == line]
+        before = [n for n in named if n.source.span.line < line]
+        if here or before:
+            return (here or sorted(before, key=lambda n: n.source.span.line))[-1 if not here else 0]
+    containing = [n for n in p.nodes if _inside(n.source.span, line, col)]
+    if not containing:
+        return None
+    return min(containing, key=lambda n: (n.source.span.end_line - n.source.span.line, len(n.source.text)))
+
+
+def hover(a: Analysis, line: int, col: int) -> str | None:
+    """Markdown for the position: a dim's kind and size; a value's dims and dtype, whether it is
+    loop state, stacked or hoisted, its RETURNN layer and torch line."""
+    w = word_at(a.text, line, col)
+    word = w[0] if w else None
+    net = a.network_at(line)
+    if net is None or net.graph is None:
+        return None
+    dims = {d.name: d for d in net.graph.dims}
+    if word is not None and word in _dim_vars(a) and _dim_vars(a)[word] in dims:
+        d = dims[_dim_vars(a)[word]]
+        kind = f"static, size {d.size}" if d.kind == "static" else d.kind
+        return f"**dim** `{d.name}`: {kind}"
+    if net.preview is None:
+        return None
+    n = node_at(net.preview, word, line, col)
+    if n is None:
+        return None
+    p = net.preview
+    dtype = ""
+    if n.value is not None:
+        from netc.ir.uses import values_by_id
+
+        v = values_by_id(net.graph).get(n.value)
+        dtype = f" {v.dtype}" if v is not None else ""
+    shape = ", ".join(f"[{', '.join(d)}]" for d in n.dims) or "(no value)"
+    lines = [f"**{n.label}**: {shape}{dtype}"]
+    marks = []
+    if n.kind == "state":
+        marks.append("loop state (carried from step to step)")
+    if any(e.src == n.id and e.kind == "stack" for e in p.edges):
+        marks.append("stacked over the loop's steps")
+    if any(e.src == n.id and e.kind == "last" for e in p.edges):
+        marks.append("read after the loop (its last step)")
+    if n.hoisted_from:
+        loop = next((c for c in p.clusters if c.id == n.hoisted_from), None)
+        marks.append(f"hoisted out of the loop at line {loop.source.span.line if loop else '?'}")
+    if n.cluster and not n.hoisted_from:
+        loop = next((c for c in p.clusters if c.id == n.cluster), None)
+        marks.append(f"in the loop at line {loop.source.span.line if loop else '?'}")
+    if n.fused:
+        marks.append(f"runs as one native op (`{n.fused}`)")
+    if marks:
+        lines.append("; ".join(marks))
+    if n.returnn is not None:
+        lines.append(f"RETURNN: layer `{n.returnn.name}` (`{n.returnn.kind}`)")
+    if n.torch is not None:
+        lines.append(f"torch: `{n.torch.code.splitlines()[0]}`")
+    return "\n\n".join(lines)

@@ -1,0 +1,125 @@
+"""`netc lsp` end to end: the real server as a subprocess over stdio, driven by a real LSP
+client (pytest-lsp): diagnostics while typing, a target's refusal, hover, go to definition,
+and "Show in the netc preview" opening a live preview that serves the page."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+
+import pytest
+import pytest_lsp
+from conftest import EXAMPLES, NETC
+from lsprotocol import types as t
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+ELMAN = (EXAMPLES / "elman.py").read_text()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[str(NETC), "lsp"]))
+async def client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(
+        t.InitializeParams(
+            capabilities=t.ClientCapabilities(
+                window=t.WindowClientCapabilities(show_document=t.ShowDocumentClientCapabilities(support=True))
+            )
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _diagnostics(client: LanguageClient, uri: str, version: int) -> list[t.Diagnostic]:
+    """The next diagnostics published for `version` of the document (waiting for them)."""
+    for _ in range(100):
+        params = await client.wait_for_notification(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if params.uri == uri and params.version == version:
+            return params.diagnostics
+    raise AssertionError("no diagnostics")
+
+
+def _open(client: LanguageClient, path, text: str) -> str:
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(
+        t.DidOpenTextDocumentParams(
+            text_document=t.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        )
+    )
+    return uri
+
+
+def _change(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(
+        t.DidChangeTextDocumentParams(
+            text_document=t.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[t.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+def _at(text: str, line: int, word: str) -> t.Position:
+    """The position of `word` on 1-based `line`."""
+    return t.Position(line=line - 1, character=text.splitlines()[line - 1].index(word))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_diagnostics_follow_the_text(client: LanguageClient, tmp_path):
+    broken = ELMAN.replace("h = tanh(Linear(hidden)(x_lin + h_prev))", "h = tanh(Linear(hiden)(x_lin + h_prev))")
+    uri = _open(client, tmp_path / "elman.py", broken)
+    (d,) = await _diagnostics(client, uri, 1)
+    assert d.message == "unknown name `hiden`; did you mean `hidden`?" and d.source == "netc"
+    assert d.severity == t.DiagnosticSeverity.Error
+    assert (d.range.start.line, d.range.start.character, d.range.end.character) == (16, 24, 29)
+    _change(client, uri, 2, ELMAN)  # fixed: the diagnostic goes
+    assert list(await _diagnostics(client, uri, 2)) == []
+    # a name only the RETURNN target refuses: reported once the targets are emitted
+    _change(client, uri, 3, ELMAN.replace('"last": h', '"last/x": h'))
+    found = []
+    for _ in range(3):
+        found = await _diagnostics(client, uri, 3)
+        if found:
+            break
+    (d,) = found
+    assert d.message.startswith("RETURNN target: output 'last/x' is not a valid RETURNN name")
+    assert d.range.start.line == 18
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_and_definition(client: LanguageClient, tmp_path):
+    uri = _open(client, tmp_path / "elman.py", ELMAN)
+    await _diagnostics(client, uri, 1)
+    doc = t.TextDocumentIdentifier(uri=uri)
+    state = await client.text_document_hover_async(t.HoverParams(text_document=doc, position=_at(ELMAN, 17, "h =")))
+    text = state.contents.value
+    assert text.startswith("**h**: [batch, hidden] float32"), text
+    assert "loop state" in text and "RETURNN: layer `" in text and "torch: `" in text
+    dim = await client.text_document_hover_async(t.HoverParams(text_document=doc, position=_at(ELMAN, 7, "hidden")))
+    assert dim.contents.value == "**dim** `hidden`: static, size 32"
+    where = await client.text_document_definition_async(
+        t.DefinitionParams(text_document=doc, position=_at(ELMAN, 17, "hidden"))
+    )
+    assert where.uri == uri and (where.range.start.line, where.range.start.character) == (6, 0)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_show_in_preview_opens_the_live_page_at_the_cursor(client: LanguageClient, tmp_path):
+    uri = _open(client, tmp_path / "elman.py", ELMAN)
+    await _diagnostics(client, uri, 1)
+    position = _at(ELMAN, 17, "tanh")
+    actions = await client.text_document_code_action_async(
+        t.CodeActionParams(
+            text_document=t.TextDocumentIdentifier(uri=uri),
+            range=t.Range(start=position, end=position),
+            context=t.CodeActionContext(diagnostics=[]),
+        )
+    )
+    (command,) = actions
+    assert command.title == "Show in the netc preview" and command.command == "netc.showInPreview"
+    url = await client.workspace_execute_command_async(
+        t.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+    )
+    assert url.startswith("http://127.0.0.1:") and url.endswith("#at=17:13"), url
+    assert [d.uri for d in client.shown_documents] == [url] and client.shown_documents[0].external
+    page = await asyncio.to_thread(lambda: urllib.request.urlopen(url.split("#")[0], timeout=30).read().decode())
+    assert "elman" in page and "<svg" in page
