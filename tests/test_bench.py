@@ -68,3 +68,13 @@ def test_bench_speed_writes_its_table(tmp_path):
 def test_bench_attention_runs_and_its_variants_agree():
     rows = _variants(_bench("bench_attention.py", "--batch", "3", "--enc", "7", "--dec", "4", "--runs", "1"))
     assert rows == ["netc", "netc, no hoisting", "naive hand loop", "hoisted hand loop"]
+
+
+def test_bench_lsp_times_the_server_and_the_command():
+    out = _bench("bench_lsp.py", "--runs", "1")
+    rows = [line for line in out.splitlines() if line.startswith("| `netc")]
+    assert [r.split(" | ")[0] for r in rows] == [
+        "| `netc lsp`: a change to its diagnostics",
+        "| `netc compile` as a process (per save, without the server)",
+    ]
+    assert all(float(r.split(" | ")[1]) > 0 for r in rows)

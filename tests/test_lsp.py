@@ -5,6 +5,8 @@ and "Show in the netc preview" opening a live preview that serves the page."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import urllib.request
 
 import pytest
@@ -123,3 +125,38 @@ async def test_show_in_preview_opens_the_live_page_at_the_cursor(client: Languag
     assert [d.uri for d in client.shown_documents] == [url] and client.shown_documents[0].external
     page = await asyncio.to_thread(lambda: urllib.request.urlopen(url.split("#")[0], timeout=30).read().decode())
     assert "elman" in page and "<svg" in page
+
+
+NVIM_SCRIPT = """\
+local out = io.open(os.getenv("NETC_NVIM_OUT"), "w")
+local client = vim.lsp.start_client({ name = "netc", cmd = { os.getenv("NETC"), "lsp" }, root_dir = vim.fn.getcwd() })
+vim.lsp.buf_attach_client(0, client)
+vim.wait(60000, function() return #vim.diagnostic.get(0) > 0 end, 100)
+for _, d in ipairs(vim.diagnostic.get(0)) do
+  out:write(string.format("diagnostic %d:%d %s\\n", d.lnum + 1, d.col + 1, d.message))
+end
+local params = { textDocument = { uri = vim.uri_from_bufnr(0) }, position = { line = 16, character = 8 } }
+for _, r in pairs(vim.lsp.buf_request_sync(0, "textDocument/hover", params, 20000) or {}) do
+  if r.result then out:write("hover " .. (r.result.contents.value:gsub("\\n", " ")) .. "\\n") end
+end
+out:close()
+vim.lsp.stop_client(client)
+vim.cmd("qa!")
+"""
+
+
+def test_in_neovim(tmp_path):
+    """Once in a real editor, headless: Neovim's built-in client shows the server's diagnostic
+    (a RETURNN-only refusal, reported after the targets are emitted) and its hover."""
+    model = tmp_path / "elman.py"
+    model.write_text(ELMAN.replace('"last": h', '"last/x": h'))
+    (tmp_path / "test.lua").write_text(NVIM_SCRIPT)
+    env = dict(os.environ, NETC=str(NETC), NETC_NVIM_OUT=str(tmp_path / "out.txt"))
+    cmd = ["nvim", "--headless", "--clean", str(model), "-c", "luafile test.lua"]
+    subprocess.run(cmd, cwd=tmp_path, env=env, timeout=180, check=True, capture_output=True)
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    assert lines == [
+        "diagnostic 19:5 RETURNN target: output 'last/x' is not a valid RETURNN name (ASCII letters, digits and `_`, "
+        "starting with a letter); rename it",
+        "hover **h**: [batch, hidden] float32",
+    ]

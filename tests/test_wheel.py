@@ -39,6 +39,18 @@ def test_the_built_wheel_compiles_every_target(tmp_path):
         out = tmp_path / f"attention.{target}.py"
         _run(tmp_path / "venv" / "bin" / "netc", "compile", model, "--target", target, "-o", out, cwd=tmp_path)
         compile(out.read_text(), str(out), "exec")  # emitted Python that parses
+    # a project with all three targets: `compile --all` writes them, `check` finds them current
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(EXAMPLES / "attention.py", project / "attention.py")
+    (project / "pyproject.toml").write_text(
+        '[[tool.netc.models]]\nsource = "attention.py"\nreturnn = "gen/tf.config"\ntorch = "gen/module.py"\n'
+        'returnn-torch = "gen/pt.config"\n'
+    )
+    netc = tmp_path / "venv" / "bin" / "netc"
+    _run(netc, "compile", "--all", cwd=project)
+    check = _run(netc, "check", cwd=project)
+    assert "netc check: 1 model: 1 ok" in check.stdout, check.stdout
 
 
 def _git(*args, cwd) -> subprocess.CompletedProcess:

@@ -245,8 +245,11 @@ def hover(a: Analysis, line: int, col: int) -> str | None:
         d = dims[_dim_vars(a)[word]]
         kind = f"static, size {d.size}" if d.kind == "static" else d.kind
         return f"**dim** `{d.name}`: {kind}"
-    if net.preview is None:
-        return None
+    if net.preview is None:  # a target refused the model (see the diagnostics): what the IR says
+        from netc.ir.uses import values_by_id
+
+        named = [v for v in values_by_id(net.graph).values() if word is not None and v.name == word]
+        return f"**{word}**: [{', '.join(named[0].dims)}] {named[0].dtype}" if named else None
     n = node_at(net.preview, word, line, col)
     if n is None:
         return None
