@@ -12,6 +12,7 @@ import importlib.util
 import io
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -126,15 +127,18 @@ def run_torch(g: Graph, inputs, lens, params, module_text: str | None = None, se
 
 @contextlib.contextmanager
 def _stdout_kept_for_errors():
-    """RETURNN prints its TF thread set-up, and on a failure its template networks, to stdout:
-    stdout stays the caller's, and what RETURNN printed goes with an exception (a note)."""
+    """RETURNN prints its TF thread set-up, and on a failure its template networks, to stdout,
+    and TensorFlow warns of deprecated Keras classes RETURNN builds on: stdout and stderr stay
+    the caller's, and what RETURNN printed or warned goes with an exception (a note)."""
     printed = io.StringIO()
     try:
-        with contextlib.redirect_stdout(printed):
+        with contextlib.redirect_stdout(printed), warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
             yield
     except Exception as e:
-        if printed.getvalue().strip():
-            e.add_note(f"RETURNN printed:\n{printed.getvalue().rstrip()}")
+        said = printed.getvalue().strip() + "".join(f"\n{w.category.__name__}: {w.message}" for w in warned)
+        if said.strip():
+            e.add_note(f"RETURNN printed:\n{said.strip()}")
         raise
 
 
