@@ -98,7 +98,7 @@
     if (s >= MIN_FIT) {
       state.cams[current] = { cx: b.x + b.w / 2, cy: b.y + b.h / 2, s };
     } else {
-      // too large to read whole: readable, centred on the inputs, the graph's top at the top
+      // too large to read whole: readable, the inputs centred across, the graph's top at the top
       const geo = geometry(v);
       const inputs = data.nodes.filter((n) => n.kind === "input" && geo.nodes.has(n.id)).map((n) => graphBox(v, geo.nodes.get(n.id).b));
       let cx = b.x + b.w / 2;
@@ -106,8 +106,6 @@
         const x0 = Math.min(...inputs.map((i) => i.x)), x1 = Math.max(...inputs.map((i) => i.x + i.w));
         cx = x1 - x0 <= W / MIN_FIT - 2 * PAD ? (x0 + x1) / 2 : inputs[0].cx;
       }
-      const halfW = W / 2 / MIN_FIT;
-      cx = Math.max(b.x + halfW - PAD, Math.min(b.x + b.w - halfW + PAD, cx)); // no blank beside the graph
       state.cams[current] = { cx, cy: b.y + H / 2 / MIN_FIT - PAD / MIN_FIT, s: MIN_FIT };
     }
     apply();
@@ -291,8 +289,15 @@
     reveal(id);
     select(id);
     const v = views[current], geo = geometry(v), box = boxOf(id, current);
-    const found = geo.nodes.get(box) || geo.clusters.get(box);
-    if (found) centreOn(graphBox(v, found.b), 1);
+    if (geo.nodes.has(box)) centreOn(graphBox(v, geo.nodes.get(box).b), 1);
+    else if (geo.clusters.has(box)) { // a loop or module: all of it, or its top where it is too tall
+      const b = graphBox(v, geo.clusters.get(box).b);
+      const W = graph.clientWidth, H = graph.clientHeight;
+      const s = Math.max(MIN_FIT, Math.min(1.5, (W - 2 * PAD) / b.w, (H - 2 * PAD) / b.h));
+      state.cams[current] = { cx: b.cx, cy: Math.max(b.cy, b.y + (H / 2 - PAD) / s), s };
+      if (b.h * s > H - 2 * PAD) state.cams[current].cy = b.y + (H / 2 - PAD) / s;
+      apply();
+    }
     return true;
   }
 
@@ -315,11 +320,18 @@
       if (best < 3) scored.push([best, order, item.id]);
       order++;
     }
-    scored.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-    return scored.map((s) => s[2]);
+    // one hit per box drawn (a RETURNN layer's folded ops are its box): the box's own node first
+    const own = (id) => (boxOf(id, current) === id ? 0 : 1);
+    scored.sort((a, b) => a[0] - b[0] || own(a[2]) - own(b[2]) || a[1] - b[1]);
+    const boxes = new Set();
+    return scored.map((s) => s[2]).filter((id) => !boxes.has(boxOf(id, current)) && boxes.add(boxOf(id, current)));
   }
   function searchNext(query) {
-    if (query !== search.query) { search.query = query; search.hits = find(query); search.at = -1; }
+    if (query + "\n" + current !== search.query) {
+      search.query = query + "\n" + current;
+      search.hits = find(query);
+      search.at = -1;
+    }
     const count = document.getElementById("search-count");
     if (!search.hits.length) { count.textContent = query.trim() ? "no match" : ""; return false; }
     search.at = (search.at + 1) % search.hits.length;
