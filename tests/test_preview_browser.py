@@ -4,6 +4,7 @@ toggle, a screenshot; `--watch` re-renders on edits, shows compile errors, stops
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -48,6 +49,12 @@ def test_page_draws_the_graph_and_a_click_shows_source_and_emitted_code(tmp_path
     assert "loop over time (line 14)" in d.find_element(By.CSS_SELECTOR, "#view-returnn g.netc-cluster").text
     assert _count(d, "#view-returnn g.netc-edge.state") == 1 and _count(d, "#view-returnn g.netc-node.hoisted") == 1
     assert not d.find_element(By.ID, "detail").is_displayed()
+    # a small graph opens fitted: all of it on the canvas, centred
+    graph, drawing = _rect(d, "#graph"), _drawn(d, "returnn")
+    assert graph["x"] <= drawing["x"] and drawing["x"] + drawing["w"] <= graph["x"] + graph["w"]
+    assert graph["y"] <= drawing["y"] and drawing["y"] + drawing["h"] <= graph["y"] + graph["h"]
+    assert (drawing["cx"], drawing["cy"]) == (pytest.approx(graph["cx"], abs=12), pytest.approx(graph["cy"], abs=12))
+    assert _cam(d)["s"] > MIN_FIT and not d.find_element(By.ID, "minimap").is_displayed()
 
     tanh = next(n["id"] for n in data["nodes"] if n["op"] == "tanh")
     d.find_element(By.CSS_SELECTOR, f"#view-returnn #r-{tanh}").click()
@@ -194,6 +201,17 @@ def _rect(driver, css: str) -> dict:
     )
 
 
+def _drawn(driver, view: str) -> dict:
+    """The screen box around the shapes of a drawing's nodes and loops (edge labels left out)."""
+    return driver.execute_script(
+        "const rs = [...document.querySelectorAll(arguments[0])].map((e) => e.getBoundingClientRect());"
+        "const x = Math.min(...rs.map((r) => r.left)), y = Math.min(...rs.map((r) => r.top));"
+        "const w = Math.max(...rs.map((r) => r.right)) - x, h = Math.max(...rs.map((r) => r.bottom)) - y;"
+        "return {x, y, w, h, cx: x + w / 2, cy: y + h / 2}",
+        f"#view-{view} :is(g.netc-node, g.netc-cluster) > :is(path, polygon, ellipse)",
+    )
+
+
 def _ids(driver, css: str) -> list[str]:
     """The ids of the data's nodes drawn as the elements `css` selects (`r-v3` -> `v3`)."""
     return driver.execute_script("return [...document.querySelectorAll(arguments[0])].map((g) => g.id.slice(2))", css)
@@ -218,12 +236,13 @@ def _key(driver) -> str:
     return "netc-preview:" + driver.execute_script("return JSON.parse(netc_data.textContent).source_file")
 
 
-def test_librispeech_opens_readable_on_its_inputs_with_one_box_per_returnn_layer(librispeech, browser):
+def test_librispeech_opens_fitted_or_readable_at_its_inputs_with_one_box_per_returnn_layer(librispeech, browser):
     page, data = librispeech
     d = _open(browser, page.as_uri())
     graph = _rect(d, "#graph")
     # the whole graph would be too small to read: the documented fallback, the inputs centred across
-    svg = d.execute_script("const b = document.querySelector('#view-returnn svg').viewBox.baseVal; return [b.width, b.height]")
+    width, height = map(float, re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', page.read_text()).groups())
+    assert min((graph["w"] - 32) / width, (graph["h"] - 32) / height) < MIN_FIT / 2
     assert _cam(d)["s"] == pytest.approx(MIN_FIT)
     inputs = [_rect(d, f"#r-{n['id']}") for n in data["nodes"] if n["kind"] == "input"]
     left, right = min(r["x"] for r in inputs), max(r["x"] + r["w"] for r in inputs)
@@ -250,6 +269,21 @@ def test_librispeech_opens_readable_on_its_inputs_with_one_box_per_returnn_layer
     d.execute_script("window.netcPreview.goTo(arguments[0])", dropout)
     assert "folded into the RETURNN layer lstm1_fw" in _text(d, "detail-badges")
     assert d.find_element(By.ID, f"r-{lstm1_fw}").get_attribute("class").endswith("selected")
+
+    # on a screen where it is readable whole, it opens fitted: all of it, centred
+    d.set_window_size(2400, 3000)
+    try:
+        _open(browser, page.as_uri())
+        graph, drawing = _rect(d, "#graph"), _drawn(d, "returnn")
+        assert _cam(d)["s"] > MIN_FIT
+        assert graph["x"] <= drawing["x"] and drawing["x"] + drawing["w"] <= graph["x"] + graph["w"]
+        assert graph["y"] <= drawing["y"] and drawing["y"] + drawing["h"] <= graph["y"] + graph["h"]
+        assert (drawing["cx"], drawing["cy"]) == (
+            pytest.approx(graph["cx"], abs=12),
+            pytest.approx(graph["cy"], abs=12),
+        )
+    finally:
+        d.set_window_size(1400, 800)
     assert browser.errors() == []
 
 
@@ -265,9 +299,14 @@ def test_wheel_zooms_at_the_cursor_and_drag_pans(librispeech, browser):
 
     # a drag on the canvas moves the drawing with the pointer, selecting nothing
     graph, scale = d.find_element(By.ID, "graph"), _cam(d)["s"]
-    ActionChains(d).move_to_element_with_offset(graph, -200, 100).click_and_hold().move_by_offset(120, -80).release().perform()
+    ActionChains(d).move_to_element_with_offset(graph, -200, 100).click_and_hold().move_by_offset(
+        120, -80
+    ).release().perform()
     moved = _rect(d, "#r-v3")
-    assert (moved["cx"] - after["cx"], moved["cy"] - after["cy"]) == (pytest.approx(120, abs=2), pytest.approx(-80, abs=2))
+    assert (moved["cx"] - after["cx"], moved["cy"] - after["cy"]) == (
+        pytest.approx(120, abs=2),
+        pytest.approx(-80, abs=2),
+    )
     assert _cam(d)["s"] == scale and not d.find_element(By.ID, "detail").is_displayed()
     d.find_element(By.CSS_SELECTOR, 'button[data-zoom="fit"]').click()
     assert _cam(d)["s"] == pytest.approx(MIN_FIT)
@@ -363,7 +402,10 @@ def test_watch_reload_keeps_zoom_pan_selection_and_collapsed_loops(tmp_path, bro
     original = LIBRISPEECH.read_text()
     model.write_text(original)
     proc = subprocess.Popen(
-        [str(NETC), "preview", str(model), "--watch", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [str(NETC), "preview", str(model), "--watch", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         url = proc.stdout.readline().split()[3]

@@ -168,8 +168,7 @@ def to_dot(p: Preview, view: str) -> str:
                 ops = ", ".join(dict.fromkeys(f.op or f.kind for f in folded[n.id]))
                 label = [*label[:2], f"+ {ops}", *label[2:]]
             out.append(
-                f'{indent}{_quote(n.id)} [id="{prefix}-{n.id}", class="{classes}", {style}, '
-                f"label={_label(*label)}];"
+                f'{indent}{_quote(n.id)} [id="{prefix}-{n.id}", class="{classes}", {style}, label={_label(*label)}];'
             )
         for c in children.get(cluster, []):
             out.append(f"{indent}subgraph {_quote('cluster_' + c.id)} {{")
