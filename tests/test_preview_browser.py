@@ -187,6 +187,8 @@ def librispeech(tmp_path_factory):
 def _open(browser, url: str):
     """The page as a new visitor sees it (the tab's stored views cleared)."""
     d = browser.driver
+    d.get("about:blank")
+    browser.errors()  # drained: a stopped --watch server's page may have logged its lost connection
     d.get(url)
     d.execute_script("window.sessionStorage.clear()")
     d.refresh()
@@ -410,6 +412,7 @@ def test_watch_reload_keeps_zoom_pan_selection_and_collapsed_loops(tmp_path, bro
     try:
         url = proc.stdout.readline().split()[3]
         d = browser.driver
+        browser.errors()  # drained
         d.get(url + "#find=readout_in")
         wait = WebDriverWait(d, WAIT)
         wait.until(lambda d: d.find_element(By.ID, "live-status").text == "live")

@@ -166,7 +166,7 @@
     if (mini.dataset.view !== current) {
       mini.dataset.view = current;
       const copy = v.svg.cloneNode(true);
-      copy.querySelectorAll("[id]").forEach((el) => el.removeAttribute("id"));
+      copy.querySelectorAll("[id], [class]").forEach((el) => { el.removeAttribute("id"); el.removeAttribute("class"); });
       copy.querySelectorAll("text").forEach((el) => el.remove());
       copy.removeAttribute("id");
       copy.setAttribute("viewBox", [b.x, b.y, b.w, b.h].join(" "));
