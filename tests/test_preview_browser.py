@@ -348,6 +348,8 @@ def test_search_centres_and_selects_and_enter_cycles(librispeech, browser):
     box.send_keys(Keys.ENTER)
     assert _text(d, "search-count").startswith("2/") and _selected(d) != first
     assert nodes[_selected(d)]["label"] == "accum_att_weights"
+    box.send_keys(Keys.SHIFT, Keys.ENTER)  # back
+    assert _text(d, "search-count").startswith("1/") and _selected(d) == first
     box.clear()
     box.send_keys("no such layer", Keys.ENTER)
     assert _text(d, "search-count") == "no match"

@@ -326,7 +326,7 @@
     const boxes = new Set();
     return scored.map((s) => s[2]).filter((id) => !boxes.has(boxOf(id, current)) && boxes.add(boxOf(id, current)));
   }
-  function searchNext(query) {
+  function searchNext(query, step) {
     if (query + "\n" + current !== search.query) {
       search.query = query + "\n" + current;
       search.hits = find(query);
@@ -334,13 +334,18 @@
     }
     const count = document.getElementById("search-count");
     if (!search.hits.length) { count.textContent = query.trim() ? "no match" : ""; return false; }
-    search.at = (search.at + 1) % search.hits.length;
+    const n = search.hits.length, back = step === -1;
+    search.at = search.at < 0 ? (back ? n - 1 : 0) : (search.at + (back ? n - 1 : 1)) % n;
     count.textContent = search.at + 1 + "/" + search.hits.length;
     return goTo(search.hits[search.at]);
   }
   const input = document.getElementById("search-input");
   document.getElementById("search").addEventListener("submit", (e) => { e.preventDefault(); searchNext(input.value); });
   input.addEventListener("input", () => { document.getElementById("search-count").textContent = ""; });
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && e.shiftKey) { e.preventDefault(); searchNext(input.value, -1); } // the previous match
+    else if (e.key === "Escape") input.blur();
+  });
 
   // --- the URL fragment, for editors: #at=<line>:<col> (1-based) and #find=<text> ---
   function atPosition(line, col) { // the innermost node (or loop) whose source span holds the position
