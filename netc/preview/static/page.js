@@ -223,7 +223,10 @@
         ph.remove();
       }
     }
-    for (const e of geo.edges) e.g.classList.toggle("folded", hidden.has(e.src) && hidden.has(e.dst));
+    for (const e of geo.edges) {
+      e.g.classList.toggle("folded", hidden.has(e.src) && hidden.has(e.dst));
+      e.g.classList.toggle("into-folded", hidden.has(e.dst) && !hidden.has(e.src)); // no arrowhead in the box
+    }
   }
   function toggleCollapse(id, collapse) {
     const on = state.collapsed.includes(id);
