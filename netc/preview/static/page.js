@@ -47,9 +47,9 @@
     const svg = el.querySelector("svg");
     const vb = svg.viewBox.baseVal;
     views[el.dataset.view] = { el, svg, root: svg.querySelector("g.graph"), box: { x: vb.x, y: vb.y, w: vb.width, h: vb.height } };
-    svg.removeAttribute("width");
-    svg.removeAttribute("height");
-    svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
+    // one graph unit one px at scale 1; the camera is a CSS transform (no SVG re-layout per step)
+    svg.setAttribute("width", String(vb.width));
+    svg.setAttribute("height", String(vb.height));
   }
   function geometry(v) {
     if (v.geo) return v.geo;
@@ -86,7 +86,8 @@
   function apply() {
     const v = views[current], c = cam();
     const W = graph.clientWidth, H = graph.clientHeight;
-    v.svg.setAttribute("viewBox", [c.cx - W / 2 / c.s, c.cy - H / 2 / c.s, W / c.s, H / c.s].join(" "));
+    const tx = W / 2 - c.s * (c.cx - v.box.x), ty = H / 2 - c.s * (c.cy - v.box.y);
+    v.svg.style.transform = "translate(" + tx + "px, " + ty + "px) scale(" + c.s + ")";
     graph.dataset.scale = String(c.s);
     minimap();
     save();
@@ -169,7 +170,9 @@
       copy.querySelectorAll("[id], [class]").forEach((el) => { el.removeAttribute("id"); el.removeAttribute("class"); });
       copy.querySelectorAll("text").forEach((el) => el.remove());
       copy.removeAttribute("id");
-      copy.setAttribute("viewBox", [b.x, b.y, b.w, b.h].join(" "));
+      copy.removeAttribute("style");
+      copy.setAttribute("width", "100%");
+      copy.setAttribute("height", "100%");
       copy.setAttribute("class", "mini-graph");
       mini.replaceChildren(copy);
       const frame = document.createElement("div");
