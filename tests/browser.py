@@ -3,6 +3,7 @@ by selenium, for the preview tests and the README's screenshot:
 
     .venv/bin/netc preview examples/elman.py -o /tmp/elman.html
     .venv/bin/python tests/browser.py /tmp/elman.html docs/preview.png --click v8 --size 1400x900
+    .venv/bin/python tests/browser.py /tmp/ls.html docs/preview-librispeech-search.png --fragment find=lstm2_bw
 """
 
 from __future__ import annotations
@@ -61,12 +62,13 @@ def main() -> None:
     ap.add_argument("page", type=Path)
     ap.add_argument("png", type=Path)
     ap.add_argument("--click", help="the id of a node to click first (e.g. v8)")
+    ap.add_argument("--fragment", default="", help="the URL fragment to open the page with (e.g. at=81:14)")
     ap.add_argument("--size", default="1400x800", help="the window's width x height")
     args = ap.parse_args()
     browser = Chromium()
     try:
         browser.driver.set_window_size(*map(int, args.size.split("x")))
-        browser.driver.get(args.page.resolve().as_uri())
+        browser.driver.get(args.page.resolve().as_uri() + (f"#{args.fragment}" if args.fragment else ""))
         if args.click:
             browser.driver.find_element("css selector", f"#view-returnn #r-{args.click}").click()
         browser.driver.save_screenshot(str(args.png))

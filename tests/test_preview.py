@@ -167,3 +167,20 @@ def test_every_model_previews_with_consistent_provenance(model):
     assert Preview.model_validate_json(p.model_dump_json()) == p
     for view in ("returnn", "torch"):
         subprocess.run(["dot", "-Tsvg", "-o", os.devnull], input=to_dot(p, view), text=True, check=True)
+
+
+def test_returnn_view_draws_one_box_per_layer(netc):
+    """Ops the RETURNN emitter folds into one layer (dropout, concat, a loss's logits and softmax)
+    are one node of the RETURNN dot, edges between them left out; torch draws every op."""
+    p = preview_json(netc, EXAMPLES / "librispeech_2018.py")
+    drawn = {view: re.findall(r'^\s*"(\w+)" \[id=', to_dot(p, view), re.M) for view in ("returnn", "torch")}
+    assert sorted(drawn["torch"]) == sorted(n.id for n in p.nodes)
+    nodes = {n.id: n for n in p.nodes}
+    layers = [nodes[i].returnn.name for i in drawn["returnn"] if nodes[i].returnn and nodes[i].kind != "state"]
+    assert len(layers) == len(set(layers)) and {"lstm1_fw", "output_prob", "ctc"} <= set(layers)
+    assert not any(nodes[i].op == "dropout" for i in drawn["returnn"])
+    edges = re.findall(r'^\s*"(\w+)" -> "(\w+)"', to_dot(p, "returnn"), re.M)
+    assert edges and all(a != b and a in drawn["returnn"] and b in drawn["returnn"] for a, b in edges)
+    edge_lines = [line for line in to_dot(p, "returnn").splitlines() if " -> " in line]
+    assert len(edge_lines) == len(set(edge_lines)) == len(edges)  # each drawn once
+    assert 'label="module lstm1"' in to_dot(p, "torch")

@@ -4,6 +4,9 @@ quoted through `_quote`, so no name can break the dot syntax."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from netc.ir.model import Loop, Node
 from netc.preview.model import Preview, PreviewCluster, PreviewEdge, PreviewNode
 
 VIEWS = ("returnn", "torch")
@@ -79,14 +82,76 @@ def cluster_label(c: PreviewCluster, view: str) -> str:
     return f"{head}  ·  {c.label}"
 
 
+def returnn_boxes(p: Preview) -> dict[str, str]:
+    """The RETURNN view draws one box per layer: node id -> the node whose box shows it (itself,
+    or, for ops the emitter folded into one layer, that layer's loss, else its output, else its
+    last op: the one whose result the layer is)."""
+    layers: dict[str, list[PreviewNode]] = {}
+    for n in p.nodes:
+        if n.returnn is not None and n.kind in ("op", "output", "loss"):  # a state is `prev:` its layer
+            layers.setdefault(n.returnn.name, []).append(n)
+    box = {n.id: n.id for n in p.nodes}
+    for members in layers.values():
+        main = next((n for kind in ("loss", "output") for n in members if n.kind == kind), members[-1])
+        for n in members:
+            box[n.id] = main.id
+    return box
+
+
+@dataclass
+class ModuleGroup:
+    """The nodes of one module instance (the parent path of their parameters' modules, e.g.
+    `lstm1` for `lstm1/fw` and `lstm1/bw`) in one loop: drawn as a box of their own."""
+
+    id: str
+    path: str
+    cluster: str | None
+    nodes: list[str]
+
+
+def module_groups(p: Preview) -> list[ModuleGroup]:
+    params: dict[int, str] = {}
+
+    def walk(body: list[Node]) -> None:
+        for n in body:
+            if isinstance(n, Loop):
+                walk(n.body)
+            elif n.param and "/" in n.param:
+                params[n.outs[0].id] = n.param.rsplit("/", 1)[0]
+
+    walk(p.ir.body)
+    found: dict[tuple[str, str | None], list[str]] = {}
+    for n in p.nodes:
+        if n.kind == "op" and n.value in params:
+            found.setdefault((params[n.value], n.cluster), []).append(n.id)
+    groups = [(path, cluster, ids) for (path, cluster), ids in found.items() if len(ids) > 1]
+    return [ModuleGroup(f"m{k}", path, cluster, ids) for k, (path, cluster, ids) in enumerate(groups)]
+
+
 def to_dot(p: Preview, view: str) -> str:
     prefix = view[0]  # SVG element ids: `r-v12`, `t-v12` (both views live in one page)
+    box = returnn_boxes(p) if view == "returnn" else {n.id: n.id for n in p.nodes}
+    by_id = {n.id: n for n in p.nodes}
+    folded: dict[str, list[PreviewNode]] = {}
+    for n in p.nodes:
+        if box[n.id] != n.id:
+            folded.setdefault(box[n.id], []).append(n)
+    in_module: dict[str, str] = {}  # box -> its module group
+    modules = module_groups(p)
+    for m in modules:
+        for nid in m.nodes:
+            if by_id[box[nid]].cluster == m.cluster:
+                in_module.setdefault(box[nid], m.id)
     by_cluster: dict[str | None, list[PreviewNode]] = {}
     for n in p.nodes:
-        by_cluster.setdefault(n.cluster, []).append(n)
+        if box[n.id] == n.id:
+            by_cluster.setdefault(in_module.get(n.id, n.cluster), []).append(n)
     children: dict[str | None, list[PreviewCluster]] = {}
     for c in p.clusters:
         children.setdefault(c.parent, []).append(c)
+    for m in modules:
+        if any(in_module.get(nid) == m.id for nid in by_id):
+            children.setdefault(m.cluster, []).append(m)
     out = [
         "digraph netc {",
         '  graph [rankdir=TB, fontname="Helvetica", fontsize=11, nodesep=0.3, ranksep=0.35, bgcolor="transparent"];',
@@ -98,12 +163,22 @@ def to_dot(p: Preview, view: str) -> str:
         for n in by_cluster.get(cluster, []):
             style = _HOISTED_STYLE if n.hoisted_from else _FUSED_STYLE if n.fused else _NODE_STYLE[n.kind]
             classes = f"netc-node {n.kind}{' hoisted' if n.hoisted_from else ''}{' fused' if n.fused else ''}"
+            label = node_label(n, view)
+            if n.id in folded:  # the one layer of several ops: what else it does, under its class
+                ops = ", ".join(dict.fromkeys(f.op or f.kind for f in folded[n.id]))
+                label = [*label[:2], f"+ {ops}", *label[2:]]
             out.append(
-                f'{indent}{_quote(n.id)} [id="{prefix}-{n.id}", class="{classes}", {style}, '
-                f"label={_label(*node_label(n, view))}];"
+                f'{indent}{_quote(n.id)} [id="{prefix}-{n.id}", class="{classes}", {style}, label={_label(*label)}];'
             )
         for c in children.get(cluster, []):
             out.append(f"{indent}subgraph {_quote('cluster_' + c.id)} {{")
+            if isinstance(c, ModuleGroup):
+                out.append(f'{indent}  id="{prefix}-{c.id}"; class="netc-cluster netc-module";')
+                out.append(f'{indent}  style="rounded,dashed"; color="#9aa0a6"; penwidth=1;')
+                out.append(f"{indent}  label={_label(f'module {c.path}', width=MAX_CLUSTER_LABEL)}; labeljust=l;")
+                nodes_and_clusters(c.id, indent + "  ")
+                out.append(f"{indent}}}")
+                continue
             out.append(f'{indent}  id="{prefix}-{c.id}"; class="netc-cluster";')
             out.append(f'{indent}  style="rounded,filled"; fillcolor="#f5f6fb"; color="#8c8fbf"; penwidth=1.4;')
             out.append(f"{indent}  label={_label(cluster_label(c, view), width=MAX_CLUSTER_LABEL)}; labeljust=l;")
@@ -115,11 +190,15 @@ def to_dot(p: Preview, view: str) -> str:
         ids = [_quote(n.id) for n in by_cluster.get(None, []) if n.kind in kinds]
         if ids:
             out.append(f"  {{ rank={rank}; {' '.join(ids)}; }}")
-    by_id = {n.id: n for n in p.nodes}
+    drawn: set[tuple[str, str, str, str]] = set()
     for e in p.edges:
+        src, dst = box[e.src], box[e.dst]
         label = edge_label(e, view, by_id.get(e.dst))
+        if src == dst or (src, dst, e.kind, label) in drawn:  # inside one layer, or drawn already
+            continue
+        drawn.add((src, dst, e.kind, label))
         out.append(
-            f'  {_quote(e.src)} -> {_quote(e.dst)} [class="netc-edge {e.kind}", {_EDGE_STYLE[e.kind]}'
+            f'  {_quote(src)} -> {_quote(dst)} [class="netc-edge {e.kind}", {_EDGE_STYLE[e.kind]}'
             + (f", label={_label(label)}" if label else "")
             + "];"
         )

@@ -17,7 +17,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from netc.preview.dot import VIEWS, to_dot
+from netc.preview.dot import VIEWS, module_groups, returnn_boxes, to_dot
 from netc.preview.model import Preview
 
 _HERE = Path(__file__).parent
@@ -67,6 +67,9 @@ def _live(version: str | None) -> Markup | None:
 def render_page(p: Preview, live_version: str | None = None) -> str:
     """The page for `p`; with `live_version`, it reloads when the server's version differs."""
     data = p.model_dump(mode="json", exclude={"ir"})
+    # for the script: which box draws a node in the RETURNN view, and the module boxes
+    data["boxes"] = {k: v for k, v in returnn_boxes(p).items() if k != v}
+    data["modules"] = [{"id": m.id, "path": m.path, "cluster": m.cluster, "nodes": m.nodes} for m in module_groups(p)]
     return _page(
         title=f"netc preview: {p.network} ({p.source_file})",
         network=p.network,
