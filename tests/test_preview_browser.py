@@ -108,6 +108,12 @@ def test_hostile_names_are_shown_as_text_and_never_run(tmp_path, netc, browser):
     assert d.execute_script("return window.__pwned === undefined")
 
 
+def _watch(model) -> subprocess.Popen:
+    """`netc preview MODEL --watch` on any free port; its first stdout line is the address."""
+    cmd = [str(NETC), "preview", str(model), "--watch", "--port", "0"]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def _port_is_closed(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) != 0
@@ -117,12 +123,7 @@ def test_watch_rerenders_on_edits_shows_errors_and_stops_on_ctrl_c(tmp_path, bro
     model = tmp_path / "elman.py"
     original = ELMAN.read_text()
     model.write_text(original)
-    proc = subprocess.Popen(
-        [str(NETC), "preview", str(model), "--watch", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _watch(model)
     try:
         first = proc.stdout.readline()
         assert first.startswith("netc preview: serving http://127.0.0.1:"), first + proc.stderr.read()
@@ -405,12 +406,7 @@ def test_watch_reload_keeps_zoom_pan_selection_and_collapsed_loops(tmp_path, bro
     model = tmp_path / "librispeech.py"
     original = LIBRISPEECH.read_text()
     model.write_text(original)
-    proc = subprocess.Popen(
-        [str(NETC), "preview", str(model), "--watch", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _watch(model)
     try:
         url = proc.stdout.readline().split()[3]
         d = browser.driver

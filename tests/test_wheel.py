@@ -53,13 +53,10 @@ def test_the_built_wheel_compiles_every_target(tmp_path):
     assert "netc check: 1 model: 1 ok" in check.stdout, check.stdout
 
 
-def _git(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["git", "-c", "user.name=netc test", "-c", "user.email=test@example.invalid", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-    )
+def _git(*args, cwd, env=None) -> subprocess.CompletedProcess:
+    """git with an identity (a fresh machine has none); `env`: e.g. pre-commit's home for hooks."""
+    cmd = ["git", "-c", "user.name=netc test", "-c", "user.email=test@example.invalid", *map(str, args)]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
 
 
 def test_pre_commit_hooks_block_a_stale_generated_file(tmp_path):
@@ -91,25 +88,13 @@ def test_pre_commit_hooks_block_a_stale_generated_file(tmp_path):
     pre_commit = Path(sys.executable).parent / "pre-commit"
     _run(pre_commit, "install", cwd=project)
     _git("add", "-A", cwd=project)
-    first = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-m", "models"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    first = _git("commit", "-m", "models", cwd=project, env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "netc check (generated files are current)" in first.stdout + first.stderr
     # a hand edit of a generated file that is neither .py nor .toml: the commit is refused
     config = project / "generated" / "elman.config"
     config.write_text(config.read_text().replace("'n_out'", "'n_out' ", 1) + "# edited\n")
     _git("add", "-A", cwd=project)
-    second = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-m", "edit"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    second = _git("commit", "-m", "edit", cwd=project, env=env)
     assert second.returncode != 0, second.stdout + second.stderr
     assert "generated/elman.config: stale" in second.stdout + second.stderr
