@@ -423,7 +423,13 @@ def _quiet_tf() -> None:
     type=click.Path(exists=True, dir_okay=False),
     help="npz with param:<RETURNN variable name>; others are drawn randomly.",
 )
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="The npz to write (its folder is made); - for stdout.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for parameters not given.")
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option("--search", is_flag=True, help="Decode with the beam (a model with `choice`); targets are not needed.")
@@ -453,7 +459,6 @@ def run(
         from netc_runtime.npz import run_npz, write_template
 
         g = _graph(model, network)
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
         if template:
             write_template(g, output, seed, batch, max_len)
         else:

@@ -7,6 +7,10 @@ Output keys: `out:<output>`, `dims:<output>` (dim names, `batch` for the batch d
 
 from __future__ import annotations
 
+import io
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from netc.ir.interface import input_dyn_dims
@@ -30,6 +34,18 @@ def _params(g: Graph, params_path: str | None, inputs_npz, seed: int) -> dict[st
                     raise KeyError(f"unknown parameter {name!r} (known: {', '.join(sorted(known))})")
                 params[name] = src[k]
     return params
+
+
+def _save(output: str, arrays: dict[str, np.ndarray]) -> None:
+    """An npz file, or with `-o -` the npz's bytes on stdout (`netc run ... -o - | ...`)."""
+    if output == "-":
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        sys.stdout.buffer.write(buffer.getvalue())
+        sys.stdout.flush()
+    else:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        np.savez(output, **arrays)
 
 
 def _shape(a: np.ndarray) -> str:
@@ -73,7 +89,7 @@ def write_template(g: Graph, output: str, seed: int, batch: int, max_len: int) -
     rng = np.random.default_rng(seed)
     lens = random_lengths(g, batch, max_len, rng)
     inputs = random_inputs(g, lens, rng)
-    np.savez(output, **{f"in:{k}": v for k, v in inputs.items()}, **{f"len:{d}": v for d, v in lens.items()})
+    _save(output, {**{f"in:{k}": v for k, v in inputs.items()}, **{f"len:{d}": v for d, v in lens.items()}})
 
 
 def run_npz(
@@ -113,4 +129,4 @@ def run_npz(
         out[f"dims:{name}"] = np.asarray(res.dims[name])
         for d, ls in res.lens[name].items():
             out[f"outlen:{name}:{d}"] = np.asarray(ls, dtype=np.int64)
-    np.savez(output, **out)
+    _save(output, out)

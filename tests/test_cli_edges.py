@@ -4,6 +4,7 @@ models, names nearly right, JSON for tools on a broken model, input files for `r
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -105,6 +106,10 @@ def test_run_template_and_input_mistakes(tmp_path, netc):
         assert proc.returncode == 1 and proc.stderr.strip() == f"error: {tmp_path / name}: {message}", proc.stderr
     proc = netc("run", ELMAN, "-o", tmp_path / "o.npz")
     assert proc.returncode == 2 and "give --backend and --inputs" in proc.stderr
+    # `-o -`: the npz on stdout
+    proc = subprocess.run([str(NETC), "run", "--template", ELMAN, "-o", "-"], capture_output=True, cwd=tmp_path)
+    assert proc.returncode == 0 and not (tmp_path / "-").exists() and not (tmp_path / "-.npz").exists()
+    assert np.load(io.BytesIO(proc.stdout))["in:x"].shape[2] == 40
 
 
 def test_commands_leave_tmpdir_as_they_found_it(tmp_path):
