@@ -31,6 +31,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "split_linear_forms.py",
         "ops_sin_logsumexp_one_hot.py",
         "ops_range_over.py",
+        "ops_frames.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device
