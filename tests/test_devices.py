@@ -32,6 +32,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_sin_logsumexp_one_hot.py",
         "ops_range_over.py",
         "ops_frames.py",
+        "ops_self_attention.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

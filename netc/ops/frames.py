@@ -316,3 +316,50 @@ class ShiftRight(OpDef):
         value = _fill(outs[0].dtype, attrs["value"])
         y = torch.cat([x.data.new_full(shape[:ax] + [attrs["amount"]] + shape[ax + 1 :], value), x.data], ax)
         return y.narrow(ax, 0, shape[ax])
+
+
+# --- replace_dim -----------------------------------------------------------------------
+
+
+@register
+class ReplaceDim(OpDef):
+    """`replace_dim(x, axis=time, out_axis=kv_time)`: the same tensor with dynamic dim `axis` named
+    `out_axis`, which gets `axis`'s lengths: a second view of a sequence, for attention of the
+    sequence over itself ([batch, time, kv_time] weights, padded keys masked per sequence)."""
+
+    name = fn_name = "replace_dim"
+
+    def api(self, x, axis, out_axis):
+        pass
+
+    def makes_dims(self, attrs):
+        return [attrs["out_axis"]]
+
+    def infer(self, dt, args, attrs):
+        x = args[0]
+        if not isinstance(attrs["axis"], str) or attrs["axis"] not in x.dims or dt[attrs["axis"]].kind != "dynamic":
+            raise DimError(f"`replace_dim` needs `axis` to be a dynamic dim of [{', '.join(x.dims)}]")
+        _out_axis(dt, "replace_dim", attrs["out_axis"])
+        dims = _renamed(x.dims, attrs["axis"], attrs["out_axis"])
+        return [OutType(dt.canonical(dims), x.dtype, sparse_dim=x.sparse_dim)]
+
+    def made_lengths(self, attrs, lens):
+        return {attrs["out_axis"]: list(lens[attrs["axis"]])} if attrs["axis"] in lens else {}
+
+    def torch_made_dims(self, ctx, op):
+        axis = op.attrs["axis"]
+        return {op.attrs["out_axis"]: (ctx.seq_lens(axis), ctx.size(axis))}
+
+    def torch(self, ctx, op):
+        a = op.attrs
+        return align_code(ctx.arg(0), _renamed(ctx.in_dims(0), a["axis"], a["out_axis"]), op.outs[0].dims)
+
+    def returnn(self, ctx, op):
+        a = op.attrs
+        # RETURNN gives the new dim tag the old one's lengths (a copy of its size tensor)
+        tags = [(ctx.dim(a["axis"]), ctx.dim(a["out_axis"]))]
+        return {"class": "reinterpret_data", "from": ctx.src(0), "set_dim_tags": tags}
+
+    def eager(self, ctx, args, attrs, outs):
+        x = args[0]
+        return align_tensor(x.data, _renamed(x.dims, attrs["axis"], attrs["out_axis"]), outs[0].dims)
