@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from . import shapes
 from .known import KNOWN_FAILING
 
 FEATURES = frozenset(
@@ -115,6 +116,15 @@ FEATURES = frozenset(
         "append_after_end",  # found: appends after `if end(...): break` (the ending step dropped)
         "frame_unused",  # found: a loop over a sequence whose body reads none of its frames
         "search_other_outputs",  # found: a searched network with outputs besides the decoder's
+        # transformer/conformer ops (shapes.py)
+        "sin_cos",
+        "logsumexp",
+        "one_hot",
+        "range_over",
+        "slice_frames",
+        "pad_frames",
+        "shift_right",
+        "self_attention",
     }
 )
 GREEN = FEATURES - set(KNOWN_FAILING)
@@ -282,6 +292,7 @@ class Gen:
             "helper",
             "module",
             "tensor_if",
+            *shapes.OP_FEATURES,
         ):
             if f in self.allowed:
                 ops.append(f)
@@ -431,6 +442,8 @@ class Gen:
             return self.module(a)
         if kind == "tensor_if" and self.on("tensor_if", 0.3):
             return self.tensor_if(a)
+        if kind in shapes.OP_FEATURES:
+            return shapes.op(self, kind, a)
         return None
 
     def attention(self, q: V) -> V | None:
