@@ -131,9 +131,8 @@ ONE_HOT_TYPE_SOURCE = f'''def {ONE_HOT_TYPE}(sources, name, **_kwargs):
     from returnn.tensor import Tensor
 
     x = sources[0].output
-    dims = (*x.dim_tags, x.sparse_dim)
-    out = Tensor(f"{{name}}_output", dims=dims, dtype="float32", feature_dim=x.sparse_dim, batch=x.batch)
-    out.beam = x.beam
-    out.control_flow_ctx = x.control_flow_ctx
-    return out
+    kwargs = x.get_kwargs(include_special_axes=False)  # its batch, beam, loop context and version
+    kwargs.pop("sparse_dim", None)
+    kwargs.update(name=f"{{name}}_output", dims=(*x.dim_tags, x.sparse_dim), dtype="float32")
+    return Tensor(**kwargs, feature_dim=x.sparse_dim)
 '''
