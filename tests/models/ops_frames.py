@@ -17,6 +17,7 @@ from netc import (
     slice_frames,
     softmax,
     tanh,
+    zeros,
 )
 
 time = Dim("time")
@@ -43,6 +44,9 @@ def frames(x: Tensor[batch, time, feat], y: Labels[batch, dec_time, vocab]):
     dec_in = shift_right(y, axis=dec_time, value=BOS)  # [batch, dec_time] labels
     eos = pad_frames(y, axis=dec_time, right=1, value=4, out_axis=with_eos)
     shifted = shift_right(h, axis=time, value=-1.0, amount=2)
+    acc = zeros(batch, feat)
+    for h_t in reversed(head):  # a loop over a sliced dim (RETURNN needs its lengths as a dim's size)
+        acc = tanh(acc + h_t)
     return {
         "output": head - 2.0,
         "tail": tail,
@@ -53,4 +57,5 @@ def frames(x: Tensor[batch, time, feat], y: Labels[batch, dec_time, vocab]):
         "eos": eos,
         "shifted": shifted,
         "tail_sum": reduce_sum(tail, axis=but_first),
+        "acc": acc,
     }
