@@ -33,6 +33,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_range_over.py",
         "ops_frames.py",
         "ops_self_attention.py",
+        "ops_rel_pos_attention.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

@@ -43,6 +43,7 @@ MODELS = [
     "ops_range_over.py",
     "ops_frames.py",
     "ops_self_attention.py",
+    "ops_rel_pos_attention.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
