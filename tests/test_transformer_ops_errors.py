@@ -175,3 +175,65 @@ def test_located_error(tmp_path, netc, name, body, message, line, call):
     path.write_text(src)
     proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
     assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + line, call, message)
+
+
+REL_CASES = [
+    (
+        "rel_positions_static_axis",
+        ["return rel_positions(axis=feat, out_axis=pooled)"],
+        "`rel_positions` needs `axis`, which must be a dynamic dim",
+        1,
+        "rel_positions(",
+    ),
+    (
+        "rel_positions_bool",
+        ["return rel_positions(axis=time, out_axis=pooled, dtype='bool')"],
+        "`rel_positions` dtype must be 'int32' or 'float32', got 'bool'",
+        1,
+        "rel_positions(",
+    ),
+    (
+        "rel_positions_onto_input_dim",
+        ["return rel_positions(axis=time, out_axis=frames)"],
+        "`frames` already has lengths",
+        1,
+        "rel_positions(",
+    ),
+    (
+        "rel_shift_without_rel_axis",
+        ["return rel_shift(x, axis=pooled, query_axis=time, kv_axis=frames)"],
+        "`rel_shift` needs `axis` to be a dynamic dim of [batch, time, feat]",
+        1,
+        "rel_shift(",
+    ),
+    (
+        "rel_shift_onto_own_dim",
+        [
+            "r = rel_positions(axis=time, out_axis=pooled, dtype='float32')",
+            "s = expand(r, time)",
+            "return rel_shift(s, axis=pooled, query_axis=time, kv_axis=time)",
+        ],
+        "`rel_shift`: `time` is already a dim of [batch, time, pooled]",
+        3,
+        "rel_shift(",
+    ),
+    (
+        "rel_shift_of_ints",
+        [
+            "r = expand(rel_positions(axis=time, out_axis=pooled), time)",
+            "return rel_shift(r, axis=pooled, query_axis=time, kv_axis=frames)",
+        ],
+        "`rel_shift` needs a float tensor, got int32",
+        2,
+        "rel_shift(",
+    ),
+]
+
+
+@pytest.mark.parametrize("name,body,message,line,call", REL_CASES, ids=[c[0] for c in REL_CASES])
+def test_located_error_of_relative_positions(tmp_path, netc, name, body, message, line, call):
+    src = _source(body).replace("from netc import (", "from netc import (expand, rel_positions, rel_shift, ", 1)
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
+    assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + line, call, message)

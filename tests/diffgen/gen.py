@@ -125,6 +125,7 @@ FEATURES = frozenset(
         "pad_frames",
         "shift_right",
         "self_attention",
+        "rel_pos",  # relative positions' scores in the self-attention
     }
 )
 GREEN = FEATURES - set(KNOWN_FAILING)

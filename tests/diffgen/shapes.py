@@ -73,8 +73,14 @@ def sequences(g: Gen, labels: V | None) -> None:
             g.new(call, _moved(a, d, new)).seq = new.name
         elif sa.code:  # self-attention: keys and values over a second view of the frames
             k = g.new(f"nc.replace_dim({a.name}, axis={d.code}, out_axis={new.code})", _moved(a, d, new))
+            scores = f"nc.dot({a.name}, {k.name}, reduce={sa.code})"
+            if len(a.dims) == 3 and g.on("rel_pos", 0.6):  # plus scores of relative positions
+                rel = g.dim(g.fresh("rel"))
+                enc = f'nc.sin(nc.expand(nc.rel_positions(axis={d.code}, out_axis={rel.code}, dtype="float32"), {sa.code}) * 0.2)'
+                by_rel = f"nc.dot({a.name}, {enc}, reduce={sa.code})"
+                scores += f" + nc.rel_shift({by_rel}, axis={rel.code}, query_axis={d.code}, kv_axis={new.code})"
             w = g.new(
-                f"nc.softmax(nc.dot({a.name}, {k.name}, reduce={sa.code}) * 0.5, axis={new.code})",
+                f"nc.softmax(({scores}) * 0.5, axis={new.code})",
                 (a.dims - {sa.name}) | {new.name},
                 prefix="w",
             )
