@@ -72,6 +72,7 @@ def build(g: Gen) -> None:
             f"nc.max_pool({a.name}, axis=time, size={r.choice([2, 3])}, out_axis=ptime)",
             (a.dims - {"time"}) | {"ptime"},
         )
+        g.made_dims.add("ptime")
     shapes.sequences(g, labels)
     g.ops(r.randint(0, 2))
     for _ in range(r.randint(1, 3)):

@@ -126,6 +126,7 @@ FEATURES = frozenset(
         "shift_right",
         "self_attention",
         "rel_pos",  # relative positions' scores in the self-attention
+        "made_dim_in_loop",  # found: in a loop, a value over a dim an op made (stacked with a state)
     }
 )
 GREEN = FEATURES - set(KNOWN_FAILING)
@@ -185,6 +186,7 @@ class Gen:
         self.modules: list[tuple[str, str, str, frozenset[str]]] = []  # instance, in dim, out dim, dims
         self.params: list[str] = []
         self.decoder_outputs: list[str] = []
+        self.made_dims: set[str] = set()  # dynamic dims ops made (max_pool, slice_frames, ...)
 
     def source(self) -> str:
         head = ["import netc as nc", "from netc import batch", "", *self.decls, ""]
@@ -241,6 +243,8 @@ class Gen:
 
     def floats(self, need_static: bool = True) -> list[V]:
         out = [v for v in self.visible() if v.kind == "float" and (self.static(v) is not None or not need_static)]
+        if self.loops and any(v.dims & self.made_dims for v in out) and not self.on("made_dim_in_loop", 0.5):
+            out = [v for v in out if not v.dims & self.made_dims]
         loop = self.loops[-1] if self.loops else None
         if loop is not None and loop.axis is not None:
             # values over the loop's own axis are whole sequences: allowed, but keep frames likelier

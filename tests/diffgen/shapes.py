@@ -60,10 +60,12 @@ def sequences(g: Gen, labels: V | None) -> None:
                 g.new(f"nc.shift_right({a.name}, axis={d.code}, value=-0.5, amount={r.choice([1, 2])})", a.dims)
             continue
         new = g.dim(g.fresh("frames"))
+        g.made_dims.add(new.name)
         if feat == "slice_frames":
             start, stop = r.choice(SLICES)
             bounds = "".join(f", {k}={b}" for k, b in (("start", start), ("stop", stop)) if b is not None)
-            v = g.new(f"nc.slice_frames({a.name}, axis={d.code}{bounds}, out_axis={new.code})", _moved(a, d, new))
+            call = f"nc.slice_frames({a.name}, axis={d.code}{bounds}, out_axis={new.code})"
+            v = g.new(call, _moved(a, d, new))
             v.seq = new.name
         elif feat == "pad_frames":
             left, right = r.choice([(1, 0), (0, 2), (2, 1)])
@@ -76,6 +78,7 @@ def sequences(g: Gen, labels: V | None) -> None:
             scores = f"nc.dot({a.name}, {k.name}, reduce={sa.code})"
             if len(a.dims) == 3 and g.on("rel_pos", 0.6):  # plus scores of relative positions
                 rel = g.dim(g.fresh("rel"))
+                g.made_dims.add(rel.name)
                 enc = f'nc.sin(nc.expand(nc.rel_positions(axis={d.code}, out_axis={rel.code}, dtype="float32"), {sa.code}) * 0.2)'
                 by_rel = f"nc.dot({a.name}, {enc}, reduce={sa.code})"
                 scores += f" + nc.rel_shift({by_rel}, axis={rel.code}, query_axis={d.code}, kv_axis={new.code})"
