@@ -29,6 +29,11 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_gru_cell.py",
         "fuse_cell_ops.py",
         "split_linear_forms.py",
+        "ops_sin_logsumexp_one_hot.py",
+        "ops_range_over.py",
+        "ops_frames.py",
+        "ops_self_attention.py",
+        "ops_rel_pos_attention.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

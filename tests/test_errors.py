@@ -335,9 +335,9 @@ CASES = [
             h = Linear(hidden)(x)
             return h[:-1]
         """,
-        "a tensor cannot be sliced: it is indexed only by a loop index (`x[t]` in `for t in range(x.max_seq_len)`); "
-        "for neighbouring frames (`y[:-1]`, `y[1:]`), loop over the sequence and keep the previous frame as loop "
-        "state",
+        "a tensor cannot be sliced with `[...]` (it is indexed only by a loop index, `x[t]` in `for t in "
+        "range(x.max_seq_len)`): the result's dynamic dim needs a name; write "
+        "`slice_frames(x, axis=time, stop=-1, out_axis=new_dim)` with `new_dim = Dim(...)`",
         4,
         11,
     ),

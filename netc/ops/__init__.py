@@ -10,6 +10,10 @@ from netc.ops import search as _search  # noqa: F401  (registers choice)
 from netc.ops import sequence as _sequence  # noqa: F401  (registers the ops passes make over sequences)
 from netc.ops import shape as _shape  # noqa: F401  (split_dims, merge_dims)
 from netc.ops import speech as _speech  # noqa: F401  (max_pool)
+from netc.ops import math_ops as _math_ops  # noqa: F401  (sin, cos, logsumexp, one_hot)
+from netc.ops import positions as _positions  # noqa: F401  (range_over)
+from netc.ops import frames as _frames  # noqa: F401  (slice_frames, pad_frames, shift_right, replace_dim)
+from netc.ops import relpos as _relpos  # noqa: F401  (rel_positions, rel_shift)
 from netc.ops.base import BY_FN_NAME, REGISTRY, OpDef
 
 __all__ = ["BY_FN_NAME", "REGISTRY", "OpDef"]

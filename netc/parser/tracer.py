@@ -721,12 +721,7 @@ class Tracer:
     def slice(self, obj: Any, sl: ast.Slice, node: ast.Subscript) -> Any:
         """`obj[a:b:c]`: Python lists and tuples slice as in Python; a tensor has no slices."""
         if isinstance(obj, V.TV):
-            raise self.error(
-                node,
-                "a tensor cannot be sliced: it is indexed only by a loop index (`x[t]` in "
-                "`for t in range(x.max_seq_len)`); for neighbouring frames (`y[:-1]`, `y[1:]`), loop over "
-                "the sequence and keep the previous frame as loop state (`prev = y_t` at the end of a step)",
-            )
+            raise self.error(node, self._tensor_slice_message(obj, sl))
         if not isinstance(obj, (tuple, list)):
             what = "a dict" if isinstance(obj, dict) else _describe(obj)
             raise self.error(node, f"{what} cannot be sliced: {_INDEXING}")
@@ -734,6 +729,19 @@ class Tracer:
         if any(b is not None and (isinstance(b, bool) or not isinstance(b, int)) for b in bounds) or bounds[2] == 0:
             raise self.error(node, "a list or tuple is sliced by integers (`parts[1:]`), with a step other than 0")
         return obj[slice(*bounds)]
+
+    def _tensor_slice_message(self, obj: V.TV, sl: ast.Slice) -> str:
+        """`y[:-1]` names no dim for its result: the error shows the `slice_frames` call that does."""
+        dyn = [d for d in obj.value.dims if self.dims[d].kind == "dynamic"]
+        axis = dyn[0] if len(dyn) == 1 else "<dim>"
+        bounds = [f"{k}={ast.unparse(b)}" for k, b in (("start", sl.lower), ("stop", sl.upper)) if b is not None]
+        call = f"slice_frames(x, axis={axis}, {', '.join([*bounds, 'out_axis=new_dim'])})"
+        return (
+            "a tensor cannot be sliced with `[...]` (it is indexed only by a loop index, `x[t]` in "
+            f"`for t in range(x.max_seq_len)`): the result's dynamic dim needs a name; write `{call}` with "
+            "`new_dim = Dim(...)` (each sequence's own frames, `y[:-1]` drops each one's last), or "
+            "`shift_right(y, axis=..., value=BOS)` for a decoder's input, `pad_frames(...)` to add frames"
+        )
 
     # --- calls -------------------------------------------------------------------------
 

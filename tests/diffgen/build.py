@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import shapes
 from .gen import Gen, Loop, V
 
 LOOP_FORMS = (
@@ -71,6 +72,8 @@ def build(g: Gen) -> None:
             f"nc.max_pool({a.name}, axis=time, size={r.choice([2, 3])}, out_axis=ptime)",
             (a.dims - {"time"}) | {"ptime"},
         )
+        g.made_dims.add("ptime")
+    shapes.sequences(g, labels)
     g.ops(r.randint(0, 2))
     for _ in range(r.randint(1, 3)):
         loop(g)

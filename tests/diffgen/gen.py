@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from . import shapes
 from .known import KNOWN_FAILING
 
 FEATURES = frozenset(
@@ -115,6 +116,17 @@ FEATURES = frozenset(
         "append_after_end",  # found: appends after `if end(...): break` (the ending step dropped)
         "frame_unused",  # found: a loop over a sequence whose body reads none of its frames
         "search_other_outputs",  # found: a searched network with outputs besides the decoder's
+        # transformer/conformer ops (shapes.py)
+        "sin_cos",
+        "logsumexp",
+        "one_hot",
+        "range_over",
+        "slice_frames",
+        "pad_frames",
+        "shift_right",
+        "self_attention",
+        "rel_pos",  # relative positions' scores in the self-attention
+        "made_dim_in_loop",  # found: in a loop, a value over a dim an op made (stacked with a state)
     }
 )
 GREEN = FEATURES - set(KNOWN_FAILING)
@@ -174,6 +186,7 @@ class Gen:
         self.modules: list[tuple[str, str, str, frozenset[str]]] = []  # instance, in dim, out dim, dims
         self.params: list[str] = []
         self.decoder_outputs: list[str] = []
+        self.made_dims: set[str] = set()  # dynamic dims ops made (max_pool, slice_frames, ...)
 
     def source(self) -> str:
         head = ["import netc as nc", "from netc import batch", "", *self.decls, ""]
@@ -230,6 +243,8 @@ class Gen:
 
     def floats(self, need_static: bool = True) -> list[V]:
         out = [v for v in self.visible() if v.kind == "float" and (self.static(v) is not None or not need_static)]
+        if self.loops and any(v.dims & self.made_dims for v in out) and not self.on("made_dim_in_loop", 0.5):
+            out = [v for v in out if not v.dims & self.made_dims]
         loop = self.loops[-1] if self.loops else None
         if loop is not None and loop.axis is not None:
             # values over the loop's own axis are whole sequences: allowed, but keep frames likelier
@@ -282,6 +297,7 @@ class Gen:
             "helper",
             "module",
             "tensor_if",
+            *shapes.OP_FEATURES,
         ):
             if f in self.allowed:
                 ops.append(f)
@@ -431,6 +447,8 @@ class Gen:
             return self.module(a)
         if kind == "tensor_if" and self.on("tensor_if", 0.3):
             return self.tensor_if(a)
+        if kind in shapes.OP_FEATURES:
+            return shapes.op(self, kind, a)
         return None
 
     def attention(self, q: V) -> V | None:

@@ -1,0 +1,94 @@
+"""Constructs of the transformer/conformer ops: sin/cos, logsumexp, one_hot, range_over (any
+step's work), and, on whole sequences before the loops, slice_frames, pad_frames, shift_right
+and self-attention over a `replace_dim` view (ops that make dims stand outside loops)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # gen.py imports this module
+    from .gen import Gen, V
+
+OP_FEATURES = ("sin_cos", "logsumexp", "one_hot", "range_over")
+SEQ_FEATURES = ("slice_frames", "pad_frames", "shift_right", "self_attention")
+SLICES = ((None, -1), (1, None), (-2, None), (None, 3), (1, -1), (-3, -1))
+
+
+def op(g: Gen, kind: str, a: V) -> V | None:
+    """One of OP_FEATURES on a float value `a` with one static dim (None when it does not apply)."""
+    r, sa, var = g.r, g.static(a), a.variant
+    if kind == "sin_cos" and g.on("sin_cos"):
+        return g.new(f"nc.{r.choice(['sin', 'cos'])}({g.ref(a)})", a.dims, variant=var)
+    if kind == "logsumexp":
+        loop_axis = g.loops[-1].axis if g.loops else None
+        ds = [d for d in [sa, *g.dyn(a)] if d.code and d.name != loop_axis]
+        if ds and g.on("logsumexp"):
+            d = r.choice(ds)
+            return g.new(f"nc.logsumexp({g.ref(a)}, axis={d.code})", a.dims - {d.name}, variant=var)
+    if kind == "one_hot":
+        labs = [v for v in g.visible() if v.kind == "labels" and v.cls and not v.stacked]
+        labs = [v for v in labs if not any(g.dims[d].size for d in v.dims)]  # the class dim the only static one
+        if labs and g.on("one_hot"):
+            lab = g.pick(labs)
+            return g.new(f"nc.one_hot({lab.name})", lab.dims | {lab.cls}, variant=lab.variant)
+    if kind == "range_over" and sa.code:
+        ds = [d for d in g.dyn(a) if d.code and "batch" in a.dims and not (g.loops and d.name == g.loops[-1].axis)]
+        if ds and r.random() < 0.6 and g.on("range_over"):
+            d = r.choice(ds)
+            if r.random() < 0.5:  # a sinusoidal encoding of the positions
+                pos = f'nc.expand(nc.range_over({d.code}, dtype="float32"), {sa.code})'
+                return g.new(f"{g.ref(a)} + nc.sin({pos} * 0.3)", a.dims, variant=var)
+            return g.new(f"nc.where(nc.range_over({d.code}) < 2, {g.ref(a)}, 0.5 * {g.ref(a)})", a.dims, variant=var)
+        if g.on("range_over"):
+            return g.new(f'{g.ref(a)} * nc.cos(nc.range_over({sa.code}, dtype="float32") * 0.5)', a.dims, variant=var)
+    return None
+
+
+def sequences(g: Gen, labels: V | None) -> None:
+    """Whole-sequence constructs over a dynamic dim (before the loops: they may make dims)."""
+    r = g.r
+    for feat in SEQ_FEATURES:
+        seqs = [v for v in g.floats() if not v.stacked and len(g.dyn(v)) == 1 and g.dyn(v)[0].code]
+        if not seqs or not g.on(feat, 0.35):
+            continue
+        a = g.pick(seqs)
+        d, sa = g.dyn(a)[0], g.static(a)
+        if feat == "shift_right":
+            if labels is not None and r.random() < 0.5:
+                g.new(f"nc.shift_right(y, axis=time, value={r.randint(0, 4)})", labels.dims, "labels", "vocab")
+            else:
+                g.new(f"nc.shift_right({a.name}, axis={d.code}, value=-0.5, amount={r.choice([1, 2])})", a.dims)
+            continue
+        new = g.dim(g.fresh("frames"))
+        g.made_dims.add(new.name)
+        if feat == "slice_frames":
+            start, stop = r.choice(SLICES)
+            bounds = "".join(f", {k}={b}" for k, b in (("start", start), ("stop", stop)) if b is not None)
+            call = f"nc.slice_frames({a.name}, axis={d.code}{bounds}, out_axis={new.code})"
+            v = g.new(call, _moved(a, d, new))
+            v.seq = new.name
+        elif feat == "pad_frames":
+            left, right = r.choice([(1, 0), (0, 2), (2, 1)])
+            call = (
+                f"nc.pad_frames({a.name}, axis={d.code}, left={left}, right={right}, value=0.25, out_axis={new.code})"
+            )
+            g.new(call, _moved(a, d, new)).seq = new.name
+        elif sa.code:  # self-attention: keys and values over a second view of the frames
+            k = g.new(f"nc.replace_dim({a.name}, axis={d.code}, out_axis={new.code})", _moved(a, d, new))
+            scores = f"nc.dot({a.name}, {k.name}, reduce={sa.code})"
+            if len(a.dims) == 3 and g.on("rel_pos", 0.6):  # plus scores of relative positions
+                rel = g.dim(g.fresh("rel"))
+                g.made_dims.add(rel.name)
+                enc = f'nc.sin(nc.expand(nc.rel_positions(axis={d.code}, out_axis={rel.code}, dtype="float32"), {sa.code}) * 0.2)'
+                by_rel = f"nc.dot({a.name}, {enc}, reduce={sa.code})"
+                scores += f" + nc.rel_shift({by_rel}, axis={rel.code}, query_axis={d.code}, kv_axis={new.code})"
+            w = g.new(
+                f"nc.softmax(({scores}) * 0.5, axis={new.code})",
+                (a.dims - {sa.name}) | {new.name},
+                prefix="w",
+            )
+            g.new(f"nc.dot({w.name}, {k.name}, reduce={new.code})", a.dims, prefix="att")
+
+
+def _moved(a: V, d, new) -> frozenset[str]:
+    return (a.dims - {d.name}) | {new.name}
