@@ -10,6 +10,7 @@ from netc.ops import search as _search  # noqa: F401  (registers choice)
 from netc.ops import sequence as _sequence  # noqa: F401  (registers the ops passes make over sequences)
 from netc.ops import shape as _shape  # noqa: F401  (split_dims, merge_dims)
 from netc.ops import speech as _speech  # noqa: F401  (max_pool)
+from netc.ops import transducer as _transducer  # noqa: F401  (rnnt_loss)
 from netc.ops.base import BY_FN_NAME, REGISTRY, OpDef
 
 __all__ = ["BY_FN_NAME", "REGISTRY", "OpDef"]
