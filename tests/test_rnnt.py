@@ -54,7 +54,10 @@ def _reference(z, y, w, bias, blank: int) -> np.ndarray:
     logits = z.astype(np.float64) @ w + bias
     classes = [[k + (k >= blank) for k in y[b, :n]] for b, n in enumerate(LABELS)]
     return np.array(
-        [rnnt_reference(logits[b, :n_t, : n_u + 1], classes[b], blank) for b, (n_t, n_u) in enumerate(zip(FRAMES, LABELS))]
+        [
+            rnnt_reference(logits[b, :n_t, : n_u + 1], classes[b], blank)
+            for b, (n_t, n_u) in enumerate(zip(FRAMES, LABELS))
+        ]
     )
 
 

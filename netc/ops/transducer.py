@@ -170,7 +170,9 @@ class RnntLoss(OpDef):
         b = attrs["blank_index"]
         size = dt[axis].size
         if isinstance(b, bool) or not isinstance(b, int) or not -size <= b < size:
-            raise DimError(f"`rnnt_loss` needs `blank_index` to be a class of `{axis}` (-{size} to {size - 1}), got {b!r}")
+            raise DimError(
+                f"`rnnt_loss` needs `blank_index` to be a class of `{axis}` (-{size} to {size - 1}), got {b!r}"
+            )
         return [OutType(("batch",))]
 
     def pred_dim(self, dims: tuple[str, ...], attrs: dict) -> str:
