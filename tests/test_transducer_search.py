@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, run_netc
 
 from netc.compiler import compile_graph
-from netc_runtime.backends import run_backend
+from netc_runtime.backends import BACKENDS, run_backend
 from netc_runtime.verify import random_inputs, random_lengths, random_params
 
 MODELS = ROOT / "tests" / "models"
@@ -58,3 +58,47 @@ def test_search_whose_end_does_not_read_the_labels():
     proc = run_netc("verify", MODELS / "search_end_of_steps.py", "--search", "--seed", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "scores           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
+
+
+def _time_sync_reference(x: np.ndarray, n: int, p: dict) -> list[list[int]]:
+    """Greedy time-synchronous decoding of one sequence, in numpy: per frame its 3 symbols."""
+    enc = np.tanh(x[:n] @ p["enc/W"] + p["enc/b"])
+
+    def prediction(label, s):
+        return np.tanh(
+            np.concatenate([p["prediction/embed/W"][label], s]) @ p["prediction/step/W"] + p["prediction/step/b"]
+        )
+
+    s = prediction(4, np.zeros(6))
+    frames = []
+    for e in enc:
+        more, symbols = True, []
+        for _ in range(3):
+            h = np.tanh(e @ p["joint/enc/W"] + p["joint/enc/b"] + s @ p["joint/pred/W"])
+            best = int(np.argmax(h @ p["joint/out/W"] + p["joint/out/b"]))
+            more = more and best != 4
+            if more:
+                s = prediction(best, s)
+            symbols.append(best if more else 4)
+        frames.append(symbols)
+    return frames
+
+
+def test_time_synchronous_greedy_decoding_is_the_reference():
+    """At most 3 symbols per frame, until the blank: every backend decodes as numpy does, on
+    parameters where frames end after 0, 1, 2 and 3 labels."""
+    path = MODELS / "transducer_time_sync.py"
+    g = compile_graph(str(path))
+    rng = np.random.default_rng(4)
+    lens = random_lengths(g, 3, 7, rng)
+    inputs = random_inputs(g, lens, rng)
+    params = random_params(g, rng)
+    params["joint/out/b"][4] += 0.8  # blanks and labels both chosen
+    want = [_time_sync_reference(inputs["x"][b], n, params) for b, n in enumerate(lens["time"])]
+    counts = {sum(s != 4 for s in frame) for seq in want for frame in seq}
+    assert counts == {0, 1, 2, 3}, counts
+    for backend in BACKENDS:
+        res = run_backend(backend, str(path), inputs, lens, params, g)
+        for b, n in enumerate(lens["time"]):
+            got = np.stack([res.outputs[f"sym{k}"][b, :n] for k in range(3)], axis=1)
+            assert got.tolist() == want[b], backend
