@@ -2,8 +2,9 @@
 modules: at every encoder frame up to 3 labels, each the best class of the joint network at the
 current prediction state, until the blank (the symbols of a frame are steps written out, `symbol`
 called three times: a loop with `end` nested in the frames' loop would stack them with lengths per
-frame, which outputs cannot have). The prediction network starts from the blank as its begin label, in training (`y_prev`,
-the labels with the blank in front, one frame longer than `y`) and in decoding."""
+frame, which outputs cannot have). The prediction network starts from the blank as its begin
+label, in training (`y_prev`, the labels with the blank in front, one frame longer than `y`) and in
+decoding."""
 
 from netc import (
     Dim,
