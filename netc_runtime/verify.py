@@ -54,6 +54,22 @@ def ctc_labels(g: Graph) -> list[CtcLabels]:
     return out
 
 
+def rnnt_pred_dims(g: Graph) -> dict[str, str]:
+    """For every `rnnt_loss` whose labels' dim and logits' labels+1 dim are dynamic input dims: the
+    latter by the former. Each sequence needs one frame more on the latter (the loss is defined
+    only so)."""
+    values, dyn = values_by_id(g), set(input_dyn_dims(g))
+    out = {}
+    for op in _ops(g.body):
+        if op.op != "rnnt_loss":
+            continue
+        pred = REGISTRY[op.op].pred_dim(values[op.args[0]].dims, op.attrs)
+        (label_dim,) = [d for d in values[op.args[1]].dims if d != "batch"]
+        if label_dim in dyn and pred in dyn:
+            out[pred] = label_dim
+    return out
+
+
 def made_lengths(g: Graph, lens: dict[str, list[int]]) -> dict[str, list[int]]:
     """`lens` and the lengths of the dims ops make from them (`max_pool`'s `out_axis`); not those
     of dims loops make (they depend on the values)."""
@@ -76,7 +92,8 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
     that dims of equal lengths do not hide a mix-up of two dims. Labels of a `ctc_loss` are drawn
     last, each sequence's no longer than its frames allow (`ctc_labels`; half as long with one
     label class, whose repeats need blanks between them); `random_inputs` then keeps their
-    repeats within the frames."""
+    repeats within the frames. An `rnnt_loss`'s labels+1 dim gets its labels' lengths plus one
+    (`rnnt_pred_dims`)."""
     dyn = input_dyn_dims(g)
     ctc: dict[str, list[CtcLabels]] = {}
     for c in ctc_labels(g):
@@ -98,6 +115,8 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
         rest = [min(first - 1, cap) for cap in caps[1:]]
         ls = [first] + sorted((int(rng.integers(1, hi + 1)) if hi >= 1 else 1 for hi in rest), reverse=True)
         lens[d] = [max(1, min(n, cap)) for n, cap in zip(ls, caps)]
+    for pred, label_dim in rnnt_pred_dims(g).items():  # one frame more than the labels
+        lens[pred] = [n + 1 for n in lens[label_dim]]
     return {d: np.asarray(lens[d], dtype=np.int64) for d in dyn}
 
 

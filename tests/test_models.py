@@ -44,6 +44,11 @@ MODELS = [
     "ops_frames.py",
     "ops_self_attention.py",
     "ops_rel_pos_attention.py",
+    "ops_rnnt_loss.py",
+    "rnnt_linear.py",
+    "rna_decoder.py",
+    "where_labels_number.py",
+    "transducer_time_sync.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)

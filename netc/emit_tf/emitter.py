@@ -31,7 +31,7 @@ from netc.emit_tf.loop_rules import (
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, LoopCarry, LoopLast, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
-from netc.ir.uses import count_uses_in_loop
+from netc.ir.uses import count_uses_in_loop, node_uses
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.base import Carry
@@ -543,6 +543,16 @@ class ReturnnEmitter:
     def _end(self, n: Loop, unit: _Block, outer: _Block) -> dict:
         """The unit's `end` layer: the user's condition, or the sequence's step limit reached."""
         cond = unit.refs[n.end]
+        chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
+        if chosen and not _depends_on(n, n.end, chosen[0]):
+            # a search takes the beam its hypotheses end in from the `end` layer's dependencies (it
+            # asserts they reach the choice): an end of the frames alone (a transducer's last frame)
+            # reads the choice through a comparison that never holds
+            never = unit.ns.fresh("never")
+            unit.layers[never] = {"class": "compare", "kind": "less", "from": [unit.refs[chosen[0]]], "value": 0}
+            ended = unit.ns.fresh("ended")
+            unit.layers[ended] = {"class": "combine", "kind": "logical_or", "from": [cond, never]}
+            cond = ended
         bound = self._bound(n, unit, outer) if n.bound is not None else None
         if n.bound is None and n.max_steps is None:
             return {"class": "copy", "from": cond}
@@ -613,6 +623,24 @@ class ReturnnEmitter:
         outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
         outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
         return name
+
+
+def _depends_on(n: Loop, vid: int, source: int) -> bool:
+    """Whether body value `vid` of loop `n` is computed from body value `source`, within a step or
+    through the loop's states (a state whose next value depends on it, read at the next step)."""
+    deps, changed = {source}, True
+    while changed:
+        changed = False
+        for nd in n.body:
+            outs = nd.outs if isinstance(nd, Op) else nd.results()
+            if any(a in deps for a in node_uses(nd)) and any(o.id not in deps for o in outs):
+                deps.update(o.id for o in outs)
+                changed = True
+        for c in n.carries:
+            if c.next in deps and c.inner.id not in deps:
+                deps.add(c.inner.id)
+                changed = True
+    return vid in deps
 
 
 def _fed(g: Graph, plan: SearchPlan) -> list[str]:

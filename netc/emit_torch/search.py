@@ -160,6 +160,10 @@ class SearchEmitter(TorchEmitter):
         self.emit(f"{lens} = {beam.lens}[{best}]")
         self.size_var[axis] = self.ns.fresh(f"{axis}_size")
         self.emit(f"{self.size_var[axis]} = len({beam.srcs})")
+        # the target's dim may also be a searched input's (a transducer's alignment over the encoder's
+        # frames): from here on its mask is the best hypotheses', not the input's
+        self.beam_masks.pop(axis, None)
+        self.top_masks.discard(axis)
         frames = {out: self.ns.fresh(f"{s.name}_best") for out, s in outputs.items()}
         for name in frames.values():
             self.emit(f"{name} = []")

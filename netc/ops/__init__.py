@@ -14,6 +14,7 @@ from netc.ops import math_ops as _math_ops  # noqa: F401  (sin, cos, logsumexp, 
 from netc.ops import positions as _positions  # noqa: F401  (range_over)
 from netc.ops import frames as _frames  # noqa: F401  (slice_frames, pad_frames, shift_right, replace_dim)
 from netc.ops import relpos as _relpos  # noqa: F401  (rel_positions, rel_shift)
+from netc.ops import transducer as _transducer  # noqa: F401  (rnnt_loss)
 from netc.ops.base import BY_FN_NAME, REGISTRY, OpDef
 
 __all__ = ["BY_FN_NAME", "REGISTRY", "OpDef"]

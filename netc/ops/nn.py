@@ -229,6 +229,17 @@ class Where(OpDef):
         it = iter(range(1, len(op.args)))
         a = op.attrs["a_scalar"] if "a_scalar" in op.attrs else ctx.src(next(it))
         b = op.attrs["b_scalar"] if "b_scalar" in op.attrs else ctx.src(next(it))
+        sparse = op.outs[0].sparse_dim
+        if sparse is not None and len(op.args) == 2:
+            # labels and a number: `switch` would check the number's (dense) constant against the
+            # labels' sparse output and fail; an `eval` gives the labels' class dim to the result
+            where = "tf.where(source(0), source(1), {b!r})" if "b_scalar" in op.attrs else "tf.where(source(0), {a!r}, source(1))"
+            return {
+                "class": "eval",
+                "from": [ctx.src(0), ctx.src(1)],
+                "eval": where.format(a=a, b=b),
+                "out_type": {"dtype": "int32", "sparse_dim": ctx.dim(sparse)},
+            }
         return {"class": "switch", "condition": ctx.src(0), "true_from": a, "false_from": b}
 
     def torch(self, ctx, op):

@@ -45,12 +45,20 @@ def build(g: Gen) -> None:
         g.dim("ltime")
         g.dim("blank", 1)
         params.append("z: nc.Labels[batch, ltime, vocab]")
-        g.derived_lens["ltime"] = ("time", 3)  # alignable: a third of the frames
+        g.derived_lens["ltime"] = ("time", 3, 0)  # alignable: a third of the frames
+    rnnt = g.on("rnnt", 0.15)
+    if rnnt:
+        g.dim("rtime")
+        g.dim("rpred")  # rtime + 1: the labels with a begin label in front
+        g.dim("blank", 1)
+        params.append("r: nc.Labels[batch, rtime, vocab]")
+        params.append("rp: nc.Labels[batch, rpred, vocab]")
+        g.derived_lens["rpred"] = ("rtime", 1, 1)
     choice = g.on("choice", 0.2)
     if choice:
         g.dim("dec")
         params.append("tgt: nc.Labels[batch, dec, vocab]")
-        g.derived_lens["dec"] = ("time", 1)  # within the search's bound, a multiple of x's length
+        g.derived_lens["dec"] = ("time", 1, 0)  # within the search's bound, a multiple of x's length
 
     g.ops(r.randint(1, 3))
     if labels is not None and g.on("embedding", 0.5):
@@ -80,7 +88,7 @@ def build(g: Gen) -> None:
         g.ops(r.randint(0, 2))
     if choice:
         decoder(g)
-    losses(g, labels, ctc)
+    losses(g, labels, ctc, rnnt)
     outputs(g)
 
 
@@ -497,7 +505,29 @@ def decoder(g: Gen) -> None:
             g.emit(f'nc.mark_as_loss(nc.reduce_sum({v.name}, axis={g.static(v).code}), "extra")')
 
 
-def losses(g: Gen, labels: V | None, ctc: bool) -> None:
+def rnnt_loss(g: Gen, seq: list[V]) -> None:
+    """An RNN-T loss: a joint network of a sequence over `time` and a prediction network over the
+    labels with a begin label (`rp`, a Linear or a recurrence), some blank index."""
+    r = g.r
+    enc = g.ref(g.pick(seq)) if seq else "x"
+    g.emit(f"rnnt_enc = nc.Linear(hidden)({enc})")
+    if r.random() < 0.5:
+        g.emit("rnnt_pred = nc.tanh(nc.Linear(hidden)(nc.Embedding(emb)(rp)))")
+    else:
+        g.emit("rnnt_h = nc.zeros(batch, hidden)")
+        g.emit("rnnt_pred = []")
+        g.emit("for rnnt_e in nc.Embedding(emb)(rp):")
+        g.emit("    rnnt_h = nc.tanh(nc.Linear(hidden)(nc.concat(rnnt_e, rnnt_h)))")
+        g.emit("    rnnt_pred.append(rnnt_h)")
+    g.emit("rnnt_joint = nc.tanh(nc.expand(rnnt_enc, rpred) + nc.Linear(hidden)(rnnt_pred))")
+    blank = r.choice(["", ", blank_index=0", ", blank_index=2"])
+    g.emit(
+        f"nc.mark_as_loss(nc.rnnt_loss(nc.Linear(vocab + blank)(rnnt_joint), r, axis=vocab + blank, "
+        f'time_axis=time{blank}), "rnnt")'
+    )
+
+
+def losses(g: Gen, labels: V | None, ctc: bool, rnnt: bool) -> None:
     r = g.r
     if g.search and not g.on("search_extra_loss", 0.5):  # a searched network: the decoder's loss only
         return
@@ -514,6 +544,8 @@ def losses(g: Gen, labels: V | None, ctc: bool) -> None:
         else:
             g.emit("ctc_in = nc.Linear(vocab + blank)(x)")
         g.emit('nc.mark_as_loss(nc.ctc_loss(ctc_in, z, axis=vocab + blank), "ctc")')
+    if rnnt:
+        rnnt_loss(g, seq)
     if fl and g.on("loss", 0.3):
         v = g.pick(fl)
         g.emit(f'nc.mark_as_loss(nc.reduce_sum({g.ref(v)}, axis={g.static(v).code}) ** 2, "sq")')

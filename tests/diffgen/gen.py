@@ -89,6 +89,7 @@ FEATURES = frozenset(
         "ce_loss",
         "label_smoothing",
         "ctc",
+        "rnnt",  # rnnt_loss over a joint network of a sequence and labels with a begin label
         "choice",
         # constructs of known bug classes (see known.py)
         "invariant_append",
@@ -138,7 +139,7 @@ class Program:
     source: str
     features: set[str]
     search: bool  # has a `choice` decoder: also check the beam search
-    derived_lens: dict[str, tuple[str, int]] = field(default_factory=dict)  # dim -> (dim, divisor)
+    derived_lens: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # dim -> (dim, divisor, plus)
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,7 @@ class Gen:
         self.loops: list[Loop] = []
         self.losses = 0
         self.search = False
-        self.derived_lens: dict[str, tuple[str, int]] = {}
+        self.derived_lens: dict[str, tuple[str, int, int]] = {}
         self.modules: list[tuple[str, str, str, frozenset[str]]] = []  # instance, in dim, out dim, dims
         self.params: list[str] = []
         self.decoder_outputs: list[str] = []

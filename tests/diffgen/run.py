@@ -118,16 +118,17 @@ def _first_line(e: BaseException) -> str:
 
 def lengths(g, prog: Program, rng: np.random.Generator, batch: int = 3, max_len: int = 6) -> dict[str, np.ndarray]:
     """Unequal lengths per dynamic input dim (the first sequence the longest); a dim the program
-    derives from another (CTC labels: a third of the frames, so they can be aligned) follows it."""
+    derives from another (CTC labels: a third of the frames, so they can be aligned; RNN-T's labels+1
+    dim: its labels' plus one) follows it."""
     from netc.ir.interface import input_dyn_dims
 
     lens: dict[str, np.ndarray] = {}
     for k, d in enumerate(input_dyn_dims(g)):
         top = max_len + k
         lens[d] = np.asarray([top] + sorted(rng.integers(1, top, size=batch - 1).tolist(), reverse=True), np.int64)
-    for d, (base, div) in prog.derived_lens.items():
+    for d, (base, div, plus) in prog.derived_lens.items():
         if d in lens and base in lens:
-            lens[d] = np.maximum(1, lens[base] // div).astype(np.int64)
+            lens[d] = (np.maximum(1, lens[base] // div) + plus).astype(np.int64)
     return lens
 
 
