@@ -345,6 +345,10 @@ class Tracer:
             if not isinstance(v, V.TV):
                 raise self.error(node, f"output `{name}` is not a tensor")
             v = self.use(v, node)
+            if "batch" not in v.dims:  # `training()`: one value for the whole batch
+                raise self.error(
+                    node, f"output `{name}` has no `batch` dim; outputs are per sequence (select per-sequence values with it: `where(training(), a, b)`)"
+                )
             if v.value.name is None:
                 v.value.name = name
             outs.append(Output(name=name, value=v.value.id, span=self.span(node)))
