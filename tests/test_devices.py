@@ -29,6 +29,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_gru_cell.py",
         "fuse_cell_ops.py",
         "split_linear_forms.py",
+        "training_flag.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

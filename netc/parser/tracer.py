@@ -347,7 +347,8 @@ class Tracer:
             v = self.use(v, node)
             if "batch" not in v.dims:  # `training()`: one value for the whole batch
                 raise self.error(
-                    node, f"output `{name}` has no `batch` dim; outputs are per sequence (select per-sequence values with it: `where(training(), a, b)`)"
+                    node,
+                    f"output `{name}` has no `batch` dim; outputs are per sequence (select per-sequence values with it: `where(training(), a, b)`)",
                 )
             if v.value.name is None:
                 v.value.name = name
