@@ -3,6 +3,7 @@
 from netc.ops import cells as _cells  # noqa: F401  (registers the recurrent cells)
 from netc.ops import defs as _defs  # noqa: F401  (registers the ops)
 from netc.ops import elementwise as _elementwise  # noqa: F401  (maximum, minimum, clip, abs, pow)
+from netc.ops import grow as _grow  # noqa: F401  (empty, cum_concat)
 from netc.ops import fused as _fused  # noqa: F401  (the loops fuse_cells makes native)
 from netc.ops import losses as _losses  # noqa: F401  (cross_entropy, ctc_loss)
 from netc.ops import modes as _modes  # noqa: F401  (training)
