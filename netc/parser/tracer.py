@@ -20,6 +20,7 @@ from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.ops.base import signature
 from netc.parser import values as V
 from netc.parser.budget import Budget
+from netc.parser.grow import check_growing
 from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
 from netc.parser.source import Source, read_source
@@ -315,6 +316,7 @@ class Tracer:
             losses=self.losses,
         )
         check_interface(g)
+        check_growing(g)
         return g
 
     def input_annotation(self, ann: ast.expr) -> tuple[str, list[str]]:
