@@ -30,6 +30,8 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "fuse_cell_ops.py",
         "split_linear_forms.py",
         "training_flag.py",
+        "grow_self_attention.py",
+        "grow_decoder.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device
