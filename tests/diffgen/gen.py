@@ -80,6 +80,7 @@ FEATURES = frozenset(
         "gru_cell",
         "state_from_value",  # a state whose initial value is not zeros
         "state_dyn_dim",  # accumulated attention weights [batch, enc]
+        "cum_concat",  # a state grown by a frame per step (`empty` + `cum_concat`), attended over
         "append",
         "stacked_labels",
         "read_after",  # a value assigned in the body, read after the loop
