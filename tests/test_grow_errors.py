@@ -73,7 +73,13 @@ CASES = [
     ),
     (
         "before_its_cum_concat",
-        [*LOOP, "    z = zeros(batch, hist)", GROW, "    out.append(dot(softmax(z, axis=hist), h, reduce=hist))", "return out"],
+        [
+            *LOOP,
+            "    z = zeros(batch, hist)",
+            GROW,
+            "    out.append(dot(softmax(z, axis=hist), h, reduce=hist))",
+            "return out",
+        ],
         "a value over `hist` before the `cum_concat` that grows it in this step",
         4,
         "zeros(",
@@ -113,3 +119,16 @@ def test_located_error(tmp_path, netc, name, body, message, line, call):
     path.write_text(src)
     proc = netc("compile", path.name, "--target", "torch", cwd=tmp_path)
     assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + line, call, message)
+
+
+def test_returnn_target_needs_a_step_value_beside_a_grown_one(tmp_path, netc):
+    """RETURNN runs a `cum_concat` no state needs after the loop, without the step axis: a layer
+    reading a grown value and nothing of the step would lose it (the torch target takes it)."""
+    body = [*LOOP, GROW, "    out.append(reduce_sum(h, axis=hist))", "return out"]
+    src = _source(body)
+    path = tmp_path / "grown_only.py"
+    path.write_text(src)
+    proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
+    message = "RETURNN target: this reads a value over `hist` (grown by `cum_concat`) and nothing that changes per step"
+    assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + 5, "reduce_sum(", message)
+    assert netc("compile", path.name, "--target", "torch", cwd=tmp_path).returncode == 0

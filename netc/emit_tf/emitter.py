@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from netc.emit_tf.fold import fold
+from netc.emit_tf.grow_rules import check_grown_reads
 from netc.emit_tf.loop_rules import (
     STEP_TYPE_HELPER,
     STEP_TYPE_HELPER_SOURCE,
@@ -347,6 +348,7 @@ class ReturnnEmitter:
             _UNIT_RESERVED | set(_loop_names(n.body)), dict(outer.dims), in_unit=True, path=path
         )
         axis = Code(outer.dims[n.axis])
+        check_grown_reads(n, self.grown, self.values | {v.id: v for v in _body_values(n)})
         crossing = [*(i.outer for i in n.invariants), *(c.init for c in n.carries if c.init not in self.grown)]
         if any(n.axis in self.values[v].dims for v in crossing):  # the whole axis is read in the body
             var = self.dim_ns.fresh(f"{outer.dims[n.axis]}_whole")
@@ -716,6 +718,10 @@ def _loop_names(nodes: list[Node]) -> list[str]:
     return [n.name for n in nodes if isinstance(n, Loop)] + [
         name for n in nodes if isinstance(n, Op) for name in _loop_names(n.unfused)
     ]
+
+
+def _body_values(n: Loop) -> list[Value]:
+    return [*n.block_args(), *(v for nd in n.body for v in (nd.outs if isinstance(nd, Op) else nd.results()))]
 
 
 def _base(ref: str) -> str:

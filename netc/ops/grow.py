@@ -105,7 +105,9 @@ class CumConcat(OpDef):
         state, frame = args
         axis = attrs["axis"]
         if not isinstance(axis, str) or axis not in state.dims:
-            raise DimError(f"`cum_concat` needs `axis` to be the dim the state grows along, a dim of [{', '.join(state.dims)}]")
+            raise DimError(
+                f"`cum_concat` needs `axis` to be the dim the state grows along, a dim of [{', '.join(state.dims)}]"
+            )
         want = dt.canonical((*frame.dims, axis))
         if axis in frame.dims or want != state.dims:
             raise DimError(

@@ -262,12 +262,18 @@ def loop(g: Gen, nested: bool = False) -> None:
         kind = spec[0]
         if kind == "grow":
             _, name, (grow, sd) = spec
-            fl = [v for v in g.floats() if len(v.dims) == 2 and not v.stacked and g.static(v) and "batch" in v.dims]
+            # what reads the grown state also reads a value of the step (RETURNN: see grow_rules.py)
+            fl = [
+                v
+                for v in g.floats()
+                if len(v.dims) == 2 and not v.stacked and g.static(v) and "batch" in v.dims and v.variant
+            ]
             src = step_in[0] if step_in else g.pick(fl) if fl else None
-            frame = f"nc.tanh(nc.Linear({sd.code})({src.name}))" if src is not None else f"nc.ones(batch, {sd.code})"
-            g.emit(f"{name} = nc.cum_concat({name}, {frame}, axis={grow.code})")
-            qs = [v for v in g.floats() if v.dims == {"batch", sd.name} and not v.stacked]
-            q = g.ref(g.pick(qs)) if qs else f"nc.ones(batch, {sd.code})"
+            if src is None:
+                continue
+            g.emit(f"{name} = nc.cum_concat({name}, nc.tanh(nc.Linear({sd.code})({src.name})), axis={grow.code})")
+            qs = [v for v in g.floats() if v.dims == {"batch", sd.name} and not v.stacked and v.variant]
+            q = g.ref(g.pick(qs)) if qs else f"nc.Linear({sd.code})({src.name})"
             w = g.new(
                 f"nc.softmax(nc.dot({name}, {q}, reduce={sd.code}), axis={grow.code})",
                 {"batch", grow.name},
