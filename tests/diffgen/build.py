@@ -489,10 +489,18 @@ def decoder(g: Gen) -> None:
             ]
         )
     )
+    grow = g.on("cum_concat", 0.4)  # self-attention over the labels so far, reordered by the beam
+    if grow:
+        g.dim("hist")
+        g.emit("keys = nc.empty(batch, hist, emb)")
     g.emit("logits, labels = [], []")
     g.emit(f"for _ in range({r.randint(1, 2)} * x.max_seq_len + {r.randint(1, 2)}):")
     g.ind += 1
     inp = "nc.Embedding(emb)(label)"
+    if grow:
+        g.emit("keys = nc.cum_concat(keys, nc.tanh(nc.Embedding(emb)(label)), axis=hist)")
+        g.emit("self_att = nc.softmax(nc.dot(keys, nc.Linear(emb)(s), reduce=emb), axis=hist)")
+        inp = f"nc.concat({inp}, nc.dot(self_att, keys, reduce=hist))"
     if enc and g.on("attention", 0.7):
         k = g.pick(enc)
         sk = g.static(k)
