@@ -73,8 +73,8 @@ MODELS += LOOP_LOWERING + AFTER_BREAK + ["choice_after_break.py"]
 # only so, and how RETURNN's loops are lowered must not depend on what hoisting left in them
 # a state grown by `cum_concat`: training and beam search (what hoisting leaves in the loop
 # must not change how it is grown)
-GROW = ["grow_self_attention.py", "grow_decoder.py"]
-MODELS += ["grow_decoder.py"]
+GROW = ["grow_self_attention.py", "grow_decoder.py", "grow_attention_feeds_state.py"]
+MODELS += ["grow_decoder.py", "grow_attention_feeds_state.py"]
 NO_HOIST = ["split_in_branch.py", *LOOP_LOWERING, *AFTER_BREAK, *GROW]
 
 

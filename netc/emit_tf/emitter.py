@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 
 from netc.emit_tf.fold import fold
-from netc.emit_tf.grow_rules import check_grown_reads
+from netc.emit_tf.grow_rules import check_grown_reads, kept_cum_concats
 from netc.emit_tf.loop_rules import (
     STEP_TYPE_HELPER,
     STEP_TYPE_HELPER_SOURCE,
@@ -414,6 +414,11 @@ class ReturnnEmitter:
         self.block(n.body, unit, reserved)
         # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
         beam = next((unit.refs[nd.outs[0].id] for nd in n.body if isinstance(nd, Op) and nd.op == "choice"), None)
+        for nd in kept_cum_concats(n, self.grown):  # its frame through a layer RETURNN keeps in the loop
+            layer = unit.layers[self.op_layers[nd.outs[0].id][-1]]
+            frame = unit.ns.fresh(f"{self.op_layers[nd.outs[0].id][-1]}_frame")
+            unit.layers[frame] = self._per_step(frame, layer["from"], False, beam)
+            layer["from"] = frame
         for c in n.carries:
             name = carry_layers[c.inner.id]
             if name not in unit.layers:
