@@ -271,6 +271,7 @@ class ReturnnEmitter:
         if op.op == "empty":  # no layer: the `cum_concat` layer growing the state starts it
             self.grown.add(op.outs[0].id)
             self.values[op.outs[0].id] = op.outs[0]
+            self.op_layers[op.outs[0].id] = ()
             return
         if layer is None:  # a fused op without a native layer here: what it was fused from
             self.block(op.unfused, blk, reserved)
