@@ -415,10 +415,11 @@ class ReturnnEmitter:
         self.block(n.body, unit, reserved)
         # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
         beam = next((unit.refs[nd.outs[0].id] for nd in n.body if isinstance(nd, Op) and nd.op == "choice"), None)
-        for nd in kept_cum_concats(n, self.grown):  # its frame through a layer RETURNN keeps in the loop
+        for nd in kept_cum_concats(n):  # its frame through a layer RETURNN keeps in the loop
             layer = unit.layers[self.op_layers[nd.outs[0].id][-1]]
             frame = unit.ns.fresh(f"{self.op_layers[nd.outs[0].id][-1]}_frame")
-            unit.layers[frame] = self._per_step(frame, layer["from"], False, beam)
+            # not reading the choice (a search's beam): the frame is needed before it
+            unit.layers[frame] = self._per_step(frame, layer["from"], False)
             layer["from"] = frame
         for c in n.carries:
             name = carry_layers[c.inner.id]

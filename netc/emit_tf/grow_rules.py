@@ -43,23 +43,11 @@ def check_grown_reads(n: Loop, grown_inits: set[int], values: dict[int, Value]) 
             )
 
 
-def kept_cum_concats(n: Loop, grown_inits: set[int]) -> list[Op]:
-    """The `cum_concat`s a state needs whose frame depends on no state or choice: RETURNN would
-    move such a layer out of the loop as an input (it reads only frames), while the layers reading
-    it stay in the loop and then see every frame at every step. Their frame is read through a
-    layer kept in the loop (`loop_rules.per_step`), which keeps them there too."""
+def kept_cum_concats(n: Loop) -> list[Op]:
+    """The `cum_concat`s a state needs: RETURNN may move such a layer out of the loop as an input
+    (when what its frame is computed from can move: frames, or a state that is a shifted
+    sequence, as teacher-forced labels are), while the layers reading it stay in the loop and then
+    see every frame at every step. Their frame is read through a layer kept in the loop
+    (`loop_rules.per_step`), which keeps them there too."""
     kept = feeding_state(n)
-    in_loop = {c.inner.id for c in n.carries if c.init not in grown_inits}
-    out = []
-    for nd in n.body:
-        if isinstance(nd, Loop):
-            crossing = [*(s.outer for s in nd.seqs), *(i.outer for i in nd.invariants), *(c.init for c in nd.carries)]
-            if any(v in in_loop for v in crossing):
-                in_loop |= {r.id for r in nd.results()}
-        elif nd.op == "cum_concat":
-            if nd.outs[0].id in kept and nd.args[1] not in in_loop:
-                out.append(nd)
-            in_loop.add(nd.outs[0].id)
-        elif nd.op == "choice" or any(a in in_loop for a in nd.args):
-            in_loop |= {o.id for o in nd.outs}
-    return out
+    return [nd for nd in n.body if isinstance(nd, Op) and nd.op == "cum_concat" and nd.outs[0].id in kept]
