@@ -75,11 +75,12 @@ def valid_mask(dims: list[str], lens: dict[str, np.ndarray], g: Graph, shape) ->
     return mask
 
 
-def run_eager(model_path: str, g: Graph, inputs, lens, params, search: bool = False) -> Result:
+def run_eager(model_path: str, g: Graph, inputs, lens, params, search: bool = False, train: bool = False) -> Result:
+    """Eager mode; `train=True` runs it in training mode (dropout, `training()`)."""
     import torch
 
     mod = _import_file(model_path, "netc_model")
-    net = getattr(mod, g.network)
+    net = getattr(mod, g.network).train(train)
     net.load_returnn_params(params)
     args = {k: torch.as_tensor(v) for k, v in inputs.items()}
     args.update({lens_name(d): torch.as_tensor(v) for d, v in lens.items()})
@@ -103,13 +104,16 @@ def load_torch_module(g: Graph, directory: str | None = None, text: str | None =
     return _import_file(path, "netc_torch")
 
 
-def run_torch(g: Graph, inputs, lens, params, module_text: str | None = None, search: bool = False) -> Result:
+def run_torch(
+    g: Graph, inputs, lens, params, module_text: str | None = None, search: bool = False, train: bool = False
+) -> Result:
+    """The emitted torch module; `train=True` runs it in training mode (dropout, `training()`)."""
     import torch
 
     mod = load_torch_module(g, text=module_text)
     model = mod.Model()
     model.load_returnn_params(params)
-    model.eval()
+    model.train(train)
     args = {k: torch.as_tensor(v) for k, v in inputs.items()}
     args.update({lens_name(d): torch.as_tensor(v, dtype=torch.int64) for d, v in lens.items()})
     with torch.no_grad():

@@ -329,6 +329,7 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     for d in opdef.makes_dims(attrs):  # this sequence's length of a dim the op made (`max_pool`)
         first = res[0] if isinstance(res, tuple) else res
         run.lengths[d] = first.shape[outs[0].dims.index(d)]
+    run.lengths.update(opdef.eager_lengths(attrs, outs, res))  # a grown state's frames so far
     frames = run.frames()
     if isinstance(res, tuple):
         return tuple(ETensor(r, o.dims, frames, o.sparse_dim, version) for r, o in zip(res, outs))

@@ -34,6 +34,9 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_frames.py",
         "ops_self_attention.py",
         "ops_rel_pos_attention.py",
+        "training_flag.py",
+        "grow_self_attention.py",
+        "grow_decoder.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

@@ -49,6 +49,8 @@ MODELS = [
     "rna_decoder.py",
     "where_labels_number.py",
     "transducer_time_sync.py",
+    "training_flag.py",
+    "grow_self_attention.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
@@ -79,7 +81,11 @@ AFTER_BREAK = [
 MODELS += LOOP_LOWERING + AFTER_BREAK + ["choice_after_break.py"]
 # also verified with the loops' bodies as written (nothing moved out by netc): a bug that shows
 # only so, and how RETURNN's loops are lowered must not depend on what hoisting left in them
-NO_HOIST = ["split_in_branch.py", "ops_sin_logsumexp_one_hot.py", *LOOP_LOWERING, *AFTER_BREAK]
+# a state grown by `cum_concat`: training and beam search (what hoisting leaves in the loop
+# must not change how it is grown)
+GROW = ["grow_self_attention.py", "grow_decoder.py", "grow_attention_feeds_state.py"]
+MODELS += ["grow_decoder.py", "grow_attention_feeds_state.py"]
+NO_HOIST = ["split_in_branch.py", "ops_sin_logsumexp_one_hot.py", *LOOP_LOWERING, *AFTER_BREAK, *GROW]
 
 
 @pytest.mark.parametrize(("model", "flags"), [(m, ()) for m in MODELS] + [(m, ("--no-hoist",)) for m in NO_HOIST])
@@ -88,6 +94,15 @@ def test_model_verifies(netc, model, flags):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "eager vs returnn" in proc.stdout and "eager vs torch" in proc.stdout
+
+
+@pytest.mark.parametrize("hoist", ["--hoist", "--no-hoist"])
+def test_grown_state_searched(netc, hoist):
+    """A decoder's self-attention over the labels so far: the grown keys and values follow the beam."""
+    proc = netc("verify", ROOT / "tests" / "models" / "grow_decoder.py", "--seed", "2", "--search", hoist)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "labels           eager vs returnn" in proc.stdout and "scores           eager vs torch" in proc.stdout
 
 
 @pytest.mark.parametrize("hoist", ["--hoist", "--no-hoist"])

@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from netc.emit_tf.fold import fold
+from netc.emit_tf.grow_rules import check_grown_reads, kept_cum_concats
 from netc.emit_tf.loop_rules import (
     STEP_TYPE_HELPER,
     STEP_TYPE_HELPER_SOURCE,
@@ -141,6 +142,8 @@ class ReturnnEmitter:
         self.params = {(p.path, p.role): p for p in g.params}
         self.dim_source: dict[str, str] = {}  # dynamic dim made by an op or loop -> a top-level layer with it
         self.zeros: set[int] = set()  # values made by `zeros(...)`
+        # values made by `empty(...)`: states a `cum_concat` layer grows, which starts them itself
+        self.grown: set[int] = set()
         self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
         self.output_layers: dict[str, str] = {}  # an output folded into a loss layer -> that layer
         # the ops of loops' step limits emitted in their units (`Loop.bound_ops`), by first result
@@ -194,7 +197,7 @@ class ReturnnEmitter:
 
     def network(self, g: Graph, plan: SearchPlan | None) -> dict[str, dict]:
         """The layers of one network; with `plan`, the network searches (outputs `decide`)."""
-        self.dim_source, self.zeros = {}, set()  # value ids are the graph's own
+        self.dim_source, self.zeros, self.grown = {}, set(), set()  # value ids are the graph's own
         limits = {vid for n in g.body if isinstance(n, Loop) for vid in n.bound_ops}
         self.in_units = {n.outs[0].id: n for n in g.body if isinstance(n, Op) and n.outs[0].id in limits}
         root = self.blocks[()] = _Block(
@@ -265,6 +268,11 @@ class ReturnnEmitter:
         opdef = REGISTRY[op.op]
         ctx = _OpCtx(self, blk, op)
         layer = opdef.returnn(ctx, op)
+        if op.op == "empty":  # no layer: the `cum_concat` layer growing the state starts it
+            self.grown.add(op.outs[0].id)
+            self.values[op.outs[0].id] = op.outs[0]
+            self.op_layers[op.outs[0].id] = ()
+            return
         if layer is None:  # a fused op without a native layer here: what it was fused from
             self.block(op.unfused, blk, reserved)
             loop = next(n for n in op.unfused if isinstance(n, Loop))
@@ -341,7 +349,8 @@ class ReturnnEmitter:
             _UNIT_RESERVED | set(_loop_names(n.body)), dict(outer.dims), in_unit=True, path=path
         )
         axis = Code(outer.dims[n.axis])
-        crossing = [*(i.outer for i in n.invariants), *(c.init for c in n.carries)]
+        check_grown_reads(n, self.grown, self.values | {v.id: v for v in _body_values(n)})
+        crossing = [*(i.outer for i in n.invariants), *(c.init for c in n.carries if c.init not in self.grown)]
         if any(n.axis in self.values[v].dims for v in crossing):  # the whole axis is read in the body
             var = self.dim_ns.fresh(f"{outer.dims[n.axis]}_whole")
             self.whole_dims.append((var, f"{n.axis}:whole"))
@@ -359,12 +368,13 @@ class ReturnnEmitter:
         # a loop with `end` has no lengths before it runs: RETURNN takes them from its output's
         # first dynamic dim if that has another one (an assertion); such an output is not a state
         has_other = (lambda v: self._dynamic(v.id)) if n.end is not None and n.target is None else (lambda v: False)
-        output_carry = _output_carry(n, single, outer, has_other)
+        grown = [c for c in n.carries if c.init in self.grown]  # its layer is `cum_concat`, its own state
+        output_carry = _output_carry(n, single, outer, lambda v: has_other(v) or v.id in {c.inner.id for c in grown})
         carry_layers: dict[int, str] = {}
         reserved: dict[int, str] = {}
         for c in n.carries:
             self.values[c.inner.id] = c.inner
-            unit.carries[c.inner.id] = Carry(base[c.init], c.init in self.zeros, c.next)
+            unit.carries[c.inner.id] = Carry(base.get(c.init, ""), c.init in self.zeros, c.next)
             carry_layers[c.inner.id] = "output" if c is output_carry else unit.ns.fresh(c.name)
             if c.next in single and c.next not in reserved and c.next in stepped:
                 reserved[c.next] = carry_layers[c.inner.id]
@@ -405,13 +415,20 @@ class ReturnnEmitter:
         self.block(n.body, unit, reserved)
         # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
         beam = next((unit.refs[nd.outs[0].id] for nd in n.body if isinstance(nd, Op) and nd.op == "choice"), None)
+        for nd in kept_cum_concats(n):  # its frame through a layer RETURNN keeps in the loop
+            layer = unit.layers[self.op_layers[nd.outs[0].id][-1]]
+            frame = unit.ns.fresh(f"{self.op_layers[nd.outs[0].id][-1]}_frame")
+            # not reading the choice (a search's beam): the frame is needed before it
+            unit.layers[frame] = self._per_step(frame, layer["from"], False)
+            layer["from"] = frame
         for c in n.carries:
             name = carry_layers[c.inner.id]
             if name not in unit.layers:
                 unit.layers[name] = self._per_step(name, unit.refs[c.next], c.next in stepped, beam)
                 if c.next in stepped:
                     unit.layer_of.setdefault(c.next, name)
-            self._initial_output(unit, outer, name, c.init, base[c.init], batched)
+            if c not in grown:
+                self._initial_output(unit, outer, name, c.init, base[c.init], batched)
         results = [(c.next, c.out, carry_layers[c.inner.id], "state") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts if not ll.after_end]
@@ -736,6 +753,10 @@ def _loop_names(nodes: list[Node]) -> list[str]:
     return [n.name for n in nodes if isinstance(n, Loop)] + [
         name for n in nodes if isinstance(n, Op) for name in _loop_names(n.unfused)
     ]
+
+
+def _body_values(n: Loop) -> list[Value]:
+    return [*n.block_args(), *(v for nd in n.body for v in (nd.outs if isinstance(nd, Op) else nd.results()))]
 
 
 def _base(ref: str) -> str:

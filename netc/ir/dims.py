@@ -23,6 +23,8 @@ class DimTable:
         # while parsing: the dynamic dims whose lengths are known so far (the inputs', and those made
         # by loops and ops such as `max_pool`); None in a table of a finished graph, where all are
         self.known_lengths: set[str] | None = None if dims else set()
+        # while parsing: dims that `empty` started, which states grow along (`cum_concat`)
+        self.growing: set[str] = set()
 
     def __getitem__(self, name: str) -> DimDef:
         return self.dims[name]

@@ -161,6 +161,11 @@ class OpDef:
         its lengths (runners draw batches that suit the ops; e.g. CTC's labels fit its frames)."""
         return {}
 
+    def eager_lengths(self, attrs: dict, outs: list[OutType], result: Any) -> dict[str, int]:
+        """Eager mode: the lengths of dynamic dims this op's result sets other than by
+        `makes_dims` (a state grown by `cum_concat`: its frames so far)."""
+        return {}
+
     def torch_made_dims(self, ctx: TorchCtx, op: Op) -> dict[str, tuple[str, str]]:
         """For each dim in `makes_dims`: code for its int64 [batch] lengths and for its size
         (the emitter defines both before the op's code, which may then use `ctx.mask`)."""

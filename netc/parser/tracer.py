@@ -20,6 +20,7 @@ from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.ops.base import signature
 from netc.parser import values as V
 from netc.parser.budget import Budget
+from netc.parser.grow import check_growing
 from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
 from netc.parser.source import Source, read_source
@@ -321,6 +322,7 @@ class Tracer:
             losses=self.losses,
         )
         check_interface(g)
+        check_growing(g)
         return g
 
     def input_annotation(self, ann: ast.expr) -> tuple[str, list[str]]:
@@ -351,6 +353,11 @@ class Tracer:
             if not isinstance(v, V.TV):
                 raise self.error(node, f"output `{name}` is not a tensor")
             v = self.use(v, node)
+            if "batch" not in v.dims:  # `training()`: one value for the whole batch
+                raise self.error(
+                    node,
+                    f"output `{name}` has no `batch` dim; outputs are per sequence (select per-sequence values with it: `where(training(), a, b)`)",
+                )
             if v.value.name is None:
                 v.value.name = name
             outs.append(Output(name=name, value=v.value.id, span=self.span(node)))

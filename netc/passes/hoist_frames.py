@@ -15,11 +15,12 @@ from __future__ import annotations
 from netc.ir.dims import DimTable
 from netc.ir.model import Graph, Loop, LoopSeq, Node, Op
 from netc.ir.uses import next_value_id
+from netc.ops.grow import dim_table
 from netc.passes.sequence import before_loops, fresh_like, over_sequence
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    h = _Hoister(DimTable(g.dims), next_value_id(g))
+    h = _Hoister(dim_table(g), next_value_id(g))
     before_loops(g.body, h.hoist)
     return g, h.changed
 

@@ -41,9 +41,12 @@ def over_sequence(dt: DimTable, op: Op, loop: Loop, args: list[tuple[Value, bool
     does not give each per-step result plus the loop's axis, or a per-step operand or a result
     already has the axis (in the body that is the whole sequence, as in attention over all
     frames, which stacking over the axis cannot express), or it is not pure and does not draw
-    each frame independently (`OpDef.frames_independent`: dropout may run over whole sequences)."""
+    each frame independently (`OpDef.frames_independent`: dropout may run over whole sequences), or
+    it has a dim a state grows along (`dt.growing`: the frames so far, different at each step)."""
     if not REGISTRY[op.op].pure and not REGISTRY[op.op].frames_independent:
         return None
+    if any(d in dt.growing for v in [*(a for a, _ in args), *op.outs] for d in v.dims):
+        return None  # a dim a state grows along (`cum_concat`) exists step by step only
     per_step = [v for v, step in args if step] + list(op.outs)
     if any(loop.axis in v.dims for v in per_step):
         return None

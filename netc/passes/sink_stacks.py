@@ -25,11 +25,12 @@ from collections import defaultdict
 from netc.ir.dims import DimTable
 from netc.ir.model import Graph, Loop, LoopStack, Node, Op, Value
 from netc.ir.uses import next_value_id, replace_uses
+from netc.ops.grow import dim_table
 from netc.passes.sequence import fresh_like, over_sequence
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    s = _Sinker(DimTable(g.dims), next_value_id(g))
+    s = _Sinker(dim_table(g), next_value_id(g))
     s.block(g.body, nested=False, outputs=[*g.outputs, *g.losses])
     return g, s.changed
 

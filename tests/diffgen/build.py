@@ -186,8 +186,18 @@ def loop(g: Gen, nested: bool = False) -> None:
             k = "plain"
         kinds.append(k)
     state_specs = []
+    if not nested and form != "loop_reversed" and g.on("cum_concat", 0.5):
+        # a state grown by a frame per step (over a dim of its own), attended over in the step;
+        # only its `cum_concat` reads it (not a visible value)
+        kinds.append("grow")
     for k in kinds:
         s_dim = r.choice(g.statics())
+        if k == "grow":
+            grow = g.dim(g.fresh("grow"))
+            name = g.fresh("hist")
+            g.emit(f"{name} = nc.empty(batch, {grow.code}, {s_dim.code})")
+            state_specs.append(("grow", name, (grow, s_dim)))
+            continue
         if k == "dyn":
             keys = [v for v in g.floats() if len(g.dyn(v)) == 1 and g.dyn(v)[0].name != axis and g.dyn(v)[0].code]
             keys = [v for v in keys if v.dims == {"batch", g.dyn(v)[0].name, g.static(v).name}]
@@ -261,6 +271,28 @@ def loop(g: Gen, nested: bool = False) -> None:
     # state updates (before any `end`)
     for spec in state_specs:
         kind = spec[0]
+        if kind == "grow":
+            _, name, (grow, sd) = spec
+            # what reads the grown state also reads a value of the step (RETURNN: see grow_rules.py)
+            fl = [
+                v
+                for v in g.floats()
+                if len(v.dims) == 2 and not v.stacked and g.static(v) and "batch" in v.dims and v.variant
+            ]
+            src = step_in[0] if step_in else g.pick(fl) if fl else None
+            if src is None:
+                continue
+            g.emit(f"{name} = nc.cum_concat({name}, nc.tanh(nc.Linear({sd.code})({src.name})), axis={grow.code})")
+            qs = [v for v in g.floats() if v.dims == {"batch", sd.name} and not v.stacked and v.variant]
+            q = g.ref(g.pick(qs)) if qs else f"nc.Linear({sd.code})({src.name})"
+            w = g.new(
+                f"nc.softmax(nc.dot({name}, {q}, reduce={sd.code}), axis={grow.code})",
+                {"batch", grow.name},
+                prefix="w",
+            )
+            g.new(f"nc.dot({w.name}, {name}, reduce={grow.code})", {"batch", sd.name}, prefix="ctx")
+            g.scopes[-1].remove(w)  # a value over the grown dim stays in its step: not read later
+            continue
         if kind == "dyn":
             _, name, kv = spec
             old = next(v for v in g.visible() if v.name == name)
@@ -468,10 +500,18 @@ def decoder(g: Gen) -> None:
             ]
         )
     )
+    grow = g.on("cum_concat", 0.4)  # self-attention over the labels so far, reordered by the beam
+    if grow:
+        g.dim("hist")
+        g.emit("keys = nc.empty(batch, hist, emb)")
     g.emit("logits, labels = [], []")
     g.emit(f"for _ in range({r.randint(1, 2)} * x.max_seq_len + {r.randint(1, 2)}):")
     g.ind += 1
     inp = "nc.Embedding(emb)(label)"
+    if grow:
+        g.emit("keys = nc.cum_concat(keys, nc.tanh(nc.Embedding(emb)(label)), axis=hist)")
+        g.emit("self_att = nc.softmax(nc.dot(keys, nc.Linear(emb)(s), reduce=emb), axis=hist)")
+        inp = f"nc.concat({inp}, nc.dot(self_att, keys, reduce=hist))"
     if enc and g.on("attention", 0.7):
         k = g.pick(enc)
         sk = g.static(k)

@@ -65,6 +65,7 @@ FEATURES = frozenset(
         "tensor_if",
         "elif",
         "stack_op",  # stack(out) * 2.0
+        "training_flag",  # `nc.training()` in `where` or as an `if` condition
         # loops
         "loop_iter",
         "loop_range_index",
@@ -80,6 +81,7 @@ FEATURES = frozenset(
         "gru_cell",
         "state_from_value",  # a state whose initial value is not zeros
         "state_dyn_dim",  # accumulated attention weights [batch, enc]
+        "cum_concat",  # a state grown by a frame per step (`empty` + `cum_concat`), attended over
         "append",
         "stacked_labels",
         "read_after",  # a value assigned in the body, read after the loop
@@ -299,6 +301,7 @@ class Gen:
             "module",
             "tensor_if",
             *shapes.OP_FEATURES,
+            "training_flag",
         ):
             if f in self.allowed:
                 ops.append(f)
@@ -450,6 +453,10 @@ class Gen:
             return self.tensor_if(a)
         if kind in shapes.OP_FEATURES:
             return shapes.op(self, kind, a)
+        if kind == "training_flag" and self.on("training_flag", 0.5):
+            if self.r.random() < 0.5:
+                return self.tensor_if(a, training=True)
+            return self.new(f"nc.where(nc.training(), 0.5 * {self.ref(a)}, {self.ref(a)})", a.dims, variant=var)
         return None
 
     def attention(self, q: V) -> V | None:
@@ -576,8 +583,9 @@ class Gen:
             return f"nc.tanh(0.5 * {self.ref(t)} + {self.ref(v)})"
         return f"0.9 * {self.ref(t)}"
 
-    def tensor_if(self, a: V) -> V | None:
-        """`if <bool [batch]>:` assigning one variable bound before it in every branch."""
+    def tensor_if(self, a: V, training: bool = False) -> V | None:
+        """`if <bool [batch]>:` (`training`: `if nc.training():`) assigning one variable bound
+        before it in every branch."""
         conds = [v for v in self.floats(need_static=False) if v.dims == {"batch"}]
         targets = [v for v in self.visible() if v.kind == "float" and not v.stacked and self.static(v)]
         if self.loops:
@@ -585,7 +593,9 @@ class Gen:
         if not targets:
             return None
         t = self.pick(targets)
-        if conds:
+        if training:
+            cond = "nc.training()"
+        elif conds:
             c = self.pick(conds)
             cond = f"{c.name} > 0.0"
         else:
@@ -600,7 +610,7 @@ class Gen:
         self.ind += 1
         self.emit(f"{res.name} = {self.same_expr(t, excl)}")
         self.ind -= 1
-        if self.on("elif", 0.4):
+        if not training and self.on("elif", 0.4):
             self.emit(f"elif {cond.replace('> 0.0', '< -0.5')}:")
             self.ind += 1
             self.emit(f"{res.name} = 0.5 * {t.name}")
