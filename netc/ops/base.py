@@ -121,6 +121,11 @@ class OpDef:
             raise TypeError(f"`{self.fn_name}(...)` is called with one tensor")
         return [args[0]]
 
+    def module_call(self, args: tuple, kwargs: dict) -> tuple[list[Any], dict[str, Any]]:
+        """A module call's tensor args and the attributes it adds to the constructor's (a
+        `Conv1d`'s `axis`); raises TypeError. By default: `module_args`, no attributes."""
+        return self.module_args(args, kwargs), {}
+
     def makes_dims(self, attrs: dict) -> list[str]:
         """Dynamic dims whose lengths this op defines (`max_pool`'s `out_axis`)."""
         return []

@@ -888,11 +888,13 @@ class Tracer:
     def call_op_module(self, mod: V.OpModule, args, kwargs, node) -> V.TV | tuple[V.TV, ...]:
         opdef = REGISTRY[mod.op]
         try:
-            tensors = opdef.module_args(tuple(args), kwargs)
+            tensors, call_attrs = opdef.module_call(tuple(args), kwargs)
         except TypeError as e:
             raise self.error(node, str(e)) from None
         xs = [self.as_tensor(x, node, opdef.fn_name or opdef.name) for x in tensors]
-        outs = self.emit(opdef, xs, dict(mod.attrs), node, param=mod)
+        what = opdef.fn_name or opdef.name
+        attrs = {**mod.attrs, **{k: self.attr_value(v, node, what) for k, v in call_attrs.items()}}
+        outs = self.emit(opdef, xs, attrs, node, param=mod)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def helper_scope(self, fname: str) -> list[str]:
