@@ -218,3 +218,97 @@ class Conv1d(OpDef):
             return x.new_zeros(x.shape[0], 0, w.shape[0])
         y = torch.nn.functional.conv1d(x, w, b, attrs["stride"], 0, attrs["dilation"], attrs["groups"])
         return y.transpose(1, 2)
+
+
+BN_HELPER = "masked_batch_norm"
+
+
+def _bn_helper_source(name: str) -> str:
+    return f'''def {name}(x, mask, mean, variance, gamma, beta, training: bool, momentum: float, eps: float):
+    """Batch norm over the feature (last) dim of x; `mask` (None: all) marks the valid frames.
+    Training: the valid frames' mean and biased variance, then the running statistics move
+    `momentum` towards them (after use, as RETURNN's `batch_norm`); else the running ones."""
+    if training:
+        axes = tuple(range(x.dim() - 1))
+        valid = torch.ones_like(x[..., :1]) if mask is None else mask.to(x.dtype).expand_as(x[..., :1])
+        n = valid.sum()
+        m = (x * valid).sum(axes) / n
+        v = ((x - m) ** 2 * valid).sum(axes) / n
+        with torch.no_grad():
+            mean.add_((m - mean) * momentum)
+            variance.add_((v - variance) * momentum)
+        mean, variance = m, v
+    return (x - mean) * torch.rsqrt(variance + eps) * gamma + beta
+'''
+
+
+@register
+class BatchNorm(OpDef):
+    """`BatchNorm(eps=1e-3, momentum=0.1)(x)` on x [batch, feature] or [batch, time, feature]:
+    per feature, (x - mean) / sqrt(variance + eps) * gamma + beta. In training, mean and (biased)
+    variance of the valid frames of the batch, and the running statistics then move by
+    `momentum` towards them; otherwise the running statistics. RETURNN `batch_norm` (param
+    version 2, masked time); its variables are the roles `batch_norm/v2_mean`, `.../v2_variance`
+    (not trained), `.../v2_gamma`, `.../v2_beta`."""
+
+    name = "batch_norm"
+    fn_name = "BatchNorm"
+    module = True
+    pure = False  # training updates the running statistics
+    ROLES = ("batch_norm/v2_mean", "batch_norm/v2_variance", "batch_norm/v2_gamma", "batch_norm/v2_beta")
+    param_init = dict(zip(ROLES, ("zeros", "ones", "ones", "zeros")))
+
+    def ctor(self, eps=1e-3, momentum=0.1):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x = args[0]
+        _float("BatchNorm", x)
+        dyn = dt.dynamic(x.dims)
+        if "batch" not in x.dims or len(dyn) > 1 or len(x.dims) != 2 + len(dyn):
+            raise DimError(f"`BatchNorm` normalises [batch, feature] or [batch, time, feature], got [{', '.join(x.dims)}]")
+        dt.feature(x.dims)
+        for k in ("eps", "momentum"):
+            v = attrs[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (k == "momentum" and v > 1):
+                raise DimError(f"`BatchNorm` needs `{k}` to be a number in {'[0, 1]' if k == 'momentum' else '[0, inf)'}, got {v!r}")
+        return [OutType(x.dims)]
+
+    def params(self, dt, args, attrs):
+        feat = dt.feature(args[0].dims)
+        return {role: (feat,) for role in self.ROLES}
+
+    def returnn(self, ctx, op):
+        dims = ctx.in_dims(0)
+        return {
+            "class": "batch_norm",
+            "from": ctx.src(0),
+            "in_dim": ctx.dim(dims[-1]),
+            "epsilon": float(op.attrs["eps"]),
+            "momentum": float(op.attrs["momentum"]),
+            "update_sample_only_in_training": True,
+            "delay_sample_update": True,
+            "param_version": 2,
+            "masked_time": len(dims) == 3,  # statistics over the valid frames only
+        }
+
+    def torch_helpers(self, op):
+        return {BN_HELPER: _bn_helper_source}
+
+    def torch(self, ctx, op):
+        dims = ctx.in_dims(0)
+        mask = ctx.mask(dims[1], dims) if len(dims) == 3 else "None"
+        mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
+        a = op.attrs
+        return (
+            f"{ctx.helper(BN_HELPER)}({ctx.arg(0)}, {mask}, {mean}, {var}, {gamma}, {beta}, {ctx.training}, "
+            f"{float(a['momentum'])!r}, {float(a['eps'])!r})"
+        )
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        if ctx.training:  # one sequence at a time: the batch's statistics are not there
+            raise NotImplementedError("`BatchNorm` in training mode needs the whole batch; eager runs one sequence at a time")
+        mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
+        return (args[0].data - mean) * torch.rsqrt(var + float(attrs["eps"])) * gamma + beta
