@@ -29,6 +29,8 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_gru_cell.py",
         "fuse_cell_ops.py",
         "split_linear_forms.py",
+        "ops_conv.py",
+        "ops_batch_norm.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

@@ -39,6 +39,8 @@ MODELS = [
     "fused_lstm_last_c.py",
     "lstm_cell_own_state_input.py",
     "append_value_of_finished_loop.py",
+    "ops_conv.py",
+    "ops_batch_norm.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
