@@ -162,12 +162,20 @@ class Conv1d(OpDef):
             "with_bias": bool(a["with_bias"]),
             "use_time_mask": True,  # padded frames are zeros before the convolution
         }
-        if a["stride"] != 1:
-            layer["strides"] = a["stride"]
         if a["dilation"] != 1:
             layer["dilation_rate"] = a["dilation"]
         if a["groups"] != 1:
             layer["groups"] = a["groups"]
+        depthwise = a["groups"] > 1 and ctx.param_shape("W")[1] == 1  # groups = input channels
+        if a["stride"] != 1 and a["dilation"] != 1 and depthwise:
+            # TF's depthwise convolution (RETURNN's for groups = channels) computes wrong frames
+            # with both a stride and a dilation: stride 1, then every stride-th frame
+            sub = {"conv": layer, "output": {"class": "slice", "from": "conv", "axis": "T", "slice_step": a["stride"]}}
+            sub["output"]["out_dim"] = ctx.dim(a["out_axis"])
+            inner = {**layer, "from": "data", "name_scope": ""}  # its variables are the module's own
+            return {"class": "subnetwork", "from": ctx.src(0), "subnetwork": {**sub, "conv": inner}}
+        if a["stride"] != 1:
+            layer["strides"] = a["stride"]
         if a["padding"] == "valid":
             layer["out_spatial_dims"] = [ctx.dim(a["out_axis"])]
         return layer
@@ -266,12 +274,16 @@ class BatchNorm(OpDef):
         _float("BatchNorm", x)
         dyn = dt.dynamic(x.dims)
         if "batch" not in x.dims or len(dyn) > 1 or len(x.dims) != 2 + len(dyn):
-            raise DimError(f"`BatchNorm` normalises [batch, feature] or [batch, time, feature], got [{', '.join(x.dims)}]")
+            raise DimError(
+                f"`BatchNorm` normalises [batch, feature] or [batch, time, feature], got [{', '.join(x.dims)}]"
+            )
         dt.feature(x.dims)
         for k in ("eps", "momentum"):
             v = attrs[k]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (k == "momentum" and v > 1):
-                raise DimError(f"`BatchNorm` needs `{k}` to be a number in {'[0, 1]' if k == 'momentum' else '[0, inf)'}, got {v!r}")
+                raise DimError(
+                    f"`BatchNorm` needs `{k}` to be a number in {'[0, 1]' if k == 'momentum' else '[0, inf)'}, got {v!r}"
+                )
         return [OutType(x.dims)]
 
     def params(self, dt, args, attrs):
@@ -309,6 +321,8 @@ class BatchNorm(OpDef):
         import torch
 
         if ctx.training:  # one sequence at a time: the batch's statistics are not there
-            raise NotImplementedError("`BatchNorm` in training mode needs the whole batch; eager runs one sequence at a time")
+            raise NotImplementedError(
+                "`BatchNorm` in training mode needs the whole batch; eager runs one sequence at a time"
+            )
         mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
         return (args[0].data - mean) * torch.rsqrt(var + float(attrs["eps"])) * gamma + beta

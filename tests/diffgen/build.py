@@ -71,6 +71,8 @@ def build(g: Gen) -> None:
             f"nc.max_pool({a.name}, axis=time, size={r.choice([2, 3])}, out_axis=ptime)",
             (a.dims - {"time"}) | {"ptime"},
         )
+    if g.on("conv", 0.5):
+        conv(g)
     g.ops(r.randint(0, 2))
     for _ in range(r.randint(1, 3)):
         loop(g)
@@ -79,6 +81,35 @@ def build(g: Gen) -> None:
         decoder(g)
     losses(g, labels, ctc)
     outputs(g)
+
+
+def conv(g: Gen) -> None:
+    """A `Conv1d` over a [batch, time, feature] value: 'same' (a depthwise one as in the Conformer)
+    or 'valid' with a stride onto a new dim `ctime`; an input through `silu`; a `BatchNorm` after."""
+    r = g.r
+    seqs = [v for v in g.floats() if v.dims == {"batch", "time", g.static(v).name}]
+    if not seqs:
+        return
+    a = g.pick(seqs)
+    s = g.static(a)
+    if s.code and r.random() < 0.5:  # depthwise
+        out, opts = s, f", groups={s.size}"
+    else:
+        out, opts = r.choice(g.statics()), ""
+    opts = f", filter_size={r.choice([1, 2, 3, 4, 5])}{opts}"
+    if r.random() < 0.3:
+        opts += ", dilation=2"
+    if r.random() < 0.3:
+        opts += ", with_bias=False"
+    x = f"nc.silu({a.name})" if r.random() < 0.3 else a.name
+    if "ctime" not in g.dims and r.random() < 0.4:
+        g.dim("ctime")
+        opts += f", padding='valid', stride={r.choice([1, 2, 3])}"
+        v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time, out_axis=ctime)", {"batch", "ctime", out.name})
+    else:
+        v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
+    if r.random() < 0.4:
+        g.new(f"nc.BatchNorm()({v.name})", v.dims)
 
 
 def zip_bw_if(g: Gen, bw: V) -> None:

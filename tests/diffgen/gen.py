@@ -51,6 +51,7 @@ FEATURES = frozenset(
         "expand_static",
         "expand_dyn",
         "max_pool",
+        "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it
         "dropout",
         "stop_gradient",
         "lstm_fw",
