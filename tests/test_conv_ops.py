@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, assert_located_error
+from conftest import assert_located_error
 
 from netc.compiler import compile_graph
 from netc_runtime.backends import load_torch_module, run_returnn
