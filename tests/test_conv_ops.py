@@ -17,7 +17,7 @@ from netc_runtime.backends import load_torch_module, run_returnn
 from netc_runtime.verify import random_inputs, random_params
 
 HEADER = """\
-from netc import BatchNorm, Conv1d, Dim, Labels, Tensor, batch, glu, network, reduce_sum
+from netc import BatchNorm, Conv1d, Conv2d, Dim, Labels, Tensor, batch, glu, network, reduce_sum, split_dims
 time = Dim("time")
 frames = Dim("frames")
 sub = Dim("sub")
@@ -25,6 +25,11 @@ feat = Dim("feat", 6)
 hidden = Dim("hidden", 4)
 half = Dim("half", 3)
 vocab = Dim("vocab", 5)
+chan = Dim("chan", 2)
+
+
+def nc_split(x):
+    return split_dims(x, axis=feat, dims=(half, chan))
 """
 SIG = "def f(x: Tensor[batch, time, feat], y: Labels[batch, frames, vocab]):"
 
@@ -54,6 +59,16 @@ CASES = [
      "`Conv1d` padding is 'same' or 'valid', got 'causal'", "Conv1d("),
     ("conv_call_args", "return Conv1d(hidden, filter_size=3)(x)",
      "missing a required argument: 'axis'", "Conv1d("),
+    ("conv2d_no_channel", "return Conv2d(hidden, filter_size=(3, 3))(x, axis=time, feature_axis=feat)",
+     "`Conv2d` convolves [batch, time, feat, channel], got [batch, time, feat]", "Conv2d("),
+    ("conv2d_dynamic_feature_axis", "return Conv2d(hidden, filter_size=(3, 3))(x, axis=time, feature_axis=time)",
+     "`Conv2d` needs `feature_axis` to be a static dim of [batch, time, feat]", "Conv2d("),
+    ("conv2d_one_filter_size", "return Conv2d(hidden, filter_size=3)(nc_split(x), axis=time, feature_axis=half)",
+     "`Conv2d` needs `filter_size` to be two ints >= 1 (time, feature), got 3", "Conv2d("),
+    ("conv2d_groups", "return Conv2d(vocab, filter_size=(1, 1), groups=2)(nc_split(x), axis=time, feature_axis=half)",
+     "`Conv2d` groups=2 must divide the input channels `chan` (2) and `out_dim` `vocab` (5)", "Conv2d("),
+    ("conv2d_out_is_feature_axis", "return Conv2d(half, filter_size=(1, 1))(nc_split(x), axis=time, feature_axis=half)",
+     "Conv2d output dim `half` is already a dim of its input", "Conv2d("),
     ("glu_odd", "return glu(x, hidden)", "`glu` halves `feat` (6): `out_dim` `hidden` has size 4", "glu("),
     ("batch_norm_labels", "return BatchNorm()(y)", "`BatchNorm` needs a float tensor, got int32", "BatchNorm("),
     ("batch_norm_momentum", "return BatchNorm(momentum=2)(x)",

@@ -31,6 +31,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "split_linear_forms.py",
         "ops_conv.py",
         "ops_batch_norm.py",
+        "ops_conv2d.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

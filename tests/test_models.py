@@ -41,6 +41,7 @@ MODELS = [
     "append_value_of_finished_loop.py",
     "ops_conv.py",
     "ops_batch_norm.py",
+    "ops_conv2d.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)

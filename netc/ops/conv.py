@@ -326,3 +326,116 @@ class BatchNorm(OpDef):
             )
         mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
         return (args[0].data - mean) * torch.rsqrt(var + float(attrs["eps"])) * gamma + beta
+
+
+def _conv2d_call(x, axis, feature_axis):
+    pass
+
+
+@register
+class Conv2d(OpDef):
+    """`Conv2d(out_dim, filter_size=(kt, kf), groups=1, with_bias=True)(x, axis=time,
+    feature_axis=feat)` on x [batch, time, feat, channel] (two static dims): a 2-D convolution
+    over (time, feat) with padding "same" and stride 1, the channel dim replaced by `out_dim`
+    (subsampling front ends: pool or a strided `Conv1d` after it). Parameters: `W`
+    [filter<kt>, filter<kf>, channel/groups, out] (RETURNN `conv`'s layout), `bias` [out]."""
+
+    name = "conv2d"
+    fn_name = "Conv2d"
+    module = True
+    param_init = {"bias": "zeros"}
+
+    def ctor(self, out_dim, filter_size, groups=1, with_bias=True):
+        pass
+
+    def module_call(self, args, kwargs):
+        a = inspect.signature(_conv2d_call).bind(*args, **kwargs).arguments  # TypeError on misuse
+        return [a["x"]], {"axis": a["axis"], "feature_axis": a["feature_axis"]}
+
+    @staticmethod
+    def channel(x_dims, attrs) -> str:
+        return next(d for d in x_dims if d not in ("batch", attrs["axis"], attrs["feature_axis"]))
+
+    def infer(self, dt, args, attrs):
+        x, axis, fax, out = args[0], attrs["axis"], attrs["feature_axis"], attrs["out_dim"]
+        _float("Conv2d", x)
+        if not isinstance(axis, str) or axis not in x.dims or dt[axis].kind != "dynamic":
+            raise DimError(f"`Conv2d` needs `axis` to be a dynamic dim of [{', '.join(x.dims)}]")
+        if not isinstance(fax, str) or fax not in x.dims or dt[fax].kind != "static":
+            raise DimError(f"`Conv2d` needs `feature_axis` to be a static dim of [{', '.join(x.dims)}]")
+        rest = [d for d in x.dims if d not in ("batch", axis, fax)]
+        if "batch" not in x.dims or len(rest) != 1 or dt[rest[0]].kind != "static":
+            raise DimError(f"`Conv2d` convolves [batch, {axis}, {fax}, channel], got [{', '.join(x.dims)}]")
+        chan = rest[0]
+        fs = attrs["filter_size"]
+        if not (isinstance(fs, list) and len(fs) == 2 and all(type(k) is int and k >= 1 for k in fs)):
+            raise DimError(f"`Conv2d` needs `filter_size` to be two ints >= 1 (time, feature), got {fs!r}")
+        g = attrs["groups"]
+        if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+            raise DimError(f"`Conv2d` needs `groups` to be an int >= 1, got {g!r}")
+        check_out_dim(dt, "Conv2d", out, ("batch", axis, fax))
+        if dt[chan].size % g or dt[out].size % g:
+            raise DimError(
+                f"`Conv2d` groups={g} must divide the input channels `{chan}` ({dt[chan].size}) "
+                f"and `out_dim` `{out}` ({dt[out].size})"
+            )
+        return [OutType(dt.canonical(["batch", axis, fax, out]))]
+
+    def params(self, dt, args, attrs):
+        chan, g = self.channel(args[0].dims, attrs), attrs["groups"]
+        kt, kf = attrs["filter_size"]
+        per_group = dt.part(chan, g).name if g > 1 else chan
+        p = {"W": (dt.window(kt).name, dt.window(kf).name, per_group, attrs["out_dim"])}
+        if attrs["with_bias"]:
+            p["bias"] = (attrs["out_dim"],)
+        return p
+
+    def returnn(self, ctx, op):
+        a = op.attrs
+        layer = {
+            "class": "conv",
+            "from": ctx.src(0),
+            "in_dim": ctx.dim(self.channel(ctx.in_dims(0), a)),
+            "in_spatial_dims": [ctx.dim(a["axis"]), ctx.dim(a["feature_axis"])],
+            "filter_size": tuple(a["filter_size"]),
+            "padding": "same",
+            "out_dim": ctx.dim(a["out_dim"]),
+            "with_bias": bool(a["with_bias"]),
+            "use_time_mask": True,  # padded frames are zeros before the convolution
+        }
+        if a["groups"] != 1:
+            layer["groups"] = a["groups"]
+        return layer
+
+    @staticmethod
+    def _pads(attrs) -> tuple[int, int, int, int]:
+        """F.pad's (feature left, right, time left, right): TF's "same", half (rounded down) left."""
+        kt, kf = attrs["filter_size"]
+        return ((kf - 1) // 2, kf - 1 - (kf - 1) // 2, (kt - 1) // 2, kt - 1 - (kt - 1) // 2)
+
+    def torch(self, ctx, op):
+        from netc.ops.align import align_code
+
+        a = op.attrs
+        dims = ctx.in_dims(0)
+        chan = self.channel(dims, a)
+        order = ("batch", chan, a["axis"], a["feature_axis"])
+        x = f"{ctx.arg(0)}.masked_fill(~{ctx.mask(a['axis'], dims)}, 0.0)"
+        x = f"torch.nn.functional.pad({align_code(x, dims, order)}, {self._pads(a)})"
+        w = ctx.once(f"{ctx.param('W')}.permute(3, 2, 0, 1)", f"{op.param}_W")  # torch's [out, in/groups, kt, kf]
+        b = ctx.param("bias") if a["with_bias"] else "None"
+        y = f"torch.nn.functional.conv2d({x}, {w}, {b}, 1, 0, 1, {a['groups']})"
+        return align_code(y, ("batch", a["out_dim"], a["axis"], a["feature_axis"]), op.outs[0].dims)
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        from netc.ops.align import align_tensor
+
+        x = args[0]
+        chan = self.channel(x.dims, attrs)
+        t = align_tensor(x.data, x.dims, ("batch", chan, attrs["axis"], attrs["feature_axis"]))
+        t = torch.nn.functional.pad(t, self._pads(attrs))
+        b = ctx.param("bias") if attrs["with_bias"] else None
+        y = torch.nn.functional.conv2d(t, ctx.param("W").permute(3, 2, 0, 1), b, 1, 0, 1, attrs["groups"])
+        return align_tensor(y, ("batch", attrs["out_dim"], attrs["axis"], attrs["feature_axis"]), outs[0].dims)
