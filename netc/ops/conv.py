@@ -1,5 +1,6 @@
-"""Ops of today's speech encoders (the Conformer): `silu`/`swish`, `glu` and the module
-`Conv1d` (a 1-D convolution over a dynamic axis, depthwise with `groups`).
+"""Ops of today's speech encoders (the Conformer): `silu`/`swish`, `glu` and the modules
+`Conv1d` (a 1-D convolution over a dynamic axis, depthwise with `groups`), `Conv2d` (over
+time and a feature axis, with channels) and `BatchNorm` (statistics of valid frames).
 
 `Conv1d` never lets a padded frame into a valid one: the input's padded frames are zeros
 before the convolution (RETURNN `conv` with `use_time_mask=True`; torch `masked_fill`), so
