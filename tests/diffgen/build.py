@@ -85,7 +85,8 @@ def build(g: Gen) -> None:
 
 def conv(g: Gen) -> None:
     """A `Conv1d` over a [batch, time, feature] value: 'same' (a depthwise one as in the Conformer)
-    or 'valid' with a stride onto a new dim `ctime`; an input through `silu`; a `BatchNorm` after."""
+    or 'valid' with a stride onto a new dim `ctime`; an input through `silu`; a `BatchNorm` after;
+    a `Conv2d` over (time, feature) of the input with a channel dim of 1."""
     r = g.r
     seqs = [v for v in g.floats() if v.dims == {"batch", "time", g.static(v).name}]
     if not seqs:
@@ -110,6 +111,12 @@ def conv(g: Gen) -> None:
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
     if r.random() < 0.4:
         g.new(f"nc.BatchNorm()({v.name})", v.dims)
+    if s.code and r.random() < 0.4:  # a 2-D one over (time, feature), with a channel dim of 1
+        g.dim("one", 1)
+        c = r.choice([d for d in g.statics() if d.name != s.name])
+        k = (r.choice([1, 2, 3]), r.choice([1, 2, 3]))
+        conv2d = f"nc.Conv2d({c.code}, filter_size={k})(nc.expand({a.name}, one), axis=time, feature_axis={s.code})"
+        g.new(f"nc.reduce_sum({conv2d}, axis={c.code})", a.dims)
 
 
 def zip_bw_if(g: Gen, bw: V) -> None:

@@ -51,7 +51,7 @@ FEATURES = frozenset(
         "expand_static",
         "expand_dyn",
         "max_pool",
-        "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it
+        "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it, Conv2d
         "dropout",
         "stop_gradient",
         "lstm_fw",
