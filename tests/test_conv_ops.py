@@ -33,7 +33,7 @@ def nc_split(x):
 """
 SIG = "def f(x: Tensor[batch, time, feat], y: Labels[batch, frames, vocab]):"
 
-# (name, body line, message part, its call's text)
+# (name, body lines, message part, its call's text)
 CASES = [
     ("conv_static_axis", "return Conv1d(hidden, filter_size=3)(x, axis=feat)",
      "`Conv1d` needs `axis` to be a dynamic dim of [batch, time, feat]", "Conv1d("),
@@ -71,6 +71,8 @@ CASES = [
      "Conv2d output dim `half` is already a dim of its input", "Conv2d("),
     ("glu_odd", "return glu(x, hidden)", "`glu` halves `feat` (6): `out_dim` `hidden` has size 4", "glu("),
     ("batch_norm_labels", "return BatchNorm()(y)", "`BatchNorm` needs a float tensor, got int32", "BatchNorm("),
+    ("batch_norm_in_loop", "out = []\nfor x_t in x:\n    out.append(BatchNorm()(x_t))\nreturn out",
+     "`BatchNorm` in a loop body: a step's batch holds sequences that already ended", "BatchNorm("),
     ("batch_norm_momentum", "return BatchNorm(momentum=2)(x)",
      "`BatchNorm` needs `momentum` to be a number in [0, 1], got 2", "BatchNorm("),
 ]  # fmt: skip
@@ -81,7 +83,8 @@ def test_located_error(tmp_path, netc, name, line, message, call):
     src = HEADER + "@network\n" + SIG + "\n" + textwrap.indent(line, "    ") + "\n"
     (tmp_path / f"{name}.py").write_text(src)
     proc = netc("compile", f"{name}.py", "--target", "returnn", cwd=tmp_path)
-    assert_located_error(proc, src, f"{name}.py", HEADER.count("\n") + 3, call, message)
+    at = next(i for i, text in enumerate(line.splitlines()) if call in text)  # the body line of the error
+    assert_located_error(proc, src, f"{name}.py", HEADER.count("\n") + 3 + at, call, message)
 
 
 def _reference(x: np.ndarray, lens, p: dict, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

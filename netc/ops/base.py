@@ -93,6 +93,8 @@ class OpDef:
     # sequence it draws what step by step it would, so per-frame work may run over the sequence
     # before or after the loop; once before the loop (an invariant) would reuse one draw per step
     frames_independent: bool = False
+    # statistics over the batch's valid frames (BatchNorm in training): not in a loop body
+    batch_statistics: bool = False
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
 
     def api(self, x):  # noqa: D401 - the signature is the point

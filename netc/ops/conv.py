@@ -264,6 +264,7 @@ class BatchNorm(OpDef):
     fn_name = "BatchNorm"
     module = True
     pure = False  # training updates the running statistics
+    batch_statistics = True
     ROLES = ("batch_norm/v2_mean", "batch_norm/v2_variance", "batch_norm/v2_gamma", "batch_norm/v2_beta")
     param_init = dict(zip(ROLES, ("zeros", "ones", "ones", "zeros")))
 

@@ -147,6 +147,12 @@ class Tracer:
         args = [self.use(a, node) for a in args]
         if opdef.makes_dims(attrs) and self.block is not self.root:
             raise self.error(node, f"`{opdef.fn_name}` makes a dim, which a loop body cannot: call it before the loop")
+        if opdef.batch_statistics and self.block is not self.root:
+            raise self.error(
+                node,
+                f"`{opdef.fn_name}` in a loop body: a step's batch holds sequences that already ended, whose frames "
+                "would count in its statistics; call it on the whole sequence before or after the loop",
+            )
         try:
             outs = opdef.infer(self.dims, [a.value for a in args], attrs)
             roles = opdef.params(self.dims, [a.value for a in args], attrs) if param is not None else {}
