@@ -13,7 +13,8 @@ import torch
 from conftest import assert_located_error
 
 from netc.compiler import compile_graph
-from netc_runtime.backends import load_torch_module, run_returnn
+from netc.errors import CompileError
+from netc_runtime.backends import _import_file, load_torch_module, run_returnn
 from netc_runtime.verify import random_inputs, random_params
 
 HEADER = """\
@@ -136,3 +137,11 @@ def test_batch_norm_training_mode(tmp_path):
     before = {k: t.clone() for k, t in state.items()}
     model(x=torch.as_tensor(x), time_lens=torch.as_tensor(lens["time"]))
     assert all(torch.equal(before[k], t) for k, t in model.named_parameters())
+
+    # eager mode runs one sequence at a time: training mode is a located error at the call
+    net = _import_file(str(path), "bn_model").bn
+    net.load_returnn_params(params)
+    net.train()
+    with pytest.raises(CompileError, match="`BatchNorm` in training mode needs the whole batch") as e:
+        net(x=torch.as_tensor(x), time_lens=torch.as_tensor(lens["time"]))
+    assert (e.value.span.line, e.value.span.col) == (8, 22), e.value.span

@@ -323,8 +323,12 @@ class BatchNorm(OpDef):
         import torch
 
         if ctx.training:  # one sequence at a time: the batch's statistics are not there
-            raise NotImplementedError(
-                "`BatchNorm` in training mode needs the whole batch; eager runs one sequence at a time"
+            from netc.errors import CompileError
+            from netc_runtime.eager_loops import user_span
+
+            raise CompileError(
+                user_span(),
+                "eager mode runs one sequence at a time: `BatchNorm` in training mode needs the whole batch",
             )
         mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
         return (args[0].data - mean) * torch.rsqrt(var + float(attrs["eps"])) * gamma + beta
