@@ -149,6 +149,10 @@ def loop(g: Gen, nested: bool = False) -> None:
         if len(g.dyn(v)) == 1 and g.dyn(v)[0].name != outer_axis and (not g.loops or not v.variant)
     ]
     seqs = list({id(v): v for v in seqs}.values())
+    # a sequence shorter than a valid Conv1d's filter has no frame on `ctime`: a loop over it
+    # stacks nothing, which eager mode refuses to use as a tensor (known.py: conv_loop)
+    if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):
+        seqs = [v for v in seqs if "ctime" not in v.dims]
     if nested:
         forms = [f for f in forms if f in ("loop_iter", "loop_reversed", "loop_zip")]
     if not seqs:
@@ -443,6 +447,8 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
     outer = g.loops[-1].axis
     seqs = [v for v in g.floats() if not v.variant and len(g.dyn(v)) == 1 and g.dyn(v)[0].name != outer]
     seqs = [v for v in seqs if g.dyn(v)[0].code and g.static(v)]
+    if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):  # as in `loop`
+        seqs = [v for v in seqs if "ctime" not in v.dims]
     if not seqs:
         return
     g.used.add("loop_nested")
