@@ -447,11 +447,13 @@ class OpModule:
         self.params: dict[str, torch.Tensor] | None = run.net.params_by_path.get(_call_path(run.net))
 
     def __call__(self, *args, **kwargs) -> ETensor | tuple[ETensor, ...]:
-        xs = [stack_list(x) if isinstance(x, list) else x for x in self.opdef.module_args(args, kwargs)]
+        tensors, call_attrs = self.opdef.module_call(args, kwargs)
+        xs = [stack_list(x) if isinstance(x, list) else x for x in tensors]
+        attrs = {**self.attrs, **{k: _attr(v) for k, v in call_attrs.items()}}
         if self.params is None:
             vals = [Value(id=0, dims=x.dims, dtype=_dtype(x.data), sparse_dim=x.sparse_dim) for x in xs]
-            self.params = throwaway_params(self.opdef, _run().net.dims, vals, self.attrs)
-        return _apply(self.opdef, xs, dict(self.attrs), self.params)
+            self.params = throwaway_params(self.opdef, _run().net.dims, vals, attrs)
+        return _apply(self.opdef, xs, attrs, self.params)
 
 
 class Network:

@@ -161,7 +161,8 @@ def _fit_repeats(x: np.ndarray, dims: list[str], c: CtcLabels, label_lens, frame
 
 
 def random_params(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Glorot-uniform weights; biases small but non-zero, so that a dropped bias shows."""
+    """Glorot-uniform weights; biases small but non-zero, so that a dropped bias shows; scales
+    (initialised to ones) near 1."""
     sizes = {d.name: d.size for d in g.dims}
     params = {}
     for p in g.params:
@@ -169,8 +170,8 @@ def random_params(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:
         if len(shape) >= 2:
             limit = np.sqrt(6.0 / (shape[0] + shape[-1]))
             params[p.name] = rng.uniform(-limit, limit, size=shape).astype(np.float32)
-        else:
-            params[p.name] = (0.1 * rng.standard_normal(shape)).astype(np.float32)
+        else:  # around 1 where it starts at 1: a scale, a variance (BatchNorm's, positive)
+            params[p.name] = ((p.init == "ones") + 0.1 * rng.standard_normal(shape)).astype(np.float32)
     return params
 
 

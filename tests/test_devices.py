@@ -37,6 +37,9 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "training_flag.py",
         "grow_self_attention.py",
         "grow_decoder.py",
+        "ops_conv.py",
+        "ops_batch_norm.py",
+        "ops_conv2d.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

@@ -51,6 +51,9 @@ MODELS = [
     "transducer_time_sync.py",
     "training_flag.py",
     "grow_self_attention.py",
+    "ops_conv.py",
+    "ops_batch_norm.py",
+    "ops_conv2d.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)

@@ -128,6 +128,10 @@ class DimTable:
         """The size of static dims taken together (`split_dims`, `merge_dims`)."""
         return math.prod(self.dims[p].size or 0 for p in parts)
 
+    def window(self, size: int) -> DimDef:
+        """The static dim `filter<size>` of a convolution's filter taps (a parameter's dim)."""
+        return self._derived(f"filter{size}", size)
+
     def _derived(self, name: str, size: int) -> DimDef:
         old = self.dims.get(name)
         if old is not None:

@@ -93,6 +93,8 @@ class OpDef:
     # sequence it draws what step by step it would, so per-frame work may run over the sequence
     # before or after the loop; once before the loop (an invariant) would reuse one draw per step
     frames_independent: bool = False
+    # statistics over the batch's valid frames (BatchNorm in training): not in a loop body
+    batch_statistics: bool = False
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
 
     def api(self, x):  # noqa: D401 - the signature is the point
@@ -120,6 +122,11 @@ class OpDef:
         if len(args) != 1 or kwargs:
             raise TypeError(f"`{self.fn_name}(...)` is called with one tensor")
         return [args[0]]
+
+    def module_call(self, args: tuple, kwargs: dict) -> tuple[list[Any], dict[str, Any]]:
+        """A module call's tensor args and the attributes it adds to the constructor's (a
+        `Conv1d`'s `axis`); raises TypeError. By default: `module_args`, no attributes."""
+        return self.module_args(args, kwargs), {}
 
     def makes_dims(self, attrs: dict) -> list[str]:
         """Dynamic dims whose lengths this op defines (`max_pool`'s `out_axis`)."""

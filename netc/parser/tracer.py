@@ -150,6 +150,12 @@ class Tracer:
         args = [self.use(a, node) for a in args]
         if opdef.makes_dims(attrs) and self.block is not self.root:
             raise self.error(node, f"`{opdef.fn_name}` makes a dim, which a loop body cannot: call it before the loop")
+        if opdef.batch_statistics and self.block is not self.root:
+            raise self.error(
+                node,
+                f"`{opdef.fn_name}` in a loop body: a step's batch holds sequences that already ended, whose frames "
+                "would count in its statistics; call it on the whole sequence before or after the loop",
+            )
         try:
             outs = opdef.infer(self.dims, [a.value for a in args], attrs)
             roles = opdef.params(self.dims, [a.value for a in args], attrs) if param is not None else {}
@@ -913,11 +919,13 @@ class Tracer:
     def call_op_module(self, mod: V.OpModule, args, kwargs, node) -> V.TV | tuple[V.TV, ...]:
         opdef = REGISTRY[mod.op]
         try:
-            tensors = opdef.module_args(tuple(args), kwargs)
+            tensors, call_attrs = opdef.module_call(tuple(args), kwargs)
         except TypeError as e:
             raise self.error(node, str(e)) from None
         xs = [self.as_tensor(x, node, opdef.fn_name or opdef.name) for x in tensors]
-        outs = self.emit(opdef, xs, dict(mod.attrs), node, param=mod)
+        what = opdef.fn_name or opdef.name
+        attrs = {**mod.attrs, **{k: self.attr_value(v, node, what) for k, v in call_attrs.items()}}
+        outs = self.emit(opdef, xs, attrs, node, param=mod)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def helper_scope(self, fname: str) -> list[str]:

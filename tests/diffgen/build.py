@@ -82,6 +82,8 @@ def build(g: Gen) -> None:
         )
         g.made_dims.add("ptime")
     shapes.sequences(g, labels)
+    if g.on("conv", 0.5):
+        conv(g)
     g.ops(r.randint(0, 2))
     for _ in range(r.randint(1, 3)):
         loop(g)
@@ -90,6 +92,43 @@ def build(g: Gen) -> None:
         decoder(g)
     losses(g, labels, ctc, rnnt)
     outputs(g)
+
+
+def conv(g: Gen) -> None:
+    """A `Conv1d` over a [batch, time, feature] value: 'same' (a depthwise one as in the Conformer)
+    or 'valid' with a stride onto a new dim `ctime`; an input through `silu`; a `BatchNorm` after;
+    a `Conv2d` over (time, feature) of the input with a channel dim of 1."""
+    r = g.r
+    seqs = [v for v in g.floats() if v.dims == {"batch", "time", g.static(v).name}]
+    if not seqs:
+        return
+    a = g.pick(seqs)
+    s = g.static(a)
+    if s.code and r.random() < 0.5:  # depthwise
+        out, opts = s, f", groups={s.size}"
+    else:
+        out, opts = r.choice(g.statics()), ""
+    opts = f", filter_size={r.choice([1, 2, 3, 4, 5])}{opts}"
+    if r.random() < 0.3:
+        opts += ", dilation=2"
+    if r.random() < 0.3:
+        opts += ", with_bias=False"
+    x = f"nc.silu({a.name})" if r.random() < 0.3 else a.name
+    if "ctime" not in g.dims and r.random() < 0.4:
+        g.dim("ctime")
+        opts += f", padding='valid', stride={r.choice([1, 2, 3])}"
+        v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time, out_axis=ctime)", {"batch", "ctime", out.name})
+        g.made_dims.add("ctime")
+    else:
+        v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
+    if r.random() < 0.4:
+        g.new(f"nc.BatchNorm()({v.name})", v.dims)
+    if s.code and r.random() < 0.4:  # a 2-D one over (time, feature), with a channel dim of 1
+        g.dim("one", 1)
+        c = r.choice([d for d in g.statics() if d.name != s.name])
+        k = (r.choice([1, 2, 3]), r.choice([1, 2, 3]))
+        conv2d = f"nc.Conv2d({c.code}, filter_size={k})(nc.expand({a.name}, one), axis=time, feature_axis={s.code})"
+        g.new(f"nc.reduce_sum({conv2d}, axis={c.code})", a.dims)
 
 
 def zip_bw_if(g: Gen, bw: V) -> None:
@@ -122,6 +161,10 @@ def loop(g: Gen, nested: bool = False) -> None:
         if len(g.dyn(v)) == 1 and g.dyn(v)[0].name != outer_axis and (not g.loops or not v.variant)
     ]
     seqs = list({id(v): v for v in seqs}.values())
+    # a sequence shorter than a valid Conv1d's filter has no frame on `ctime`: a loop over it
+    # stacks nothing, which eager mode refuses to use as a tensor (known.py: conv_loop)
+    if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):
+        seqs = [v for v in seqs if "ctime" not in v.dims]
     if nested:
         forms = [f for f in forms if f in ("loop_iter", "loop_reversed", "loop_zip")]
     if not seqs:
@@ -448,6 +491,8 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
     outer = g.loops[-1].axis
     seqs = [v for v in g.floats() if not v.variant and len(g.dyn(v)) == 1 and g.dyn(v)[0].name != outer]
     seqs = [v for v in seqs if g.dyn(v)[0].code and g.static(v)]
+    if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):  # as in `loop`
+        seqs = [v for v in seqs if "ctime" not in v.dims]
     if not seqs:
         return
     g.used.add("loop_nested")

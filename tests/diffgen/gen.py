@@ -52,6 +52,8 @@ FEATURES = frozenset(
         "expand_static",
         "expand_dyn",
         "max_pool",
+        "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it, Conv2d
+        "conv_loop",  # a loop over the dim a valid Conv1d made (sequences shorter than its filter: no frame)
         "dropout",
         "stop_gradient",
         "lstm_fw",

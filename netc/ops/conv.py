@@ -1,0 +1,447 @@
+"""Ops of today's speech encoders (the Conformer): `silu`/`swish`, `glu` and the modules
+`Conv1d` (a 1-D convolution over a dynamic axis, depthwise with `groups`), `Conv2d` (over
+time and a feature axis, with channels) and `BatchNorm` (statistics of valid frames).
+
+`Conv1d` never lets a padded frame into a valid one: the input's padded frames are zeros
+before the convolution (RETURNN `conv` with `use_time_mask=True`; torch `masked_fill`), so
+padding "same" (stride 1) gives each sequence what it gives alone. Padding "valid" makes a
+new dynamic dim (`out_axis`, declared by the model) whose windows start at frame 0 of every
+sequence: TF's "valid" padding does not depend on the batch's longest length, unlike its
+"same" padding with a stride, which netc therefore refuses.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from netc.ir.dims import DimError
+from netc.ops.base import OpDef, OutType, register
+from netc.ops.defs import _unary
+from netc.ops.rules import check_out_dim
+
+# SiLU (swish): x * sigmoid(x); RETURNN `activation` with tf.nn.silu
+_unary("silu", "silu", "torch.nn.functional.silu")
+_unary("swish", "silu", "torch.nn.functional.silu")
+
+
+def _float(what: str, x) -> None:
+    if x.dtype != "float32":
+        raise DimError(f"`{what}` needs a float tensor, got {x.dtype}")
+
+
+@register
+class Glu(OpDef):
+    """`glu(x, out_dim)`: the first half of x's feature dim times the sigmoid of its second half
+    (torch's `glu` over the feature dim); `out_dim` is half of the feature dim. RETURNN `gating`."""
+
+    name = fn_name = "glu"
+
+    def api(self, x, out_dim):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x, out = args[0], attrs["out_dim"]
+        _float("glu", x)
+        feat = dt.feature(x.dims)
+        check_out_dim(dt, "glu", out, x.dims)
+        if 2 * dt[out].size != dt[feat].size:
+            raise DimError(f"`glu` halves `{feat}` ({dt[feat].size}): `out_dim` `{out}` has size {dt[out].size}")
+        return [OutType(dt.canonical([out if d == feat else d for d in x.dims]))]
+
+    def returnn(self, ctx, op):
+        out = ctx.dim(op.attrs["out_dim"])
+        return {"class": "gating", "from": ctx.src(0), "activation": "identity", "out_dim": out}
+
+    # canonical order keeps the one static (feature) dim last
+    def torch(self, ctx, op):
+        return f"torch.nn.functional.glu({ctx.arg(0)}, dim=-1)"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        return torch.nn.functional.glu(args[0].data, dim=-1)
+
+
+def _conv_call(x, axis, out_axis=None):
+    pass
+
+
+_INTS = ("filter_size", "stride", "dilation", "groups")
+
+
+@register
+class Conv1d(OpDef):
+    """`Conv1d(out_dim, filter_size, padding="same", stride=1, dilation=1, groups=1,
+    with_bias=True)(x, axis=time, out_axis=None)` on x [batch, time, in]: a 1-D convolution over
+    `axis`. Parameters: `W` [filter<k>, in/groups, out] (RETURNN `conv`'s layout) and `bias` [out].
+
+    padding "same" (stride 1): a result per frame of `axis`, (k-1)*dilation zero frames around
+    each sequence, half of them (rounded down) on the left. padding "valid": a new dynamic dim
+    `out_axis` with max(0, (n - span) // stride + 1) frames for a sequence of n frames, where
+    span = (k-1)*dilation + 1.
+    """
+
+    name = "conv1d"
+    fn_name = "Conv1d"
+    module = True
+    param_init = {"bias": "zeros"}
+
+    def ctor(self, out_dim, filter_size, padding="same", stride=1, dilation=1, groups=1, with_bias=True):
+        pass
+
+    def module_call(self, args, kwargs):
+        bound = inspect.signature(_conv_call).bind(*args, **kwargs)  # TypeError on misuse
+        bound.apply_defaults()
+        a = bound.arguments
+        return [a["x"]], {"axis": a["axis"], "out_axis": a["out_axis"]}
+
+    def makes_dims(self, attrs):
+        out = attrs.get("out_axis")
+        return [out] if isinstance(out, str) else []
+
+    @staticmethod
+    def span(attrs) -> int:
+        return (attrs["filter_size"] - 1) * attrs["dilation"] + 1
+
+    def infer(self, dt, args, attrs):
+        x, axis, out_axis = args[0], attrs["axis"], attrs["out_axis"]
+        _float("Conv1d", x)
+        if not isinstance(axis, str) or axis not in x.dims or dt[axis].kind != "dynamic":
+            raise DimError(f"`Conv1d` needs `axis` to be a dynamic dim of [{', '.join(x.dims)}]")
+        rest = [d for d in x.dims if d not in ("batch", axis)]
+        if "batch" not in x.dims or len(rest) != 1 or dt[rest[0]].kind != "static":
+            raise DimError(f"`Conv1d` convolves [batch, {axis}, feature], got [{', '.join(x.dims)}]")
+        feat, out = rest[0], attrs["out_dim"]
+        for k in _INTS:
+            v = attrs[k]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise DimError(f"`Conv1d` needs `{k}` to be an int >= 1, got {v!r}")
+        check_out_dim(dt, "Conv1d", out, ("batch", axis))  # may be the input channels' dim
+        g = attrs["groups"]
+        if dt[feat].size % g or dt[out].size % g:
+            raise DimError(
+                f"`Conv1d` groups={g} must divide the input channels `{feat}` ({dt[feat].size}) "
+                f"and `out_dim` `{out}` ({dt[out].size})"
+            )
+        padding = attrs["padding"]
+        if padding == "same":
+            if attrs["stride"] != 1:
+                raise DimError(
+                    "`Conv1d` with padding 'same' takes stride 1 (its windows would depend on the batch's "
+                    "longest sequence); use padding='valid' with `out_axis`, or `max_pool` after it"
+                )
+            if out_axis is not None:
+                raise DimError("`Conv1d` with padding 'same' keeps `axis`; `out_axis` is for padding 'valid'")
+            return [OutType(("batch", axis, out))]
+        if padding != "valid":
+            raise DimError(f"`Conv1d` padding is 'same' or 'valid', got {padding!r}")
+        if out_axis is None:
+            raise DimError("`Conv1d` with padding 'valid' makes a new dynamic dim: pass `out_axis=` (a declared Dim)")
+        if not isinstance(out_axis, str) or out_axis not in dt.dims:
+            raise DimError("`Conv1d` needs `out_axis` to be a dim (declared as Dim(name))")
+        dt.make_lengths(out_axis, "Conv1d")
+        return [OutType(("batch", out_axis, out))]
+
+    def params(self, dt, args, attrs):
+        feat = next(d for d in args[0].dims if d not in ("batch", attrs["axis"]))
+        g = attrs["groups"]
+        per_group = dt.part(feat, g).name if g > 1 else feat
+        p = {"W": (dt.window(attrs["filter_size"]).name, per_group, attrs["out_dim"])}
+        if attrs["with_bias"]:
+            p["bias"] = (attrs["out_dim"],)
+        return p
+
+    def returnn(self, ctx, op):
+        a = op.attrs
+        layer = {
+            "class": "conv",
+            "from": ctx.src(0),
+            "in_spatial_dims": [ctx.dim(a["axis"])],
+            "filter_size": (a["filter_size"],),
+            "padding": a["padding"],
+            "out_dim": ctx.dim(a["out_dim"]),
+            "with_bias": bool(a["with_bias"]),
+            "use_time_mask": True,  # padded frames are zeros before the convolution
+        }
+        if a["dilation"] != 1:
+            layer["dilation_rate"] = a["dilation"]
+        if a["groups"] != 1:
+            layer["groups"] = a["groups"]
+        depthwise = a["groups"] > 1 and ctx.param_shape("W")[1] == 1  # groups = input channels
+        if a["stride"] != 1 and a["dilation"] != 1 and depthwise:
+            # TF's depthwise convolution (RETURNN's for groups = channels) computes wrong frames
+            # with both a stride and a dilation: stride 1, then every stride-th frame
+            sub = {"conv": layer, "output": {"class": "slice", "from": "conv", "axis": "T", "slice_step": a["stride"]}}
+            sub["output"]["out_dim"] = ctx.dim(a["out_axis"])
+            inner = {**layer, "from": "data", "name_scope": ""}  # its variables are the module's own
+            return {"class": "subnetwork", "from": ctx.src(0), "subnetwork": {**sub, "conv": inner}}
+        if a["stride"] != 1:
+            layer["strides"] = a["stride"]
+        if a["padding"] == "valid":
+            layer["out_spatial_dims"] = [ctx.dim(a["out_axis"])]
+        return layer
+
+    def made_lengths(self, attrs, lens):
+        axis, out = attrs["axis"], attrs["out_axis"]
+        if out is None or axis not in lens:
+            return {}
+        span, s = self.span(attrs), attrs["stride"]
+        return {out: [max(0, (n - span) // s + 1) for n in lens[axis]]}
+
+    def torch_made_dims(self, ctx, op):
+        a = op.attrs
+        if a["out_axis"] is None:
+            return {}
+        span, s = self.span(a), a["stride"]
+        lens = f"torch.clamp(({ctx.seq_lens(a['axis'])} - {span}) // {s} + 1, min=0)"
+        return {a["out_axis"]: (lens, f"max(0, ({ctx.size(a['axis'])} - {span}) // {s} + 1)")}
+
+    # canonical order: x is [batch, time, in], the result [batch, time or out_axis, out]
+    def torch(self, ctx, op):
+        a = op.attrs
+        x = f"{ctx.arg(0)}.masked_fill(~{ctx.mask(a['axis'], ctx.in_dims(0))}, 0.0).transpose(1, 2)"
+        w = ctx.once(f"{ctx.param('W')}.permute(2, 1, 0)", f"{op.param}_W")  # torch's [out, in/groups, k]
+        b = ctx.param("bias") if a["with_bias"] else "None"
+        total = self.span(a) - 1
+        if a["padding"] == "same":
+            pad = (total // 2, total - total // 2)
+        else:  # frames on the right so that a batch shorter than the filter still convolves
+            pad = (0, total)
+        if pad != (0, 0):
+            x = f"torch.nn.functional.pad({x}, {pad})"
+        y = f"torch.nn.functional.conv1d({x}, {w}, {b}, {a['stride']}, 0, {a['dilation']}, {a['groups']})"
+        if a["padding"] == "valid" and total:
+            y += f"[:, :, :{ctx.size(a['out_axis'])}]"
+        return f"{y}.transpose(1, 2)"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        x = args[0].data.transpose(1, 2)
+        w = ctx.param("W").permute(2, 1, 0)
+        b = ctx.param("bias") if attrs["with_bias"] else None
+        total = self.span(attrs) - 1
+        if attrs["padding"] == "same":
+            x = torch.nn.functional.pad(x, (total // 2, total - total // 2))
+        elif x.shape[-1] <= total:  # shorter than the filter: no frame
+            return x.new_zeros(x.shape[0], 0, w.shape[0])
+        y = torch.nn.functional.conv1d(x, w, b, attrs["stride"], 0, attrs["dilation"], attrs["groups"])
+        return y.transpose(1, 2)
+
+
+BN_HELPER = "masked_batch_norm"
+
+
+def _bn_helper_source(name: str) -> str:
+    return f'''def {name}(x, mask, mean, variance, gamma, beta, training: bool, momentum: float, eps: float):
+    """Batch norm over the feature (last) dim of x; `mask` (None: all) marks the valid frames.
+    Training: the valid frames' mean and biased variance, then the running statistics move
+    `momentum` towards them (after use, as RETURNN's `batch_norm`); else the running ones."""
+    if training:
+        axes = tuple(range(x.dim() - 1))
+        valid = torch.ones_like(x[..., :1]) if mask is None else mask.to(x.dtype).expand_as(x[..., :1])
+        n = valid.sum()
+        m = (x * valid).sum(axes) / n
+        v = ((x - m) ** 2 * valid).sum(axes) / n
+        with torch.no_grad():
+            mean.add_((m - mean) * momentum)
+            variance.add_((v - variance) * momentum)
+        mean, variance = m, v
+    return (x - mean) * torch.rsqrt(variance + eps) * gamma + beta
+'''
+
+
+@register
+class BatchNorm(OpDef):
+    """`BatchNorm(eps=1e-3, momentum=0.1)(x)` on x [batch, feature] or [batch, time, feature]:
+    per feature, (x - mean) / sqrt(variance + eps) * gamma + beta. In training, mean and (biased)
+    variance of the valid frames of the batch, and the running statistics then move by
+    `momentum` towards them; otherwise the running statistics. RETURNN `batch_norm` (param
+    version 2, masked time); its variables are the roles `batch_norm/v2_mean`, `.../v2_variance`
+    (not trained), `.../v2_gamma`, `.../v2_beta`."""
+
+    name = "batch_norm"
+    fn_name = "BatchNorm"
+    module = True
+    pure = False  # training updates the running statistics
+    batch_statistics = True
+    ROLES = ("batch_norm/v2_mean", "batch_norm/v2_variance", "batch_norm/v2_gamma", "batch_norm/v2_beta")
+    param_init = dict(zip(ROLES, ("zeros", "ones", "ones", "zeros")))
+
+    def ctor(self, eps=1e-3, momentum=0.1):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x = args[0]
+        _float("BatchNorm", x)
+        dyn = dt.dynamic(x.dims)
+        if "batch" not in x.dims or len(dyn) > 1 or len(x.dims) != 2 + len(dyn):
+            raise DimError(
+                f"`BatchNorm` normalises [batch, feature] or [batch, time, feature], got [{', '.join(x.dims)}]"
+            )
+        dt.feature(x.dims)
+        for k in ("eps", "momentum"):
+            v = attrs[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (k == "momentum" and v > 1):
+                raise DimError(
+                    f"`BatchNorm` needs `{k}` to be a number in {'[0, 1]' if k == 'momentum' else '[0, inf)'}, got {v!r}"
+                )
+        return [OutType(x.dims)]
+
+    def params(self, dt, args, attrs):
+        feat = dt.feature(args[0].dims)
+        return {role: (feat,) for role in self.ROLES}
+
+    def returnn(self, ctx, op):
+        dims = ctx.in_dims(0)
+        return {
+            "class": "batch_norm",
+            "from": ctx.src(0),
+            "in_dim": ctx.dim(dims[-1]),
+            "epsilon": float(op.attrs["eps"]),
+            "momentum": float(op.attrs["momentum"]),
+            "update_sample_only_in_training": True,
+            "delay_sample_update": True,
+            "param_version": 2,
+            "masked_time": len(dims) == 3,  # statistics over the valid frames only
+        }
+
+    def torch_helpers(self, op):
+        return {BN_HELPER: _bn_helper_source}
+
+    def torch(self, ctx, op):
+        dims = ctx.in_dims(0)
+        mask = ctx.mask(dims[1], dims) if len(dims) == 3 else "None"
+        mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
+        a = op.attrs
+        return (
+            f"{ctx.helper(BN_HELPER)}({ctx.arg(0)}, {mask}, {mean}, {var}, {gamma}, {beta}, {ctx.training}, "
+            f"{float(a['momentum'])!r}, {float(a['eps'])!r})"
+        )
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        if ctx.training:  # one sequence at a time: the batch's statistics are not there
+            from netc.errors import CompileError
+            from netc_runtime.eager_loops import user_span
+
+            raise CompileError(
+                user_span(),
+                "eager mode runs one sequence at a time: `BatchNorm` in training mode needs the whole batch",
+            )
+        mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
+        return (args[0].data - mean) * torch.rsqrt(var + float(attrs["eps"])) * gamma + beta
+
+
+def _conv2d_call(x, axis, feature_axis):
+    pass
+
+
+@register
+class Conv2d(OpDef):
+    """`Conv2d(out_dim, filter_size=(kt, kf), groups=1, with_bias=True)(x, axis=time,
+    feature_axis=feat)` on x [batch, time, feat, channel] (two static dims): a 2-D convolution
+    over (time, feat) with padding "same" and stride 1, the channel dim replaced by `out_dim`
+    (subsampling front ends: pool or a strided `Conv1d` after it). Parameters: `W`
+    [filter<kt>, filter<kf>, channel/groups, out] (RETURNN `conv`'s layout), `bias` [out]."""
+
+    name = "conv2d"
+    fn_name = "Conv2d"
+    module = True
+    param_init = {"bias": "zeros"}
+
+    def ctor(self, out_dim, filter_size, groups=1, with_bias=True):
+        pass
+
+    def module_call(self, args, kwargs):
+        a = inspect.signature(_conv2d_call).bind(*args, **kwargs).arguments  # TypeError on misuse
+        return [a["x"]], {"axis": a["axis"], "feature_axis": a["feature_axis"]}
+
+    @staticmethod
+    def channel(x_dims, attrs) -> str:
+        return next(d for d in x_dims if d not in ("batch", attrs["axis"], attrs["feature_axis"]))
+
+    def infer(self, dt, args, attrs):
+        x, axis, fax, out = args[0], attrs["axis"], attrs["feature_axis"], attrs["out_dim"]
+        _float("Conv2d", x)
+        if not isinstance(axis, str) or axis not in x.dims or dt[axis].kind != "dynamic":
+            raise DimError(f"`Conv2d` needs `axis` to be a dynamic dim of [{', '.join(x.dims)}]")
+        if not isinstance(fax, str) or fax not in x.dims or dt[fax].kind != "static":
+            raise DimError(f"`Conv2d` needs `feature_axis` to be a static dim of [{', '.join(x.dims)}]")
+        rest = [d for d in x.dims if d not in ("batch", axis, fax)]
+        if "batch" not in x.dims or len(rest) != 1 or dt[rest[0]].kind != "static":
+            raise DimError(f"`Conv2d` convolves [batch, {axis}, {fax}, channel], got [{', '.join(x.dims)}]")
+        chan = rest[0]
+        fs = attrs["filter_size"]
+        if not (isinstance(fs, list) and len(fs) == 2 and all(type(k) is int and k >= 1 for k in fs)):
+            raise DimError(f"`Conv2d` needs `filter_size` to be two ints >= 1 (time, feature), got {fs!r}")
+        g = attrs["groups"]
+        if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+            raise DimError(f"`Conv2d` needs `groups` to be an int >= 1, got {g!r}")
+        check_out_dim(dt, "Conv2d", out, ("batch", axis, fax))
+        if dt[chan].size % g or dt[out].size % g:
+            raise DimError(
+                f"`Conv2d` groups={g} must divide the input channels `{chan}` ({dt[chan].size}) "
+                f"and `out_dim` `{out}` ({dt[out].size})"
+            )
+        return [OutType(dt.canonical(["batch", axis, fax, out]))]
+
+    def params(self, dt, args, attrs):
+        chan, g = self.channel(args[0].dims, attrs), attrs["groups"]
+        kt, kf = attrs["filter_size"]
+        per_group = dt.part(chan, g).name if g > 1 else chan
+        p = {"W": (dt.window(kt).name, dt.window(kf).name, per_group, attrs["out_dim"])}
+        if attrs["with_bias"]:
+            p["bias"] = (attrs["out_dim"],)
+        return p
+
+    def returnn(self, ctx, op):
+        a = op.attrs
+        layer = {
+            "class": "conv",
+            "from": ctx.src(0),
+            "in_dim": ctx.dim(self.channel(ctx.in_dims(0), a)),
+            "in_spatial_dims": [ctx.dim(a["axis"]), ctx.dim(a["feature_axis"])],
+            "filter_size": tuple(a["filter_size"]),
+            "padding": "same",
+            "out_dim": ctx.dim(a["out_dim"]),
+            "with_bias": bool(a["with_bias"]),
+            "use_time_mask": True,  # padded frames are zeros before the convolution
+        }
+        if a["groups"] != 1:
+            layer["groups"] = a["groups"]
+        return layer
+
+    @staticmethod
+    def _pads(attrs) -> tuple[int, int, int, int]:
+        """F.pad's (feature left, right, time left, right): TF's "same", half (rounded down) left."""
+        kt, kf = attrs["filter_size"]
+        return ((kf - 1) // 2, kf - 1 - (kf - 1) // 2, (kt - 1) // 2, kt - 1 - (kt - 1) // 2)
+
+    def torch(self, ctx, op):
+        from netc.ops.align import align_code
+
+        a = op.attrs
+        dims = ctx.in_dims(0)
+        chan = self.channel(dims, a)
+        order = ("batch", chan, a["axis"], a["feature_axis"])
+        x = f"{ctx.arg(0)}.masked_fill(~{ctx.mask(a['axis'], dims)}, 0.0)"
+        x = f"torch.nn.functional.pad({align_code(x, dims, order)}, {self._pads(a)})"
+        w = ctx.once(f"{ctx.param('W')}.permute(3, 2, 0, 1)", f"{op.param}_W")  # torch's [out, in/groups, kt, kf]
+        b = ctx.param("bias") if a["with_bias"] else "None"
+        y = f"torch.nn.functional.conv2d({x}, {w}, {b}, 1, 0, 1, {a['groups']})"
+        return align_code(y, ("batch", a["out_dim"], a["axis"], a["feature_axis"]), op.outs[0].dims)
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        from netc.ops.align import align_tensor
+
+        x = args[0]
+        chan = self.channel(x.dims, attrs)
+        t = align_tensor(x.data, x.dims, ("batch", chan, attrs["axis"], attrs["feature_axis"]))
+        t = torch.nn.functional.pad(t, self._pads(attrs))
+        b = ctx.param("bias") if attrs["with_bias"] else None
+        y = torch.nn.functional.conv2d(t, ctx.param("W").permute(3, 2, 0, 1), b, 1, 0, 1, attrs["groups"])
+        return align_tensor(y, ("batch", attrs["out_dim"], attrs["axis"], attrs["feature_axis"]), outs[0].dims)
