@@ -17,61 +17,19 @@ from netc.ir.interface import check_interface
 from netc.ir.model import Graph, Input, Op, Output, ParamDef, Value
 from netc.naming import mangled
 from netc.ops import BY_FN_NAME, REGISTRY, OpDef
-from netc.ops.base import signature
 from netc.parser import values as V
 from netc.parser.budget import Budget
+from netc.parser.calls import Calls
+from netc.parser.expressions import Expressions
 from netc.parser.grow import check_growing
 from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
 from netc.parser.source import Source, read_source
+from netc.parser.symbols import BINOPS, BUILTINS, DSL_SYMBOLS, NETC_NAMES, SCALARS, describe, netc_symbol
 from netc.suggest import did_you_mean, listing
 
-# names `from netc import ...` may bring in that are not ops
-DSL_SYMBOLS = {
-    "Dim",
-    "batch",
-    "Tensor",
-    "Labels",
-    "network",
-    "Module",
-    "unstack",
-    "stack",
-    "mark_as_loss",
-    "end",
-    "choice",
-}
-_NETC_NAMES = DSL_SYMBOLS | set(BY_FN_NAME)
-BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "abs"}
-_BINOPS = {
-    ast.Add: ("add", lambda a, b: a + b),
-    ast.Sub: ("sub", lambda a, b: a - b),
-    ast.Mult: ("mul", lambda a, b: a * b),
-    ast.Div: ("div", lambda a, b: a / b),
-    ast.Pow: ("pow", lambda a, b: a**b),
-}
 
-
-_COMPARE = {
-    ast.Eq: "eq",
-    ast.NotEq: "ne",
-    ast.Lt: "lt",
-    ast.LtE: "le",
-    ast.Gt: "gt",
-    ast.GtE: "ge",
-}
-_PY_COMPARE = {
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-    ast.Lt: lambda a, b: a < b,
-    ast.Gt: lambda a, b: a > b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.GtE: lambda a, b: a >= b,
-    ast.Is: lambda a, b: a is b,
-    ast.IsNot: lambda a, b: a is not b,
-}
-
-
-class Tracer:
+class Tracer(Expressions, Calls):
     def __init__(self, source: Source):
         self.path = source.path
         self.source = source
@@ -264,8 +222,8 @@ class Tracer:
             as_name = alias.asname or name
             if mod == "netc":
                 if name not in DSL_SYMBOLS and name not in BY_FN_NAME:
-                    raise self.error(alias, f"`netc` has no `{name}`" + did_you_mean(name, _NETC_NAMES))
-                self.globals[as_name] = _netc_symbol(name)
+                    raise self.error(alias, f"`netc` has no `{name}`" + did_you_mean(name, NETC_NAMES))
+                self.globals[as_name] = netc_symbol(name)
             else:
                 self.globals[as_name] = V.Foreign(f"{mod}.{name}")
 
@@ -355,7 +313,7 @@ class Tracer:
         outs = []
         for name, v in items:
             if not isinstance(name, str):
-                raise self.error(node, f"output names are strings, got {_describe(name)}")
+                raise self.error(node, f"output names are strings, got {describe(name)}")
             if not isinstance(v, V.TV):
                 raise self.error(node, f"output `{name}` is not a tensor")
             v = self.use(v, node)
@@ -475,7 +433,7 @@ class Tracer:
                 raise self.error(small, "annotation without a value")
             self.assign(small.target, self.eval_expr(small.value))
         elif isinstance(small, ast.AugAssign):
-            if type(small.op) not in _BINOPS:
+            if type(small.op) not in BINOPS:
                 raise self.error(small, "unsupported augmented assignment")
             left = self.eval_expr(small.target)
             self.stmt_target = small.target.id if isinstance(small.target, ast.Name) else None
@@ -571,8 +529,8 @@ class Tracer:
                 if k is None:  # `**other`
                     raise self.error(v, "unsupported dict element")
                 key = self.eval_expr(k)
-                if not isinstance(key, _SCALARS):
-                    raise self.error(k, f"dict keys are strings or numbers, got {_describe(key)}")
+                if not isinstance(key, SCALARS):
+                    raise self.error(k, f"dict keys are strings or numbers, got {describe(key)}")
                 out[key] = self.eval_expr(v)
             return out
         if isinstance(node, ast.Attribute):
@@ -589,421 +547,8 @@ class Tracer:
             return self.compare(node)
         raise self.error(node, f"unsupported expression: {_expr_kind(node)}")
 
-    def attribute(self, obj: Any, node: ast.Attribute) -> Any:
-        attr = node.attr
-        if isinstance(obj, V.NetcModule):
-            if attr not in DSL_SYMBOLS and attr not in BY_FN_NAME:
-                raise self.error(node, f"`netc` has no `{attr}`" + did_you_mean(attr, _NETC_NAMES))
-            return _netc_symbol(attr)
-        if isinstance(obj, V.ModuleInstance):
-            if attr in obj.attrs:
-                return obj.attrs[attr]
-            if obj.cls.method(attr) is not None:
-                return V.BoundMethod(obj, attr)
-            known = [*obj.attrs, *obj.cls.method_names()]
-            raise self.error(
-                node, f"module `{obj.path or obj.cls.node.name}` has no attribute `{attr}`" + did_you_mean(attr, known)
-            )
-        if isinstance(obj, V.TV):
-            if attr == "max_seq_len":
-                dyn = self.dims.dynamic(obj.dims)
-                if len(dyn) != 1:
-                    raise self.error(node, f"`max_seq_len` needs exactly one dynamic dim, got [{', '.join(obj.dims)}]")
-                return V.SeqLen(dyn[0], obj)
-            raise self.error(node, f"tensors have no attribute `{attr}`")
-        if isinstance(obj, V.PyList) and attr == "append":
-            return V.BoundMethod(obj, "append")
-        if isinstance(obj, V.Super) and attr == "__init__":
-            return V.NOOP
-        if isinstance(obj, V.Foreign):
-            return V.Foreign(f"{obj.name}.{attr}")
-        raise self.error(node, f"unsupported attribute `{attr}`")
-
-    def no_list_operand(self, node: ast.AST, *operands: Any) -> None:
-        """Operators on a stacked list would act on a Python list in eager mode: require `stack()`."""
-        for v in operands:
-            if isinstance(v, V.TV) and v.from_list:
-                name = v.value.name or "ys"
-                raise self.error(
-                    node,
-                    f"`{name}` is a list appended in a loop: when the model runs eagerly it is a "
-                    f"Python list, on which operators act differently; use `stack({name})` first",
-                )
-
-    def unary(self, node: ast.UnaryOp) -> Any:
-        v = self.eval_expr(node.operand)
-        self.no_list_operand(node, v)
-        if isinstance(node.op, ast.USub):
-            if isinstance(v, V.TV):
-                return self.emit(REGISTRY["neg"], [v], {}, node)[0]
-            if isinstance(v, (int, float)):
-                return self.budget.number(-v, node)
-        if isinstance(node.op, ast.UAdd) and isinstance(v, (int, float, V.TV)):
-            return v
-        if isinstance(node.op, ast.Not) and not isinstance(v, V.TV):
-            return not v
-        raise self.error(node, "unsupported unary operation")
-
-    def binop(self, operator: ast.operator, a: Any, b: Any, node: ast.AST) -> Any:
-        entry = _BINOPS.get(type(operator))
-        if entry is None:
-            raise self.error(node, f"unsupported operator `{_OPERATOR_SYMBOLS.get(type(operator), '?')}`")
-        opname, pyfn = entry
-        num = (int, float)
-        if isinstance(a, V.TV) or isinstance(b, V.TV):
-            return self.tensor_binop(opname, a, b, node)
-        if isinstance(a, V.DimRef) or isinstance(b, V.DimRef):
-            try:
-                if isinstance(a, V.DimRef) and isinstance(b, V.DimRef) and opname == "add":
-                    return V.DimRef(self.dims.concat([a.name, b.name]).name)  # the dim `concat` makes
-                dim, n = (a, b) if isinstance(a, V.DimRef) else (b, a)
-                if opname != "mul" or not isinstance(n, int):
-                    raise self.error(node, "dims combine as `n * dim` (an integer) or `a + b` (two static dims)")
-                return V.DimRef(self.dims.scaled(dim.name, n).name)
-            except DimError as e:
-                raise self.error(node, str(e)) from None
-        if isinstance(a, num) and isinstance(b, num):
-            if opname == "div" and b == 0:
-                raise self.error(node, "division by zero")
-            return self.budget.number(pyfn(a, b), node)
-        if isinstance(a, V.SeqLen) or isinstance(b, V.SeqLen):
-            seq, n = (a, b) if isinstance(a, V.SeqLen) else (b, a)
-            if isinstance(n, int) and not isinstance(n, bool):
-                check = self.budget.number
-                if opname == "mul":
-                    return V.SeqLen(seq.dim, seq.tensor, check(seq.scale * n, node), check(seq.offset * n, node))
-                if opname == "add":
-                    return V.SeqLen(seq.dim, seq.tensor, seq.scale, check(seq.offset + n, node))
-                if opname == "sub" and seq is a:
-                    return V.SeqLen(seq.dim, seq.tensor, seq.scale, check(seq.offset - n, node))
-            raise self.error(node, "`max_seq_len` takes `n * x.max_seq_len + m` with integers n, m")
-        raise self.error(node, f"unsupported operands: {_describe(a)} and {_describe(b)}")
-
-    def tensor_binop(self, opname: str, a: Any, b: Any, node: ast.AST) -> V.TV:
-        """`a <op> b` with a tensor on at least one side; a Python number on the other is an attribute."""
-        self.no_list_operand(node, a, b)
-        if isinstance(a, V.TV) and isinstance(b, V.TV):
-            return self.emit(REGISTRY[opname], [a, b], {}, node)[0]
-        tv, other = (a, b) if isinstance(a, V.TV) else (b, a)
-        if isinstance(other, bool) or not isinstance(other, (int, float)):
-            raise self.error(node, f"cannot combine a tensor with {_describe(other)}")
-        return self.emit(REGISTRY[opname], [tv], {"scalar": other, "scalar_left": tv is b}, node)[0]
-
-    def compare(self, node: ast.Compare) -> Any:
-        left = self.eval_expr(node.left)
-        if len(node.ops) != 1:
-            raise self.error(node, "chained comparisons are not supported")
-        right = self.eval_expr(node.comparators[0])
-        if isinstance(left, V.TV) or isinstance(right, V.TV):
-            opname = _COMPARE.get(type(node.ops[0]))
-            if opname is None:
-                raise self.error(node, "tensors compare with == != < <= > >=")
-            return self.tensor_binop(opname, left, right, node)
-        fn = _PY_COMPARE.get(type(node.ops[0]))
-        if fn is None or not all(isinstance(v, (int, float, str, bool, type(None))) for v in (left, right)):
-            raise self.error(node, "unsupported comparison")
-        return fn(left, right)
-
-    def subscript(self, node: ast.Subscript) -> Any:
-        obj = self.eval_expr(node.value)
-        if isinstance(node.slice, ast.Slice):  # `x[a:b]`
-            return self.slice(obj, node.slice, node)
-        if isinstance(node.slice, ast.Tuple):  # `x[a, b]`
-            what = "a tensor takes one index" if isinstance(obj, V.TV) else f"{_describe(obj)} takes one index"
-            raise self.error(node, f"{what}: {_INDEXING}")
-        idx = self.eval_expr(node.slice)
-        if isinstance(obj, V.TV):
-            if isinstance(idx, V.LoopIndex):
-                return self.loops.index(obj, idx, node)
-            raise self.error(
-                node, "tensors can only be indexed by a loop index (`x[t]` in `for t in range(x.max_seq_len)`)"
-            )
-        if isinstance(obj, (tuple, list)) and isinstance(idx, int):
-            if not -len(obj) <= idx < len(obj):
-                raise self.error(node, f"index {idx} out of range for {len(obj)} items")
-            return obj[idx]
-        if isinstance(obj, dict) and isinstance(idx, _SCALARS) and idx in obj:
-            return obj[idx]
-        if isinstance(obj, V.NetcSym) and obj.name in ("Tensor", "Labels"):
-            raise self.error(node, f"`{obj.name}[...]` is only for annotating network inputs")
-        if isinstance(obj, dict) and isinstance(idx, _SCALARS):
-            raise self.error(node, f"the dict has no key {idx!r}")
-        what = {tuple: "a tuple", list: "a list", dict: "a dict"}.get(type(obj)) or _describe(obj)
-        raise self.error(node, f"{what} cannot be indexed by {_describe(idx)}: {_INDEXING}")
-
-    def slice(self, obj: Any, sl: ast.Slice, node: ast.Subscript) -> Any:
-        """`obj[a:b:c]`: Python lists and tuples slice as in Python; a tensor has no slices."""
-        if isinstance(obj, V.TV):
-            raise self.error(node, self._tensor_slice_message(obj, sl))
-        if not isinstance(obj, (tuple, list)):
-            what = "a dict" if isinstance(obj, dict) else _describe(obj)
-            raise self.error(node, f"{what} cannot be sliced: {_INDEXING}")
-        bounds = [None if b is None else self.eval_expr(b) for b in (sl.lower, sl.upper, sl.step)]
-        if any(b is not None and (isinstance(b, bool) or not isinstance(b, int)) for b in bounds) or bounds[2] == 0:
-            raise self.error(node, "a list or tuple is sliced by integers (`parts[1:]`), with a step other than 0")
-        return obj[slice(*bounds)]
-
-    def _tensor_slice_message(self, obj: V.TV, sl: ast.Slice) -> str:
-        """`y[:-1]` names no dim for its result: the error shows the `slice_frames` call that does."""
-        dyn = [d for d in obj.value.dims if self.dims[d].kind == "dynamic"]
-        axis = dyn[0] if len(dyn) == 1 else "<dim>"
-        bounds = [f"{k}={ast.unparse(b)}" for k, b in (("start", sl.lower), ("stop", sl.upper)) if b is not None]
-        call = f"slice_frames(x, axis={axis}, {', '.join([*bounds, 'out_axis=new_dim'])})"
-        return (
-            "a tensor cannot be sliced with `[...]` (it is indexed only by a loop index, `x[t]` in "
-            f"`for t in range(x.max_seq_len)`): the result's dynamic dim needs a name; write `{call}` with "
-            "`new_dim = Dim(...)` (each sequence's own frames, `y[:-1]` drops each one's last), or "
-            "`shift_right(y, axis=..., value=BOS)` for a decoder's input, `pad_frames(...)` to add frames"
-        )
-
-    # --- calls -------------------------------------------------------------------------
-
-    def call_args(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
-        """Positional and keyword arguments, evaluated in source order (`f(k=a, *b)` is legal)."""
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for a in sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset)):
-            if isinstance(a, ast.keyword):
-                if a.arg is None:
-                    raise self.error(a, "`**` arguments are not supported")
-                kwargs[a.arg] = self.eval_expr(a.value)
-            elif isinstance(a, ast.Starred):
-                v = self.eval_expr(a.value)
-                if not isinstance(v, (tuple, list)):
-                    raise self.error(a, "`*` needs a tuple or list")
-                args.extend(v)
-            else:
-                args.append(self.eval_expr(a))
-        return args, kwargs
-
-    def call(self, node: ast.Call) -> Any:
-        fn = self.eval_expr(node.func)
-        if isinstance(fn, V.Builtin) and fn.name in ("range", "zip", "reversed"):
-            return self.loops.iter_builtin(fn.name, node)
-        if isinstance(fn, V.NetcSym) and fn.name == "unstack":
-            return self.loops.unstack(node)
-        if isinstance(fn, V.NetcSym) and fn.name == "choice":
-            return self.loops.choice(node)
-        args, kwargs = self.call_args(node)
-        if isinstance(fn, V.NetcSym):
-            return self.call_netc(fn.name, args, kwargs, node)
-        if isinstance(fn, V.OpModule):
-            return self.call_op_module(fn, args, kwargs, node)
-        if isinstance(fn, V.FunctionRef):
-            return self.inline(fn.node, args, kwargs, node, self_obj=None, scope=self.helper_scope(fn.node.name))
-        if isinstance(fn, V.ClassRef):
-            return self.construct(fn, args, kwargs, node)
-        if isinstance(fn, V.ModuleInstance):
-            return self.call_method(fn, "__call__", args, kwargs, node)
-        if isinstance(fn, V.BoundMethod):
-            if isinstance(fn.obj, V.PyList):
-                if len(args) != 1 or kwargs:
-                    raise self.error(node, "append takes one value")
-                self.loops.append(fn.obj, args[0], node)
-                return None
-            return self.call_method(fn.obj, fn.name, args, kwargs, node)
-        if isinstance(fn, V.Builtin):
-            return self.call_builtin(fn.name, args, kwargs, node)
-        if isinstance(fn, V.Foreign):
-            raise self.error(
-                node,
-                f"`{fn.name}` is not part of the netc language; networks may only call netc ops, helper functions and Modules",
-            )
-        raise self.error(node, f"{_describe(fn)} is not callable")
-
-    def call_builtin(self, name: str, args, kwargs, node) -> Any:
-        if name == "noop":
-            return None
-        if name == "super":
-            return V.Super()
-        if name == "print":
-            return None  # printing is for eager runs; compiled code has nothing to show
-        if name == "len" and len(args) == 1 and isinstance(args[0], (tuple, list)):
-            return len(args[0])
-        if name == "abs" and len(args) == 1 and not kwargs:
-            if isinstance(args[0], V.TV):  # `abs(x)` on a tensor is netc's `abs` (eagerly, `ETensor.__abs__`)
-                return self.call_netc("abs", args, {}, node)
-            if isinstance(args[0], (int, float)):
-                return abs(args[0])
-        if name in ("float", "int") and len(args) == 1 and isinstance(args[0], (int, float)):
-            return self.budget.number(float(args[0]) if name == "float" else int(args[0]), node)
-        if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], (tuple, list)):
-            return tuple(args[0]) if name == "tuple" else list(args[0])
-        raise self.error(node, f"`{name}(...)` is not supported here")
-
-    def call_netc(self, name: str, args, kwargs, node: ast.Call) -> Any:
-        if name == "Dim":
-            return self.declare_dim(args, kwargs, node)
-        if name == "mark_as_loss":
-            return self.mark_as_loss(args, kwargs, node)
-        if name == "end":
-            raise self.error(node, "`end(cond)` is only valid as `if end(cond): break` in a loop")
-        if name == "stack":
-            if len(args) == 1:
-                self.loops.no_growing_list(args[0], node)
-            if len(args) != 1 or kwargs or not (isinstance(args[0], V.TV) and args[0].from_list):
-                raise self.error(node, "stack(ys) takes one list appended to in a loop")
-            return V.TV(args[0].value, args[0].block)
-        opdef = BY_FN_NAME.get(name)
-        if opdef is None:
-            raise self.error(node, f"`{name}` cannot be called in a network")
-        if opdef.module:
-            return self.construct_op_module(opdef, args, kwargs, node)
-        try:
-            tensors, attrs = opdef.bind(tuple(args), kwargs)
-        except TypeError as e:
-            raise self.error(node, f"bad arguments to `{name}`: {e}") from None
-        tensors = [self.as_tensor(t, node, name) for t in tensors]
-        attrs = {k: self.attr_value(v, node, name) for k, v in attrs.items()}
-        outs = self.emit(opdef, tensors, attrs, node)
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def as_tensor(self, v: Any, node, opname: str) -> V.TV:
-        if isinstance(v, V.TV):
-            return v
-        self.loops.no_growing_list(v, node)
-        raise self.error(node, f"`{opname}` expects a tensor, got {_describe(v)}")
-
-    def attr_value(self, v: Any, node, opname: str) -> Any:
-        """Attributes in IR are plain data: dims by name."""
-        if isinstance(v, V.DimRef):
-            return v.name
-        if isinstance(v, (list, tuple)):
-            return [self.attr_value(x, node, opname) for x in v]
-        if isinstance(v, (int, float, str, bool)) or v is None:
-            return v
-        raise self.error(node, f"bad argument to `{opname}`: {_describe(v)}")
-
-    def mark_as_loss(self, args, kwargs, node) -> None:
-        try:
-            value, name = _loss_args(*args, **kwargs)
-        except TypeError:
-            raise self.error(node, 'use mark_as_loss(value, "name")') from None
-        if not isinstance(value, V.TV) or not isinstance(name, str):
-            raise self.error(node, 'use mark_as_loss(value, "name") with a tensor and a name')
-        if self.block is not self.root:
-            raise self.error(
-                node, "mark_as_loss inside a loop: append the per-step values, mark the stacked tensor after the loop"
-            )
-        if "batch" not in value.dims or value.value.dtype != "float32":
-            raise self.error(
-                node, f"a loss is a float tensor with the batch dim, got {value.value.dtype}[{', '.join(value.dims)}]"
-            )
-        if name in {loss.name for loss in self.losses}:
-            raise self.error(node, f"loss `{name}` is marked twice")
-        self.losses.append(Output(name=name, value=value.value.id, span=self.span(node)))
-        return None
-
-    def declare_dim(self, args, kwargs, node) -> V.DimRef:
-        try:
-            name, size = _dim_args(*args, **kwargs)
-        except TypeError:
-            raise self.error(node, "use Dim(name) or Dim(name, size)") from None
-        try:
-            return V.DimRef(self.dims.declare(name, size).name)
-        except DimError as e:
-            raise self.error(node, str(e)) from None
-
-    def construct_op_module(self, opdef: OpDef, args, kwargs, node: ast.Call) -> V.OpModule:
-        try:
-            bound = signature(opdef.ctor).bind(*args, **kwargs)
-        except TypeError as e:
-            raise self.error(node, f"bad arguments to `{opdef.fn_name}`: {e}") from None
-        bound.apply_defaults()
-        attrs = {k: self.attr_value(v, node, opdef.fn_name or opdef.name) for k, v in bound.arguments.items()}
-        base = self.stmt_target or opdef.name
-        path = self.namer.module_path(self.scope, base)
-        span = self.span(node)
-        return V.OpModule(op=opdef.name, attrs=attrs, path=path, call_path=(*self.call_path, span.key()))
-
-    def call_op_module(self, mod: V.OpModule, args, kwargs, node) -> V.TV | tuple[V.TV, ...]:
-        opdef = REGISTRY[mod.op]
-        try:
-            tensors, call_attrs = opdef.module_call(tuple(args), kwargs)
-        except TypeError as e:
-            raise self.error(node, str(e)) from None
-        xs = [self.as_tensor(x, node, opdef.fn_name or opdef.name) for x in tensors]
-        what = opdef.fn_name or opdef.name
-        attrs = {**mod.attrs, **{k: self.attr_value(v, node, what) for k, v in call_attrs.items()}}
-        outs = self.emit(opdef, xs, attrs, node, param=mod)
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def helper_scope(self, fname: str) -> list[str]:
-        return [*self.scope, self.namer.scope_name(self.scope, fname)]
-
-    def construct(self, cls: V.ClassRef, args, kwargs, node: ast.Call) -> V.ModuleInstance:
-        if not self._is_module_class(cls):
-            raise self.error(node, f"class `{cls.node.name}` must derive from netc's Module")
-        base = self.stmt_target or cls.node.name.lower()
-        inst = V.ModuleInstance(cls=cls, path=self.namer.module_path(self.scope, base))
-        init = cls.method("__init__")
-        if init is not None:
-            self.inline(init, args, kwargs, node, self_obj=inst, scope=inst.path.split("/"))
-        elif args or kwargs:
-            raise self.error(node, f"`{cls.node.name}` takes no arguments")
-        return inst
-
-    def _is_module_class(self, cls: V.ClassRef) -> bool:
-        for b in cls.node.bases:
-            v = self.eval_expr(b)
-            if v == V.NetcSym("Module") or (isinstance(v, V.ClassRef) and self._is_module_class(v)):
-                return True
-        return False
-
-    def call_method(self, inst: V.ModuleInstance, name: str, args, kwargs, node) -> Any:
-        method = inst.cls.method(name)
-        if method is None and name == "__call__":
-            method = inst.cls.method("forward")
-        if method is None:
-            raise self.error(node, f"`{inst.cls.node.name}` has no method `{name}`")
-        return self.inline(method, args, kwargs, node, self_obj=inst, scope=inst.path.split("/"))
-
-    def inline(self, fn: ast.FunctionDef, args, kwargs, node, self_obj, scope: list[str]) -> Any:
-        env: dict[str, Any] = {}
-        a = fn.args
-        positional = [*a.posonlyargs, *a.args]
-        # (name, default) of each parameter; defaults belong to the last positional parameters
-        defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-        params = [(p.arg, d) for p, d in zip(positional, defaults)]
-        if self_obj is not None:
-            if not params:
-                raise self.error(fn, "methods need a `self` parameter")
-            env[params[0][0]] = self_obj
-            params = params[1:]
-        if a.vararg or a.kwarg:
-            raise self.error(a.vararg or a.kwarg, "`*args` / `**kwargs` are not supported")
-        n_positional = len(params)
-        params += [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults)]
-        if len(args) > n_positional:
-            raise self.error(node, f"`{fn.name}` takes {len(params)} arguments, got {len(args)}")
-        for (name, _), v in zip(params, args):
-            self.bind(env, name, v)
-        for k, v in kwargs.items():
-            if k in env or k not in [name for name, _ in params]:
-                raise self.error(node, f"`{fn.name}` got an unexpected or repeated argument `{k}`")
-            self.bind(env, k, v)
-        for name, default in params:
-            if name not in env:
-                if default is None:
-                    raise self.error(node, f"`{fn.name}` is missing argument `{name}`")
-                self.bind(env, name, self.eval_expr(default))
-        self.budget.call(node, len(self.call_path) + 1)
-        self.local_stack.append(env)
-        saved = (self.scope, self.call_path, self.stmt_target)
-        self.scope, self.call_path = scope, [*self.call_path, self.span(node).key()]
-        self.stmt_target = None  # the caller's assignment does not name modules inside the callee
-        try:
-            self.run_body(fn.body)
-            return None
-        except V.Return as r:
-            return r.value
-        finally:
-            self.scope, self.call_path, self.stmt_target = saved
-            self.local_stack.pop()
-
 
 _MISSING = object()
-_SCALARS = (str, int, float, bool, type(None))  # Python values usable as dict keys
 
 
 # statements without a body (`ast.stmt` subclasses that are not compound statements)
@@ -1041,21 +586,6 @@ _STATEMENT_KINDS = {
     ast.AsyncFor: "`async for`",
     ast.Match: "`match`",
 }
-_OPERATOR_SYMBOLS = {
-    ast.Add: "+",
-    ast.Sub: "-",
-    ast.Mult: "*",
-    ast.Div: "/",
-    ast.FloorDiv: "//",
-    ast.Mod: "%",
-    ast.Pow: "**",
-    ast.MatMult: "@",
-    ast.LShift: "<<",
-    ast.RShift: ">>",
-    ast.BitOr: "|",
-    ast.BitXor: "^",
-    ast.BitAnd: "&",
-}
 
 
 def _stmt_kind(stmt: ast.stmt) -> str:
@@ -1086,42 +616,6 @@ def _appended_to(expr: ast.expr) -> str | None:
         target = expr.func.value
         return target.id if isinstance(target, ast.Name) else None
     return None
-
-
-def _netc_symbol(name: str) -> Any:
-    return V.DimRef("batch") if name == "batch" else V.NetcSym(name)
-
-
-def _loss_args(value, name):
-    return value, name
-
-
-def _dim_args(name, size=None) -> tuple[str, int | None]:
-    if not isinstance(name, str) or not (size is None or (isinstance(size, int) and size > 0)):
-        raise TypeError
-    return name, size
-
-
-_INDEXING = (
-    "netc indexes tensors by a loop index (`x[t]` in `for t in range(x.max_seq_len)`), and Python lists, "
-    "tuples and dicts by their Python keys (`parts[0]`, `parts[1:]`)"
-)
-
-
-def _describe(v: Any) -> str:
-    if isinstance(v, V.TV):
-        return f"a tensor [{', '.join(v.dims)}]"
-    if isinstance(v, V.DimRef):
-        return f"dim `{v.name}`"
-    if isinstance(v, V.PyList):
-        return "a list"
-    if isinstance(v, V.SeqLen):
-        return "`max_seq_len`"
-    if isinstance(v, (V.FunctionRef, V.ClassRef)):
-        return f"`{v.node.name}`"
-    if isinstance(v, V.NetcSym):
-        return f"`{v.name}`"
-    return f"`{v!r}`" if isinstance(v, (int, float, str, bool)) or v is None else type(v).__name__
 
 
 def parse_file(path: str, source: str | None = None, network: str | None = None) -> Graph:
