@@ -79,7 +79,9 @@ class Module:
 
 def network(fn: Callable) -> Any:
     """Marks the model function. Calling the result runs the model eagerly on torch tensors."""
-    return _eager().Network(fn)
+    from netc_runtime.eager_network import Network
+
+    return Network(fn)
 
 
 def unstack(x, axis: Dim):
