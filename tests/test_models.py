@@ -40,6 +40,7 @@ MODELS = [
     "lstm_cell_own_state_input.py",
     "append_value_of_finished_loop.py",
     "append_value_of_while_loop.py",
+    "expand_over_loop_dim.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
