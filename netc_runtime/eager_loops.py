@@ -211,7 +211,11 @@ def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[st
     # `while True` run's tag is found for a value made before its first `end` (repeated alike)
     if len(outermost) == 1:
         tag = outermost.pop()
-        if tag.stacked == len(items) and (tag.by_end or len({id(i) for i in items}) == len(items)):
+        # (only for values made before the run: one made in it and appended again was appended
+        # by a later loop)
+        distinct = len({id(i) for i in items}) == len(items)
+        before = tag.by_end and not any(tag in getattr(i, "frames", ()) for i in items)
+        if tag.stacked == len(items) and (distinct or before):
             return tag.axis, tag.backward, tag
     g = run.graph()
     if output is not None:

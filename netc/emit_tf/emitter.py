@@ -23,6 +23,7 @@ from netc.emit_tf.loop_rules import (
     STEP_TYPE_HELPER,
     STEP_TYPE_HELPER_SOURCE,
     axes_of_prev,
+    dims_without_prev,
     feeding_state,
     per_step,
     readers,
@@ -532,7 +533,12 @@ class ReturnnEmitter:
     def _initial_output(self, unit: _Block, outer: _Block, name: str, init: int, ref: str, batched: set[str]) -> None:
         """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""
         if init in self.zeros and shaped_by_others(unit.layers, name, batched) and not axes_of_prev(unit.layers, name):
-            return  # zeros are RETURNN's default
+            # zeros are RETURNN's default, if its first template of the state has all its dims
+            known = {r: frozenset(self.values[v].dims) for v, r in unit.refs.items() if v in self.values}
+            known.update({r: frozenset(self.values[v].dims) for v, r in unit.layer_of.items() if v in self.values})
+            shaped = dims_without_prev(unit.layers, name, known)
+            if shaped is None or set(self.values[init].dims) <= shaped:
+                return
         # RETURNN looks for an inner unit's initial values before the outer unit has built its
         # own layers: zeros made there are RETURNN's `"zeros"`
         in_outer_unit = outer.in_unit and not ref.startswith("base:base:")

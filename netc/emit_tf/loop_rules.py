@@ -148,3 +148,39 @@ def shaped_by_others(layers: dict[str, dict], name: str, batched: set[str]) -> b
                 seen.add(src)
                 todo.append(src)
     return False
+
+
+def dims_without_prev(layers: dict[str, dict], name: str, dims: dict[str, frozenset[str]]) -> set[str] | None:
+    """The dims RETURNN's first template of the state layer `name` has, built before any state
+    has a shape (a `prev:` value has no dims then): those of the layers it is computed from that
+    read no previous value (frames, values from outside) and those that layers reading one make
+    (a linear's feature dim, a merge's); None when a cell's or choice's output (whole, batched)
+    makes it. `dims` are the known dims of layers and refs (`prev:` ones too)."""
+    reads_prev: dict[str, bool] = {}
+
+    def prev_free(n: str) -> bool:
+        if n not in layers:
+            return not n.startswith("prev:")
+        if n not in reads_prev:
+            reads_prev[n] = True  # a cycle not through `prev:` cannot be
+            reads_prev[n] = all(prev_free(s) for s in _sources(layers[n]))
+        return reads_prev[n]
+
+    out: set[str] = set()
+    todo, seen = list(_sources(layers[name])), {name}
+    while todo:
+        src = todo.pop()
+        if src in seen or src.startswith("prev:"):
+            continue
+        seen.add(src)
+        if src not in layers or prev_free(src) and src in dims:
+            out |= dims.get(src, set())
+            continue
+        if layers[src].get("class") in _BATCHED_CLASSES:
+            return None
+        if not prev_free(src) and src in dims:  # the dims it makes: none of its sources has them
+            srcs = _sources(layers[src])
+            if all(x in dims for x in srcs):
+                out |= dims[src] - set().union(*(dims[x] for x in srcs))
+        todo.extend(_sources(layers[src]))
+    return out

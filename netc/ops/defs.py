@@ -545,7 +545,8 @@ class Expand(OpDef):
         x = align_tensor(args[0].data, args[0].dims, dims)
         while x.dim() < len(dims):
             x = x.unsqueeze(0)
-        return x.expand(*(ctx.size(d) for d in dims))
+        # x's own dims keep their sizes (a dim a loop made has no length known outside its value)
+        return x.expand(*(-1 if d in args[0].dims else ctx.size(d) for d in dims))
 
 
 # --- reductions ------------------------------------------------------------------------
