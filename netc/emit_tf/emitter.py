@@ -11,43 +11,33 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
 
 from netc.emit_tf.fold import fold
-from netc.emit_tf.grow_rules import check_grown_reads, kept_cum_concats
 from netc.emit_tf.loop_rules import (
     STEP_TYPE_HELPER,
     STEP_TYPE_HELPER_SOURCE,
-    axes_of_prev,
-    dims_without_prev,
-    feeding_state,
     per_step,
-    readers,
-    shaped_by_others,
-    stepped_values,
+)
+from netc.emit_tf.loops import (
+    Block,
+    LoopLowering,
+    loop_names,
 )
 from netc.errors import CompileError, Span
-from netc.ir.model import Graph, Loop, LoopCarry, LoopLast, Node, Op, ParamDef, Value
+from netc.ir.model import Graph, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
-from netc.ir.uses import count_uses_in_loop, node_uses
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.base import Carry
-from netc.passes.returnn_names import UNIT_RESERVED as _UNIT_RESERVED
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     keep_trailing_newline=True,
     undefined=jinja2.StrictUndefined,
 )
-# `while True` loops have no limit in eager mode and torch; RETURNN's loop needs one
-UNBOUNDED_MAX_STEPS = 1000
-# RETURNN's batch limit of a loop whose `end` layer holds each sequence's step limit: never reached
-NO_BATCH_LIMIT = 2**31 - 1
 
 
 # RETURNN layer names: `data`, `base` and `prev` start references, `output`/`end` are special
@@ -83,7 +73,7 @@ def check_layer_name(name: str, what: str, span: Span | None) -> None:
 class _OpCtx:
     """What an op's RETURNN lowering may ask for (netc.ops.base.ReturnnCtx)."""
 
-    def __init__(self, em: ReturnnEmitter, blk: _Block, op: Op):
+    def __init__(self, em: ReturnnEmitter, blk: Block, op: Op):
         self.em, self.blk, self.op = em, blk, op
         self.in_unit = blk.in_unit
 
@@ -118,23 +108,7 @@ class _OpCtx:
         return tuple(self.em.g.dim(d).size or 0 for d in self._param(role).dims)
 
 
-class _Block:
-    def __init__(self, reserved: set[str], dims: dict[str, str], in_unit: bool = False, path: tuple[str, ...] = ()):
-        self.in_unit = in_unit
-        self.path = path  # rec layer names down to this block: () for the network, ("rec",) for its unit
-        # IR dim -> the config's dim variable here: inside a loop over `time`, a value that has
-        # `time` holds the whole sequence, which RETURNN must see as a dim other than the loop's
-        self.dims = dims
-        self.ns = Namespace(reserved, python=False, letter_first=True)
-        self.layers: dict[str, dict] = {}
-        self.refs: dict[int, str] = {}
-        self.layer_of: dict[int, str] = {}  # value id -> its own layer in this block (not a `base:`/`prev:` ref)
-        self.retagged: dict[tuple, str] = {}  # (value id, tag changes) -> its `reinterpret_data` layer
-        self.carries: dict[int, Carry] = {}  # carried value id -> its initial and next value
-        self.read: Counter = Counter()  # in a unit: reads of the body's values (count_uses_in_loop)
-
-
-class ReturnnEmitter:
+class ReturnnEmitter(LoopLowering):
     def __init__(self, g: Graph):
         self.g = g
         self.values: dict[int, Value] = {}
@@ -153,7 +127,7 @@ class ReturnnEmitter:
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
         # provenance for `netc preview`: each block by its path, each op's layer path by its first value id
-        self.blocks: dict[tuple[str, ...], _Block] = {}
+        self.blocks: dict[tuple[str, ...], Block] = {}
         # each op's layer path; () when no layer does its work (folded away as RETURNN's default)
         self.op_layers: dict[int, tuple[str, ...]] = {}
 
@@ -201,8 +175,8 @@ class ReturnnEmitter:
         self.dim_source, self.zeros, self.grown = {}, set(), set()  # value ids are the graph's own
         limits = {vid for n in g.body if isinstance(n, Loop) for vid in n.bound_ops}
         self.in_units = {n.outs[0].id: n for n in g.body if isinstance(n, Op) and n.outs[0].id in limits}
-        root = self.blocks[()] = _Block(
-            {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *_loop_names(g.body)}, self.dim_vars
+        root = self.blocks[()] = Block(
+            {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *loop_names(g.body)}, self.dim_vars
         )
         for inp in g.inputs:
             root.refs[inp.value.id] = f"data:{inp.name}"
@@ -257,14 +231,14 @@ class ReturnnEmitter:
 
     # --- blocks ------------------------------------------------------------------------
 
-    def block(self, nodes: list[Node], blk: _Block, reserved: dict[int, str] | None = None) -> None:
+    def block(self, nodes: list[Node], blk: Block, reserved: dict[int, str] | None = None) -> None:
         for n in nodes:
             if isinstance(n, Loop):
                 self.loop(n, blk, reserved or {})
             elif blk.in_unit or n.outs[0].id not in self.in_units:
                 self.op(n, blk, reserved or {})
 
-    def op(self, op: Op, blk: _Block, reserved: dict[int, str]) -> None:
+    def op(self, op: Op, blk: Block, reserved: dict[int, str]) -> None:
         """One layer; its name was reserved up front when a carry needs it, else from the variable."""
         opdef = REGISTRY[op.op]
         ctx = _OpCtx(self, blk, op)
@@ -312,14 +286,14 @@ class ReturnnEmitter:
                 blk.layer_of[v.id] = ref
             self._note_dims(blk, v, ref)
 
-    def _note_dims(self, blk: _Block, v: Value, ref: str) -> None:
+    def _note_dims(self, blk: Block, v: Value, ref: str) -> None:
         """Remember a top-level layer for each dynamic dim first seen here (made by an op or loop)."""
         if not blk.in_unit:
             for d in v.dims:
                 if self.g.dim(d).kind == "dynamic":
                     self.dim_source.setdefault(d, ref)
 
-    def _own_layer(self, blk: _Block, vid: int, hint: str) -> str:
+    def _own_layer(self, blk: Block, vid: int, hint: str) -> str:
         """A layer of this block holding value `vid` (a copy when it is a reference)."""
         if vid in blk.layer_of:
             return blk.layer_of[vid]
@@ -341,329 +315,6 @@ class ReturnnEmitter:
     def _static_zeros(self, vid: int) -> bool:
         """Value `vid` is made by `zeros(...)` over the batch and static dims only."""
         return vid in self.zeros and all(self.g.dim(d).kind != "dynamic" for d in self.values[vid].dims)
-
-    def loop(self, n: Loop, outer: _Block, named: dict[int, str]) -> None:
-        """A rec layer; `named`: results that are outputs, whose layers take the output's name."""
-        rec = n.name  # chosen by the returnn_names pass (parameter names depend on it); reserved
-        path = (*outer.path, rec)
-        unit = self.blocks[path] = _Block(
-            _UNIT_RESERVED | set(_loop_names(n.body)), dict(outer.dims), in_unit=True, path=path
-        )
-        axis = Code(outer.dims[n.axis])
-        check_grown_reads(n, self.grown, self.values | {v.id: v for v in _body_values(n)})
-        crossing = [*(i.outer for i in n.invariants), *(c.init for c in n.carries if c.init not in self.grown)]
-        if any(n.axis in self.values[v].dims for v in crossing):  # the whole axis is read in the body
-            var = self.dim_ns.fresh(f"{outer.dims[n.axis]}_whole")
-            self.whole_dims.append((var, f"{n.axis}:whole"))
-            unit.dims[n.axis] = var
-        base = {v: _base(self._retag(outer, v, outer.dims, unit.dims, self._crossing(outer, v))) for v in crossing}
-        outer.layers[rec] = {}  # keeps the layer order readable: the loop before what reads it
-        # `prev:` refs must be known before the body: each carry's layer is named after its
-        # variable (first: state is what a reader of the config follows), and is the layer
-        # computing its next value when that is an op of this body that RETURNN keeps in the loop
-        single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
-        stepped = stepped_values(n)
-        for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
-            self.values.update((v.id, v) for v in (nd.outs if isinstance(nd, Op) else nd.results()))
-        self.values.update((v.id, v) for v in n.block_args())
-        # a loop with `end` has no lengths before it runs: RETURNN takes them from its output's
-        # first dynamic dim if that has another one (an assertion); such an output is not a state
-        has_other = (lambda v: self._dynamic(v.id)) if n.end is not None and n.target is None else (lambda v: False)
-        grown = [c for c in n.carries if c.init in self.grown]  # its layer is `cum_concat`, its own state
-        output_carry = _output_carry(n, single, outer, lambda v: has_other(v) or v.id in {c.inner.id for c in grown})
-        carry_layers: dict[int, str] = {}
-        reserved: dict[int, str] = {}
-        for c in n.carries:
-            self.values[c.inner.id] = c.inner
-            unit.carries[c.inner.id] = Carry(base.get(c.init, ""), c.init in self.zeros, c.next)
-            carry_layers[c.inner.id] = "output" if c is output_carry else unit.ns.fresh(c.name)
-            if c.next in single and c.next not in reserved and c.next in stepped:
-                reserved[c.next] = carry_layers[c.inner.id]
-            unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
-        in_loop = feeding_state(n)
-        read_whole = {s.value for s in n.stacks} | {ll.value for ll in n.lasts}
-        for c in n.carries:
-            if c.inner.id in read_whole or not readers(n, c.inner.id) <= in_loop:
-                # RETURNN moves a layer that no state needs after the loop and gives it the frames
-                # of the states it reads shifted by one, along the axis it takes for time: of a
-                # value with another dynamic dim, possibly that one, and none when the state's
-                # template came from its `prev:` or initial value (no time axis: an assertion).
-                # Such a state's previous value is read through a layer kept in the loop
-                prev = unit.ns.fresh(f"{c.name}_prev")
-                unit.layers[prev] = self._per_step(prev, unit.refs[c.inner.id], False)
-                unit.refs[c.inner.id] = unit.layer_of[c.inner.id] = prev
-        read = unit.read = count_uses_in_loop(n)
-        batched = {base[v] for v in crossing if "batch" in self.values[v].dims}  # refs with a batch dim
-        steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
-        for s in n.seqs:
-            self.values[s.inner.id] = s.inner
-            if s.outer == n.target:  # the choice layer takes its target by data key
-                continue
-            src = self._crossing(outer, s.outer)
-            if n.reverse:
-                src = self._reverse(outer, src, n.axis, f"{self.values[s.outer].name or 'x'}_reversed")
-            if not read[s.inner.id]:
-                steps_from.append(src)
-                continue
-            name = unit.ns.fresh(s.inner.name or f"{self.values[s.outer].name or 'x'}_t")
-            unit.layers[name] = {"class": "rec_unstack", "from": _base(src), "axis": axis}
-            unit.refs[s.inner.id] = unit.layer_of[s.inner.id] = name
-            if "batch" in s.inner.dims:
-                batched.add(name)
-        for i in n.invariants:
-            self.values[i.inner.id] = i.inner
-            unit.refs[i.inner.id] = base[i.outer]
-        self.block(n.body, unit, reserved)
-        # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
-        beam = next((unit.refs[nd.outs[0].id] for nd in n.body if isinstance(nd, Op) and nd.op == "choice"), None)
-        for nd in kept_cum_concats(n):  # its frame through a layer RETURNN keeps in the loop
-            layer = unit.layers[self.op_layers[nd.outs[0].id][-1]]
-            frame = unit.ns.fresh(f"{self.op_layers[nd.outs[0].id][-1]}_frame")
-            # not reading the choice (a search's beam): the frame is needed before it
-            unit.layers[frame] = self._per_step(frame, layer["from"], False)
-            layer["from"] = frame
-        for c in n.carries:
-            name = carry_layers[c.inner.id]
-            if name not in unit.layers:
-                unit.layers[name] = self._per_step(name, unit.refs[c.next], c.next in stepped, beam)
-                if c.next in stepped:
-                    unit.layer_of.setdefault(c.next, name)
-            if c not in grown:
-                self._initial_output(unit, outer, name, c.init, base[c.init], batched)
-        results = [(c.next, c.out, carry_layers[c.inner.id], "state") for c in n.carries if c.out is not None]
-        results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
-        results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts if not ll.after_end]
-        results += [
-            (self._held(n, unit, outer, ll, batched), ll.out, ll.name, "held") for ll in n.lasts if ll.after_end
-        ]
-        if n.end is not None and not n.include_eos:
-            # RETURNN's last frame is then the step before the ending one: a value the ending step
-            # computes before the `break` is not in any frame it keeps
-            before = [c.name for c in n.carries if c.out is not None] + [ll.name for ll in n.lasts if not ll.after_end]
-            if before:
-                raise CompileError(
-                    n.span,
-                    f"RETURNN target: `{before[0]}` is assigned before `if end(...): break` but the stacks "
-                    f"are appended after it, so its value after the loop would be one step off; "
-                    f"assign it after the `break` (bound before the loop) or append before it",
-                )
-        if outer.in_unit and len(results) != 1:
-            raise CompileError(
-                n.span,
-                "RETURNN target: a loop inside another loop can give one result (a stacked list "
-                "or one variable read after it); split it into several loops",
-            )
-        result_layers: list[str] = []
-        held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
-        for value, out, hint, kind in results:
-            if kind == "held":
-                name, kind = value, "last"  # its own state layer
-            elif kind == "state" and value not in stepped:
-                name = hint  # the state's own layer, kept in the loop above
-            elif value in stepped and not (kind == "last" and self._dynamic(value)):
-                name = self._own_layer(unit, value, hint)
-            else:  # also a last value with a dynamic dim: RETURNN may take the last frame along it
-                if value not in held:
-                    held[value] = unit.ns.fresh(hint)
-                    unit.layers[held[value]] = self._per_step(held[value], unit.refs[value], False, beam)
-                name = held[value]
-            result_layers.append(name)
-            self.values[out.id] = out
-            if outer.in_unit:
-                # sub-layers of a rec layer inside a unit cannot be reached; its own output can
-                if name != "output":
-                    unit.layers["output"] = {"class": "copy", "from": name}
-                if kind == "stack":
-                    # RETURNN's template of a rec layer in a unit is batch-major and its output
-                    # time-major: a state's or last frame's layer of it would mix the two layouts
-                    # (its previous value laid out as the template says); batch-major throughout
-                    ref = outer.ns.fresh(out.name or f"{rec}_stacked")
-                    outer.layers[ref] = {"class": "reinterpret_data", "from": rec, "enforce_batch_major": True}
-                else:
-                    ref = self._gather_last(outer, rec, out, n.axis)
-            elif kind == "stack":
-                unit.layers[name]["is_output_layer"] = True
-                ref = f"{rec}/{name}"
-            else:
-                unit.layers[name]["need_last"] = True
-                # RETURNN reads it as a previous value too (a held value, its layer's name here,
-                # has its own initial value)
-                if isinstance(value, int) and self.values[value].sparse_dim:
-                    unit.layers[name].setdefault("initial_output", "zeros")
-                # the output's own name unless a whole axis is retagged after it (a layer more)
-                retagged = any(unit.dims[d] != outer.dims[d] for d in out.dims)
-                ref = (None if retagged else named.get(out.id)) or outer.ns.fresh(out.name or f"{name}_last")
-                outer.layers[ref] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": name}
-                outer.layer_of[out.id] = ref
-            if kind == "stack" and n.reverse:  # the loop ran over reversed sequences: back to frame order
-                ref = self._reverse(outer, ref, n.axis, hint)
-            outer.refs[out.id] = ref
-            # a stack's `n.axis` is the loop's own; in a last value `n.axis` is the whole axis
-            inside = {**unit.dims, n.axis: outer.dims[n.axis]} if kind == "stack" else unit.dims
-            outer.refs[out.id] = self._retag(outer, out.id, inside, outer.dims)
-            self._note_dims(outer, out, outer.refs[out.id])
-        if "output" not in unit.layers:
-            # searching, RETURNN takes the rec layer's hypotheses from its output: the choice
-            chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
-            first = self._own_layer(unit, chosen[0], "out") if chosen else result_layers[0]
-            unit.layers["output"] = {"class": "copy", "from": first}
-            if not chosen and has_other(self.values[results[0][0]]):
-                plain = [name for (v, *_), name in zip(results, result_layers) if not has_other(self.values[v])]
-                if plain:
-                    unit.layers["output"]["from"] = plain[0]
-                else:  # the first result over its other dynamic dims (nothing reads it)
-                    dims = [unit.dims[d] for d in self.values[results[0][0]].dims if self.g.dim(d).kind == "dynamic"]
-                    unit.layers["output"] = {
-                        "class": "reduce",
-                        "mode": "max",
-                        "from": first,
-                        "axis": [Code(d) for d in dims],
-                    }
-        rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
-        if n.target is not None:  # training: the target's frames; searching: a new axis per search
-            del rec_layer["axis"]
-            rec_layer["target"] = next(i.name for i in self.g.inputs if i.value.id == n.target)
-        if n.end is not None:
-            unit.layers["end"] = self._end(n, unit, outer)
-            rec_layer["include_eos"] = n.include_eos
-            # RETURNN needs a loop limit for the whole batch; `end` stops each sequence at its own
-            rec_layer["max_seq_len"] = NO_BATCH_LIMIT if n.bound is not None else n.max_steps or UNBOUNDED_MAX_STEPS
-        outer.layers[rec].update(rec_layer)
-
-    def _initial_output(self, unit: _Block, outer: _Block, name: str, init: int, ref: str, batched: set[str]) -> None:
-        """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""
-        if init in self.zeros and shaped_by_others(unit.layers, name, batched) and not axes_of_prev(unit.layers, name):
-            # zeros are RETURNN's default, if its first template of the state has all its dims
-            known = {r: frozenset(self.values[v].dims) for v, r in unit.refs.items() if v in self.values}
-            known.update({r: frozenset(self.values[v].dims) for v, r in unit.layer_of.items() if v in self.values})
-            shaped = dims_without_prev(unit.layers, name, known)
-            if shaped is None or set(self.values[init].dims) <= shaped:
-                return
-        # RETURNN looks for an inner unit's initial values before the outer unit has built its
-        # own layers: zeros made there are RETURNN's `"zeros"`
-        in_outer_unit = outer.in_unit and not ref.startswith("base:base:")
-        zeros = in_outer_unit and self._static_zeros(init)
-        unit.layers[name]["initial_output"] = "zeros" if zeros else ref
-
-    def _held(self, n: Loop, unit: _Block, outer: _Block, ll: LoopLast, batched: set[str]) -> str:
-        """A value assigned after `if end(...): break`, held at the step where `end` held: a state
-        layer that keeps its previous value there (its value before the loop at the first step).
-        RETURNN's last frame of it is what Python holds after the loop: with `include_eos` the
-        ending frame, which holds; without, the frame before it (RETURNN reads the previous value
-        at the ending frame, the initial value when that is the first); a sequence stopped by its
-        bound (not by the user's condition) has its last step's value."""
-        name = unit.ns.fresh(ll.name)
-        unit.layers[name] = {
-            "class": "switch",
-            "condition": unit.refs[n.end],
-            "true_from": f"prev:{name}",
-            "false_from": unit.refs[ll.value],
-        }
-        init = next(i.outer for i in n.invariants if i.inner.id == ll.init)
-        self._initial_output(unit, outer, name, init, unit.refs[ll.init], batched)
-        return name
-
-    def _end(self, n: Loop, unit: _Block, outer: _Block) -> dict:
-        """The unit's `end` layer: the user's condition, or the sequence's step limit reached."""
-        cond = unit.refs[n.end]
-        chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
-        if chosen and not _depends_on(n, n.end, chosen[0]):
-            # a search takes the beam its hypotheses end in from the `end` layer's dependencies (it
-            # asserts they reach the choice): an end of the frames alone (a transducer's last frame)
-            # reads the choice through a comparison that never holds
-            never = unit.ns.fresh("never")
-            unit.layers[never] = {"class": "compare", "kind": "less", "from": [unit.refs[chosen[0]]], "value": 0}
-            ended = unit.ns.fresh("ended")
-            unit.layers[ended] = {"class": "combine", "kind": "logical_or", "from": [cond, never]}
-            cond = ended
-        bound = self._bound(n, unit, outer) if n.bound is not None else None
-        if n.bound is None and n.max_steps is None:
-            return {"class": "copy", "from": cond}
-        # steps 0 .. limit-1 run; with include_eos the last of them is the ending step itself
-        step = unit.ns.fresh("step")
-        unit.layers[step] = {"class": "eval", "from": ":i", "eval": "source(0) + 1" if n.include_eos else "source(0)"}
-        at_limit = unit.ns.fresh("at_limit")
-        if bound is not None:
-            unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step, bound]}
-        else:
-            unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step], "value": n.max_steps}
-        return {"class": "combine", "kind": "logical_or", "from": [cond, at_limit]}
-
-    def _bound(self, n: Loop, unit: _Block, outer: _Block) -> str:
-        """The loop's per-sequence step limit in its unit: the ops computing it only for the limit
-        are layers of the unit (no top-level layers for it), reading the rest with `base:`."""
-        ops = [self.in_units[vid] for vid in n.bound_ops]
-        made = {v.id for op in ops for v in op.outs}
-        for op in ops:
-            for a in op.args:
-                if a not in made:
-                    unit.refs[a] = _base(outer.refs[a])
-            self.op(op, unit, {})
-        return unit.refs[n.bound] if ops else _base(outer.refs[n.bound])
-
-    def _crossing(self, outer: _Block, vid: int) -> str:
-        """The reference to value `vid` of `outer` that a loop in it reads. An outer unit's state
-        is read through a layer of that unit: RETURNN builds an inner unit while it builds the
-        outer unit's layers, and an inner `base:prev:h` (a read of the outer state, which the
-        inner loop computes) is a dependency loop to it."""
-        ref = outer.refs[vid]
-        if not ref.startswith("prev:"):
-            return ref
-        return self._own_layer(outer, vid, f"{self.values[vid].name or 'state'}_prev")
-
-    def _retag(self, blk: _Block, vid: int, old: dict[str, str], new: dict[str, str], src: str | None = None) -> str:
-        """A reference to value `vid` of `blk` (read as `src`, by default its reference) with its
-        dims under the tags of `new` (a `reinterpret_data` layer when a tag differs: the whole
-        axis entering or leaving a loop)."""
-        src = src or blk.refs[vid]
-        changes = {Code(old[d]): Code(new[d]) for d in self.values[vid].dims if old[d] != new[d]}
-        if not changes:
-            return src
-        key = (vid, tuple(changes.items()))
-        if key not in blk.retagged:
-            name = blk.ns.fresh(f"{self.values[vid].name or 'x'}_{'_'.join(changes.values())}")
-            blk.layers[name] = {"class": "reinterpret_data", "from": src, "set_dim_tags": changes}
-            blk.retagged[key] = name
-        return blk.retagged[key]
-
-    def _reverse(self, blk: _Block, src: str, axis: str, hint: str) -> str:
-        """RETURNN ignores `direction: -1` on subnetwork units: reverse within each length instead."""
-        self.helpers[REVERSE_HELPER] = REVERSE_HELPER_SOURCE
-        name = blk.ns.fresh(hint)
-        blk.layers[name] = {
-            "class": "eval",
-            "from": src,
-            "eval": Code(REVERSE_HELPER),
-            "eval_locals": {"axis_dim": Code(blk.dims[axis])},
-        }
-        return name
-
-    def _gather_last(self, outer: _Block, rec: str, out: Value, axis: str) -> str:
-        """Each sequence's last frame of a rec layer's output (`rec_last_output` cannot live in a unit)."""
-        name = outer.ns.fresh(out.name or f"{rec}_last")
-        length, pos = outer.ns.fresh(f"{name}_len"), outer.ns.fresh(f"{name}_pos")
-        outer.layers[length] = {"class": "length", "from": rec, "axis": Code(outer.dims[axis])}
-        outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
-        outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
-        return name
-
-
-def _depends_on(n: Loop, vid: int, source: int) -> bool:
-    """Whether body value `vid` of loop `n` is computed from body value `source`, within a step or
-    through the loop's states (a state whose next value depends on it, read at the next step)."""
-    deps, changed = {source}, True
-    while changed:
-        changed = False
-        for nd in n.body:
-            outs = nd.outs if isinstance(nd, Op) else nd.results()
-            if any(a in deps for a in node_uses(nd)) and any(o.id not in deps for o in outs):
-                deps.update(o.id for o in outs)
-                changed = True
-        for c in n.carries:
-            if c.next in deps and c.inner.id not in deps:
-                deps.add(c.inner.id)
-                changed = True
-    return vid in deps
 
 
 def _fed(g: Graph, plan: SearchPlan) -> list[str]:
@@ -689,20 +340,6 @@ def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False, t
         entry["available_for_inference"] = plan is None or inp.name not in plan.targets or target_read
         extern[inp.name] = entry
     return extern
-
-
-REVERSE_HELPER = "reverse_in_length"
-REVERSE_HELPER_SOURCE = f'''def {REVERSE_HELPER}(source, axis_dim, **_kwargs):
-    """Each sequence reversed within its own length along `axis_dim`, for backward loops
-    (RETURNN ignores `direction: -1` on subnetwork units)."""
-    import tensorflow as tf
-
-    x = source(0, as_data=True)
-    axis = x.get_axis_from_description(axis_dim)
-    return tf.compat.v1.reverse_sequence(
-        x.placeholder, seq_lengths=x.get_dynamic_size(axis), seq_axis=axis, batch_axis=x.batch_dim_axis
-    )
-'''
 
 
 def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
@@ -732,41 +369,6 @@ def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
         needing |= new
         changed = bool(new)
     return [name for name in layers if name in needing]
-
-
-def _output_carry(n: Loop, single: set[int], outer: _Block, unfit: Callable[[Value], bool]) -> LoopCarry | None:
-    """The state whose layer is the unit's `output` (`prev:output`). RETURNN computes a unit's
-    `output` after the loop when no layer of the unit reads it: a state's layer stays in the loop.
-    With a `choice`, only the state the choice gives, if any (RETURNN's search follows the unit's
-    output: else the output is a copy of the choice); without, the first state computed by a layer
-    of its own; in a loop inside a loop, the state that is the loop's result (its output is all
-    the outer unit can read), unless it starts from a layer of the outer unit (RETURNN looks for an
-    inner unit's `output`'s initial value before the outer unit has built its layers)."""
-    own = [c for c in n.carries if c.next in single and (outer.in_unit or not unfit(c.inner))]
-    if outer.in_unit:
-        results = [c for c in n.carries if c.out is not None]
-        if len(results) != 1 or results[0] not in own or n.stacks or n.lasts:
-            return None
-        return results[0] if outer.refs[results[0].init].startswith("base:") else None
-    chosen = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"}
-    if chosen:  # a search follows the output: the choice's layer, or a copy of it
-        return next((c for c in own if c.next in chosen), None)
-    return own[0] if own else None
-
-
-def _loop_names(nodes: list[Node]) -> list[str]:
-    """The rec layers' names, chosen by a pass (a fused op's loop too: this target may emit it)."""
-    return [n.name for n in nodes if isinstance(n, Loop)] + [
-        name for n in nodes if isinstance(n, Op) for name in _loop_names(n.unfused)
-    ]
-
-
-def _body_values(n: Loop) -> list[Value]:
-    return [*n.block_args(), *(v for nd in n.body for v in (nd.outs if isinstance(nd, Op) else nd.results()))]
-
-
-def _base(ref: str) -> str:
-    return f"base:{ref}"
 
 
 def emit_returnn(g: Graph) -> str:
