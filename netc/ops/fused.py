@@ -112,8 +112,9 @@ class _CellLoop(OpDef):
         p = ctx.param(role)
         n = ctx.size(op.attrs["hidden"])
         k = self.blocks
-        signs_of = f"torch.tensor({py_literal(signs)}, dtype={ctx.float_dtype}, device={ctx.device})"
-        sign = "" if signs is None else f" * {signs_of}[:, None]"
+        sign = ""
+        if signs is not None:
+            sign = f" * torch.tensor({py_literal(signs)}, dtype={ctx.float_dtype}, device={ctx.device})[:, None]"
         if role.startswith("b"):
             if gates == list(range(k)) and not sign:
                 return p
