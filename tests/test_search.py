@@ -92,7 +92,7 @@ def test_module_and_eager_search_interface():
         b = model.search(x, xl)
     assert set(a) == {"output", "logits", "dec_time_lens", "scores"}
     assert torch.equal(a["output"], b["output"])
-    with pytest.raises(TypeError, match="training needs y, dec_time_lens"):
+    with pytest.raises(TypeError, match="training needs y, enc_time_lens, dec_time_lens"):
         model(x=x, enc_time_lens=xl)
     net = _import_file(str(MODEL), "beam_eager").beam_search
     net.load_returnn_params({k: v for k, v in params.items()})

@@ -383,9 +383,10 @@ class TorchEmitter:
         if ends:
             ended = self._end_loop_head(n, step, valid)
         else:
-            steps = f"range({self.size_var[axis]})"
-            # backwards: each sequence starts at its own last frame (earlier steps are not valid for it)
-            self.emit(f"for {step} in {f'reversed({steps})' if n.reverse else steps}:")
+            size = self.size_var[axis]
+            # backwards: each sequence starts at its own last frame (earlier steps are not valid for
+            # it); `range(n - 1, -1, -1)`, not `reversed(range(n))`, which TorchScript lacks
+            self.emit(f"for {step} in {f'range({size} - 1, -1, -1)' if n.reverse else f'range({size})'}:")
             self.indent += 1
             if any(c.frozen for c in n.carries) or last_vars:
                 self.emit(f"{valid} = {step} < {self.lens_var[axis]}  # [batch]: sequences still running")
@@ -439,16 +440,19 @@ class TorchEmitter:
         if not wanted:
             return
         lens, batch = self.lens_var[n.axis], self.size_var["batch"]
-        last = self.ns.fresh("last_step")
-        self.emit(f"{last} = (torch.arange({batch}, device={self.device()}), ({lens} - 1).clamp(min=0))")
+        rows, last = self.ns.fresh("rows"), self.ns.fresh("last_step")
+        # two index tensors, not a tuple of them in a variable, which TorchScript cannot index with
+        self.emit(f"{rows}, {last} = torch.arange({batch}, device={self.device()}), ({lens} - 1).clamp(min=0)")
         for out, stack, init in wanted:
             stacked = self.var[stack]
             name = self.define(out)
             ran = align_code(f"({lens} > 0)", ("batch",), out.dims)
             if init is None:  # a sequence without steps: zeros, as RETURNN's last frame of nothing
-                self.emit(f"{name} = {stacked}[{last}].masked_fill(~{ran}, 0)  # each sequence's last step")
+                self.emit(f"{name} = {stacked}[{rows}, {last}].masked_fill(~{ran}, 0)  # each sequence's last step")
             else:  # ... its state before the loop
-                self.emit(f"{name} = torch.where({ran}, {stacked}[{last}], {init})  # each sequence's last step")
+                self.emit(
+                    f"{name} = torch.where({ran}, {stacked}[{rows}, {last}], {init})  # each sequence's last step"
+                )
 
     def _end_loop_head(self, n: Loop, step: str, valid: str) -> str:
         """`while` until every sequence has ended (or reached its step limit)."""
@@ -461,10 +465,10 @@ class TorchEmitter:
             f"  # steps each sequence ran: its length of {plain_text(n.axis)}"
         )
         self.emit(f"{step} = 0")
-        self.emit("while True:")
+        # a constant limit is the loop's (`tensor & (t < 5)` would be an int64 tensor in TorchScript)
+        self.emit(f"while {step} < {n.max_steps}:" if n.max_steps is not None else "while True:")
         self.indent += 1
         limit = f" & ({step} < {self.var[n.bound]})" if n.bound is not None else ""
-        limit += f" & ({step} < {n.max_steps})" if n.max_steps is not None else ""
         self.emit(f"{valid} = ~{ended}{limit}  # [batch]: sequences still running")
         self.emit(f"if not bool({valid}.any()):")
         self.emit("    break")
@@ -520,15 +524,28 @@ def containers(attrs) -> list[str]:
     return list(out)
 
 
+def arg_name(param: str) -> str:
+    """`y` of `y: torch.Tensor | None = None`."""
+    return param.split(":")[0].split("=")[0].strip()
+
+
+def _def(name: str, params: list[str]) -> str:
+    """A method's `def` line, one parameter a line when they do not fit on one."""
+    line = f"    def {name}({', '.join(params)}):"
+    if len(line) <= 100:
+        return line
+    return f"    def {name}(\n" + "".join(f"        {p},\n" for p in params) + "    ):"
+
+
 def method(name: str, public: list[str], params: list[str], body: str, direct: bool, head: str = "") -> str:
-    """A method of the module taking `public` (callers' names, defaults included). When the body
-    cannot run under those names (`direct` is False), `name` passes them on to `_name`."""
-    args = ", ".join(p.split("=")[0] for p in public)
+    """A method of the module taking `public` (callers' names, annotations and defaults included).
+    When the body cannot run under those names (`direct` is False), `name` passes them on to `_name`."""
+    args = ", ".join(arg_name(p) for p in public)
     if direct:
-        return f"    def {name}(self, {', '.join(public)}):\n{head}{body}"
-    receiver = Namespace([p.split("=")[0] for p in public], python=False).fresh("self")
+        return f"{_def(name, ['self', *public])}\n{head}{body}"
+    receiver = Namespace([arg_name(p) for p in public], python=False).fresh("self")
     return (
-        f"    def {name}({receiver}, {', '.join(public)}):\n{head}        return {receiver}._{name}({args})\n\n"
+        f"{_def(name, [receiver, *public])}\n{head}        return {receiver}._{name}({args})\n\n"
         f"    def _{name}(self, {', '.join(params)}):\n"
         f"        # the inputs under other names here: they would shadow names this code uses\n{body}"
     )
@@ -568,12 +585,20 @@ def _module_context(g: Graph, reserved: frozenset[str]) -> tuple[dict, TorchEmit
             api.input_lens[d] for d in api.input_lens if d not in plan.input_dims
         ]
         first = min(public.index(t) for t in targets)
-        public = public[:first] + [f"{p}=None" for p in public[first:]] + ["search=False"]
+        optional = public[first:]  # typed, for TorchScript (an untyped parameter is a Tensor there)
+        public = public[:first] + [f"{p}: torch.Tensor | None = None" for p in optional] + ["search: bool = False"]
         search_public = [*plan.inputs, *(lens_name(d) for d in plan.input_dims)]
-        head = (
-            f"        if search:\n            return self.search({', '.join(search_public)})\n"
-            f"        if {' or '.join(f'{t} is None' for t in targets)}:\n"
-            f"            raise TypeError({py_str('training needs ' + ', '.join(targets) + ' (or search=True)')})\n"
+        head = "        if search:\n"
+        # every optional input is checked where it is needed: TorchScript then knows it is a tensor
+        if missing := [p for p in search_public if p in optional]:
+            head += (
+                f"            if {' or '.join(f'{p} is None' for p in missing)}:\n"
+                f"                raise TypeError({py_str('search needs ' + ', '.join(missing))})\n"
+            )
+        head += (
+            f"            return self.search({', '.join(search_public)})\n"
+            f"        if {' or '.join(f'{p} is None' for p in optional)}:\n"
+            f"            raise TypeError({py_str('training needs ' + ', '.join(optional) + ' (or search=True)')})\n"
         )
         searcher = SearchEmitter(g.search or g, names, search_public, plan)
         search_method = method("search", search_public, *searcher.search(), searcher.direct)
@@ -582,7 +607,7 @@ def _module_context(g: Graph, reserved: frozenset[str]) -> tuple[dict, TorchEmit
         source=plain_text(os.path.basename(g.source_file)),
         network=plain_text(g.network),
         names=names,
-        public=", ".join(p.split("=")[0] for p in public),
+        public=", ".join(arg_name(p) for p in public),
         forward=method("forward", public, params, body, fwd.direct, head),
         search=search_method,
         beam_helper=torch_beam_step(names.beam_fn) if plan else None,

@@ -169,7 +169,7 @@ class SearchEmitter(TorchEmitter):
             self.emit(f"{name} = []")
         t = self.ns.fresh("t")
         self.emit(f"{hyp} = {best}")
-        self.emit(f"for {t} in reversed(range({self.size_var[axis]})):")
+        self.emit(f"for {t} in range({self.size_var[axis]} - 1, -1, -1):  # from the last step back")
         for out, s in outputs.items():
             self.emit(f"    {frames[out]}.append({steps[s.out.id]}[{t}][{hyp}])")
         self.emit(f"    {hyp} = {beam.srcs}[{t}][{hyp}]  # the hypothesis it continued")

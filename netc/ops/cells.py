@@ -18,7 +18,7 @@ from __future__ import annotations
 from netc.ir.dims import DimError
 from netc.naming import Code, py_literal
 from netc.ops.align import align_code, align_tensor
-from netc.ops.base import OpDef, OutType, register
+from netc.ops.base import OpDef, OutType, TorchCtx, register
 from netc.ops.rules import check_out_dim
 
 # torch's gate block k is RETURNN's block _TORCH_GATES[k]: (i, f, g, o) from (g, i, f, o)
@@ -163,10 +163,11 @@ FORGET_BIAS = 1.0  # TF's LSTMCell default, added to the forget gate's pre-activ
 TORCH_FROM_TF = [0, 2, 1, 3]
 
 
-def torch_forget_bias(like: str, n: str, forget: float = FORGET_BIAS) -> str:
+def torch_forget_bias(ctx: TorchCtx, n: str, forget: float = FORGET_BIAS) -> str:
     """Code for torch's `b_hh` [4*n] that adds `forget` to the forget gate (torch's block 1) and
-    nothing else, on the device and dtype of tensor `like`."""
-    return f"{like}.new_tensor({py_literal([0.0, forget, 0.0, 0.0])}).repeat_interleave({n})"
+    nothing else, in the float dtype on the device of the computation."""
+    values = py_literal([0.0, forget, 0.0, 0.0])
+    return f"torch.tensor({values}, dtype={ctx.float_dtype}, device={ctx.device}).repeat_interleave({n})"
 
 
 STATE_C_HELPER = "lstm_cell_state_c"
@@ -290,7 +291,7 @@ class LstmCell(OpDef):
 
         # reordered once per call, not in every step of the loop the cell runs in
         b_ih = ctx.once(f"{bias}.view(4, {n})[{gates}].flatten()", "b_ih")
-        b_hh = ctx.once(torch_forget_bias(bias, n), "b_hh")
+        b_hh = ctx.once(torch_forget_bias(ctx, n), "b_hh")
         return (
             f"torch.lstm_cell({ctx.arg(0)}, ({ctx.arg(1)}, {ctx.arg(2)}), "
             f"{w(f':{n_in}', 'w_ih')}, {w(f'{n_in}:', 'w_hh')}, {b_ih}, {b_hh})"

@@ -26,7 +26,7 @@ from netc.ops.param_parts import param_part, returnn_helpers
 # the helpers' shared parts: inputs each reversed within its length for a backward loop; h
 # after each sequence's last frame from the outputs, which are put back in the frames' order
 _REVERSE = """    valid = torch.arange(x.shape[1], device=x.device)[None, :] < lens[:, None]
-    order = None
+    order: torch.Tensor | None = None
     if reverse:  # each sequence's valid frames reversed (padding stays)
         t = torch.arange(x.shape[1], device=x.device)[None, :]
         order = torch.where(valid, lens[:, None] - 1 - t, t)[:, :, None]
@@ -44,7 +44,7 @@ _HOLD = 1e4
 
 
 def _lstm_helper(name: str) -> str:
-    return f'''def {name}(x, lens, h0, c0, weights, reverse: bool, need_c: bool):
+    return f'''def {name}(x, lens, h0, c0, weights: list[torch.Tensor], reverse: bool, need_c: bool):
     """An LSTM over x [batch, time, in] in one native call (torch.lstm; `weights` in its layout:
     w_ih, w_hh, and b_ih, b_hh when it has biases), each sequence over its own frames, from its
     last backwards with `reverse`. Returns h per frame (zeros on padded frames) and h, c after
@@ -57,15 +57,15 @@ def _lstm_helper(name: str) -> str:
         n = h0.shape[-1]
         hold = torch.cat([x.new_full((n,), -{_HOLD!r}), x.new_full((n,), {_HOLD!r}), x.new_zeros(2 * n)])
         x = torch.cat([x, (~valid)[:, :, None].to(x.dtype)], dim=-1)
-        weights = [torch.cat([weights[0], hold[:, None]], dim=1), *weights[1:]]
+        weights = [torch.cat([weights[0], hold[:, None]], dim=1)] + weights[1:]
     # torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    y, _, c = torch.lstm(x, (h0[None], c0[None]), weights, len(weights) == 4, 1, 0.0, False, False, True)
+    y, _, c = torch.lstm(x, [h0[None], c0[None]], weights, len(weights) == 4, 1, 0.0, False, False, True)
 {_LAST}    return y, h, c[0]
 '''
 
 
 def _gru_helper(name: str) -> str:
-    return f'''def {name}(x, lens, h0, weights, reverse: bool):
+    return f'''def {name}(x, lens, h0, weights: list[torch.Tensor], reverse: bool):
     """A GRU over x [batch, time, in] in one native call (torch.gru; `weights` in its layout:
     w_ih, w_hh, and b_ih, b_hh when it has biases), each sequence over its own frames, from its
     last backwards with `reverse`. Returns h per frame (anything on padded frames) and h after
@@ -75,12 +75,12 @@ def _gru_helper(name: str) -> str:
         # torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
         y, _ = torch.gru(x, h0[None], weights, bias, 1, 0.0, False, False, True)
     else:  # valid frames only, as nn.GRU on a packed sequence (a sequence without any runs one)
-        rnn = nn.utils.rnn
-        packed = rnn.pack_padded_sequence(x, lens.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        packed = nn.utils.rnn.pack_padded_sequence(x, lens.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
         h0_sorted = h0[packed.sorted_indices][None]
         # torch.gru(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
         y, _ = torch.gru(packed.data, packed.batch_sizes, h0_sorted, weights, bias, 1, 0.0, False, False)
-        y = rnn.pad_packed_sequence(packed._replace(data=y), batch_first=True, total_length=x.shape[1])[0]
+        packed = nn.utils.rnn.PackedSequence(y, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        y = nn.utils.rnn.pad_packed_sequence(packed, batch_first=True, total_length=x.shape[1])[0]
 {_LAST}    return y, h
 '''
 
@@ -112,7 +112,9 @@ class _CellLoop(OpDef):
         p = ctx.param(role)
         n = ctx.size(op.attrs["hidden"])
         k = self.blocks
-        sign = "" if signs is None else f" * {p}.new_tensor({py_literal(signs)})[:, None]"
+        sign = ""
+        if signs is not None:
+            sign = f" * torch.tensor({py_literal(signs)}, dtype={ctx.float_dtype}, device={ctx.device})[:, None]"
         if role.startswith("b"):
             if gates == list(range(k)) and not sign:
                 return p
@@ -132,7 +134,7 @@ class _CellLoop(OpDef):
         forget = op.attrs.get("forget_bias", 0.0)
         if forget:  # a constant on the forget gate (torch's block 1): the bias a model without one lacks
             assert b_hh is None and b_ih is not None
-            b_hh = torch_forget_bias(ctx.param("b_ih"), ctx.size(op.attrs["hidden"]), forget)
+            b_hh = torch_forget_bias(ctx, ctx.size(op.attrs["hidden"]), forget)
         if b_ih or b_hh:  # torch takes both biases or none
             zeros = f"torch.zeros_like({ctx.param('b_ih' if b_ih else 'b_hh')})"
             w += [b_ih or zeros, b_hh or zeros]

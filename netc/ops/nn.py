@@ -284,7 +284,9 @@ class Cast(OpDef):
     def torch(self, ctx, op):
         if op.attrs["dtype"] == "float32":  # the module's float dtype (float64 after `.double()`)
             return f"{ctx.arg(0)}.to({ctx.float_dtype})"
-        return f"{ctx.arg(0)}.{_TORCH_CAST[op.attrs['dtype']]}()"
+        if op.attrs["dtype"] == "bool":  # TorchScript has no Tensor.bool()
+            return f"{ctx.arg(0)}.to(torch.bool)"
+        return f"{ctx.arg(0)}.long()"
 
     def eager(self, ctx, args, attrs, outs):
         return getattr(args[0].data, _TORCH_CAST[attrs["dtype"]])()

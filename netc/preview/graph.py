@@ -76,6 +76,9 @@ class _Builder:
         g = self.g
         self._number_loops(g.body, None)
         forward = self.torch_lines_with(r"^def forward\(")
+        if forward and forward[0].endswith("("):  # a signature on several lines
+            at = self.torch_lines.index(forward[0])
+            forward = self.torch_lines[at : self.torch_lines.index("):", at) + 1]
         for k, inp in enumerate(g.inputs):
             nid = f"i{k}"
             extern = [line.strip() for line in self.config_lines if line.startswith(f"    {inp.name!r}: ")]
