@@ -233,12 +233,14 @@ BN_HELPER = "masked_batch_norm"
 
 
 def _bn_helper_source(name: str) -> str:
-    return f'''def {name}(x, mask, mean, variance, gamma, beta, training: bool, momentum: float, eps: float):
+    return f'''def {name}(
+    x, mask: torch.Tensor | None, mean, variance, gamma, beta, training: bool, momentum: float, eps: float
+):
     """Batch norm over the feature (last) dim of x; `mask` (None: all) marks the valid frames.
     Training: the valid frames' mean and biased variance, then the running statistics move
     `momentum` towards them (after use, as RETURNN's `batch_norm`); else the running ones."""
     if training:
-        axes = tuple(range(x.dim() - 1))
+        axes = [i for i in range(x.dim() - 1)]  # a list: TorchScript has no tuple(range(...))
         valid = torch.ones_like(x[..., :1]) if mask is None else mask.to(x.dtype).expand_as(x[..., :1])
         n = valid.sum()
         m = (x * valid).sum(axes) / n

@@ -69,6 +69,18 @@ def slice_len(n: int, start: int | None, stop: int | None) -> int:
     return len(range(n)[start:stop])
 
 
+def _slice_size_code(n: str, start: int | None, stop: int | None) -> str:
+    """`slice_len` of the int expression `n` as integer arithmetic (TorchScript has no slices of
+    a `range`); `start`/`stop` are the op's constants."""
+
+    def bound(k: int | None, default: str) -> str:
+        if k is None:
+            return default
+        return f"min({k}, {n})" if k >= 0 else f"max({n} - {-k}, 0)"
+
+    return f"max({bound(stop, n)} - {bound(start, '0')}, 0)"
+
+
 @register
 class SliceFrames(OpDef):
     """`slice_frames(x, axis=time, start=None, stop=None, out_axis=new_time)`: each sequence's
@@ -113,7 +125,7 @@ class SliceFrames(OpDef):
         s, e = self._start_stop(n, a["start"], a["stop"], "torch.clamp_min", "torch.clamp_max")
         lens = f"torch.clamp_min({e} - {s}, 0)"
         # the longest sequence's slice is the longest (a slice's length grows with the sequence's)
-        size = f"len(range({ctx.size(a['axis'])})[{a['start']}:{a['stop']}])"
+        size = _slice_size_code(ctx.size(a["axis"]), a["start"], a["stop"])
         return {a["out_axis"]: (lens, size)}
 
     def torch(self, ctx, op):
@@ -167,7 +179,7 @@ PAD_HELPER = "pad_frames"
 
 
 def _pad_helper(name: str) -> str:
-    return f'''def {name}(x, lens, dim, left, right, value):
+    return f'''def {name}(x, lens, dim: int, left: int, right: int, value: float):
     """x's frames along `dim` (batch first) moved `left` frames on, `value` before them and in
     the `right` frames after each sequence's own last frame (lens: the sequences' lengths)."""
     shape = list(x.shape)
@@ -223,7 +235,7 @@ class PadFrames(OpDef):
         x_dims = ctx.in_dims(0)
         value = _fill(op.outs[0].dtype, a["value"])
         call = f"{ctx.helper(PAD_HELPER)}({ctx.arg(0)}, {ctx.seq_lens(a['axis'])}, {x_dims.index(a['axis'])}, "
-        call += f"{a['left']}, {a['right']}, {value!r})"
+        call += f"{a['left']}, {a['right']}, {float(value)!r})"  # a float (TorchScript types it): labels cast back
         return align_code(call, _renamed(x_dims, a["axis"], a["out_axis"]), op.outs[0].dims)
 
     def returnn(self, ctx, op):
@@ -303,7 +315,8 @@ class ShiftRight(OpDef):
         x_dims = ctx.in_dims(0)
         ax = x_dims.index(a["axis"])
         value = _fill(op.outs[0].dtype, a["value"])
-        call = f"{ctx.helper(PAD_HELPER)}({ctx.arg(0)}, {ctx.seq_lens(a['axis'])}, {ax}, {a['amount']}, 0, {value!r})"
+        call = f"{ctx.helper(PAD_HELPER)}({ctx.arg(0)}, {ctx.seq_lens(a['axis'])}, {ax}, {a['amount']}, 0, "
+        call += f"{float(value)!r})"  # a float, as the helper takes it
         return f"{call}.narrow({ax}, 0, {ctx.size(a['axis'])})"
 
     def eager(self, ctx, args, attrs, outs):

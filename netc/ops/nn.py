@@ -233,7 +233,11 @@ class Where(OpDef):
         if sparse is not None and len(op.args) == 2:
             # labels and a number: `switch` would check the number's (dense) constant against the
             # labels' sparse output and fail; an `eval` gives the labels' class dim to the result
-            where = "tf.where(source(0), source(1), {b!r})" if "b_scalar" in op.attrs else "tf.where(source(0), {a!r}, source(1))"
+            where = (
+                "tf.where(source(0), source(1), {b!r})"
+                if "b_scalar" in op.attrs
+                else "tf.where(source(0), {a!r}, source(1))"
+            )
             return {
                 "class": "eval",
                 "from": [ctx.src(0), ctx.src(1)],
