@@ -205,6 +205,11 @@ def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[st
     compiled graph: the loop whose stack the returned `output` is, else the only loop with
     stacks of these step dims (and, over an input dim, this many steps). With the run's tag, if
     a tag told."""
+    if output is not None:  # a returned list: the graph says which loop stacks it (a tag can mislead:
+        # one item made in a finished loop that ran one step looks like that loop's stack)
+        loop = _output_loop(run.graph(), output)
+        if loop is not None:
+            return loop.axis, loop.reverse, None
     outermost = {_made_in(i, run) for i in items} - {None}
     # a step makes its values afresh: the same value appended twice was made before the appending
     # loop (a later loop appending a value of a finished one), whose steps then say nothing; a
@@ -218,10 +223,6 @@ def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[st
         if tag.stacked == len(items) and (distinct or before):
             return tag.axis, tag.backward, tag
     g = run.graph()
-    if output is not None:
-        loop = _output_loop(g, output)
-        if loop is not None:
-            return loop.axis, loop.reverse, None
     step_dims = items[0].dims
     found = set()
 

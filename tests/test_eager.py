@@ -128,3 +128,45 @@ def test_a_loop_ending_at_its_first_step_is_a_located_error(tmp_path, result, ca
     proc = run_netc("run", model, "--backend", "eager", "--inputs", tmp_path / "in.npz", "-o", tmp_path / "o.npz")
     line = next(i for i, text in enumerate(src.splitlines(), 1) if text.strip().startswith("return"))
     assert_located_error(proc, src, str(model), line, call, message)
+
+
+LAST_VALUE_APPENDED = """\
+from netc import Dim, Linear, Tensor, batch, end, network, reduce_sum, tanh, zeros
+
+time = Dim("time")
+feat = Dim("feat", 4)
+hidden = Dim("hidden", 3)
+
+
+@network
+def f(x: Tensor[batch, time, feat]):
+    h = zeros(batch, hidden)
+    for x_t in x:
+        h = tanh(Linear(hidden)(x_t) + h)
+    last = h
+    out = []
+    for _ in range(3):
+        h = tanh(Linear(hidden)(h))
+        out.append(last)
+        if end(reduce_sum(h, axis=hidden) > -5.0):  # every sequence ends at its first step
+            break
+    return {"output": out}
+"""
+
+
+def test_a_returned_list_of_an_earlier_loops_value_is_stacked_in_its_own_loop(tmp_path):
+    """`out.append(last)`, `last` made by a finished loop: for a sequence of one frame that loop ran
+    one step, as many as the list has items, yet the list is the later loop's stack (seed 20025)."""
+    from conftest import run_netc
+
+    model = tmp_path / "m.py"
+    model.write_text(LAST_VALUE_APPENDED)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", **{"in:x": x, "len:time": np.array([3, 1])})
+    outs = {}
+    for backend in ("eager", "torch"):
+        out = tmp_path / f"{backend}.npz"
+        run_netc("run", model, "--backend", backend, "--inputs", tmp_path / "in.npz", "-o", out, check=True)
+        outs[backend] = np.load(out)
+    assert list(outs["eager"]["dims:output"]) == ["batch", "out_time", "hidden"]
+    np.testing.assert_allclose(outs["eager"]["out:output"], outs["torch"]["out:output"], atol=1e-6)
