@@ -150,13 +150,16 @@ class SliceFrames(OpDef):
         axis = ctx.dim(a["axis"])
         s, e = self._start_stop("source(0)", a["start"], a["stop"], "tf.maximum", "tf.minimum")
         out = ctx.dim(a["out_axis"])
-        sub: dict = {"length": {"class": "length", "from": "data", "axis": axis}}
+        # batch-major first: with a time-major input `slice_nd` puts the new lengths on another dim
+        order = [ctx.dim(d) for d in ["batch", *(d for d in ctx.in_dims(0) if d != "batch")]]
+        sub: dict = {"data_bm": {"class": "transpose", "from": "data", "perm": order}}
+        sub["length"] = {"class": "length", "from": "data_bm", "axis": axis}
         sub["new_length"] = {"class": "eval", "from": "length", "eval": f"tf.maximum({e} - {s}, 0)"}
         # `slice_nd` gives its dim these lengths without marking the tensor as the dim's size, which a
         # loop over the dim then asserts on: `range_from_length` marks it, `length` reads it back
         sub["positions"] = {"class": "range_from_length", "from": "new_length", "out_spatial_dim": out}
         sub["size"] = {"class": "length", "from": "positions", "axis": out}
-        nd = {"class": "slice_nd", "from": "data", "axis": axis, "size": "size", "out_spatial_dim": out}
+        nd = {"class": "slice_nd", "from": "data_bm", "axis": axis, "size": "size", "out_spatial_dim": out}
         if a["start"] is not None and a["start"] < 0:
             sub["start"] = {"class": "eval", "from": "length", "eval": s}
             nd["start"] = "start"
