@@ -65,3 +65,17 @@ def assert_located_error(proc: subprocess.CompletedProcess, src: str, file: str,
     assert message in first, first
     assert source_line.strip() == src.splitlines()[line - 1].strip()
     assert caret.index("^") - 4 == col
+
+
+def check_located_case(tmp_path: Path, header: str, sig: str, case: tuple, target: str = "returnn") -> None:
+    """An error-table case `(name, body lines, message, line in the body, call)`: the body as a
+    @network function with signature `sig` after `header`, compiled for `target` by the CLI, is
+    that located error."""
+    import textwrap
+
+    name, body, message, line, call = case
+    src = header + "@network\n" + sig + "\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    proc = run_netc("compile", path.name, "--target", target, cwd=tmp_path)
+    assert_located_error(proc, src, path.name, header.count("\n") + 2 + line, call, message)

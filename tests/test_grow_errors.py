@@ -3,10 +3,8 @@ the source line, a caret, exit code 1, no traceback (as in test_errors.py)."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
-from conftest import assert_located_error
+from conftest import check_located_case
 
 HEADER = """\
 from netc import Dim, Linear, Tensor, batch, cum_concat, dot, empty, network, reduce_sum, softmax, zeros
@@ -108,27 +106,15 @@ CASES = [
 ]
 
 
-def _source(body: list[str]) -> str:
-    return HEADER + "@network\n" + SIG + "\n" + textwrap.indent("\n".join(body), "    ") + "\n"
-
-
-@pytest.mark.parametrize("name,body,message,line,call", CASES, ids=[c[0] for c in CASES])
-def test_located_error(tmp_path, netc, name, body, message, line, call):
-    src = _source(body)
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    proc = netc("compile", path.name, "--target", "torch", cwd=tmp_path)
-    assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + line, call, message)
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_located_error(tmp_path, case):
+    check_located_case(tmp_path, HEADER, SIG, case, target="torch")
 
 
 def test_returnn_target_needs_a_step_value_beside_a_grown_one(tmp_path, netc):
     """RETURNN runs a `cum_concat` no state needs after the loop, without the step axis: a layer
     reading a grown value and nothing of the step would lose it (the torch target takes it)."""
     body = [*LOOP, GROW, "    out.append(reduce_sum(h, axis=hist))", "return out"]
-    src = _source(body)
-    path = tmp_path / "grown_only.py"
-    path.write_text(src)
-    proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
     message = "RETURNN target: this reads a value over `hist` (grown by `cum_concat`) and nothing that changes per step"
-    assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + 5, "reduce_sum(", message)
-    assert netc("compile", path.name, "--target", "torch", cwd=tmp_path).returncode == 0
+    check_located_case(tmp_path, HEADER, SIG, ("grown_only", body, message, 5, "reduce_sum("))
+    assert netc("compile", "grown_only.py", "--target", "torch", cwd=tmp_path).returncode == 0

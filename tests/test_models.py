@@ -56,6 +56,7 @@ MODELS = [
     "ops_conv2d.py",
     "append_value_of_while_loop.py",
     "frames_time_major.py",
+    "dead_state.py",
     "expand_over_loop_dim.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also

@@ -3,10 +3,8 @@ no traceback (as in test_errors.py). Each case is a model file compiled by the r
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
-from conftest import assert_located_error
+from conftest import check_located_case
 
 HEADER = """\
 from netc import (Dim, Embedding, LayerNorm, Labels, Linear, Tensor, argmax, batch, cast, cross_entropy,
@@ -199,17 +197,9 @@ CASES = [
 ]
 
 
-def _source(body: list[str]) -> str:
-    return HEADER + "@network\n" + SIG + "\n" + textwrap.indent("\n".join(body), "    ") + "\n"
-
-
-@pytest.mark.parametrize("name,body,message,line,call", CASES, ids=[c[0] for c in CASES])
-def test_located_error(tmp_path, netc, name, body, message, line, call):
-    src = _source(body)
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
-    assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + line, call, message)
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_located_error(tmp_path, case):
+    check_located_case(tmp_path, HEADER, SIG, case, target="returnn")
 
 
 def test_eager_run_of_a_valid_model_is_not_rejected():

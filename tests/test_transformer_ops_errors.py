@@ -4,10 +4,8 @@ a caret, exit code 1, no traceback. Each case is a model file compiled by the re
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
-from conftest import assert_located_error
+from conftest import check_located_case
 
 HEADER = """\
 from netc import (Dim, Labels, Tensor, batch, cos, logsumexp, max_pool, network, one_hot, pad_frames, range_over,
@@ -164,17 +162,9 @@ CASES = [
 ]
 
 
-def _source(body: list[str]) -> str:
-    return HEADER + "@network\n" + SIG + "\n" + textwrap.indent("\n".join(body), "    ") + "\n"
-
-
-@pytest.mark.parametrize("name,body,message,line,call", CASES, ids=[c[0] for c in CASES])
-def test_located_error(tmp_path, netc, name, body, message, line, call):
-    src = _source(body)
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
-    assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + line, call, message)
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_located_error(tmp_path, case):
+    check_located_case(tmp_path, HEADER, SIG, case, target="returnn")
 
 
 REL_CASES = [
@@ -230,10 +220,7 @@ REL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,body,message,line,call", REL_CASES, ids=[c[0] for c in REL_CASES])
-def test_located_error_of_relative_positions(tmp_path, netc, name, body, message, line, call):
-    src = _source(body).replace("from netc import (", "from netc import (expand, rel_positions, rel_shift, ", 1)
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    proc = netc("compile", path.name, "--target", "returnn", cwd=tmp_path)
-    assert_located_error(proc, src, path.name, HEADER.count("\n") + 2 + line, call, message)
+@pytest.mark.parametrize("case", REL_CASES, ids=[c[0] for c in REL_CASES])
+def test_located_error_of_relative_positions(tmp_path, case):
+    header = HEADER.replace("from netc import (", "from netc import (expand, rel_positions, rel_shift, ", 1)
+    check_located_case(tmp_path, header, SIG, case)

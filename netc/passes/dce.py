@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from netc.ir.model import Graph, Loop, Node, Op
-from netc.ir.uses import count_uses
+from netc.ir.model import Graph, Loop, LoopCarry, Node, Op
+from netc.ir.uses import count_uses, node_uses
 from netc.ops import REGISTRY
 
 
@@ -56,6 +56,31 @@ def _makes_used_dims(n: Op, dim_uses: Counter) -> bool:
     return any(dim_uses[d] > sum(d in v.dims for v in n.outs) for d in REGISTRY[n.op].makes_dims(n.attrs))
 
 
+def _dead_carries(n: Loop) -> list[LoopCarry]:
+    """States of loop `n` that nothing but their own updates reads: no result after the loop, and
+    no stack, last value, end condition or live state computed from them (a fixpoint of what is
+    live, from the loop's results back through its body). RETURNN builds no layer for such a state
+    (nor its parameters), so the other targets must not compute it either."""
+    live = {s.value for s in n.stacks} | {ll.value for ll in n.lasts}
+    live |= {ll.init for ll in n.lasts if ll.init is not None} | {c.next for c in n.carries if c.out is not None}
+    if n.end is not None:
+        live.add(n.end)
+    changed = True
+    while changed:
+        changed = False
+        for nd in reversed(n.body):
+            outs = nd.outs if isinstance(nd, Op) else nd.results()
+            if any(o.id in live for o in outs):
+                new = set(node_uses(nd)) - live
+                live |= new
+                changed |= bool(new)
+        for c in n.carries:
+            if c.inner.id in live and c.next not in live:
+                live.add(c.next)
+                changed = True
+    return [c for c in n.carries if c.out is None and c.inner.id not in live]
+
+
 def _sweep(nodes: list[Node], uses, dim_uses: Counter) -> bool:
     changed = False
     keep: list[Node] = []
@@ -67,6 +92,10 @@ def _sweep(nodes: list[Node], uses, dim_uses: Counter) -> bool:
             for c in n.carries:
                 if c.out is not None and not uses[c.out.id]:
                     c.out = None
+            dead = _dead_carries(n)
+            if dead:  # their updates become unread: the next round's sweep removes them
+                n.carries = [c for c in n.carries if c not in dead]
+                changed = True
             if not n.stacks and not n.lasts and all(c.out is None for c in n.carries):
                 changed = True
                 continue
