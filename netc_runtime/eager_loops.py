@@ -207,7 +207,7 @@ def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[st
     a tag told."""
     if output is not None:  # a returned list: the graph says which loop stacks it (a tag can mislead:
         # one item made in a finished loop that ran one step looks like that loop's stack)
-        loop = _output_loop(run.graph(), output)
+        loop = output_loop(run.graph(), output)
         if loop is not None:
             return loop.axis, loop.reverse, None
     outermost = {_made_in(i, run) for i in items} - {None}
@@ -254,7 +254,7 @@ def _made_in(item: Any, run: _Run) -> LoopTag | None:
     return tag if tag is not None else run.while_loops.get(item.serial + 1)
 
 
-def _output_loop(g: Graph, output: str) -> Loop | None:
+def output_loop(g: Graph, output: str) -> Loop | None:
     ids = {o.value for o in g.outputs if o.name == output}
     found: list[Loop] = []
 

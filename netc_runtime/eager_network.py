@@ -18,7 +18,7 @@ from netc.ir.uses import values_by_id
 from netc.naming import lens_name
 from netc.ops.align import align_tensor
 from netc_runtime.eager import _UNSET, Absent, ETensor, _current, _range, _Run, stack_list
-from netc_runtime.eager_loops import unbound_after_end
+from netc_runtime.eager_loops import output_loop, unbound_after_end
 
 
 class Network:
@@ -83,9 +83,20 @@ class Network:
             return value
         if value:
             return stack_list(value, output=name)
+        # the stacked loop's dim has no frames; the others have this sequence's lengths (the
+        # targets pad them so, e.g. a [batch, time] state stacked by a loop that ran no step)
         dims = self.output_dims[name]
-        shape = [1 if d == "batch" else self.dims[d].size or 0 for d in dims]
-        return ETensor(torch.zeros(shape), tuple(dims))
+        loop = output_loop(self.graph, name)
+        known = _current.get().lengths
+
+        def size(d: str) -> int:
+            if d == "batch":
+                return 1
+            if self.dims[d].size is not None:
+                return self.dims[d].size
+            return 0 if loop is None or d == loop.axis else known.get(d, 0)
+
+        return ETensor(torch.zeros([size(d) for d in dims]), tuple(dims))
 
     def load_returnn_params(self, mapping) -> None:
         for name, value in mapping.items():

@@ -170,3 +170,42 @@ def test_a_returned_list_of_an_earlier_loops_value_is_stacked_in_its_own_loop(tm
         outs[backend] = np.load(out)
     assert list(outs["eager"]["dims:output"]) == ["batch", "out_time", "hidden"]
     np.testing.assert_allclose(outs["eager"]["out:output"], outs["torch"]["out:output"], atol=1e-6)
+
+
+EMPTY_STACK_OF_A_STATE = """\
+from netc import Dim, Tensor, batch, network, slice_frames, zeros
+
+time = Dim("time")
+feat = Dim("feat", 4)
+later = Dim("later")
+
+
+@network
+def f(x: Tensor[batch, time, feat]):
+    acc = zeros(batch, time)
+    out = []
+    for _ in slice_frames(x, axis=time, start=1, out_axis=later):
+        out.append(acc)
+    return {"output": out}
+"""
+
+
+def test_an_empty_returned_stack_keeps_the_lengths_of_its_other_dims(tmp_path):
+    """A sequence of one frame: the loop over its later frames runs no step, the returned stack of
+    a [batch, time] value is empty, yet its `time` is this sequence's (diffgen seed 20547)."""
+    from conftest import run_netc
+
+    model = tmp_path / "m.py"
+    model.write_text(EMPTY_STACK_OF_A_STATE)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", **{"in:x": x, "len:time": np.array([3, 1])})
+    outs = {}
+    for backend in ("eager", "torch"):
+        out = tmp_path / f"{backend}.npz"
+        run_netc("run", model, "--backend", backend, "--inputs", tmp_path / "in.npz", "-o", out, check=True)
+        outs[backend] = dict(np.load(out))
+    assert list(outs["eager"]["dims:output"]) == list(outs["torch"]["dims:output"])
+    for key in outs["torch"]:
+        if key.startswith("outlen:"):
+            np.testing.assert_array_equal(outs["eager"][key], outs["torch"][key], err_msg=key)
+    np.testing.assert_array_equal(outs["eager"]["outlen:output:time"], [3, 1])
