@@ -71,9 +71,7 @@ def check_outputs(c: Compiled, regen: RegenHint) -> ModelCheck:
     mc = ModelCheck(job.source, job.network, c.cached)
     if c.error is not None:
         s = c.error.span
-        where = (
-            {} if s is None else {"line": s.line, "col": s.col + 1, "end_line": s.end_line, "end_col": s.end_col + 1}
-        )
+        where = {} if s is None else {k: v for k, v in s.location().items() if k != "file"}
         mc.problems.append(Problem("compile", job.source, c.error.message, detail=c.error.render(), **where))
         return mc
     for target, path in job.outputs.items():

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph
+from netc.parser.source import Source, read_source
 from netc.preview.model import Preview, PreviewNode
 
 
@@ -33,6 +34,7 @@ class Analysis:
     errors: list[CompileError] = field(default_factory=list)
     networks: list[Network] = field(default_factory=list)
     tree: ast.Module | None = None
+    source: Source | None = None  # the parser's view of `text`: spans of tree nodes in the file
 
     def network_at(self, line: int) -> Network | None:
         inside = [n for n in self.networks if n.first_line <= line <= n.last_line]
@@ -55,8 +57,9 @@ def analyse(path: str, text: str) -> Analysis:
 
     a = Analysis(path, text)
     try:
-        a.tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        a.source = read_source(path, text)
+        a.tree = a.source.parse()
+    except CompileError:
         pass  # the compiler reports it, located
     nets = _network_functions(a.tree) if a.tree is not None else []
     if a.tree is not None and not nets:
@@ -105,24 +108,11 @@ def word_at(text: str, line: int, col: int) -> tuple[str, int, int] | None:
     return (word, start, end) if word and word.isidentifier() else None
 
 
-def _col(text: str, line: int, byte_col: int) -> int:
-    """ast's UTF-8 byte column as characters."""
-    s = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
-    return len(s.encode()[:byte_col].decode(errors="ignore"))
-
-
 def _span(a: Analysis, node: ast.AST) -> Span:
+    assert a.source is not None  # spans are asked of nodes of `a.tree`
     if isinstance(node, ast.FunctionDef | ast.ClassDef):  # its name, not its whole body
-        text = a.text.splitlines()[node.lineno - 1]
-        col = text.index(node.name, _col(a.text, node.lineno, node.col_offset))
-        return Span(file=a.path, line=node.lineno, col=col, end_line=node.lineno, end_col=col + len(node.name))
-    return Span(
-        file=a.path,
-        line=node.lineno,
-        col=_col(a.text, node.lineno, node.col_offset),
-        end_line=node.end_lineno or node.lineno,
-        end_col=_col(a.text, node.end_lineno or node.lineno, node.end_col_offset or 0),
-    )
+        return a.source.name_span(node)
+    return a.source.node_span(node)
 
 
 def _assigned(stmts: list[ast.stmt], name: str, self_attr: bool = False) -> ast.AST | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import io
 import keyword
+import re
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
@@ -74,6 +75,13 @@ class Source:
         line, col = node.lineno, node.col_offset
         end_line, end_col = (line, col + width) if width is not None else (node.end_lineno, node.end_col_offset)
         return self.span(line, self._chars(line, col), end_line, self._chars(end_line, end_col))
+
+    def name_span(self, node: ast.FunctionDef | ast.ClassDef) -> Span:
+        """Where a `def`'s or `class`'s name stands (the node's own span is its whole statement)."""
+        col = self._chars(node.lineno, node.col_offset)
+        head = re.compile(r"(?:async\s+)?(?:def|class)\s+").match(self.lines[node.lineno - 1], col)
+        col = head.end() if head else col
+        return self.span(node.lineno, col, node.lineno, col + len(node.name))
 
     @cached_property
     def lines(self) -> list[str]:
