@@ -551,5 +551,9 @@ def verify(
     click.echo("verify: ok")
 
 
+from netc.cli_export import export  # noqa: E402  (its own file: this one is long)
+
+main.add_command(export)
+
 if __name__ == "__main__":
     main()
