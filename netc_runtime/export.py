@@ -27,7 +27,7 @@ import numpy as np
 from netc.ir.interface import input_dyn_dims, interface
 from netc.ir.model import Graph
 from netc.ir.search import SCORES, search_dims, search_plan
-from netc.ir.uses import values_by_id
+from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
 from netc.passes import dce
 from netc.ir.model import Loop
@@ -176,21 +176,32 @@ _NO_ONNX = {"ctc_loss": "CTC loss", "rnnt_loss": "RNN-T loss"}  # ops ONNX has n
 
 
 def _refuse_ops(g: Graph, search: bool) -> None:
-    """An output computed with an op ONNX lacks (losses are not exported, per-sequence loss
-    outputs are)."""
+    """An op ONNX has no operator for, that a result needs (losses are not exported; an output
+    that is a per-sequence loss is; a search computes only what it returns)."""
     from netc.errors import CompileError
 
-    def walk(nodes):
-        for n in nodes:
-            if isinstance(n, Loop):
-                walk(n.body)
-            elif n.op in _NO_ONNX:
+    g = inference_graph(g)
+    if search and g.search is not None:
+        g = g.search
+    plan = search_plan(g) if search else None
+    needed = {o.value for o in g.outputs if plan is None or o.name in plan.outputs}
+    for n in reversed(g.body):
+        if not any(v.id in needed for v in (n.results() if isinstance(n, Loop) else n.outs)):
+            continue
+        needed.update(node_uses(n))
+        for op in _ops(n):
+            if op.op in _NO_ONNX:
                 raise CompileError(
-                    n.span, f"--format onnx: ONNX has no {_NO_ONNX[n.op]} operator for this `{n.op}` an output needs"
+                    op.span, f"--format onnx: ONNX has no {_NO_ONNX[op.op]} operator for this `{op.op}` a result needs"
                 )
 
-    g = inference_graph(g)
-    walk(g.search.body if search and g.search is not None else g.body)
+
+def _ops(n):
+    if isinstance(n, Loop):
+        for m in n.body:
+            yield from _ops(m)
+    else:
+        yield n
 
 
 def export(
@@ -237,10 +248,23 @@ def _masked_fill(g, self, mask, value):
     return g.op("Where", mask, g.op("CastLike", value, self), self)
 
 
+def onnx_output_names(sig: Signature) -> list[str]:
+    """The results' names in the ONNX graph, where names are unique: a search's lengths of an
+    input's dim (`time_lens`) is `time_lens_out` there."""
+    taken = {n for n, _ in sig.inputs}
+    return [f"{n}_out" if n in taken else n for n, _ in sig.outputs]
+
+
 def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
     import onnx
 
+    from torch.onnx._internal.torchscript_exporter.symbolic_opset9 import _floor_divide
+
     torch.onnx.register_custom_op_symbolic("aten::masked_fill", _masked_fill, OPSET)
+    # `//` rounds down, on ints (sizes: `-(-n // 2)`) and tensors (lengths: `(lens - 3) // 2`) as in
+    # Python; the exporter's truncates toward 0
+    for op in ("aten::floordiv", "aten::floor_divide"):
+        torch.onnx.register_custom_op_symbolic(op, _floor_divide, OPSET)
     axes = {n: _dynamic(g, dims) for n, dims in [*sig.inputs, *sig.outputs]}
     args = tuple(example[n] for n, _ in sig.inputs)
     raw = io.BytesIO()
@@ -250,7 +274,7 @@ def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
         raw,
         dynamo=False,  # the TorchScript-based exporter: scripted loops become ONNX Loop
         input_names=[n for n, _ in sig.inputs],
-        output_names=[n for n, _ in sig.outputs],
+        output_names=onnx_output_names(sig),
         dynamic_axes={n: a for n, a in axes.items() if a},
         opset_version=OPSET,
     )
@@ -272,7 +296,7 @@ def _torch_export(g: Graph, sig: Signature, wrapped, example, buffer, torch) -> 
     torch.export.save(program, buffer)
 
 
-def load(fmt: str, path: str):
+def load(fmt: str, path: str, sig: Signature):
     """The exported file as a function of the inputs by name that returns the results by name."""
     import torch
 
@@ -281,10 +305,11 @@ def load(fmt: str, path: str):
 
         session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
         names = {i.name for i in session.get_inputs()}  # an input nothing reads is not in the graph
-        outputs = [o.name for o in session.get_outputs()]
+        outputs = onnx_output_names(sig)
 
         def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-            return dict(zip(outputs, session.run(outputs, {k: v for k, v in inputs.items() if k in names})))
+            got = session.run(outputs, {k: v for k, v in inputs.items() if k in names})
+            return {n: v for (n, _), v in zip(sig.outputs, got)}
 
         return run
     module = torch.jit.load(path) if fmt == "torchscript" else torch.export.load(path).module()
@@ -314,7 +339,7 @@ def check(g: Graph, fmt: str, path: str, params_path: str | None = None, seed: i
     with torch.no_grad():
         ref = {k: v.numpy() for k, v in wrapped(**{k: torch.as_tensor(v) for k, v in inputs.items()}).items()}
     with _quiet(), failing_as(fmt):
-        got = load(fmt, path)(inputs)
+        got = load(fmt, path, sig)(inputs)
     lens = {d: inputs[lens_name(d)] for d in sig.dyn}
     lens.update({d.name: ref[lens_name(d.name)] for d in g.dims if lens_name(d.name) in ref})
     worst = 0.0
