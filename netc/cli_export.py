@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from netc.cli import _pass_options  # netc.cli imports this module after defining its helpers
+
 FORMATS = ("onnx", "torchscript", "torch-export")
 
 
@@ -20,6 +22,7 @@ FORMATS = ("onnx", "torchscript", "torch-export")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for parameters not given.")
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option("--search", is_flag=True, help="Export the beam search (a model with `choice`) instead of forward.")
+@_pass_options
 @click.option(
     "-v", "--verbose", is_flag=True, help="On a failure, also the traceback (of the exporter, framework or netc)."
 )
@@ -31,6 +34,9 @@ def export(
     seed: int,
     network: str | None,
     search: bool,
+    hoist: bool,
+    whole_sequence: bool,
+    fuse: bool,
     verbose: bool,
 ) -> None:
     """Export MODEL for inference: its torch module with parameters, batch and dynamic dims
@@ -44,7 +50,7 @@ def export(
         from netc_runtime.export import check
         from netc_runtime.export import export as run_export
 
-        g = _graph(model, network)
+        g = _graph(model, network, hoist, whole_sequence, fuse)
         sig = run_export(g, fmt, output, params_path, seed, search)
         checked = check(g, fmt, output, params_path, seed, search)
 

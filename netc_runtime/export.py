@@ -25,12 +25,11 @@ from pathlib import Path
 import numpy as np
 
 from netc.ir.interface import input_dyn_dims, interface
-from netc.ir.model import Graph
+from netc.ir.model import Graph, Loop
 from netc.ir.search import SCORES, search_dims, search_plan
 from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
 from netc.passes import dce
-from netc.ir.model import Loop
 from netc_runtime.backends import load_torch_module, valid_mask
 from netc_runtime.failures import Mismatch, failing_as
 from netc_runtime.npz import _params
@@ -150,6 +149,38 @@ def _dynamic(g: Graph, dims: list[str]) -> dict[int, str]:
 
 
 @contextlib.contextmanager
+def _printed_as_note():
+    """The TorchScript-based exporter prints its whole graph to the process' stdout when it fails
+    (from C++): kept, and added to the exception as a note (`netc export --verbose` shows it)."""
+    import os
+    import sys
+    import tempfile
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    with tempfile.TemporaryFile() as tmp:
+        for fd in saved:
+            os.dup2(tmp.fileno(), fd)
+        try:
+            yield
+        except Exception as e:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            tmp.seek(0)
+            printed = tmp.read().decode("utf-8", "replace").strip()
+            if printed:
+                e.add_note(f"the exporter printed:\n{printed}")
+            raise
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy_ in saved.items():
+                os.dup2(copy_, fd)
+                os.close(copy_)
+
+
+@contextlib.contextmanager
 def _quiet():
     """torch 2.13 warns that TorchScript and the TorchScript-based ONNX exporter are deprecated."""
     with warnings.catch_warnings():
@@ -165,14 +196,23 @@ def _refuse_loops(g: Graph, search: bool) -> None:
     g = g.search if search and g.search is not None else g
     for n in g.body:
         if isinstance(n, Loop):
-            if n.end is not None or n.target is not None or n.axis not in {d.name for d in g.dims if d.kind == "dynamic"}:
+            if (
+                n.end is not None
+                or n.target is not None
+                or n.axis not in {d.name for d in g.dims if d.kind == "dynamic"}
+            ):
                 why = "decides from values when to stop, which torch.export cannot trace"
             else:
                 why = f"is unrolled by torch.export at the example's length, so `{n.axis}` cannot stay dynamic"
             raise CompileError(n.span, f"--format torch-export: this loop {why}; use --format onnx or torchscript")
 
 
-_NO_ONNX = {"ctc_loss": "CTC loss", "rnnt_loss": "RNN-T loss"}  # ops ONNX has no operator for
+_NO_ONNX = {  # ops whose torch code ONNX cannot express
+    "ctc_loss": "ONNX has no CTC loss operator",
+    "rnnt_loss": "ONNX has no RNN-T loss operator",
+    "gru_loop": "this loop runs as a fused GRU on a batch packed by its lengths, which the exporter cannot "
+    "express; export with --no-fuse (the loop as written)",
+}
 
 
 def _refuse_ops(g: Graph, search: bool) -> None:
@@ -191,9 +231,7 @@ def _refuse_ops(g: Graph, search: bool) -> None:
         needed.update(node_uses(n))
         for op in _ops(n):
             if op.op in _NO_ONNX:
-                raise CompileError(
-                    op.span, f"--format onnx: ONNX has no {_NO_ONNX[op.op]} operator for this `{op.op}` a result needs"
-                )
+                raise CompileError(op.span, f"--format onnx: {_NO_ONNX[op.op]} (`{op.op}`, which a result needs)")
 
 
 def _ops(n):
@@ -219,6 +257,13 @@ def export(
     if fmt == "torch-export":
         _refuse_loops(g, search)
     if fmt == "onnx":
+        try:
+            import onnx  # noqa: F401
+            import onnxruntime  # noqa: F401
+        except ImportError as e:
+            raise ValueError(
+                f"--format onnx needs onnx and onnxruntime ({e.name} is missing): pip install 'netc[export]'"
+            ) from e
         _refuse_ops(g, search)
     wrapped, sig, torch = build(g, params_path, seed, search, as_dict=fmt != "onnx")
     example = {k: torch.as_tensor(v) for k, v in example_inputs(g, sig, 3, 5, seed).items()}
@@ -227,7 +272,8 @@ def export(
         if fmt == "torchscript":
             torch.jit.save(torch.jit.script(wrapped), buffer)
         elif fmt == "onnx":
-            _onnx(g, sig, torch.jit.script(wrapped), example, buffer, torch)
+            with _printed_as_note():
+                _onnx(g, sig, torch.jit.script(wrapped), example, buffer, torch)
         else:
             _torch_export(g, sig, wrapped, example, buffer, torch)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
@@ -248,6 +294,69 @@ def _masked_fill(g, self, mask, value):
     return g.op("Where", mask, g.op("CastLike", value, self), self)
 
 
+def _ints(g, values: list[int]):
+    import torch
+
+    return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+
+
+def _take_along_dim(g, self, indices, dim):
+    """`torch.take_along_dim(x, idx, dim)`: GatherElements on `idx` broadcast to `x`'s shape but
+    along `dim` (the exporter has none); both of one rank, as the module writes them."""
+    from torch.onnx import symbolic_helper
+
+    d = symbolic_helper._get_const(dim, "i", "dim")
+    shape_x, shape_i = g.op("Shape", self), g.op("Shape", indices)
+    both = g.op("Max", shape_x, shape_i)  # broadcast: each size is 1 or the other's
+
+    def around(middle):
+        parts = [g.op("Slice", both, _ints(g, [0]), _ints(g, [d]))] if d != 0 else []
+        parts.append(g.op("Slice", middle, _ints(g, [d]), _ints(g, [d + 1])))
+        if d != -1:
+            parts.append(g.op("Slice", both, _ints(g, [d + 1]), _ints(g, [2**62])))
+        return g.op("Concat", *parts, axis_i=0)
+
+    x = g.op("Expand", self, around(shape_x))
+    out = g.op("GatherElements", x, g.op("Expand", indices, around(shape_i)), axis_i=d)
+    rank = symbolic_helper._get_tensor_rank(self) or symbolic_helper._get_tensor_rank(indices)
+    if rank is not None:  # what shape inference cannot tell through the computed shapes
+        out.setType(self.type().with_sizes([None] * rank))
+    return out
+
+
+def _unflatten(g, self, dim, sizes):
+    """`x.unflatten(dim, sizes)` as a Reshape around `dim`, for any rank (the exporter needs it known)."""
+    from torch.onnx import symbolic_helper
+
+    d = symbolic_helper._get_const(dim, "i", "dim")
+    shape = g.op("Shape", self)
+    parts = [g.op("Slice", shape, _ints(g, [0]), _ints(g, [d]))] if d != 0 else []
+    parts.append(g.op("Cast", sizes, to_i=7))  # int64
+    if d != -1:
+        parts.append(g.op("Slice", shape, _ints(g, [d + 1]), _ints(g, [2**62])))
+    return g.op("Reshape", self, g.op("Concat", *parts, axis_i=0))
+
+
+def _gru_cell(g, x, h, w_ih, w_hh, b_ih, b_hh):
+    """`torch.gru_cell` (no ONNX operator of its own): gates in torch's order r, z, n."""
+    from torch.onnx import symbolic_helper
+
+    def affine(v, w, b):
+        out = g.op("MatMul", v, g.op("Transpose", w, perm_i=[1, 0]))
+        return out if symbolic_helper._is_none(b) else g.op("Add", out, b)
+
+    i_r, i_z, i_n = g.op("Split", affine(x, w_ih, b_ih), axis_i=1, outputs=3)
+    h_r, h_z, h_n = g.op("Split", affine(h, w_hh, b_hh), axis_i=1, outputs=3)
+    r = g.op("Sigmoid", g.op("Add", i_r, h_r))
+    z = g.op("Sigmoid", g.op("Add", i_z, h_z))
+    n = g.op("Tanh", g.op("Add", i_n, g.op("Mul", r, h_n)))
+    return g.op("Add", n, g.op("Mul", z, g.op("Sub", h, n)))  # (1 - z) * n + z * h
+
+
+def _same(g, self):
+    return self
+
+
 def onnx_output_names(sig: Signature) -> list[str]:
     """The results' names in the ONNX graph, where names are unique: a search's lengths of an
     input's dim (`time_lens`) is `time_lens_out` there."""
@@ -257,7 +366,6 @@ def onnx_output_names(sig: Signature) -> list[str]:
 
 def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
     import onnx
-
     from torch.onnx._internal.torchscript_exporter.symbolic_opset9 import _floor_divide
 
     torch.onnx.register_custom_op_symbolic("aten::masked_fill", _masked_fill, OPSET)
@@ -265,6 +373,14 @@ def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
     # Python; the exporter's truncates toward 0
     for op in ("aten::floordiv", "aten::floor_divide"):
         torch.onnx.register_custom_op_symbolic(op, _floor_divide, OPSET)
+    # ops the exporter lacks; `.cpu()`: the fused GRU's lengths for packing, on the CPU already
+    for op, fn in [
+        ("take_along_dim", _take_along_dim),
+        ("unflatten", _unflatten),
+        ("gru_cell", _gru_cell),
+        ("cpu", _same),
+    ]:
+        torch.onnx.register_custom_op_symbolic(f"aten::{op}", fn, OPSET)
     axes = {n: _dynamic(g, dims) for n, dims in [*sig.inputs, *sig.outputs]}
     args = tuple(example[n] for n, _ in sig.inputs)
     raw = io.BytesIO()
@@ -312,7 +428,10 @@ def load(fmt: str, path: str, sig: Signature):
             return {n: v for (n, _), v in zip(sig.outputs, got)}
 
         return run
-    module = torch.jit.load(path) if fmt == "torchscript" else torch.export.load(path).module()
+    if fmt == "torchscript":
+        module = torch.jit.load(path)
+    else:  # from bytes: torch.export.load warns of a file name not ending in .pt2
+        module = torch.export.load(io.BytesIO(Path(path).read_bytes())).module()
 
     def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         with torch.no_grad():
