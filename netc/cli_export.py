@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from netc.cli import _pass_options  # netc.cli imports this module after defining its helpers
@@ -52,7 +54,11 @@ def export(
 
         g = _graph(model, network, hoist, whole_sequence, fuse)
         sig = run_export(g, fmt, output, params_path, seed, search)
-        checked = check(g, fmt, output, params_path, seed, search)
+        try:
+            checked = check(g, fmt, output, params_path, seed, search)
+        except Exception:
+            Path(output).unlink(missing_ok=True)  # a file that does not compute what the model does
+            raise
 
     sizes = {d.name: d.size for d in g.dims}
 

@@ -291,7 +291,10 @@ def _masked_fill(g, self, mask, value):
     if not isinstance(value, type(self)):
         value = g.op("Constant", value_t=value)
     mask = g.op("Cast", mask, to_i=9)  # bool
-    return g.op("Where", mask, g.op("CastLike", value, self), self)
+    value = g.op("CastLike", value, self)
+    if symbolic_helper._is_bool(self):  # onnxruntime has no Where for bool: the same in logic
+        return g.op("Or", g.op("And", mask, value), g.op("And", g.op("Not", mask), self))
+    return g.op("Where", mask, value, self)
 
 
 def _ints(g, values: list[int]):

@@ -96,7 +96,7 @@ def test_params_file_as_netc_run_reads_it(tmp_path):
 
 def test_torchscript_and_torch_export(tmp_path):
     """TorchScript keeps loops (any length); torch.export of a model without a loop over time."""
-    cases = [(EXAMPLES / "elman.py", "torchscript", "m.pt"), (MODELS / "ops_where.py", "torch-export", "m.pt2")]
+    cases = [(EXAMPLES / "elman.py", "torchscript", "m.pt"), (MODELS / "ops_argmax.py", "torch-export", "m.pt2")]
     for path, fmt, name in cases:
         out = tmp_path / name
         run_netc("export", path, "--format", fmt, "-o", out, check=True)
@@ -120,7 +120,9 @@ def test_refusals_are_located_errors(tmp_path):
     src = (MODELS / "ops_losses.py").read_text()
     (tmp_path / "losses.py").write_text(src)
     proc = run_netc("export", "losses.py", "--format", "onnx", "-o", "m.onnx", cwd=tmp_path)
-    assert_located_error(proc, src, "losses.py", 32, "ctc_loss(", "--format onnx: ONNX has no CTC loss operator (`ctc_loss`")
+    assert_located_error(
+        proc, src, "losses.py", 32, "ctc_loss(", "--format onnx: ONNX has no CTC loss operator (`ctc_loss`"
+    )
     src = (MODELS / "ops_gru_cell.py").read_text()
     (tmp_path / "gru.py").write_text(src)
     proc = run_netc("export", "gru.py", "--format", "onnx", "-o", "m.onnx", cwd=tmp_path)
