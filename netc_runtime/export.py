@@ -119,10 +119,9 @@ def _import(path: str, name: str):
 
 
 def build(g: Graph, params_path: str | None = None, seed: int = 0, search: bool = False, as_dict: bool = False):
-    """The wrapped module in evaluation mode with its parameters: `--params` npz
-    (`param:<RETURNN name>`, as `netc run` reads it), the others drawn from `seed` as there."""
-    import torch
-
+    """The wrapped module in evaluation mode with its parameters (`--params` npz with
+    `param:<RETURNN name>`, as `netc run` reads it, the others drawn from `seed` as there), and
+    its signature."""
     params = _params(g, params_path, None, seed)  # drawn for the whole model, as `netc run` does
     g = inference_graph(g)
     model = load_torch_module(g).Model()
@@ -132,7 +131,7 @@ def build(g: Graph, params_path: str | None = None, seed: int = 0, search: bool 
     wrapped = _import(path, "netc_export").Exported(model).eval()
     for p in wrapped.parameters():
         p.requires_grad_(False)
-    return wrapped, sig, torch
+    return wrapped, sig
 
 
 def example_inputs(g: Graph, sig: Signature, batch: int, max_len: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -265,7 +264,9 @@ def export(
                 f"--format onnx needs onnx and onnxruntime ({e.name} is missing): pip install 'netc[export]'"
             ) from e
         _refuse_ops(g, search)
-    wrapped, sig, torch = build(g, params_path, seed, search, as_dict=fmt != "onnx")
+    import torch
+
+    wrapped, sig = build(g, params_path, seed, search, as_dict=fmt != "onnx")
     example = {k: torch.as_tensor(v) for k, v in example_inputs(g, sig, 3, 5, seed).items()}
     buffer = io.BytesIO()
     with _quiet(), torch.no_grad(), failing_as(fmt):
@@ -281,85 +282,6 @@ def export(
     return sig
 
 
-def _masked_fill(g, self, mask, value):
-    """`x.masked_fill(mask, 0)` with the fill cast like `x` in the graph: the exporter's own casts
-    it to `x`'s type at export time, which it does not know for a stack made in a `while` loop
-    (an int64 0 then meets float frames in `Where`, which onnxruntime rejects)."""
-    from torch.onnx import symbolic_helper
-
-    value = symbolic_helper._maybe_get_scalar(value)
-    if not isinstance(value, type(self)):
-        value = g.op("Constant", value_t=value)
-    mask = g.op("Cast", mask, to_i=9)  # bool
-    value = g.op("CastLike", value, self)
-    if symbolic_helper._is_bool(self):  # onnxruntime has no Where for bool: the same in logic
-        return g.op("Or", g.op("And", mask, value), g.op("And", g.op("Not", mask), self))
-    return g.op("Where", mask, value, self)
-
-
-def _ints(g, values: list[int]):
-    import torch
-
-    return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
-
-
-def _take_along_dim(g, self, indices, dim):
-    """`torch.take_along_dim(x, idx, dim)`: GatherElements on `idx` broadcast to `x`'s shape but
-    along `dim` (the exporter has none); both of one rank, as the module writes them."""
-    from torch.onnx import symbolic_helper
-
-    d = symbolic_helper._get_const(dim, "i", "dim")
-    shape_x, shape_i = g.op("Shape", self), g.op("Shape", indices)
-    both = g.op("Max", shape_x, shape_i)  # broadcast: each size is 1 or the other's
-
-    def around(middle):
-        parts = [g.op("Slice", both, _ints(g, [0]), _ints(g, [d]))] if d != 0 else []
-        parts.append(g.op("Slice", middle, _ints(g, [d]), _ints(g, [d + 1])))
-        if d != -1:
-            parts.append(g.op("Slice", both, _ints(g, [d + 1]), _ints(g, [2**62])))
-        return g.op("Concat", *parts, axis_i=0)
-
-    x = g.op("Expand", self, around(shape_x))
-    out = g.op("GatherElements", x, g.op("Expand", indices, around(shape_i)), axis_i=d)
-    rank = symbolic_helper._get_tensor_rank(self) or symbolic_helper._get_tensor_rank(indices)
-    if rank is not None:  # what shape inference cannot tell through the computed shapes
-        out.setType(self.type().with_sizes([None] * rank))
-    return out
-
-
-def _unflatten(g, self, dim, sizes):
-    """`x.unflatten(dim, sizes)` as a Reshape around `dim`, for any rank (the exporter needs it known)."""
-    from torch.onnx import symbolic_helper
-
-    d = symbolic_helper._get_const(dim, "i", "dim")
-    shape = g.op("Shape", self)
-    parts = [g.op("Slice", shape, _ints(g, [0]), _ints(g, [d]))] if d != 0 else []
-    parts.append(g.op("Cast", sizes, to_i=7))  # int64
-    if d != -1:
-        parts.append(g.op("Slice", shape, _ints(g, [d + 1]), _ints(g, [2**62])))
-    return g.op("Reshape", self, g.op("Concat", *parts, axis_i=0))
-
-
-def _gru_cell(g, x, h, w_ih, w_hh, b_ih, b_hh):
-    """`torch.gru_cell` (no ONNX operator of its own): gates in torch's order r, z, n."""
-    from torch.onnx import symbolic_helper
-
-    def affine(v, w, b):
-        out = g.op("MatMul", v, g.op("Transpose", w, perm_i=[1, 0]))
-        return out if symbolic_helper._is_none(b) else g.op("Add", out, b)
-
-    i_r, i_z, i_n = g.op("Split", affine(x, w_ih, b_ih), axis_i=1, outputs=3)
-    h_r, h_z, h_n = g.op("Split", affine(h, w_hh, b_hh), axis_i=1, outputs=3)
-    r = g.op("Sigmoid", g.op("Add", i_r, h_r))
-    z = g.op("Sigmoid", g.op("Add", i_z, h_z))
-    n = g.op("Tanh", g.op("Add", i_n, g.op("Mul", r, h_n)))
-    return g.op("Add", n, g.op("Mul", z, g.op("Sub", h, n)))  # (1 - z) * n + z * h
-
-
-def _same(g, self):
-    return self
-
-
 def onnx_output_names(sig: Signature) -> list[str]:
     """The results' names in the ONNX graph, where names are unique: a search's lengths of an
     input's dim (`time_lens`) is `time_lens_out` there."""
@@ -369,21 +291,10 @@ def onnx_output_names(sig: Signature) -> list[str]:
 
 def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
     import onnx
-    from torch.onnx._internal.torchscript_exporter.symbolic_opset9 import _floor_divide
 
-    torch.onnx.register_custom_op_symbolic("aten::masked_fill", _masked_fill, OPSET)
-    # `//` rounds down, on ints (sizes: `-(-n // 2)`) and tensors (lengths: `(lens - 3) // 2`) as in
-    # Python; the exporter's truncates toward 0
-    for op in ("aten::floordiv", "aten::floor_divide"):
-        torch.onnx.register_custom_op_symbolic(op, _floor_divide, OPSET)
-    # ops the exporter lacks; `.cpu()`: the fused GRU's lengths for packing, on the CPU already
-    for op, fn in [
-        ("take_along_dim", _take_along_dim),
-        ("unflatten", _unflatten),
-        ("gru_cell", _gru_cell),
-        ("cpu", _same),
-    ]:
-        torch.onnx.register_custom_op_symbolic(f"aten::{op}", fn, OPSET)
+    from netc_runtime.onnx_symbolics import register
+
+    register(OPSET)
     axes = {n: _dynamic(g, dims) for n, dims in [*sig.inputs, *sig.outputs]}
     args = tuple(example[n] for n, _ in sig.inputs)
     raw = io.BytesIO()
@@ -456,7 +367,7 @@ def check(g: Graph, fmt: str, path: str, params_path: str | None = None, seed: i
     frames; a difference above 1e-4, or another shape, raises `Mismatch`."""
     import torch
 
-    wrapped, sig, _ = build(g, params_path, seed, search, as_dict=True)
+    wrapped, sig = build(g, params_path, seed, search, as_dict=True)
     inputs = example_inputs(g, sig, 4, 7, seed + 1)
     with torch.no_grad():
         ref = {k: v.numpy() for k, v in wrapped(**{k: torch.as_tensor(v) for k, v in inputs.items()}).items()}

@@ -24,7 +24,7 @@ MODELS = ROOT / "tests" / "models"
 
 def _reference(g, inputs, search=False, params=None, seed=0):
     """The torch module's results (losses left out) with the parameters `netc export` gives it."""
-    wrapped, sig, _ = build(g, params, seed, search, as_dict=True)
+    wrapped, sig = build(g, params, seed, search, as_dict=True)
     with torch.no_grad():
         out = wrapped(**{k: torch.as_tensor(v) for k, v in inputs.items()})
     return {k: v.numpy() for k, v in out.items()}, sig
@@ -85,7 +85,7 @@ def test_params_file_as_netc_run_reads_it(tmp_path):
     np.savez(tmp_path / "p.npz", **{f"param:{k}": v for k, v in params.items()})
     out = tmp_path / "elman.onnx"
     run_netc("export", EXAMPLES / "elman.py", "--format", "onnx", "--params", tmp_path / "p.npz", "-o", out, check=True)
-    wrapped, sig, _ = build(g, str(tmp_path / "p.npz"))
+    wrapped, sig = build(g, str(tmp_path / "p.npz"))
     assert torch.equal(wrapped.model.h.W, torch.as_tensor(params["out/rec/h/W"]))
     inputs = example_inputs(g, sig, 4, 8, seed=3)
     ref, sig = _reference(g, inputs, params=str(tmp_path / "p.npz"))
