@@ -13,13 +13,8 @@ def register(opset: int) -> None:
     # Python; the exporter's truncates toward 0
     for op in ("aten::floordiv", "aten::floor_divide"):
         torch.onnx.register_custom_op_symbolic(op, _floor_divide, opset)
-    # ops the exporter lacks; `.cpu()`: the fused GRU's lengths for packing, on the CPU already
-    for op, fn in [
-        ("take_along_dim", _take_along_dim),
-        ("unflatten", _unflatten),
-        ("gru_cell", _gru_cell),
-        ("cpu", _same),
-    ]:
+    # ops the exporter lacks (unflatten: for a tensor whose rank it does not know)
+    for op, fn in [("take_along_dim", _take_along_dim), ("unflatten", _unflatten), ("gru_cell", _gru_cell)]:
         torch.onnx.register_custom_op_symbolic(f"aten::{op}", fn, opset)
 
 
@@ -96,7 +91,3 @@ def _gru_cell(g, x, h, w_ih, w_hh, b_ih, b_hh):
     z = g.op("Sigmoid", g.op("Add", i_z, h_z))
     n = g.op("Tanh", g.op("Add", i_n, g.op("Mul", r, h_n)))
     return g.op("Add", n, g.op("Mul", z, g.op("Sub", h, n)))  # (1 - z) * n + z * h
-
-
-def _same(g, self):
-    return self
