@@ -1,7 +1,7 @@
 """The `netc` command: a thin layer over library functions.
 
 User mistakes in model files print as `file:line:col: error: ...` with the source line and
-a caret, exit code 1. Commands that run models (`verify`, `run`, `check --construct`) report a
+a caret, exit code 1. Commands that run models (`verify`, `run`, `export`, `check --construct`) report a
 failing backend or framework in one line (`--verbose`: with the traceback). Anything else that
 goes wrong elsewhere is a netc bug and shows its traceback.
 """
