@@ -1,7 +1,7 @@
 """The `netc` command: a thin layer over library functions.
 
 User mistakes in model files print as `file:line:col: error: ...` with the source line and
-a caret, exit code 1. Commands that run models (`verify`, `run`, `check --construct`) report a
+a caret, exit code 1. Commands that run models (`verify`, `run`, `export`, `check --construct`) report a
 failing backend or framework in one line (`--verbose`: with the traceback). Anything else that
 goes wrong elsewhere is a netc bug and shows its traceback.
 """
@@ -550,6 +550,10 @@ def verify(
         sys.exit(1)
     click.echo("verify: ok")
 
+
+from netc.cli_export import export  # noqa: E402  (its own file: this one is long)
+
+main.add_command(export)
 
 if __name__ == "__main__":
     main()

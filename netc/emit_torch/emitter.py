@@ -424,8 +424,9 @@ class TorchEmitter:
         for s in n.stacks:
             name = self.define(s.out)
             pos = s.out.dims.index(axis)
-            steps = f"{stack_lists[s.out.id]}[::-1]" if n.reverse else stack_lists[s.out.id]
-            self.emit(f"{name} = torch.stack({steps}, dim={pos})")
+            # a backward loop's steps stacked, then flipped (ONNX cannot reverse a list: `netc export`)
+            flip = f".flip({pos})" if n.reverse else ""
+            self.emit(f"{name} = torch.stack({stack_lists[s.out.id]}, dim={pos}){flip}")
             if ends:
                 self.emit(f"{name} = {name}.narrow({pos}, 0, {self.size_var[axis]})")
         self._gather_lasts(n)

@@ -176,7 +176,8 @@ class SearchEmitter(TorchEmitter):
         results = []
         for out, s in outputs.items():
             name = self.ns.fresh(s.name)
-            self.emit(f"{name} = torch.stack({frames[out]}[::-1], dim={s.out.dims.index(axis)})")
+            pos = s.out.dims.index(axis)  # stacked from the last step back, then flipped (ONNX cannot reverse a list)
+            self.emit(f"{name} = torch.stack({frames[out]}, dim={pos}).flip({pos})")
             self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
             results.append((out, name))
         scores = self.ns.fresh("scores")

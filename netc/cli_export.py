@@ -1,0 +1,70 @@
+"""`netc export`: the model's torch module with parameters, as a file that runs without netc."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from netc.cli import _pass_options  # netc.cli imports this module after defining its helpers
+
+FORMATS = ("onnx", "torchscript", "torch-export")
+
+
+@click.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="What to write (docs/targets.md).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="The file (its folder is made).")
+@click.option(
+    "--params",
+    "params_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="npz with param:<RETURNN variable name> (as `netc run` reads it); others are drawn randomly.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for parameters not given.")
+@click.option("--network", help="The @network function, when the file has several.")
+@click.option("--search", is_flag=True, help="Export the beam search (a model with `choice`) instead of forward.")
+@_pass_options
+@click.option(
+    "-v", "--verbose", is_flag=True, help="On a failure, also the traceback (of the exporter, framework or netc)."
+)
+def export(
+    model: str,
+    fmt: str,
+    output: str,
+    params_path: str | None,
+    seed: int,
+    network: str | None,
+    search: bool,
+    hoist: bool,
+    whole_sequence: bool,
+    fuse: bool,
+    verbose: bool,
+) -> None:
+    """Export MODEL for inference: its torch module with parameters, batch and dynamic dims
+    left dynamic, taking the inputs and `<dim>_lens`, returning the outputs (and the lengths of
+    dims its loops make), no losses. The file is then run on a batch of another size and length
+    and compared with the torch module."""
+    from netc.cli import _graph, _one_line, _quiet_tf
+
+    _quiet_tf()
+    with _one_line("export", verbose, user_errors=(KeyError, ValueError, OSError)):  # --params' or -o's mistakes
+        from netc_runtime.export import check
+        from netc_runtime.export import export as run_export
+
+        g = _graph(model, network, hoist, whole_sequence, fuse)
+        sig = run_export(g, fmt, output, params_path, seed, search)
+        try:
+            checked = check(g, fmt, output, params_path, seed, search)
+        except Exception:
+            Path(output).unlink(missing_ok=True)  # a file that does not compute what the model does
+            raise
+
+    sizes = {d.name: d.size for d in g.dims}
+
+    def show(items):
+        return ", ".join(f"{n}[{', '.join(d if sizes[d] is None else str(sizes[d]) for d in ds)}]" for n, ds in items)
+
+    click.echo(f"wrote {output} ({fmt}): ({show(sig.inputs)}) -> ({show(sig.outputs)})")
+    lens = ", ".join(f"{d}={v}" for d, v in checked.lens.items())
+    click.echo(f"checked: batch 4{', lengths ' + lens if lens else ''}: max|Δ| = {checked.max_abs_diff:.3e} vs torch")

@@ -1,0 +1,390 @@
+"""`netc export`: the emitted torch module, with parameters, as a file to deploy without netc.
+
+Inference only: the exported forward takes the inputs and `<dim>_lens` (a search: the inputs a
+search takes) and returns the network's outputs and the lengths of dims its loops made, no
+losses. Batch and dynamic dims stay dynamic. Formats:
+
+- `torchscript`: `torch.jit.script` of a wrapper that returns a dict; loops stay loops.
+- `onnx`: that scripted wrapper through torch's TorchScript-based ONNX exporter, which writes a
+  scripted loop as an ONNX `Loop` whose trip count is the padded length (`torch.onnx.export(...,
+  dynamo=True)` goes through `torch.export`, which unrolls a Python loop at the example's length).
+- `torch-export`: `torch.export.export` of the wrapper (not scripted); it unrolls Python loops,
+  so a model with a loop over a dynamic dim is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from netc.ir.interface import input_dyn_dims, interface
+from netc.ir.model import Graph, Loop
+from netc.ir.search import SCORES, search_dims, search_plan
+from netc.ir.uses import node_uses, values_by_id
+from netc.naming import lens_name
+from netc.passes import dce
+from netc_runtime.backends import load_torch_module, valid_mask
+from netc_runtime.failures import Mismatch, failing_as
+from netc_runtime.npz import _params
+from netc_runtime.scratch import scratch_file
+from netc_runtime.verify import TOLERANCE, random_inputs, random_lengths
+
+FORMATS = ("onnx", "torchscript", "torch-export")
+OPSET = 17  # onnxruntime 1.16 and later run it
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What the exported forward takes and returns, in order, with each tensor's dims."""
+
+    inputs: list[tuple[str, list[str]]]  # argument -> dims ("batch", dim names)
+    outputs: list[tuple[str, list[str]]]  # result -> dims
+    dyn: list[str]  # dynamic input dims (each has a lengths input)
+    search: bool
+
+
+def signature(g: Graph, search: bool = False) -> Signature:
+    """The inputs (then `<dim>_lens` per dynamic input dim) and results (outputs, then
+    `<dim>_lens` of made dims; a search: its stacked outputs, `<axis>_lens` and `scores`)."""
+    if search:
+        plan = search_plan(g)
+        if plan is None:
+            raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
+        names, dyn = set(plan.inputs), list(plan.input_dims)
+        out_dims = search_dims(g)
+        scores = out_dims.pop(SCORES)
+        outputs = [(k, v) for k, v in out_dims.items()] + [(plan.lens, ["batch"]), (SCORES, scores)]
+    else:
+        iface, values = interface(g), values_by_id(g)
+        names, dyn = set(iface.inputs), input_dyn_dims(g)
+        outputs = [(o.name, list(values[o.value].dims)) for o in g.outputs]
+        outputs += [(lens, ["batch"]) for lens in iface.made_lens.values()]
+    inputs = [(i.name, [d for d in i.annotated_dims if d != i.value.sparse_dim]) for i in g.inputs if i.name in names]
+    inputs += [(lens_name(d), ["batch"]) for d in dyn]
+    return Signature(inputs, outputs, dyn, search)
+
+
+def _wrapper_source(g: Graph, sig: Signature, as_dict: bool) -> str:
+    """A module around the emitted one whose forward takes the inputs and returns the results."""
+    args = ", ".join(f"{n}: torch.Tensor" for n, _ in sig.inputs)
+    if sig.search:
+        call = f"self.model.search({', '.join(n for n, _ in sig.inputs)})"
+    else:
+        call = f"self.model({', '.join(f'{n}={n}' for n, _ in sig.inputs)})"
+    if as_dict:
+        ret, items = "dict[str, torch.Tensor]", ", ".join(f"{n!r}: out[{n!r}]" for n, _ in sig.outputs)
+        body = f"return {{{items}}}"
+    else:
+        ret = f"tuple[{', '.join('torch.Tensor' for _ in sig.outputs)}]"
+        body = f"return {', '.join(f'out[{n!r}]' for n, _ in sig.outputs)},"
+    return (
+        f'"""`{g.network}` for inference: inputs in, outputs (and lengths) out, no losses."""\n\n'
+        "import torch\n\n\n"
+        "class Exported(torch.nn.Module):\n"
+        "    def __init__(self, model: torch.nn.Module):\n"
+        "        super().__init__()\n"
+        "        self.model = model\n\n"
+        f"    def forward(self, {args}) -> {ret}:\n"
+        f"        out = {call}\n"
+        f"        {body}\n"
+    )
+
+
+def inference_graph(g: Graph) -> Graph:
+    """`g` without its losses and what only they need (an auxiliary loss's parameters too)."""
+    if not g.losses:
+        return g
+    params = g.params
+    g = copy.deepcopy(g)
+    g.losses = []
+    g, _ = dce.transform(g)
+    if g.search is not None:  # the module has the parameters training or its search uses
+        used = {p.name for p in [*g.params, *g.search.params]}
+        g.params = g.search.params = [p for p in params if p.name in used]
+    return g
+
+
+def _import(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def build(g: Graph, params_path: str | None = None, seed: int = 0, search: bool = False, as_dict: bool = False):
+    """The wrapped module in evaluation mode with its parameters (`--params` npz with
+    `param:<RETURNN name>`, as `netc run` reads it, the others drawn from `seed` as there), and
+    its signature."""
+    params = _params(g, params_path, None, seed)  # drawn for the whole model, as `netc run` does
+    g = inference_graph(g)
+    model = load_torch_module(g).Model()
+    model.load_returnn_params({k: v for k, v in params.items() if k in model.returnn_param_names})
+    sig = signature(g, search)
+    path = scratch_file(f"{g.network}_export_{'dict' if as_dict else 'tuple'}.py", _wrapper_source(g, sig, as_dict))
+    wrapped = _import(path, "netc_export").Exported(model).eval()
+    for p in wrapped.parameters():
+        p.requires_grad_(False)
+    return wrapped, sig
+
+
+def example_inputs(g: Graph, sig: Signature, batch: int, max_len: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """A padded batch with unequal lengths, as `netc verify` draws it, restricted to `sig`'s inputs."""
+    rng = np.random.default_rng(seed)
+    lens = random_lengths(g, batch, max_len, rng)
+    arrays = {**random_inputs(g, lens, rng), **{lens_name(d): v.astype(np.int64) for d, v in lens.items()}}
+    return {n: arrays[n] for n, _ in sig.inputs}
+
+
+def _dynamic(g: Graph, dims: list[str]) -> dict[int, str]:
+    kinds = {d.name: d.kind for d in g.dims}
+    return {ax: d for ax, d in enumerate(dims) if d == "batch" or kinds.get(d) == "dynamic"}
+
+
+@contextlib.contextmanager
+def _printed_as_note():
+    """The TorchScript-based exporter prints its whole graph to the process' stdout when it fails
+    (from C++): kept, and added to the exception as a note (`netc export --verbose` shows it)."""
+    import os
+    import sys
+    import tempfile
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    with tempfile.TemporaryFile() as tmp:
+        for fd in saved:
+            os.dup2(tmp.fileno(), fd)
+        try:
+            yield
+        except Exception as e:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            tmp.seek(0)
+            printed = tmp.read().decode("utf-8", "replace").strip()
+            if printed:
+                e.add_note(f"the exporter printed:\n{printed}")
+            raise
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy_ in saved.items():
+                os.dup2(copy_, fd)
+                os.close(copy_)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """torch 2.13 warns that TorchScript and the TorchScript-based ONNX exporter are deprecated."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _refuse_loops(g: Graph, search: bool) -> None:
+    """torch.export traces Python: it unrolls a loop at the example's padded length (its dim can
+    no longer vary) and cannot trace a loop that decides from values when to stop."""
+    from netc.errors import CompileError
+
+    g = g.search if search and g.search is not None else g
+    for n in g.body:
+        if isinstance(n, Loop):
+            if (
+                n.end is not None
+                or n.target is not None
+                or n.axis not in {d.name for d in g.dims if d.kind == "dynamic"}
+            ):
+                why = "decides from values when to stop, which torch.export cannot trace"
+            else:
+                why = f"is unrolled by torch.export at the example's length, so `{n.axis}` cannot stay dynamic"
+            raise CompileError(n.span, f"--format torch-export: this loop {why}; use --format onnx or torchscript")
+
+
+_NO_ONNX = {  # ops whose torch code ONNX cannot express
+    "ctc_loss": "ONNX has no CTC loss operator",
+    "rnnt_loss": "ONNX has no RNN-T loss operator",
+    "gru_loop": "this loop runs as a fused GRU on a batch packed by its lengths, which the exporter cannot "
+    "express; export with --no-fuse (the loop as written)",
+}
+
+
+def _refuse_ops(g: Graph, search: bool) -> None:
+    """An op ONNX has no operator for, that a result needs (losses are not exported; an output
+    that is a per-sequence loss is; a search computes only what it returns)."""
+    from netc.errors import CompileError
+
+    g = inference_graph(g)
+    if search and g.search is not None:
+        g = g.search
+    plan = search_plan(g) if search else None
+    needed = {o.value for o in g.outputs if plan is None or o.name in plan.outputs}
+    for n in reversed(g.body):
+        if not any(v.id in needed for v in (n.results() if isinstance(n, Loop) else n.outs)):
+            continue
+        needed.update(node_uses(n))
+        for op in _ops(n):
+            if op.op in _NO_ONNX:
+                raise CompileError(op.span, f"--format onnx: {_NO_ONNX[op.op]} (`{op.op}`, which a result needs)")
+
+
+def _ops(n):
+    if isinstance(n, Loop):
+        for m in n.body:
+            yield from _ops(m)
+    else:
+        yield n
+
+
+def export(
+    g: Graph,
+    fmt: str,
+    output: str,
+    params_path: str | None = None,
+    seed: int = 0,
+    search: bool = False,
+) -> Signature:
+    """Write `g`'s module in format `fmt` to `output`; the example inputs that tracing needs are
+    a batch of 3 with unequal lengths (batch and dynamic dims stay dynamic)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    if fmt == "torch-export":
+        _refuse_loops(g, search)
+    if fmt == "onnx":
+        try:
+            import onnx  # noqa: F401
+            import onnxruntime  # noqa: F401
+        except ImportError as e:
+            raise ValueError(
+                f"--format onnx needs onnx and onnxruntime ({e.name} is missing): pip install 'netc[export]'"
+            ) from e
+        _refuse_ops(g, search)
+    import torch
+
+    wrapped, sig = build(g, params_path, seed, search, as_dict=fmt != "onnx")
+    example = {k: torch.as_tensor(v) for k, v in example_inputs(g, sig, 3, 5, seed).items()}
+    buffer = io.BytesIO()
+    with _quiet(), torch.no_grad(), failing_as(fmt):
+        if fmt == "torchscript":
+            torch.jit.save(torch.jit.script(wrapped), buffer)
+        elif fmt == "onnx":
+            with _printed_as_note():
+                _onnx(g, sig, torch.jit.script(wrapped), example, buffer, torch)
+        else:
+            _torch_export(g, sig, wrapped, example, buffer, torch)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_bytes(buffer.getvalue())
+    return sig
+
+
+def onnx_output_names(sig: Signature) -> list[str]:
+    """The results' names in the ONNX graph, where names are unique: a search's lengths of an
+    input's dim (`time_lens`) is `time_lens_out` there."""
+    taken = {n for n, _ in sig.inputs}
+    return [f"{n}_out" if n in taken else n for n, _ in sig.outputs]
+
+
+def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
+    import onnx
+
+    from netc_runtime.onnx_symbolics import register
+
+    register(OPSET)
+    axes = {n: _dynamic(g, dims) for n, dims in [*sig.inputs, *sig.outputs]}
+    args = tuple(example[n] for n, _ in sig.inputs)
+    raw = io.BytesIO()
+    torch.onnx.export(
+        scripted,
+        args,
+        raw,
+        dynamo=False,  # the TorchScript-based exporter: scripted loops become ONNX Loop
+        input_names=[n for n, _ in sig.inputs],
+        output_names=onnx_output_names(sig),
+        dynamic_axes={n: a for n, a in axes.items() if a},
+        opset_version=OPSET,
+    )
+    # the results' element types as torch computes them: the exporter guesses float for a
+    # value whose type its graph does not carry (labels stacked in a `while` loop)
+    model = onnx.load_from_string(raw.getvalue())
+    outs = scripted(*args)
+    for out, value in zip(model.graph.output, outs):
+        out.type.tensor_type.elem_type = onnx.helper.np_dtype_to_tensor_dtype(value.numpy().dtype)
+    buffer.write(model.SerializeToString())
+
+
+def _torch_export(g: Graph, sig: Signature, wrapped, example, buffer, torch) -> None:
+    from torch.export import Dim
+
+    dims = {d: Dim(d, min=1) for _, ds in sig.inputs for d in _dynamic(g, ds).values()}
+    shapes = {n: {ax: dims[d] for ax, d in _dynamic(g, ds).items()} for n, ds in sig.inputs}
+    program = torch.export.export(wrapped, (), example, dynamic_shapes=shapes)
+    torch.export.save(program, buffer)
+
+
+def load(fmt: str, path: str, sig: Signature):
+    """The exported file as a function of the inputs by name that returns the results by name."""
+    import torch
+
+    if fmt == "onnx":
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = {i.name for i in session.get_inputs()}  # an input nothing reads is not in the graph
+        outputs = onnx_output_names(sig)
+
+        def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            got = session.run(outputs, {k: v for k, v in inputs.items() if k in names})
+            return {n: v for (n, _), v in zip(sig.outputs, got)}
+
+        return run
+    if fmt == "torchscript":
+        module = torch.jit.load(path)
+    else:  # from bytes: torch.export.load warns of a file name not ending in .pt2
+        module = torch.export.load(io.BytesIO(Path(path).read_bytes())).module()
+
+    def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        with torch.no_grad():
+            out = module(**{k: torch.as_tensor(v) for k, v in inputs.items()})
+        return {k: v.numpy() for k, v in out.items()}
+
+    return run
+
+
+@dataclass(frozen=True)
+class Check:
+    lens: dict[str, list[int]]  # the batch's lengths per dynamic input dim
+    max_abs_diff: float
+
+
+def check(g: Graph, fmt: str, path: str, params_path: str | None = None, seed: int = 0, search: bool = False) -> Check:
+    """Run the exported file on a batch of another size and padded length than the export's
+    example (4 sequences of unequal lengths) and compare it with the torch module on valid
+    frames; a difference above 1e-4, or another shape, raises `Mismatch`."""
+    import torch
+
+    wrapped, sig = build(g, params_path, seed, search, as_dict=True)
+    inputs = example_inputs(g, sig, 4, 7, seed + 1)
+    with torch.no_grad():
+        ref = {k: v.numpy() for k, v in wrapped(**{k: torch.as_tensor(v) for k, v in inputs.items()}).items()}
+    with _quiet(), failing_as(fmt):
+        got = load(fmt, path, sig)(inputs)
+    lens = {d: inputs[lens_name(d)] for d in sig.dyn}
+    lens.update({d.name: ref[lens_name(d.name)] for d in g.dims if lens_name(d.name) in ref})
+    worst = 0.0
+    for name, dims in sig.outputs:
+        if name not in got:
+            raise Mismatch(f"the exported {fmt} model has no result {name!r}")
+        r, o = ref[name], np.asarray(got[name])
+        if r.shape != o.shape:
+            raise Mismatch(f"{name} is {list(o.shape)} in the exported {fmt} model, {list(r.shape)} in torch")
+        valid = valid_mask(dims, lens, g, r.shape) if dims else np.ones(r.shape, dtype=bool)
+        diff = np.abs(r.astype(np.float64) - o.astype(np.float64))[valid]
+        worst = max(worst, float(diff.max(initial=0.0)))
+    if worst > TOLERANCE:
+        raise Mismatch(f"the exported {fmt} model differs from torch by {worst:.3e} (> {TOLERANCE})")
+    return Check({d: [int(n) for n in inputs[lens_name(d)]] for d in sig.dyn}, worst)

@@ -1,0 +1,145 @@
+"""`netc export`: the real CLI writes a file, which runs outside netc (onnxruntime, TorchScript,
+torch.export) on a padded batch of another size and padded length than the export's example
+(3 sequences of at most 5 frames) and gives the torch module's results on valid frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+import torch
+from conftest import EXAMPLES, ROOT, assert_located_error, run_netc
+
+from netc.compiler import compile_graph
+from netc_runtime.backends import valid_mask
+from netc_runtime.export import build, example_inputs
+from netc_runtime.verify import random_params
+
+# torch 2.13 deprecates TorchScript (for torch.export), which it still runs as before
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+
+MODELS = ROOT / "tests" / "models"
+
+
+def _reference(g, inputs, search=False, params=None, seed=0):
+    """The torch module's results (losses left out) with the parameters `netc export` gives it."""
+    wrapped, sig = build(g, params, seed, search, as_dict=True)
+    with torch.no_grad():
+        out = wrapped(**{k: torch.as_tensor(v) for k, v in inputs.items()})
+    return {k: v.numpy() for k, v in out.items()}, sig
+
+
+def _compare(g, sig, inputs, ref, got):
+    lens = {d: inputs[f"{d}_lens"] for d in sig.dyn}
+    lens.update({d.name: ref[f"{d.name}_lens"] for d in g.dims if f"{d.name}_lens" in ref})
+    assert set(got) == {n for n, _ in sig.outputs}
+    for name, dims in sig.outputs:
+        r, o = ref[name], got[name]
+        assert o.shape == r.shape and o.dtype == r.dtype, name
+        valid = valid_mask(dims, lens, g, r.shape) if dims else np.ones(r.shape, dtype=bool)
+        assert valid.any(), name
+        assert float(np.abs(r.astype(np.float64) - o.astype(np.float64))[valid].max()) <= 1e-4, name
+
+
+def _run_onnx(path, inputs) -> dict[str, np.ndarray]:
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, inputs)))
+
+
+CASES = [  # model, --search, what it covers
+    (EXAMPLES / "elman.py", False),  # a loop over time
+    (EXAMPLES / "lstm.py", False),  # an LSTM encoder (fused: the native LSTM op)
+    (EXAMPLES / "attention.py", False),  # the attention decoder over two dynamic dims, loss dropped
+    (EXAMPLES / "bidirectional.py", False),  # a backward loop
+    (MODELS / "end_bounded.py", False),  # a loop with `end`: a while loop making a dim, its lengths
+    (EXAMPLES / "beam_search.py", True),  # the beam search
+]
+
+
+@pytest.mark.parametrize("path,search", CASES, ids=lambda c: getattr(c, "name", "search" if c else ""))
+def test_onnx_runs_with_another_batch_and_length(tmp_path, path, search):
+    out = tmp_path / "model.onnx"
+    proc = run_netc("export", path, "--format", "onnx", "-o", out, *(["--search"] if search else []), check=True)
+    assert proc.stdout.startswith(f"wrote {out} (onnx): (") and "checked: batch 4" in proc.stdout, proc.stdout
+    g = compile_graph(str(path))
+    model = onnx.load(str(out))
+    graph_inputs = {
+        i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input
+    }
+    assert all(dims[0] == "batch" for dims in graph_inputs.values()), graph_inputs
+    loops = [n for n in model.graph.node if n.op_type == "Loop"]
+    if path.name != "lstm.py":  # a loop over time is an ONNX Loop, not unrolled
+        assert loops
+    sig = build(g, search=search)[1]
+    for batch, max_len in ((6, 9), (1, 2)):
+        inputs = example_inputs(g, sig, batch, max_len, seed=batch)
+        ref, sig = _reference(g, inputs, search)
+        _compare(g, sig, inputs, ref, _run_onnx(out, inputs))
+
+
+def test_params_file_as_netc_run_reads_it(tmp_path):
+    g = compile_graph(str(EXAMPLES / "elman.py"))
+    params = random_params(g, np.random.default_rng(7))
+    np.savez(tmp_path / "p.npz", **{f"param:{k}": v for k, v in params.items()})
+    out = tmp_path / "elman.onnx"
+    run_netc("export", EXAMPLES / "elman.py", "--format", "onnx", "--params", tmp_path / "p.npz", "-o", out, check=True)
+    wrapped, sig = build(g, str(tmp_path / "p.npz"))
+    assert torch.equal(wrapped.model.h.W, torch.as_tensor(params["out/rec/h/W"]))
+    inputs = example_inputs(g, sig, 4, 8, seed=3)
+    ref, sig = _reference(g, inputs, params=str(tmp_path / "p.npz"))
+    _compare(g, sig, inputs, ref, _run_onnx(out, inputs))
+    other, _ = _reference(g, inputs)  # the random parameters of --seed 0 give other results
+    assert not np.allclose(other["output"], ref["output"])
+
+
+def test_torchscript_and_torch_export(tmp_path):
+    """TorchScript keeps loops (any length); torch.export of a model without a loop over time."""
+    cases = [(EXAMPLES / "elman.py", "torchscript", "m.pt"), (MODELS / "ops_argmax.py", "torch-export", "m.pt2")]
+    for path, fmt, name in cases:
+        out = tmp_path / name
+        run_netc("export", path, "--format", fmt, "-o", out, check=True)
+        g = compile_graph(str(path))
+        inputs = example_inputs(g, build(g)[1], 5, 9, seed=5)
+        ref, sig = _reference(g, inputs)
+        module = torch.jit.load(str(out)) if fmt == "torchscript" else torch.export.load(str(out)).module()
+        with torch.no_grad():
+            got = module(**{k: torch.as_tensor(v) for k, v in inputs.items()})
+        _compare(g, sig, inputs, ref, {k: v.numpy() for k, v in got.items()})
+
+
+def test_refusals_are_located_errors(tmp_path):
+    src = (EXAMPLES / "elman.py").read_text()
+    (tmp_path / "elman.py").write_text(src)
+    proc = run_netc("export", "elman.py", "--format", "torch-export", "-o", "m.pt2", cwd=tmp_path)
+    assert_located_error(
+        proc, src, "elman.py", 14, "for t in range", "torch-export: this loop is unrolled by torch.export"
+    )
+    assert "`time` cannot stay dynamic; use --format onnx or torchscript" in proc.stderr
+    src = (MODELS / "ops_losses.py").read_text()
+    (tmp_path / "losses.py").write_text(src)
+    proc = run_netc("export", "losses.py", "--format", "onnx", "-o", "m.onnx", cwd=tmp_path)
+    assert_located_error(
+        proc, src, "losses.py", 32, "ctc_loss(", "--format onnx: ONNX has no CTC loss operator (`ctc_loss`"
+    )
+    src = (MODELS / "ops_gru_cell.py").read_text()
+    (tmp_path / "gru.py").write_text(src)
+    proc = run_netc("export", "gru.py", "--format", "onnx", "-o", "m.onnx", cwd=tmp_path)
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if "reversed(x)" in text)
+    assert_located_error(proc, src, "gru.py", line, "for x_t", "runs as a fused GRU on a batch packed by its lengths")
+    assert "export with --no-fuse" in proc.stderr
+    assert not (tmp_path / "m.onnx").exists() and not (tmp_path / "m.pt2").exists()
+    run_netc("export", "gru.py", "--format", "onnx", "-o", "m.onnx", "--no-fuse", cwd=tmp_path, check=True)
+
+
+def test_failures_are_one_line(tmp_path):
+    np.savez(tmp_path / "p.npz", **{"param:nope": np.zeros(3)})
+    proc = run_netc("export", EXAMPLES / "elman.py", "--format", "onnx", "--params", tmp_path / "p.npz", "-o", "m.onnx")
+    assert proc.returncode == 1 and proc.stderr.startswith("error: unknown parameter 'nope'"), proc.stderr
+    # the exporter's own failure (it prints its graph to stdout, which netc keeps for --verbose)
+    proc = run_netc("export", MODELS / "ops_frames.py", "--format", "onnx", "-o", tmp_path / "m.onnx")
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+    assert proc.stderr == "export: onnx failed: AssertionError: All tensors must have the same rank\n", proc.stderr
+    proc = run_netc("export", EXAMPLES / "elman.py", "--format", "onnx", "--search", "-o", tmp_path / "m.onnx")
+    assert proc.returncode == 1 and proc.stderr == "error: elman has no `choice`: there is nothing to search\n"
