@@ -1,0 +1,632 @@
+"""RETURNN layers to netc statements: one statement per layer, named after it.
+
+`Importer.run` walks the layers RETURNN would construct (`output`, layers with a loss, output
+layers, and what they read), depth first so that every statement comes after what it reads. A
+`rec` layer with a subnetwork becomes a `for` loop over its input's time dim: `prev:x` reads
+the state `x` (its value before the loop is the layer's `initial_output`), `base:x` the outer
+value, `data:source` the frame, and the unit's `output` is stacked into a list named after the
+rec layer. Layers of other classes are collected as refusals."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from netc.importer.dims import BATCH, DimTable
+from netc.importer.load import LoadedConfig
+from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num, tuple_
+from netc.importer.writer import Append, Assign, Loop, MarkLoss, ModuleRef
+
+# RETURNN `activation` names -> netc functions (None: the identity)
+ACTIVATIONS = {
+    None: None,
+    "identity": None,
+    "linear": None,
+    "tanh": "tanh",
+    "sigmoid": "sigmoid",
+    "relu": "relu",
+    "exp": "exp",
+    "log": "log",
+    "sqrt": "sqrt",
+    "sin": "sin",
+    "cos": "cos",
+    "abs": "abs",
+    "swish": "silu",
+    "silu": "silu",
+    "softmax": "softmax",
+    "log_softmax": "log_softmax",
+}
+COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
+LSTM_UNITS = {"nativelstm2", "lstm", "nativelstm"}
+CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
+PREV = "__prev__"  # placeholder names, resolved when the model is written
+DIM = "__dim__"
+
+
+class Refused(Exception):
+    """A layer the importer cannot express: `layer` (its full name) of `cls`, and why."""
+
+    def __init__(self, layer: str, cls: str, why: str):
+        super().__init__(f"layer `{layer}` ({cls}): {why}")
+        self.layer, self.cls, self.why = layer, cls, why
+
+
+@dataclass
+class Val:
+    """A layer's value: its expression and dims (batch first, then dynamic, then static)."""
+
+    expr: Expr
+    dims: tuple[str, ...]
+    sparse: str | None = None  # labels: their class dim
+    is_list: bool = False  # a list stacked by a loop
+    logits: Val | None = None  # a `softmax` layer's logits, for its loss
+
+    def tensor(self) -> Expr:
+        """The value where an operator needs a tensor (a stacked list: `stack(...)`)."""
+        return call("stack", self.expr) if self.is_list else self.expr
+
+
+@dataclass
+class Scope:
+    """Layers of the network (`rec` None) or of a rec unit, and where their statements go."""
+
+    layers: dict
+    names: dict[str, str]  # layer -> variable
+    stmts: list
+    prefix: str  # of the TF variables: "" or "<rec>/rec/"
+    outer: Scope | None = None
+    rec: str | None = None  # the rec layer's name
+    frame: Val | None = None  # `data:source`
+    time: str | None = None  # the loop's dim
+    vals: dict[str, Val] = field(default_factory=dict)
+    states: dict[str, Val] = field(default_factory=dict)  # layer -> its value before the loop
+    busy: set[str] = field(default_factory=set)
+    stacked: dict[str, str] = field(default_factory=dict)  # list -> the value appended per step
+    losses: list = field(default_factory=list)  # (layer, kind, logits list, target, axis) of the unit
+
+
+class Importer:
+    def __init__(self, loaded: LoadedConfig):
+        self.cfg = loaded
+        self.dims = DimTable(loaded.dims)
+        self.imports: set[str] = {"Dim", "Tensor", "batch", "network"}
+        self.used: set[str] = set()  # every variable name
+        self.inputs: dict[str, Val] = {}
+        self.input_order: list[str] = []
+        self.outputs: dict[str, str] = {}  # original layer -> output name
+        self.loss_names: dict[str, str] = {}  # original layer -> loss name
+        self.out_vals: dict[str, Val] = {}
+        self.refused: list[Refused] = []
+        self.top = Scope(loaded.network, {}, [], "")
+        self.top.names = self._allocate(list(loaded.network), reserved=set(loaded.inputs))
+        self.used |= set(self.top.names.values()) | {identifier(k) for k in loaded.inputs}
+
+    # -- names
+
+    def _allocate(self, layers: list[str], reserved: set[str], prefix: str = "") -> dict[str, str]:
+        out = {}
+        taken = self.used | {identifier(r) for r in reserved} | {"batch", "network"}
+        for layer in layers:
+            base = identifier(layer)
+            if base in taken and prefix:
+                base = identifier(f"{prefix}_{layer}")
+            var, i = base, 2
+            while var in taken:
+                var, i = f"{base}_{i}", i + 1
+            taken.add(var)
+            out[layer] = var
+        return out
+
+    def fresh(self, base: str) -> str:
+        var, i = base, 2
+        while var in self.used:
+            var, i = f"{base}_{i}", i + 1
+        self.used.add(var)
+        return var
+
+    def dim(self, key: str) -> Expr:
+        return name(DIM + key) if key != BATCH else name("batch")
+
+    # -- the walk
+
+    def run(self) -> None:
+        net = self.cfg.network
+        roots = [n for n, d in net.items() if n == "output" or _is_root(d)]
+        for layer in roots:
+            try:
+                val = self.get(layer, self.top)
+            except Refused as r:
+                self.refused.append(r)
+                continue
+            d = net[layer]
+            if layer == "output" or d.get("is_output_layer"):
+                out = self.top.names[layer]
+                self.outputs[layer] = out
+                self.out_vals[out] = val
+
+    def get(self, ref: str, scope: Scope) -> Val:
+        """The value `ref` (a `from` entry) names in `scope`."""
+        if scope.rec is not None:
+            if ref in ("data", "data:source"):
+                return scope.frame
+            if ref.startswith("base:"):
+                return self.get(ref[5:], scope.outer)
+            if ref.startswith("prev:"):
+                return self._prev(ref[5:], scope)
+        elif ref == "data" or ref.startswith("data:"):
+            return self._input(ref[5:] if ref.startswith("data:") else "data")
+        if ref not in scope.layers:
+            where = f"in the unit of `{scope.rec}`" if scope.rec else "in the network"
+            raise Refused(ref, "?", f"no layer `{ref}` {where}")
+        if ref in scope.vals:
+            return scope.vals[ref]
+        if ref in scope.busy:
+            raise Refused(self._full(ref, scope), scope.layers[ref].get("class", "?"), "it reads itself (a cycle)")
+        scope.busy.add(ref)
+        try:
+            val = self._layer(ref, scope.layers[ref], scope)
+        finally:
+            scope.busy.discard(ref)
+        scope.vals[ref] = val
+        return val
+
+    def _full(self, layer: str, scope: Scope) -> str:
+        return f"{scope.rec}/{layer}" if scope.rec else layer
+
+    def _input(self, key: str) -> Val:
+        if key in self.inputs:
+            return self.inputs[key]
+        spec = self.cfg.inputs.get(key)
+        if spec is None:
+            raise Refused(f"data:{key}", "extern_data", f"the config has no input `{key}` in `extern_data`")
+        dims = tuple(self.dims.tag(t, key) for t in spec.dims)
+        sparse = self.dims.tag(spec.sparse_dim, key) if spec.sparse_dim is not None else None
+        val = Val(name(identifier(key)), dims, sparse)
+        self.inputs[key] = val
+        self.input_order.append(key)
+        return val
+
+    def _prev(self, layer: str, scope: Scope) -> Val:
+        """`prev:layer` in a unit: the state, started before the loop by the layer's initial output."""
+        if layer not in scope.layers:
+            raise Refused(f"prev:{layer}", "?", f"no layer `{layer}` in the unit of `{scope.rec}`")
+        if layer not in scope.states:
+            d = scope.layers[layer]
+            feat = self._static_out(layer, d, scope, set())
+            init = d.get("initial_output", 0)
+            var = scope.names[layer]
+            if d.get("class") == "rnn_cell":  # its statement starts its states
+                scope.states[layer] = Val(name(var), (BATCH, feat))
+                return Val(name(PREV + var), (BATCH, feat))
+            if init in (0, "zeros", None, 0.0):
+                value = call("zeros", name("batch"), self.dim(feat))
+                self.imports.add("zeros")
+            elif init in (1, "ones", 1.0):
+                value = call("ones", name("batch"), self.dim(feat))
+                self.imports.add("ones")
+            elif isinstance(init, int | float):
+                value = call("full", name("batch"), self.dim(feat), value=num(float(init)))
+                self.imports.add("full")
+            else:
+                raise Refused(self._full(layer, scope), d.get("class", "?"), f"initial_output {init!r}")
+            scope.states[layer] = Val(name(var), (BATCH, feat))
+            scope.outer.stmts.append(Assign([var], value, comment="initial state"))
+        return Val(name(PREV + scope.names[layer]), scope.states[layer].dims)
+
+    def _static_out(self, layer: str, d: dict, scope: Scope, seen: set) -> str:
+        """The feature dim a unit layer gives, without building it (a state is read before its
+        layer's statement)."""
+        if "out_dim" in d and isinstance(d["out_dim"], dict):
+            return self.dims.tag(d["out_dim"]["__dim__"])
+        if isinstance(d.get("n_out"), int):
+            return self.dims.static(d["n_out"], identifier(layer))
+        seen = seen | {layer}
+        for src in _sources(d):
+            if src.startswith("prev:") or src in seen:
+                continue
+            if src in scope.layers and src not in scope.vals and not src.startswith(("base:", "data")):
+                return self._static_out(src, scope.layers[src], scope, seen)
+            val = self.get(src, scope)
+            return _feature(val, self.dims)
+        raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
+
+    # -- layers
+
+    def _layer(self, layer: str, d: dict, scope: Scope) -> Val:
+        cls = d.get("class")
+        full = self._full(layer, scope)
+        var = scope.names[layer]
+        handler = getattr(self, f"_l_{cls}", None)
+        if handler is None:
+            raise Refused(full, str(cls), "this layer class is not supported by `netc import` yet")
+        extra = set(d) - _KNOWN.get(cls, set()) - _COMMON
+        if extra:
+            raise Refused(full, cls, f"option{'s' if len(extra) > 1 else ''} {', '.join(sorted(extra))} not supported")
+        val = handler(layer, d, scope, var, full)
+        if "loss" in d and d["loss"] is not None:
+            self._loss(layer, d, scope, val, full)
+        return val
+
+    def _emit(self, scope: Scope, var: str, value: Expr, layer: str, module: ModuleRef | None = None) -> None:
+        comment = f"layer {layer!r}" if layer != var else None
+        scope.stmts.append(Assign([var], value, comment=comment, module=module))
+
+    def _source(self, d: dict, scope: Scope, full: str) -> Val:
+        """The layer's input: its `from` concatenated on the feature dim, `dropout` applied."""
+        vals = [self.get(s, scope) for s in _sources(d)]
+        if not vals:
+            raise Refused(full, d.get("class", "?"), "it has no input (`from: []`)")
+        val = vals[0] if len(vals) == 1 else self._concat(vals, full, d)
+        if d.get("dropout"):
+            self.imports.add("dropout")
+            val = Val(call("dropout", val.expr, num(float(d["dropout"]))), val.dims, val.sparse)
+        return val
+
+    def _concat(self, vals: list[Val], full: str, d: dict) -> Val:
+        feats = [_feature(v, self.dims) for v in vals]
+        rest = [tuple(x for x in v.dims if x != f) for v, f in zip(vals, feats)]
+        if any(v.sparse for v in vals) or any(r != rest[0] for r in rest):
+            raise Refused(full, d.get("class", "?"), "its inputs differ in dims other than the feature dim")
+        self.imports.add("concat")
+        out = self.dims.derived(feats)
+        return Val(call("concat", *[v.expr for v in vals]), (*rest[0], out))
+
+    def _activation(self, val: Val, act, full: str, cls: str) -> Val:
+        if act not in ACTIVATIONS:
+            raise Refused(full, cls, f"activation {act!r} not supported")
+        fn = ACTIVATIONS[act]
+        if fn is None:
+            return val
+        self.imports.add(fn)
+        if fn in ("softmax", "log_softmax"):
+            return Val(call(fn, val.tensor(), axis=self.dim(_feature(val, self.dims))), val.dims)
+        return Val(call(fn, val.tensor()), val.dims)
+
+    def _out_dim(self, layer: str, d: dict, full: str) -> str:
+        if isinstance(d.get("out_dim"), dict):
+            return self.dims.tag(d["out_dim"]["__dim__"])
+        if isinstance(d.get("n_out"), int):
+            return self.dims.static(d["n_out"], identifier(layer))
+        raise Refused(full, d.get("class", "?"), "give `n_out` or `out_dim`")
+
+    def _linear_expr(self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val) -> tuple[Expr, tuple, ModuleRef]:
+        with_bias = d.get("with_bias", True)
+        ref = ModuleRef("linear", f"{scope.prefix}{tf_scope(layer)}")
+        if src.sparse is not None:  # a lookup: the rows of W for the labels
+            if with_bias:
+                self.imports |= {"Linear", "one_hot"}
+                expr = call(call("Linear", self.dim(out)), call("one_hot", src.expr))
+            else:
+                self.imports.add("Embedding")
+                expr = call(call("Embedding", self.dim(out)), src.expr)
+                ref = ModuleRef("embedding", ref.tf_prefix)
+            return expr, (*src.dims, out), ref
+        self.imports.add("Linear")
+        args = {} if with_bias else {"with_bias": literal(False)}
+        feat = _feature(src, self.dims)
+        return call(call("Linear", self.dim(out), **args), src.tensor()), (*(x for x in src.dims if x != feat), out), ref
+
+    def _l_linear(self, layer, d, scope, var, full) -> Val:
+        src = self._source(d, scope, full)  # first: dims are named in the order they are met
+        out = self._out_dim(layer, d, full)
+        expr, dims, ref = self._linear_expr(layer, d, scope, full, out, src)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "linear")
+        self._emit(scope, var, val.expr, layer, ref)
+        return Val(name(var), dims)
+
+    def _l_softmax(self, layer, d, scope, var, full) -> Val:
+        """Logits (a `linear`), then their softmax; a loss reads the logits."""
+        src = self._source(d, scope, full)
+        if d.get("loss") == "ctc" and "n_out" not in d and "out_dim" not in d:
+            out = self._ctc_dim(d, full)
+        elif d.get("loss") == "ctc":
+            out = self._out_dim(layer, d, full)
+            target = self._target(d, full)
+            if self.dims.size(out) != self.dims.size(target.sparse) + 1:
+                raise Refused(full, "softmax", "a CTC layer has one class more than its target")
+            out = self._ctc_dim(d, full)
+        else:
+            out = self._out_dim(layer, d, full)
+        expr, dims, ref = self._linear_expr(layer, d, scope, full, out, src)
+        logits = self.fresh(f"{var}_logits")
+        comment = f"layer {layer!r}: logits" if layer != var else None
+        scope.stmts.append(Assign([logits], expr, comment=comment, module=ref))
+        self.imports.add("softmax")
+        self._emit(scope, var, call("softmax", name(logits), axis=self.dim(out)), layer)
+        return Val(name(var), dims, logits=Val(name(logits), dims))
+
+    def _ctc_dim(self, d: dict, full: str) -> str:
+        target = self._target(d, full)
+        blank = self.dims.static(1, "blank")
+        return self.dims.derived([target.sparse, blank])
+
+    def _target(self, d: dict, full: str) -> Val:
+        target = d.get("target")
+        if not isinstance(target, str):
+            raise Refused(full, d.get("class", "?"), "a loss needs a `target` (an extern_data key)")
+        val = self._input(target[5:] if target.startswith("data:") else target)
+        if val.sparse is None:
+            raise Refused(full, d.get("class", "?"), f"target `{target}` is not sparse (labels)")
+        return val
+
+    def _loss(self, layer: str, d: dict, scope: Scope, val: Val, full: str) -> None:
+        kind = d["loss"]
+        logits = val.logits
+        if kind not in ("ce", "ctc") or logits is None:
+            what = f"loss {kind!r}" if kind not in ("ce", "ctc") else f"a {kind} loss on a `{d.get('class')}` layer"
+            raise Refused(full, d.get("class", "?"), f"{what} not supported (ce and ctc on `softmax` layers are)")
+        opts = dict(d.get("loss_opts") or {})
+        smoothing = opts.pop("label_smoothing", 0.0)
+        if kind == "ctc":
+            for harmless in ("beam_width", "ctc_opts"):
+                opts.pop(harmless, None)
+        if opts or d.get("loss_scale", 1.0) != 1.0:
+            raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts) or ['loss_scale']} not supported")
+        target = self._target(d, full)
+        out = _feature(logits, self.dims)
+        if scope.rec is not None:  # stacked in the loop, the loss after it
+            lst = self.fresh(f"{scope.names[layer]}_logits_seq")
+            scope.outer.stmts.append(Assign([lst], cst.List([])))
+            scope.stmts.append(Append(lst, logits.expr))
+            logits = Val(call("stack", name(lst)), (BATCH, scope.time, out))
+            self.imports.add("stack")
+            scope.losses.append((layer, kind, logits, target, out, smoothing, full))
+            return
+        is_output = layer == "output" or d.get("is_output_layer")
+        self._mark_loss(layer, kind, logits, target, out, smoothing, full, self.top, is_output)
+
+    def _mark_loss(self, layer, kind, logits: Val, target: Val, out: str, smoothing, full, scope, is_output) -> None:
+        """`mark_as_loss`, named as the layer (`<layer>_<kind>` where it is an output too)."""
+        base = identifier(layer.replace("/", "_")) + (f"_{kind}" if is_output else "")
+        loss_name, i = base, 2
+        outputs = {self.top.names[n] for n, ld in self.cfg.network.items() if n == "output" or ld.get("is_output_layer")}
+        while loss_name in self.loss_names.values() or loss_name in outputs:
+            loss_name, i = f"{base}_{i}", i + 1
+        if kind == "ce":
+            time = [x for x in logits.dims if self.dims.is_dynamic(x)]
+            ttime = [x for x in target.dims if self.dims.is_dynamic(x)]
+            if len(time) != 1 or len(ttime) != 1:
+                raise Refused(full, "softmax", "a ce loss needs one time dim in its output and target")
+            self.dims.join(time[0], ttime[0])  # RETURNN needs the same lengths
+            self.imports.add("cross_entropy")
+            kw = {"axis": self.dim(out)}
+            if smoothing:
+                kw["label_smoothing"] = num(float(smoothing))
+            value = call("cross_entropy", logits.expr, target.expr, **kw)
+        else:
+            self.imports.add("ctc_loss")
+            value = call("ctc_loss", logits.expr, target.expr, axis=self.dim(out))
+        self.imports.add("mark_as_loss")
+        scope.stmts.append(MarkLoss(value, loss_name, comment=f"loss {kind!r} of layer {layer!r}"))
+        self.loss_names[layer] = loss_name
+
+    def _l_activation(self, layer, d, scope, var, full) -> Val:
+        val = self._activation(self._source(d, scope, full), d.get("activation"), full, "activation")
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), val.dims, val.sparse, False)
+
+    def _l_copy(self, layer, d, scope, var, full) -> Val:
+        val = self._source(d, scope, full)
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), val.dims, val.sparse, val.is_list and isinstance(val.expr, cst.Name))
+
+    def _l_dropout(self, layer, d, scope, var, full) -> Val:
+        d = {**d, "dropout": d.get("dropout", 0.0)}
+        return self._l_copy(layer, d, scope, var, full)
+
+    def _l_concat(self, layer, d, scope, var, full) -> Val:
+        refs = []
+        for item in d.get("from", []):
+            if not (isinstance(item, list) and len(item) == 2 and str(item[1]).upper() == "F"):
+                raise Refused(full, "concat", "only `(layer, 'F')` sources (the feature dim) are supported")
+            refs.append(item[0])
+        val = self._concat([self.get(r, scope) for r in refs], full, d)
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), val.dims)
+
+    def _l_combine(self, layer, d, scope, var, full) -> Val:
+        kind = d.get("kind", "add")
+        vals = [self.get(s, scope) for s in _sources(d)]
+        if not vals:
+            raise Refused(full, "combine", "it has no input")
+        dims = max((v.dims for v in vals), key=len)
+        if kind in COMBINE:
+            expr = vals[0].tensor()
+            for v in vals[1:]:
+                expr = binop(COMBINE[kind], expr, v.tensor())
+        elif kind in ("maximum", "minimum"):
+            self.imports.add(kind)
+            expr = vals[0].tensor()
+            for v in vals[1:]:
+                expr = call(kind, expr, v.tensor())
+        else:
+            raise Refused(full, "combine", f"kind {kind!r} not supported")
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "combine")
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), dims)
+
+    def _l_reduce(self, layer, d, scope, var, full) -> Val:
+        mode = d.get("mode")
+        fns = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max"}
+        if mode not in fns:
+            raise Refused(full, "reduce", f"mode {mode!r} not supported")
+        src = self._source(d, scope, full)
+        axes = d.get("axes", d.get("axis"))
+        axes = axes if isinstance(axes, list) else [axes]
+        keys = []
+        for a in axes:
+            if isinstance(a, dict):
+                keys.append(self.dims.tag(a["__dim__"]))
+            elif str(a).upper() in ("T", "TIME"):
+                keys.append(next((x for x in src.dims if self.dims.is_dynamic(x)), None))
+            elif str(a).upper() in ("F", "FEATURE"):
+                keys.append(_feature(src, self.dims))
+            else:
+                keys.append(None)
+        if None in keys or not keys:
+            raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags are)")
+        self.imports.add(fns[mode])
+        axis = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
+        self._emit(scope, var, call(fns[mode], src.tensor(), axis=axis), layer)
+        return Val(name(var), tuple(x for x in src.dims if x not in keys))
+
+    def _l_rnn_cell(self, layer, d, scope, var, full) -> Val:
+        unit = str(d.get("unit", "")).lower()
+        if scope.rec is None or unit not in CELL_UNITS or d.get("unit_opts"):
+            raise Refused(full, "rnn_cell", f"unit {d.get('unit')!r} (an LSTM cell in a rec unit is supported)")
+        src = self._source(d, scope, full)
+        out = self._out_dim(layer, d, full)
+        h, c = var, self.fresh(f"{var}_c")
+        for state in (h, c):
+            scope.outer.stmts.append(Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state"))
+        self.imports |= {"LstmCell", "zeros"}
+        value = call(call("LstmCell", self.dim(out)), src.tensor(), tuple_(name(h), name(c)))
+        comment = f"layer {layer!r}" if layer != var else None
+        scope.stmts.append(Assign([h, c], value, comment=comment, module=ModuleRef("lstm_cell", f"{scope.prefix}{tf_scope(layer)}/rec")))
+        scope.states.setdefault(layer, Val(name(h), (BATCH, out)))
+        return Val(name(h), (BATCH, out))
+
+    def _l_rec(self, layer, d, scope, var, full) -> Val:
+        unit = d.get("unit")
+        if isinstance(unit, str) and unit.lower() in LSTM_UNITS:
+            return self._lstm(layer, d, scope, var, full)
+        if isinstance(unit, dict):
+            return self._loop(layer, d, scope, var, full, unit)
+        raise Refused(full, "rec", f"unit {unit!r} not supported (nativelstm2, lstm or a subnetwork are)")
+
+    def _lstm(self, layer, d, scope, var, full) -> Val:
+        if scope.rec is not None:
+            raise Refused(full, "rec", "a `rec` LSTM inside a rec unit (use `rnn_cell`)")
+        src = self._source(d, scope, full)
+        out = self._out_dim(layer, d, full)
+        direction = d.get("direction", 1)
+        if direction not in (1, -1) or src.sparse is not None:
+            raise Refused(full, "rec", "direction other than 1/-1, or labels as input")
+        self.imports.add("Lstm")
+        args = {"direction": num(-1)} if direction == -1 else {}
+        feat = _feature(src, self.dims)
+        self._emit(
+            scope, var, call(call("Lstm", self.dim(out), **args), src.tensor()), layer, ModuleRef("lstm", f"{tf_scope(layer)}/rec")
+        )
+        return Val(name(var), (*(x for x in src.dims if x != feat), out))
+
+    def _loop(self, layer, d, scope, var, full, unit: dict) -> Val:
+        if scope.rec is not None:
+            raise Refused(full, "rec", "a loop nested in a rec unit is not supported yet")
+        if "output" not in unit:
+            raise Refused(full, "rec", "its unit has no `output` layer")
+        src = self._source(d, scope, full)
+        time = [x for x in src.dims if self.dims.is_dynamic(x)]
+        if len(time) != 1:
+            raise Refused(full, "rec", "its input needs exactly one time dim (a loop over it)")
+        frame_var = self.fresh(f"{identifier(_sources(d)[0]) if len(_sources(d)) == 1 else var}_t")
+        inner = Scope(unit, {}, [], f"{tf_scope(layer)}/rec/", outer=scope, rec=layer, time=time[0])
+        inner.names = self._allocate(list(unit), set(), prefix=var)
+        self.used |= set(inner.names.values())
+        inner.frame = Val(name(frame_var), tuple(x for x in src.dims if x != time[0]), src.sparse)
+        stack = var
+        scope.stmts.append(Assign([stack], cst.List([])))
+        roots = ["output"] + [n for n, ld in unit.items() if n != "output" and ld.get("loss")]
+        for r in roots:
+            self.get(r, inner)
+        out = inner.vals["output"]
+        inner.stmts.append(Append(stack, out.expr))
+        body = _resolve_prev(inner)
+        iterable = src.expr if isinstance(src.expr, cst.Name) else src.tensor()
+        scope.stmts.append(Loop(frame_var, iterable, body, comment=f"layer {layer!r}: a rec unit, one step per frame"))
+        for lname, kind, logits, target, axis, smoothing, lfull in inner.losses:
+            self._mark_loss(f"{layer}/{lname}", kind, logits, target, axis, smoothing, lfull, scope, False)
+        return Val(name(stack), (BATCH, time[0], *(x for x in out.dims if x != BATCH)), is_list=True)
+
+
+def _resolve_prev(scope: Scope) -> list:
+    """Each `prev:x` read as `x` where it stands before `x`'s statement, else through an alias
+    `x_prev = x` at the top of the body (then `x` there is still the previous step's)."""
+    assigned_at: dict[str, int] = {}
+    for i, s in enumerate(scope.stmts):
+        if isinstance(s, Assign):
+            for t in s.targets:
+                assigned_at.setdefault(t, i)
+    late: set[str] = set()
+    for i, s in enumerate(scope.stmts):
+        for n in _placeholders(s):
+            if i > assigned_at.get(n, len(scope.stmts)):
+                late.add(n)
+    aliases = {n: f"{n}_prev" for n in sorted(late)}
+    head = [Assign([a], name(n), comment="the previous step's") for n, a in aliases.items()]
+    renamer = _Rename({PREV + n: aliases.get(n, n) for n in scope.names.values()})
+    out = []
+    for s in head + scope.stmts:
+        if isinstance(s, Assign):
+            out.append(Assign(s.targets, s.value.visit(renamer), s.comment, s.module))
+        elif isinstance(s, Append):
+            out.append(Append(s.target, s.value.visit(renamer)))
+        else:
+            out.append(s)
+    return out
+
+
+class _Collect(cst.CSTVisitor):
+    def __init__(self):
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value.startswith(PREV):
+            self.found.add(node.value[len(PREV) :])
+
+
+def _placeholders(s) -> set[str]:
+    if not isinstance(s, Assign | Append):
+        return set()
+    v = _Collect()
+    s.value.visit(v)
+    return v.found
+
+
+class _Rename(cst.CSTTransformer):
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        return updated.with_changes(value=self.mapping[updated.value]) if updated.value in self.mapping else updated
+
+
+_COMMON = {"class", "from", "is_output_layer", "trainable", "name_scope", "L2", "initial_output", "need_last"}
+_LOSS = {"loss", "target", "loss_opts", "loss_scale"}
+_KNOWN = {
+    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout"} | _LOSS,
+    "softmax": {"n_out", "out_dim", "with_bias", "dropout"} | _LOSS,
+    "activation": {"activation", "dropout"},
+    "copy": {"dropout", "n_out", "out_dim"},
+    "dropout": {"dropout"},
+    "combine": {"kind", "activation", "n_out", "out_dim"},
+    "concat": set(),
+    "reduce": {"mode", "axes", "axis", "keep_dims"},
+    "rnn_cell": {"unit", "n_out", "out_dim"},
+    "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len"},
+}
+
+
+def tf_scope(layer: str) -> str:
+    """A layer's TF variable scope, as RETURNN's `get_valid_scope_name_from_str` makes it."""
+    s = "".join(c for c in layer if ord(c) < 128)
+    s = re.sub("[:(){}&+\\-*'\" ,]", "__", s)
+    return (".%i." % ord(s[0])) + s[1:] if s[:1] in "_-\\/" else s
+
+
+def _sources(d: dict) -> list[str]:
+    src = d.get("from", "data")
+    return [src] if isinstance(src, str) else list(src)
+
+
+def _feature(val: Val, dims: DimTable) -> str:
+    feats = [x for x in val.dims if dims.is_static(x)]
+    if val.sparse is not None or len(feats) != 1:
+        raise Refused(str(val.expr.value if isinstance(val.expr, cst.Name) else "?"), "?", "needs one feature dim")
+    return feats[0]
+
+
+def _is_root(d: dict) -> bool:
+    return bool(d.get("is_output_layer") or d.get("loss"))
