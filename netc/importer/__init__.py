@@ -77,7 +77,7 @@ def _model(imp: Importer, path: str, function: str) -> Model:
     resolve = _DimNames(dims, variables)
     body = _resolve_body(imp.top.stmts, resolve)
     outputs = [(out, imp.out_vals[out].expr) for out in imp.outputs.values()]
-    if not outputs:
+    if not outputs and not imp.refused:
         raise CompileError(None, "the network has no `output` layer and no output layer (`is_output_layer`)", path)
     return Model(function, header, imp.imports, dim_decls, params, body, outputs)
 
@@ -138,11 +138,20 @@ def _locate(path: str, network: str, r: Refused) -> CompileError:
     class's string, else about the file."""
     layer = r.layer.rsplit("/", 1)[-1]
     spans = _string_spans(path)
-    for want in (layer, r.cls):
-        hits = [s for text, s, is_key in spans if text == want and (is_key or want == r.cls)]
-        if hits:
-            return CompileError(hits[0], r.args[0])
-    return CompileError(None, r.args[0], file=path)
+    keys = [i for i, (text, _, is_key) in enumerate(spans) if text == layer and is_key]
+    # the entry whose next `"class": ...` is the layer's class, else the first entry of that name
+    of_class = [i for i in keys if _next_class(spans, i) == r.cls]
+    for i in of_class + keys:
+        return CompileError(spans[i][1], r.args[0])
+    hits = [s for text, s, _ in spans if text == r.cls]
+    return CompileError(hits[0], r.args[0]) if hits else CompileError(None, r.args[0], file=path)
+
+
+def _next_class(spans: list, i: int) -> str | None:
+    for j in range(i + 1, min(i + 40, len(spans) - 1)):
+        if spans[j][0] == "class" and spans[j][2]:
+            return spans[j + 1][0]
+    return None
 
 
 def _string_spans(path: str) -> list[tuple[str, Span, bool]]:

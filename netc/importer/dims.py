@@ -41,6 +41,7 @@ class DimTable:
         self._by_tag: dict[int, str] = {}
         self._by_size: dict[int, str] = {}
         self._names: set[str] = set()
+        self._preferred: dict[int, tuple[int, str]] = {}
         self.tags = tags
 
     # -- making dims
@@ -87,10 +88,18 @@ class DimTable:
                 return kind if owner == "data" else f"{owner}_{kind}"
         return tag_name or "dim"
 
+    def prefer(self, tag_id: int, input_key: str) -> None:
+        """An input's static tag names the dim of its size, even where a layer makes it first."""
+        t = self.tags[tag_id]
+        if t.kind == "static":
+            self._preferred.setdefault(t.size, (tag_id, input_key))
+
     def static(self, size: int, hint: str) -> str:
         """The dim of size `size` (a layer's `n_out`), named after `hint` if new."""
         if size in self._by_size:
             return self.find(self._by_size[size])
+        if size in self._preferred:
+            return self.tag(*self._preferred[size])
         key = self._new(self._fresh_name(hint), size)
         self._by_size[size] = key
         return key

@@ -99,6 +99,10 @@ class Importer:
         self.loss_names: dict[str, str] = {}  # original layer -> loss name
         self.out_vals: dict[str, Val] = {}
         self.refused: list[Refused] = []
+        for key, spec in loaded.inputs.items():
+            for tag in (*spec.dims, spec.sparse_dim):
+                if tag is not None:
+                    self.dims.prefer(tag, key)
         self.top = Scope(loaded.network, {}, [], "")
         self.top.names = self._allocate(list(loaded.network), reserved=set(loaded.inputs))
         self.used |= set(self.top.names.values()) | {identifier(k) for k in loaded.inputs}
@@ -327,6 +331,8 @@ class Importer:
             if self.dims.size(out) != self.dims.size(target.sparse) + 1:
                 raise Refused(full, "softmax", "a CTC layer has one class more than its target")
             out = self._ctc_dim(d, full)
+        elif "n_out" not in d and "out_dim" not in d and d.get("target"):  # RETURNN: the target's classes
+            out = self._target(d, full).sparse
         else:
             out = self._out_dim(layer, d, full)
         expr, dims, ref = self._linear_expr(layer, d, scope, full, out, src)
