@@ -143,3 +143,135 @@ def test_task_decides_the_network(imported):
     search = imported("task_search")[0].read_text()
     assert "mark_as_loss" in train and "mark_as_loss" not in search
     assert "--set task=search" in search.splitlines()[0]
+
+
+# netc's own RETURNN configs imported back: models whose layers the importer maps (a loop over a
+# sequence with `rec_unstack`, `rec_last_output` and `<rec>/output`; `nativelstm2`; embeddings;
+# `as_is` losses; sparse cross entropy layers)
+ROUND_TRIP = [
+    "examples/elman.py",
+    "tests/models/native_lstm.py",
+    "tests/models/losses.py",
+    "tests/models/ops_embedding.py",
+]
+
+
+@pytest.mark.parametrize("model", ROUND_TRIP)
+def test_round_trip_of_netcs_own_config(tmp_path, model):
+    """compile → import gives a model that verifies (eager = torch = RETURNN), and that, with the
+    parameters carried across by the name map, gives the original model's outputs and losses."""
+    from netc_runtime.verify import random_inputs, random_lengths, random_params
+    from netc_runtime.verify import verify as run_verify
+
+    config, back, names = tmp_path / "config.py", tmp_path / "imported.py", tmp_path / "names.json"
+    run_netc("compile", ROOT / model, "--target", "returnn", "-o", config, check=True)
+    run_netc("import", config, "-o", back, "--param-map", names, check=True)
+    g = compile_graph(str(back))
+    comps, _ = run_verify(str(back), g)
+    assert comps and all(c.ok for c in comps), comps
+
+    g0 = compile_graph(str(ROOT / model))
+    rng = np.random.default_rng(1)
+    lens = random_lengths(g0, 3, 7, rng)
+    inputs, params = random_inputs(g0, lens, rng), random_params(g0, rng)
+    mapping = json.loads(names.read_text())
+    assert sorted(mapping["params"]) == sorted(params)
+    ours = {mapping["params"][k]["returnn"]: v for k, v in params.items()}
+    orig = run_backend("returnn", str(ROOT / model), inputs, lens, params, g0)
+    res = run_backend("returnn", str(back), inputs, lens, ours, g)
+    pairs = {**mapping["outputs"], **mapping["losses"]}
+    assert set(pairs) == set(orig.outputs), (pairs, list(orig.outputs))
+    for theirs, mine in pairs.items():
+        a, b = np.asarray(orig.outputs[theirs]), np.asarray(res.outputs[mine])
+        assert a.shape == b.shape and np.allclose(a, b, atol=TOLERANCE, rtol=0), theirs
+
+
+def _import_error(tmp_path, text: str, *sets: str):
+    path = tmp_path / "bad.config"
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path, run_netc("import", path.name, "-o", "out.py", *sets, cwd=tmp_path)
+
+
+def _assert_at(proc, path: Path, line: int, col_text: str, message: str) -> None:
+    """A located error: exit 1, no traceback, `file:line:col: error: message` with the line and caret."""
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    first, source_line, caret = proc.stderr.splitlines()[:3]
+    text = path.read_text().splitlines()[line - 1]
+    col = text.index(col_text)
+    assert first.startswith(f"{path.name}:{line}:{col + 1}: error: "), first
+    assert message in first, first
+    assert source_line.strip() == text.strip() and caret.index("^") - 4 == col
+
+
+def test_unsupported_layer_is_located_and_listed(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {
+            "output": {"class": "linear", "n_out": 3, "from": "att"},
+            "att": {"class": "self_attention", "num_heads": 1, "total_key_dim": 4, "n_out": 4},
+        }
+        """,
+    )
+    _assert_at(proc, path, 5, '"att"', "layer `att` (self_attention): this layer class is not supported")
+    header = (tmp_path / "out.py").read_text().splitlines()[:3]
+    assert "#   att (self_attention): this layer class is not supported by `netc import` yet" in header
+
+
+def test_unsupported_layer_made_in_a_loop_is_located_at_its_class(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {"output": {"class": "copy", "from": "conv2"}}
+        for i in range(1, 3):
+            network["conv%i" % i] = {"class": "conv", "filter_size": (3,), "n_out": 4, "padding": "same"}
+        """,
+    )
+    _assert_at(proc, path, 5, '"conv"', "layer `conv2` (conv): this layer class is not supported")
+
+
+def test_unsupported_option_names_it(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {
+            "output": {"class": "linear", "n_out": 3, "forward_weights_init": "glorot_normal"},
+        }
+        """,
+    )
+    _assert_at(proc, path, 4, '"output"', "layer `output` (linear): option forward_weights_init not supported")
+
+
+def test_config_that_fails_to_load_is_located_in_the_config(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        def layer(n):
+            return {"class": "linear", "n_out": n, "activation": act}
+
+        network = {"output": layer(3)}
+        """,
+    )
+    _assert_at(proc, path, 3, "act}", "the config fails to load: NameError: name 'act' is not defined")
+
+
+def test_set_reaches_the_config_before_it_runs(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        task = config.value("task", "train")
+        assert task == "train", "not for " + task
+        """,
+        "--set",
+        "task=search",
+    )
+    _assert_at(proc, path, 3, "task ==", "AssertionError: not for search")

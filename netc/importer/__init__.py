@@ -42,6 +42,7 @@ def import_config(
     if function in imp.used:
         function += "_net"
     model = _model(imp, path, function)
+    model.imports = _used_netc_names(model) | {"Dim", "batch", "network"}
     source = write(model)
     result = ImportResult(source, function, outputs=imp.outputs, losses=imp.loss_names)
     result.errors = [_locate(path, network, r) for r in imp.refused]
@@ -70,9 +71,7 @@ def _model(imp: Importer, path: str, function: str) -> Model:
         kind = "Labels" if val.sparse is not None else "Tensor"
         imp.imports.add(kind)
         entries = [dims.find(x) if x != BATCH else BATCH for x in val.dims] + ([val.sparse] if val.sparse else [])
-        ann = cst.Subscript(
-            name(kind), [cst.SubscriptElement(cst.Index(dims.expr(x, variables))) for x in entries]
-        )
+        ann = cst.Subscript(name(kind), [cst.SubscriptElement(cst.Index(dims.expr(x, variables))) for x in entries])
         params.append((identifier(key), ann))
     resolve = _DimNames(dims, variables)
     body = _resolve_body(imp.top.stmts, resolve)
@@ -80,6 +79,35 @@ def _model(imp: Importer, path: str, function: str) -> Model:
     if not outputs and not imp.refused:
         raise CompileError(None, "the network has no `output` layer and no output layer (`is_output_layer`)", path)
     return Model(function, header, imp.imports, dim_decls, params, body, outputs)
+
+
+def _used_netc_names(model: Model) -> set[str]:
+    """The names of netc the model uses: what it imports."""
+    import netc
+
+    class Names(cst.CSTVisitor):
+        def __init__(self):
+            self.found: set[str] = set()
+
+        def visit_Name(self, node: cst.Name) -> None:
+            self.found.add(node.value)
+
+    v = Names()
+    for _, ann in model.params:
+        ann.visit(v)
+
+    def walk(stmts):
+        for s in stmts:
+            if isinstance(s, Loop):
+                s.iterable.visit(v)
+                walk(s.body)
+            elif hasattr(s, "value"):
+                s.value.visit(v)
+            if isinstance(s, MarkLoss):
+                v.found.add("mark_as_loss")
+
+    walk(model.body)
+    return {n for n in v.found if n in netc.__all__}
 
 
 def _sets_text(sets) -> str:
@@ -125,7 +153,9 @@ def _param_map(source: str, path: str, model: Model) -> dict[str, dict[str, str]
         try:
             g = compile_graph(file)
         except CompileError as e:
-            raise CompileError(None, f"netc import wrote a model that does not compile (a netc bug): {e.render(source)}", path) from e
+            raise CompileError(
+                None, f"netc import wrote a model that does not compile (a netc bug): {e.render(source)}", path
+            ) from e
     out = {}
     for p in g.params:
         ref = model.module_lines[p.call_path[0][0]]

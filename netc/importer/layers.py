@@ -17,7 +17,7 @@ import libcst as cst
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num, tuple_
-from netc.importer.writer import Append, Assign, Loop, MarkLoss, ModuleRef
+from netc.importer.writer import Append, Assign, MarkLoss, ModuleRef
 
 # RETURNN `activation` names -> netc functions (None: the identity)
 ACTIVATIONS = {
@@ -83,6 +83,7 @@ class Scope:
     vals: dict[str, Val] = field(default_factory=dict)
     states: dict[str, Val] = field(default_factory=dict)  # layer -> its value before the loop
     busy: set[str] = field(default_factory=set)
+    failed: dict[str, Refused] = field(default_factory=dict)
     stacked: dict[str, str] = field(default_factory=dict)  # list -> the value appended per step
     losses: list = field(default_factory=list)  # (layer, kind, logits list, target, axis) of the unit
 
@@ -92,7 +93,12 @@ class Importer:
         self.cfg = loaded
         self.dims = DimTable(loaded.dims)
         self.imports: set[str] = {"Dim", "Tensor", "batch", "network"}
-        self.used: set[str] = set()  # every variable name
+        import builtins
+
+        import netc
+
+        # every variable name; netc's and Python's functions are never shadowed (`tanh = tanh(x)`)
+        self.used: set[str] = set(netc.__all__) | set(dir(builtins))
         self.inputs: dict[str, Val] = {}
         self.input_order: list[str] = []
         self.outputs: dict[str, str] = {}  # original layer -> output name
@@ -103,6 +109,7 @@ class Importer:
             for tag in (*spec.dims, spec.sparse_dim):
                 if tag is not None:
                     self.dims.prefer(tag, key)
+        self.loops: dict[str, Scope] = {}  # rec layer -> its unit's scope
         self.top = Scope(loaded.network, {}, [], "")
         self.top.names = self._allocate(list(loaded.network), reserved=set(loaded.inputs))
         self.used |= set(self.top.names.values()) | {identifier(k) for k in loaded.inputs}
@@ -142,7 +149,8 @@ class Importer:
             try:
                 val = self.get(layer, self.top)
             except Refused as r:
-                self.refused.append(r)
+                if all(r is not known for known in self.refused):
+                    self.refused.append(r)
                 continue
             d = net[layer]
             if layer == "output" or d.get("is_output_layer"):
@@ -161,16 +169,25 @@ class Importer:
                 return self._prev(ref[5:], scope)
         elif ref == "data" or ref.startswith("data:"):
             return self._input(ref[5:] if ref.startswith("data:") else "data")
+        if "/" in ref and ref not in scope.layers:  # `rec/output`: the rec layer's own value
+            rec, sub = ref.split("/", 1)
+            if sub == "output" and isinstance(scope.layers.get(rec, {}).get("unit"), dict):
+                return self.get(rec, scope)
         if ref not in scope.layers:
             where = f"in the unit of `{scope.rec}`" if scope.rec else "in the network"
             raise Refused(ref, "?", f"no layer `{ref}` {where}")
         if ref in scope.vals:
             return scope.vals[ref]
+        if ref in scope.failed:  # refused once, reported once
+            raise scope.failed[ref]
         if ref in scope.busy:
             raise Refused(self._full(ref, scope), scope.layers[ref].get("class", "?"), "it reads itself (a cycle)")
         scope.busy.add(ref)
         try:
             val = self._layer(ref, scope.layers[ref], scope)
+        except Refused as r:
+            scope.failed[ref] = r
+            raise
         finally:
             scope.busy.discard(ref)
         scope.vals[ref] = val
@@ -288,6 +305,14 @@ class Importer:
             return Val(call(fn, val.tensor(), axis=self.dim(_feature(val, self.dims))), val.dims)
         return Val(call(fn, val.tensor()), val.dims)
 
+    def _tf_prefix(self, layer: str, d: dict, scope: Scope, own: str = "") -> str:
+        """Where RETURNN keeps the layer's variables: its `name_scope` ("/a/b" absolute), else its
+        name in the scope of the rec units it is in, then `own` (a rec layer's cell: "/rec")."""
+        ns = d.get("name_scope")
+        if isinstance(ns, str) and ns:
+            return ns[1:] if ns.startswith("/") else f"{scope.prefix}{ns}"
+        return f"{scope.prefix}{tf_scope(layer)}{own}"
+
     def _out_dim(self, layer: str, d: dict, full: str) -> str:
         if isinstance(d.get("out_dim"), dict):
             return self.dims.tag(d["out_dim"]["__dim__"])
@@ -295,9 +320,11 @@ class Importer:
             return self.dims.static(d["n_out"], identifier(layer))
         raise Refused(full, d.get("class", "?"), "give `n_out` or `out_dim`")
 
-    def _linear_expr(self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val) -> tuple[Expr, tuple, ModuleRef]:
+    def _linear_expr(
+        self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val
+    ) -> tuple[Expr, tuple, ModuleRef]:
         with_bias = d.get("with_bias", True)
-        ref = ModuleRef("linear", f"{scope.prefix}{tf_scope(layer)}")
+        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope))
         if src.sparse is not None:  # a lookup: the rows of W for the labels
             if with_bias:
                 self.imports |= {"Linear", "one_hot"}
@@ -310,7 +337,11 @@ class Importer:
         self.imports.add("Linear")
         args = {} if with_bias else {"with_bias": literal(False)}
         feat = _feature(src, self.dims)
-        return call(call("Linear", self.dim(out), **args), src.tensor()), (*(x for x in src.dims if x != feat), out), ref
+        return (
+            call(call("Linear", self.dim(out), **args), src.tensor()),
+            (*(x for x in src.dims if x != feat), out),
+            ref,
+        )
 
     def _l_linear(self, layer, d, scope, var, full) -> Val:
         src = self._source(d, scope, full)  # first: dims are named in the order they are met
@@ -360,6 +391,13 @@ class Importer:
     def _loss(self, layer: str, d: dict, scope: Scope, val: Val, full: str) -> None:
         kind = d["loss"]
         logits = val.logits
+        if kind == "as_is" and scope.rec is None and not d.get("loss_opts") and d.get("loss_scale", 1.0) == 1.0:
+            loss_name = self._loss_name(layer, kind, layer == "output" or d.get("is_output_layer"))
+            self.imports.add("mark_as_loss")
+            comment = f"loss 'as_is' of layer {layer!r}"
+            scope.stmts.append(MarkLoss(val.tensor(), loss_name, comment=comment))
+            self.loss_names[layer] = loss_name
+            return
         if kind not in ("ce", "ctc") or logits is None:
             what = f"loss {kind!r}" if kind not in ("ce", "ctc") else f"a {kind} loss on a `{d.get('class')}` layer"
             raise Refused(full, d.get("class", "?"), f"{what} not supported (ce and ctc on `softmax` layers are)")
@@ -383,13 +421,30 @@ class Importer:
         is_output = layer == "output" or d.get("is_output_layer")
         self._mark_loss(layer, kind, logits, target, out, smoothing, full, self.top, is_output)
 
-    def _mark_loss(self, layer, kind, logits: Val, target: Val, out: str, smoothing, full, scope, is_output) -> None:
-        """`mark_as_loss`, named as the layer (`<layer>_<kind>` where it is an output too)."""
+    def _loss_name(self, layer: str, kind: str, is_output) -> str:
+        """The layer's name (`<layer>_<kind>` where it is an output too)."""
         base = identifier(layer.replace("/", "_")) + (f"_{kind}" if is_output else "")
         loss_name, i = base, 2
-        outputs = {self.top.names[n] for n, ld in self.cfg.network.items() if n == "output" or ld.get("is_output_layer")}
+        outputs = {
+            self.top.names[n] for n, ld in self.cfg.network.items() if n == "output" or ld.get("is_output_layer")
+        }
         while loss_name in self.loss_names.values() or loss_name in outputs:
             loss_name, i = f"{base}_{i}", i + 1
+        return loss_name
+
+    def _l_sparse_softmax_cross_entropy_with_logits(self, layer, d, scope, var, full) -> Val:
+        logits, target = self.get(d.get("logits"), scope), self.get(d.get("targets"), scope)
+        axis = d.get("axis")
+        if not isinstance(axis, dict) or target.sparse is None:
+            raise Refused(full, d["class"], "needs `axis` as a dim tag and labels as `targets`")
+        out = self.dims.tag(axis["__dim__"])
+        self.imports.add("cross_entropy")
+        self._emit(scope, var, call("cross_entropy", logits.tensor(), target.tensor(), axis=self.dim(out)), layer)
+        return Val(name(var), tuple(x for x in logits.dims if self.dims.find(x) != self.dims.find(out)))
+
+    def _mark_loss(self, layer, kind, logits: Val, target: Val, out: str, smoothing, full, scope, is_output) -> None:
+        """`mark_as_loss` of the loss of `kind` on the logits."""
+        loss_name = self._loss_name(layer, kind, is_output)
         if kind == "ce":
             time = [x for x in logits.dims if self.dims.is_dynamic(x)]
             ttime = [x for x in target.dims if self.dims.is_dynamic(x)]
@@ -455,7 +510,7 @@ class Importer:
 
     def _l_reduce(self, layer, d, scope, var, full) -> Val:
         mode = d.get("mode")
-        fns = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max"}
+        fns = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max", "logsumexp": "logsumexp"}
         if mode not in fns:
             raise Refused(full, "reduce", f"mode {mode!r} not supported")
         src = self._source(d, scope, full)
@@ -486,11 +541,17 @@ class Importer:
         out = self._out_dim(layer, d, full)
         h, c = var, self.fresh(f"{var}_c")
         for state in (h, c):
-            scope.outer.stmts.append(Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state"))
+            scope.outer.stmts.append(
+                Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state")
+            )
         self.imports |= {"LstmCell", "zeros"}
         value = call(call("LstmCell", self.dim(out)), src.tensor(), tuple_(name(h), name(c)))
         comment = f"layer {layer!r}" if layer != var else None
-        scope.stmts.append(Assign([h, c], value, comment=comment, module=ModuleRef("lstm_cell", f"{scope.prefix}{tf_scope(layer)}/rec")))
+        scope.stmts.append(
+            Assign(
+                [h, c], value, comment=comment, module=ModuleRef("lstm_cell", self._tf_prefix(layer, d, scope, "/rec"))
+            )
+        )
         scope.states.setdefault(layer, Val(name(h), (BATCH, out)))
         return Val(name(h), (BATCH, out))
 
@@ -514,93 +575,43 @@ class Importer:
         args = {"direction": num(-1)} if direction == -1 else {}
         feat = _feature(src, self.dims)
         self._emit(
-            scope, var, call(call("Lstm", self.dim(out), **args), src.tensor()), layer, ModuleRef("lstm", f"{tf_scope(layer)}/rec")
+            scope,
+            var,
+            call(call("Lstm", self.dim(out), **args), src.tensor()),
+            layer,
+            ModuleRef("lstm", self._tf_prefix(layer, d, scope, "/rec")),
         )
         return Val(name(var), (*(x for x in src.dims if x != feat), out))
 
     def _loop(self, layer, d, scope, var, full, unit: dict) -> Val:
-        if scope.rec is not None:
-            raise Refused(full, "rec", "a loop nested in a rec unit is not supported yet")
-        if "output" not in unit:
-            raise Refused(full, "rec", "its unit has no `output` layer")
-        src = self._source(d, scope, full)
-        time = [x for x in src.dims if self.dims.is_dynamic(x)]
-        if len(time) != 1:
-            raise Refused(full, "rec", "its input needs exactly one time dim (a loop over it)")
-        frame_var = self.fresh(f"{identifier(_sources(d)[0]) if len(_sources(d)) == 1 else var}_t")
-        inner = Scope(unit, {}, [], f"{tf_scope(layer)}/rec/", outer=scope, rec=layer, time=time[0])
-        inner.names = self._allocate(list(unit), set(), prefix=var)
-        self.used |= set(inner.names.values())
-        inner.frame = Val(name(frame_var), tuple(x for x in src.dims if x != time[0]), src.sparse)
-        stack = var
-        scope.stmts.append(Assign([stack], cst.List([])))
-        roots = ["output"] + [n for n, ld in unit.items() if n != "output" and ld.get("loss")]
-        for r in roots:
-            self.get(r, inner)
-        out = inner.vals["output"]
-        inner.stmts.append(Append(stack, out.expr))
-        body = _resolve_prev(inner)
-        iterable = src.expr if isinstance(src.expr, cst.Name) else src.tensor()
-        scope.stmts.append(Loop(frame_var, iterable, body, comment=f"layer {layer!r}: a rec unit, one step per frame"))
-        for lname, kind, logits, target, axis, smoothing, lfull in inner.losses:
-            self._mark_loss(f"{layer}/{lname}", kind, logits, target, axis, smoothing, lfull, scope, False)
-        return Val(name(stack), (BATCH, time[0], *(x for x in out.dims if x != BATCH)), is_list=True)
+        from netc.importer.loops import import_loop
+
+        return import_loop(self, layer, d, scope, var, full, unit)
+
+    def _l_rec_last_output(self, layer, d, scope, var, full) -> Val:
+        """A unit layer's value at each sequence's last step: its variable after the loop."""
+        rec, sub = d.get("rec_layer"), d.get("sub_layer_name", "output")
+        self.get(rec, scope)
+        inner = self.loops.get(rec)
+        if inner is None or sub not in inner.vals:
+            raise Refused(full, "rec_last_output", f"`{rec}` is not a rec unit that computes `{sub}`")
+        self._emit(scope, var, name(inner.names[sub]), layer)
+        return Val(name(var), inner.vals[sub].dims)
 
 
-def _resolve_prev(scope: Scope) -> list:
-    """Each `prev:x` read as `x` where it stands before `x`'s statement, else through an alias
-    `x_prev = x` at the top of the body (then `x` there is still the previous step's)."""
-    assigned_at: dict[str, int] = {}
-    for i, s in enumerate(scope.stmts):
-        if isinstance(s, Assign):
-            for t in s.targets:
-                assigned_at.setdefault(t, i)
-    late: set[str] = set()
-    for i, s in enumerate(scope.stmts):
-        for n in _placeholders(s):
-            if i > assigned_at.get(n, len(scope.stmts)):
-                late.add(n)
-    aliases = {n: f"{n}_prev" for n in sorted(late)}
-    head = [Assign([a], name(n), comment="the previous step's") for n, a in aliases.items()]
-    renamer = _Rename({PREV + n: aliases.get(n, n) for n in scope.names.values()})
-    out = []
-    for s in head + scope.stmts:
-        if isinstance(s, Assign):
-            out.append(Assign(s.targets, s.value.visit(renamer), s.comment, s.module))
-        elif isinstance(s, Append):
-            out.append(Append(s.target, s.value.visit(renamer)))
-        else:
-            out.append(s)
-    return out
-
-
-class _Collect(cst.CSTVisitor):
-    def __init__(self):
-        self.found: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value.startswith(PREV):
-            self.found.add(node.value[len(PREV) :])
-
-
-def _placeholders(s) -> set[str]:
-    if not isinstance(s, Assign | Append):
-        return set()
-    v = _Collect()
-    s.value.visit(v)
-    return v.found
-
-
-class _Rename(cst.CSTTransformer):
-    def __init__(self, mapping: dict[str, str]):
-        self.mapping = mapping
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-        return updated.with_changes(value=self.mapping[updated.value]) if updated.value in self.mapping else updated
-
-
-_COMMON = {"class", "from", "is_output_layer", "trainable", "name_scope", "L2", "initial_output", "need_last"}
+_COMMON = {
+    "class",
+    "from",
+    "is_output_layer",
+    "trainable",
+    "name_scope",
+    "L2",
+    "initial_output",
+    "need_last",
+    "out_type",
+}
 _LOSS = {"loss", "target", "loss_opts", "loss_scale"}
+_COMMON |= _LOSS  # which losses on which layers: `_loss`
 _KNOWN = {
     "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout"} | _LOSS,
     "softmax": {"n_out", "out_dim", "with_bias", "dropout"} | _LOSS,
@@ -608,10 +619,12 @@ _KNOWN = {
     "copy": {"dropout", "n_out", "out_dim"},
     "dropout": {"dropout"},
     "combine": {"kind", "activation", "n_out", "out_dim"},
-    "concat": set(),
+    "concat": {"out_dim"},
     "reduce": {"mode", "axes", "axis", "keep_dims"},
     "rnn_cell": {"unit", "n_out", "out_dim"},
     "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len"},
+    "rec_last_output": {"rec_layer", "sub_layer_name"},
+    "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
 }
 
 
@@ -619,7 +632,7 @@ def tf_scope(layer: str) -> str:
     """A layer's TF variable scope, as RETURNN's `get_valid_scope_name_from_str` makes it."""
     s = "".join(c for c in layer if ord(c) < 128)
     s = re.sub("[:(){}&+\\-*'\" ,]", "__", s)
-    return (".%i." % ord(s[0])) + s[1:] if s[:1] in "_-\\/" else s
+    return f".{ord(s[0])}.{s[1:]}" if s[:1] in "_-\\/" else s
 
 
 def _sources(d: dict) -> list[str]:

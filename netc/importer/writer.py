@@ -42,7 +42,7 @@ class MarkLoss:
 
 @dataclass
 class Loop:
-    var: str
+    var: list[str]  # the frames (several: `zip`)
     iterable: Expr
     body: list
     comment: str | None = None
@@ -92,7 +92,7 @@ def _stmts(items: list, modules: dict[int, ModuleRef]) -> list[cst.BaseStatement
             out.append(_simple(cst.Expr(call("mark_as_loss", s.value, string(s.name))), s.comment))
         elif isinstance(s, Loop):
             body = cst.IndentedBlock(_stmts(s.body, modules))
-            loop = cst.For(target=name(s.var), iter=s.iterable, body=body)
+            loop = cst.For(target=_target(s.var), iter=s.iterable, body=body)
             if s.comment:
                 loop = loop.with_changes(leading_lines=[_comment_line(s.comment)])
             out.append(loop)
