@@ -16,9 +16,10 @@ import libcst as cst
 
 from netc.errors import CompileError, Span
 from netc.importer.dims import BATCH
-from netc.importer.layers import DIM, Importer, Refused
+from netc.importer.layers import Importer
 from netc.importer.load import load_config
 from netc.importer.syntax import identifier, name
+from netc.importer.values import DIM, Refused
 from netc.importer.writer import Assign, Loop, MarkLoss, Model, write
 
 

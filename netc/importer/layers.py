@@ -9,15 +9,14 @@ rec layer. Layers of other classes are collected as refusals."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-
 import libcst as cst
 
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
+from netc.importer.losses import LossLayers
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num, tuple_
-from netc.importer.writer import Append, Assign, MarkLoss, ModuleRef
+from netc.importer.values import DIM, PREV, Refused, Scope, Val, feature, sources, tf_scope
+from netc.importer.writer import Assign, ModuleRef
 
 # RETURNN `activation` names -> netc functions (None: the identity)
 ACTIVATIONS = {
@@ -41,54 +40,9 @@ ACTIVATIONS = {
 COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 LSTM_UNITS = {"nativelstm2", "lstm", "nativelstm"}
 CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
-PREV = "__prev__"  # placeholder names, resolved when the model is written
-DIM = "__dim__"
 
 
-class Refused(Exception):
-    """A layer the importer cannot express: `layer` (its full name) of `cls`, and why."""
-
-    def __init__(self, layer: str, cls: str, why: str):
-        super().__init__(f"layer `{layer}` ({cls}): {why}")
-        self.layer, self.cls, self.why = layer, cls, why
-
-
-@dataclass
-class Val:
-    """A layer's value: its expression and dims (batch first, then dynamic, then static)."""
-
-    expr: Expr
-    dims: tuple[str, ...]
-    sparse: str | None = None  # labels: their class dim
-    is_list: bool = False  # a list stacked by a loop
-    logits: Val | None = None  # a `softmax` layer's logits, for its loss
-
-    def tensor(self) -> Expr:
-        """The value where an operator needs a tensor (a stacked list: `stack(...)`)."""
-        return call("stack", self.expr) if self.is_list else self.expr
-
-
-@dataclass
-class Scope:
-    """Layers of the network (`rec` None) or of a rec unit, and where their statements go."""
-
-    layers: dict
-    names: dict[str, str]  # layer -> variable
-    stmts: list
-    prefix: str  # of the TF variables: "" or "<rec>/rec/"
-    outer: Scope | None = None
-    rec: str | None = None  # the rec layer's name
-    frame: Val | None = None  # `data:source`
-    time: str | None = None  # the loop's dim
-    vals: dict[str, Val] = field(default_factory=dict)
-    states: dict[str, Val] = field(default_factory=dict)  # layer -> its value before the loop
-    busy: set[str] = field(default_factory=set)
-    failed: dict[str, Refused] = field(default_factory=dict)
-    stacked: dict[str, str] = field(default_factory=dict)  # list -> the value appended per step
-    losses: list = field(default_factory=list)  # (layer, kind, logits list, target, axis) of the unit
-
-
-class Importer:
+class Importer(LossLayers):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
         self.dims = DimTable(loaded.dims)
@@ -244,13 +198,13 @@ class Importer:
         if isinstance(d.get("n_out"), int):
             return self.dims.static(d["n_out"], identifier(layer))
         seen = seen | {layer}
-        for src in _sources(d):
+        for src in sources(d):
             if src.startswith("prev:") or src in seen:
                 continue
             if src in scope.layers and src not in scope.vals and not src.startswith(("base:", "data")):
                 return self._static_out(src, scope.layers[src], scope, seen)
             val = self.get(src, scope)
-            return _feature(val, self.dims)
+            return feature(val, self.dims)
         raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
 
     # -- layers
@@ -276,7 +230,7 @@ class Importer:
 
     def _source(self, d: dict, scope: Scope, full: str) -> Val:
         """The layer's input: its `from` concatenated on the feature dim, `dropout` applied."""
-        vals = [self.get(s, scope) for s in _sources(d)]
+        vals = [self.get(s, scope) for s in sources(d)]
         if not vals:
             raise Refused(full, d.get("class", "?"), "it has no input (`from: []`)")
         val = vals[0] if len(vals) == 1 else self._concat(vals, full, d)
@@ -286,7 +240,7 @@ class Importer:
         return val
 
     def _concat(self, vals: list[Val], full: str, d: dict) -> Val:
-        feats = [_feature(v, self.dims) for v in vals]
+        feats = [feature(v, self.dims) for v in vals]
         rest = [tuple(x for x in v.dims if x != f) for v, f in zip(vals, feats)]
         if any(v.sparse for v in vals) or any(r != rest[0] for r in rest):
             raise Refused(full, d.get("class", "?"), "its inputs differ in dims other than the feature dim")
@@ -302,7 +256,7 @@ class Importer:
             return val
         self.imports.add(fn)
         if fn in ("softmax", "log_softmax"):
-            return Val(call(fn, val.tensor(), axis=self.dim(_feature(val, self.dims))), val.dims)
+            return Val(call(fn, val.tensor(), axis=self.dim(feature(val, self.dims))), val.dims)
         return Val(call(fn, val.tensor()), val.dims)
 
     def _tf_prefix(self, layer: str, d: dict, scope: Scope, own: str = "") -> str:
@@ -336,7 +290,7 @@ class Importer:
             return expr, (*src.dims, out), ref
         self.imports.add("Linear")
         args = {} if with_bias else {"with_bias": literal(False)}
-        feat = _feature(src, self.dims)
+        feat = feature(src, self.dims)
         return (
             call(call("Linear", self.dim(out), **args), src.tensor()),
             (*(x for x in src.dims if x != feat), out),
@@ -350,118 +304,6 @@ class Importer:
         val = self._activation(Val(expr, dims), d.get("activation"), full, "linear")
         self._emit(scope, var, val.expr, layer, ref)
         return Val(name(var), dims)
-
-    def _l_softmax(self, layer, d, scope, var, full) -> Val:
-        """Logits (a `linear`), then their softmax; a loss reads the logits."""
-        src = self._source(d, scope, full)
-        if d.get("loss") == "ctc" and "n_out" not in d and "out_dim" not in d:
-            out = self._ctc_dim(d, full)
-        elif d.get("loss") == "ctc":
-            out = self._out_dim(layer, d, full)
-            target = self._target(d, full)
-            if self.dims.size(out) != self.dims.size(target.sparse) + 1:
-                raise Refused(full, "softmax", "a CTC layer has one class more than its target")
-            out = self._ctc_dim(d, full)
-        elif "n_out" not in d and "out_dim" not in d and d.get("target"):  # RETURNN: the target's classes
-            out = self._target(d, full).sparse
-        else:
-            out = self._out_dim(layer, d, full)
-        expr, dims, ref = self._linear_expr(layer, d, scope, full, out, src)
-        logits = self.fresh(f"{var}_logits")
-        comment = f"layer {layer!r}: logits" if layer != var else None
-        scope.stmts.append(Assign([logits], expr, comment=comment, module=ref))
-        self.imports.add("softmax")
-        self._emit(scope, var, call("softmax", name(logits), axis=self.dim(out)), layer)
-        return Val(name(var), dims, logits=Val(name(logits), dims))
-
-    def _ctc_dim(self, d: dict, full: str) -> str:
-        target = self._target(d, full)
-        blank = self.dims.static(1, "blank")
-        return self.dims.derived([target.sparse, blank])
-
-    def _target(self, d: dict, full: str) -> Val:
-        target = d.get("target")
-        if not isinstance(target, str):
-            raise Refused(full, d.get("class", "?"), "a loss needs a `target` (an extern_data key)")
-        val = self._input(target[5:] if target.startswith("data:") else target)
-        if val.sparse is None:
-            raise Refused(full, d.get("class", "?"), f"target `{target}` is not sparse (labels)")
-        return val
-
-    def _loss(self, layer: str, d: dict, scope: Scope, val: Val, full: str) -> None:
-        kind = d["loss"]
-        logits = val.logits
-        if kind == "as_is" and scope.rec is None and not d.get("loss_opts") and d.get("loss_scale", 1.0) == 1.0:
-            loss_name = self._loss_name(layer, kind, layer == "output" or d.get("is_output_layer"))
-            self.imports.add("mark_as_loss")
-            comment = f"loss 'as_is' of layer {layer!r}"
-            scope.stmts.append(MarkLoss(val.tensor(), loss_name, comment=comment))
-            self.loss_names[layer] = loss_name
-            return
-        if kind not in ("ce", "ctc") or logits is None:
-            what = f"loss {kind!r}" if kind not in ("ce", "ctc") else f"a {kind} loss on a `{d.get('class')}` layer"
-            raise Refused(full, d.get("class", "?"), f"{what} not supported (ce and ctc on `softmax` layers are)")
-        opts = dict(d.get("loss_opts") or {})
-        smoothing = opts.pop("label_smoothing", 0.0)
-        if kind == "ctc":
-            for harmless in ("beam_width", "ctc_opts"):
-                opts.pop(harmless, None)
-        if opts or d.get("loss_scale", 1.0) != 1.0:
-            raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts) or ['loss_scale']} not supported")
-        target = self._target(d, full)
-        out = _feature(logits, self.dims)
-        if scope.rec is not None:  # stacked in the loop, the loss after it
-            lst = self.fresh(f"{scope.names[layer]}_logits_seq")
-            scope.outer.stmts.append(Assign([lst], cst.List([])))
-            scope.stmts.append(Append(lst, logits.expr))
-            logits = Val(call("stack", name(lst)), (BATCH, scope.time, out))
-            self.imports.add("stack")
-            scope.losses.append((layer, kind, logits, target, out, smoothing, full))
-            return
-        is_output = layer == "output" or d.get("is_output_layer")
-        self._mark_loss(layer, kind, logits, target, out, smoothing, full, self.top, is_output)
-
-    def _loss_name(self, layer: str, kind: str, is_output) -> str:
-        """The layer's name (`<layer>_<kind>` where it is an output too)."""
-        base = identifier(layer.replace("/", "_")) + (f"_{kind}" if is_output else "")
-        loss_name, i = base, 2
-        outputs = {
-            self.top.names[n] for n, ld in self.cfg.network.items() if n == "output" or ld.get("is_output_layer")
-        }
-        while loss_name in self.loss_names.values() or loss_name in outputs:
-            loss_name, i = f"{base}_{i}", i + 1
-        return loss_name
-
-    def _l_sparse_softmax_cross_entropy_with_logits(self, layer, d, scope, var, full) -> Val:
-        logits, target = self.get(d.get("logits"), scope), self.get(d.get("targets"), scope)
-        axis = d.get("axis")
-        if not isinstance(axis, dict) or target.sparse is None:
-            raise Refused(full, d["class"], "needs `axis` as a dim tag and labels as `targets`")
-        out = self.dims.tag(axis["__dim__"])
-        self.imports.add("cross_entropy")
-        self._emit(scope, var, call("cross_entropy", logits.tensor(), target.tensor(), axis=self.dim(out)), layer)
-        return Val(name(var), tuple(x for x in logits.dims if self.dims.find(x) != self.dims.find(out)))
-
-    def _mark_loss(self, layer, kind, logits: Val, target: Val, out: str, smoothing, full, scope, is_output) -> None:
-        """`mark_as_loss` of the loss of `kind` on the logits."""
-        loss_name = self._loss_name(layer, kind, is_output)
-        if kind == "ce":
-            time = [x for x in logits.dims if self.dims.is_dynamic(x)]
-            ttime = [x for x in target.dims if self.dims.is_dynamic(x)]
-            if len(time) != 1 or len(ttime) != 1:
-                raise Refused(full, "softmax", "a ce loss needs one time dim in its output and target")
-            self.dims.join(time[0], ttime[0])  # RETURNN needs the same lengths
-            self.imports.add("cross_entropy")
-            kw = {"axis": self.dim(out)}
-            if smoothing:
-                kw["label_smoothing"] = num(float(smoothing))
-            value = call("cross_entropy", logits.expr, target.expr, **kw)
-        else:
-            self.imports.add("ctc_loss")
-            value = call("ctc_loss", logits.expr, target.expr, axis=self.dim(out))
-        self.imports.add("mark_as_loss")
-        scope.stmts.append(MarkLoss(value, loss_name, comment=f"loss {kind!r} of layer {layer!r}"))
-        self.loss_names[layer] = loss_name
 
     def _l_activation(self, layer, d, scope, var, full) -> Val:
         val = self._activation(self._source(d, scope, full), d.get("activation"), full, "activation")
@@ -489,7 +331,7 @@ class Importer:
 
     def _l_combine(self, layer, d, scope, var, full) -> Val:
         kind = d.get("kind", "add")
-        vals = [self.get(s, scope) for s in _sources(d)]
+        vals = [self.get(s, scope) for s in sources(d)]
         if not vals:
             raise Refused(full, "combine", "it has no input")
         dims = max((v.dims for v in vals), key=len)
@@ -523,7 +365,7 @@ class Importer:
             elif str(a).upper() in ("T", "TIME"):
                 keys.append(next((x for x in src.dims if self.dims.is_dynamic(x)), None))
             elif str(a).upper() in ("F", "FEATURE"):
-                keys.append(_feature(src, self.dims))
+                keys.append(feature(src, self.dims))
             else:
                 keys.append(None)
         if None in keys or not keys:
@@ -573,7 +415,7 @@ class Importer:
             raise Refused(full, "rec", "direction other than 1/-1, or labels as input")
         self.imports.add("Lstm")
         args = {"direction": num(-1)} if direction == -1 else {}
-        feat = _feature(src, self.dims)
+        feat = feature(src, self.dims)
         self._emit(
             scope,
             var,
@@ -626,25 +468,6 @@ _KNOWN = {
     "rec_last_output": {"rec_layer", "sub_layer_name"},
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
 }
-
-
-def tf_scope(layer: str) -> str:
-    """A layer's TF variable scope, as RETURNN's `get_valid_scope_name_from_str` makes it."""
-    s = "".join(c for c in layer if ord(c) < 128)
-    s = re.sub("[:(){}&+\\-*'\" ,]", "__", s)
-    return f".{ord(s[0])}.{s[1:]}" if s[:1] in "_-\\/" else s
-
-
-def _sources(d: dict) -> list[str]:
-    src = d.get("from", "data")
-    return [src] if isinstance(src, str) else list(src)
-
-
-def _feature(val: Val, dims: DimTable) -> str:
-    feats = [x for x in val.dims if dims.is_static(x)]
-    if val.sparse is not None or len(feats) != 1:
-        raise Refused(str(val.expr.value if isinstance(val.expr, cst.Name) else "?"), "?", "needs one feature dim")
-    return feats[0]
 
 
 def _is_root(d: dict) -> bool:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import libcst as cst
 
 from netc.importer.dims import BATCH
-from netc.importer.layers import PREV, Refused, Scope, Val, _sources, tf_scope
 from netc.importer.syntax import call, identifier, name
+from netc.importer.values import PREV, Refused, Scope, Val, sources, tf_scope
 from netc.importer.writer import Append, Assign, Loop
 
 
@@ -25,7 +25,7 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
     inner = Scope(unit, {}, [], f"{tf_scope(layer)}/rec/", outer=scope, rec=layer)
     inner.names = imp._allocate(list(unit), set(), prefix=var)
     imp.used |= set(inner.names.values())
-    if _sources(d):
+    if sources(d):
         src = imp._source(d, scope, full)
         seqs = [(src, None)]
     else:  # netc's form: the unit unstacks outer sequences itself
@@ -44,7 +44,7 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
     inner.time = time = times.pop()
     frames = []
     for src, unstack_layer in seqs:
-        base = identifier(_sources(d)[0]) if unstack_layer is None and len(_sources(d)) == 1 else var
+        base = identifier(sources(d)[0]) if unstack_layer is None and len(sources(d)) == 1 else var
         own = base if unstack_layer is None else identifier(unstack_layer)
         if unstack_layer is not None and own.endswith("_t"):  # named as a frame already
             var_t = inner.names[unstack_layer]
@@ -79,7 +79,7 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
 
 
 def _base(d: dict, full: str) -> str:
-    src = _sources(d)
+    src = sources(d)
     if len(src) != 1 or not src[0].startswith("base:"):
         raise Refused(full, "rec_unstack", "only `rec_unstack` of one `base:` layer is supported")
     return src[0][5:]
