@@ -275,3 +275,20 @@ def test_set_reaches_the_config_before_it_runs(tmp_path):
         "task=search",
     )
     _assert_at(proc, path, 3, "task ==", "AssertionError: not for search")
+
+
+@pytest.mark.parametrize(
+    "network, message",
+    [
+        ('{"output": {"class": "copy", "from": 3}}', "layer `output` (copy): a source 3 that is not a layer name"),
+        ('{"output": {"class": "tanh", "from": "output"}, "x": None}', "layer `output` (tanh): this layer class"),
+        ('{"output": {"class": "activation", "activation": "tanh", "from": "output"}}', "it reads itself (a cycle)"),
+        ("lambda epoch: {}", "the config has no dict of layers as `network`"),
+    ],
+)
+def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message):
+    path = tmp_path / "bad.config"
+    path.write_text(f'#!rnn.py\nextern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}\nnetwork = {network}\n')
+    proc = run_netc("import", path.name, "-o", "out.py", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert message in proc.stderr.splitlines()[0], proc.stderr

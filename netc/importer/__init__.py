@@ -57,7 +57,7 @@ def _model(imp: Importer, path: str, function: str) -> Model:
     variables = dims.variables(imp.used | {identifier(k) for k in imp.cfg.inputs} | {function})
     header = [f"Imported by `netc import` from {os.path.basename(path)}" + _sets_text(imp.cfg.sets) + "."]
     if imp.refused:
-        header.append("Not imported (unsupported layers, and what reads them):")
+        header.append("Not imported (unsupported layers; the layers that read them are left out too):")
         header += [f"  {r.layer} ({r.cls}): {r.why}" for r in imp.refused]
     dim_decls = []
     first = [dims.find(x) for k in imp.input_order for x in (*imp.inputs[k].dims, imp.inputs[k].sparse) if x]

@@ -113,8 +113,11 @@ def main() -> None:
             config.parse_cmd_args(args)
         table, dim_ref = _dims()
         network = config.typed_value(request["network"])
-        if network is None:
-            raise KeyError(f"the config defines no `{request['network']}`")
+        if not isinstance(network, dict) or not all(isinstance(k, str) for k in network):
+            what = "defines no" if network is None else "has no dict of layers as"
+            result = {"error": {"line": None, "plain": True, "message": f"the config {what} `{request['network']}`"}}
+            sys.stdout.write("\n@@netc-import@@\n" + json.dumps(result))
+            return
         result = {
             "network": _plain(network, dim_ref),
             "inputs": _inputs(config, dim_ref),

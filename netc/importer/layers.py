@@ -114,6 +114,8 @@ class Importer(LossLayers):
 
     def get(self, ref: str, scope: Scope) -> Val:
         """The value `ref` (a `from` entry) names in `scope`."""
+        if not isinstance(ref, str):
+            raise Refused(str(scope.rec or "network"), "?", f"a source {ref!r} that is not a layer name")
         if scope.rec is not None:
             if ref in ("data", "data:source"):
                 return scope.frame
@@ -210,12 +212,17 @@ class Importer(LossLayers):
     # -- layers
 
     def _layer(self, layer: str, d: dict, scope: Scope) -> Val:
+        if not isinstance(d, dict):
+            raise Refused(self._full(layer, scope), "?", f"its entry is {type(d).__name__}, not a dict")
         cls = d.get("class")
         full = self._full(layer, scope)
         var = scope.names[layer]
         handler = getattr(self, f"_l_{cls}", None)
         if handler is None:
             raise Refused(full, str(cls), "this layer class is not supported by `netc import` yet")
+        bad = [s for s in sources(d) if not isinstance(s, str)]
+        if bad and cls != "concat":
+            raise Refused(full, str(cls), f"a source {bad[0]!r} that is not a layer name")
         extra = set(d) - _KNOWN.get(cls, set()) - _COMMON
         if extra:
             raise Refused(full, cls, f"option{'s' if len(extra) > 1 else ''} {', '.join(sorted(extra))} not supported")
@@ -471,4 +478,4 @@ _KNOWN = {
 
 
 def _is_root(d: dict) -> bool:
-    return bool(d.get("is_output_layer") or d.get("loss"))
+    return isinstance(d, dict) and bool(d.get("is_output_layer") or d.get("loss"))

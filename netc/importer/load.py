@@ -55,7 +55,7 @@ def load_config(
     data = json.loads(proc.stdout.split(_MARK, 1)[1])
     if "error" in data:
         err = data["error"]
-        message = f"the config fails to load: {err['message']}"
+        message = err["message"] if err.get("plain") else f"the config fails to load: {err['message']}"
         if err.get("line") is None:
             raise CompileError(None, message, file=path)
         line_text = _line(path, err["line"])

@@ -67,7 +67,7 @@ def tf_scope(layer: str) -> str:
 
 def sources(d: dict) -> list[str]:
     src = d.get("from", "data")
-    return [src] if isinstance(src, str) else list(src)
+    return [src] if isinstance(src, str) else list(src) if isinstance(src, list | tuple) else [src]
 
 
 def feature(val: Val, dims: DimTable) -> str:
