@@ -47,12 +47,11 @@ class Importer(LossLayers):
         self.cfg = loaded
         self.dims = DimTable(loaded.dims)
         self.imports: set[str] = {"Dim", "Tensor", "batch", "network"}
-        import builtins
-
         import netc
 
-        # every variable name; netc's and Python's functions are never shadowed (`tanh = tanh(x)`)
-        self.used: set[str] = set(netc.__all__) | set(dir(builtins))
+        # every variable name; netc's functions and the builtins a model calls are never shadowed
+        # (`tanh = tanh(x)` would make `tanh` local to the whole function)
+        self.used: set[str] = set(netc.__all__) | {"zip", "abs", "range", "reversed", "len", "print"}
         self.inputs: dict[str, Val] = {}
         self.input_order: list[str] = []
         self.outputs: dict[str, str] = {}  # original layer -> output name
