@@ -22,6 +22,7 @@ CASES = {
     "blstm_ctc": ("blstm_ctc.config", [], [[9, 6, 4], [3, 2, 1]]),
     "lstm_lm": ("lstm_lm.config", [], [[7, 5, 2]]),
     "stacked_loop": ("stacked_loop.config", [], [[8, 3, 5], [8, 3, 5]]),  # frame-wise targets
+    "dot_scores": ("dot_scores.config", [], [[5, 7, 2]]),
     "task_train": ("task_dependent.config", [], [[6, 4, 5], [2, 1, 2]]),
     "task_search": ("task_dependent.config", [("task", "search")], [[6, 4, 5], [2, 1, 2]]),
 }

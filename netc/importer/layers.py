@@ -364,22 +364,41 @@ class Importer(LossLayers):
         src = self._source(d, scope, full)
         axes = d.get("axes", d.get("axis"))
         axes = axes if isinstance(axes, list) else [axes]
-        keys = []
-        for a in axes:
-            if isinstance(a, dict):
-                keys.append(self.dims.tag(a["__dim__"]))
-            elif str(a).upper() in ("T", "TIME"):
-                keys.append(next((x for x in src.dims if self.dims.is_dynamic(x)), None))
-            elif str(a).upper() in ("F", "FEATURE"):
-                keys.append(feature(src, self.dims))
-            else:
-                keys.append(None)
+        keys = [self._axis(src, a) for a in axes]
         if None in keys or not keys:
             raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags are)")
         self.imports.add(fns[mode])
         axis = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
         self._emit(scope, var, call(fns[mode], src.tensor(), axis=axis), layer)
         return Val(name(var), tuple(x for x in src.dims if x not in keys))
+
+    def _l_dot(self, layer, d, scope, var, full) -> Val:
+        """`dot(a, b, reduce=...)` for the form with `reduce` (dim tags, `T` or `F`) and automatic
+        `var1`/`var2`: every other dim is kept (RETURNN's `red1`/`red2` forms are refused)."""
+        srcs = sources(d)
+        if len(srcs) != 2 or "reduce" not in d or any(d.get(v, "auto") != "auto" for v in ("var1", "var2")):
+            raise Refused(full, "dot", "only two sources with `reduce` (and `var1`/`var2` auto) are supported")
+        a, b = (self.get(x, scope) for x in srcs)
+        axes = d["reduce"] if isinstance(d["reduce"], list) else [d["reduce"]]
+        keys = [self._axis(a, ax) for ax in axes]
+        if None in keys or any(self.dims.find(k) not in {self.dims.find(x) for x in b.dims} for k in keys):
+            raise Refused(full, "dot", f"reduce {d['reduce']!r}: a dim of both sources (tags, T or F)")
+        self.imports.add("dot")
+        reduce = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
+        self._emit(scope, var, call("dot", a.tensor(), b.tensor(), reduce=reduce), layer)
+        found = {self.dims.find(k) for k in keys}
+        dims = list(a.dims) + [x for x in b.dims if self.dims.find(x) not in {self.dims.find(y) for y in a.dims}]
+        return Val(name(var), tuple(x for x in dims if self.dims.find(x) not in found))
+
+    def _axis(self, val: Val, ax) -> str | None:
+        """An axis description (a dim tag, `T`, `F`) as a dim of `val`."""
+        if isinstance(ax, dict):
+            return self.dims.tag(ax["__dim__"])
+        if str(ax).upper() in ("T", "TIME"):
+            return next((x for x in val.dims if self.dims.is_dynamic(x)), None)
+        if str(ax).upper() in ("F", "FEATURE"):
+            return feature(val, self.dims)
+        return None
 
     def _l_rnn_cell(self, layer, d, scope, var, full) -> Val:
         unit = str(d.get("unit", "")).lower()
@@ -470,6 +489,7 @@ _KNOWN = {
     "concat": {"out_dim"},
     "reduce": {"mode", "axes", "axis", "keep_dims"},
     "rnn_cell": {"unit", "n_out", "out_dim"},
+    "dot": {"reduce", "var1", "var2"},
     "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
