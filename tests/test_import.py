@@ -147,7 +147,7 @@ def test_task_decides_the_network(imported):
 
 
 # netc's own RETURNN configs imported back: models whose layers the importer maps (a loop over a
-# sequence with `rec_unstack`, `rec_last_output` and `<rec>/output`; `nativelstm2`; embeddings;
+# sequence with `rec_unstack`, `rec_last_output`, `<rec>/output` and `<rec>/<layer>`; `nativelstm2`; embeddings;
 # `as_is` losses; sparse cross entropy layers)
 ROUND_TRIP = [
     "examples/elman.py",

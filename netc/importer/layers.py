@@ -63,6 +63,7 @@ class Importer(LossLayers):
                 if tag is not None:
                     self.dims.prefer(tag, key)
         self.loops: dict[str, Scope] = {}  # rec layer -> its unit's scope
+        self.sub_stacks: dict[str, Val] = {}  # "<rec>/<sub>" -> the list the loop stacks `sub` into
         self.top = Scope(loaded.network, {}, [], "")
         self.top.names = self._allocate(list(loaded.network), reserved=set(loaded.inputs))
         self.used |= set(self.top.names.values()) | {identifier(k) for k in loaded.inputs}
@@ -124,10 +125,18 @@ class Importer(LossLayers):
                 return self._prev(ref[5:], scope)
         elif ref == "data" or ref.startswith("data:"):
             return self._input(ref[5:] if ref.startswith("data:") else "data")
-        if "/" in ref and ref not in scope.layers:  # `rec/output`: the rec layer's own value
+        if "/" in ref and ref not in scope.layers:  # `rec/sub`: a unit layer stacked by the loop
             rec, sub = ref.split("/", 1)
-            if sub == "output" and isinstance(scope.layers.get(rec, {}).get("unit"), dict):
-                return self.get(rec, scope)
+            if isinstance(scope.layers.get(rec), dict) and isinstance(scope.layers[rec].get("unit"), dict):
+                val = self.get(rec, scope)
+                if sub == "output":
+                    return val
+                if ref in self.sub_stacks:
+                    return self.sub_stacks[ref]
+            elif rec in scope.layers:  # a sub-layer of another layer (`split/0`): that layer first
+                self.get(rec, scope)
+                cls = scope.layers[rec].get("class", "?") if isinstance(scope.layers[rec], dict) else "?"
+                raise Refused(ref, str(cls), f"sub-layer `{sub}` of `{rec}` not supported")
         if ref not in scope.layers:
             where = f"in the unit of `{scope.rec}`" if scope.rec else "in the network"
             raise Refused(ref, "?", f"no layer `{ref}` {where}")
@@ -326,12 +335,14 @@ class Importer(LossLayers):
         return self._l_copy(layer, d, scope, var, full)
 
     def _l_concat(self, layer, d, scope, var, full) -> Val:
-        refs = []
+        vals = []
         for item in d.get("from", []):
-            if not (isinstance(item, list) and len(item) == 2 and str(item[1]).upper() == "F"):
-                raise Refused(full, "concat", "only `(layer, 'F')` sources (the feature dim) are supported")
-            refs.append(item[0])
-        val = self._concat([self.get(r, scope) for r in refs], full, d)
+            ok = isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+            val = self.get(item[0], scope) if ok else None
+            if not ok or self._axis(val, item[1]) is None or self._axis(val, item[1]) != feature(val, self.dims):
+                raise Refused(full, "concat", "only `(layer, 'F')` sources (each one's feature dim) are supported")
+            vals.append(val)
+        val = self._concat(vals, full, d)
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), val.dims)
 

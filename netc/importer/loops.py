@@ -68,6 +68,13 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
         imp.get(missing[0], inner)
     out = inner.vals["output"]
     inner.stmts.append(Append(stack, out.expr))
+    for sub in _read_from_outside(layer, unit, scope):  # `<rec>/<sub>`: stacked too
+        val = imp.get(sub, inner)
+        lst = imp.fresh(f"{var}_{identifier(sub)}_seq")
+        scope.stmts.append(Assign([lst], cst.List([])))
+        inner.stmts.append(Append(lst, val.expr))
+        dims = (BATCH, time, *(x for x in val.dims if x != BATCH))
+        imp.sub_stacks[f"{layer}/{sub}"] = Val(name(lst), dims, val.sparse, is_list=True)
     body = resolve_prev(inner)
     iters = [src.expr if isinstance(src.expr, cst.Name) else src.tensor() for src, _ in seqs]
     iterable = iters[0] if len(iters) == 1 else call("zip", *iters)
@@ -76,6 +83,26 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
     for lname, kind, logits, target, axis, smoothing, lfull in inner.losses:
         imp._mark_loss(f"{layer}/{lname}", kind, logits, target, axis, smoothing, lfull, scope, False)
     return Val(name(stack), (BATCH, time, *(x for x in out.dims if x != BATCH)), is_list=True)
+
+
+def _read_from_outside(layer: str, unit: dict, scope: Scope) -> list[str]:
+    """The unit's layers other than `output` that layers outside read as `<layer>/<sub>`."""
+    found: list[str] = []
+
+    def walk(v):
+        if isinstance(v, str) and v.startswith(layer + "/"):
+            sub = v[len(layer) + 1 :]
+            if sub in unit and sub != "output" and sub not in found:
+                found.append(sub)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk([d for name, d in scope.layers.items() if name != layer])
+    return found
 
 
 def _base(d: dict, full: str) -> str:
