@@ -465,6 +465,43 @@ def run(
             run_npz(model, g, backend, inputs_path, params_path, output, seed, search=search)
 
 
+@main.command("import")
+@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="The model file to write [default: stdout].")
+@click.option("--network", "network_var", default="network", show_default=True, help="The config's net dict.")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE", help="As RETURNN's `++NAME VALUE` (repeatable).")
+@click.option(
+    "--param-map",
+    type=click.Path(dir_okay=False),
+    help="Write the name map as JSON: each original TF variable -> the model's parameter (module path, RETURNN name).",
+)
+def import_(config: str, output: str | None, network_var: str, sets: tuple[str, ...], param_map: str | None) -> None:
+    """A RETURNN (TensorFlow net-dict) config as a netc model (docs/import.md). RETURNN loads the
+    config in a subprocess; unsupported layers are located errors (exit 1) and listed in the
+    written model's header."""
+    import json
+
+    from netc.importer import import_config
+
+    pairs = []
+    for s in sets:
+        if "=" not in s:
+            raise click.UsageError(f"--set takes NAME=VALUE, not {s!r}")
+        pairs.append(tuple(s.split("=", 1)))
+    try:
+        result = import_config(config, pairs, network_var)
+    except CompileError as e:
+        _fail(e)
+    _write(output, result.source)
+    if param_map:
+        mapping = {"params": result.params, "outputs": result.outputs, "losses": result.losses}
+        _write(param_map, json.dumps(mapping, indent=1) + "\n")
+    for e in result.errors:
+        click.echo(e.render(), err=True)
+    if result.errors:
+        sys.exit(1)
+
+
 @main.command()
 def lsp() -> None:
     """A language server over stdio, for editors: diagnostics as you type, hover (dims, state,

@@ -1,0 +1,511 @@
+"""RETURNN layers to netc statements: one statement per layer, named after it.
+
+`Importer.run` walks the layers RETURNN would construct (`output`, layers with a loss, output
+layers, and what they read), depth first so that every statement comes after what it reads. A
+`rec` layer with a subnetwork becomes a `for` loop over its input's time dim: `prev:x` reads
+the state `x` (its value before the loop is the layer's `initial_output`), `base:x` the outer
+value, `data:source` the frame, and the unit's `output` is stacked into a list named after the
+rec layer. Layers of other classes are collected as refusals."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from netc.importer.dims import BATCH, DimTable
+from netc.importer.load import LoadedConfig
+from netc.importer.losses import LossLayers
+from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num, tuple_
+from netc.importer.values import DIM, PREV, Refused, Scope, Val, feature, sources, tf_scope
+from netc.importer.writer import Assign, ModuleRef
+
+# RETURNN `activation` names -> netc functions (None: the identity)
+ACTIVATIONS = {
+    None: None,
+    "identity": None,
+    "linear": None,
+    "tanh": "tanh",
+    "sigmoid": "sigmoid",
+    "relu": "relu",
+    "exp": "exp",
+    "log": "log",
+    "sqrt": "sqrt",
+    "sin": "sin",
+    "cos": "cos",
+    "abs": "abs",
+    "swish": "silu",
+    "silu": "silu",
+    "softmax": "softmax",
+    "log_softmax": "log_softmax",
+}
+COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
+LSTM_UNITS = {"nativelstm2", "lstm", "nativelstm"}
+CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
+
+
+class Importer(LossLayers):
+    def __init__(self, loaded: LoadedConfig):
+        self.cfg = loaded
+        self.dims = DimTable(loaded.dims)
+        self.imports: set[str] = {"Dim", "Tensor", "batch", "network"}
+        import netc
+
+        # every variable name; netc's functions and the builtins a model calls are never shadowed
+        # (`tanh = tanh(x)` would make `tanh` local to the whole function)
+        self.used: set[str] = set(netc.__all__) | {"zip", "abs", "range", "reversed", "len", "print"}
+        self.inputs: dict[str, Val] = {}
+        self.input_order: list[str] = []
+        self.outputs: dict[str, str] = {}  # original layer -> output name
+        self.loss_names: dict[str, str] = {}  # original layer -> loss name
+        self.out_vals: dict[str, Val] = {}
+        self.refused: list[Refused] = []
+        for key, spec in loaded.inputs.items():
+            for tag in (*spec.dims, spec.sparse_dim):
+                if tag is not None:
+                    self.dims.prefer(tag, key)
+        self.loops: dict[str, Scope] = {}  # rec layer -> its unit's scope
+        self.sub_stacks: dict[str, Val] = {}  # "<rec>/<sub>" -> the list the loop stacks `sub` into
+        self.top = Scope(loaded.network, {}, [], "")
+        self.top.names = self._allocate(list(loaded.network), reserved=set(loaded.inputs))
+        self.used |= set(self.top.names.values()) | {identifier(k) for k in loaded.inputs}
+
+    # -- names
+
+    def _allocate(self, layers: list[str], reserved: set[str], prefix: str = "") -> dict[str, str]:
+        out = {}
+        taken = self.used | {identifier(r) for r in reserved} | {"batch", "network"}
+        for layer in layers:
+            base = identifier(layer)
+            if base in taken and prefix:
+                base = identifier(f"{prefix}_{layer}")
+            var, i = base, 2
+            while var in taken:
+                var, i = f"{base}_{i}", i + 1
+            taken.add(var)
+            out[layer] = var
+        return out
+
+    def fresh(self, base: str) -> str:
+        var, i = base, 2
+        while var in self.used:
+            var, i = f"{base}_{i}", i + 1
+        self.used.add(var)
+        return var
+
+    def dim(self, key: str) -> Expr:
+        return name(DIM + key) if key != BATCH else name("batch")
+
+    # -- the walk
+
+    def run(self) -> None:
+        net = self.cfg.network
+        roots = [n for n, d in net.items() if n == "output" or _is_root(d)]
+        for layer in roots:
+            try:
+                val = self.get(layer, self.top)
+            except Refused as r:
+                if all(r is not known for known in self.refused):
+                    self.refused.append(r)
+                continue
+            d = net[layer]
+            if layer == "output" or d.get("is_output_layer"):
+                out = self.top.names[layer]
+                self.outputs[layer] = out
+                self.out_vals[out] = val
+
+    def get(self, ref: str, scope: Scope) -> Val:
+        """The value `ref` (a `from` entry) names in `scope`."""
+        if not isinstance(ref, str):
+            raise Refused(str(scope.rec or "network"), "?", f"a source {ref!r} that is not a layer name")
+        if scope.rec is not None:
+            if ref in ("data", "data:source"):
+                return scope.frame
+            if ref.startswith("base:"):
+                return self.get(ref[5:], scope.outer)
+            if ref.startswith("prev:"):
+                return self._prev(ref[5:], scope)
+        elif ref == "data" or ref.startswith("data:"):
+            return self._input(ref[5:] if ref.startswith("data:") else "data")
+        if "/" in ref and ref not in scope.layers:  # `rec/sub`: a unit layer stacked by the loop
+            rec, sub = ref.split("/", 1)
+            if isinstance(scope.layers.get(rec), dict) and isinstance(scope.layers[rec].get("unit"), dict):
+                val = self.get(rec, scope)
+                if sub == "output":
+                    return val
+                if ref in self.sub_stacks:
+                    return self.sub_stacks[ref]
+            elif rec in scope.layers:  # a sub-layer of another layer (`split/0`): that layer first
+                self.get(rec, scope)
+                cls = scope.layers[rec].get("class", "?") if isinstance(scope.layers[rec], dict) else "?"
+                raise Refused(ref, str(cls), f"sub-layer `{sub}` of `{rec}` not supported")
+        if ref not in scope.layers:
+            where = f"in the unit of `{scope.rec}`" if scope.rec else "in the network"
+            raise Refused(ref, "?", f"no layer `{ref}` {where}")
+        if ref in scope.vals:
+            return scope.vals[ref]
+        if ref in scope.failed:  # refused once, reported once
+            raise scope.failed[ref]
+        if ref in scope.busy:
+            raise Refused(self._full(ref, scope), scope.layers[ref].get("class", "?"), "it reads itself (a cycle)")
+        scope.busy.add(ref)
+        try:
+            val = self._layer(ref, scope.layers[ref], scope)
+        except Refused as r:
+            scope.failed[ref] = r
+            raise
+        finally:
+            scope.busy.discard(ref)
+        scope.vals[ref] = val
+        return val
+
+    def _full(self, layer: str, scope: Scope) -> str:
+        return f"{scope.rec}/{layer}" if scope.rec else layer
+
+    def _input(self, key: str) -> Val:
+        if key in self.inputs:
+            return self.inputs[key]
+        spec = self.cfg.inputs.get(key)
+        if spec is None:
+            raise Refused(f"data:{key}", "extern_data", f"the config has no input `{key}` in `extern_data`")
+        dims = tuple(self.dims.tag(t, key) for t in spec.dims)
+        sparse = self.dims.tag(spec.sparse_dim, key) if spec.sparse_dim is not None else None
+        val = Val(name(identifier(key)), dims, sparse)
+        self.inputs[key] = val
+        self.input_order.append(key)
+        return val
+
+    def _prev(self, layer: str, scope: Scope) -> Val:
+        """`prev:layer` in a unit: the state, started before the loop by the layer's initial output."""
+        if layer not in scope.layers:
+            raise Refused(f"prev:{layer}", "?", f"no layer `{layer}` in the unit of `{scope.rec}`")
+        if layer not in scope.states:
+            d = scope.layers[layer]
+            feat = self._static_out(layer, d, scope, set())
+            init = d.get("initial_output", 0)
+            var = scope.names[layer]
+            if d.get("class") == "rnn_cell":  # its statement starts its states
+                scope.states[layer] = Val(name(var), (BATCH, feat))
+                return Val(name(PREV + var), (BATCH, feat))
+            if init in (0, "zeros", None, 0.0):
+                value = call("zeros", name("batch"), self.dim(feat))
+                self.imports.add("zeros")
+            elif init in (1, "ones", 1.0):
+                value = call("ones", name("batch"), self.dim(feat))
+                self.imports.add("ones")
+            elif isinstance(init, int | float):
+                value = call("full", name("batch"), self.dim(feat), value=num(float(init)))
+                self.imports.add("full")
+            else:
+                raise Refused(self._full(layer, scope), d.get("class", "?"), f"initial_output {init!r}")
+            scope.states[layer] = Val(name(var), (BATCH, feat))
+            scope.outer.stmts.append(Assign([var], value, comment="initial state"))
+        return Val(name(PREV + scope.names[layer]), scope.states[layer].dims)
+
+    def _static_out(self, layer: str, d: dict, scope: Scope, seen: set) -> str:
+        """The feature dim a unit layer gives, without building it (a state is read before its
+        layer's statement)."""
+        if "out_dim" in d and isinstance(d["out_dim"], dict):
+            return self.dims.tag(d["out_dim"]["__dim__"])
+        if isinstance(d.get("n_out"), int):
+            return self.dims.static(d["n_out"], identifier(layer))
+        seen = seen | {layer}
+        for src in sources(d):
+            if src.startswith("prev:") or src in seen:
+                continue
+            if src in scope.layers and src not in scope.vals and not src.startswith(("base:", "data")):
+                return self._static_out(src, scope.layers[src], scope, seen)
+            val = self.get(src, scope)
+            return feature(val, self.dims)
+        raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
+
+    # -- layers
+
+    def _layer(self, layer: str, d: dict, scope: Scope) -> Val:
+        if not isinstance(d, dict):
+            raise Refused(self._full(layer, scope), "?", f"its entry is {type(d).__name__}, not a dict")
+        cls = d.get("class")
+        full = self._full(layer, scope)
+        var = scope.names[layer]
+        handler = getattr(self, f"_l_{cls}", None)
+        if handler is None:
+            raise Refused(full, str(cls), "this layer class is not supported by `netc import` yet")
+        bad = [s for s in sources(d) if not isinstance(s, str)]
+        if bad and cls != "concat":
+            raise Refused(full, str(cls), f"a source {bad[0]!r} that is not a layer name")
+        extra = set(d) - _KNOWN.get(cls, set()) - _COMMON
+        if extra:
+            raise Refused(full, cls, f"option{'s' if len(extra) > 1 else ''} {', '.join(sorted(extra))} not supported")
+        val = handler(layer, d, scope, var, full)
+        if "loss" in d and d["loss"] is not None:
+            self._loss(layer, d, scope, val, full)
+        return val
+
+    def _emit(self, scope: Scope, var: str, value: Expr, layer: str, module: ModuleRef | None = None) -> None:
+        comment = f"layer {layer!r}" if layer != var else None
+        scope.stmts.append(Assign([var], value, comment=comment, module=module))
+
+    def _source(self, d: dict, scope: Scope, full: str) -> Val:
+        """The layer's input: its `from` concatenated on the feature dim, `dropout` applied."""
+        vals = [self.get(s, scope) for s in sources(d)]
+        if not vals:
+            raise Refused(full, d.get("class", "?"), "it has no input (`from: []`)")
+        val = vals[0] if len(vals) == 1 else self._concat(vals, full, d)
+        if d.get("dropout"):
+            self.imports.add("dropout")
+            val = Val(call("dropout", val.expr, num(float(d["dropout"]))), val.dims, val.sparse)
+        return val
+
+    def _concat(self, vals: list[Val], full: str, d: dict) -> Val:
+        feats = [feature(v, self.dims) for v in vals]
+        rest = [tuple(x for x in v.dims if x != f) for v, f in zip(vals, feats)]
+        if any(v.sparse for v in vals) or any(r != rest[0] for r in rest):
+            raise Refused(full, d.get("class", "?"), "its inputs differ in dims other than the feature dim")
+        self.imports.add("concat")
+        out = self.dims.derived(feats)
+        return Val(call("concat", *[v.expr for v in vals]), (*rest[0], out))
+
+    def _activation(self, val: Val, act, full: str, cls: str) -> Val:
+        if act not in ACTIVATIONS:
+            raise Refused(full, cls, f"activation {act!r} not supported")
+        fn = ACTIVATIONS[act]
+        if fn is None:
+            return val
+        self.imports.add(fn)
+        if fn in ("softmax", "log_softmax"):
+            return Val(call(fn, val.tensor(), axis=self.dim(feature(val, self.dims))), val.dims)
+        return Val(call(fn, val.tensor()), val.dims)
+
+    def _tf_prefix(self, layer: str, d: dict, scope: Scope, own: str = "") -> str:
+        """Where RETURNN keeps the layer's variables: its `name_scope` ("/a/b" absolute), else its
+        name in the scope of the rec units it is in, then `own` (a rec layer's cell: "/rec")."""
+        ns = d.get("name_scope")
+        if isinstance(ns, str) and ns:
+            return ns[1:] if ns.startswith("/") else f"{scope.prefix}{ns}"
+        return f"{scope.prefix}{tf_scope(layer)}{own}"
+
+    def _out_dim(self, layer: str, d: dict, full: str) -> str:
+        if isinstance(d.get("out_dim"), dict):
+            return self.dims.tag(d["out_dim"]["__dim__"])
+        if isinstance(d.get("n_out"), int):
+            return self.dims.static(d["n_out"], identifier(layer))
+        raise Refused(full, d.get("class", "?"), "give `n_out` or `out_dim`")
+
+    def _linear_expr(
+        self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val
+    ) -> tuple[Expr, tuple, ModuleRef]:
+        with_bias = d.get("with_bias", True)
+        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope))
+        if src.sparse is not None:  # a lookup: the rows of W for the labels
+            if with_bias:
+                self.imports |= {"Linear", "one_hot"}
+                expr = call(call("Linear", self.dim(out)), call("one_hot", src.expr))
+            else:
+                self.imports.add("Embedding")
+                expr = call(call("Embedding", self.dim(out)), src.expr)
+                ref = ModuleRef("embedding", ref.tf_prefix)
+            return expr, (*src.dims, out), ref
+        self.imports.add("Linear")
+        args = {} if with_bias else {"with_bias": literal(False)}
+        feat = feature(src, self.dims)
+        return (
+            call(call("Linear", self.dim(out), **args), src.tensor()),
+            (*(x for x in src.dims if x != feat), out),
+            ref,
+        )
+
+    def _l_linear(self, layer, d, scope, var, full) -> Val:
+        src = self._source(d, scope, full)  # first: dims are named in the order they are met
+        out = self._out_dim(layer, d, full)
+        expr, dims, ref = self._linear_expr(layer, d, scope, full, out, src)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "linear")
+        self._emit(scope, var, val.expr, layer, ref)
+        return Val(name(var), dims)
+
+    def _l_activation(self, layer, d, scope, var, full) -> Val:
+        val = self._activation(self._source(d, scope, full), d.get("activation"), full, "activation")
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), val.dims, val.sparse, False)
+
+    def _l_copy(self, layer, d, scope, var, full) -> Val:
+        val = self._source(d, scope, full)
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), val.dims, val.sparse, val.is_list and isinstance(val.expr, cst.Name))
+
+    def _l_dropout(self, layer, d, scope, var, full) -> Val:
+        d = {**d, "dropout": d.get("dropout", 0.0)}
+        return self._l_copy(layer, d, scope, var, full)
+
+    def _l_concat(self, layer, d, scope, var, full) -> Val:
+        vals = []
+        for item in d.get("from", []):
+            ok = isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+            val = self.get(item[0], scope) if ok else None
+            if not ok or self._axis(val, item[1]) is None or self._axis(val, item[1]) != feature(val, self.dims):
+                raise Refused(full, "concat", "only `(layer, 'F')` sources (each one's feature dim) are supported")
+            vals.append(val)
+        val = self._concat(vals, full, d)
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), val.dims)
+
+    def _l_combine(self, layer, d, scope, var, full) -> Val:
+        kind = d.get("kind", "add")
+        vals = [self.get(s, scope) for s in sources(d)]
+        if not vals:
+            raise Refused(full, "combine", "it has no input")
+        dims = max((v.dims for v in vals), key=len)
+        if kind in COMBINE:
+            expr = vals[0].tensor()
+            for v in vals[1:]:
+                expr = binop(COMBINE[kind], expr, v.tensor())
+        elif kind in ("maximum", "minimum"):
+            self.imports.add(kind)
+            expr = vals[0].tensor()
+            for v in vals[1:]:
+                expr = call(kind, expr, v.tensor())
+        else:
+            raise Refused(full, "combine", f"kind {kind!r} not supported")
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "combine")
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), dims)
+
+    def _l_reduce(self, layer, d, scope, var, full) -> Val:
+        mode = d.get("mode")
+        fns = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max", "logsumexp": "logsumexp"}
+        if mode not in fns:
+            raise Refused(full, "reduce", f"mode {mode!r} not supported")
+        src = self._source(d, scope, full)
+        axes = d.get("axes", d.get("axis"))
+        axes = axes if isinstance(axes, list) else [axes]
+        keys = [self._axis(src, a) for a in axes]
+        if None in keys or not keys:
+            raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags are)")
+        self.imports.add(fns[mode])
+        axis = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
+        self._emit(scope, var, call(fns[mode], src.tensor(), axis=axis), layer)
+        return Val(name(var), tuple(x for x in src.dims if x not in keys))
+
+    def _l_dot(self, layer, d, scope, var, full) -> Val:
+        """`dot(a, b, reduce=...)` for the form with `reduce` (dim tags, `T` or `F`) and automatic
+        `var1`/`var2`: every other dim is kept (RETURNN's `red1`/`red2` forms are refused)."""
+        srcs = sources(d)
+        if len(srcs) != 2 or "reduce" not in d or any(d.get(v, "auto") != "auto" for v in ("var1", "var2")):
+            raise Refused(full, "dot", "only two sources with `reduce` (and `var1`/`var2` auto) are supported")
+        a, b = (self.get(x, scope) for x in srcs)
+        axes = d["reduce"] if isinstance(d["reduce"], list) else [d["reduce"]]
+        keys = [self._axis(a, ax) for ax in axes]
+        if None in keys or any(self.dims.find(k) not in {self.dims.find(x) for x in b.dims} for k in keys):
+            raise Refused(full, "dot", f"reduce {d['reduce']!r}: a dim of both sources (tags, T or F)")
+        self.imports.add("dot")
+        reduce = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
+        self._emit(scope, var, call("dot", a.tensor(), b.tensor(), reduce=reduce), layer)
+        found = {self.dims.find(k) for k in keys}
+        dims = list(a.dims) + [x for x in b.dims if self.dims.find(x) not in {self.dims.find(y) for y in a.dims}]
+        return Val(name(var), tuple(x for x in dims if self.dims.find(x) not in found))
+
+    def _axis(self, val: Val, ax) -> str | None:
+        """An axis description (a dim tag, `T`, `F`) as a dim of `val`."""
+        if isinstance(ax, dict):
+            return self.dims.tag(ax["__dim__"])
+        if str(ax).upper() in ("T", "TIME"):
+            return next((x for x in val.dims if self.dims.is_dynamic(x)), None)
+        if str(ax).upper() in ("F", "FEATURE"):
+            return feature(val, self.dims)
+        return None
+
+    def _l_rnn_cell(self, layer, d, scope, var, full) -> Val:
+        unit = str(d.get("unit", "")).lower()
+        if scope.rec is None or unit not in CELL_UNITS or d.get("unit_opts"):
+            raise Refused(full, "rnn_cell", f"unit {d.get('unit')!r} (an LSTM cell in a rec unit is supported)")
+        src = self._source(d, scope, full)
+        out = self._out_dim(layer, d, full)
+        h, c = var, self.fresh(f"{var}_c")
+        for state in (h, c):
+            scope.outer.stmts.append(
+                Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state")
+            )
+        self.imports |= {"LstmCell", "zeros"}
+        value = call(call("LstmCell", self.dim(out)), src.tensor(), tuple_(name(h), name(c)))
+        comment = f"layer {layer!r}" if layer != var else None
+        scope.stmts.append(
+            Assign(
+                [h, c], value, comment=comment, module=ModuleRef("lstm_cell", self._tf_prefix(layer, d, scope, "/rec"))
+            )
+        )
+        scope.states.setdefault(layer, Val(name(h), (BATCH, out)))
+        return Val(name(h), (BATCH, out))
+
+    def _l_rec(self, layer, d, scope, var, full) -> Val:
+        unit = d.get("unit")
+        if isinstance(unit, str) and unit.lower() in LSTM_UNITS:
+            return self._lstm(layer, d, scope, var, full)
+        if isinstance(unit, dict):
+            return self._loop(layer, d, scope, var, full, unit)
+        raise Refused(full, "rec", f"unit {unit!r} not supported (nativelstm2, lstm or a subnetwork are)")
+
+    def _lstm(self, layer, d, scope, var, full) -> Val:
+        if scope.rec is not None:
+            raise Refused(full, "rec", "a `rec` LSTM inside a rec unit (use `rnn_cell`)")
+        src = self._source(d, scope, full)
+        out = self._out_dim(layer, d, full)
+        direction = d.get("direction", 1)
+        if direction not in (1, -1) or src.sparse is not None:
+            raise Refused(full, "rec", "direction other than 1/-1, or labels as input")
+        self.imports.add("Lstm")
+        args = {"direction": num(-1)} if direction == -1 else {}
+        feat = feature(src, self.dims)
+        self._emit(
+            scope,
+            var,
+            call(call("Lstm", self.dim(out), **args), src.tensor()),
+            layer,
+            ModuleRef("lstm", self._tf_prefix(layer, d, scope, "/rec")),
+        )
+        return Val(name(var), (*(x for x in src.dims if x != feat), out))
+
+    def _loop(self, layer, d, scope, var, full, unit: dict) -> Val:
+        from netc.importer.loops import import_loop
+
+        return import_loop(self, layer, d, scope, var, full, unit)
+
+    def _l_rec_last_output(self, layer, d, scope, var, full) -> Val:
+        """A unit layer's value at each sequence's last step: its variable after the loop."""
+        rec, sub = d.get("rec_layer"), d.get("sub_layer_name", "output")
+        self.get(rec, scope)
+        inner = self.loops.get(rec)
+        if inner is None or sub not in inner.vals:
+            raise Refused(full, "rec_last_output", f"`{rec}` is not a rec unit that computes `{sub}`")
+        self._emit(scope, var, name(inner.names[sub]), layer)
+        return Val(name(var), inner.vals[sub].dims)
+
+
+_COMMON = {
+    "class",
+    "from",
+    "is_output_layer",
+    "trainable",
+    "name_scope",
+    "L2",
+    "initial_output",
+    "need_last",
+    "out_type",
+}
+_LOSS = {"loss", "target", "loss_opts", "loss_scale"}
+_COMMON |= _LOSS  # which losses on which layers: `_loss`
+_KNOWN = {
+    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout"} | _LOSS,
+    "softmax": {"n_out", "out_dim", "with_bias", "dropout"} | _LOSS,
+    "activation": {"activation", "dropout"},
+    "copy": {"dropout", "n_out", "out_dim"},
+    "dropout": {"dropout"},
+    "combine": {"kind", "activation", "n_out", "out_dim"},
+    "concat": {"out_dim"},
+    "reduce": {"mode", "axes", "axis", "keep_dims"},
+    "rnn_cell": {"unit", "n_out", "out_dim"},
+    "dot": {"reduce", "var1", "var2"},
+    "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len"},
+    "rec_last_output": {"rec_layer", "sub_layer_name"},
+    "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
+}
+
+
+def _is_root(d: dict) -> bool:
+    return isinstance(d, dict) and bool(d.get("is_output_layer") or d.get("loss"))

@@ -1,0 +1,79 @@
+"""Loading a RETURNN config: RETURNN's own `Config` in a subprocess (`_child.py`), which gives
+back plain data (the network dict, the inputs, dim tags by name, kind and size)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+from netc.errors import CompileError, Span
+
+_MARK = "\n@@netc-import@@\n"
+
+
+@dataclass
+class DimTag:
+    id: int
+    name: str
+    kind: str  # "batch", "dynamic" or "static"
+    size: int | None
+
+
+@dataclass
+class InputSpec:
+    dims: list[int]  # dim tag ids, RETURNN's order
+    sparse_dim: int | None
+    dtype: str
+
+
+@dataclass
+class LoadedConfig:
+    path: str
+    network: dict
+    inputs: dict[str, InputSpec]
+    dims: dict[int, DimTag]
+    task: str = "train"
+    sets: list[tuple[str, str]] = field(default_factory=list)
+
+
+def load_config(
+    path: str, sets: list[tuple[str, str]] = (), network: str = "network", python: str | None = None
+) -> LoadedConfig:
+    """The config at `path` as RETURNN loads it, `sets` as `++name value` options; a config that
+    fails to load is a `CompileError` at the failing line of the config (or about the file)."""
+    request = json.dumps({"path": os.path.abspath(path), "set": list(sets), "network": network})
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run(
+        [python or sys.executable, "-m", "netc.importer._child", request], capture_output=True, text=True, env=env
+    )
+    if _MARK not in proc.stdout:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CompileError(None, f"RETURNN could not load the config: {tail}", file=path)
+    data = json.loads(proc.stdout.split(_MARK, 1)[1])
+    if "error" in data:
+        err = data["error"]
+        message = err["message"] if err.get("plain") else f"the config fails to load: {err['message']}"
+        if err.get("line") is None:
+            raise CompileError(None, message, file=path)
+        line_text = _line(path, err["line"])
+        col = min(err.get("col") or 0, len(line_text))
+        end_col = err.get("end_col") or len(line_text)
+        raise CompileError(Span(file=path, line=err["line"], col=col, end_line=err["line"], end_col=end_col), message)
+    dims = {d["id"]: DimTag(**d) for d in data["dims"]}
+    inputs = {k: InputSpec(**v) for k, v in data["inputs"].items()}
+    for spec in inputs.values():  # references -> ids
+        spec.dims = [d["__dim__"] for d in spec.dims]
+        spec.sparse_dim = spec.sparse_dim["__dim__"] if spec.sparse_dim else None
+    return LoadedConfig(path, data["network"], inputs, dims, data.get("task", "train"), list(sets))
+
+
+def _line(path: str, line: int) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return ""
+    return lines[line - 1] if 1 <= line <= len(lines) else ""

@@ -1,0 +1,128 @@
+"""Layers with losses: `softmax` (logits, then their softmax), its `ce` and `ctc` losses,
+`as_is` losses on any layer, and `sparse_softmax_cross_entropy_with_logits`. A loss of a rec unit
+layer stacks its logits in the loop and is marked after it."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from netc.importer.dims import BATCH
+from netc.importer.syntax import call, identifier, name, num
+from netc.importer.values import Refused, Scope, Val, feature
+from netc.importer.writer import Append, Assign, MarkLoss
+
+
+class LossLayers:
+    """Mixed into `Importer` (netc.importer.layers)."""
+
+    def _l_softmax(self, layer, d, scope, var, full) -> Val:
+        """Logits (a `linear`), then their softmax; a loss reads the logits."""
+        src = self._source(d, scope, full)
+        if d.get("loss") == "ctc" and "n_out" not in d and "out_dim" not in d:
+            out = self._ctc_dim(d, full)
+        elif d.get("loss") == "ctc":
+            out = self._out_dim(layer, d, full)
+            target = self._target(d, full)
+            if self.dims.size(out) != self.dims.size(target.sparse) + 1:
+                raise Refused(full, "softmax", "a CTC layer has one class more than its target")
+            out = self._ctc_dim(d, full)
+        elif "n_out" not in d and "out_dim" not in d and d.get("target"):  # RETURNN: the target's classes
+            out = self._target(d, full).sparse
+        else:
+            out = self._out_dim(layer, d, full)
+        expr, dims, ref = self._linear_expr(layer, d, scope, full, out, src)
+        logits = self.fresh(f"{var}_logits")
+        comment = f"layer {layer!r}: logits" if layer != var else None
+        scope.stmts.append(Assign([logits], expr, comment=comment, module=ref))
+        self.imports.add("softmax")
+        self._emit(scope, var, call("softmax", name(logits), axis=self.dim(out)), layer)
+        return Val(name(var), dims, logits=Val(name(logits), dims))
+
+    def _ctc_dim(self, d: dict, full: str) -> str:
+        target = self._target(d, full)
+        blank = self.dims.static(1, "blank")
+        return self.dims.derived([target.sparse, blank])
+
+    def _target(self, d: dict, full: str) -> Val:
+        target = d.get("target")
+        if not isinstance(target, str):
+            raise Refused(full, d.get("class", "?"), "a loss needs a `target` (an extern_data key)")
+        val = self._input(target[5:] if target.startswith("data:") else target)
+        if val.sparse is None:
+            raise Refused(full, d.get("class", "?"), f"target `{target}` is not sparse (labels)")
+        return val
+
+    def _loss(self, layer: str, d: dict, scope: Scope, val: Val, full: str) -> None:
+        kind = d["loss"]
+        logits = val.logits
+        if kind == "as_is" and scope.rec is None and not d.get("loss_opts") and d.get("loss_scale", 1.0) == 1.0:
+            loss_name = self._loss_name(layer, kind, layer == "output" or d.get("is_output_layer"))
+            self.imports.add("mark_as_loss")
+            comment = f"loss 'as_is' of layer {layer!r}"
+            scope.stmts.append(MarkLoss(val.tensor(), loss_name, comment=comment))
+            self.loss_names[layer] = loss_name
+            return
+        if kind not in ("ce", "ctc") or logits is None:
+            what = f"loss {kind!r}" if kind not in ("ce", "ctc") else f"a {kind} loss on a `{d.get('class')}` layer"
+            raise Refused(full, d.get("class", "?"), f"{what} not supported (ce and ctc on `softmax` layers are)")
+        opts = dict(d.get("loss_opts") or {})
+        smoothing = opts.pop("label_smoothing", 0.0)
+        if kind == "ctc":
+            for harmless in ("beam_width", "ctc_opts"):
+                opts.pop(harmless, None)
+        if opts or d.get("loss_scale", 1.0) != 1.0:
+            raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts) or ['loss_scale']} not supported")
+        target = self._target(d, full)
+        out = feature(logits, self.dims)
+        if scope.rec is not None:  # stacked in the loop, the loss after it
+            lst = self.fresh(f"{scope.names[layer]}_logits_seq")
+            scope.outer.stmts.append(Assign([lst], cst.List([])))
+            scope.stmts.append(Append(lst, logits.expr))
+            logits = Val(call("stack", name(lst)), (BATCH, scope.time, out))
+            self.imports.add("stack")
+            scope.losses.append((layer, kind, logits, target, out, smoothing, full))
+            return
+        is_output = layer == "output" or d.get("is_output_layer")
+        self._mark_loss(layer, kind, logits, target, out, smoothing, full, self.top, is_output)
+
+    def _loss_name(self, layer: str, kind: str, is_output) -> str:
+        """The layer's name (`<layer>_<kind>` where it is an output too)."""
+        base = identifier(layer.replace("/", "_")) + (f"_{kind}" if is_output else "")
+        loss_name, i = base, 2
+        outputs = {
+            self.top.names[n] for n, ld in self.cfg.network.items() if n == "output" or ld.get("is_output_layer")
+        }
+        while loss_name in self.loss_names.values() or loss_name in outputs:
+            loss_name, i = f"{base}_{i}", i + 1
+        return loss_name
+
+    def _l_sparse_softmax_cross_entropy_with_logits(self, layer, d, scope, var, full) -> Val:
+        logits, target = self.get(d.get("logits"), scope), self.get(d.get("targets"), scope)
+        axis = d.get("axis")
+        if not isinstance(axis, dict) or target.sparse is None:
+            raise Refused(full, d["class"], "needs `axis` as a dim tag and labels as `targets`")
+        out = self.dims.tag(axis["__dim__"])
+        self.imports.add("cross_entropy")
+        self._emit(scope, var, call("cross_entropy", logits.tensor(), target.tensor(), axis=self.dim(out)), layer)
+        return Val(name(var), tuple(x for x in logits.dims if self.dims.find(x) != self.dims.find(out)))
+
+    def _mark_loss(self, layer, kind, logits: Val, target: Val, out: str, smoothing, full, scope, is_output) -> None:
+        """`mark_as_loss` of the loss of `kind` on the logits."""
+        loss_name = self._loss_name(layer, kind, is_output)
+        if kind == "ce":
+            time = [x for x in logits.dims if self.dims.is_dynamic(x)]
+            ttime = [x for x in target.dims if self.dims.is_dynamic(x)]
+            if len(time) != 1 or len(ttime) != 1:
+                raise Refused(full, "softmax", "a ce loss needs one time dim in its output and target")
+            self.dims.join(time[0], ttime[0])  # RETURNN needs the same lengths
+            self.imports.add("cross_entropy")
+            kw = {"axis": self.dim(out)}
+            if smoothing:
+                kw["label_smoothing"] = num(float(smoothing))
+            value = call("cross_entropy", logits.expr, target.expr, **kw)
+        else:
+            self.imports.add("ctc_loss")
+            value = call("ctc_loss", logits.expr, target.expr, axis=self.dim(out))
+        self.imports.add("mark_as_loss")
+        scope.stmts.append(MarkLoss(value, loss_name, comment=f"loss {kind!r} of layer {layer!r}"))
+        self.loss_names[layer] = loss_name

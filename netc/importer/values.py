@@ -1,0 +1,77 @@
+"""The importer's values and scopes: what a layer gives (`Val`), the layers of the network or of
+a rec unit (`Scope`), a refusal (`Refused`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from netc.importer.dims import DimTable
+from netc.importer.syntax import Expr, call
+
+PREV = "__prev__"  # placeholder names, resolved when the model is written
+DIM = "__dim__"
+
+
+class Refused(Exception):
+    """A layer the importer cannot express: `layer` (its full name) of `cls`, and why."""
+
+    def __init__(self, layer: str, cls: str, why: str):
+        super().__init__(f"layer `{layer}` ({cls}): {why}")
+        self.layer, self.cls, self.why = layer, cls, why
+
+
+@dataclass
+class Val:
+    """A layer's value: its expression and dims (batch first, then dynamic, then static)."""
+
+    expr: Expr
+    dims: tuple[str, ...]
+    sparse: str | None = None  # labels: their class dim
+    is_list: bool = False  # a list stacked by a loop
+    logits: Val | None = None  # a `softmax` layer's logits, for its loss
+
+    def tensor(self) -> Expr:
+        """The value where an operator needs a tensor (a stacked list: `stack(...)`)."""
+        return call("stack", self.expr) if self.is_list else self.expr
+
+
+@dataclass
+class Scope:
+    """Layers of the network (`rec` None) or of a rec unit, and where their statements go."""
+
+    layers: dict
+    names: dict[str, str]  # layer -> variable
+    stmts: list
+    prefix: str  # of the TF variables: "" or "<rec>/rec/"
+    outer: Scope | None = None
+    rec: str | None = None  # the rec layer's name
+    frame: Val | None = None  # `data:source`
+    time: str | None = None  # the loop's dim
+    vals: dict[str, Val] = field(default_factory=dict)
+    states: dict[str, Val] = field(default_factory=dict)  # layer -> its value before the loop
+    busy: set[str] = field(default_factory=set)
+    failed: dict[str, Refused] = field(default_factory=dict)
+    stacked: dict[str, str] = field(default_factory=dict)  # list -> the value appended per step
+    losses: list = field(default_factory=list)  # (layer, kind, logits list, target, axis) of the unit
+
+
+def tf_scope(layer: str) -> str:
+    """A layer's TF variable scope, as RETURNN's `get_valid_scope_name_from_str` makes it."""
+    s = "".join(c for c in layer if ord(c) < 128)
+    s = re.sub("[:(){}&+\\-*'\" ,]", "__", s)
+    return f".{ord(s[0])}.{s[1:]}" if s[:1] in "_-\\/" else s
+
+
+def sources(d: dict) -> list[str]:
+    src = d.get("from", "data")
+    return [src] if isinstance(src, str) else list(src) if isinstance(src, list | tuple) else [src]
+
+
+def feature(val: Val, dims: DimTable) -> str:
+    feats = [x for x in val.dims if dims.is_static(x)]
+    if val.sparse is not None or len(feats) != 1:
+        raise Refused(str(val.expr.value if isinstance(val.expr, cst.Name) else "?"), "?", "needs one feature dim")
+    return feats[0]

@@ -1,0 +1,295 @@
+"""`netc import` against RETURNN: each config of tests/import_configs/ is built in real RETURNN
+(TensorFlow, one process for all tests) with its own random parameters and run on a padded batch
+with unequal lengths; the imported model, its parameters carried across by the importer's name
+map, must give the same outputs and losses on netc's RETURNN config and its torch module."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, run_netc
+
+from netc.compiler import compile_graph
+from netc_runtime.backends import run_backend
+
+CONFIGS = ROOT / "tests" / "import_configs"
+# config, --set options, the lengths of each dynamic dim of the inputs (in order of appearance)
+CASES = {
+    "blstm_ctc": ("blstm_ctc.config", [], [[9, 6, 4], [3, 2, 1]]),
+    "lstm_lm": ("lstm_lm.config", [], [[7, 5, 2]]),
+    "stacked_loop": ("stacked_loop.config", [], [[8, 3, 5], [8, 3, 5]]),  # frame-wise targets
+    "dot_scores": ("dot_scores.config", [], [[5, 7, 2]]),
+    "task_train": ("task_dependent.config", [], [[6, 4, 5], [2, 1, 2]]),
+    "task_search": ("task_dependent.config", [("task", "search")], [[6, 4, 5], [2, 1, 2]]),
+}
+TOLERANCE = 1e-5
+
+
+def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3) -> dict:
+    """The config's network in RETURNN (training graph, dropout off at run time) on a random padded
+    batch: inputs and lengths by extern_data key, outputs of `output` and the output layers,
+    losses (summed over frames, RETURNN's `get_loss_value`), parameters."""
+    import tensorflow as tf
+    from returnn.config import Config, set_global_config
+    from returnn.log import log
+    from returnn.tf.native_op import OpMaker
+    from returnn.tf.network import TFNetwork
+
+    tf.compat.v1.disable_eager_execution()
+    log.initialize(verbosity=[0])
+    OpMaker.with_cuda = False
+    args = [a for k, v in sets for a in (f"++{k}", v)]
+    cfg = Config()
+    set_global_config(cfg)
+    cfg.parse_cmd_args(args)
+    cfg.load_file(str(config))
+    cfg.parse_cmd_args(args)
+    rng = np.random.default_rng(seed)
+    with tf.Graph().as_default() as graph:
+        train_flag = tf.compat.v1.placeholder(tf.bool, shape=(), name="train_flag")
+        net = TFNetwork(config=cfg, train_flag=train_flag)
+        net.construct_from_dict(cfg.typed_value("network"))
+        feed, inputs, lens, tag_lens = {train_flag: False}, {}, {}, {}
+        for key, data in net.extern_data.data.items():
+            dyn = [d for d in data.dim_tags if d.is_dynamic() and not d.is_batch_dim()]
+            if not dyn:
+                continue
+            tag = dyn[0]
+            if tag not in tag_lens:
+                tag_lens[tag] = np.asarray(lengths[len(tag_lens)], np.int32)
+            n = tag_lens[tag]
+            if data.sparse:
+                x = rng.integers(0, data.dim, size=(len(n), max(n))).astype(np.int32)
+            else:
+                x = rng.standard_normal((len(n), max(n), data.dim)).astype(np.float32)
+            inputs[key], lens[key] = x, n
+            feed[data.placeholder] = x
+            feed[data.get_sequence_lengths()] = n
+        losses, _, _ = net.get_losses_initialized()
+        names = [n for n, layer in net.layers.items() if n == "output" or layer.is_output_layer()]
+        fetch = {f"out:{n}": net.get_layer(n).output.copy_as_batch_major().placeholder for n in names}
+        fetch.update({f"loss:{n}": loss.get_loss_value() for n, loss in losses.items()})
+        with tf.compat.v1.Session(graph=graph) as session:
+            net.initialize_params(session)
+            out = session.run(fetch, feed_dict=feed)
+            params = {v.name[:-2]: session.run(v) for v in net.get_params_list()}
+    return {"inputs": inputs, "lens": lens, "fetch": out, "params": params}
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """Each case imported by the real CLI (model and name map) and run in RETURNN, once."""
+    cache = {}
+
+    def get(case: str):
+        if case not in cache:
+            file, sets, lengths = CASES[case]
+            tmp = tmp_path_factory.mktemp(case)
+            model, names = tmp / f"{case}.py", tmp / "names.json"
+            opts = [a for k, v in sets for a in ("--set", f"{k}={v}")]
+            run_netc("import", CONFIGS / file, "-o", model, "--param-map", names, *opts, check=True)
+            cache[case] = (model, json.loads(names.read_text()), run_original(CONFIGS / file, sets, lengths))
+        return cache[case]
+
+    return get
+
+
+def _inputs(g, original: dict) -> tuple[dict, dict]:
+    """The original's batch as netc's inputs (by the model's input names) and lengths (by dim)."""
+    kinds = {d.name: d.kind for d in g.dims}
+    inputs, lens = {}, {}
+    for inp in g.inputs:
+        inputs[inp.name] = original["inputs"][inp.name]
+        for d in inp.annotated_dims:
+            if kinds[d] == "dynamic":
+                lens[d] = original["lens"][inp.name]
+    return inputs, lens
+
+
+def _valid_diff(a: np.ndarray, b: np.ndarray, n: np.ndarray) -> float:
+    assert a.shape[0] == b.shape[0] and a.shape[2:] == b.shape[2:], (a.shape, b.shape)
+    return max(float(np.abs(a[i, :k].astype(np.float64) - b[i, :k]).max()) for i, k in enumerate(n))
+
+
+@pytest.mark.parametrize("backend", ["returnn", "torch"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_imported_model_gives_the_originals_numbers(imported, case, backend):
+    model, names, orig = imported(case)
+    g = compile_graph(str(model))
+    params = {names["params"][k]["returnn"]: v for k, v in orig["params"].items()}
+    assert len(params) == len(orig["params"]) == len(g.params), (sorted(orig["params"]), names["params"])
+    inputs, lens = _inputs(g, orig)
+    res = run_backend(backend, str(model), inputs, lens, params, g)
+    diffs = {}
+    for layer, out in names["outputs"].items():
+        ours, theirs = res.outputs[out], orig["fetch"][f"out:{layer}"]
+        dyn = [d for d in res.dims[out] if d in res.lens.get(out, {})]
+        diffs[layer] = _valid_diff(ours, theirs, res.lens[out][dyn[0]]) if dyn else float(np.abs(ours - theirs).max())
+    for layer, loss in names["losses"].items():
+        theirs = float(orig["fetch"][f"loss:{layer}"])
+        assert theirs > 0.1, (layer, theirs)  # a real loss
+        diffs[f"loss {layer}"] = abs(float(res.outputs[loss]) - theirs) / max(1.0, abs(theirs))
+    print(case, backend, {k: f"{v:.1e}" for k, v in diffs.items()})
+    assert names["outputs"] and diffs
+    assert max(diffs.values()) <= TOLERANCE, diffs
+
+
+def test_task_decides_the_network(imported):
+    """`--set task=search` is seen by the config as RETURNN's `++task search` is."""
+    train = imported("task_train")[0].read_text()
+    search = imported("task_search")[0].read_text()
+    assert "mark_as_loss" in train and "mark_as_loss" not in search
+    assert "--set task=search" in search.splitlines()[0]
+
+
+# netc's own RETURNN configs imported back: models whose layers the importer maps (a loop over a
+# sequence with `rec_unstack`, `rec_last_output`, `<rec>/output` and `<rec>/<layer>`; `nativelstm2`; embeddings;
+# `as_is` losses; sparse cross entropy layers)
+ROUND_TRIP = [
+    "examples/elman.py",
+    "tests/models/native_lstm.py",
+    "tests/models/losses.py",
+    "tests/models/ops_embedding.py",
+]
+
+
+@pytest.mark.parametrize("model", ROUND_TRIP)
+def test_round_trip_of_netcs_own_config(tmp_path, model):
+    """compile → import gives a model that verifies (eager = torch = RETURNN), and that, with the
+    parameters carried across by the name map, gives the original model's outputs and losses."""
+    from netc_runtime.verify import random_inputs, random_lengths, random_params
+    from netc_runtime.verify import verify as run_verify
+
+    config, back, names = tmp_path / "config.py", tmp_path / "imported.py", tmp_path / "names.json"
+    run_netc("compile", ROOT / model, "--target", "returnn", "-o", config, check=True)
+    run_netc("import", config, "-o", back, "--param-map", names, check=True)
+    g = compile_graph(str(back))
+    comps, _ = run_verify(str(back), g)
+    assert comps and all(c.ok for c in comps), comps
+
+    g0 = compile_graph(str(ROOT / model))
+    rng = np.random.default_rng(1)
+    lens = random_lengths(g0, 3, 7, rng)
+    inputs, params = random_inputs(g0, lens, rng), random_params(g0, rng)
+    mapping = json.loads(names.read_text())
+    assert sorted(mapping["params"]) == sorted(params)
+    ours = {mapping["params"][k]["returnn"]: v for k, v in params.items()}
+    orig = run_backend("returnn", str(ROOT / model), inputs, lens, params, g0)
+    res = run_backend("returnn", str(back), inputs, lens, ours, g)
+    pairs = {**mapping["outputs"], **mapping["losses"]}
+    assert set(pairs) == set(orig.outputs), (pairs, list(orig.outputs))
+    for theirs, mine in pairs.items():
+        a, b = np.asarray(orig.outputs[theirs]), np.asarray(res.outputs[mine])
+        assert a.shape == b.shape and np.allclose(a, b, atol=TOLERANCE, rtol=0), theirs
+
+
+def _import_error(tmp_path, text: str, *sets: str):
+    path = tmp_path / "bad.config"
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path, run_netc("import", path.name, "-o", "out.py", *sets, cwd=tmp_path)
+
+
+def _assert_at(proc, path: Path, line: int, col_text: str, message: str) -> None:
+    """A located error: exit 1, no traceback, `file:line:col: error: message` with the line and caret."""
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    first, source_line, caret = proc.stderr.splitlines()[:3]
+    text = path.read_text().splitlines()[line - 1]
+    col = text.index(col_text)
+    assert first.startswith(f"{path.name}:{line}:{col + 1}: error: "), first
+    assert message in first, first
+    assert source_line.strip() == text.strip() and caret.index("^") - 4 == col
+
+
+def test_unsupported_layer_is_located_and_listed(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {
+            "output": {"class": "linear", "n_out": 3, "from": "att"},
+            "att": {"class": "self_attention", "num_heads": 1, "total_key_dim": 4, "n_out": 4},
+        }
+        """,
+    )
+    _assert_at(proc, path, 5, '"att"', "layer `att` (self_attention): this layer class is not supported")
+    header = (tmp_path / "out.py").read_text().splitlines()[:3]
+    assert "#   att (self_attention): this layer class is not supported by `netc import` yet" in header
+
+
+def test_unsupported_layer_made_in_a_loop_is_located_at_its_class(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {"output": {"class": "copy", "from": "conv2"}}
+        for i in range(1, 3):
+            network["conv%i" % i] = {"class": "conv", "filter_size": (3,), "n_out": 4, "padding": "same"}
+        """,
+    )
+    _assert_at(proc, path, 5, '"conv"', "layer `conv2` (conv): this layer class is not supported")
+
+
+def test_unsupported_option_names_it(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {
+            "output": {"class": "linear", "n_out": 3, "forward_weights_init": "glorot_normal"},
+        }
+        """,
+    )
+    _assert_at(proc, path, 4, '"output"', "layer `output` (linear): option forward_weights_init not supported")
+
+
+def test_config_that_fails_to_load_is_located_in_the_config(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        def layer(n):
+            return {"class": "linear", "n_out": n, "activation": act}
+
+        network = {"output": layer(3)}
+        """,
+    )
+    _assert_at(proc, path, 3, "act}", "the config fails to load: NameError: name 'act' is not defined")
+
+
+def test_set_reaches_the_config_before_it_runs(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        task = config.value("task", "train")
+        assert task == "train", "not for " + task
+        """,
+        "--set",
+        "task=search",
+    )
+    _assert_at(proc, path, 3, "task ==", "AssertionError: not for search")
+
+
+@pytest.mark.parametrize(
+    "network, message",
+    [
+        ('{"output": {"class": "copy", "from": 3}}', "layer `output` (copy): a source 3 that is not a layer name"),
+        ('{"output": {"class": "tanh", "from": "output"}, "x": None}', "layer `output` (tanh): this layer class"),
+        ('{"output": {"class": "activation", "activation": "tanh", "from": "output"}}', "it reads itself (a cycle)"),
+        ("lambda epoch: {}", "the config has no dict of layers as `network`"),
+    ],
+)
+def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message):
+    path = tmp_path / "bad.config"
+    path.write_text(f'#!rnn.py\nextern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}\nnetwork = {network}\n')
+    proc = run_netc("import", path.name, "-o", "out.py", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert message in proc.stderr.splitlines()[0], proc.stderr
