@@ -12,6 +12,7 @@ encoder tests/test_conformer_rf.py checks against RETURNN frontend's `rf.Conform
 
 from netc import (
     BatchNorm,
+    Bias,
     Conv1d,
     Conv2d,
     Dim,
@@ -133,6 +134,8 @@ class RelPosSelfAttention(Module):
         self.key = Linear(model)
         self.value = Linear(model)
         self.linear_pos = Linear(model, with_bias=False)
+        self.pos_bias_u = Bias((heads, head_feat))  # Transformer-XL's u and v
+        self.pos_bias_v = Bias((heads, head_feat))
         self.proj = Linear(model)
 
     def __call__(self, x, pos_enc):
@@ -141,8 +144,9 @@ class RelPosSelfAttention(Module):
         k = heads_of(self.key(x_kv))  # [batch, kv_time, heads, head_feat]
         v = heads_of(self.value(x_kv))
         pos = heads_of(self.linear_pos(pos_enc))  # [batch, rel_time, heads, head_feat]
-        content = dot(q, k, reduce=head_feat)  # [batch, enc_time, kv_time, heads]
-        position = rel_shift(dot(q, pos, reduce=head_feat), axis=rel_time, query_axis=enc_time, kv_axis=self.kv_axis)
+        content = dot(self.pos_bias_u(q), k, reduce=head_feat)  # [batch, enc_time, kv_time, heads]
+        position = dot(self.pos_bias_v(q), pos, reduce=head_feat)  # [batch, enc_time, rel_time, heads]
+        position = rel_shift(position, axis=rel_time, query_axis=enc_time, kv_axis=self.kv_axis)
         w = dropout(softmax((content + position) * HEAD_SIZE**-0.5, axis=self.kv_axis), DROPOUT)
         return self.proj(merge_dims(dot(w, v, reduce=self.kv_axis), dims=(heads, head_feat), out_dim=model))
 

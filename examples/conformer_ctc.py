@@ -7,7 +7,7 @@ and gets the same encoder output):
   half the features), a second 3x3 `Conv2d` with ReLU, its feature and channel dims merged and
   projected to the model dim without bias;
 - blocks, each: a feed-forward half step, self-attention with relative positional encoding
-  (Transformer-XL style, no position biases), the convolution module (pointwise `Linear` to
+  (Transformer-XL style, with position biases), the convolution module (pointwise `Linear` to
   twice the model dim, GLU, depthwise `Conv1d`, `BatchNorm`, swish, pointwise `Linear`), a
   second feed-forward half step, a final `LayerNorm`; every part pre-normed, with a residual;
 - a `Linear` to the labels plus the blank, and a CTC loss.
@@ -15,6 +15,7 @@ and gets the same encoder output):
 
 from netc import (
     BatchNorm,
+    Bias,
     Conv1d,
     Conv2d,
     Dim,
@@ -126,6 +127,8 @@ class RelPosSelfAttention(Module):
         self.key = Linear(model)
         self.value = Linear(model)
         self.linear_pos = Linear(model, with_bias=False)
+        self.pos_bias_u = Bias((heads, head_feat))  # Transformer-XL's u and v
+        self.pos_bias_v = Bias((heads, head_feat))
         self.proj = Linear(model)
 
     def __call__(self, x, pos_enc):
@@ -134,8 +137,9 @@ class RelPosSelfAttention(Module):
         k = heads_of(self.key(x_kv))  # [batch, kv_time, heads, head_feat]
         v = heads_of(self.value(x_kv))
         pos = heads_of(self.linear_pos(pos_enc))  # [batch, rel_time, heads, head_feat]
-        content = dot(q, k, reduce=head_feat)  # [batch, enc_time, kv_time, heads]
-        position = rel_shift(dot(q, pos, reduce=head_feat), axis=rel_time, query_axis=enc_time, kv_axis=self.kv_axis)
+        content = dot(self.pos_bias_u(q), k, reduce=head_feat)  # [batch, enc_time, kv_time, heads]
+        position = dot(self.pos_bias_v(q), pos, reduce=head_feat)  # [batch, enc_time, rel_time, heads]
+        position = rel_shift(position, axis=rel_time, query_axis=enc_time, kv_axis=self.kv_axis)
         w = dropout(softmax((content + position) * HEAD_SIZE**-0.5, axis=self.kv_axis), DROPOUT)
         return self.proj(merge_dims(dot(w, v, reduce=self.kv_axis), dims=(heads, head_feat), out_dim=model))
 

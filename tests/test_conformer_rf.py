@@ -4,9 +4,8 @@ statistics, layer norm scales and biases), loaded into netc's eager mode and tor
 rf's encoder output on every valid frame of a padded batch with unequal lengths.
 
 rf is configured as the example is written: a `ConformerConvSubsample` front end with 3x3
-convolutions, "same" padding and a 2x2 max pool after the first; `RelPosSelfAttention` without
-its position biases (`with_pos_bias=False`: netc has no free parameter to add to the queries);
-no dropout; masked convolutions and pools (`rf_use_mask`, the default from behavior version 23:
+convolutions, "same" padding and a 2x2 max pool after the first; the default
+`RelPosSelfAttention` (with its position biases u and v: netc's `Bias`); no dropout; masked convolutions and pools (`rf_use_mask`, the default from behavior version 23:
 padded frames are zeros before a convolution and never win a max pool)."""
 
 from __future__ import annotations
@@ -54,7 +53,6 @@ def _rf_encoder(x: np.ndarray, lens: np.ndarray, seed: int):
             input_dropout=0.0,
             conv_kernel_size=KERNEL,
             num_heads=HEADS,
-            encoder_layer_opts={"self_att_opts": {"with_pos_bias": False}},
         )
         rng = np.random.default_rng(seed)
         for name, p in enc.named_parameters():
@@ -102,6 +100,8 @@ def _rf_encoder(x: np.ndarray, lens: np.ndarray, seed: int):
             params[f"{pre}/self_att/{name}/W"] = w[:, :, j].reshape(MODEL_DIM, MODEL_DIM)
             params[f"{pre}/self_att/{name}/b"] = b[:, j].reshape(MODEL_DIM)
         params[f"{pre}/self_att/linear_pos/W"] = raw(att.linear_pos.weight)
+        params[f"{pre}/self_att/pos_bias_u/b"] = raw(att.pos_bias_u)  # [heads, head]
+        params[f"{pre}/self_att/pos_bias_v/b"] = raw(att.pos_bias_v)
         params[f"{pre}/self_att/proj/W"] = raw(att.proj.weight)
         params[f"{pre}/self_att/proj/b"] = raw(att.proj.bias)
         conv = layer.conv_block
