@@ -40,6 +40,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_conv.py",
         "ops_batch_norm.py",
         "ops_conv2d.py",
+        "ops_bias.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

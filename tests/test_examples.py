@@ -36,7 +36,7 @@ def test_examples_cover_the_seed_models():
 
 
 @pytest.mark.parametrize("hoisting", ["hoist", "no-hoist", "no-whole-sequence"])
-@pytest.mark.parametrize("model", ["beam_search.py", "librispeech_2018.py"])
+@pytest.mark.parametrize("model", ["beam_search.py", "librispeech_2018.py", "conformer_aed.py"])
 def test_example_searches_alike(netc, model, hoisting):
     """Models with `choice` also verify when searching: best labels, lengths and scores."""
     proc = netc("verify", EXAMPLES / model, "--search", "--seed", "1", f"--{hoisting}")

@@ -96,6 +96,10 @@ def _log_softmax(z, axis=-1):
     [
         ("ops_embedding.py", {"e/W": ("vocab", "emb"), "steps/rec/lookup/W": ("vocab", "emb")}),
         ("ops_layer_norm.py", {"y/scale": ("hidden",), "y/bias": ("hidden",)}),
+        (
+            "ops_bias.py",
+            {"pos_bias_u/b": ("heads", "head_feat"), "pos_bias_v/b": ("head_feat", "heads"), "out/rec/h/b": ("feat",)},
+        ),
     ],
 )
 def test_param_names_are_returnn_variable_names(model, expected):

@@ -1,5 +1,6 @@
 """The op registry: importing this package registers every op."""
 
+from netc.ops import bias as _bias  # noqa: F401  (Bias)
 from netc.ops import cells as _cells  # noqa: F401  (registers the recurrent cells)
 from netc.ops import conv as _conv  # noqa: F401  (silu, glu, Conv1d, BatchNorm)
 from netc.ops import defs as _defs  # noqa: F401  (registers the ops)

@@ -47,6 +47,7 @@ FEATURES = frozenset(
         "softmax",
         "attention",  # softmax + dot over a dynamic dim
         "layer_norm",
+        "bias",  # Bias(dim)(x): a learned parameter added over a static dim
         "embedding",
         "argmax",
         "expand_static",
@@ -294,6 +295,7 @@ class Gen:
             "softmax",
             "attention",
             "layer_norm",
+            "bias",
             "embedding",
             "expand_static",
             "expand_dyn",
@@ -403,6 +405,8 @@ class Gen:
             return self.attention(a)
         if kind == "layer_norm" and self.on("layer_norm"):
             return self.new(f"nc.LayerNorm()({self.ref(a)})", a.dims, variant=var)
+        if kind == "bias" and sa.code and self.on("bias"):
+            return self.new(f"nc.Bias({sa.code})({self.ref(a)})", a.dims, variant=var)
         if kind == "embedding" and self.on("embedding"):
             return self.embedding(a)
         if kind == "expand_static":
