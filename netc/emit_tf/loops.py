@@ -143,9 +143,12 @@ class LoopLowering:
         for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
             self.values.update((v.id, v) for v in (nd.outs if isinstance(nd, Op) else nd.results()))
         self.values.update((v.id, v) for v in n.block_args())
-        # a loop with `end` has no lengths before it runs: RETURNN takes them from its output's
-        # first dynamic dim if that has another one (an assertion); such an output is not a state
-        has_other = (lambda v: self._dynamic(v.id)) if n.end is not None and n.target is None else (lambda v: False)
+        # RETURNN takes the loop's axis from the unit's `output`: a loop with `end` has no lengths
+        # before it runs, and it takes them from the output's first dynamic dim if that has another
+        # one (an assertion); in any loop, an output state whose template came from its initial
+        # value takes that value's dynamic dim for time, not the loop's axis (the rec layer's
+        # template and output then differ: an assertion). Such an output is not a state
+        has_other = (lambda v: self._dynamic(v.id)) if n.target is None else (lambda v: False)
         grown = [c for c in n.carries if c.init in self.grown]  # its layer is `cum_concat`, its own state
         output_carry = _output_carry(n, single, outer, lambda v: has_other(v) or v.id in {c.inner.id for c in grown})
         carry_layers: dict[int, str] = {}
