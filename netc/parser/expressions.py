@@ -119,6 +119,8 @@ class Expressions:
     def tensor_binop(self, opname: str, a: Any, b: Any, node: ast.AST) -> V.TV:
         """`a <op> b` with a tensor on at least one side; a Python number on the other is an attribute."""
         self.no_list_operand(node, a, b)
+        if opname == "sub" and any(isinstance(v, V.TV) and v.value.dtype == "bool" for v in (a, b)):
+            raise self.error(node, "`-` of a bool tensor (as in torch): `cast` it to int32 or float32 first")
         if isinstance(a, V.TV) and isinstance(b, V.TV):
             if opname == "div":
                 a, b = self.promoted(a, "float32", node), self.promoted(b, "float32", node)
@@ -127,8 +129,6 @@ class Expressions:
         left = tv is b
         if isinstance(other, bool) or not isinstance(other, (int, float)):
             raise self.error(node, f"cannot combine a tensor with {describe(other)}")
-        if tv.value.dtype == "bool" and opname == "sub":
-            raise self.error(node, "`-` of a bool tensor (as in torch): `cast` it to int32 or float32 first")
         # torch's type promotion: a float number or `/` makes a float, an int number an int of a bool
         if isinstance(other, float) or opname == "div":
             tv = self.promoted(tv, "float32", node)
