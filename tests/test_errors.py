@@ -408,6 +408,17 @@ CASES = [
         3,
         11,
     ),
+    (
+        "bool_minus_number",
+        """
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return 1.0 - (x > 0.0)
+        """,
+        "`-` of a bool tensor (as in torch): `cast` it to int32 or float32 first",
+        3,
+        11,
+    ),
 ]
 
 LOOP_CASES = [

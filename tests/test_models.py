@@ -59,6 +59,7 @@ MODELS = [
     "dead_state.py",
     "expand_over_loop_dim.py",
     "ops_bias.py",
+    "bool_int_promotion.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
@@ -77,6 +78,8 @@ LOOP_LOWERING = [
     "stack_prev_state_only.py",
     "end_state_other_dynamic_dim.py",
     "state_dim_only_from_prev.py",
+    "state_prev_template_cycle.py",
+    "output_state_other_dynamic_dim.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)

@@ -143,9 +143,12 @@ class LoopLowering:
         for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
             self.values.update((v.id, v) for v in (nd.outs if isinstance(nd, Op) else nd.results()))
         self.values.update((v.id, v) for v in n.block_args())
-        # a loop with `end` has no lengths before it runs: RETURNN takes them from its output's
-        # first dynamic dim if that has another one (an assertion); such an output is not a state
-        has_other = (lambda v: self._dynamic(v.id)) if n.end is not None and n.target is None else (lambda v: False)
+        # RETURNN takes the loop's axis from the unit's `output`: a loop with `end` has no lengths
+        # before it runs, and it takes them from the output's first dynamic dim if that has another
+        # one (an assertion); in any loop, an output state whose template came from its initial
+        # value takes that value's dynamic dim for time, not the loop's axis (the rec layer's
+        # template and output then differ: an assertion). Such an output is not a state
+        has_other = (lambda v: self._dynamic(v.id)) if n.target is None else (lambda v: False)
         grown = [c for c in n.carries if c.init in self.grown]  # its layer is `cum_concat`, its own state
         output_carry = _output_carry(n, single, outer, lambda v: has_other(v) or v.id in {c.inner.id for c in grown})
         carry_layers: dict[int, str] = {}
@@ -159,6 +162,7 @@ class LoopLowering:
             unit.refs[c.inner.id] = f"prev:{carry_layers[c.inner.id]}"
         in_loop = feeding_state(n)
         read_whole = {s.value for s in n.stacks} | {ll.value for ll in n.lasts}
+        prev_layers: dict[int, str] = {}  # a state read through a layer kept in the loop -> that layer
         for c in n.carries:
             if c.inner.id in read_whole or not readers(n, c.inner.id) <= in_loop:
                 # RETURNN moves a layer that no state needs after the loop and gives it the frames
@@ -169,6 +173,7 @@ class LoopLowering:
                 prev = unit.ns.fresh(f"{c.name}_prev")
                 unit.layers[prev] = self._per_step(prev, unit.refs[c.inner.id], False)
                 unit.refs[c.inner.id] = unit.layer_of[c.inner.id] = prev
+                prev_layers[c.inner.id] = prev
         read = unit.read = count_uses_in_loop(n)
         batched = {base[v] for v in crossing if "batch" in self.values[v].dims}  # refs with a batch dim
         steps_from: list[str] = []  # a sequence no layer reads: RETURNN must still build it first
@@ -207,6 +212,12 @@ class LoopLowering:
                     unit.layer_of.setdefault(c.next, name)
             if c not in grown:
                 self._initial_output(unit, outer, name, c.init, base[c.init], batched)
+            init = unit.layers[name].get("initial_output")
+            if c.inner.id in prev_layers and isinstance(init, str) and init.startswith("base:"):
+                # RETURNN's first template of a layer is its `base:` initial value's: the state and
+                # its `_prev` layer, a cycle through the state's next value, start alike (else the
+                # one template with the state's dims goes round the cycle and never settles)
+                unit.layers[prev_layers[c.inner.id]]["initial_output"] = init
         results = [(c.next, c.out, carry_layers[c.inner.id], "state") for c in n.carries if c.out is not None]
         results += [(s.value, s.out, s.name, "stack") for s in n.stacks]
         results += [(ll.value, ll.out, ll.name, "last") for ll in n.lasts if not ll.after_end]

@@ -119,12 +119,28 @@ class Expressions:
     def tensor_binop(self, opname: str, a: Any, b: Any, node: ast.AST) -> V.TV:
         """`a <op> b` with a tensor on at least one side; a Python number on the other is an attribute."""
         self.no_list_operand(node, a, b)
+        if opname == "sub" and any(isinstance(v, V.TV) and v.value.dtype == "bool" for v in (a, b)):
+            raise self.error(node, "`-` of a bool tensor (as in torch): `cast` it to int32 or float32 first")
         if isinstance(a, V.TV) and isinstance(b, V.TV):
+            if opname == "div":
+                a, b = self.promoted(a, "float32", node), self.promoted(b, "float32", node)
             return self.emit(REGISTRY[opname], [a, b], {}, node)[0]
         tv, other = (a, b) if isinstance(a, V.TV) else (b, a)
+        left = tv is b
         if isinstance(other, bool) or not isinstance(other, (int, float)):
             raise self.error(node, f"cannot combine a tensor with {describe(other)}")
-        return self.emit(REGISTRY[opname], [tv], {"scalar": other, "scalar_left": tv is b}, node)[0]
+        # torch's type promotion: a float number or `/` makes a float, an int number an int of a bool
+        if isinstance(other, float) or opname == "div":
+            tv = self.promoted(tv, "float32", node)
+        elif tv.value.dtype == "bool":
+            tv = self.promoted(tv, "int32", node)
+        return self.emit(REGISTRY[opname], [tv], {"scalar": other, "scalar_left": left}, node)[0]
+
+    def promoted(self, tv: V.TV, dtype: str, node: ast.AST) -> V.TV:
+        """`tv` as `dtype` where torch promotes it to that (an explicit `cast` for every target)."""
+        if tv.value.dtype == dtype or tv.value.dtype == "float32":
+            return tv
+        return self.emit(REGISTRY["cast"], [tv], {"dtype": dtype}, node)[0]
 
     def compare(self, node: ast.Compare) -> Any:
         left = self.eval_expr(node.left)
