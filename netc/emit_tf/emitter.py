@@ -89,6 +89,9 @@ class _OpCtx:
     def is_dynamic(self, name: str) -> bool:
         return self.em.g.dim(name).kind == "dynamic"
 
+    def may_be_empty(self, name: str) -> bool:
+        return self.em.g.dim(name).may_be_empty
+
     def dim_source(self, name: str) -> str | None:
         return self.em.dim_source.get(name) if not self.blk.in_unit else None
 

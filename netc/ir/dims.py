@@ -71,8 +71,9 @@ class DimTable:
         if self.known_lengths is not None:
             self.known_lengths.add(name)
 
-    def make_lengths(self, name: str, op: str) -> None:
-        """An op (`max_pool`) defines the lengths of dynamic dim `name`: it must not have any yet."""
+    def make_lengths(self, name: str, op: str, may_be_empty: bool = False) -> None:
+        """An op (`max_pool`) defines the lengths of dynamic dim `name`: it must not have any yet.
+        `may_be_empty`: some sequences may get no frame along it."""
         if self.dims[name].kind != "dynamic":
             raise DimError(f"`{op}` makes a dynamic dim; `{name}` is not one (declare it as Dim({name!r}))")
         if self.known_lengths is not None:
@@ -82,6 +83,7 @@ class DimTable:
                     f"`{op}` needs a dim of its own, e.g. Dim({(name + '_2')!r})"
                 )
             self.known_lengths.add(name)
+        self.dims[name].may_be_empty = may_be_empty
 
     def check_lengths(self, dims, op: str) -> None:
         """Tensors created over a dynamic dim take its lengths, so they must be known by now."""

@@ -26,6 +26,9 @@ class DimDef:
     name: str
     kind: Literal["batch", "dynamic", "static"]
     size: int | None = None
+    # a dynamic dim an op makes with no frame for some sequences (`slice_frames` of a short
+    # one, a valid `Conv1d` shorter than its filter): RETURNN's softmax over it is NaN there
+    may_be_empty: bool = False
 
 
 @dataclass(slots=True, kw_only=True)

@@ -700,6 +700,16 @@ class _Softmax(OpDef):
             return {"class": "softmax_over_spatial", "from": ctx.src(0), "axis": ctx.dim(axis), "log_space": self.log}
         return {"class": "activation", "activation": "log_softmax" if self.log else "softmax", "from": ctx.src(0)}
 
+    def returnn_extra(self, ctx, layer, own, op, fresh):
+        """Over a dim with no frame for some sequences, RETURNN's softmax there is NaN (every
+        energy masked) while it marks the padding as zeros, so a `dot` over it skips its mask: the
+        padding is zeroed explicitly."""
+        axis = op.attrs["axis"]
+        if not ctx.is_dynamic(axis) or not ctx.may_be_empty(axis):
+            return {}
+        mask = {"class": "seq_len_mask", "from": layer, "axis": ctx.dim(axis), "mask_value": 0.0}
+        return {0: (fresh(f"{layer}_masked"), mask)}
+
     def torch(self, ctx, op):
         axis = op.attrs["axis"]
         dims = ctx.in_dims(0)

@@ -33,10 +33,10 @@ def _frames_axis(dt, op: str, x, axis) -> None:
         raise DimError(f"`{op}` needs a tensor with the batch dim, got [{', '.join(x.dims)}]")
 
 
-def _out_axis(dt, op: str, out) -> None:
+def _out_axis(dt, op: str, out, may_be_empty: bool = False) -> None:
     if not isinstance(out, str) or out not in dt.dims:
         raise DimError(f"`{op}` needs `out_axis` to be a dim (declared as Dim(name))")
-    dt.make_lengths(out, op)
+    dt.make_lengths(out, op, may_be_empty)
 
 
 def _check_value(dt, op: str, x, value) -> None:
@@ -102,7 +102,9 @@ class SliceFrames(OpDef):
                 raise DimError(f"`slice_frames` takes integer bounds (or None), got {k}={attrs[k]!r}")
         if attrs["start"] is None and attrs["stop"] is None:
             raise DimError("`slice_frames` without `start` and `stop` would copy the frames; use the tensor itself")
-        _out_axis(dt, "slice_frames", attrs["out_axis"])
+        # a sequence keeps a frame when the slice starts at its first and ends after it
+        keeps = attrs["start"] in (None, 0) and (attrs["stop"] is None or attrs["stop"] > 0)
+        _out_axis(dt, "slice_frames", attrs["out_axis"], may_be_empty=not keeps)
         dims = _renamed(x.dims, attrs["axis"], attrs["out_axis"])
         return [OutType(dt.canonical(dims), x.dtype, sparse_dim=x.sparse_dim)]
 

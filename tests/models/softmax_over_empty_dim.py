@@ -1,4 +1,6 @@
-# diffgen seeds 21006, 21048 (green), shrunk by hand: mismatch returnn (inf): a sequence with no frames on a dim a valid Conv1d (or slice_frames) made: RETURNN's softmax_over_spatial gives NaN at all its (padded) frames but marks the padding as 0, so the dot over that dim skips its mask (eager and torch: 0)
+# diffgen seeds 21006, 21048 (green): a sequence with no frame on a dim a valid Conv1d made (here
+# the one of 4 frames, shorter than the filter's span 5): RETURNN's softmax_over_spatial is NaN
+# there but marks the padding as zeros, so the dot over that dim skipped its mask (eager, torch: 0)
 import netc as nc
 from netc import batch
 time = nc.Dim('time')
