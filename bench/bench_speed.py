@@ -181,7 +181,11 @@ def main() -> None:
         f"{time.time() - started:.0f} s in all. A shared machine: compare rows of one run.\n\n"
         "| what | result |\n|---|---|\n" + "".join(f"| {a} | {b} |\n" for a, b in rows)
     )
-    Path(args.out).write_text(text, encoding="utf-8")
+    out = Path(args.out)
+    if out.exists():  # sections below the table (a benchmark's analysis, written by hand) stay
+        old = out.read_text(encoding="utf-8")
+        text += old[old.index("\n## ") :] if "\n## " in old else ""
+    out.write_text(text, encoding="utf-8")
     print(text)
 
 

@@ -7,22 +7,27 @@ The model is the attention decoder of `attention_model.py` (D512, vocabulary 100
 entropy marked as the loss (`mark_as_loss`, added to a copy of the file here). Both start from the
 same parameters; the summed loss over valid frames is checked equal before timing. A step:
 - torch: `model(**batch)["ce"]`, `backward()`, `torch.optim.Adam.step()`, on 1 thread
+- hand-written torch: the same model as a PyTorch engineer writes it (`HandWritten`), the same steps
 - RETURNN: the config netc emits, built by RETURNN as for training (`TFNetwork`, graph mode), its
   loss minimised by TF's Adam; one `session.run` per step, TF on 1 intra-op and 1 inter-op thread
-Medians of interleaved runs after a warm-up, milliseconds.
+Medians of interleaved runs after a warm-up, milliseconds (wall in the table; CPU time above it).
+Above the table also the peak memory torch allocates during one step, netc's module and by hand.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 import torch
 from bench_attention import attention_args
-from bench_torch import report, timed
+from bench_torch import report
 
 from netc.compiler import compile_file, compile_graph
 from netc_runtime.backends import load_torch_module
@@ -42,6 +47,40 @@ def training_model(directory: str) -> str:
     path = Path(directory) / "attention_train_model.py"
     path.write_text(text, encoding="utf-8")
     return str(path)
+
+
+class HandWritten(torch.nn.Module):
+    """The same model as a PyTorch engineer writes it for training: the encoder's key projection,
+    the previous labels' embeddings and their rows of the state's Linear computed once before the
+    loop, `bmm` for the attention (the query as a row vector against the keys, transposed once),
+    one output projection after the loop, `F.cross_entropy` on the valid frames."""
+
+    def __init__(self, p: dict[str, torch.Tensor]):
+        super().__init__()
+        self.w = torch.nn.ParameterDict({k.replace("/", "_"): torch.nn.Parameter(v.clone()) for k, v in p.items()})
+
+    def forward(self, x, y, enc_time_lens, dec_time_lens):
+        w = self.w
+        enc_mask = torch.arange(x.shape[1])[None, :] < enc_time_lens[:, None]
+        dec_mask = torch.arange(y.shape[1])[None, :] < dec_time_lens[:, None]
+        enc = torch.tanh(x @ w["enc_W"] + w["enc_b"])  # [B, T, H]
+        keys_t = (enc @ w["keys_W"] + w["keys_b"]).transpose(1, 2)  # [B, K, T]
+        n_emb = w["prev_emb_W"].shape[1]
+        prev_emb = torch.nn.functional.pad(w["prev_emb_W"][y], (0, 0, 1, 0))[:, :-1]  # the previous labels'
+        emb_part = prev_emb @ w["s_W"][:n_emb] + w["s_b"]  # [B, U, H]
+        w_ctx = w["s_W"][n_emb:]
+        pad = (~enc_mask)[:, None, :]
+        s = x.new_zeros(x.shape[0], w["s_2_W"].shape[0])
+        states, contexts = [], []
+        for t in range(y.shape[1]):
+            query = torch.addmm(w["query_b"], s, w["query_W"])
+            energy = torch.bmm(query[:, None, :], keys_t).masked_fill(pad, float("-inf"))  # [B, 1, T]
+            context = torch.bmm(torch.softmax(energy, dim=-1), enc)[:, 0]  # [B, H]
+            s = torch.tanh(torch.addmm(emb_part[:, t], context, w_ctx).addmm(s, w["s_2_W"]))
+            states.append(s)
+            contexts.append(context)
+        logits = torch.cat([torch.stack(states, 1), torch.stack(contexts, 1)], -1) @ w["logits_W"] + w["logits_b"]
+        return torch.nn.functional.cross_entropy(logits[dec_mask], y[dec_mask], reduction="sum")
 
 
 def returnn_step(path: str, params: dict, batch: dict):
@@ -84,6 +123,36 @@ def returnn_step(path: str, params: dict, batch: dict):
     return (lambda: session.run(train, feed_dict=feed)), (lambda: float(session.run(loss, feed_dict=feed)))
 
 
+def timed_wall_cpu(fns: dict, runs: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall and CPU (process) milliseconds per variant, runs interleaved, after a warm-up. On a
+    shared machine CPU time is steadier; TF's CPU time also counts its threads' spinning."""
+    for fn in fns.values():
+        fn()
+    wall: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            cpu[name].append(time.process_time() - c0)
+            wall[name].append(time.perf_counter() - w0)
+    return tuple({name: 1000 * statistics.median(ts) for name, ts in d.items()} for d in (wall, cpu))
+
+
+def peak_bytes(fn) -> int:
+    """The most bytes torch's CPU allocator holds during `fn()` beyond what it held before (profiler's
+    allocation events, their running total)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    with tempfile.TemporaryDirectory() as d:
+        trace = Path(d) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text(encoding="utf-8"))["traceEvents"]
+    memory = sorted((e for e in events if e.get("name") == "[memory]"), key=lambda e: e["ts"])
+    totals = [e["args"]["Total Allocated"] for e in memory]
+    return max(totals) - (totals[0] - memory[0]["args"]["Bytes"])
+
+
 def main() -> None:
     args = attention_args()
     with tempfile.TemporaryDirectory() as d:
@@ -105,20 +174,39 @@ def main() -> None:
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=LR)
 
+    hand = HandWritten({f"{q.path}/{q.role}": torch.as_tensor(params[q.name]) for q in g.params})
+    hand_opt = torch.optim.Adam(hand.parameters(), lr=LR)
+
     def torch_step():
         loss = model(**batch)["ce"]
         opt.zero_grad()
         loss.backward()
         opt.step()
 
+    def hand_step():
+        loss = hand(**batch)
+        hand_opt.zero_grad()
+        loss.backward()
+        hand_opt.step()
+
     with torch.no_grad():
         ours = model(**batch)["ce"].item()
+        by_hand = hand(**batch).item()
     theirs = tf_loss()
-    assert abs(ours - theirs) <= 1e-4 * abs(theirs), (ours, theirs)
-    rows = timed({"netc torch module": torch_step, "RETURNN (TensorFlow)": tf_step}, args.runs)
+    for other in (theirs, by_hand):
+        assert abs(ours - other) <= 1e-4 * abs(other), (ours, other)
+    steps = {"netc torch module": torch_step, "hand-written torch": hand_step, "RETURNN (TensorFlow)": tf_step}
+    peaks = {name: peak_bytes(steps[name]) / 2**20 for name in ("netc torch module", "hand-written torch")}
+    rows, cpu = timed_wall_cpu(steps, args.runs)
+    print(
+        "peak memory torch allocates in a step (torch profiler): "
+        + ", ".join(f"{name} {mb:.1f} MiB" for name, mb in peaks.items())
+        + f" ({peaks['netc torch module'] / peaks['hand-written torch']:.2f}x hand-written)"
+    )
+    print("CPU time of the process per step, median: " + ", ".join(f"{name} {ms:.0f} ms" for name, ms in cpu.items()))
     title = (
         f"attention decoder training step (forward, backward, Adam), batch {args.batch}, {args.enc} encoder / "
-        f"{args.dec} decoder frames, D512, summed loss {ours:.2f} in both, 1 thread, median of {args.runs} runs"
+        f"{args.dec} decoder frames, D512, summed loss {ours:.2f} in all three, 1 thread, median of {args.runs} runs"
     )
     report(title, rows, "RETURNN (TensorFlow)", "RETURNN")
 

@@ -12,6 +12,7 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
 from netc.ops.align import align_tensor
 from netc.ops.base import OpDef, OutType, register
+from netc.ops.dot_torch import dot_bmm_code
 from netc.ops.param_parts import param_part
 from netc.ops.param_parts import returnn_helpers as param_returnn_helpers
 from netc.ops.rules import broadcast, check_out_dim, union
@@ -654,6 +655,9 @@ class Dot(OpDef):
         for d in axes:  # padded frames may hold anything: zero them on one side
             if ctx.is_dynamic(d):
                 a = f"{a}.masked_fill(~{ctx.mask(d, a_dims)}, 0.0)"
+        bmm = dot_bmm_code(a, a_dims, ctx.arg(1), ctx.in_dims(1), axes, op.outs[0].dims)
+        if bmm is not None:
+            return bmm
         letters = _letters([*a_dims, *ctx.in_dims(1)])
         spec = f"{''.join(letters[d] for d in a_dims)},{''.join(letters[d] for d in ctx.in_dims(1))}"
         out = "".join(letters[d] for d in op.outs[0].dims)
