@@ -8,6 +8,9 @@ smoothing) and searches with a beam otherwise, ending at EOS.
 
 The encoder (front end, two blocks) is the same code as in examples/conformer_ctc.py, whose
 encoder tests/test_conformer_rf.py checks against RETURNN frontend's `rf.ConformerEncoder`.
+The decoder is rf's default `TransformerDecoder` (but for its own logits' weights, not the
+embedding's): tests/test_transformer_rf.py checks it, teacher-forced, through
+tests/models/transformer_decoder.py, this decoder's code on a given encoder output.
 """
 
 from netc import (
@@ -57,6 +60,7 @@ from netc import (
 MODEL_SIZE, HEAD_SIZE = 16, 8  # 512 and 64 in the paper
 CONV_KERNEL = 7  # the depthwise convolution's filter (32 in the paper)
 LOG_STEP = -2.0 * 9.210340371976184 / MODEL_SIZE  # -2 log(10000) / |model|
+DEC_LOG_STEP = -9.210340371976184 / (MODEL_SIZE / 2 - 1)  # rf's: the last frequency is 1 / 10000
 DROPOUT = 0.1
 EOS = 0
 
@@ -186,7 +190,7 @@ class ConformerBlock(Module):
 
 def abs_pos_encoding(pos):
     """The sinusoidal encoding of a decoder step's position pos [batch]: [batch, model]."""
-    angles = expand(pos, pos_half) * exp(range_over(pos_half, dtype="float32") * LOG_STEP)
+    angles = expand(pos, pos_half) * exp(range_over(pos_half, dtype="float32") * DEC_LOG_STEP)
     enc = split_dims(concat(sin(angles), cos(angles)), axis=pos_half + pos_half, dims=(sin_cos, pos_half))
     return merge_dims(enc, dims=(sin_cos, pos_half), out_dim=model)  # the same numbers, over `model`
 
@@ -247,7 +251,7 @@ def conformer_aed(x: Tensor[batch, time, feat], y: Labels[batch, dec_time, vocab
         d = dropout(Embedding(model)(label) * MODEL_SIZE**0.5 + abs_pos_encoding(pos), DROPOUT)
         d, keys1, values1 = layer1(d, keys1, values1, encoder)
         d, keys2, values2 = layer2(d, keys2, values2, encoder)
-        scores = Linear(vocab)(LayerNorm()(d))
+        scores = Linear(vocab, with_bias=False)(LayerNorm()(d))
         logits.append(scores)
         label = choice(scores, target=y, beam=4)
         labels.append(label)

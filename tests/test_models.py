@@ -61,6 +61,7 @@ MODELS = [
     "ops_bias.py",
     "bool_int_promotion.py",
     "softmax_over_empty_dim.py",
+    "transformer_decoder.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
