@@ -1,7 +1,8 @@
 """examples/conformer_aed.py's decoder is RETURNN frontend's `rf.TransformerDecoder` (on rf's
 PyTorch backend), teacher-forced: rf's parameters, all drawn at random (layer norm scales and
 biases too), loaded into netc's eager mode and torch module give rf's logits on every valid
-frame of a padded batch with unequal lengths, on the same encoder output.
+frame of a padded batch with unequal lengths, on the same encoder output (and so does the
+emitted RETURNN config on TensorFlow).
 
 netc runs tests/models/transformer_decoder.py, the example's decoder code (checked here to be
 the example's, character for character) with the encoder output as an input. rf is configured
@@ -21,7 +22,7 @@ import torch
 from conftest import EXAMPLES, ROOT
 
 from netc.compiler import compile_graph
-from netc_runtime.backends import run_eager, run_torch
+from netc_runtime.backends import run_eager, run_returnn, run_torch
 
 EXAMPLE = EXAMPLES / "conformer_aed.py"
 MODEL = ROOT / "tests" / "models" / "transformer_decoder.py"
@@ -145,14 +146,18 @@ def _rf_decoder(enc: np.ndarray, enc_lens, labels: np.ndarray, lens, seed: int):
 
 
 def _netc_logits(enc, enc_lens, y, lens, params_by_path):
-    """netc's logits [batch, dec_time, vocab], teacher-forced on y: eager, then torch."""
+    """netc's logits [batch, dec_time, vocab], teacher-forced on y: eager, torch, RETURNN (TF)."""
     g = compile_graph(str(MODEL))
     params = {p.name: params_by_path[f"{p.path}/{p.role}"] for p in g.params}
     assert len(params) == len(params_by_path)
     inputs = {"encoder": enc, "y": y}
     lengths = {"enc_time": np.asarray(enc_lens), "dec_time": np.asarray(lens)}
     got = []
-    for res in (run_eager(str(MODEL), g, inputs, lengths, params), run_torch(g, inputs, lengths, params)):
+    for res in (
+        run_eager(str(MODEL), g, inputs, lengths, params),
+        run_torch(g, inputs, lengths, params),
+        run_returnn(g, inputs, lengths, params),
+    ):
         dims = res.dims["logits"]
         got.append(res.outputs["logits"].transpose([dims.index(d) for d in ("batch", "dec_time", "vocab")]))
     return got
@@ -168,6 +173,7 @@ def _batch(enc_lens, lens, seed):
     return enc, y, fed
 
 
+# (the decoder's loop is bounded by twice the encoder's frames, per sequence: the labels fit)
 @pytest.mark.parametrize(("enc_lens", "lens"), [([7, 4, 2], [5, 3, 1]), ([3, 8, 2], [2, 6, 4])])
 def test_transformer_decoder_is_rfs(enc_lens, lens):
     enc, y, fed = _batch(enc_lens, lens, 7)
