@@ -58,6 +58,7 @@ MODELS = [
     "frames_time_major.py",
     "dead_state.py",
     "expand_over_loop_dim.py",
+    "made_dim_in_loop.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
