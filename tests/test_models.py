@@ -84,6 +84,7 @@ AFTER_BREAK = [
     "end_held_after_break.py",
     "end_held_appends_after.py",
     "end_assigned_both_sides.py",
+    "end_appends_after_state_read.py",
 ]
 # (in training, the target's last frame is the ending step)
 MODELS += LOOP_LOWERING + AFTER_BREAK + ["choice_after_break.py"]
