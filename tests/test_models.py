@@ -59,6 +59,8 @@ MODELS = [
     "dead_state.py",
     "expand_over_loop_dim.py",
     "made_dim_in_loop.py",
+    "empty_stack_loop.py",
+    "eager_list_by_name.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)

@@ -119,6 +119,7 @@ def conv(g: Gen) -> None:
         opts += f", padding='valid', stride={r.choice([1, 2, 3])}"
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time, out_axis=ctime)", {"batch", "ctime", out.name})
         g.made_dims.add("ctime")
+        g.maybe_empty.add("ctime")
     else:
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
     if r.random() < 0.4:
@@ -161,8 +162,8 @@ def loop(g: Gen, nested: bool = False) -> None:
         if len(g.dyn(v)) == 1 and g.dyn(v)[0].name != outer_axis and (not g.loops or not v.variant)
     ]
     seqs = list({id(v): v for v in seqs}.values())
-    # a sequence shorter than a valid Conv1d's filter has no frame on `ctime`: a loop over it
-    # stacks nothing, which eager mode refuses to use as a tensor (known.py: conv_loop)
+    # a sequence shorter than a valid Conv1d's filter has no frame on `ctime`: a loop over it runs
+    # no step (stacks nothing, assigns nothing)
     if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):
         seqs = [v for v in seqs if "ctime" not in v.dims]
     if nested:
@@ -431,6 +432,8 @@ def loop(g: Gen, nested: bool = False) -> None:
         g.emit(f"{li}.append({v.name})")
         appended.append((li, v))
     made = axis if not end else g.made_dim(f"{appended[0][0]}_time") if appended else None
+    if end and after_side and made is not None:  # a sequence that ends at its first step stacks nothing
+        g.maybe_empty.add(made)
     # values read after the loop
     read_after = []
     bound = {s.name for s in states} | {name for name, _ in frames}
@@ -448,6 +451,8 @@ def loop(g: Gen, nested: bool = False) -> None:
     if end and not g.on("dyn_read_after_end", 0.5):  # a value with a dynamic dim, after an `end` loop
         cands = [v for v in cands if not g.dyn(v)]
     if end and not g.on("read_after_end", 0.7):
+        cands = []
+    if axis in g.maybe_empty:  # a loop that ran no step for a sequence assigned nothing (Python: unbound)
         cands = []
     if not g.on("labels_read_after", 0.5):
         cands = [v for v in cands if v.kind != "labels"]
