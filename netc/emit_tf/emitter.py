@@ -76,7 +76,9 @@ class _OpCtx:
     def __init__(self, em: ReturnnEmitter, blk: Block, op: Op):
         self.em, self.blk, self.op = em, blk, op
         self.in_unit = blk.in_unit
-        self.derived: dict[Code, Code] = {}  # `derived_dim`'s variables -> the made dims'
+        # (`derived_dim`'s variable, the made dim's): pairs, as TF flattens a layer's options and a
+        # dict keyed by dims (their comparisons) then changes while it is iterated
+        self.derived: list[tuple[Code, Code]] = []
 
     def derived_dim(self, name: str) -> Code:
         """A variable of its own for dim `name` the op makes, which its layer derives from the
@@ -88,7 +90,7 @@ class _OpCtx:
         if name not in own:  # one per dim: the search network makes it again
             own[name] = self.em.dim_ns.fresh(f"{self.blk.dims[name]}_derived")
             self.em.whole_dims.append((own[name], f"{name}:derived"))
-        self.derived[Code(own[name])] = Code(self.blk.dims[name])
+        self.derived.append((Code(own[name]), Code(self.blk.dims[name])))
         return Code(own[name])
 
     def src(self, i: int) -> str:
