@@ -28,6 +28,7 @@ from netc_runtime.eager_loops import (
     eager_range,
     empty_stack,
     end_step,
+    list_made_in,
     run_loop,
     stacking_loop,
     user_span,
@@ -248,15 +249,17 @@ def unstack(x: ETensor, axis) -> Any:
     return _Unstacked(stack_list(x) if isinstance(x, list) else x, axis.name)
 
 
-def stack_list(items: list, output: str | None = None) -> ETensor:
+def stack_list(items: list, output: str | None = None, outer: LoopTag | None = None) -> ETensor:
     """A list appended to in a loop, as the stacked tensor it is in the compiled targets (the
-    returned `output`, if it is one)."""
+    returned `output`, if it is one; `outer`: the loop of the list this one was appended to)."""
     if not items:  # its loop stacked nothing for this sequence: the graph's stack tells the dims
         return _empty_stack(items)
     in_frame_order = any(items is done for done in _run().in_frame_order)
     listed = items
     # an inner loop's list appended in the outer loop's step: its stack, made in that step
-    items = [stack_list(i) if isinstance(i, list) else i for i in items]
+    # (read after both loops: the outer one, finished too, is the one its items were first made in)
+    appended_in = list_made_in(items, _run(), outer) if any(isinstance(i, list) for i in items) else None
+    items = [stack_list(i, outer=appended_in) if isinstance(i, list) else i for i in items]
     if not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
     run = _run()
@@ -264,7 +267,7 @@ def stack_list(items: list, output: str | None = None) -> ETensor:
         run.check_target_covered()
     if len({i.dims for i in items}) != 1:
         raise TypeError("list items have different dims")
-    axis, backward, tag = stacking_loop(items, run, output, listed)
+    axis, backward, tag = stacking_loop(items, run, output, listed, outer)
     # the loops its items were made in, outside the one stacked over: the stack belongs to their
     # step also when read after them (an inner loop's list appended to an outer loop's list)
     made_in = list(items[0].frames[: items[0].frames.index(tag)] if tag in items[0].frames else items[0].frames)

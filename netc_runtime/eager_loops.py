@@ -199,7 +199,7 @@ def _loops(g: Graph) -> list[Loop]:
 
 
 def stacking_loop(
-    items: list, run: _Run, output: str | None = None, listed: list | None = None
+    items: list, run: _Run, output: str | None = None, listed: list | None = None, outer: LoopTag | None = None
 ) -> tuple[str, bool, LoopTag | None]:
     """The loop a list was appended in: the outermost finished loop its items were made in, if
     it ran one step per item and they are distinct values. Items made before that loop (a state's initial value appended at
@@ -207,13 +207,14 @@ def stacking_loop(
     compiled graph: the loop whose stack the returned `output` is, else the only loop with
     stacks of these step dims (and, over an input dim, this many steps). With the run's tag, if
     a tag told. Several such loops: the one whose stack has the name the user's code gives the
-    list (`listed`, the user's list object)."""
+    list (`listed`, the user's list object). `outer`: the loop whose list this inner list was
+    appended to (finished too, it is not this list's loop)."""
     if output is not None:  # a returned list: the graph says which loop stacks it (a tag can mislead:
         # one item made in a finished loop that ran one step looks like that loop's stack)
         loop = _output_loop(run.graph(), output)
         if loop is not None:
             return loop.axis, loop.reverse, None
-    outermost = {_made_in(i, run) for i in items} - {None}
+    outermost = {_made_in(i, run, outer) for i in items} - {None}
     # a step makes its values afresh: the same value appended twice was made before the appending
     # loop (a later loop appending a value of a finished one), whose steps then say nothing; a
     # `while True` run's tag is found for a value made before its first `end` (repeated alike)
@@ -277,11 +278,20 @@ def _user_names(obj: Any) -> set[str]:
     return set() if f is None else {k for k, v in f.f_locals.items() if v is obj}
 
 
-def _made_in(item: Any, run: _Run) -> LoopTag | None:
+def list_made_in(item: Any, run: _Run, outer: LoopTag | None = None) -> LoopTag | None:
+    """`_made_in` of a list's first item (a list: of its first item)."""
+    while isinstance(item, list):
+        if not item:
+            return None
+        item = item[0]
+    return _made_in(item, run, outer)
+
+
+def _made_in(item: Any, run: _Run, outer: LoopTag | None = None) -> LoopTag | None:
     """The outermost finished loop run `item` was made in. A `while True` loop's run starts at
     its first `end(...)`: a value made in its first step before that, with no loop starting or
     ending in between, is of that run too."""
-    tag = next((t for t in item.frames if t.finished), None)
+    tag = next((t for t in item.frames if t.finished and t is not outer), None)
     return tag if tag is not None else run.while_loops.get(item.serial + 1)
 
 

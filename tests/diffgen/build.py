@@ -423,6 +423,11 @@ def loop(g: Gen, nested: bool = False) -> None:
             stackable = inv
     appended: list[tuple[str, V]] = []
     for li in lists:
+        if li == lists[0] and lp.inner_lists and g.on("list_of_lists", 0.5):  # stacked over both loops
+            v = g.pick(lp.inner_lists)
+            g.emit(f"{li}.append({v.name})")
+            appended.append((li, v))
+            continue
         cands = stackable
         if labels_v is not None and li == lists[-1] and labels_v in cands:
             cands = [labels_v]
@@ -521,6 +526,7 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
     if stack:
         g.emit(f"    {lst}.append({st})")
         g.new(f"nc.reduce_mean({lst}, axis={e.code})", {"batch", sd.name}, prefix="m", variant=bool(q))
+        g.loops[-1].inner_lists.append(V(lst, frozenset({"batch", e.name, sd.name}), variant=bool(q)))
     else:  # the inner loop's result varies with the outer step only if it reads the step's values
         g.add(V(st, frozenset({"batch", sd.name}), variant=bool(q)))
 

@@ -170,6 +170,7 @@ class Loop:
     axis: str | None  # the dim iterated over (None: an `end` loop)
     states: list[V]
     end: bool = False
+    inner_lists: list[V] = field(default_factory=list)  # lists stacked by loops in its step
 
 
 class Gen:

@@ -6,9 +6,7 @@ located errors for documented limitations (docs/language.md, Limitations): a pro
 with one of them counts as correct.
 """
 
-KNOWN_FAILING: dict[str, str] = {
-    "list_of_lists": "eager: `outer.append(inner_list)` (not generated yet)",
-}
+KNOWN_FAILING: dict[str, str] = {}
 # (eager's empty-list error is documented: an empty list read as a tensor where no stack of the
 # compiled graph has its name)
 
