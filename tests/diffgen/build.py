@@ -117,14 +117,14 @@ def conv(g: Gen) -> None:
     if r.random() < 0.3:
         opts += ", with_bias=False"
     x = f"nc.silu({a.name})" if r.random() < 0.3 else a.name
-    if "ctime" not in g.dims and r.random() < 0.4:
+    # (a valid one only within the batch's longest sequence, run.lengths: a batch with no frame
+    # on its dim is a limitation, docs/language.md)
+    if "ctime" not in g.dims and r.random() < 0.4 and span <= 6:
         g.dim("ctime")
         opts += f", padding='valid', stride={r.choice([1, 2, 3])}"
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time, out_axis=ctime)", {"batch", "ctime", out.name})
         g.made_dims.add("ctime")
         g.maybe_empty.add("ctime")
-        if span > 6:  # longer than the batch's longest sequence (run.lengths): no frame in the batch
-            g.empty_batch.add("ctime")
     else:
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
     if r.random() < 0.4:
@@ -171,8 +171,6 @@ def loop(g: Gen, nested: bool = False) -> None:
     # no step (stacks nothing, assigns nothing)
     if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):
         seqs = [v for v in seqs if "ctime" not in v.dims]
-    # no loop over a dim with no frame in the whole batch (docs/language.md, Limitations)
-    seqs = [v for v in seqs if not v.dims & g.empty_batch]
     if nested:
         forms = [f for f in forms if f in ("loop_iter", "loop_reversed", "loop_zip")]
     if not seqs:
@@ -510,7 +508,6 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
     seqs = [v for v in seqs if g.dyn(v)[0].code and g.static(v)]
     if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):  # as in `loop`
         seqs = [v for v in seqs if "ctime" not in v.dims]
-    seqs = [v for v in seqs if not v.dims & g.empty_batch]
     if not seqs:
         return
     g.used.add("loop_nested")

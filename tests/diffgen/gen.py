@@ -196,7 +196,6 @@ class Gen:
         # dynamic dims with no frame for a short sequence (a valid Conv1d's, a slice's, the stacks
         # of a loop whose appends stand after its `break`): a loop over one may run no step
         self.maybe_empty: set[str] = set()
-        self.empty_batch: set[str] = set()  # of them, those with no frame in the whole batch
 
     def source(self) -> str:
         head = ["import netc as nc", "from netc import batch", "", *self.decls, ""]
