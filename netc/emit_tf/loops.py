@@ -240,6 +240,7 @@ class LoopLowering:
                 "or one variable read after it); split it into several loops",
             )
         result_layers: list[str] = []
+        kept = ""  # with `trim`: the layer of each sequence's kept steps (`_kept`)
         held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
         for value, out, hint, kind in results:
             if kind == "held":
@@ -271,7 +272,8 @@ class LoopLowering:
                 unit.layers[name]["is_output_layer"] = True
                 ref = f"{rec}/{name}"
                 if trim is not None:
-                    ref = self._trimmed(outer, unit, n, rec, trim, ref, out, hint)
+                    kept = kept or self._kept(outer, unit, n, rec, trim)
+                    ref = self._trimmed(outer, unit, n, trim, kept, ref, out, hint)
             else:
                 unit.layers[name]["need_last"] = True
                 # RETURNN reads it as a previous value too (a held value, its layer's name here,
@@ -426,25 +428,29 @@ class LoopLowering:
         }
         return name
 
-    def _trimmed(self, outer: Block, unit: Block, n: Loop, rec: str, trim: str, ref: str, out: Value, hint: str) -> str:
-        """Stack `ref` of a loop run with `include_eos` over its own axis `trim` whose appends stand
-        after the `break`: each sequence's frames without the ending step, over the loop's dim. A
-        sequence stopped by its bound ran its last step whole (no frame dropped): it drops a frame
-        where the user's condition held at its last step."""
-        kept = f"{rec}_kept"
-        if kept not in outer.layers:  # the loop's lengths, once for all its stacks
-            ended = unit.ns.fresh("ended")
-            unit.layers[ended] = {"class": "cast", "from": unit.refs[n.end], "dtype": "int32", "need_last": True}
-            last, steps = outer.ns.fresh(f"{rec}_ended"), outer.ns.fresh(f"{rec}_steps")
-            outer.layers[last] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": ended}
-            outer.layers[steps] = {"class": "length", "from": rec, "axis": Code(trim)}
-            lens = outer.ns.fresh(f"{rec}_lens")
-            outer.layers[lens] = {"class": "eval", "from": [steps, last], "eval": "source(0) - source(1)"}
-            # `range_from_length` marks its lengths as the dim's size (a loop over the dim reads them)
-            positions = outer.ns.fresh(f"{rec}_positions")
-            axis = Code(outer.dims[n.axis])
-            outer.layers[positions] = {"class": "range_from_length", "from": lens, "out_spatial_dim": axis}
-            outer.layers[kept] = {"class": "length", "from": positions, "axis": axis}
+    def _kept(self, outer: Block, unit: Block, n: Loop, rec: str, trim: str) -> str:
+        """A layer of the steps each sequence keeps of a loop run with `include_eos` over its own
+        axis `trim` whose appends stand after the `break`: a sequence stopped by its bound ran its
+        last step whole (no frame dropped), one stopped by the user's condition drops that step."""
+        ended = unit.ns.fresh("ended")
+        unit.layers[ended] = {"class": "cast", "from": unit.refs[n.end], "dtype": "int32", "need_last": True}
+        last, steps = outer.ns.fresh(f"{rec}_ended"), outer.ns.fresh(f"{rec}_steps")
+        outer.layers[last] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": ended}
+        outer.layers[steps] = {"class": "length", "from": rec, "axis": Code(trim)}
+        lens = outer.ns.fresh(f"{rec}_lens")
+        outer.layers[lens] = {"class": "eval", "from": [steps, last], "eval": "source(0) - source(1)"}
+        # `range_from_length` marks its lengths as the dim's size (a loop over the dim reads them)
+        positions, kept = outer.ns.fresh(f"{rec}_positions"), outer.ns.fresh(f"{rec}_kept")
+        axis = Code(outer.dims[n.axis])
+        outer.layers[positions] = {"class": "range_from_length", "from": lens, "out_spatial_dim": axis}
+        outer.layers[kept] = {"class": "length", "from": positions, "axis": axis}
+        return kept
+
+    def _trimmed(
+        self, outer: Block, unit: Block, n: Loop, trim: str, kept: str, ref: str, out: Value, hint: str
+    ) -> str:
+        """Stack `ref` of a loop run over its own axis `trim` (`_kept`): each sequence's frames
+        without the ending step, over the loop's dim."""
         # batch-major first: `slice_nd` of a time-major tensor puts the new lengths on another dim
         dims = {**unit.dims, n.axis: trim}
         order = [Code(dims[d]) for d in ["batch", n.axis, *(d for d in out.dims if d not in ("batch", n.axis))]]
