@@ -18,7 +18,7 @@ from netc.ir.uses import values_by_id
 from netc.naming import lens_name
 from netc.ops.align import align_tensor
 from netc_runtime.eager import _UNSET, Absent, ETensor, _current, _range, _Run, stack_list
-from netc_runtime.eager_loops import unbound_after_end
+from netc_runtime.eager_loops import _output_loop, unbound_after_end
 
 
 class Network:
@@ -84,7 +84,13 @@ class Network:
         if value:
             return stack_list(value, output=name)
         dims = self.output_dims[name]
-        shape = [1 if d == "batch" else self.dims[d].size or 0 for d in dims]
+        # no frame along its loop's axis; its other dynamic dims have this sequence's lengths (an
+        # inner loop's stacks appended to it: the inner loop's)
+        run = _current.get()
+        loop = _output_loop(run.graph(), name) if run is not None else None
+        lengths = run.lengths if run is not None and loop is not None else {}
+        axis = loop.axis if loop is not None else None
+        shape = [1 if d == "batch" else 0 if d == axis else self.dims[d].size or lengths.get(d, 0) for d in dims]
         return ETensor(torch.zeros(shape), tuple(dims))
 
     def load_returnn_params(self, mapping) -> None:

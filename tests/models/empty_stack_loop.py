@@ -2,7 +2,9 @@
 made (the sequence of length 2 is shorter than the filter: no frame, diffgen `conv_loop`, seed
 15239 of the green set) and a loop with `end` whose appends stand after the `break` (a sequence of
 length 2 ends at its first step). Each such stack has length 0 for that sequence; eager mode takes
-its dims from the compiled graph's stack of that name, as the targets have them."""
+its dims from the compiled graph's stack of that name, as the targets have them. A returned list of
+an inner loop's stacks, empty for that sequence, keeps the inner loop's dim's length (diffgen seed
+340)."""
 
 from netc import Conv1d, Dim, Linear, Tensor, batch, end, network, reduce_sum, stack, tanh, zeros
 
@@ -35,4 +37,10 @@ def f(x: Tensor[batch, time, feat]):
     s = zeros(batch, hidden)
     for l_t in Linear(hidden)(labs):
         s = tanh(l_t + s)
-    return {"h": h, "y": y, "g": g, "s": s}
+    nested = []  # per `ctime` step, a stack over `time`: none for the short sequence
+    for c_t in c:
+        inner = []
+        for x_t in x:
+            inner.append(tanh(Linear(hidden)(x_t) + c_t))
+        nested.append(inner)
+    return {"h": h, "y": y, "g": g, "s": s, "nested": nested}
