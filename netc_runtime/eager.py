@@ -26,7 +26,9 @@ from netc_runtime.eager_loops import (
     LoopTag,
     SeqLen,
     eager_range,
+    empty_stack,
     end_step,
+    list_made_in,
     run_loop,
     stacking_loop,
     user_span,
@@ -247,18 +249,17 @@ def unstack(x: ETensor, axis) -> Any:
     return _Unstacked(stack_list(x) if isinstance(x, list) else x, axis.name)
 
 
-def stack_list(items: list, output: str | None = None) -> ETensor:
+def stack_list(items: list, output: str | None = None, outer: LoopTag | None = None) -> ETensor:
     """A list appended to in a loop, as the stacked tensor it is in the compiled targets (the
-    returned `output`, if it is one)."""
-    if not items:  # a loop with `end` that stacked nothing for this sequence: no value tells the dims
-        raise CompileError(
-            user_span(),
-            "eager mode cannot use an empty list as a tensor (its loop stacked nothing for this "
-            "sequence, so no value tells its dims); return the list as an output instead",
-        )
+    returned `output`, if it is one; `outer`: the loop of the list this one was appended to)."""
+    if not items:  # its loop stacked nothing for this sequence: the graph's stack tells the dims
+        return _empty_stack(items)
     in_frame_order = any(items is done for done in _run().in_frame_order)
+    listed = items
     # an inner loop's list appended in the outer loop's step: its stack, made in that step
-    items = [stack_list(i) if isinstance(i, list) else i for i in items]
+    # (read after both loops: the outer one, finished too, is the one its items were first made in)
+    appended_in = list_made_in(items, _run(), outer) if any(isinstance(i, list) for i in items) else None
+    items = [stack_list(i, outer=appended_in) if isinstance(i, list) else i for i in items]
     if not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
     run = _run()
@@ -266,7 +267,7 @@ def stack_list(items: list, output: str | None = None) -> ETensor:
         run.check_target_covered()
     if len({i.dims for i in items}) != 1:
         raise TypeError("list items have different dims")
-    axis, backward, tag = stacking_loop(items, run, output)
+    axis, backward, tag = stacking_loop(items, run, output, listed, outer)
     # the loops its items were made in, outside the one stacked over: the stack belongs to their
     # step also when read after them (an inner loop's list appended to an outer loop's list)
     made_in = list(items[0].frames[: items[0].frames.index(tag)] if tag in items[0].frames else items[0].frames)
@@ -280,6 +281,23 @@ def stack_list(items: list, output: str | None = None) -> ETensor:
     out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
     return ETensor(data, out_dims, frames, items[0].sparse_dim, version)
+
+
+def _empty_stack(items: list) -> ETensor:
+    """A stack of no frames (`eager_loops.empty_stack`): its other dims' sizes are this sequence's."""
+    run = _run()
+    found = empty_stack(run, items)
+    if found is None:
+        raise CompileError(
+            user_span(),
+            "eager mode cannot use an empty list as a tensor (its loop stacked nothing for this "
+            "sequence, and no stack of the compiled graph has its name); return the list as an output instead",
+        )
+    dims, axis, dtype, sparse_dim = found
+    dt = run.net.dims
+    shape = [1 if d == "batch" else 0 if d == axis else dt[d].size or run.lengths.get(d, 0) for d in dims]
+    data = torch.zeros(shape, dtype={"float32": torch.float32, "bool": torch.bool}.get(dtype, torch.int64))
+    return ETensor(data, dims, run.frames(), sparse_dim)
 
 
 class _Ctx:

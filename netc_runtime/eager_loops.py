@@ -198,19 +198,23 @@ def _loops(g: Graph) -> list[Loop]:
     return found
 
 
-def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[str, bool, LoopTag | None]:
+def stacking_loop(
+    items: list, run: _Run, output: str | None = None, listed: list | None = None, outer: LoopTag | None = None
+) -> tuple[str, bool, LoopTag | None]:
     """The loop a list was appended in: the outermost finished loop its items were made in, if
     it ran one step per item and they are distinct values. Items made before that loop (a state's initial value appended at
     the first step) or in loops nested in it (a fresh run per step) agree on it. Otherwise the
     compiled graph: the loop whose stack the returned `output` is, else the only loop with
     stacks of these step dims (and, over an input dim, this many steps). With the run's tag, if
-    a tag told."""
+    a tag told. Several such loops: the one whose stack has the name the user's code gives the
+    list (`listed`, the user's list object). `outer`: the loop whose list this inner list was
+    appended to (finished too, it is not this list's loop)."""
     if output is not None:  # a returned list: the graph says which loop stacks it (a tag can mislead:
         # one item made in a finished loop that ran one step looks like that loop's stack)
         loop = output_loop(run.graph(), output)
         if loop is not None:
             return loop.axis, loop.reverse, None
-    outermost = {_made_in(i, run) for i in items} - {None}
+    outermost = {_made_in(i, run, outer) for i in items} - {None}
     # a step makes its values afresh: the same value appended twice was made before the appending
     # loop (a later loop appending a value of a finished one), whose steps then say nothing; a
     # `while True` run's tag is found for a value made before its first `end` (repeated alike)
@@ -224,18 +228,22 @@ def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[st
             return tag.axis, tag.backward, tag
     g = run.graph()
     step_dims = items[0].dims
-    found = set()
+    found: dict[tuple[str, bool], set[str]] = {}  # (axis, reverse) -> names of its such stacks
 
     def walk(nodes: list[Node]) -> None:
         for n in nodes:
             if isinstance(n, Loop):
                 # a dim made by a loop (with `end`) has no input length to compare
                 fits = n.end is not None or run.lengths.get(n.axis, len(items)) == len(items)
-                if fits and any(tuple(d for d in s.out.dims if d != n.axis) == step_dims for s in n.stacks):
-                    found.add((n.axis, n.reverse))
+                for s in n.stacks:
+                    if fits and tuple(d for d in s.out.dims if d != n.axis) == step_dims:
+                        found.setdefault((n.axis, n.reverse), set()).add(s.name)
                 walk(n.body)
 
     walk(g.body)
+    if len(found) > 1:  # the loops that stack a list of this name (as the user's code names it)
+        names = _user_names(items if listed is None else listed)
+        found = {k: v for k, v in found.items() if v & names} or found
     if len(found) != 1:
         raise CompileError(
             user_span(),
@@ -243,14 +251,47 @@ def stacking_loop(items: list, run: _Run, output: str | None = None) -> tuple[st
             f"was stacked in ({'several' if found else 'no'} loops stack such values); return the list "
             "as an output, or loop over a tensor (`for x_t in x`) or `range(x.max_seq_len)`",
         )
-    return (*found.pop(), None)
+    return (*next(iter(found)), None)
 
 
-def _made_in(item: Any, run: _Run) -> LoopTag | None:
+def empty_stack(run: _Run, items: list) -> tuple[tuple[str, ...], str, str, str | None] | None:
+    """An empty list (its loop stacked nothing for this sequence: no step ran, or a loop with
+    `end` ended at its first step before its appends) as the compiled graph stacks it: the dims,
+    loop axis, dtype and class dim of the stacks named as the user's code names the list, if
+    they agree (no value tells them)."""
+    names = _user_names(items)
+    found = {
+        (s.out.dims, n.axis, s.out.dtype, s.out.sparse_dim)
+        for n in _loops(run.graph())
+        for s in n.stacks
+        if s.name in names
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+def _user_names(obj: Any) -> set[str]:
+    """The names the user's code (its innermost frame) binds to `obj`: a list's, which the
+    compiled graph gives its stack."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(PKG_DIRS):
+        f = f.f_back
+    return set() if f is None else {k for k, v in f.f_locals.items() if v is obj}
+
+
+def list_made_in(item: Any, run: _Run, outer: LoopTag | None = None) -> LoopTag | None:
+    """`_made_in` of a list's first item (a list: of its first item)."""
+    while isinstance(item, list):
+        if not item:
+            return None
+        item = item[0]
+    return _made_in(item, run, outer)
+
+
+def _made_in(item: Any, run: _Run, outer: LoopTag | None = None) -> LoopTag | None:
     """The outermost finished loop run `item` was made in. A `while True` loop's run starts at
     its first `end(...)`: a value made in its first step before that, with no loop starting or
     ending in between, is of that run too."""
-    tag = next((t for t in item.frames if t.finished), None)
+    tag = next((t for t in item.frames if t.finished and t is not outer), None)
     return tag if tag is not None else run.while_loops.get(item.serial + 1)
 
 

@@ -83,11 +83,11 @@ def test_check_reports_what_a_target_rejects(tmp_path, netc):
     model.write_text(
         (ROOT / "tests" / "models" / "end_after_break.py")
         .read_text()
-        .replace('return {"output": out, "y": y}', 'return {"output": out, "s": s}')
+        .replace('return {"output": out, "y": y}', 'return {"output": out, "last/y": y}')
     )
     proc = netc("check", model)
     assert proc.returncode == 1
-    assert "RETURNN target: `s` is assigned before `if end(...): break`" in proc.stderr
+    assert "RETURNN target: output 'last/y' is not a valid RETURNN name" in proc.stderr
 
 
 def test_explain_prints_state(netc):

@@ -101,6 +101,10 @@ def f(x: Tensor[batch, time, feat]):
         y = s * 2.0
         out.append(y)
     return {"output": out, "y": RESULT}
+
+
+def doubled(a):
+    return stack(a) * 2.0
 """
 
 
@@ -110,13 +114,14 @@ def f(x: Tensor[batch, time, feat]):
         # a value assigned only after the `break`: a loop ending at its first step never assigns it
         # (rejected by the compiler, whatever the batch)
         ("y", "y}", "`y` is assigned only after `if end(...): break` in the loop at line 13"),
-        # a list that loop stacked nothing in, read by an op: nothing tells its dims
-        ("stack(out) * 2.0", "stack(out)", "eager mode cannot use an empty list as a tensor"),
+        # a list that loop stacked nothing in, read by an op under a name no stack has: nothing
+        # tells its dims
+        ("doubled(out)", "stack(a)", "eager mode cannot use an empty list as a tensor"),
     ],
 )
 def test_a_loop_ending_at_its_first_step_is_a_located_error(tmp_path, result, call, message):
     """Sequence 1 ends at its first step: a value it never assigned, or a list it stacked nothing
-    in read as a tensor, has no value."""
+    in read as a tensor where the graph has no stack of its name, has no value."""
     from conftest import assert_located_error, run_netc
 
     src = END_AT_FIRST_STEP.replace("RESULT", result)
@@ -126,8 +131,26 @@ def test_a_loop_ending_at_its_first_step_is_a_located_error(tmp_path, result, ca
     x[1] = -1.0
     np.savez(tmp_path / "in.npz", **{"in:x": x, "len:time": np.array([3, 2])})
     proc = run_netc("run", model, "--backend", "eager", "--inputs", tmp_path / "in.npz", "-o", tmp_path / "o.npz")
-    line = next(i for i, text in enumerate(src.splitlines(), 1) if text.strip().startswith("return"))
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if call in text)
     assert_located_error(proc, src, str(model), line, call, message)
+
+
+def test_an_empty_list_read_as_a_tensor_is_a_stack_of_no_frames(tmp_path):
+    """Sequence 1 ends at its first step, stacking nothing: `stack(out) * 2.0` is a stack of length
+    0, its dims those of the graph's stack `out`."""
+    from conftest import run_netc
+
+    model = tmp_path / "m.py"
+    model.write_text(END_AT_FIRST_STEP.replace("RESULT", "stack(out) * 2.0"))
+    x = np.ones((2, 3, 4), np.float32)
+    x[1] = -1.0
+    np.savez(tmp_path / "in.npz", **{"in:x": x, "len:time": np.array([3, 2])})
+    proc = run_netc("run", model, "--backend", "eager", "--inputs", tmp_path / "in.npz", "-o", tmp_path / "o.npz")
+    assert proc.returncode == 0, proc.stderr
+    out = np.load(tmp_path / "o.npz")
+    lens = out["outlen:y:out_time"]
+    assert lens[1] == 0 and lens[0] > 0 and list(lens) == list(out["outlen:output:out_time"])
+    np.testing.assert_allclose(out["out:y"][0, : lens[0]], 2.0 * out["out:output"][0, : lens[0]], rtol=1e-6)
 
 
 LAST_VALUE_APPENDED = """\

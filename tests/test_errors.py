@@ -618,22 +618,26 @@ LOOP_CASES = [
         12,
     ),
     (
-        "exclude_eos_state_read_after_loop",
+        "exclude_eos_state_read_after_nested_loop",
         """
         @network
         def f(x: Tensor[batch, time, feat]):
-            h = zeros(batch, hidden)
-            out = []
-            for t in range(x.max_seq_len):
-                h = tanh(Linear(hidden)(h))
-                if end(reduce_sum(h, axis=hidden) > 0.0):
-                    break
-                out.append(h)
-            return {"output": out, "last": h}
+            g = zeros(batch, hidden)
+            for x_t in x:
+                h = tanh(Linear(hidden)(x_t))
+                out = []
+                for t in range(3):
+                    h = tanh(Linear(hidden)(h))
+                    if end(reduce_sum(h, axis=hidden) > 0.0):
+                        break
+                    out.append(h)
+                g = g + h
+            return {"g": g}
         """,
-        "RETURNN target: `h` is assigned before `if end(...): break` but the stacks are appended after it",
-        5,
-        4,
+        "RETURNN target: `h` is assigned before `if end(...): break` of a loop inside another loop, but the "
+        "stacks are appended after it",
+        7,
+        8,
     ),
     (
         "mark_as_loss_in_loop",

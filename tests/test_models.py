@@ -62,6 +62,10 @@ MODELS = [
     "bool_int_promotion.py",
     "softmax_over_empty_dim.py",
     "transformer_decoder.py",
+    "made_dim_in_loop.py",
+    "empty_stack_loop.py",
+    "eager_list_by_name.py",
+    "nested_list_read.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
@@ -89,6 +93,7 @@ AFTER_BREAK = [
     "end_held_after_break.py",
     "end_held_appends_after.py",
     "end_assigned_both_sides.py",
+    "end_appends_after_state_read.py",
 ]
 # (in training, the target's last frame is the ending step)
 MODELS += LOOP_LOWERING + AFTER_BREAK + ["choice_after_break.py"]

@@ -76,6 +76,22 @@ class _OpCtx:
     def __init__(self, em: ReturnnEmitter, blk: Block, op: Op):
         self.em, self.blk, self.op = em, blk, op
         self.in_unit = blk.in_unit
+        # (`derived_dim`'s variable, the made dim's): pairs, as TF flattens a layer's options and a
+        # dict keyed by dims (their comparisons) then changes while it is iterated
+        self.derived: list[tuple[Code, Code]] = []
+
+    def derived_dim(self, name: str) -> Code:
+        """A variable of its own for dim `name` the op makes, which its layer derives from the
+        input's (`pool`, `conv`, `pad`): the emitter retags the layer's result to `name`'s after it.
+        RETURNN matches a derived dim with its base (`derived_matches`): a layer over both (a
+        loop's step over `time` plus a value over `ceil(time/2)`, moved out of the loop) would
+        take them as one axis."""
+        own = self.em.derived_dims
+        if name not in own:  # one per dim: the search network makes it again
+            own[name] = self.em.dim_ns.fresh(f"{self.blk.dims[name]}_derived")
+            self.em.whole_dims.append((own[name], f"{name}:derived"))
+        self.derived.append((Code(own[name]), Code(self.blk.dims[name])))
+        return Code(own[name])
 
     def src(self, i: int) -> str:
         return self.blk.refs[self.op.args[i]]
@@ -128,7 +144,8 @@ class ReturnnEmitter(LoopLowering):
         self.in_units: dict[int, Op] = {}
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
-        self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops
+        self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops and ops
+        self.derived_dims: dict[str, str] = {}  # a dim an op makes -> its layer's own (`_OpCtx.derived_dim`)
         # provenance for `netc preview`: each block by its path, each op's layer path by its first value id
         self.blocks: dict[tuple[str, ...], Block] = {}
         # each op's layer path; () when no layer does its work (folded away as RETURNN's default)
@@ -267,6 +284,15 @@ class ReturnnEmitter(LoopLowering):
             # the reserved name is for the value, which an extra layer gives (a fused LSTM's last `c`)
             name = blk.ns.fresh(op.hint())
             refs = opdef.returnn_outs(name, op)
+        if ctx.derived:  # the layer's own dims, then the model's made dims (`_OpCtx.derived_dim`)
+            if layer["class"] == "subnetwork":  # its output's
+                sub = layer["subnetwork"]
+                sub["derived"] = sub.pop("output")
+                sub["output"] = {"class": "reinterpret_data", "from": "derived", "set_dim_tags": ctx.derived}
+            else:
+                inner = blk.ns.fresh(f"{name}_derived")
+                blk.layers[inner] = layer
+                layer = {"class": "reinterpret_data", "from": inner, "set_dim_tags": ctx.derived}
         blk.layers[name] = layer
         self.op_layers[op.outs[0].id] = (*blk.path, name)
         refs += [""] * (len(op.outs) - len(refs))  # results given by extra layers

@@ -224,16 +224,25 @@ class LoopLowering:
         results += [
             (self._held(n, unit, outer, ll, batched), ll.out, ll.name, "held") for ll in n.lasts if ll.after_end
         ]
-        if n.end is not None and not n.include_eos:
-            # RETURNN's last frame is then the step before the ending one: a value the ending step
-            # computes before the `break` is not in any frame it keeps
+        # RETURNN's last frame without `include_eos` is the step before the ending one: a value the
+        # ending step computes before the `break` would be in no frame it keeps (and a batch that
+        # ends at its first step would stack no frame, which TF cannot stack). A loop whose appends
+        # stand after the `break` runs with `include_eos` over an axis of its own, its stacks
+        # dropping the ending step after it
+        eos = n.include_eos
+        trim: str | None = None  # that axis
+        if n.end is not None and not eos and not outer.in_unit:
+            trim = self.dim_ns.fresh(f"{outer.dims[n.axis]}_steps")
+            self.whole_dims.append((trim, f"{n.axis}:steps"))
+            axis, eos = Code(trim), True
+        elif n.end is not None and not eos:  # a loop inside another: its result as RETURNN gives it
             before = [c.name for c in n.carries if c.out is not None] + [ll.name for ll in n.lasts if not ll.after_end]
             if before:
                 raise CompileError(
                     n.span,
-                    f"RETURNN target: `{before[0]}` is assigned before `if end(...): break` but the stacks "
-                    f"are appended after it, so its value after the loop would be one step off; "
-                    f"assign it after the `break` (bound before the loop) or append before it",
+                    f"RETURNN target: `{before[0]}` is assigned before `if end(...): break` of a loop inside "
+                    f"another loop, but the stacks are appended after it, so its value after the loop would "
+                    f"be one step off; assign it after the `break` (bound before the loop) or append before it",
                 )
         if outer.in_unit and len(results) != 1:
             raise CompileError(
@@ -242,6 +251,7 @@ class LoopLowering:
                 "or one variable read after it); split it into several loops",
             )
         result_layers: list[str] = []
+        kept = ""  # with `trim`: the layer of each sequence's kept steps (`_kept`)
         held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
         for value, out, hint, kind in results:
             if kind == "held":
@@ -272,6 +282,9 @@ class LoopLowering:
             elif kind == "stack":
                 unit.layers[name]["is_output_layer"] = True
                 ref = f"{rec}/{name}"
+                if trim is not None:
+                    kept = kept or self._kept(outer, unit, n, rec, trim)
+                    ref = self._trimmed(outer, unit, n, trim, kept, ref, out, hint)
             else:
                 unit.layers[name]["need_last"] = True
                 # RETURNN reads it as a previous value too (a held value, its layer's name here,
@@ -312,8 +325,8 @@ class LoopLowering:
             del rec_layer["axis"]
             rec_layer["target"] = next(i.name for i in self.g.inputs if i.value.id == n.target)
         if n.end is not None:
-            unit.layers["end"] = self._end(n, unit, outer)
-            rec_layer["include_eos"] = n.include_eos
+            unit.layers["end"] = self._end(n, unit, outer, eos)
+            rec_layer["include_eos"] = eos
             # RETURNN needs a loop limit for the whole batch; `end` stops each sequence at its own
             rec_layer["max_seq_len"] = NO_BATCH_LIMIT if n.bound is not None else n.max_steps or UNBOUNDED_MAX_STEPS
         outer.layers[rec].update(rec_layer)
@@ -351,7 +364,7 @@ class LoopLowering:
         self._initial_output(unit, outer, name, init, unit.refs[ll.init], batched)
         return name
 
-    def _end(self, n: Loop, unit: Block, outer: Block) -> dict:
+    def _end(self, n: Loop, unit: Block, outer: Block, include_eos: bool) -> dict:
         """The unit's `end` layer: the user's condition, or the sequence's step limit reached."""
         cond = unit.refs[n.end]
         chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
@@ -369,7 +382,7 @@ class LoopLowering:
             return {"class": "copy", "from": cond}
         # steps 0 .. limit-1 run; with include_eos the last of them is the ending step itself
         step = unit.ns.fresh("step")
-        unit.layers[step] = {"class": "eval", "from": ":i", "eval": "source(0) + 1" if n.include_eos else "source(0)"}
+        unit.layers[step] = {"class": "eval", "from": ":i", "eval": "source(0) + 1" if include_eos else "source(0)"}
         at_limit = unit.ns.fresh("at_limit")
         if bound is not None:
             unit.layers[at_limit] = {"class": "compare", "kind": "greater_equal", "from": [step, bound]}
@@ -423,6 +436,45 @@ class LoopLowering:
             "from": src,
             "eval": Code(REVERSE_HELPER),
             "eval_locals": {"axis_dim": Code(blk.dims[axis])},
+        }
+        return name
+
+    def _kept(self, outer: Block, unit: Block, n: Loop, rec: str, trim: str) -> str:
+        """A layer of the steps each sequence keeps of a loop run with `include_eos` over its own
+        axis `trim` whose appends stand after the `break`: a sequence stopped by its bound ran its
+        last step whole (no frame dropped), one stopped by the user's condition drops that step."""
+        ended = unit.ns.fresh("ended")
+        unit.layers[ended] = {"class": "cast", "from": unit.refs[n.end], "dtype": "int32", "need_last": True}
+        last, steps = outer.ns.fresh(f"{rec}_ended"), outer.ns.fresh(f"{rec}_steps")
+        outer.layers[last] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": ended}
+        outer.layers[steps] = {"class": "length", "from": rec, "axis": Code(trim)}
+        lens = outer.ns.fresh(f"{rec}_lens")
+        outer.layers[lens] = {"class": "eval", "from": [steps, last], "eval": "source(0) - source(1)"}
+        # `range_from_length` marks its lengths as the dim's size (a loop over the dim reads them)
+        positions, kept = outer.ns.fresh(f"{rec}_positions"), outer.ns.fresh(f"{rec}_kept")
+        axis = Code(outer.dims[n.axis])
+        outer.layers[positions] = {"class": "range_from_length", "from": lens, "out_spatial_dim": axis}
+        outer.layers[kept] = {"class": "length", "from": positions, "axis": axis}
+        return kept
+
+    def _trimmed(
+        self, outer: Block, unit: Block, n: Loop, trim: str, kept: str, ref: str, out: Value, hint: str
+    ) -> str:
+        """Stack `ref` of a loop run over its own axis `trim` (`_kept`): each sequence's frames
+        without the ending step, over the loop's dim."""
+        # batch-major first: `slice_nd` of a time-major tensor puts the new lengths on another dim
+        dims = {**unit.dims, n.axis: trim}
+        order = [Code(dims[d]) for d in ["batch", n.axis, *(d for d in out.dims if d not in ("batch", n.axis))]]
+        bm = outer.ns.fresh(f"{hint}_with_end")
+        outer.layers[bm] = {"class": "transpose", "from": ref, "perm": order}
+        name = outer.ns.fresh(hint)
+        outer.layers[name] = {
+            "class": "slice_nd",
+            "from": bm,
+            "axis": Code(trim),
+            "start": 0,
+            "size": kept,
+            "out_spatial_dim": Code(outer.dims[n.axis]),
         }
         return name
 

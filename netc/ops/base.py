@@ -38,6 +38,9 @@ class ReturnnCtx(Protocol):
     def src(self, i: int) -> str: ...  # layer reference of arg i
     def in_dims(self, i: int) -> tuple[str, ...]: ...
     def dim(self, name: str) -> Code: ...  # the config's variable for a dim
+    # a variable for a dim the op makes, where its layer derives it from an input's (pool, conv,
+    # pad): the layer's result is retagged to the dim after it
+    def derived_dim(self, name: str) -> Code: ...
     def is_dynamic(self, name: str) -> bool: ...
     def may_be_empty(self, name: str) -> bool: ...  # some sequences may have no frame along it
     # a top-level layer whose output has dynamic dim `name` made by an op or a loop (None for

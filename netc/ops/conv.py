@@ -173,13 +173,13 @@ class Conv1d(OpDef):
             # TF's depthwise convolution (RETURNN's for groups = channels) computes wrong frames
             # with both a stride and a dilation: stride 1, then every stride-th frame
             sub = {"conv": layer, "output": {"class": "slice", "from": "conv", "axis": "T", "slice_step": a["stride"]}}
-            sub["output"]["out_dim"] = ctx.dim(a["out_axis"])
+            sub["output"]["out_dim"] = ctx.derived_dim(a["out_axis"])
             inner = {**layer, "from": "data", "name_scope": ""}  # its variables are the module's own
             return {"class": "subnetwork", "from": ctx.src(0), "subnetwork": {**sub, "conv": inner}}
         if a["stride"] != 1:
             layer["strides"] = a["stride"]
         if a["padding"] == "valid":
-            layer["out_spatial_dims"] = [ctx.dim(a["out_axis"])]
+            layer["out_spatial_dims"] = [ctx.derived_dim(a["out_axis"])]
         return layer
 
     def made_lengths(self, attrs, lens):

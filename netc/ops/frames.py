@@ -252,7 +252,7 @@ class PadFrames(OpDef):
             "padding": (a["left"], a["right"]),
             "value": _fill(op.outs[0].dtype, a["value"]),
             "handle_dynamic_dims": True,  # right padding after each sequence's own end
-            "out_dims": [ctx.dim(a["out_axis"])],
+            "out_dims": [ctx.derived_dim(a["out_axis"])],
         }
 
     def eager(self, ctx, args, attrs, outs):

@@ -77,7 +77,7 @@ class MaxPool(OpDef):
     def returnn(self, ctx, op):
         axis, k, out = op.attrs["axis"], op.attrs["size"], op.attrs["out_axis"]
         fill = {"class": "eval", "from": "data", "eval": Code(FILL_HELPER), "eval_locals": {"axis_dim": ctx.dim(axis)}}
-        pool = {"class": "pool", "mode": "max", "pool_size": (k,), "out_spatial_dims": [ctx.dim(out)]}
+        pool = {"class": "pool", "mode": "max", "pool_size": (k,), "out_spatial_dims": [ctx.derived_dim(out)]}
         if k <= 2:  # TF's "same" padding pads on the right only
             sub = {"filled": fill, "output": {**pool, "from": "filled", "padding": "same"}}
         else:

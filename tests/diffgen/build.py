@@ -108,17 +108,23 @@ def conv(g: Gen) -> None:
         out, opts = s, f", groups={s.size}"
     else:
         out, opts = r.choice(g.statics()), ""
-    opts = f", filter_size={r.choice([1, 2, 3, 4, 5])}{opts}"
+    k = r.choice([1, 2, 3, 4, 5])
+    opts = f", filter_size={k}{opts}"
+    span = k
     if r.random() < 0.3:
         opts += ", dilation=2"
+        span = 2 * k - 1
     if r.random() < 0.3:
         opts += ", with_bias=False"
     x = f"nc.silu({a.name})" if r.random() < 0.3 else a.name
-    if "ctime" not in g.dims and r.random() < 0.4:
+    # (a valid one only within the batch's longest sequence, run.lengths: a batch with no frame
+    # on its dim is a limitation, docs/language.md)
+    if "ctime" not in g.dims and r.random() < 0.4 and span <= 6:
         g.dim("ctime")
         opts += f", padding='valid', stride={r.choice([1, 2, 3])}"
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time, out_axis=ctime)", {"batch", "ctime", out.name})
         g.made_dims.add("ctime")
+        g.maybe_empty.add("ctime")
     else:
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
     if r.random() < 0.4:
@@ -161,8 +167,8 @@ def loop(g: Gen, nested: bool = False) -> None:
         if len(g.dyn(v)) == 1 and g.dyn(v)[0].name != outer_axis and (not g.loops or not v.variant)
     ]
     seqs = list({id(v): v for v in seqs}.values())
-    # a sequence shorter than a valid Conv1d's filter has no frame on `ctime`: a loop over it
-    # stacks nothing, which eager mode refuses to use as a tensor (known.py: conv_loop)
+    # a sequence shorter than a valid Conv1d's filter has no frame on `ctime`: a loop over it runs
+    # no step (stacks nothing, assigns nothing)
     if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):
         seqs = [v for v in seqs if "ctime" not in v.dims]
     if nested:
@@ -422,6 +428,11 @@ def loop(g: Gen, nested: bool = False) -> None:
             stackable = inv
     appended: list[tuple[str, V]] = []
     for li in lists:
+        if li == lists[0] and lp.inner_lists and g.on("list_of_lists", 0.5):  # stacked over both loops
+            v = g.pick(lp.inner_lists)
+            g.emit(f"{li}.append({v.name})")
+            appended.append((li, v))
+            continue
         cands = stackable
         if labels_v is not None and li == lists[-1] and labels_v in cands:
             cands = [labels_v]
@@ -431,6 +442,8 @@ def loop(g: Gen, nested: bool = False) -> None:
         g.emit(f"{li}.append({v.name})")
         appended.append((li, v))
     made = axis if not end else g.made_dim(f"{appended[0][0]}_time") if appended else None
+    if end and after_side and made is not None:  # a sequence that ends at its first step stacks nothing
+        g.maybe_empty.add(made)
     # values read after the loop
     read_after = []
     bound = {s.name for s in states} | {name for name, _ in frames}
@@ -448,6 +461,8 @@ def loop(g: Gen, nested: bool = False) -> None:
     if end and not g.on("dyn_read_after_end", 0.5):  # a value with a dynamic dim, after an `end` loop
         cands = [v for v in cands if not g.dyn(v)]
     if end and not g.on("read_after_end", 0.7):
+        cands = []
+    if axis in g.maybe_empty:  # a loop that ran no step for a sequence assigned nothing (Python: unbound)
         cands = []
     if not g.on("labels_read_after", 0.5):
         cands = [v for v in cands if v.kind != "labels"]
@@ -516,6 +531,7 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
     if stack:
         g.emit(f"    {lst}.append({st})")
         g.new(f"nc.reduce_mean({lst}, axis={e.code})", {"batch", sd.name}, prefix="m", variant=bool(q))
+        g.loops[-1].inner_lists.append(V(lst, frozenset({"batch", e.name, sd.name}), variant=bool(q)))
     else:  # the inner loop's result varies with the outer step only if it reads the step's values
         g.add(V(st, frozenset({"batch", sd.name}), variant=bool(q)))
 

@@ -171,6 +171,7 @@ class Loop:
     axis: str | None  # the dim iterated over (None: an `end` loop)
     states: list[V]
     end: bool = False
+    inner_lists: list[V] = field(default_factory=list)  # lists stacked by loops in its step
 
 
 class Gen:
@@ -193,6 +194,9 @@ class Gen:
         self.params: list[str] = []
         self.decoder_outputs: list[str] = []
         self.made_dims: set[str] = set()  # dynamic dims ops made (max_pool, slice_frames, ...)
+        # dynamic dims with no frame for a short sequence (a valid Conv1d's, a slice's, the stacks
+        # of a loop whose appends stand after its `break`): a loop over one may run no step
+        self.maybe_empty: set[str] = set()
 
     def source(self) -> str:
         head = ["import netc as nc", "from netc import batch", "", *self.decls, ""]

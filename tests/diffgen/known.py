@@ -6,13 +6,9 @@ located errors for documented limitations (docs/language.md, Limitations): a pro
 with one of them counts as correct.
 """
 
-KNOWN_FAILING: dict[str, str] = {
-    "list_of_lists": "eager: `outer.append(inner_list)` (not generated yet)",
-    "made_dim_in_loop": "RETURNN: in a loop, a value over a dim max_pool/pad_frames made plus the state, stacked: RETURNN moves the combine out of the loop and cannot match the axes (found/returnn_made_dim_in_loop.py; seed 50100)",
-    "conv_loop": "eager: a loop over the dim a valid Conv1d made, a sequence shorter than the filter has no frame: only a non-empty list ... can be used as a tensor (seed 15239 of the green set)",
-}
-# (eager's empty-list error is documented: a loop over a dim with no frames for a sequence, e.g.
-# `slice_frames(y, stop=-1)` of a one-frame sequence, stacks nothing)
+KNOWN_FAILING: dict[str, str] = {}
+# (eager's empty-list error is documented: an empty list read as a tensor where no stack of the
+# compiled graph has its name)
 
 DOCUMENTED_REFUSALS: tuple[str, ...] = ("RETURNN target",)
 

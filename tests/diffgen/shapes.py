@@ -62,6 +62,7 @@ def sequences(g: Gen, labels: V | None) -> None:
         new = g.dim(g.fresh("frames"))
         g.made_dims.add(new.name)
         if feat == "slice_frames":
+            g.maybe_empty.add(new.name)
             start, stop = r.choice(SLICES)
             bounds = "".join(f", {k}={b}" for k, b in (("start", start), ("stop", stop)) if b is not None)
             call = f"nc.slice_frames({a.name}, axis={d.code}{bounds}, out_axis={new.code})"
