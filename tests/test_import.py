@@ -23,6 +23,7 @@ CASES = {
     "lstm_lm": ("lstm_lm.config", [], [[7, 5, 2]]),
     "stacked_loop": ("stacked_loop.config", [], [[8, 3, 5], [8, 3, 5]]),  # frame-wise targets
     "dot_scores": ("dot_scores.config", [], [[5, 7, 2]]),
+    "eval_layers": ("eval_layers.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "task_train": ("task_dependent.config", [], [[6, 4, 5], [2, 1, 2]]),
     "task_search": ("task_dependent.config", [("task", "search")], [[6, 4, 5], [2, 1, 2]]),
 }
@@ -293,3 +294,32 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
     proc = run_netc("import", path.name, "-o", "out.py", cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert message in proc.stderr.splitlines()[0], proc.stderr
+
+
+@pytest.mark.parametrize(
+    "code, message",
+    [
+        (
+            "tf.reduce_sum(source(0), axis=-1)",
+            "eval 'tf.reduce_sum(source(0), axis=-1)': `tf.reduce_sum(source(0), axis=-1)` not",
+        ),
+        ("tf.erf(source(0))", "eval 'tf.erf(source(0))': `tf.erf` with 1 argument not supported"),
+        ("source(0)[:, ::-1]", "eval 'source(0)[:, ::-1]': `source(0)[:, ::-1]` not supported"),
+        ("source(2) * 2", "eval 'source(2) * 2': `source(2)` but it has 1 sources"),
+        ("__import__('os').system('true')", "eval \"__import__('os').system('true')\": `__import__"),
+        ("source(0) +", "eval 'source(0) +' is not a Python expression"),
+        ("2 ** source(0)", "eval '2 ** source(0)': `2 ** source(0)` (a tensor to a number's power is) not"),
+    ],
+)
+def test_eval_outside_the_restricted_language_is_refused_at_the_layer(tmp_path, code, message):
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{
+            "output": {{"class": "eval", "from": "data", "eval": {code!r}}},
+        }}
+        """,
+    )
+    _assert_at(proc, path, 4, '"output"', f"layer `output` (eval): {message}")

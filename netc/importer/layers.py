@@ -367,6 +367,24 @@ class Importer(LossLayers):
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims)
 
+    def _l_eval(self, layer, d, scope, var, full) -> Val:
+        """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`)."""
+        from netc.importer.evals import EvalMapper
+
+        code = d.get("eval")
+        if not isinstance(code, str):
+            raise Refused(full, "eval", f"eval {code!r} is not a string (an expression over `source(i)` is)")
+        if d.get("eval_locals"):
+            raise Refused(full, "eval", "option eval_locals not supported")
+        vals = [self.get(s, scope) for s in sources(d)]
+        if any(v.sparse is not None for v in vals):
+            raise Refused(full, "eval", "labels (sparse) as a source")
+        expr, _ = EvalMapper(self, full, code, vals).run()
+        dims = max((v.dims for v in vals), key=len)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), dims)
+
     def _l_reduce(self, layer, d, scope, var, full) -> Val:
         mode = d.get("mode")
         fns = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max", "logsumexp": "logsumexp"}
@@ -498,6 +516,7 @@ _KNOWN = {
     "dropout": {"dropout"},
     "combine": {"kind", "activation", "n_out", "out_dim"},
     "concat": {"out_dim"},
+    "eval": {"eval", "eval_locals", "activation"},
     "reduce": {"mode", "axes", "axis", "keep_dims"},
     "rnn_cell": {"unit", "n_out", "out_dim"},
     "dot": {"reduce", "var1", "var2"},
