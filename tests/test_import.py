@@ -23,6 +23,7 @@ CASES = {
     "lstm_lm": ("lstm_lm.config", [], [[7, 5, 2]]),
     "stacked_loop": ("stacked_loop.config", [], [[8, 3, 5], [8, 3, 5]]),  # frame-wise targets
     "dot_scores": ("dot_scores.config", [], [[5, 7, 2]]),
+    "lstm_decoder": ("lstm_decoder.config", [], [[6, 4, 5], [3, 2, 4]]),
     "eval_layers": ("eval_layers.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "task_train": ("task_dependent.config", [], [[6, 4, 5], [2, 1, 2]]),
     "task_search": ("task_dependent.config", [("task", "search")], [[6, 4, 5], [2, 1, 2]]),
@@ -323,3 +324,63 @@ def test_eval_outside_the_restricted_language_is_refused_at_the_layer(tmp_path, 
         """,
     )
     _assert_at(proc, path, 4, '"output"', f"layer `output` (eval): {message}")
+
+
+DECODER = """
+#!rnn.py
+extern_data = {"data": {"dim": 4, "shape": (None, 4)}, "classes": {"dim": 5, "shape": (None,), "sparse": True}}
+network = {
+    "enc": {"class": "reduce", "mode": "mean", "axes": "T", "from": "data"},
+    "output": {
+        "class": "rec",
+        "from": [],
+        "unit": {
+            "output": {"class": "choice", "target": "classes", "beam_size": 4, "from": ["prob"]},
+            "end": {"class": "compare", "from": ["output"], "value": 0},
+            "emb": {"class": "linear", "with_bias": False, "from": ["output"], "n_out": 3},
+            "prob": {"class": "softmax", "from": ["prev:emb", "base:enc"], "target": "classes", "loss": "ce"},
+        },
+        "target": "classes",
+        "max_seq_len": "max_len_from('base:data')",
+    },
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new, line, at, message",
+    [
+        (
+            '"value": 0}',
+            '"kind": "greater", "value": 0}',
+            10,
+            '"end"',
+            "layer `output/end` (compare): `end` other than `compare` of one layer with an integer `value`",
+        ),
+        (
+            "\"max_len_from('base:data')\"",
+            "None",
+            5,
+            '"output"',
+            "layer `output` (rec): max_seq_len None (a decoder needs",
+        ),
+        (
+            '"class": "softmax", "from": ["prev:emb", "base:enc"], "target": "classes", "loss": "ce"',
+            '"class": "linear", "n_out": 5, "activation": "softmax", "from": ["prev:emb", "base:enc"]',
+            9,
+            '"output"',
+            "layer `output/output` (choice): `choice` of `prob`, not a `softmax` layer",
+        ),
+        (
+            '"from": ["prev:emb", "base:enc"]',
+            '"from": ["prev:output", "base:enc"]',
+            9,
+            '"output"',
+            "layer `output/output` (choice): `prev:` of a `choice` not supported (read `prev:` of its embedding)",
+        ),
+    ],
+)
+def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new, line, at, message):
+    assert old in DECODER
+    path, proc = _import_error(tmp_path, DECODER.replace(old, new))
+    _assert_at(proc, path, line, at, message)

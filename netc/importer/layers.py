@@ -179,6 +179,12 @@ class Importer(LossLayers):
             raise Refused(f"prev:{layer}", "?", f"no layer `{layer}` in the unit of `{scope.rec}`")
         if layer not in scope.states:
             d = scope.layers[layer]
+            if isinstance(d, dict) and d.get("class") == "choice":  # a label state: read its embedding's
+                raise Refused(
+                    self._full(layer, scope),
+                    "choice",
+                    "`prev:` of a `choice` not supported (read `prev:` of its embedding)",
+                )
             feat = self._static_out(layer, d, scope, set())
             init = d.get("initial_output", 0)
             var = scope.names[layer]
@@ -484,6 +490,11 @@ class Importer(LossLayers):
 
         return import_loop(self, layer, d, scope, var, full, unit)
 
+    def _l_choice(self, layer, d, scope, var, full) -> Val:
+        from netc.importer.decoders import choice
+
+        return choice(self, layer, d, scope, var, full)
+
     def _l_rec_last_output(self, layer, d, scope, var, full) -> Val:
         """A unit layer's value at each sequence's last step: its variable after the loop."""
         rec, sub = d.get("rec_layer"), d.get("sub_layer_name", "output")
@@ -520,7 +531,8 @@ _KNOWN = {
     "reduce": {"mode", "axes", "axis", "keep_dims"},
     "rnn_cell": {"unit", "n_out", "out_dim"},
     "dot": {"reduce", "var1", "var2"},
-    "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len"},
+    "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len", "target"},
+    "choice": {"target", "beam_size", "length_normalization", "input_type"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
 }
