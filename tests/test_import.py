@@ -24,6 +24,7 @@ CASES = {
     "stacked_loop": ("stacked_loop.config", [], [[8, 3, 5], [8, 3, 5]]),  # frame-wise targets
     "dot_scores": ("dot_scores.config", [], [[5, 7, 2]]),
     "lstm_decoder": ("lstm_decoder.config", [], [[6, 4, 5], [3, 2, 4]]),
+    "attention": ("attention.config", [], [[6, 4, 5], [3, 2, 4]]),
     "eval_layers": ("eval_layers.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "task_train": ("task_dependent.config", [], [[6, 4, 5], [2, 1, 2]]),
     "task_search": ("task_dependent.config", [("task", "search")], [[6, 4, 5], [2, 1, 2]]),
@@ -384,3 +385,46 @@ def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new
     assert old in DECODER
     path, proc = _import_error(tmp_path, DECODER.replace(old, new))
     _assert_at(proc, path, line, at, message)
+
+
+@pytest.mark.parametrize(
+    "layer, message",
+    [
+        (
+            '{"class": "split_dims", "axis": "T", "dims": (2, -1), "from": "data"}',
+            "layer `output` (split_dims): only a static axis (F or a dim tag) split into `dims` is supported",
+        ),
+        (
+            '{"class": "split_dims", "axis": "F", "dims": (3, 3), "from": "data"}',
+            "layer `output` (split_dims): dims [3, 3] do not multiply to the axis' 4",
+        ),
+        (
+            '{"class": "merge_dims", "axes": "T", "from": "data"}',
+            "layer `output` (merge_dims): axes 'T' (`except_batch` of static dims is supported)",
+        ),
+        (
+            '{"class": "reduce_out", "mode": "max", "num_pieces": 3, "from": "data"}',
+            "layer `output` (reduce_out): mode 'max' with num_pieces 3 (max/sum, dividing F, are supported)",
+        ),
+        (
+            '{"class": "softmax_over_spatial", "axis": "F", "from": "data"}',
+            "layer `output` (softmax_over_spatial): axis 'F' (a dynamic dim is supported)",
+        ),
+        (
+            '{"class": "generic_attention", "weights": "data", "base": "data", "from": "data"}',
+            "layer `output` (generic_attention): `weights` and `base` layers (and no `from`) are supported",
+        ),
+    ],
+)
+def test_attention_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, message):
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{
+            "output": {layer},
+        }}
+        """,
+    )
+    _assert_at(proc, path, 4, '"output"', message)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from netc.importer import attention
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -202,15 +203,41 @@ class Importer(LossLayers):
                 self.imports.add("full")
             else:
                 raise Refused(self._full(layer, scope), d.get("class", "?"), f"initial_output {init!r}")
-            scope.states[layer] = Val(name(var), (BATCH, feat))
+            dims = (BATCH, *self._state_time(layer, scope, set()), feat)
+            if len(dims) == 3:
+                value = value.with_changes(args=[value.args[0], cst.Arg(self.dim(dims[1])), *value.args[1:]])
+            scope.states[layer] = Val(name(var), dims)
             scope.outer.stmts.append(Assign([var], value, comment="initial state"))
         return Val(name(PREV + scope.names[layer]), scope.states[layer].dims)
+
+    def _state_time(self, layer: str, scope: Scope, seen: set) -> tuple[str, ...]:
+        """The outer time dim a unit layer's value has (read through `base:`), for its state:
+        `accum_att_weights` [batch, enc_time, heads]."""
+        d = scope.layers[layer]
+        if not isinstance(d, dict) or d.get("class") in _DROPS_TIME:
+            return ()
+        for src in sources(d):
+            if src.startswith("base:"):
+                own = self.dims.find(scope.time) if scope.time else None  # the loop's own: a frame
+                outer = self.get(src[5:], scope.outer).dims
+                dyn = tuple(x for x in outer if self.dims.is_dynamic(x) and self.dims.find(x) != own)
+                if dyn:
+                    return dyn[:1]
+            elif src in scope.layers and src not in seen and not src.startswith(("prev:", "data")):
+                found = self._state_time(src, scope, seen | {layer})
+                if found:
+                    return found
+        return ()
 
     def _static_out(self, layer: str, d: dict, scope: Scope, seen: set) -> str:
         """The feature dim a unit layer gives, without building it (a state is read before its
         layer's statement)."""
         if "out_dim" in d and isinstance(d["out_dim"], dict):
             return self.dims.tag(d["out_dim"]["__dim__"])
+        from netc.importer.attention import static_out
+
+        if (found := static_out(self, layer, d, scope)) is not None:
+            return found
         if isinstance(d.get("n_out"), int):
             return self.dims.static(d["n_out"], identifier(layer))
         seen = seen | {layer}
@@ -495,6 +522,21 @@ class Importer(LossLayers):
 
         return choice(self, layer, d, scope, var, full)
 
+    def _l_split_dims(self, layer, d, scope, var, full) -> Val:
+        return attention.split_dims(self, layer, d, scope, var, full)
+
+    def _l_merge_dims(self, layer, d, scope, var, full) -> Val:
+        return attention.merge_dims(self, layer, d, scope, var, full)
+
+    def _l_softmax_over_spatial(self, layer, d, scope, var, full) -> Val:
+        return attention.softmax_over_spatial(self, layer, d, scope, var, full)
+
+    def _l_generic_attention(self, layer, d, scope, var, full) -> Val:
+        return attention.generic_attention(self, layer, d, scope, var, full)
+
+    def _l_reduce_out(self, layer, d, scope, var, full) -> Val:
+        return attention.reduce_out(self, layer, d, scope, var, full)
+
     def _l_rec_last_output(self, layer, d, scope, var, full) -> Val:
         """A unit layer's value at each sequence's last step: its variable after the loop."""
         rec, sub = d.get("rec_layer"), d.get("sub_layer_name", "output")
@@ -534,8 +576,16 @@ _KNOWN = {
     "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len", "target"},
     "choice": {"target", "beam_size", "length_normalization", "input_type"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
+    "split_dims": {"axis", "dims"},
+    "merge_dims": {"axes"},
+    "softmax_over_spatial": {"axis"},
+    "generic_attention": {"weights", "base"},
+    "reduce_out": {"mode", "num_pieces"},
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
 }
+
+
+_DROPS_TIME = {"generic_attention", "reduce", "merge_dims", "rnn_cell", "choice", "rec", "rec_unstack"}
 
 
 def _is_root(d: dict) -> bool:
