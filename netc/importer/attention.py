@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from netc.importer.dims import BATCH
-from netc.importer.syntax import Expr, call, identifier, name
+from netc.importer.syntax import Expr, call, identifier, name, num
 from netc.importer.values import Refused, Scope, Val, feature, sources
 
 
@@ -126,3 +126,24 @@ def static_out(imp, layer: str, d: dict, scope: Scope) -> str | None:
             base = imp.get(src["base"], scope)
             return merge_out(imp, layer, [x for x in base.dims if imp.dims.is_static(x)])
     return None
+
+
+def pool(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    """Max-pooling over time, `padding: "same"`, windows of `pool_size` frames, stride the same:
+    `max_pool(x, axis=time, size=k, out_axis=<layer>_time)`; size 1 is `x` itself."""
+    src = imp._source(d, scope, full)
+    size, strides = d.get("pool_size"), d.get("strides", d.get("pool_size"))
+    size = size[0] if isinstance(size, list | tuple) and len(size) == 1 else size
+    strides = strides[0] if isinstance(strides, list | tuple) and len(strides) == 1 else strides
+    dyn = [x for x in src.dims if imp.dims.is_dynamic(x)]
+    ok = d.get("mode") == "max" and d.get("padding", "valid") == "same" and isinstance(size, int) and size >= 1
+    if not ok or strides != size or len(dyn) != 1 or d.get("dilation_rate", 1) not in (1, (1,), [1]):
+        raise Refused(full, "pool", "only `mode: max`, `padding: same`, one `pool_size` k and strides k over time")
+    if size == 1:
+        imp._emit(scope, var, src.tensor(), layer)
+        return Val(name(var), src.dims)
+    out = imp.dims._new(imp.dims._fresh_name(f"{identifier(layer)}_time"), None)
+    imp.imports.add("max_pool")
+    value = call("max_pool", src.tensor(), axis=imp.dim(dyn[0]), size=num(size), out_axis=imp.dim(out))
+    imp._emit(scope, var, value, layer)
+    return Val(name(var), tuple(out if x == dyn[0] else x for x in src.dims))

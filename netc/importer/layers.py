@@ -537,6 +537,21 @@ class Importer(LossLayers):
     def _l_reduce_out(self, layer, d, scope, var, full) -> Val:
         return attention.reduce_out(self, layer, d, scope, var, full)
 
+    def _l_pool(self, layer, d, scope, var, full) -> Val:
+        return attention.pool(self, layer, d, scope, var, full)
+
+    def _l_decide(self, layer, d, scope, var, full) -> Val:
+        """The best hypothesis of a beam: the labels themselves in training, and what netc's
+        search returns (its best hypothesis) when searching."""
+        val = self._source(d, scope, full)
+        if val.sparse is None or not val.is_list:
+            raise Refused(full, "decide", "`decide` of a decoder's labels (a rec layer with `choice`) is supported")
+        comment = f"layer {layer!r} (decide)"
+        if d.get("loss") == "edit_distance":
+            comment += ": its `edit_distance` loss measures errors only, nothing is trained on it"
+        scope.stmts.append(Assign([var], val.expr, comment=comment))
+        return Val(name(var), val.dims, val.sparse, True)
+
     def _l_rec_last_output(self, layer, d, scope, var, full) -> Val:
         """A unit layer's value at each sequence's last step: its variable after the loop."""
         rec, sub = d.get("rec_layer"), d.get("sub_layer_name", "output")
@@ -581,6 +596,8 @@ _KNOWN = {
     "softmax_over_spatial": {"axis"},
     "generic_attention": {"weights", "base"},
     "reduce_out": {"mode", "num_pieces"},
+    "decide": set(),
+    "pool": {"mode", "padding", "pool_size", "strides", "dilation_rate", "dropout"},
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
 }
 

@@ -55,6 +55,8 @@ class LossLayers:
     def _loss(self, layer: str, d: dict, scope: Scope, val: Val, full: str) -> None:
         kind = d["loss"]
         logits = val.logits
+        if kind == "edit_distance" and d.get("class") == "decide" and not d.get("loss_opts"):
+            return  # an error measure only: RETURNN's `get_value` is None, nothing is trained on it
         if kind == "as_is" and scope.rec is None and not d.get("loss_opts") and d.get("loss_scale", 1.0) == 1.0:
             loss_name = self._loss_name(layer, kind, layer == "output" or d.get("is_output_layer"))
             self.imports.add("mark_as_loss")
