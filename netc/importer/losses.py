@@ -40,7 +40,10 @@ class LossLayers:
 
     def _ctc_dim(self, d: dict, full: str) -> str:
         target = self._target(d, full)
-        blank = self.dims.static(1, "blank")
+        # CTC's blank is a dim of its own, not the dim of size 1 of the model's features (heads)
+        if getattr(self, "_blank", None) is None:
+            self._blank = self.dims._new(self.dims._fresh_name("blank"), 1)
+        blank = self._blank
         return self.dims.derived([target.sparse, blank])
 
     def _target(self, d: dict, full: str) -> Val:
