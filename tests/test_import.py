@@ -23,6 +23,9 @@ CASES = {
     "lstm_lm": ("lstm_lm.config", [], [[7, 5, 2]]),
     "stacked_loop": ("stacked_loop.config", [], [[8, 3, 5], [8, 3, 5]]),  # frame-wise targets
     "dot_scores": ("dot_scores.config", [], [[5, 7, 2]]),
+    "lstm_decoder": ("lstm_decoder.config", [], [[6, 4, 5], [3, 2, 4]]),
+    "attention": ("attention.config", [], [[12, 8, 10], [3, 2, 4]]),  # even: RETURNN's pool is exact
+    "eval_layers": ("eval_layers.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "task_train": ("task_dependent.config", [], [[6, 4, 5], [2, 1, 2]]),
     "task_search": ("task_dependent.config", [("task", "search")], [[6, 4, 5], [2, 1, 2]]),
 }
@@ -72,7 +75,8 @@ def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3) ->
         losses, _, _ = net.get_losses_initialized()
         names = [n for n, layer in net.layers.items() if n == "output" or layer.is_output_layer()]
         fetch = {f"out:{n}": net.get_layer(n).output.copy_as_batch_major().placeholder for n in names}
-        fetch.update({f"loss:{n}": loss.get_loss_value() for n, loss in losses.items()})
+        # (an error measure such as `edit_distance` has no value: nothing is trained on it)
+        fetch.update({f"loss:{n}": v for n, loss in losses.items() if (v := loss.get_loss_value()) is not None})
         with tf.compat.v1.Session(graph=graph) as session:
             net.initialize_params(session)
             out = session.run(fetch, feed_dict=feed)
@@ -119,6 +123,10 @@ def _valid_diff(a: np.ndarray, b: np.ndarray, n: np.ndarray) -> float:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_imported_model_gives_the_originals_numbers(imported, case, backend):
     model, names, orig = imported(case)
+    _compare(case, model, names, orig, backend)
+
+
+def _compare(case: str, model: Path, names: dict, orig: dict, backend: str) -> None:
     g = compile_graph(str(model))
     params = {names["params"][k]["returnn"]: v for k, v in orig["params"].items()}
     assert len(params) == len(orig["params"]) == len(g.params), (sorted(orig["params"]), names["params"])
@@ -136,6 +144,31 @@ def test_imported_model_gives_the_originals_numbers(imported, case, backend):
     print(case, backend, {k: f"{v:.1e}" for k, v in diffs.items()})
     assert names["outputs"] and diffs
     assert max(diffs.values()) <= TOLERANCE, diffs
+
+
+@pytest.mark.parametrize("backend", ["returnn", "torch"])
+def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_factory, backend):
+    """The goal: the 2018 LibriSpeech attention network (as tests/test_librispeech.py writes out
+    the published config's `network`) imports without a refusal and, its parameters carried across,
+    gives the original's labels, output probabilities and losses in training, on lengths that are multiples of 8 (where
+    RETURNN's `pool` is exact)."""
+    import pprint
+
+    from test_librispeech import FEAT, ORIGINAL, VOCAB
+
+    tmp = tmp_path_factory.getbasetemp() / "librispeech_2018"
+    config, model, names = tmp / "librispeech_2018.config", tmp / "librispeech_2018.py", tmp / "names.json"
+    if not names.exists():
+        tmp.mkdir(exist_ok=True)
+        net = {**ORIGINAL, "probs": {"class": "copy", "from": "output/output_prob", "is_output_layer": True}}
+        data = {
+            "data": {"dim": FEAT, "shape": (None, FEAT)},
+            "classes": {"dim": VOCAB, "shape": (None,), "sparse": True},
+        }
+        config.write_text(f"#!rnn.py\nextern_data = {data!r}\nnetwork = {pprint.pformat(net, width=110)}\n")
+        run_netc("import", config, "-o", model, "--param-map", names, check=True)
+    orig = run_original(config, [], [[32, 16, 24], [4, 2, 3]])
+    _compare("librispeech_2018", model, json.loads(names.read_text()), orig, backend)
 
 
 def test_task_decides_the_network(imported):
@@ -293,3 +326,143 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
     proc = run_netc("import", path.name, "-o", "out.py", cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert message in proc.stderr.splitlines()[0], proc.stderr
+
+
+@pytest.mark.parametrize(
+    "code, message",
+    [
+        (
+            "tf.reduce_sum(source(0), axis=-1)",
+            "eval 'tf.reduce_sum(source(0), axis=-1)': `tf.reduce_sum(source(0), axis=-1)` not",
+        ),
+        ("tf.erf(source(0))", "eval 'tf.erf(source(0))': `tf.erf` with 1 argument not supported"),
+        ("source(0)[:, ::-1]", "eval 'source(0)[:, ::-1]': `source(0)[:, ::-1]` not supported"),
+        ("source(2) * 2", "eval 'source(2) * 2': `source(2)` but it has 1 sources"),
+        ("__import__('os').system('true')", "eval \"__import__('os').system('true')\": `__import__"),
+        ("source(0) +", "eval 'source(0) +' is not a Python expression"),
+        ("2 ** source(0)", "eval '2 ** source(0)': `2 ** source(0)` (a tensor to a number's power is) not"),
+    ],
+)
+def test_eval_outside_the_restricted_language_is_refused_at_the_layer(tmp_path, code, message):
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{
+            "output": {{"class": "eval", "from": "data", "eval": {code!r}}},
+        }}
+        """,
+    )
+    _assert_at(proc, path, 4, '"output"', f"layer `output` (eval): {message}")
+
+
+DECODER = """
+#!rnn.py
+extern_data = {"data": {"dim": 4, "shape": (None, 4)}, "classes": {"dim": 5, "shape": (None,), "sparse": True}}
+network = {
+    "enc": {"class": "reduce", "mode": "mean", "axes": "T", "from": "data"},
+    "output": {
+        "class": "rec",
+        "from": [],
+        "unit": {
+            "output": {"class": "choice", "target": "classes", "beam_size": 4, "from": ["prob"]},
+            "end": {"class": "compare", "from": ["output"], "value": 0},
+            "emb": {"class": "linear", "with_bias": False, "from": ["output"], "n_out": 3},
+            "prob": {"class": "softmax", "from": ["prev:emb", "base:enc"], "target": "classes", "loss": "ce"},
+        },
+        "target": "classes",
+        "max_seq_len": "max_len_from('base:data')",
+    },
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new, line, at, message",
+    [
+        (
+            '"value": 0}',
+            '"kind": "greater", "value": 0}',
+            10,
+            '"end"',
+            "layer `output/end` (compare): `end` other than `compare` of one layer with an integer `value`",
+        ),
+        (
+            "\"max_len_from('base:data')\"",
+            "None",
+            5,
+            '"output"',
+            "layer `output` (rec): max_seq_len None (a decoder needs",
+        ),
+        (
+            '"class": "softmax", "from": ["prev:emb", "base:enc"], "target": "classes", "loss": "ce"',
+            '"class": "linear", "n_out": 5, "activation": "softmax", "from": ["prev:emb", "base:enc"]',
+            9,
+            '"output"',
+            "layer `output/output` (choice): `choice` of `prob`, not a `softmax` layer",
+        ),
+        (
+            '"from": ["prev:emb", "base:enc"]',
+            '"from": ["prev:output", "base:enc"]',
+            9,
+            '"output"',
+            "layer `output/output` (choice): `prev:` of a `choice` not supported (read `prev:` of its embedding)",
+        ),
+    ],
+)
+def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new, line, at, message):
+    assert old in DECODER
+    path, proc = _import_error(tmp_path, DECODER.replace(old, new))
+    _assert_at(proc, path, line, at, message)
+
+
+@pytest.mark.parametrize(
+    "layer, message",
+    [
+        (
+            '{"class": "split_dims", "axis": "T", "dims": (2, -1), "from": "data"}',
+            "layer `output` (split_dims): only a static axis (F or a dim tag) split into `dims` is supported",
+        ),
+        (
+            '{"class": "split_dims", "axis": "F", "dims": (3, 3), "from": "data"}',
+            "layer `output` (split_dims): dims [3, 3] do not multiply to the axis' 4",
+        ),
+        (
+            '{"class": "merge_dims", "axes": "T", "from": "data"}',
+            "layer `output` (merge_dims): axes 'T' (`except_batch` of static dims is supported)",
+        ),
+        (
+            '{"class": "reduce_out", "mode": "max", "num_pieces": 3, "from": "data"}',
+            "layer `output` (reduce_out): mode 'max' with num_pieces 3 (max/sum, dividing F, are supported)",
+        ),
+        (
+            '{"class": "softmax_over_spatial", "axis": "F", "from": "data"}',
+            "layer `output` (softmax_over_spatial): axis 'F' (a dynamic dim is supported)",
+        ),
+        (
+            '{"class": "pool", "mode": "avg", "padding": "same", "pool_size": (2,), "from": "data"}',
+            "layer `output` (pool): only `mode: max`, `padding: same`, one `pool_size` k and strides k over time",
+        ),
+        (
+            '{"class": "decide", "from": "data"}',
+            "layer `output` (decide): `decide` of a decoder's labels (a rec layer with `choice`) is supported",
+        ),
+        (
+            '{"class": "generic_attention", "weights": "data", "base": "data", "from": "data"}',
+            "layer `output` (generic_attention): `weights` and `base` layers (and no `from`) are supported",
+        ),
+    ],
+)
+def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, message):
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{
+            "output": {layer},
+        }}
+        """,
+    )
+    _assert_at(proc, path, 4, '"output"', message)

@@ -20,7 +20,7 @@ from netc.importer.layers import Importer
 from netc.importer.load import load_config
 from netc.importer.syntax import identifier, name
 from netc.importer.values import DIM, Refused
-from netc.importer.writer import Assign, Loop, MarkLoss, Model, write
+from netc.importer.writer import Assign, EndIf, Loop, MarkLoss, Model, write
 
 
 @dataclass
@@ -104,6 +104,9 @@ def _used_netc_names(model: Model) -> set[str]:
                 walk(s.body)
             elif hasattr(s, "value"):
                 s.value.visit(v)
+            elif isinstance(s, EndIf):
+                s.cond.visit(v)
+                v.found.add("end")
             if isinstance(s, MarkLoss):
                 v.found.add("mark_as_loss")
 

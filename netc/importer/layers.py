@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import libcst as cst
 
+from netc.importer import attention
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
+from netc.importer.states import States
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num, tuple_
-from netc.importer.values import DIM, PREV, Refused, Scope, Val, feature, sources, tf_scope
+from netc.importer.values import DIM, Refused, Scope, Val, feature, sources, tf_scope
 from netc.importer.writer import Assign, ModuleRef
 
 # RETURNN `activation` names -> netc functions (None: the identity)
@@ -42,7 +44,7 @@ LSTM_UNITS = {"nativelstm2", "lstm", "nativelstm"}
 CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
 
 
-class Importer(LossLayers):
+class Importer(LossLayers, States):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
         self.dims = DimTable(loaded.dims)
@@ -172,50 +174,6 @@ class Importer(LossLayers):
         self.inputs[key] = val
         self.input_order.append(key)
         return val
-
-    def _prev(self, layer: str, scope: Scope) -> Val:
-        """`prev:layer` in a unit: the state, started before the loop by the layer's initial output."""
-        if layer not in scope.layers:
-            raise Refused(f"prev:{layer}", "?", f"no layer `{layer}` in the unit of `{scope.rec}`")
-        if layer not in scope.states:
-            d = scope.layers[layer]
-            feat = self._static_out(layer, d, scope, set())
-            init = d.get("initial_output", 0)
-            var = scope.names[layer]
-            if d.get("class") == "rnn_cell":  # its statement starts its states
-                scope.states[layer] = Val(name(var), (BATCH, feat))
-                return Val(name(PREV + var), (BATCH, feat))
-            if init in (0, "zeros", None, 0.0):
-                value = call("zeros", name("batch"), self.dim(feat))
-                self.imports.add("zeros")
-            elif init in (1, "ones", 1.0):
-                value = call("ones", name("batch"), self.dim(feat))
-                self.imports.add("ones")
-            elif isinstance(init, int | float):
-                value = call("full", name("batch"), self.dim(feat), value=num(float(init)))
-                self.imports.add("full")
-            else:
-                raise Refused(self._full(layer, scope), d.get("class", "?"), f"initial_output {init!r}")
-            scope.states[layer] = Val(name(var), (BATCH, feat))
-            scope.outer.stmts.append(Assign([var], value, comment="initial state"))
-        return Val(name(PREV + scope.names[layer]), scope.states[layer].dims)
-
-    def _static_out(self, layer: str, d: dict, scope: Scope, seen: set) -> str:
-        """The feature dim a unit layer gives, without building it (a state is read before its
-        layer's statement)."""
-        if "out_dim" in d and isinstance(d["out_dim"], dict):
-            return self.dims.tag(d["out_dim"]["__dim__"])
-        if isinstance(d.get("n_out"), int):
-            return self.dims.static(d["n_out"], identifier(layer))
-        seen = seen | {layer}
-        for src in sources(d):
-            if src.startswith("prev:") or src in seen:
-                continue
-            if src in scope.layers and src not in scope.vals and not src.startswith(("base:", "data")):
-                return self._static_out(src, scope.layers[src], scope, seen)
-            val = self.get(src, scope)
-            return feature(val, self.dims)
-        raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
 
     # -- layers
 
@@ -367,6 +325,24 @@ class Importer(LossLayers):
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims)
 
+    def _l_eval(self, layer, d, scope, var, full) -> Val:
+        """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`)."""
+        from netc.importer.evals import EvalMapper
+
+        code = d.get("eval")
+        if not isinstance(code, str):
+            raise Refused(full, "eval", f"eval {code!r} is not a string (an expression over `source(i)` is)")
+        if d.get("eval_locals"):
+            raise Refused(full, "eval", "option eval_locals not supported")
+        vals = [self.get(s, scope) for s in sources(d)]
+        if any(v.sparse is not None for v in vals):
+            raise Refused(full, "eval", "labels (sparse) as a source")
+        expr, _ = EvalMapper(self, full, code, vals).run()
+        dims = max((v.dims for v in vals), key=len)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), dims)
+
     def _l_reduce(self, layer, d, scope, var, full) -> Val:
         mode = d.get("mode")
         fns = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max", "logsumexp": "logsumexp"}
@@ -466,6 +442,41 @@ class Importer(LossLayers):
 
         return import_loop(self, layer, d, scope, var, full, unit)
 
+    def _l_choice(self, layer, d, scope, var, full) -> Val:
+        from netc.importer.decoders import choice
+
+        return choice(self, layer, d, scope, var, full)
+
+    def _l_split_dims(self, layer, d, scope, var, full) -> Val:
+        return attention.split_dims(self, layer, d, scope, var, full)
+
+    def _l_merge_dims(self, layer, d, scope, var, full) -> Val:
+        return attention.merge_dims(self, layer, d, scope, var, full)
+
+    def _l_softmax_over_spatial(self, layer, d, scope, var, full) -> Val:
+        return attention.softmax_over_spatial(self, layer, d, scope, var, full)
+
+    def _l_generic_attention(self, layer, d, scope, var, full) -> Val:
+        return attention.generic_attention(self, layer, d, scope, var, full)
+
+    def _l_reduce_out(self, layer, d, scope, var, full) -> Val:
+        return attention.reduce_out(self, layer, d, scope, var, full)
+
+    def _l_pool(self, layer, d, scope, var, full) -> Val:
+        return attention.pool(self, layer, d, scope, var, full)
+
+    def _l_decide(self, layer, d, scope, var, full) -> Val:
+        """The best hypothesis of a beam: the labels themselves in training, and what netc's
+        search returns (its best hypothesis) when searching."""
+        val = self._source(d, scope, full)
+        if val.sparse is None or not val.is_list:
+            raise Refused(full, "decide", "`decide` of a decoder's labels (a rec layer with `choice`) is supported")
+        comment = f"layer {layer!r} (decide)"
+        if d.get("loss") == "edit_distance":
+            comment += ": its `edit_distance` loss measures errors only, nothing is trained on it"
+        scope.stmts.append(Assign([var], val.expr, comment=comment))
+        return Val(name(var), val.dims, val.sparse, True)
+
     def _l_rec_last_output(self, layer, d, scope, var, full) -> Val:
         """A unit layer's value at each sequence's last step: its variable after the loop."""
         rec, sub = d.get("rec_layer"), d.get("sub_layer_name", "output")
@@ -498,11 +509,20 @@ _KNOWN = {
     "dropout": {"dropout"},
     "combine": {"kind", "activation", "n_out", "out_dim"},
     "concat": {"out_dim"},
+    "eval": {"eval", "eval_locals", "activation"},
     "reduce": {"mode", "axes", "axis", "keep_dims"},
     "rnn_cell": {"unit", "n_out", "out_dim"},
     "dot": {"reduce", "var1", "var2"},
-    "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len"},
+    "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len", "target"},
+    "choice": {"target", "beam_size", "length_normalization", "input_type"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
+    "split_dims": {"axis", "dims"},
+    "merge_dims": {"axes"},
+    "softmax_over_spatial": {"axis"},
+    "generic_attention": {"weights", "base"},
+    "reduce_out": {"mode", "num_pieces"},
+    "decide": set(),
+    "pool": {"mode", "padding", "pool_size", "strides", "dilation_rate", "dropout"},
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
 }
 

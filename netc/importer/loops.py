@@ -25,6 +25,11 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
     inner = Scope(unit, {}, [], f"{tf_scope(layer)}/rec/", outer=scope, rec=layer)
     inner.names = imp._allocate(list(unit), set(), prefix=var)
     imp.used |= set(inner.names.values())
+    choices = [n for n, ld in unit.items() if isinstance(ld, dict) and ld.get("class") == "choice"]
+    if choices:
+        from netc.importer.decoders import import_decoder
+
+        return import_decoder(imp, layer, d, scope, var, full, unit, inner, choices)
     if sources(d):
         src = imp._source(d, scope, full)
         seqs = [(src, None)]
@@ -61,6 +66,18 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
     imp.loops[layer] = inner
     stack = var
     scope.stmts.append(Assign([stack], cst.List([])))
+    out, body = unit_body(imp, layer, scope, inner, unit, stack)
+    iters = [src.expr if isinstance(src.expr, cst.Name) else src.tensor() for src, _ in seqs]
+    iterable = iters[0] if len(iters) == 1 else call("zip", *iters)
+    targets = [f.expr.value for f in frames]
+    scope.stmts.append(Loop(targets, iterable, body, comment=f"layer {layer!r}: a rec unit, one step per frame"))
+    mark_unit_losses(imp, layer, inner, scope)
+    return Val(name(stack), (BATCH, time, *(x for x in out.dims if x != BATCH)), is_list=True)
+
+
+def unit_body(imp, layer: str, scope: Scope, inner: Scope, unit: dict, stack: str) -> tuple[Val, list]:
+    """The unit's statements (its `output`, layers with losses, layers only read by `prev:`), the
+    `output` appended to `stack` and the layers read from outside stacked too; `prev:` resolved."""
     roots = ["output"] + [n for n, ld in unit.items() if n != "output" and ld.get("loss")]
     for r in roots:
         imp.get(r, inner)
@@ -70,19 +87,17 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
     inner.stmts.append(Append(stack, out.expr))
     for sub in _read_from_outside(layer, unit, scope):  # `<rec>/<sub>`: stacked too
         val = imp.get(sub, inner)
-        lst = imp.fresh(f"{var}_{identifier(sub)}_seq")
+        lst = imp.fresh(f"{stack}_{identifier(sub)}_seq")
         scope.stmts.append(Assign([lst], cst.List([])))
         inner.stmts.append(Append(lst, val.expr))
-        dims = (BATCH, time, *(x for x in val.dims if x != BATCH))
+        dims = (BATCH, inner.time, *(x for x in val.dims if x != BATCH))
         imp.sub_stacks[f"{layer}/{sub}"] = Val(name(lst), dims, val.sparse, is_list=True)
-    body = resolve_prev(inner)
-    iters = [src.expr if isinstance(src.expr, cst.Name) else src.tensor() for src, _ in seqs]
-    iterable = iters[0] if len(iters) == 1 else call("zip", *iters)
-    targets = [f.expr.value for f in frames]
-    scope.stmts.append(Loop(targets, iterable, body, comment=f"layer {layer!r}: a rec unit, one step per frame"))
+    return out, resolve_prev(inner)
+
+
+def mark_unit_losses(imp, layer: str, inner: Scope, scope: Scope) -> None:
     for lname, kind, logits, target, axis, smoothing, lfull in inner.losses:
         imp._mark_loss(f"{layer}/{lname}", kind, logits, target, axis, smoothing, lfull, scope, False)
-    return Val(name(stack), (BATCH, time, *(x for x in out.dims if x != BATCH)), is_list=True)
 
 
 def _read_from_outside(layer: str, unit: dict, scope: Scope) -> list[str]:

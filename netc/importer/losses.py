@@ -40,7 +40,10 @@ class LossLayers:
 
     def _ctc_dim(self, d: dict, full: str) -> str:
         target = self._target(d, full)
-        blank = self.dims.static(1, "blank")
+        # CTC's blank is a dim of its own, not the dim of size 1 of the model's features (heads)
+        if getattr(self, "_blank", None) is None:
+            self._blank = self.dims._new(self.dims._fresh_name("blank"), 1)
+        blank = self._blank
         return self.dims.derived([target.sparse, blank])
 
     def _target(self, d: dict, full: str) -> Val:
@@ -55,6 +58,8 @@ class LossLayers:
     def _loss(self, layer: str, d: dict, scope: Scope, val: Val, full: str) -> None:
         kind = d["loss"]
         logits = val.logits
+        if kind == "edit_distance" and d.get("class") == "decide" and not d.get("loss_opts"):
+            return  # an error measure only: RETURNN's `get_value` is None, nothing is trained on it
         if kind == "as_is" and scope.rec is None and not d.get("loss_opts") and d.get("loss_scale", 1.0) == 1.0:
             loss_name = self._loss_name(layer, kind, layer == "output" or d.get("is_output_layer"))
             self.imports.add("mark_as_loss")

@@ -49,6 +49,13 @@ class Loop:
 
 
 @dataclass
+class EndIf:
+    """`if end(cond): break`, a decoder loop's last statement."""
+
+    cond: Expr
+
+
+@dataclass
 class Model:
     function: str
     header: list[str]  # comment lines, without `#`
@@ -96,6 +103,9 @@ def _stmts(items: list, modules: dict[int, ModuleRef]) -> list[cst.BaseStatement
             if s.comment:
                 loop = loop.with_changes(leading_lines=[_comment_line(s.comment)])
             out.append(loop)
+        elif isinstance(s, EndIf):
+            brk = cst.IndentedBlock([cst.SimpleStatementLine([cst.Break()])])
+            out.append(cst.If(test=call("end", s.cond), body=brk))
         else:
             raise TypeError(s)
     return out

@@ -1,0 +1,149 @@
+"""Attention layers as RETURNN's attention setups use them (Zeyer et al. 2018): `split_dims`,
+`merge_dims` (`except_batch`), `softmax_over_spatial`, `generic_attention`, `reduce_out` (maxout).
+
+A dim a layer splits into or merges to is the dim of its size (dims of one size are one netc
+dim), except where that dim is already one of the value's dims (a split of 64 into 1 x 64): then
+the layer gets a dim of its own, named after it."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from netc.importer.dims import BATCH
+from netc.importer.syntax import Expr, call, identifier, name, num
+from netc.importer.values import Refused, Scope, Val, feature, sources
+
+
+def _tuple(imp, keys: list[str]) -> Expr:
+    return cst.Tuple([cst.Element(imp.dim(k)) for k in keys])
+
+
+def new_dim(imp, size: int, hint: str, avoid: set[str]) -> str:
+    """The dim of `size`, unless it is one of `avoid` (then one of `hint`'s own, the same each time)."""
+    key = imp.dims.static(size, hint)
+    if imp.dims.find(key) not in {imp.dims.find(a) for a in avoid}:
+        return key
+    own = getattr(imp, "_own_dims", None)
+    if own is None:
+        own = imp._own_dims = {}
+    if (hint, size) not in own:
+        own[(hint, size)] = imp.dims._new(imp.dims._fresh_name(hint), size)
+    return own[(hint, size)]
+
+
+def split_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    src = imp._source(d, scope, full)
+    axis = imp._axis(src, d.get("axis", "F"))
+    sizes = d.get("dims")
+    if axis is None or not imp.dims.is_static(axis) or not isinstance(sizes, list | tuple):
+        raise Refused(full, "split_dims", "only a static axis (F or a dim tag) split into `dims` is supported")
+    keys: list[str] = []
+    for i, s in enumerate(sizes):
+        if isinstance(s, dict):
+            keys.append(imp.dims.tag(s["__dim__"]))
+        elif isinstance(s, int) and s > 0:
+            keys.append(new_dim(imp, s, f"{identifier(layer)}_{i}", set(src.dims) | set(keys)))
+        else:
+            raise Refused(full, "split_dims", f"dims {sizes!r}: sizes (positive) or dim tags are supported")
+    product = 1
+    for k in keys:
+        product *= imp.dims.size(k)
+    if product != imp.dims.size(axis):
+        raise Refused(full, "split_dims", f"dims {sizes!r} do not multiply to the axis' {imp.dims.size(axis)}")
+    imp.imports.add("split_dims")
+    imp._emit(scope, var, call("split_dims", src.tensor(), axis=imp.dim(axis), dims=_tuple(imp, keys)), layer)
+    i = src.dims.index(axis)
+    return Val(name(var), (*src.dims[:i], *keys, *src.dims[i + 1 :]))
+
+
+def merge_out(imp, layer: str, dims: list[str]) -> str:
+    product = 1
+    for k in dims:
+        product *= imp.dims.size(k)
+    return new_dim(imp, product, identifier(layer), set(dims))
+
+
+def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    src = imp._source(d, scope, full)
+    merged = [x for x in src.dims if imp.dims.is_static(x)]
+    if d.get("axes") != "except_batch" or len(merged) != len(src.dims) - 1 or src.dims[0] != BATCH:
+        raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} (`except_batch` of static dims is supported)")
+    out = merge_out(imp, layer, merged)
+    imp.imports.add("merge_dims")
+    imp._emit(scope, var, call("merge_dims", src.tensor(), dims=_tuple(imp, merged), out_dim=imp.dim(out)), layer)
+    return Val(name(var), (*(x for x in src.dims if x not in merged), out))
+
+
+def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    src = imp._source(d, scope, full)
+    axis = imp._axis(src, d.get("axis", "T"))
+    if axis is None or not imp.dims.is_dynamic(axis):
+        raise Refused(full, "softmax_over_spatial", f"axis {d.get('axis')!r} (a dynamic dim is supported)")
+    imp.imports.add("softmax")
+    imp._emit(scope, var, call("softmax", src.tensor(), axis=imp.dim(axis)), layer)
+    return Val(name(var), src.dims)
+
+
+def generic_attention(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    """`dot(weights, base, reduce=T)`: the weights' dims without T, then the base's others."""
+    if d.get("from") not in (None, []) or not isinstance(d.get("weights"), str) or not isinstance(d.get("base"), str):
+        raise Refused(full, "generic_attention", "`weights` and `base` layers (and no `from`) are supported")
+    w, base = imp.get(d["weights"], scope), imp.get(d["base"], scope)
+    time = [x for x in base.dims if imp.dims.is_dynamic(x)]
+    find = imp.dims.find
+    if len(time) != 1 or find(time[0]) not in {find(x) for x in w.dims}:
+        raise Refused(full, "generic_attention", "the weights and the base need one time dim in common")
+    imp.imports.add("dot")
+    imp._emit(scope, var, call("dot", w.tensor(), base.tensor(), reduce=imp.dim(time[0])), layer)
+    wd = [x for x in w.dims if find(x) != find(time[0])]
+    dims = wd + [x for x in base.dims if find(x) not in {find(y) for y in w.dims}]
+    return Val(name(var), tuple(dims))
+
+
+def reduce_out(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    """Maxout: `reduce_max(split_dims(x, axis=F, dims=(F / n, n)), axis=n)`."""
+    fns = {"max": "reduce_max", "sum": "reduce_sum"}
+    src = imp._source(d, scope, full)
+    n, mode = d.get("num_pieces"), d.get("mode")
+    feat = feature(src, imp.dims)
+    size = imp.dims.size(feat)
+    if mode not in fns or not isinstance(n, int) or n < 1 or size % n:
+        raise Refused(full, "reduce_out", f"mode {mode!r} with num_pieces {n!r} (max/sum, dividing F, are supported)")
+    half = new_dim(imp, size // n, identifier(layer), set(src.dims))
+    pieces = new_dim(imp, n, f"{identifier(layer)}_pieces", set(src.dims) | {half})
+    imp.imports |= {"split_dims", fns[mode]}
+    split = call("split_dims", src.tensor(), axis=imp.dim(feat), dims=_tuple(imp, [half, pieces]))
+    imp._emit(scope, var, call(fns[mode], split, axis=imp.dim(pieces)), layer)
+    return Val(name(var), tuple(half if x == feat else x for x in src.dims))
+
+
+def static_out(imp, layer: str, d: dict, scope: Scope) -> str | None:
+    """The feature dim of an attention layer, for its state, without building it."""
+    cls = d.get("class")
+    if cls == "merge_dims" and len(sources(d)) == 1:
+        src = scope.layers.get(sources(d)[0])
+        if isinstance(src, dict) and src.get("class") == "generic_attention" and isinstance(src.get("base"), str):
+            base = imp.get(src["base"], scope)
+            return merge_out(imp, layer, [x for x in base.dims if imp.dims.is_static(x)])
+    return None
+
+
+def pool(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    """Max-pooling over time, `padding: "same"`, windows of `pool_size` frames, stride the same:
+    `max_pool(x, axis=time, size=k, out_axis=<layer>_time)`; size 1 is `x` itself."""
+    src = imp._source(d, scope, full)
+    size, strides = d.get("pool_size"), d.get("strides", d.get("pool_size"))
+    size = size[0] if isinstance(size, list | tuple) and len(size) == 1 else size
+    strides = strides[0] if isinstance(strides, list | tuple) and len(strides) == 1 else strides
+    dyn = [x for x in src.dims if imp.dims.is_dynamic(x)]
+    ok = d.get("mode") == "max" and d.get("padding", "valid") == "same" and isinstance(size, int) and size >= 1
+    if not ok or strides != size or len(dyn) != 1 or d.get("dilation_rate", 1) not in (1, (1,), [1]):
+        raise Refused(full, "pool", "only `mode: max`, `padding: same`, one `pool_size` k and strides k over time")
+    if size == 1:
+        imp._emit(scope, var, src.tensor(), layer)
+        return Val(name(var), src.dims)
+    out = imp.dims._new(imp.dims._fresh_name(f"{identifier(layer)}_time"), None)
+    imp.imports.add("max_pool")
+    value = call("max_pool", src.tensor(), axis=imp.dim(dyn[0]), size=num(size), out_axis=imp.dim(out))
+    imp._emit(scope, var, value, layer)
+    return Val(name(var), tuple(out if x == dyn[0] else x for x in src.dims))

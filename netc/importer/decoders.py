@@ -1,0 +1,118 @@
+"""A `rec` unit with a `choice` layer (a decoder) as a netc decoder loop:
+
+    for _ in range(<bound>):
+        ...
+        output = choice(output_prob_logits, target=classes, beam=12)
+        ...
+        if end(output == 0):
+            break
+
+`choice` is the target's label in training (teacher forcing: the loop runs over the target's
+frames) and a beam search's when searching, as RETURNN's `choice`; the bound is the rec layer's
+`max_seq_len` (`max_len_from('base:x')` with integer arithmetic, or a number)."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from netc.importer.syntax import Expr, call, literal, name, num
+from netc.importer.values import Refused, Scope, Val, sources
+from netc.importer.writer import Assign, EndIf, Loop
+
+CHOICE_OPTS = {"target", "beam_size", "length_normalization", "input_type"}
+
+
+def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Scope, choices: list[str]) -> Val:
+    from netc.importer.loops import mark_unit_losses, unit_body
+
+    if len(choices) != 1 or choices[0] != "output":
+        raise Refused(full, "rec", f"a unit whose `choice` is not its `output` ({', '.join(choices)})")
+    if sources(d):
+        raise Refused(full, "rec", "a decoder (`choice` in its unit) with `from` (RETURNN decoders have `from: []`)")
+    ch = unit["output"]
+    if d.get("target") not in (None, ch.get("target")):
+        raise Refused(full, "rec", f"its target {d.get('target')!r} is not its choice's {ch.get('target')!r}")
+    end = unit.get("end")
+    if not isinstance(end, dict):
+        raise Refused(full, "rec", "a decoder without an `end` layer")
+    target = imp._target(ch, f"{layer}/output")
+    dyn = [x for x in target.dims if imp.dims.is_dynamic(x)]
+    inner.time = dyn[0]
+    bound = _bound(imp, d, scope, full)
+    imp.loops[layer] = inner
+    scope.stmts.append(Assign([var], cst.List([])))
+    out, body = unit_body(imp, layer, scope, inner, unit, var)
+    body = body + [EndIf(_end(imp, end, inner, f"{layer}/end"))]
+    scope.stmts.append(
+        Loop(["_"], call("range", bound), body, comment=f"layer {layer!r}: a decoder, one step per label")
+    )
+    mark_unit_losses(imp, layer, inner, scope)
+    return Val(name(var), (*target.dims[:1], inner.time), out.sparse, is_list=True)
+
+
+def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    if scope.rec is None or layer != "output":
+        raise Refused(full, "choice", "`choice` only as the `output` of a rec unit")
+    srcs = sources(d)
+    if len(srcs) != 1:
+        raise Refused(full, "choice", "`choice` of one `softmax` layer")
+    probs = imp.get(srcs[0], scope)
+    if probs.logits is None:
+        raise Refused(full, "choice", f"`choice` of `{srcs[0]}`, not a `softmax` layer")
+    target = imp._target(d, full)
+    if d.get("length_normalization", True) is not True and d.get("length_normalization") is not False:
+        raise Refused(full, "choice", "length_normalization other than True/False")
+    if d.get("input_type", "prob") != "prob":
+        raise Refused(full, "choice", f"input_type {d['input_type']!r} (prob is supported)")
+    beam = d.get("beam_size", 1)
+    if not isinstance(beam, int) or beam < 1:
+        raise Refused(full, "choice", f"beam_size {beam!r}")
+    kwargs: dict[str, Expr] = {"target": target.expr, "beam": num(beam)}
+    if d.get("length_normalization", True) is False:
+        kwargs["length_normalization"] = literal(False)
+    imp.imports.add("choice")
+    imp._emit(scope, var, call("choice", probs.logits.tensor(), **kwargs), layer)
+    return Val(name(var), probs.dims[:1], target.sparse)
+
+
+def _end(imp, d: dict, inner: Scope, full: str) -> Expr:
+    srcs = sources(d)
+    ok = d.get("class") == "compare" and d.get("kind", "equal") == "equal" and len(srcs) == 1
+    value = d.get("value")
+    if not ok or not isinstance(value, int) or isinstance(value, bool) or set(d) - {"class", "from", "kind", "value"}:
+        raise Refused(full, str(d.get("class")), "`end` other than `compare` of one layer with an integer `value`")
+    val = imp.get(srcs[0], inner)
+    return cst.Comparison(val.expr, [cst.ComparisonTarget(cst.Equal(), num(value))])
+
+
+def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
+    """The rec layer's `max_seq_len` as a loop bound."""
+    spec = d.get("max_seq_len")
+    if isinstance(spec, int) and not isinstance(spec, bool) and spec > 0:
+        return num(spec)
+    if not isinstance(spec, str):
+        raise Refused(full, "rec", f"max_seq_len {spec!r} (a decoder needs `max_len_from('base:x')` or a number)")
+    try:
+        tree = ast.parse(spec, mode="eval").body
+    except SyntaxError:
+        tree = None
+
+    def conv(node) -> Expr:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return num(node.value)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
+            op = cst.Add() if isinstance(node.op, ast.Add) else cst.Multiply()
+            return cst.BinaryOperation(conv(node.left), op, conv(node.right))
+        is_from = isinstance(node, ast.Call) and ast.unparse(node.func) == "max_len_from" and len(node.args) == 1
+        arg = node.args[0] if is_from else None
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("base:"):
+            val = imp.get(arg.value[5:], scope)
+            if isinstance(val.expr, cst.Name) and not val.is_list:
+                return cst.Attribute(val.expr, name("max_seq_len"))
+        raise Refused(full, "rec", f"max_seq_len {spec!r} (`max_len_from('base:x')`, integer `*`/`+`, are supported)")
+
+    if tree is None:
+        raise Refused(full, "rec", f"max_seq_len {spec!r} is not an expression")
+    return conv(tree)

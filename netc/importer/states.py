@@ -1,0 +1,95 @@
+"""The states of a rec unit: `prev:x` reads the state `x`, which starts before the loop at the
+layer's `initial_output` and has the dims of the layer's value, found without building the layer
+(a state is read before its layer's statement)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from netc.importer.dims import BATCH
+from netc.importer.syntax import call, identifier, name, num
+from netc.importer.values import PREV, Refused, Scope, Val, feature, sources
+from netc.importer.writer import Assign
+
+# layers whose value has no outer time dim, whatever they read
+_DROPS_TIME = {"generic_attention", "reduce", "merge_dims", "rnn_cell", "choice", "rec", "rec_unstack"}
+
+
+class States:
+    """Mixed into `Importer` (netc.importer.layers)."""
+
+    def _prev(self, layer: str, scope: Scope) -> Val:
+        """`prev:layer` in a unit: the state, started before the loop by the layer's initial output."""
+        if layer not in scope.layers:
+            raise Refused(f"prev:{layer}", "?", f"no layer `{layer}` in the unit of `{scope.rec}`")
+        if layer not in scope.states:
+            d = scope.layers[layer]
+            if isinstance(d, dict) and d.get("class") == "choice":  # a label state: read its embedding's
+                raise Refused(
+                    self._full(layer, scope),
+                    "choice",
+                    "`prev:` of a `choice` not supported (read `prev:` of its embedding)",
+                )
+            feat = self._static_out(layer, d, scope, set())
+            init = d.get("initial_output", 0)
+            var = scope.names[layer]
+            if d.get("class") == "rnn_cell":  # its statement starts its states
+                scope.states[layer] = Val(name(var), (BATCH, feat))
+                return Val(name(PREV + var), (BATCH, feat))
+            if init in (0, "zeros", None, 0.0):
+                value = call("zeros", name("batch"), self.dim(feat))
+                self.imports.add("zeros")
+            elif init in (1, "ones", 1.0):
+                value = call("ones", name("batch"), self.dim(feat))
+                self.imports.add("ones")
+            elif isinstance(init, int | float):
+                value = call("full", name("batch"), self.dim(feat), value=num(float(init)))
+                self.imports.add("full")
+            else:
+                raise Refused(self._full(layer, scope), d.get("class", "?"), f"initial_output {init!r}")
+            dims = (BATCH, *self._state_time(layer, scope, set()), feat)
+            if len(dims) == 3:
+                value = value.with_changes(args=[value.args[0], cst.Arg(self.dim(dims[1])), *value.args[1:]])
+            scope.states[layer] = Val(name(var), dims)
+            scope.outer.stmts.append(Assign([var], value, comment="initial state"))
+        return Val(name(PREV + scope.names[layer]), scope.states[layer].dims)
+
+    def _state_time(self, layer: str, scope: Scope, seen: set) -> tuple[str, ...]:
+        """The outer time dim a unit layer's value has (read through `base:`), for its state:
+        `accum_att_weights` [batch, enc_time, heads]."""
+        d = scope.layers[layer]
+        if not isinstance(d, dict) or d.get("class") in _DROPS_TIME:
+            return ()
+        for src in sources(d):
+            if src.startswith("base:"):
+                own = self.dims.find(scope.time) if scope.time else None  # the loop's own: a frame
+                outer = self.get(src[5:], scope.outer).dims
+                dyn = tuple(x for x in outer if self.dims.is_dynamic(x) and self.dims.find(x) != own)
+                if dyn:
+                    return dyn[:1]
+            elif src in scope.layers and src not in seen and not src.startswith(("prev:", "data")):
+                found = self._state_time(src, scope, seen | {layer})
+                if found:
+                    return found
+        return ()
+
+    def _static_out(self, layer: str, d: dict, scope: Scope, seen: set) -> str:
+        """The feature dim a unit layer gives, without building it (a state is read before its
+        layer's statement)."""
+        if "out_dim" in d and isinstance(d["out_dim"], dict):
+            return self.dims.tag(d["out_dim"]["__dim__"])
+        from netc.importer.attention import static_out
+
+        if (found := static_out(self, layer, d, scope)) is not None:
+            return found
+        if isinstance(d.get("n_out"), int):
+            return self.dims.static(d["n_out"], identifier(layer))
+        seen = seen | {layer}
+        for src in sources(d):
+            if src.startswith("prev:") or src in seen:
+                continue
+            if src in scope.layers and src not in scope.vals and not src.startswith(("base:", "data")):
+                return self._static_out(src, scope.layers[src], scope, seen)
+            val = self.get(src, scope)
+            return feature(val, self.dims)
+        raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
