@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from netc.cli import _pass_options  # netc.cli imports this module after defining its helpers
+from netc.cli_common import _pass_options
 
 FORMATS = ("onnx", "torchscript", "torch-export")
 
@@ -45,7 +45,7 @@ def export(
     left dynamic, taking the inputs and `<dim>_lens`, returning the outputs (and the lengths of
     dims its loops make), no losses. The file is then run on a batch of another size and length
     and compared with the torch module."""
-    from netc.cli import _graph, _one_line, _quiet_tf
+    from netc.cli_common import _graph, _one_line, _quiet_tf
 
     _quiet_tf()
     with _one_line("export", verbose, user_errors=(KeyError, ValueError, OSError)):  # --params' or -o's mistakes

@@ -31,13 +31,15 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-async def _diagnostics(client: LanguageClient, uri: str, version: int) -> list[t.Diagnostic]:
-    """The next diagnostics published for `version` of the document (waiting for them)."""
-    for _ in range(100):
-        params = await client.wait_for_notification(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        if params.uri == uri and params.version == version:
-            return params.diagnostics
-    raise AssertionError("no diagnostics")
+async def _diagnostics(client: LanguageClient, uri: str, wanted=lambda found: True) -> list[t.Diagnostic]:
+    """The document's latest published diagnostics once `wanted(them)` holds (polled, at most two
+    minutes: two notifications read in one go would give one waiter the first and drop the second)."""
+    for _ in range(1200):
+        found = client.diagnostics.get(uri)
+        if found is not None and wanted(found):
+            return list(found)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no such diagnostics for {uri}; the last published: {client.diagnostics.get(uri)}")
 
 
 def _open(client: LanguageClient, path, text: str) -> str:
@@ -69,20 +71,15 @@ def _at(text: str, line: int, word: str) -> t.Position:
 async def test_diagnostics_follow_the_text(client: LanguageClient, tmp_path):
     broken = ELMAN.replace("h = tanh(Linear(hidden)(x_lin + h_prev))", "h = tanh(Linear(hiden)(x_lin + h_prev))")
     uri = _open(client, tmp_path / "elman.py", broken)
-    (d,) = await _diagnostics(client, uri, 1)
+    (d,) = await _diagnostics(client, uri, lambda found: len(found) == 1)
     assert d.message == "unknown name `hiden`; did you mean `hidden`?" and d.source == "netc"
     assert d.severity == t.DiagnosticSeverity.Error
     assert (d.range.start.line, d.range.start.character, d.range.end.character) == (16, 24, 29)
     _change(client, uri, 2, ELMAN)  # fixed: the diagnostic goes
-    assert list(await _diagnostics(client, uri, 2)) == []
+    assert await _diagnostics(client, uri, lambda found: not found) == []
     # a name only the RETURNN target refuses: reported once the targets are emitted
     _change(client, uri, 3, ELMAN.replace('"last": h', '"last/x": h'))
-    found = []
-    for _ in range(3):
-        found = await _diagnostics(client, uri, 3)
-        if found:
-            break
-    (d,) = found
+    (d,) = await _diagnostics(client, uri, lambda found: len(found) == 1)
     assert d.message.startswith("RETURNN target: output 'last/x' is not a valid RETURNN name")
     assert d.range.start.line == 18
 
@@ -90,7 +87,7 @@ async def test_diagnostics_follow_the_text(client: LanguageClient, tmp_path):
 @pytest.mark.asyncio(loop_scope="module")
 async def test_hover_and_definition(client: LanguageClient, tmp_path):
     uri = _open(client, tmp_path / "elman.py", ELMAN)
-    await _diagnostics(client, uri, 1)
+    await _diagnostics(client, uri)
     doc = t.TextDocumentIdentifier(uri=uri)
     state = await client.text_document_hover_async(t.HoverParams(text_document=doc, position=_at(ELMAN, 17, "h =")))
     text = state.contents.value
@@ -107,7 +104,7 @@ async def test_hover_and_definition(client: LanguageClient, tmp_path):
 @pytest.mark.asyncio(loop_scope="module")
 async def test_show_in_preview_opens_the_live_page_at_the_cursor(client: LanguageClient, tmp_path):
     uri = _open(client, tmp_path / "elman.py", ELMAN)
-    await _diagnostics(client, uri, 1)
+    await _diagnostics(client, uri)
     position = _at(ELMAN, 17, "tanh")
     actions = await client.text_document_code_action_async(
         t.CodeActionParams(

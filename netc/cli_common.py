@@ -1,0 +1,129 @@
+"""What the `netc` commands share: how they fail (located errors, one line for a failing
+backend), write their output, compile a model and take the pass options. Its own module so that
+commands in other files (`cli_export`) need not import `netc.cli`, which imports them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from netc.errors import CompileError
+
+_TARGETS = ("returnn", "torch", "returnn-torch")
+
+
+def _fail(e: CompileError, as_json: bool = False) -> None:
+    """A located error, exit code 1; `as_json` (commands whose output tools read): as JSON on
+    stdout, `{"ok": false, "errors": [{"message", "file", "line", "col", ...}]}`."""
+    if as_json:
+        import json
+
+        where = e.span.location() if e.span is not None else {"file": e.file}
+        error = {"message": e.message, **where, "rendered": e.render()}
+        click.echo(json.dumps({"ok": False, "errors": [error]}, indent=1))
+    else:
+        click.echo(e.render(), err=True)
+    sys.exit(1)
+
+
+@contextlib.contextmanager
+def _one_line(command: str, verbose: bool, user_errors: tuple[type[Exception], ...] = ()):
+    """Whatever fails in the block ends `command` with exit code 1 and one line on stderr: a
+    located CompileError as the compiler renders it, a mistake in the user's files (`user_errors`)
+    as `error: ...`, a failing backend as `<command>: <backend> failed: <Type>: <message's first
+    line>`, anything else as `<command> failed: ...`. `verbose`: the traceback before that line."""
+    from netc_runtime.failures import BackendError, Mismatch, error_detail, error_line
+
+    try:
+        yield
+    except CompileError as e:
+        _fail(e)
+    except Exception as e:
+        if verbose:
+            click.echo(error_detail(e), err=True, nl=False)
+        if isinstance(e, BackendError):
+            line = f"{command}: {e}"
+        elif isinstance(e, user_errors):
+            line = f"error: {e.args[0] if e.args else e}"
+        elif isinstance(e, Mismatch):
+            line = f"{command} failed: {e}"
+        else:
+            line = f"{command} failed: {error_line(e)}"
+        click.echo(line, err=True)
+        sys.exit(1)
+
+
+def _verbose(f):
+    return click.option(
+        "-v", "--verbose", is_flag=True, help="On a failure, also the traceback (of the backend, framework or netc)."
+    )(f)
+
+
+def _graph(
+    model: str,
+    network: str | None,
+    hoist: bool = True,
+    whole_sequence: bool = True,
+    fuse: bool = True,
+    as_json: bool = False,
+):
+    from netc.compiler import compile_graph
+    from netc.passes.pipeline import PassOptions
+
+    try:
+        options = PassOptions(hoist=hoist, whole_sequence=whole_sequence, fuse=fuse)
+        return compile_graph(model, network=network, options=options)
+    except CompileError as e:
+        _fail(e, as_json)
+
+
+def _pass_options(f):
+    f = click.option(
+        "--fuse/--no-fuse",
+        default=True,
+        show_default=True,
+        help="A loop that is an LSTM or GRU runs as one native op (torch.lstm/gru, RETURNN nativelstm2).",
+    )(f)
+    f = click.option(
+        "--whole-sequence/--no-whole-sequence",
+        default=True,
+        show_default=True,
+        help="Hoisting that keeps whole sequences in memory: per-frame work over the sequence before a "
+        "loop, shifted states, work feeding only stacks after it.",
+    )(f)
+    return click.option(
+        "--hoist/--no-hoist", default=True, show_default=True, help="Move work out of loops (off: as written)."
+    )(f)
+
+
+def _project_options(f):
+    f = click.option("--no-cache", is_flag=True, help="Compile every model, ignoring the cache.")(f)
+    return click.option(
+        "-j", "--jobs", type=click.IntRange(min=1), help="Models compiled in parallel [default: CPU count]."
+    )(f)
+
+
+def _write(output: str | None, text: str) -> None:
+    """`-o FILE` (its folder made if missing), or stdout for no `-o` or `-o -`."""
+    if output is None or output == "-":
+        click.echo(text, nl=False)
+        return
+    path = Path(output)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        click.echo(f"error: cannot write {output}: {e.strerror or e}", err=True)
+        sys.exit(1)
+
+
+def _quiet_tf() -> None:
+    """Before a command runs models: TensorFlow's C++ logging off, netc's progress lines on."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from netc import progress
+
+    progress.enable(lambda message: click.echo(f"netc: {message}", err=True))
