@@ -3,6 +3,7 @@ for an emitted config."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -47,6 +48,25 @@ def returnn_variables(config: str, train: bool = False) -> tuple[dict[str, tuple
         trainable = {v.name[:-2] for v in net.get_trainable_params()}
         every = {v.name[:-2] for v in tf.compat.v1.global_variables()}
     return params, trainable, every
+
+
+@contextlib.contextmanager
+def returnn_frontend_torch():
+    """RETURNN's frontend on its PyTorch backend for the block, then RETURNN's process-wide state
+    as it was: selecting the backend raises the minimum behavior version to 16, and a later
+    TensorFlow network in the same test worker (a config with no behavior_version, as the
+    2018 LibriSpeech one) would then be refused."""
+    import returnn.frontend as rf
+    from returnn.frontend._backend import global_backend
+    from returnn.util.basic import BehaviorVersion
+
+    state, backend = BehaviorVersion._get_state(), global_backend.__class__
+    rf.select_backend_torch()
+    try:
+        yield rf
+    finally:
+        global_backend.__class__ = backend
+        BehaviorVersion._reset(state)
 
 
 @pytest.fixture

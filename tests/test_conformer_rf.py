@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES
+from conftest import EXAMPLES, returnn_frontend_torch
 
 from netc.compiler import compile_graph
 from netc_runtime.backends import run_eager, run_torch
@@ -31,7 +31,6 @@ def _rf_encoder(x: np.ndarray, lens: np.ndarray, seed: int):
     from returnn.frontend.encoder.conformer import ConformerConvSubsample, ConformerEncoder
     from returnn.tensor import Dim, Tensor
 
-    rf.select_backend_torch()
     rf.set_random_seed(seed)
     batch_dim = Dim(len(lens), name="batch")
     time = Dim(Tensor("time_lens", [batch_dim], dtype="int32", raw_tensor=torch.tensor(lens, dtype=torch.int32)))
@@ -124,7 +123,8 @@ def test_conformer_encoder_is_rfs(lens):
     rng = np.random.default_rng(5)
     x = rng.standard_normal((len(lens), max(lens), FEAT)).astype(np.float32)
     lens = np.array(lens)
-    want, enc_lens, params = _rf_encoder(x, lens, 5)
+    with returnn_frontend_torch():
+        want, enc_lens, params = _rf_encoder(x, lens, 5)
     assert list(enc_lens) == [(n + 1) // 2 for n in lens]
     g = compile_graph(str(MODEL))
     # all but the CTC output layer, which rf's encoder does not have

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, returnn_frontend_torch
 
 from netc.compiler import compile_graph
 from netc_runtime.backends import run_eager, run_torch
@@ -22,7 +22,6 @@ def _rf_attention(x: np.ndarray, lens: np.ndarray, seed: int):
     import returnn.frontend as rf
     from returnn.tensor import Dim, Tensor
 
-    rf.select_backend_torch()
     rf.set_random_seed(seed)
     batch_dim = Dim(len(lens), name="batch")
     time = Dim(Tensor("time_lens", [batch_dim], dtype="int32", raw_tensor=torch.tensor(lens, dtype=torch.int32)))
@@ -64,7 +63,8 @@ def test_rel_pos_attention_is_rfs(lens):
     rng = np.random.default_rng(3)
     x = rng.standard_normal((len(lens), max(lens), FEAT)).astype(np.float32)
     lens = np.array(lens)
-    want, params = _rf_attention(x, lens, 3)
+    with returnn_frontend_torch():
+        want, params = _rf_attention(x, lens, 3)
     g = compile_graph(str(MODEL))
     assert {p.name for p in g.params} == set(params)
     inputs = {"x": x}

@@ -19,7 +19,7 @@ import ast
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, returnn_frontend_torch
 
 from netc.compiler import compile_graph
 from netc_runtime.backends import run_eager, run_returnn, run_torch
@@ -66,7 +66,6 @@ def _rf_decoder(enc: np.ndarray, enc_lens, labels: np.ndarray, lens, seed: int):
     from returnn.frontend.decoder.transformer import TransformerDecoder
     from returnn.tensor import Dim, Tensor
 
-    rf.select_backend_torch()
     rf.set_random_seed(seed)
     batch_dim = Dim(len(lens), name="batch")
 
@@ -177,7 +176,8 @@ def _batch(enc_lens, lens, seed):
 @pytest.mark.parametrize(("enc_lens", "lens"), [([7, 4, 2], [5, 3, 1]), ([3, 8, 2], [2, 6, 4])])
 def test_transformer_decoder_is_rfs(enc_lens, lens):
     enc, y, fed = _batch(enc_lens, lens, 7)
-    want, params = _rf_decoder(enc, enc_lens, fed, lens, 7)
+    with returnn_frontend_torch():
+        want, params = _rf_decoder(enc, enc_lens, fed, lens, 7)
     for got in _netc_logits(enc, enc_lens, y, lens, params):
         assert got.shape == want.shape
         for b, n in enumerate(lens):
