@@ -87,6 +87,9 @@ class _OpCtx:
     def is_dynamic(self, dim: str) -> bool:
         return self.em.g.dim(dim).kind == "dynamic"
 
+    def may_be_empty(self, dim: str) -> bool:
+        return self.em.g.dim(dim).may_be_empty
+
     def mask(self, dim: str, dims: tuple[str, ...]) -> str:
         return self.em.mask(dim, dims)
 

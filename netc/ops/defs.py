@@ -554,7 +554,13 @@ class Expand(OpDef):
 
 
 class _Reduce(OpDef):
-    mode = ""
+    """A reduction over dims (not batch); padded frames of a dynamic dim are left out. Over a
+    dim where a sequence has no frame (`DimDef.may_be_empty`: a valid convolution or a pool
+    longer than the sequence) every reduction gives 0 for it on every target: RETURNN's own
+    rule for sum and mean (it divides by max(length, 1)), set explicitly for max and logsumexp
+    (which would be -inf, NaN or the dtype's lowest depending on the engine)."""
+
+    mode = ""  # RETURNN `reduce` mode
 
     def api(self, x, axis):
         pass
@@ -571,7 +577,11 @@ class _Reduce(OpDef):
 
     def returnn(self, ctx, op):
         axes = _dims_attr_names(op.attrs["axis"])
-        return {"class": "reduce", "mode": self.mode, "from": ctx.src(0), "axis": [ctx.dim(a) for a in axes]}
+        layer = {"class": "reduce", "mode": self.mode, "from": ctx.src(0), "axis": [ctx.dim(a) for a in axes]}
+        empty = _empty_dims(ctx, axes)
+        if not empty or self.mode in ("sum", "mean"):
+            return layer
+        return _zero_where_empty(ctx, layer, empty)
 
     def torch(self, ctx, op):
         x_dims = ctx.in_dims(0)
@@ -579,21 +589,52 @@ class _Reduce(OpDef):
         pos = tuple(x_dims.index(a) for a in axes)
         x = ctx.arg(0)
         dyn = [a for a in axes if ctx.is_dynamic(a)]
-        fill = "float('-inf')" if self.mode == "max" else "0.0"
+        empty, out = _empty_dims(ctx, axes), op.outs[0].dims
+        fill = "float('-inf')" if self.mode in ("max", "logsumexp") else "0.0"
         for a in dyn:
             x = f"{x}.masked_fill(~{ctx.mask(a, x_dims)}, {fill})"
-        fn = {"sum": "sum", "mean": "sum", "max": "amax"}[self.mode]
+        fn = {"sum": "sum", "mean": "sum", "max": "amax", "logsumexp": "logsumexp"}[self.mode]
         expr = f"{x}.{fn}(dim={pos if len(pos) > 1 else pos[0]})"
         if self.mode == "mean":
-            counts = [ctx.lens(a, op.outs[0].dims) if a in dyn else ctx.size(a) for a in axes]
+            counts = [
+                (f"{ctx.lens(a, out)}.clamp(min=1)" if a in empty else ctx.lens(a, out)) if a in dyn else ctx.size(a)
+                for a in axes
+            ]
             expr = f"{expr} / ({' * '.join(counts)})"
+        elif empty and self.mode != "sum":  # the sequences with no frame: 0 (masked_fill keeps gradients finite)
+            none = " | ".join(f"({ctx.lens(a, out)} == 0)" for a in empty)
+            expr = f"{expr}.masked_fill({none}, 0.0)"
         return expr
 
     def eager(self, ctx, args, attrs, outs):
         x = args[0]
         axes = _dims_attr_names(attrs["axis"])
         pos = tuple(x.dims.index(a) for a in axes)
-        return {"sum": x.data.sum, "mean": x.data.mean, "max": x.data.amax}[self.mode](dim=pos)
+        if any(x.data.shape[p] == 0 for p in pos):  # the sequence has no frame along a dim: 0
+            return x.data.sum(dim=pos)
+        fn = {"sum": x.data.sum, "mean": x.data.mean, "max": x.data.amax, "logsumexp": x.data.logsumexp}
+        return fn[self.mode](dim=pos)
+
+
+def _empty_dims(ctx, axes: list[str]) -> list[str]:
+    """The dims of `axes` along which some sequences may have no frame."""
+    return [a for a in axes if ctx.is_dynamic(a) and ctx.may_be_empty(a)]
+
+
+def _zero_where_empty(ctx, layer: dict, empty: list[str]) -> dict:
+    """RETURNN: reduction `layer` as a subnetwork that gives 0 for the sequences with no frame
+    along a dim of `empty` (a `switch` on their lengths)."""
+    sub: dict = {"reduce": {**layer, "from": "data"}}
+    has = []
+    for i, a in enumerate(empty):
+        sub[f"length_{i}"] = {"class": "length", "from": "data", "axis": ctx.dim(a)}
+        sub[f"has_frames_{i}"] = {"class": "compare", "from": f"length_{i}", "kind": "greater", "value": 0}
+        has.append(f"has_frames_{i}")
+    if len(has) > 1:
+        sub["has_frames"] = {"class": "combine", "kind": "logical_and", "from": has}
+        has = ["has_frames"]
+    sub["output"] = {"class": "switch", "condition": has[0], "true_from": "reduce", "false_from": 0.0}
+    return {"class": "subnetwork", "from": layer["from"], "subnetwork": sub}
 
 
 def _dims_attr_names(axis) -> list[str]:

@@ -14,7 +14,7 @@ from netc.ir.dims import DimError
 from netc.naming import Code
 from netc.ops.align import align_code, align_tensor
 from netc.ops.base import OpDef, OutType, register
-from netc.ops.defs import _dims_attr, _dims_attr_names, _Unary
+from netc.ops.defs import _dims_attr, _Reduce, _Unary
 
 
 @register
@@ -36,49 +36,19 @@ class Cos(_Unary):
 
 
 @register
-class LogSumExp(OpDef):
+class LogSumExp(_Reduce):
     """`logsumexp(x, axis=d)`: log(sum(exp(x))) over a dim or a list of dims (not batch); padded
     frames of a dynamic dim are left out. RETURNN `reduce` mode "logsumexp"."""
 
     name = fn_name = "logsumexp"
-
-    def api(self, x, axis):
-        pass
+    mode = "logsumexp"
 
     def infer(self, dt, args, attrs):
-        x = args[0]
-        if x.dtype != "float32":
-            raise DimError(f"`logsumexp` needs a float tensor, got {x.dtype}")
-        axes = _dims_attr(dt, attrs["axis"])
-        if len(set(axes)) != len(axes):
+        if args[0].dtype != "float32":
+            raise DimError(f"`logsumexp` needs a float tensor, got {args[0].dtype}")
+        if len(set(_dims_attr(dt, attrs["axis"]))) != len(_dims_attr(dt, attrs["axis"])):
             raise DimError("`logsumexp` reduces over each dim once")
-        for a in axes:
-            if a not in x.dims:
-                raise DimError(f"cannot reduce over `{a}`: not a dim of [{', '.join(x.dims)}]")
-            if dt[a].kind == "batch":
-                raise DimError("cannot reduce over the batch dim")
-        return [OutType(tuple(d for d in x.dims if d not in axes))]
-
-    def returnn(self, ctx, op):
-        axes = _dims_attr_names(op.attrs["axis"])
-        return {"class": "reduce", "mode": "logsumexp", "from": ctx.src(0), "axis": [ctx.dim(a) for a in axes]}
-
-    def torch(self, ctx, op):
-        x_dims = ctx.in_dims(0)
-        axes = _dims_attr_names(op.attrs["axis"])
-        x = ctx.arg(0)
-        for a in axes:
-            if ctx.is_dynamic(a):
-                x = f"{x}.masked_fill(~{ctx.mask(a, x_dims)}, float('-inf'))"
-        pos = tuple(x_dims.index(a) for a in axes)
-        return f"torch.logsumexp({x}, dim={pos if len(pos) > 1 else pos[0]})"
-
-    def eager(self, ctx, args, attrs, outs):
-        import torch
-
-        x = args[0]
-        pos = tuple(x.dims.index(a) for a in _dims_attr_names(attrs["axis"]))
-        return torch.logsumexp(x.data, dim=pos)
+        return super().infer(dt, args, attrs)
 
 
 @register

@@ -1,4 +1,4 @@
-# diffgen seed 24109 (green), open: logsumexp over a dim a valid Conv1d made, a sequence with no frame on it: eager, torch and RETURNN disagree (-inf, nan, inf); reduce_max there fails in eager (amax of no element). Reductions over a dim that may be empty (DimDef.may_be_empty) need one defined value on every target.
+# diffgen seed 24109 (green), fixed: logsumexp over a dim a valid Conv1d made, a sequence with no frame on it: eager, torch and RETURNN disagreed (-inf, nan, inf) and eager reduce_max failed (amax of no element). Every reduction over no frame is now 0 on every target (tests/test_empty_reductions.py).
 import netc as nc
 from netc import batch
 time = nc.Dim('time')
