@@ -520,7 +520,7 @@ class Expand(OpDef):
         if not dep:
             # an int axis needs a batch dim (RETURNN counts it batch-major); "f" puts the new axis
             # after the feature axis or last, for a value without batch (`range_over(half)`)
-            axis = -1 if "batch" in ctx.in_dims(0) else "f"
+            axis = ("T" if ctx.is_dynamic(d) else -1) if "batch" in ctx.in_dims(0) else "f"
             return {"class": "expand_dims", "from": ctx.src(0), "axis": axis, "dim": ctx.dim(d)}
         # a dim made by an op or a loop gets its lengths when that layer is built, which must come
         # first (`expand_dims` has no `shape_deps`): a `switch` on a mask over the dim that has them
