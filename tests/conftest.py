@@ -69,9 +69,28 @@ def returnn_frontend_torch():
         BehaviorVersion._reset(state)
 
 
+def verify_in_process(*args) -> subprocess.CompletedProcess:
+    """`netc verify ARGS`: the CLI's own command run in this test worker, so TensorFlow, torch and
+    RETURNN are imported once per worker rather than once per model (the CLI as a subprocess is
+    tested on its own, in test_cli*.py and test_failures.py). Exit code, stdout and stderr as
+    the subprocess gives them."""
+    from click.testing import CliRunner
+
+    from netc.cli import main
+
+    argv = ["verify", *map(str, args)]
+    r = CliRunner().invoke(main, argv, catch_exceptions=False)
+    return subprocess.CompletedProcess(["netc", *argv], r.exit_code, r.stdout, r.stderr)
+
+
 @pytest.fixture
 def netc():
     return run_netc
+
+
+@pytest.fixture
+def verify():
+    return verify_in_process
 
 
 def assert_located_error(proc: subprocess.CompletedProcess, src: str, file: str, line: int, call: str, message: str):

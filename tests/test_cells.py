@@ -9,8 +9,8 @@ from conftest import ROOT, assert_located_error, returnn_variables
 MODEL = ROOT / "tests" / "models" / "native_lstm.py"
 
 
-def test_native_lstm_verifies(netc):
-    proc = netc("verify", MODEL, "--seed", "2")
+def test_native_lstm_verifies(verify):
+    proc = verify(MODEL, "--seed", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     for out in ("output", "hidden"):

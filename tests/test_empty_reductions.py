@@ -57,6 +57,8 @@ def test_reductions_over_no_frame_are_zero_on_every_target(tmp_path):
 
     model = load_torch_module(g).Model()
     model.load_returnn_params(params)
-    out = model(x=torch.as_tensor(inputs["x"], dtype=torch.float32).requires_grad_(), time_lens=torch.tensor(lens["time"]))
+    out = model(
+        x=torch.as_tensor(inputs["x"], dtype=torch.float32).requires_grad_(), time_lens=torch.tensor(lens["time"])
+    )
     sum(out[k].sum() for k in OUTS).backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters())

@@ -15,9 +15,9 @@ OPTIONS = {"librispeech_2018.py": ["--max-len", "17"]}
 
 @pytest.mark.parametrize("hoisting", ["hoist", "no-hoist", "no-whole-sequence"])
 @pytest.mark.parametrize("model", MODELS)
-def test_example_verifies(netc, model, hoisting):
+def test_example_verifies(verify, model, hoisting):
     """With all hoisting, none, and without the kinds that keep whole sequences in memory."""
-    proc = netc("verify", EXAMPLES / model, "--seed", "1", f"--{hoisting}", *OPTIONS.get(model, []))
+    proc = verify(EXAMPLES / model, "--seed", "1", f"--{hoisting}", *OPTIONS.get(model, []))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     lens = re.search(r"lengths (.*)", proc.stdout).group(1)
@@ -37,9 +37,9 @@ def test_examples_cover_the_seed_models():
 
 @pytest.mark.parametrize("hoisting", ["hoist", "no-hoist", "no-whole-sequence"])
 @pytest.mark.parametrize("model", ["beam_search.py", "librispeech_2018.py", "conformer_aed.py"])
-def test_example_searches_alike(netc, model, hoisting):
+def test_example_searches_alike(verify, model, hoisting):
     """Models with `choice` also verify when searching: best labels, lengths and scores."""
-    proc = netc("verify", EXAMPLES / model, "--search", "--seed", "1", f"--{hoisting}")
+    proc = verify(EXAMPLES / model, "--search", "--seed", "1", f"--{hoisting}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     rows = re.findall(r"(\w+)\s+eager vs (\w+)\s+max\|Δ\| = (\S+)", proc.stdout)

@@ -42,8 +42,8 @@ def test_what_is_fused(model, fused):
 
 @pytest.mark.parametrize("model", [LSTM_FORMS, GRU_FORMS, CELL_OPS])
 @pytest.mark.parametrize("fuse", ["--fuse", "--no-fuse"])
-def test_fused_and_unfused_verify(netc, model, fuse):
-    proc = netc("verify", model, "--seed", "3", "--batch", "4", "--max-len", "9", fuse)
+def test_fused_and_unfused_verify(verify, model, fuse):
+    proc = verify(model, "--seed", "3", "--batch", "4", "--max-len", "9", fuse)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "eager vs returnn" in proc.stdout and "eager vs torch" in proc.stdout

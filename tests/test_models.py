@@ -115,36 +115,36 @@ NO_HOIST = [
 
 
 @pytest.mark.parametrize(("model", "flags"), [(m, ()) for m in MODELS] + [(m, ("--no-hoist",)) for m in NO_HOIST])
-def test_model_verifies(netc, model, flags):
-    proc = netc("verify", ROOT / "tests" / "models" / model, "--seed", "2", *flags)
+def test_model_verifies(verify, model, flags):
+    proc = verify(ROOT / "tests" / "models" / model, "--seed", "2", *flags)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "eager vs returnn" in proc.stdout and "eager vs torch" in proc.stdout
 
 
 @pytest.mark.parametrize("hoist", ["--hoist", "--no-hoist"])
-def test_grown_state_searched(netc, hoist):
+def test_grown_state_searched(verify, hoist):
     """A decoder's self-attention over the labels so far: the grown keys and values follow the beam."""
-    proc = netc("verify", ROOT / "tests" / "models" / "grow_decoder.py", "--seed", "2", "--search", hoist)
+    proc = verify(ROOT / "tests" / "models" / "grow_decoder.py", "--seed", "2", "--search", hoist)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "labels           eager vs returnn" in proc.stdout and "scores           eager vs torch" in proc.stdout
 
 
 @pytest.mark.parametrize("hoist", ["--hoist", "--no-hoist"])
-def test_invariant_stack_in_a_search(netc, hoist):
+def test_invariant_stack_in_a_search(verify, hoist):
     """Searched, a stacked value no step changes is kept in the loop per hypothesis."""
-    proc = netc("verify", ROOT / "tests" / "models" / "invariant_search_stack.py", "--seed", "2", "--search", hoist)
+    proc = verify(ROOT / "tests" / "models" / "invariant_search_stack.py", "--seed", "2", "--search", hoist)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "summary          eager vs returnn" in proc.stdout
 
 
 @pytest.mark.parametrize("hoist", ["--hoist", "--no-hoist"])
-def test_decoder_searched(netc, hoist):
+def test_decoder_searched(verify, hoist):
     """Searched decoders whose RETURNN lowering failed: a state reduced over its own dim, a target
     named before the inputs."""
-    proc = netc("verify", ROOT / "tests" / "models" / "state_reduced_in_decoder.py", "--seed", "2", "--search", hoist)
+    proc = verify(ROOT / "tests" / "models" / "state_reduced_in_decoder.py", "--seed", "2", "--search", hoist)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "labels           eager vs returnn" in proc.stdout

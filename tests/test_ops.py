@@ -27,8 +27,8 @@ MODELS = sorted(p.name for p in MODELS_DIR.glob("ops_*.py"))
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_model_verifies(netc, model):
-    proc = netc("verify", MODELS_DIR / model, "--seed", "3")
+def test_model_verifies(verify, model):
+    proc = verify(MODELS_DIR / model, "--seed", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     rows = re.findall(r"(\w+)\s+eager vs (\w+)\s+max\|Δ\| = (\S+)\s+\((\d+) valid", proc.stdout)

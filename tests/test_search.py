@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES, ROOT, run_netc
+from conftest import EXAMPLES, ROOT, run_netc, verify_in_process
 
 from netc.compiler import compile_graph
 from netc_runtime.backends import _import_file, load_torch_module, run_backend
@@ -148,7 +148,7 @@ def test_verify_search_through_the_cli(tmp_path, decoder):
 def test_verify_decoders_whose_networks_use_some_parameters(model, search):
     """Parameters only one mode computes with: the auxiliary CTC's `Linear` (not in a search); a
     decoder without a loss whose training returns only the target (no parameter in training)."""
-    proc = run_netc("verify", ROOT / "tests" / "models" / model, "--seed", "2", *(["--search"] if search else []))
+    proc = verify_in_process(ROOT / "tests" / "models" / model, "--seed", "2", *(["--search"] if search else []))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "output           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
     assert ("scores           eager vs returnn" in proc.stdout) == search
@@ -180,7 +180,7 @@ def test_run_search_with_an_auxiliary_loss_through_the_cli(tmp_path):
 def test_search_stacking_the_label_a_step_starts_from():
     """`labels.append(label)` before `label = choice(...)`: a state read after the choice; the torch
     search once re-selected it under a new name and never updated the loop's own (all zeros)."""
-    proc = run_netc("verify", ROOT / "tests" / "fuzz_cases" / "choice_stacks_previous_label.py", "--search")
+    proc = verify_in_process(ROOT / "tests" / "fuzz_cases" / "choice_stacks_previous_label.py", "--search")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "output           eager vs torch    max|Δ| = 0.000e+00" in proc.stdout
     assert proc.stdout.rstrip().endswith("verify: ok")
@@ -188,7 +188,7 @@ def test_search_stacking_the_label_a_step_starts_from():
 
 def test_search_expanding_a_state():
     """`expand` of a state in the search loop: the expanded rows are the beam's hypotheses."""
-    proc = run_netc("verify", ROOT / "tests" / "models" / "search_expand.py", "--search", "--seed", "2")
+    proc = verify_in_process(ROOT / "tests" / "models" / "search_expand.py", "--search", "--seed", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "scores           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
 

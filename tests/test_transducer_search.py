@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ROOT, run_netc
+from conftest import ROOT, verify_in_process
 
 from netc.compiler import compile_graph
 from netc_runtime.backends import BACKENDS, run_backend
@@ -28,7 +28,7 @@ def _rna(directory, beam: int):
 @pytest.mark.parametrize("beam", [1, 3])
 @pytest.mark.parametrize("search", [False, True])
 def test_rna_decoder_verifies(tmp_path, beam, search):
-    proc = run_netc("verify", _rna(tmp_path, beam), "--seed", "3", *(["--search"] if search else []))
+    proc = verify_in_process(_rna(tmp_path, beam), "--seed", "3", *(["--search"] if search else []))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "output           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
     assert ("scores           eager vs returnn" in proc.stdout) == search
@@ -55,7 +55,7 @@ def test_rna_search_emits_one_class_per_frame_and_greedy_is_the_best_label(tmp_p
 
 
 def test_search_whose_end_does_not_read_the_labels():
-    proc = run_netc("verify", MODELS / "search_end_of_steps.py", "--search", "--seed", "2")
+    proc = verify_in_process(MODELS / "search_end_of_steps.py", "--search", "--seed", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "scores           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
 
