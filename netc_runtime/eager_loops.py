@@ -224,7 +224,7 @@ def stacking_loop(
         # by a later loop)
         distinct = len({id(i) for i in items}) == len(items)
         before = tag.by_end and not any(tag in getattr(i, "frames", ()) for i in items)
-        if tag.stacked == len(items) and (distinct or before):
+        if tag.stacked == len(items) and (distinct or before) and _named_so(run, items, listed, tag):
             return tag.axis, tag.backward, tag
     g = run.graph()
     step_dims = items[0].dims
@@ -252,6 +252,16 @@ def stacking_loop(
             "as an output, or loop over a tensor (`for x_t in x`) or `range(x.max_seq_len)`",
         )
     return (*next(iter(found)), None)
+
+
+def _named_so(run: _Run, items: list, listed: list | None, tag: LoopTag) -> bool:
+    """Whether the loop run `tag` may stack the list: no loop of the graph stacks a list of the
+    user's name for it, or one over the tag's axis and direction does. A single item made in a
+    finished loop of one step and appended once by a later loop would otherwise look like the
+    first loop's stack."""
+    names = _user_names(items if listed is None else listed)
+    ways = {(n.axis, n.reverse) for n in _loops(run.graph()) for s in n.stacks if s.name in names}
+    return not ways or (tag.axis, tag.backward) in ways
 
 
 def empty_stack(run: _Run, items: list) -> tuple[tuple[str, ...], str, str, str | None] | None:

@@ -232,3 +232,21 @@ def test_an_empty_returned_stack_keeps_the_lengths_of_its_other_dims(tmp_path):
         if key.startswith("outlen:"):
             np.testing.assert_array_equal(outs["eager"][key], outs["torch"][key], err_msg=key)
     np.testing.assert_array_equal(outs["eager"]["outlen:output:time"], [3, 1])
+
+
+def test_a_list_of_an_earlier_loops_value_read_as_a_tensor_is_stacked_in_its_own_loop():
+    """As above for a list read as a tensor (`Linear(vocab)(out31)`), not returned: `h13`, the last
+    state of a loop over a dim with one frame for a sequence, appended once per step of a later
+    loop over time; the list is the later loop's stack (diffgen seed 100092: a cross entropy with
+    labels over time got logits over the first loop's dim)."""
+    from netc_runtime.backends import run_eager, run_torch
+    from netc_runtime.verify import compare, random_inputs, random_params
+
+    path = str(ROOT / "tests" / "models" / "later_loop_appends_last_state.py")
+    g = compile_graph(path)
+    rng = np.random.default_rng(0)
+    lens = {"time": np.array([6, 4, 1]), "enc": np.array([7, 3, 1])}
+    inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
+    eager, torch_ = run_eager(path, g, inputs, lens, params), run_torch(g, inputs, lens, params)
+    comps = compare(g, eager, torch_, "torch")
+    assert {c.output for c in comps} == {"o2", "ce"} and all(c.ok for c in comps), comps

@@ -67,6 +67,7 @@ MODELS = [
     "eager_list_by_name.py",
     "nested_list_read.py",
     "loss_after_expand_over_time.py",
+    "later_loop_appends_last_state.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)

@@ -175,8 +175,9 @@ STATE_C_HELPER_SOURCE = f'''def {STATE_C_HELPER}(source, **_kwargs):
     """The cell state c of the `rnn_cell` layer source(0) after this step. Source 1, this layer's
     own previous value, is not used: reading it keeps this layer in the loop, and the cell,
     collocated with it, too, where c exists for every step (RETURNN would move a cell whose
-    input needs no loop state out of the loop, and there only the last state is known). When
-    nothing reads c, the cell may move out."""
+    input needs no loop state out of the loop, and there only the last state is known). The
+    cell is collocated with h too, which stays in the loop alike: with only h read (c unused),
+    a cell whose input is invariant was moved out, where it has no time axis."""
     source(1, as_layer=True)  # every source of an `eval` must be read
     return source(0, as_layer=True).get_last_hidden_state("c")
 '''
@@ -252,7 +253,7 @@ class LstmCell(OpDef):
     def returnn_extra(self, ctx, layer, own, op, fresh):
         out = ctx.dim(op.attrs["out_dim"])
         h, c = fresh(f"{layer}_h"), fresh(f"{layer}_c")
-        own["collocate_with"] = [c]  # see STATE_C_HELPER_SOURCE
+        own["collocate_with"] = [c, h]  # see STATE_C_HELPER_SOURCE
         return {
             # `rnn_cell` makes its own feature dim (`<layer>:rnn_cell_feat`): h gets out_dim's, by a
             # template of its own: the cell's has no batch dim when its input is computed from `prev:h`
