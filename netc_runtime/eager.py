@@ -25,6 +25,7 @@ from netc_runtime.eager_loops import (
     LoopIndex,
     LoopTag,
     SeqLen,
+    caller_line,
     eager_range,
     empty_stack,
     end_step,
@@ -47,6 +48,7 @@ class _Run:
     count: int = 0  # loop events so far: a loop's run starting or ending
     while_loops: dict[int, LoopTag] = field(default_factory=dict)  # `while True` runs by their `seq`
     in_frame_order: list[list] = field(default_factory=list)  # see `eager_loops._frame_order`
+    zipped: dict[tuple[int, str, bool], LoopTag] = field(default_factory=dict)  # see `_iterate`
     losses: dict[str, ETensor] = field(default_factory=dict)
     searching: bool = False  # a beam search: `choice` runs one, the targets are absent
     beam: Beam | None = None  # made by the first `choice` when searching
@@ -234,7 +236,15 @@ def _iterate(x: ETensor, axis: str, backward: bool = False):
     run = _run()
     n = x.data.shape[x.dims.index(axis)]
     steps = reversed(range(n)) if backward else range(n)
-    return run_loop(run, run.tag(axis, backward), (x._frame(axis, i) for i in steps))
+    frames = (x._frame(axis, i) for i in steps)
+    key = (caller_line(), axis, backward)
+    first = run.zipped.get(key)
+    if first is not None and first.steps == 0 and not first.finished:
+        # `zip(a, b)`: one loop, whose run the first iterable's iterator counts and ends (two runs
+        # of one axis would tag the loop's values twice, one run never ending, as zip stops early)
+        return frames
+    tag = run.zipped[key] = run.tag(axis, backward)
+    return run_loop(run, tag, frames)
 
 
 _UNSET = object()
@@ -266,7 +276,7 @@ def stack_list(items: list, output: str | None = None, outer: LoopTag | None = N
     if len(items) == run.choice_step:  # the stack of a loop with `choice`, read after it ended early
         run.check_target_covered()
     if len({i.dims for i in items}) != 1:
-        raise TypeError("list items have different dims")
+        raise TypeError(f"list items have different dims {[i.dims for i in items]}")
     axis, backward, tag = stacking_loop(items, run, output, listed, outer)
     # the loops its items were made in, outside the one stacked over: the stack belongs to their
     # step also when read after them (an inner loop's list appended to an outer loop's list)

@@ -129,7 +129,7 @@ def eager_range(run: _Run | None, args: tuple) -> Iterator[int] | range:
     r = range(*args)
     if run is None:
         return r
-    line = _caller_line()
+    line = caller_line()
     loops = [n for n in _loops(run.graph()) if n.span.line == line]
     bound = args[0] if len(args) == 1 else None
     if isinstance(bound, SeqLen) and all(n.end is None for n in loops):  # one step per frame of its dim
@@ -156,7 +156,7 @@ def end_step(run: _Run, ended: bool) -> None:
     """`end(...)` ran at a step of its loop: a `while True` loop gets its tag here (the values of
     its first step made before this are not tagged; they need not be), and each `end` counts a
     step of it; any loop it ends records that it ended early."""
-    line = _caller_line()
+    line = caller_line()
     around = [n for n in _loops(run.graph()) if n.end is not None and n.span.line <= line <= n.span.end_line]
     if not around:
         return
@@ -177,7 +177,7 @@ def end_step(run: _Run, ended: bool) -> None:
             _finish(run, tag)
 
 
-def _caller_line() -> int:
+def caller_line() -> int:
     f = sys._getframe(1)
     while f is not None and os.path.abspath(f.f_code.co_filename).startswith(PKG_DIRS):
         f = f.f_back

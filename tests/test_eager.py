@@ -250,3 +250,19 @@ def test_a_list_of_an_earlier_loops_value_read_as_a_tensor_is_stacked_in_its_own
     eager, torch_ = run_eager(path, g, inputs, lens, params), run_torch(g, inputs, lens, params)
     comps = compare(g, eager, torch_, "torch")
     assert {c.output for c in comps} == {"o2", "ce"} and all(c.ok for c in comps), comps
+
+
+def test_zip_is_one_loop_run():
+    """`for a, b in zip(e, f)` with an inner loop whose lists are appended per outer step: a
+    sequence with as many outer as inner frames stacks them over the inner dim (seed 100099)."""
+    from netc_runtime.backends import run_eager, run_torch
+    from netc_runtime.verify import compare, random_inputs, random_params
+
+    path = str(ROOT / "tests" / "models" / "zip_outer_inner_stack.py")
+    g = compile_graph(path)
+    rng = np.random.default_rng(0)
+    lens = {"time": np.array([6, 3, 2]), "enc": np.array([7, 3, 1])}
+    inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
+    eager, torch_ = run_eager(path, g, inputs, lens, params), run_torch(g, inputs, lens, params)
+    comps = compare(g, eager, torch_, "torch")
+    assert [c.output for c in comps] == ["output"] and all(c.ok for c in comps), comps
