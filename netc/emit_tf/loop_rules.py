@@ -184,3 +184,53 @@ def dims_without_prev(layers: dict[str, dict], name: str, dims: dict[str, frozen
                 out |= dims[src] - set().union(*(dims[x] for x in srcs))
         todo.extend(_sources(layers[src]))
     return out
+
+
+def outer_unit_reads(unit: dict[str, dict], outer: set[str]) -> list[str]:
+    """The layers of the enclosing unit (names in `outer`) that a nested loop's unit reads
+    (`base:x`; `base:base:x` from a unit nested in it). RETURNN moves a nested loop that no
+    state needs to after the outer loop, where the outer unit's per-step layers it reads are not
+    found if they ran before the loop (`LayerNotFound`): each of them is collocated with the
+    nested loop, so that it moves out of the loop only together with it, or stays."""
+    found: set[str] = set()
+    _outer_refs(unit, 1, lambda name: found.add(name) or None, outer)
+    return sorted(found)
+
+
+def reads_prev(layers: dict[str, dict], name: str) -> bool:
+    """Whether unit layer `name` reads a previous value (`prev:`), maybe through other layers of
+    the unit: RETURNN keeps such a layer in the loop."""
+    todo, seen = [name], set()
+    while todo:
+        n = todo.pop()
+        if n in seen or n not in layers:
+            continue
+        seen.add(n)
+        for src in _sources(layers[n]):
+            if src.startswith("prev:"):
+                return True
+            todo.append(src)
+    return False
+
+
+def rename_outer_reads(unit: dict[str, dict], old: str, new: str) -> dict[str, dict]:
+    """`unit` with its reads of the enclosing unit's layer `old` reading `new` instead."""
+    return _outer_refs(unit, 1, lambda name: new if name == old else None, {old})
+
+
+def _outer_refs(obj, depth: int, visit, outer: set[str]):
+    """`obj` with each reference to a layer of the enclosing unit (a name in `outer`, read from
+    `depth` units down) replaced by `visit(name)` where that is not None."""
+    if isinstance(obj, str):
+        prefix = "base:" * depth
+        rest = obj[len(prefix) :] if obj.startswith(prefix) else ""
+        name, _, sub = rest.partition("/")
+        if name in outer and not rest.startswith("base:"):
+            to = visit(name)
+            return obj if to is None else prefix + to + ("/" + sub if sub else "")
+        return obj
+    if isinstance(obj, dict):
+        return {k: _outer_refs(v, depth + (k in ("unit", "subnetwork")), visit, outer) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_outer_refs(v, depth, visit, outer) for v in obj)
+    return obj

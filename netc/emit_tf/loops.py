@@ -14,7 +14,10 @@ from netc.emit_tf.loop_rules import (
     axes_of_prev,
     dims_without_prev,
     feeding_state,
+    outer_unit_reads,
     readers,
+    reads_prev,
+    rename_outer_reads,
     shaped_by_others,
     stepped_values,
 )
@@ -321,6 +324,18 @@ class LoopLowering:
                         "axis": [Code(d) for d in dims],
                     }
         rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
+        if outer.in_unit:  # see `outer_unit_reads`
+            for name in outer_unit_reads(unit.layers, set(outer.layers)):
+                if reads_prev(outer.layers, name):  # in the loop anyway
+                    continue
+                if outer.layers[name].get("class") == "rec_unstack":  # RETURNN always moves it out: a copy
+                    step = outer.ns.fresh(f"{name}_step")
+                    outer.layers[step] = {"class": "copy", "from": name}
+                    rec_layer["unit"] = unit.layers = rename_outer_reads(unit.layers, name, step)
+                    name = step
+                together = outer.layers[name].setdefault("collocate_with", [])
+                if rec not in together:
+                    together.append(rec)
         if n.target is not None:  # training: the target's frames; searching: a new axis per search
             del rec_layer["axis"]
             rec_layer["target"] = next(i.name for i in self.g.inputs if i.value.id == n.target)
