@@ -66,6 +66,7 @@ MODELS = [
     "empty_stack_loop.py",
     "eager_list_by_name.py",
     "nested_list_read.py",
+    "sink_outer_broadcast.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)

@@ -36,3 +36,12 @@ def test_returnn_moves_work_out_of_a_loop_netc_did_not_hoist():
     text = compile_file(str(EXAMPLES / "attention.py"), "returnn", options=PassOptions(hoist=False))
     (moved,) = moved_out(text).values()
     assert "prev_emb" in moved.inputs and "logits" in moved.outputs  # the shifted labels, the projection
+
+
+def test_work_broadcasting_an_invariant_moves_out_of_the_loop():
+    """An add of a whole sequence the loop does not step over and a step's value, read only by a
+    stack, runs after the loop (the sequence expanded along the loop's axis): RETURNN moves nothing."""
+    text = compile_file(str(EXAMPLES.parent / "tests" / "models" / "sink_outer_broadcast.py"), "returnn")
+    (loop,) = moved_out(text).values()
+    assert loop.outputs == [] and loop.inputs == [], loop
+    assert "'enc_2': {'class': 'expand_dims', 'from': 'enc', 'axis': -1, 'dim': dim_label_time}" in text
