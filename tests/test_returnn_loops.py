@@ -5,7 +5,7 @@ and `output_layers_moved_out`, except the `rec_unstack` layers that read the inp
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, example_network
 
 from netc.compiler import compile_file
 from netc.passes.pipeline import PassOptions
@@ -22,7 +22,7 @@ CUM_CONCAT_MOVED = {"conformer_aed.py": {"keys2", "values2", "q_3", "split_dims_
 
 @pytest.mark.parametrize("model", MODELS)
 def test_returnn_moves_nothing_out_of_an_examples_loops(model):
-    text = compile_file(str(EXAMPLES / model), "returnn")
+    text = compile_file(str(EXAMPLES / model), "returnn", network=example_network(EXAMPLES / model))
     found = moved_out(text)
     has_loop = bool(found) or "'unit': 'nativelstm2'" in text  # a rec unit, or a fused native one
     assert has_loop == (model not in LOOP_FREE), "every example but the loop-free ones has a loop"
