@@ -1,9 +1,23 @@
 """A Conformer transducer (RNN-T): the Conformer encoder of examples/conformer_ctc.py, an LSTM
 prediction network over the labels with a begin label in front, a joint network over every
-(encoder frame, prediction step) pair, and the RNN-T loss, at small dims.
+(encoder frame, prediction step) pair, and the RNN-T loss, at small dims; and its decoders, from
+the same modules with the same parameters (a checkpoint of training decodes):
 
-The encoder (front end, two blocks) is the same code as in examples/conformer_ctc.py, whose
-encoder tests/test_conformer_rf.py checks against RETURNN frontend's `rf.ConformerEncoder`.
+- `conformer_transducer` trains: the prediction network one label at a time in a loop whose steps
+  stack the joint network's scores over all encoder frames (the compiler moves the joint out of the
+  loop and runs the loop, an LSTM, as one native op);
+- `conformer_transducer_search` decodes one label per encoder frame (RNA-style, as RETURNN's
+  transducer setups do): a `choice` over the labels and the blank at each frame, a beam of BEAM
+  (1: greedy), the prediction network advanced only on a label (`netc verify --network
+  conformer_transducer_search --search`);
+- `conformer_transducer_greedy` decodes greedily, time-synchronously: at each encoder frame up to 3
+  symbols, until the blank.
+
+The prediction network's LSTM is a step written out, so that the decoders keep its state where
+they choose the blank; the decoders' loops have the training loop's name (their first stacked list,
+`logits`), as RETURNN names a loop's parameters after it. The encoder (front end, two blocks) is
+the same code as in examples/conformer_ctc.py, whose encoder tests/test_conformer_rf.py checks
+against RETURNN frontend's `rf.ConformerEncoder`.
 """
 
 from netc import (
@@ -16,22 +30,27 @@ from netc import (
     Labels,
     LayerNorm,
     Linear,
-    Lstm,
     Module,
     Tensor,
+    argmax,
     batch,
+    cast,
+    choice,
     concat,
     cos,
     dot,
     dropout,
+    end,
     exp,
     expand,
+    full,
     glu,
     log_softmax,
     mark_as_loss,
     max_pool,
     merge_dims,
     network,
+    one_hot,
     pad_frames,
     range_over,
     reduce_max,
@@ -40,11 +59,15 @@ from netc import (
     relu,
     replace_dim,
     rnnt_loss,
+    sigmoid,
     silu,
     sin,
     softmax,
+    split,
     split_dims,
     tanh,
+    where,
+    zeros,
 )
 
 MODEL_SIZE, HEAD_SIZE = 16, 8  # 512 and 64 in the paper
@@ -52,6 +75,8 @@ CONV_KERNEL = 7  # the depthwise convolution's filter (32 in the paper)
 LOG_STEP = -2.0 * 9.210340371976184 / MODEL_SIZE  # -2 log(10000) / |model|
 DROPOUT = 0.1
 BOS = 0  # the begin label in front of the labels
+BLANK = 10  # the blank: the last class of vocab + blank
+BEAM = 4  # the search's beam (1: greedy)
 
 time = Dim("time")  # input frames
 enc_time = Dim("enc_time")  # after the front end's pool: ceil(time / 2)
@@ -59,6 +84,7 @@ rel_time = Dim("rel_time")  # relative positions -(n-1) .. n-1 of enc_time: 2n -
 kv_time1 = Dim("kv_time1")  # each block's keys: its own view of enc_time
 kv_time2 = Dim("kv_time2")
 label_time = Dim("label_time")
+align_time = Dim("align_time")  # a frame-level alignment: one class per encoder frame
 pred_time = Dim("pred_time")  # the prediction network's steps: a begin label, then the labels
 feat = Dim("feat", 16)  # e.g. log-mel features
 one = Dim("one", 1)  # the front end's single input channel
@@ -74,6 +100,7 @@ heads = Dim("heads", 2)
 head_feat = Dim("head_feat", HEAD_SIZE)
 vocab = Dim("vocab", 10)
 blank = Dim("blank", 1)  # the blank, after the labels
+classes = Dim("vocab+blank", 11)  # the dim `vocab + blank` makes
 emb = Dim("emb", 8)
 pred_dim = Dim("pred", 16)  # the prediction network's LSTM
 joint_dim = Dim("joint", 16)
@@ -179,20 +206,36 @@ class ConformerBlock(Module):
         return self.final_layer_norm(x)
 
 
+class LstmStep(Module):
+    """One step of an LSTM, written out (the gate blocks of `Lstm`: cell input, input, forget, output):
+    decoding keeps its state where the blank is chosen, which a cell holding its own state cannot."""
+
+    def __init__(self, out_dim):
+        self.ff_linear = Linear(4 * out_dim)
+        self.rec_linear = Linear(4 * out_dim, with_bias=False)
+
+    def __call__(self, x, state):
+        h, c = state
+        x_in, g_in, g_forget, g_out = split(self.ff_linear(x) + self.rec_linear(h), 4)
+        c = c * sigmoid(g_forget) + tanh(x_in) * sigmoid(g_in)
+        h = tanh(c) * sigmoid(g_out)
+        return h, (h, c)
+
+
 class Prediction(Module):
-    """The prediction network: an embedding of the previous label, an LSTM."""
+    """The prediction network, one label at a time: an embedding of the label, an LSTM step."""
 
     def __init__(self):
         self.embedding = Embedding(emb)
-        self.lstm = Lstm(pred_dim)
+        self.lstm = LstmStep(pred_dim)
 
-    def __call__(self, labels):
-        return self.lstm(dropout(self.embedding(labels), DROPOUT))
+    def __call__(self, label, state):
+        return self.lstm(dropout(self.embedding(label), DROPOUT), state)
 
 
 class Joint(Module):
     """The joint network: the encoder's and the prediction's projections added, tanh, the scores
-    of the labels and the blank."""
+    of the labels and the blank (of every encoder frame given, at one prediction step)."""
 
     def __init__(self):
         self.enc_proj = Linear(joint_dim)
@@ -200,7 +243,14 @@ class Joint(Module):
         self.out = Linear(vocab + blank)
 
     def __call__(self, enc, pred):
-        return self.out(tanh(expand(self.enc_proj(enc), pred_time) + self.pred_proj(pred)))
+        return self.out(tanh(self.enc_proj(enc) + self.pred_proj(pred)))
+
+
+def encode(frontend, block1, block2, x):
+    """The Conformer encoder: the front end, the blocks sharing one positional encoding."""
+    h = dropout(frontend(x), DROPOUT)  # [batch, enc_time, model]
+    pos_enc = rel_pos_encoding()
+    return block2(block1(h, pos_enc), pos_enc)
 
 
 @network
@@ -208,11 +258,101 @@ def conformer_transducer(x: Tensor[batch, time, feat], y: Labels[batch, label_ti
     frontend = FrontEnd()
     block1 = ConformerBlock(kv_time1)
     block2 = ConformerBlock(kv_time2)
-    h = dropout(frontend(x), DROPOUT)  # [batch, enc_time, model]
-    pos_enc = rel_pos_encoding()  # shared by the blocks
-    encoder = block2(block1(h, pos_enc), pos_enc)
+    encoder = encode(frontend, block1, block2, x)  # [batch, enc_time, model]
     y_in = pad_frames(y, axis=label_time, left=1, value=BOS, out_axis=pred_time)  # BOS, then the labels
-    pred = Prediction()(y_in)  # [batch, pred_time, pred]
-    logits = Joint()(encoder, pred)  # [batch, enc_time, pred_time, vocab+blank]
+    prediction = Prediction()
+    joint = Joint()
+    h = zeros(batch, pred_dim)
+    c = zeros(batch, pred_dim)
+    logits = []
+    for label in y_in:  # a step of the prediction network, the joint over all encoder frames
+        pred, (h, c) = prediction(label, (h, c))
+        logits.append(joint(encoder, pred))
+    # logits: [batch, pred_time, enc_time, vocab+blank]
     mark_as_loss(rnnt_loss(logits, y, axis=vocab + blank, time_axis=enc_time), "rnnt")
     return {"output": log_softmax(logits, axis=vocab + blank), "encoder": encoder}
+
+
+def as_vocab(label):
+    """A class of vocab + blank as a label of vocab (the blank becomes label 0)."""
+    labels_part, _blank_part = split(one_hot(label), [vocab, blank])
+    return argmax(labels_part, axis=vocab)
+
+
+@network
+def conformer_transducer_search(x: Tensor[batch, time, feat], align: Labels[batch, align_time, classes]):
+    """Decoding from the training network's modules and parameters, one label per encoder frame
+    (RNA-style, as RETURNN's transducer setups decode): a `choice` over vocab + blank per frame,
+    the prediction network advanced only on a label. Searched with a beam of BEAM (1: greedy);
+    not searching (teacher forcing), it scores `align`, a frame-level alignment, which the loop's
+    bound (the input's frames) must cover: `netc verify` it with `--search`."""
+    frontend = FrontEnd()
+    block1 = ConformerBlock(kv_time1)
+    block2 = ConformerBlock(kv_time2)
+    encoder = encode(frontend, block1, block2, x)  # [batch, enc_time, model]
+    positions = range_over(enc_time, dtype="float32")  # [batch, enc_time]
+    frames = reduce_max(positions, axis=enc_time) + 1.0
+    prediction = Prediction()
+    joint = Joint()
+    h = zeros(batch, pred_dim)  # the prediction network's state before the last label
+    c = zeros(batch, pred_dim)
+    last = full(batch, value=BOS, class_dim=vocab)  # the last label: BOS before the first
+    pos = zeros(batch)
+    logits, labels = [], []
+    for _ in range(x.max_seq_len):
+        enc_t = dot(cast(positions == pos, "float32"), encoder, reduce=enc_time)  # this frame of the encoder
+        pred, (h_next, c_next) = prediction(last, (h, c))
+        scores = joint(enc_t, pred)  # `choice` takes their log_softmax
+        logits.append(scores)
+        label = choice(scores, target=align, beam=BEAM)
+        labels.append(label)
+        emit = label != BLANK  # a label: the prediction network takes it, the blank: it stays
+        h = where(emit, h_next, h)
+        c = where(emit, c_next, c)
+        last = where(emit, as_vocab(label), last)
+        pos = pos + 1.0
+        if end(pos >= frames):
+            break
+    return {"output": labels, "frame_scores": logits}
+
+
+def symbol(prediction, joint, enc_t, last, h, c, more):
+    """One more symbol at this frame while `more` is 1.0 (no blank yet): the joint network's best
+    class after the last label; a label advances the prediction network. The scores, the symbol
+    (the blank once the frame is done), the last label, the prediction's state (h, c), `more`."""
+    pred, (h_next, c_next) = prediction(last, (h, c))
+    scores = joint(enc_t, pred)
+    best = argmax(scores, axis=vocab + blank)
+    more = where(best != BLANK, more, 0.0)  # 1.0 while the frame emits labels
+    emit = more > 0.5
+    last = where(emit, as_vocab(best), last)
+    return scores, where(emit, best, BLANK), last, where(emit, h_next, h), where(emit, c_next, c), more
+
+
+@network
+def conformer_transducer_greedy(x: Tensor[batch, time, feat]):
+    """Greedy decoding from the training network's modules and parameters, time-synchronous: at
+    each encoder frame up to 3 symbols, each the joint network's best class, until the blank (the
+    symbols of a frame are three steps written out). `sym<k>` is each frame's k-th symbol, the blank
+    after its last label; `frame_scores` the scores of each frame's first (its list comes first,
+    so the loop has the training loop's name, and the parameters their names in RETURNN)."""
+    frontend = FrontEnd()
+    block1 = ConformerBlock(kv_time1)
+    block2 = ConformerBlock(kv_time2)
+    encoder = encode(frontend, block1, block2, x)  # [batch, enc_time, model]
+    prediction = Prediction()
+    joint = Joint()
+    h = zeros(batch, pred_dim)  # the prediction network's state before the last label
+    c = zeros(batch, pred_dim)
+    last = full(batch, value=BOS, class_dim=vocab)
+    logits, sym0, sym1, sym2 = [], [], [], []
+    for enc_t in encoder:
+        more = full(batch, value=1.0)  # no blank at this frame yet
+        scores, label, last, h, c, more = symbol(prediction, joint, enc_t, last, h, c, more)
+        logits.append(scores)
+        sym0.append(label)
+        _, label, last, h, c, more = symbol(prediction, joint, enc_t, last, h, c, more)
+        sym1.append(label)
+        _, label, last, h, c, more = symbol(prediction, joint, enc_t, last, h, c, more)
+        sym2.append(label)
+    return {"sym0": sym0, "sym1": sym1, "sym2": sym2, "frame_scores": logits}

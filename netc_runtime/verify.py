@@ -86,6 +86,33 @@ def _draw(top: int, batch: int, rng: np.random.Generator) -> list[int]:
     )
 
 
+def choice_target_bounds(g: Graph) -> dict[str, tuple[str, int, int]]:
+    """For every loop with `choice` whose target's dim is a dynamic input dim and whose bound is
+    `scale * x.max_seq_len + offset` over another one: that dim -> (the bound's dim, scale, offset).
+    Training runs over the target's frames, which the bound must cover."""
+    dyn = set(input_dyn_dims(g))
+    g = g.search or g  # training has made the loop one over its target (`teacher_forcing`)
+    made = {o.id: n for n in g.body if not isinstance(n, Loop) for o in n.outs}
+    out = {}
+    for loop in g.body:
+        if not isinstance(loop, Loop) or loop.target is None or loop.axis not in dyn:
+            continue
+        scale, offset, v = 1, 0, loop.bound
+        while v in made and made[v].op in ("mul", "add") and isinstance(made[v].attrs.get("scalar"), int):
+            op = made[v]
+            if len(op.args) != 1:
+                break
+            if op.op == "mul":
+                scale *= op.attrs["scalar"]
+            else:
+                offset += scale * op.attrs["scalar"]
+            v = op.args[0]
+        op = made.get(v)
+        if op is not None and op.op == "seq_lens" and op.attrs["axis"] in dyn and op.attrs["axis"] != loop.axis:
+            out[loop.axis] = (op.attrs["axis"], scale, offset)
+    return out
+
+
 def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Unequal lengths per dynamic input dim, all within `max_len`, the first sequence the longest.
     The k-th dim (in declaration order, from 0) is at most `max_len - k` long (at least 1), so
@@ -93,7 +120,8 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
     last, each sequence's no longer than its frames allow (`ctc_labels`; half as long with one
     label class, whose repeats need blanks between them); `random_inputs` then keeps their
     repeats within the frames. An `rnnt_loss`'s labels+1 dim gets its labels' lengths plus one
-    (`rnnt_pred_dims`)."""
+    (`rnnt_pred_dims`). A `choice` loop's target is no longer than the loop's bound
+    (`choice_target_bounds`): training runs over all of its frames."""
     dyn = input_dyn_dims(g)
     ctc: dict[str, list[CtcLabels]] = {}
     for c in ctc_labels(g):
@@ -115,6 +143,8 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
         rest = [min(first - 1, cap) for cap in caps[1:]]
         ls = [first] + sorted((int(rng.integers(1, hi + 1)) if hi >= 1 else 1 for hi in rest), reverse=True)
         lens[d] = [max(1, min(n, cap)) for n, cap in zip(ls, caps)]
+    for d, (frames, scale, offset) in choice_target_bounds(g).items():  # within the loop's bound
+        lens[d] = [max(1, min(n, scale * m + offset)) for n, m in zip(lens[d], lens[frames])]
     for pred, label_dim in rnnt_pred_dims(g).items():  # one frame more than the labels
         lens[pred] = [n + 1 for n in lens[label_dim]]
     return {d: np.asarray(lens[d], dtype=np.int64) for d in dyn}

@@ -3,6 +3,7 @@ for an emitted config."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import subprocess
@@ -15,6 +16,24 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 NETC = Path(sys.executable).parent / "netc"
+
+
+def network_names(path: Path) -> list[str]:
+    """The @network functions of a model file, in source order."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        fn.name
+        for fn in tree.body
+        if isinstance(fn, ast.FunctionDef)
+        and any(ast.unparse(d) in ("network", "nc.network", "netc.network") for d in fn.decorator_list)
+    ]
+
+
+def example_network(path: Path) -> str | None:
+    """The network tests over all examples take: None where a file has one; in a file with
+    several, the first (the training network; the others, its decoders, have tests of their own)."""
+    names = network_names(path)
+    return names[0] if len(names) > 1 else None
 
 
 def run_netc(*args: str, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess:

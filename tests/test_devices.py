@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, example_network
 
 from netc.compiler import compile_graph
 from netc.ir.interface import interface
@@ -48,7 +48,7 @@ HAS_END = {"greedy_decoder.py"}
 
 
 def _setup(path):
-    g = compile_graph(str(path))
+    g = compile_graph(str(path), network=example_network(path))
     rng = np.random.default_rng(0)
     lens = random_lengths(g, 3, 6, rng)
     inputs = random_inputs(g, lens, rng)

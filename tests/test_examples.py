@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, example_network
 
 MODELS = sorted(p.name for p in EXAMPLES.glob("*.py"))
 # CTC's labels fit the encoder's frames, 8x fewer than the input's: at the default --max-len 7,
@@ -17,7 +17,9 @@ OPTIONS = {"librispeech_2018.py": ["--max-len", "17"]}
 @pytest.mark.parametrize("model", MODELS)
 def test_example_verifies(verify, model, hoisting):
     """With all hoisting, none, and without the kinds that keep whole sequences in memory."""
-    proc = verify(EXAMPLES / model, "--seed", "1", f"--{hoisting}", *OPTIONS.get(model, []))
+    network = example_network(EXAMPLES / model)
+    options = [*OPTIONS.get(model, []), *(["--network", network] if network else [])]
+    proc = verify(EXAMPLES / model, "--seed", "1", f"--{hoisting}", *options)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     lens = re.search(r"lengths (.*)", proc.stdout).group(1)

@@ -6,7 +6,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, example_network
 
 from netc.ir.json import graph_from_json, graph_to_json
 from netc.ir.model import Graph, Loop, Op
@@ -38,7 +38,7 @@ def _loops(g: Graph) -> list[Loop]:
 
 @pytest.mark.parametrize("model", sorted(p.name for p in EXAMPLES.glob("*.py")))
 def test_graph_round_trips_through_json_and_verifies(model):
-    g = run_passes(parse_file(str(EXAMPLES / model)))
+    g = run_passes(parse_file(str(EXAMPLES / model), network=example_network(EXAMPLES / model)))
     again = graph_from_json(graph_to_json(g))
     assert again == g
     verify(again)

@@ -9,7 +9,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, example_network
 
 from netc.preview import load_preview
 from netc.preview.dot import to_dot
@@ -149,7 +149,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + sorted((ROOT / "tests" / "models").glob
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda p: p.stem)
 def test_every_model_previews_with_consistent_provenance(model):
-    p = load_preview(str(model))
+    p = load_preview(str(model), example_network(model))
     ids = [n.id for n in p.nodes] + [c.id for c in p.clusters]
     assert len(ids) == len(set(ids))
     assert all(e.src in ids and e.dst in ids for e in p.edges)

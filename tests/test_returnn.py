@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, example_network
 
 from netc.compiler import compile_graph
 from netc.emit_tf.emitter import emit_returnn
@@ -34,7 +34,7 @@ def test_every_dim_is_declared_by_netc(model):
     from returnn.tf.network import TFNetwork
 
     OpMaker.with_cuda = False  # as the runner does: `nativelstm2` compiles for the CPU
-    g = compile_graph(str(EXAMPLES / model))
+    g = compile_graph(str(EXAMPLES / model), network=example_network(EXAMPLES / model))
     cfg = Config()
     cfg.load_file(_write(emit_returnn(g)))
     declared = [batch_dim] + [v for k, v in cfg.typed_dict.items() if k.startswith("dim_")]

@@ -5,7 +5,7 @@ and `output_layers_moved_out`, except the `rec_unstack` layers that read the inp
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, example_network
 
 from netc.compiler import compile_file
 from netc.passes.pipeline import PassOptions
@@ -22,7 +22,7 @@ CUM_CONCAT_MOVED = {"conformer_aed.py": {"keys2", "values2", "q_3", "split_dims_
 
 @pytest.mark.parametrize("model", MODELS)
 def test_returnn_moves_nothing_out_of_an_examples_loops(model):
-    text = compile_file(str(EXAMPLES / model), "returnn")
+    text = compile_file(str(EXAMPLES / model), "returnn", network=example_network(EXAMPLES / model))
     found = moved_out(text)
     has_loop = bool(found) or "'unit': 'nativelstm2'" in text  # a rec unit, or a fused native one
     assert has_loop == (model not in LOOP_FREE), "every example but the loop-free ones has a loop"
@@ -36,3 +36,12 @@ def test_returnn_moves_work_out_of_a_loop_netc_did_not_hoist():
     text = compile_file(str(EXAMPLES / "attention.py"), "returnn", options=PassOptions(hoist=False))
     (moved,) = moved_out(text).values()
     assert "prev_emb" in moved.inputs and "logits" in moved.outputs  # the shifted labels, the projection
+
+
+def test_work_broadcasting_an_invariant_moves_out_of_the_loop():
+    """An add of a whole sequence the loop does not step over and a step's value, read only by a
+    stack, runs after the loop (the sequence expanded along the loop's axis): RETURNN moves nothing."""
+    text = compile_file(str(EXAMPLES.parent / "tests" / "models" / "sink_outer_broadcast.py"), "returnn")
+    (loop,) = moved_out(text).values()
+    assert loop.outputs == [] and loop.inputs == [], loop
+    assert "'enc_2': {'class': 'expand_dims', 'from': 'enc', 'axis': -1, 'dim': dim_label_time}" in text

@@ -15,7 +15,7 @@ import io
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, example_network
 
 from netc.compiler import compile_graph
 from netc.ir.interface import interface
@@ -60,7 +60,7 @@ def _scripted(module: torch.nn.Module) -> torch.jit.ScriptModule:
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)
 def test_scripted_module_computes_the_same(path):
-    g = compile_graph(str(path))
+    g = compile_graph(str(path), network=example_network(path))
     torch.manual_seed(0)
     model = load_torch_module(g).Model().eval()
     scripted = _scripted(model).eval()

@@ -1,7 +1,8 @@
 """The batch `netc verify` (and `netc check --construct`) draws obeys what it claims: every
 dynamic input dim within --max-len, unequal lengths with the first sequence the longest, and the
 labels of a `ctc_loss` alignable to its frames, so that the CTC loss (0 on every backend for
-labels that cannot be aligned) really compares something."""
+labels that cannot be aligned) really compares something, and the target of a `choice` loop
+within the loop's bound (training runs over all of its frames)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from conftest import EXAMPLES, ROOT
 from netc.compiler import compile_graph
 from netc.ops.losses import ctc_frames_needed
 from netc_runtime.backends import run_torch
-from netc_runtime.verify import ctc_labels, random_inputs, random_lengths, random_params
+from netc_runtime.verify import choice_target_bounds, ctc_labels, random_inputs, random_lengths, random_params
 
 MODELS = ROOT / "tests" / "models"
 
@@ -82,3 +83,24 @@ def test_later_dims_stay_within_max_len_and_differ():
         assert lens["enc_time"][0] == 7 and lens["dec_time"][0] == 6  # a mix-up of the two shows
     lens, _, _ = _draw(g, 0, 2, 1)
     assert [ls.tolist() for ls in lens.values()] == [[1, 1], [1, 1]]
+
+
+@pytest.mark.parametrize(
+    "model, network, bounds",
+    [
+        # one class per encoder frame, in a loop over `range(x.max_seq_len)`: the input's frames
+        (EXAMPLES / "conformer_transducer.py", "conformer_transducer_search", {"align_time": ("time", 1, 0)}),
+        (EXAMPLES / "beam_search.py", None, {"dec_time": ("enc_time", 2, 0)}),  # range(2 * x.max_seq_len)
+    ],
+)
+def test_choice_targets_fit_their_loops_bound(model, network, bounds):
+    g = compile_graph(str(model), network=network)
+    assert choice_target_bounds(g) == bounds
+    ((target, (frames, scale, offset)),) = bounds.items()
+    at_bound = 0
+    for seed in range(20):
+        lens = random_lengths(g, 4, 7, np.random.default_rng(seed))
+        _check_lengths(lens, 7, 4)
+        assert (lens[target] <= scale * lens[frames] + offset).all(), (seed, lens)
+        at_bound += int((lens[target][1:] == scale * lens[frames][1:] + offset).sum())
+    assert at_bound > 0  # cut to the bound

@@ -6,7 +6,10 @@ stacked sequences of its operands, it gives the same frames (e.g. the output pro
 `logits.append(Linear(vocab)(concat(s, context)))` of a decoder: one matrix product for all
 frames). Its operands become sequences: a frame of one of the loop's sequences is that sequence,
 an invariant stays itself, and any other body value is stacked (a new stack, unless the loop
-already stacks it). The op's result takes the place of the stack it fed. A stacked frame of one
+already stacks it). An invariant a per-step operand broadcasts against in the step (the joint
+network's `enc_proj(enc) + pred_proj(h)` of a transducer's prediction loop) is repeated along the
+loop's axis (`expand`) where the op over whole sequences needs it to have the axis. The op's result
+takes the place of the stack it fed. A stacked frame of one
 of the loop's sequences is that sequence itself (in a loop inside a loop: left as it is).
 
 Not moved: ops that are not pure (dropout may: each frame gets its own mask either way), ops
@@ -21,6 +24,7 @@ Inner loops go first. Like per-frame hoisting, this keeps whole sequences in mem
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 from netc.ir.dims import DimTable
 from netc.ir.model import Graph, Loop, LoopStack, Node, Op, Value
@@ -79,7 +83,8 @@ class _Sinker:
             self.changed |= bool(renamed)
         values = _body_values(loop)
         # later ops first: an op feeding only stacks and ops that sink is itself sinkable
-        sinking: dict[int, tuple[Op, list[tuple[str, ...]]]] = {}  # body index -> op, dims of its results
+        # body index -> op, dims of its results, the invariants it reads expanded along the axis
+        sinking: dict[int, tuple[Op, list[tuple[str, ...]], set[int]]] = {}
         sunk_values: set[int] = set()
         for idx in range(len(loop.body) - 1, -1, -1):
             n = loop.body[idx]
@@ -92,14 +97,24 @@ class _Sinker:
                 continue
             args = [(values[a], a not in inv) for a in n.args]
             dims = over_sequence(self.dims, n, loop, args)
+            lacking: set[int] = set()
+            if dims is None:  # an outer broadcast over whole sequences: the invariants along the axis too
+                lacking = {a for a in n.args if a in inv and loop.axis not in values[a].dims}
+                if lacking and any(a not in inv for a in n.args):
+                    axis = loop.axis
+                    args = [
+                        (replace(v, dims=self.dims.canonical((*v.dims, axis))), False) if a in lacking else (v, step)
+                        for a, (v, step) in zip(n.args, args)
+                    ]
+                    dims = over_sequence(self.dims, n, loop, args)
             if dims is None:
                 continue
-            sinking[idx] = (n, dims)
+            sinking[idx] = (n, dims, lacking)
             sunk_values |= outs
         if not sinking:
             return _Moved([], renamed)
         needed = [
-            a for n, _ in sinking.values() for a in n.args if a not in sunk_values and a not in seq and a not in inv
+            a for n, _, _ in sinking.values() for a in n.args if a not in sunk_values and a not in seq and a not in inv
         ]
         needed = [a for a in dict.fromkeys(needed) if not stacked[a]]
         if nested and needed:
@@ -111,9 +126,15 @@ class _Sinker:
             stacked[a].append(loop.stacks[-1])
         whole = {**seq, **inv, **{a: ss[0].out.id for a, ss in stacked.items() if ss and a not in sunk_values}}
         moved: list[Op] = []
+        expanded: dict[int, int] = {}  # an invariant -> it repeated along the loop's axis
         for idx in sorted(sinking):
-            n, dims = sinking[idx]
-            n.args = [whole[a] for a in n.args]
+            n, dims, lacking = sinking[idx]
+            for a in sorted(lacking - expanded.keys()):
+                v = values[a]
+                out = fresh_like(v, self.new_id(), self.dims.canonical((*v.dims, loop.axis)))
+                moved.append(Op(op="expand", args=[inv[a]], attrs={"dim": loop.axis}, outs=[out], span=n.span))
+                expanded[a] = out.id
+            n.args = [expanded[a] if a in lacking else whole[a] for a in n.args]
             outs = []
             for o, d in zip(n.outs, dims):
                 mine = stacked.get(o.id) or []

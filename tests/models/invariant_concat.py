@@ -1,5 +1,6 @@
 """A state concatenated with a value no step changes: RETURNN moves the concat after the loop,
-where the state's frames have the loop's axis and the other value has not."""
+where the state's frames have the loop's axis and the other value has not (without hoisting;
+with it, netc moves the concat itself, the value expanded along the loop's axis)."""
 
 import netc as nc
 from netc import batch
