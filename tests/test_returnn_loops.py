@@ -44,4 +44,4 @@ def test_work_broadcasting_an_invariant_moves_out_of_the_loop():
     text = compile_file(str(EXAMPLES.parent / "tests" / "models" / "sink_outer_broadcast.py"), "returnn")
     (loop,) = moved_out(text).values()
     assert loop.outputs == [] and loop.inputs == [], loop
-    assert "'enc_2': {'class': 'expand_dims', 'from': 'enc', 'axis': -1, 'dim': dim_label_time}" in text
+    assert "'enc_2': {'class': 'expand_dims', 'from': 'enc', 'axis': 'T', 'dim': dim_label_time}" in text
