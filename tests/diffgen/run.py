@@ -221,6 +221,13 @@ def _check(
             continue
         finally:
             times["eager"] = times.get("eager", 0.0) + time.monotonic() - t0
+        # a dim a loop or an op made with no frame for any sequence of the batch (every `end` at
+        # the first step): the targets cannot stack no frame (docs/language.md, Limitations)
+        empty = sorted({d for per in ref.lens.values() for d, ls in per.items() if d not in lens and not np.any(ls)})
+        if empty:
+            why = f"documented: no frame in the whole batch along {', '.join(empty)}"
+            failures.append(Failure("refused", "batch", "any" + tag, why))
+            continue
         for name, gg in graphs.items():
             for backend in ("torch", "returnn"):
                 if backend not in backends or backend == "returnn" and name not in returnn_sets:
