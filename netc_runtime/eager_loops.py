@@ -105,10 +105,17 @@ def _frame_order(run: _Run, tag: LoopTag) -> None:
     if f is None:
         return
     for v in f.f_locals.values():
-        if isinstance(v, list) and len(v) == tag.steps and _made_in_run(v, tag):
+        if isinstance(v, list) and len(v) == tag.steps and _made_in_run(v, tag) and not _nested_loops(v, tag):
             if not any(v is done for done in run.in_frame_order):
                 v.reverse()
                 run.in_frame_order.append(v)
+
+
+def _nested_loops(items: list, tag: LoopTag) -> bool:
+    """Whether every item was made in one run of a loop nested in run `tag`: the list of that
+    loop (the last step's inner list, as long as the outer loop ran steps), not of this one."""
+    inner = [set(i.frames[i.frames.index(tag) + 1 :]) if tag in getattr(i, "frames", ()) else set() for i in items]
+    return bool(inner) and bool(set.intersection(*inner))
 
 
 def _made_in_run(x: Any, tag: LoopTag) -> bool:

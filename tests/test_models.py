@@ -69,6 +69,7 @@ MODELS = [
     "loss_after_expand_over_time.py",
     "later_loop_appends_last_state.py",
     "zip_outer_inner_stack.py",
+    "backward_outer_inner_lists.py",
     "sink_outer_broadcast.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
