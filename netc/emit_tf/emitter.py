@@ -280,8 +280,10 @@ class ReturnnEmitter(LoopLowering):
             self.zeros.add(op.outs[0].id)
         name = reserved.get(op.outs[0].id) or blk.ns.fresh(op.hint())
         refs = opdef.returnn_outs(name, op)
-        if refs[:1] != [name] and name == reserved.get(op.outs[0].id):
-            # the reserved name is for the value, which an extra layer gives (a fused LSTM's last `c`)
+        by_extra = 0 in opdef.returnn_extra(ctx, name, dict(layer), op, lambda hint: hint)  # a probe
+        if (refs[:1] != [name] or by_extra) and name == reserved.get(op.outs[0].id):
+            # the reserved name is for the value, which an extra layer gives (a fused LSTM's last `c`, a
+            # softmax over a dim that may be empty, masked after it)
             name = blk.ns.fresh(op.hint())
             refs = opdef.returnn_outs(name, op)
         if ctx.derived:  # the layer's own dims, then the model's made dims (`_OpCtx.derived_dim`)
