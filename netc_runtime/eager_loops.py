@@ -104,7 +104,14 @@ def _frame_order(run: _Run, tag: LoopTag) -> None:
         f = f.f_back
     if f is None:
         return
-    for v in f.f_locals.values():
+    # a list the graph stacks in a loop that is not backward over this axis is another loop's (one
+    # iterating a plain list, whose values eager mode cannot tag, and ran as many steps)
+    loops = _loops(run.graph())
+    stacked = {s.name for n in loops for s in n.stacks}
+    backward = {s.name for n in loops if n.reverse and n.axis == tag.axis for s in n.stacks}
+    for k, v in f.f_locals.items():
+        if k in stacked and k not in backward:
+            continue
         if isinstance(v, list) and len(v) == tag.steps and _made_in_run(v, tag) and not _nested_loops(v, tag):
             if not any(v is done for done in run.in_frame_order):
                 v.reverse()

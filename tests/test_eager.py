@@ -243,6 +243,8 @@ EAGER_CASES = [
     ("zip_outer_inner_stack.py", {"time": [6, 3, 2], "enc": [7, 3, 1]}),
     # a backward outer loop's end reverses its own list, not the last inner one (seed 100630)
     ("backward_outer_inner_lists.py", {"time": [6, 3, 2], "enc": [7, 3, 1]}),
+    # ... also when the inner loop iterates a plain list an earlier loop stacked (seed 25408)
+    ("backward_outer_plain_list_inner.py", {"time": [6, 3, 2], "enc": [7, 3, 1]}),
 ]
 
 

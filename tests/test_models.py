@@ -70,6 +70,7 @@ MODELS = [
     "later_loop_appends_last_state.py",
     "zip_outer_inner_stack.py",
     "backward_outer_inner_lists.py",
+    "backward_outer_plain_list_inner.py",
     "softmax_output_over_made_dim.py",
     "sink_outer_broadcast.py",
 ]
