@@ -112,3 +112,28 @@ def test_gradients_are_the_references():
         scale = np.abs(want[name]).max()
         np.testing.assert_allclose(module.get_parameter(attr).grad.numpy(), want[name], atol=1e-5 * scale, err_msg=name)
         np.testing.assert_allclose(returnn[name], want[name], atol=1e-5 * scale, err_msg=name)
+
+
+def test_conformer_transducer_loss_is_the_reference():
+    """examples/conformer_transducer.py's RNN-T loss on every backend: the reference over its own
+    joint network's log-probabilities (`output`), summed over the batch, ≤1e-5 relative."""
+    from conftest import EXAMPLES
+
+    from netc_runtime.verify import random_inputs
+
+    path = str(EXAMPLES / "conformer_transducer.py")
+    g = compile_graph(path, network="conformer_transducer")
+    rng = np.random.default_rng(3)
+    lens = {"time": np.array([9, 6, 4]), "label_time": np.array([4, 1, 2])}  # labels <= encoder frames
+    inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
+    enc_lens = (lens["time"] + 1) // 2
+    for backend in BACKENDS:
+        r = run_backend(backend, path, inputs, lens, params, g)
+        dims = r.dims["output"]
+        logp = r.outputs["output"].transpose([dims.index(d) for d in ("batch", "enc_time", "pred_time", "vocab+blank")])
+        want = sum(
+            rnnt_reference(logp[b, :n_t, : n_u + 1], list(inputs["y"][b, :n_u]), blank=10)
+            for b, (n_t, n_u) in enumerate(zip(enc_lens, lens["label_time"]))
+        )
+        print(f"{backend}: rnnt {float(r.outputs['rnnt']):.6f}, reference {want:.6f}")
+        assert abs(float(r.outputs["rnnt"]) - want) <= 1e-5 * want, (backend, float(r.outputs["rnnt"]), want)
