@@ -94,6 +94,7 @@ LOOP_LOWERING = [
     "state_prev_template_cycle.py",
     "output_state_other_dynamic_dim.py",
     "nested_reads_outer_frame.py",
+    "nested_reads_split_part.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)

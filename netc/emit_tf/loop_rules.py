@@ -190,8 +190,8 @@ def outer_unit_reads(unit: dict[str, dict], outer: set[str]) -> list[str]:
     """The layers of the enclosing unit (names in `outer`) that a nested loop's unit reads
     (`base:x`; `base:base:x` from a unit nested in it). RETURNN moves a nested loop that no
     state needs to after the outer loop, where the outer unit's per-step layers it reads are not
-    found if they ran before the loop (`LayerNotFound`): each of them is collocated with the
-    nested loop, so that it moves out of the loop only together with it, or stays."""
+    found if they ran before the loop (`LayerNotFound`): the nested loop reads a copy of each,
+    collocated with it, so that it moves out of the loop only together with it, or stays."""
     found: set[str] = set()
     _outer_refs(unit, 1, lambda name: found.add(name) or None, outer)
     return sorted(found)

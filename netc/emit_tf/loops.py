@@ -328,14 +328,12 @@ class LoopLowering:
             for name in outer_unit_reads(unit.layers, set(outer.layers)):
                 if reads_prev(outer.layers, name):  # in the loop anyway
                     continue
-                if outer.layers[name].get("class") == "rec_unstack":  # RETURNN always moves it out: a copy
-                    step = outer.ns.fresh(f"{name}_step")
-                    outer.layers[step] = {"class": "copy", "from": name}
-                    rec_layer["unit"] = unit.layers = rename_outer_reads(unit.layers, name, step)
-                    name = step
-                together = outer.layers[name].setdefault("collocate_with", [])
-                if rec not in together:
-                    together.append(rec)
+                # a copy of its own, collocated: the layer itself may still move out (RETURNN
+                # always moves a `rec_unstack`, and a layer kept in reading a part of a moved one,
+                # `split/0`, is not found)
+                step = outer.ns.fresh(f"{name}_step")
+                outer.layers[step] = {"class": "copy", "from": name, "collocate_with": [rec]}
+                rec_layer["unit"] = unit.layers = rename_outer_reads(unit.layers, name, step)
         if n.target is not None:  # training: the target's frames; searching: a new axis per search
             del rec_layer["axis"]
             rec_layer["target"] = next(i.name for i in self.g.inputs if i.value.id == n.target)
