@@ -46,7 +46,8 @@ class LogSumExp(_Reduce):
     def infer(self, dt, args, attrs):
         if args[0].dtype != "float32":
             raise DimError(f"`logsumexp` needs a float tensor, got {args[0].dtype}")
-        if len(set(_dims_attr(dt, attrs["axis"]))) != len(_dims_attr(dt, attrs["axis"])):
+        axes = _dims_attr(dt, attrs["axis"])
+        if len(set(axes)) != len(axes):
             raise DimError("`logsumexp` reduces over each dim once")
         return super().infer(dt, args, attrs)
 
