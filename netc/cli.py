@@ -18,6 +18,7 @@ from netc.cli_common import (
     _TARGETS,
     _fail,
     _graph,
+    _loops_option,
     _one_line,
     _pass_options,
     _project_options,
@@ -52,6 +53,7 @@ def main() -> None:
 )
 @click.option("--all", "all_models", is_flag=True, help="Every model declared in pyproject.toml's [tool.netc].")
 @_pass_options
+@_loops_option
 @_project_options
 def compile(
     model: str | None,
@@ -63,12 +65,21 @@ def compile(
     hoist: bool,
     whole_sequence: bool,
     fuse: bool,
+    loops: str,
     jobs: int | None,
     no_cache: bool,
 ) -> None:
     """Compile MODEL to a RETURNN config or a PyTorch module, or (--all) every declared model."""
     if all_models:
-        if model or target or output or network or base_config or not (hoist and whole_sequence and fuse):
+        if (
+            model
+            or target
+            or output
+            or network
+            or base_config
+            or not (hoist and whole_sequence and fuse)
+            or loops != "python"
+        ):
             raise click.UsageError("--all compiles what pyproject.toml declares: give no MODEL or per-model options")
         _compile_project(jobs, no_cache)
         return
@@ -77,7 +88,7 @@ def compile(
     from netc.compiler import CONFIG_TARGETS, TARGETS
 
     target = target or "returnn"
-    g = _graph(model, network, hoist, whole_sequence, fuse)
+    g = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
     try:
         text = TARGETS[target](g)  # a target may not support a construct: a located error too
     except CompileError as e:
@@ -448,6 +459,7 @@ def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | 
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option("--search", is_flag=True, help="Compare beam searches: best labels, their lengths and scores.")
 @_pass_options
+@_loops_option
 @_verbose
 def verify(
     model: str,
@@ -459,6 +471,7 @@ def verify(
     hoist: bool,
     whole_sequence: bool,
     fuse: bool,
+    loops: str,
     verbose: bool,
 ) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
@@ -467,7 +480,7 @@ def verify(
         from netc_runtime.verify import TOLERANCE
         from netc_runtime.verify import verify as run_verify
 
-        g = _graph(model, network, hoist, whole_sequence, fuse)
+        g = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
         comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search)
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
     ok = True

@@ -70,12 +70,13 @@ def _graph(
     whole_sequence: bool = True,
     fuse: bool = True,
     as_json: bool = False,
+    loops: str = "python",
 ):
     from netc.compiler import compile_graph
     from netc.passes.pipeline import PassOptions
 
     try:
-        options = PassOptions(hoist=hoist, whole_sequence=whole_sequence, fuse=fuse)
+        options = PassOptions(hoist=hoist, whole_sequence=whole_sequence, fuse=fuse, loops=loops)
         return compile_graph(model, network=network, options=options)
     except CompileError as e:
         _fail(e, as_json)
@@ -97,6 +98,17 @@ def _pass_options(f):
     )(f)
     return click.option(
         "--hoist/--no-hoist", default=True, show_default=True, help="Move work out of loops (off: as written)."
+    )(f)
+
+
+def _loops_option(f):
+    return click.option(
+        "--loops",
+        type=click.Choice(["python", "scan"]),
+        default="python",
+        show_default=True,
+        help="torch: loops as Python `for` (scripts with TorchScript) or torch's `scan` operator "
+        "(torch.export and torch.compile keep it a loop of any length; docs/targets.md).",
     )(f)
 
 

@@ -52,7 +52,11 @@ def export(
         from netc_runtime.export import check
         from netc_runtime.export import export as run_export
 
-        g = _graph(model, network, hoist, whole_sequence, fuse)
+        # torch.export keeps a loop only as torch's `scan`; the other formats script the module
+        # torch.export keeps a loop only as torch's `scan` (and specialises the length a fused
+        # LSTM's native op runs over: it runs as its loop); the other formats script the module
+        scan = fmt == "torch-export"
+        g = _graph(model, network, hoist, whole_sequence, fuse and not scan, loops="scan" if scan else "python")
         sig = run_export(g, fmt, output, params_path, seed, search)
         try:
             checked = check(g, fmt, output, params_path, seed, search)

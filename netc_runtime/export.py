@@ -8,8 +8,9 @@ losses. Batch and dynamic dims stay dynamic. Formats:
 - `onnx`: that scripted wrapper through torch's TorchScript-based ONNX exporter, which writes a
   scripted loop as an ONNX `Loop` whose trip count is the padded length (`torch.onnx.export(...,
   dynamo=True)` goes through `torch.export`, which unrolls a Python loop at the example's length).
-- `torch-export`: `torch.export.export` of the wrapper (not scripted); it unrolls Python loops,
-  so a model with a loop over a dynamic dim is refused.
+- `torch-export`: `torch.export.export` of the wrapper (not scripted) of the module emitted with
+  `--loops scan`: its loops are torch's `scan` operator, which export keeps a loop of any length;
+  a loop that cannot be one (a `while` with `end`, a search) is refused.
 """
 
 from __future__ import annotations
@@ -142,6 +143,17 @@ def example_inputs(g: Graph, sig: Signature, batch: int, max_len: int, seed: int
     return {n: arrays[n] for n, _ in sig.inputs}
 
 
+def _example(g: Graph, sig: Signature, seed: int) -> dict[str, np.ndarray]:
+    """The batch of 3 that tracing runs on, its dynamic dims padded to at least 2 frames:
+    torch.export fixes a dim whose example size is 0 or 1 (labels drawn to fit a downsampled
+    time dim may have 1 frame at most at first; longer sequences are drawn then)."""
+    for max_len in (5, 9, 17, 33, 65):
+        inputs = example_inputs(g, sig, 3, max_len, seed)
+        if all(inputs[n].shape[ax] >= 2 for n, dims in sig.inputs for ax in _dynamic(g, dims)):
+            return inputs
+    return inputs
+
+
 def _dynamic(g: Graph, dims: list[str]) -> dict[int, str]:
     kinds = {d.name: d.kind for d in g.dims}
     return {ax: d for ax, d in enumerate(dims) if d == "batch" or kinds.get(d) == "dynamic"}
@@ -188,22 +200,19 @@ def _quiet():
 
 
 def _refuse_loops(g: Graph, search: bool) -> None:
-    """torch.export traces Python: it unrolls a loop at the example's padded length (its dim can
+    """torch.export keeps a loop only as torch's `scan` operator (`Loop.scan`, made with
+    `--loops scan`): it would unroll a Python loop at the example's padded length (its dim could
     no longer vary) and cannot trace a loop that decides from values when to stop."""
     from netc.errors import CompileError
+    from netc.passes.scan_loops import blocker
 
     g = g.search if search and g.search is not None else g
     for n in g.body:
-        if isinstance(n, Loop):
-            if (
-                n.end is not None
-                or n.target is not None
-                or n.axis not in {d.name for d in g.dims if d.kind == "dynamic"}
-            ):
-                why = "decides from values when to stop, which torch.export cannot trace"
-            else:
-                why = f"is unrolled by torch.export at the example's length, so `{n.axis}` cannot stay dynamic"
-            raise CompileError(n.span, f"--format torch-export: this loop {why}; use --format onnx or torchscript")
+        if isinstance(n, Loop) and not n.scan:
+            span, why = blocker(n) or (n.span, "this loop decides from values when to stop (a search)")
+            raise CompileError(
+                span, f"--format torch-export: {why}, which torch's `scan` cannot run; use --format onnx or torchscript"
+            )
 
 
 _NO_ONNX = {  # ops whose torch code ONNX cannot express
@@ -267,7 +276,7 @@ def export(
     import torch
 
     wrapped, sig = build(g, params_path, seed, search, as_dict=fmt != "onnx")
-    example = {k: torch.as_tensor(v) for k, v in example_inputs(g, sig, 3, 5, seed).items()}
+    example = {k: torch.as_tensor(v) for k, v in _example(g, sig, seed).items()}
     buffer = io.BytesIO()
     with _quiet(), torch.no_grad(), failing_as(fmt):
         if fmt == "torchscript":
@@ -320,9 +329,27 @@ def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
 def _torch_export(g: Graph, sig: Signature, wrapped, example, buffer, torch) -> None:
     from torch.export import Dim
 
-    dims = {d: Dim(d, min=1) for _, ds in sig.inputs for d in _dynamic(g, ds).values()}
-    shapes = {n: {ax: dims[d] for ax, d in _dynamic(g, ds).items()} for n, ds in sig.inputs}
-    program = torch.export.export(wrapped, (), example, dynamic_shapes=shapes)
+    # `Dim.AUTO`: export infers each dim's range (an op may need a few frames, e.g. a time dim
+    # downsampled 8 times needs 9 for its sizes never to be 1, which torch specialises); the
+    # exported program checks it. A dim it fixed to the example's size is an error here.
+    shapes = {n: {ax: Dim.AUTO for ax in _dynamic(g, ds)} for n, ds in sig.inputs}
+    # dynamo's caches from an earlier export in this process (scan steps it traced) would fix
+    # dims this one keeps dynamic
+    torch._dynamo.reset()
+    # sizes of 0 and 1 are not special cases (torch would otherwise fix a dim whose derived
+    # size, e.g. after downsampling, is 1 in the example, or require it never to be)
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        program = torch.export.export(wrapped, (), example, dynamic_shapes=shapes)
+    fixed = {}
+    for node in program.graph.nodes:
+        if node.op == "placeholder" and node.name in shapes:
+            val = node.meta["val"]
+            for ax, d in _dynamic(g, dict(sig.inputs)[node.name]).items():
+                if isinstance(val.shape[ax], int):
+                    fixed[d] = val.shape[ax]
+    if fixed:
+        dims = ", ".join(f"`{d}` to {n}" for d, n in fixed.items())
+        raise ValueError(f"torch.export fixed {dims}, the example's size (an op's torch code specialises it)")
     torch.export.save(program, buffer)
 
 

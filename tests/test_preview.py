@@ -56,7 +56,7 @@ def test_json_is_the_graph_with_provenance(netc):
     x_lin = next(n for n in p.nodes if n.label == "x_lin")
     assert x_lin.hoisted_from == loop.id and x_lin.cluster is None  # written in the loop, runs before it
     assert x_lin.returnn.code.startswith("'x_lin': {'class': 'linear', 'from': 'data:x'")
-    assert x_lin.torch.code == "x_lin = torch.nn.functional.linear(x, self.x_lin.W.T, self.x_lin.b)  # line 15"
+    assert x_lin.torch.code == "x_lin = torch.nn.functional.linear(x, self.x_lin.W.t(), self.x_lin.b)  # line 15"
     h = next(n for n in p.nodes if n.op == "tanh")
     assert h.cluster == loop.id and h.source.span.line == 17
     assert h.source.text == "h = tanh(Linear(hidden)(x_lin + h_prev))"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import jinja2
 
+from netc.emit_torch.scan import SCAN_HELPER, scan_helper, scan_loop
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import search_plan
@@ -160,6 +161,8 @@ def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]]) -> Non
     # the cyclic collector)
     for n in nodes:
         if isinstance(n, Loop):
+            if n.scan:
+                out[SCAN_HELPER] = scan_helper
             _add_helpers(n.body, out)
         else:
             out.update(REGISTRY[n.op].torch_helpers(n))
@@ -242,6 +245,11 @@ class TorchEmitter:
     def size(self, dim: str) -> str:
         d = self.g.dim(dim)
         return str(d.size) if d.kind == "static" else self.size_var[dim]
+
+    def zeros(self, v: Value) -> str:
+        """Code for zeros of `v`'s shape and type."""
+        dtype = _TORCH_DTYPE.get(v.dtype) or self.dtype()
+        return f"torch.zeros({self.shape(v.dims)}, dtype={dtype}, device={self.device()})"
 
     def shape(self, dims: tuple[str, ...]) -> str:
         return "(" + ", ".join(self.size(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
@@ -352,6 +360,9 @@ class TorchEmitter:
             self.var[linear.outs[0].id] = names[0]
 
     def loop(self, n: Loop) -> None:
+        if n.scan:
+            scan_loop(self, n)
+            return
         axis = n.axis
         # a loop with `choice` runs over its target's frames here: its end applies to searching
         ends = n.end is not None and n.target is None
@@ -379,8 +390,7 @@ class TorchEmitter:
             if ll.init is not None:  # what a sequence that never assigned it holds
                 self.emit(f"{last_vars[v.id]} = {self.var[ll.init]}")
                 continue
-            dtype = _TORCH_DTYPE.get(v.dtype) or self.dtype()
-            self.emit(f"{last_vars[v.id]} = torch.zeros({self.shape(v.dims)}, dtype={dtype}, device={self.device()})")
+            self.emit(f"{last_vars[v.id]} = {self.zeros(v)}")
         step = self.ns.fresh("t")
         valid = self.ns.fresh("valid")
         if ends:
@@ -432,9 +442,9 @@ class TorchEmitter:
             self.emit(f"{name} = torch.stack({stack_lists[s.out.id]}, dim={pos}){flip}")
             if ends:
                 self.emit(f"{name} = {name}.narrow({pos}, 0, {self.size_var[axis]})")
-        self._gather_lasts(n)
+        self.gather_lasts(n)
 
-    def _gather_lasts(self, n: Loop) -> None:
+    def gather_lasts(self, n: Loop) -> None:
         """States and last values read after a forward loop, taken from the stack of the same
         value at each sequence's last step (instead of a `torch.where` in every step)."""
         wanted = [

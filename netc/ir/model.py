@@ -166,6 +166,9 @@ class Loop:
     # Training runs over those frames (`end` and the bound then do not apply); a search makes
     # the axis anew from where each hypothesis ends (see the `choice` op)
     target: int | None = None
+    # torch runs the loop as torch's `scan` operator instead of a Python `for` (`scan_loops`
+    # pass, `--loops scan`): `torch.export` and `torch.compile` keep it a loop of any length
+    scan: bool = False
     seqs: list[LoopSeq] = field(default_factory=list)
     invariants: list[LoopInvariant] = field(default_factory=list)
     carries: list[LoopCarry] = field(default_factory=list)

@@ -100,6 +100,9 @@ class OpDef:
     frames_independent: bool = False
     # statistics over the batch's valid frames (BatchNorm in training): not in a loop body
     batch_statistics: bool = False
+    # its results keep their shapes from step to step in a loop (not so for a state grown by
+    # `cum_concat`): torch may run the loop as its `scan` operator (`scan_loops` pass)
+    same_shape_each_step: bool = True
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
 
     def api(self, x):  # noqa: D401 - the signature is the point

@@ -23,6 +23,40 @@ from netc.ops.rules import check_out_dim
 
 # torch's gate block k is RETURNN's block _TORCH_GATES[k]: (i, f, g, o) from (g, i, f, o)
 _TORCH_GATES = [1, 2, 0, 3]
+LSTM_SEQ = "_lstm_seq"
+
+
+def _lstm_seq_helper(name: str) -> str:
+    return f'''@torch.jit.unused
+def {name}_traced() -> bool:
+    return torch.compiler.is_compiling()
+
+
+@torch.jit.unused
+def {name}_scan(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
+    """{name}, as a `scan` of `torch.lstm_cell` over time."""
+    from torch._higher_order_ops.scan import scan
+
+    def step(carry: list[torch.Tensor], xs: list[torch.Tensor]):
+        h, c = torch.lstm_cell(xs[0], (carry[0], carry[1]), weights[0], weights[1], weights[2], weights[3])
+        contiguous = torch.contiguous_format  # a carried value keeps its strides
+        return [h.clone(memory_format=contiguous), c.clone(memory_format=contiguous)], [h.clone()]
+
+    zeros = x.new_zeros(x.shape[0], weights[1].shape[1])
+    return scan(step, [zeros, zeros.clone()], [x.transpose(0, 1).clone()])[1][0].transpose(0, 1)
+
+
+def {name}(x: torch.Tensor, n: int, weights: list[torch.Tensor]) -> torch.Tensor:
+    """An LSTM over x [batch, time, in] from zero states: h per frame. `weights` in torch.lstm's
+    layout (w_ih, w_hh, b_ih, b_hh). Traced by torch.export or torch.compile, it runs as torch's
+    `scan` (which keeps time dynamic; they unroll torch.lstm at the example's length)."""
+    if not torch.jit.is_scripting():
+        if {name}_traced():
+            return {name}_scan(x, weights)
+    h0 = x.new_zeros(1, x.shape[0], n)
+    # torch.lstm(input, (h0, c0), params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    return torch.lstm(x, (h0, h0), weights, True, 1, 0.0, False, False, True)[0]
+'''
 
 
 @register
@@ -99,17 +133,16 @@ class Lstm(OpDef):
         if backward:  # each sequence reversed within its length, run forward, reversed back
             x = _reverse_in_length(x, ctx.size(feat), ctx.seq_lens(time), ctx.size(time), ctx.device)
         # a forward LSTM is causal: valid frames (a prefix) never see the padded ones
-        h0 = f"{x}.new_zeros(1, {ctx.size('batch')}, {n})"
-        # torch.lstm(input, (h0, c0), [w_ih, w_hh, b_ih, b_hh], has_biases, num_layers, dropout,
-        #            train, bidirectional, batch_first)
-        expr = (
-            f"torch.lstm({x}, ({h0}, {h0}), "
-            f"[{w('W', ctx.size(feat))}, {w('W_re', n)}, {b}.view(4, {n})[{gates}].flatten(), torch.zeros_like({b})], "
-            f"True, 1, 0.0, False, False, True)[0]"
+        weights = (
+            f"[{w('W', ctx.size(feat))}, {w('W_re', n)}, {b}.view(4, {n})[{gates}].flatten(), torch.zeros_like({b})]"
         )
+        expr = f"{ctx.helper(LSTM_SEQ)}({x}, {n}, {weights})"
         if backward:
             expr = _reverse_in_length(expr, n, ctx.seq_lens(time), ctx.size(time), ctx.device)
         return align_code(expr, (*src[:2], out), op.outs[0].dims)
+
+    def torch_helpers(self, op):
+        return {LSTM_SEQ: _lstm_seq_helper}
 
     def eager(self, ctx, args, attrs, outs):
         import torch

@@ -378,7 +378,7 @@ class Linear(OpDef):
     # with a bias, `linear` adds it in the same matrix multiply (addmm), W [in, out] seen as [out, in]
     def torch(self, ctx, op):
         if op.attrs.get("with_bias", True):
-            return f"torch.nn.functional.linear({ctx.arg(0)}, {self.weight(ctx, op)}.T, {ctx.param('b')})"
+            return f"torch.nn.functional.linear({ctx.arg(0)}, {self.weight(ctx, op)}.t(), {ctx.param('b')})"
         return f"torch.matmul({ctx.arg(0)}, {self.weight(ctx, op)})"
 
     def weight(self, ctx, op) -> str:

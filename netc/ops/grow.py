@@ -97,6 +97,7 @@ class CumConcat(OpDef):
     name = fn_name = "cum_concat"
     tensors = ("state", "frame")
     pure = False  # it is a state: never moved out of its loop
+    same_shape_each_step = False
 
     def api(self, state, frame, axis):
         pass

@@ -99,7 +99,11 @@ class MaxPool(OpDef):
     def torch(self, ctx, op):
         k, out = op.attrs["size"], op.attrs["out_axis"]
         x = f"{ctx.arg(0)}.masked_fill(~{ctx.mask(op.attrs['axis'], ctx.in_dims(0))}, float('-inf'))"
-        pooled = f"torch.nn.functional.max_pool1d({x}.transpose(1, 2), {k}, ceil_mode=True).transpose(1, 2)"
+        # the last window filled up with -inf, then windows as a dim of their own: torch.export
+        # fixes the length a pooling op (`max_pool1d`'s `ceil_mode`) runs over
+        fill = f"{ctx.size(out)} * {k} - {ctx.size(op.attrs['axis'])}"
+        padded = f"torch.nn.functional.pad({x}, (0, 0, 0, {fill}), value=float('-inf'))"
+        pooled = f"{padded}.unflatten(1, ({ctx.size(out)}, {k})).amax(dim=2)"
         return f"{pooled}.masked_fill(~{ctx.mask(out, op.outs[0].dims)}, 0.0)"  # no -inf in padded frames
 
     def eager(self, ctx, args, attrs, outs):

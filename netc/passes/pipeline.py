@@ -21,6 +21,7 @@ from netc.passes import (
     padded_steps,
     rec_state,
     returnn_names,
+    scan_loops,
     shift_states,
     sink_stacks,
     split_linear,
@@ -38,6 +39,9 @@ class PassOptions:
     # those frames
     whole_sequence: bool = True
     fuse: bool = True  # a loop that is an LSTM or GRU becomes the native sequence op (after hoisting)
+    # how torch runs loops: "python" (a `for`; the module scripts with TorchScript) or "scan"
+    # (torch's `scan` operator where it can: `torch.export` and `torch.compile` keep the loop)
+    loops: str = "python"
 
 
 DEFAULT_OPTIONS = PassOptions()
@@ -95,6 +99,8 @@ def _optimise(g: Graph, options: PassOptions) -> Graph:
     #    use after these would have to run them again)
     for p in (padded_steps, torch_addmm):
         g = _run(p, g)
+    if options.loops == "scan":
+        g = _run(scan_loops, g)
     return g
 
 

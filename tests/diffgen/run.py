@@ -39,6 +39,7 @@ OPTION_SETS: dict[str, PassOptions] = {
     "no_hoist": PassOptions(hoist=False),
     "no_fuse": PassOptions(fuse=False),
     "no_whole": PassOptions(whole_sequence=False),
+    "scan": PassOptions(loops="scan"),  # torch only: RETURNN has no other loop form
 }
 RANK = {"agree": 0, "refused": 1, "mismatch": 2, "traceback": 3, "timeout": 4}
 TIME_LIMIT_S = 300  # generous: RETURNN compiles its native LSTM op on first use

@@ -1,0 +1,110 @@
+"""A loop as torch's `scan` operator (`Loop.scan`, `--loops scan`).
+
+The step is a function of the carried values (states, and values read after the loop) and of
+the step's frames, returning the next carried values and the frames to stack. `torch.export`
+and `torch.compile` keep it one operator whatever the trip count, so exported modules run at
+any length and compiling does not unroll. The step computes what the Python loop's body does,
+line for line; only the frame, the step number and the stacking move to `scan`'s arguments.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from netc.ir.model import Loop
+from netc.naming import plain_text
+from netc.ops.align import align_code
+
+if TYPE_CHECKING:
+    from netc.emit_torch.emitter import TorchEmitter
+
+SCAN_HELPER = "_scan"
+
+
+def scan_helper(name: str) -> str:
+    return f'''def {name}(step, init: list[torch.Tensor], xs: list[torch.Tensor], reverse: bool = False):
+    """torch's `scan` operator: `step(carried, frames)` over the frames of `xs` (dim 0), from
+    `init`; the last carried values and the stacked frames `step` returns. (torch 2.13 has it
+    as a prototype only here; `torch.export` and `torch.compile` keep it one loop.)"""
+    from torch._higher_order_ops.scan import scan
+
+    # scan's arguments may not alias one another or a tensor the step reads, and a carried
+    # value keeps its strides from step to step: copies (the step returns contiguous copies)
+    init = [x.clone(memory_format=torch.contiguous_format) for x in init]
+    return scan(step, init, [x.clone() for x in xs], reverse=reverse)
+'''
+
+
+def scan_loop(em: TorchEmitter, n: Loop) -> None:
+    """Emit `n` (no `end`: it runs over its dim's padded length) as a step function and `scan`."""
+    axis = n.axis
+    backwards = ", backwards" if n.reverse else ""
+    em.emit(f"# loop over {plain_text(axis)}{backwards} (line {n.span.line}): torch's scan")
+    for inv in n.invariants:
+        em.alias_value(inv.inner, inv.outer)
+    # carried: the states, then the values read after the loop that no stack gives
+    carried: list[tuple[str, str]] = []  # (name in the step, its value before the first step)
+    for c in n.carries:
+        init = em.var[c.init]
+        carried.append((em.define(c.inner), init))
+        if c.out is not None and c.frozen:
+            em.alias_value(c.out, c.inner.id)
+    lasts = [ll for ll in n.lasts if ll.from_stack is None]
+    for ll in lasts:
+        v = ll.out
+        init = em.var[ll.init] if ll.init is not None else em.zeros(v)
+        carried.append((em.define(v), init))
+    if not carried:  # scan needs a carried value: the steps run
+        carried.append((em.ns.fresh("steps_run"), f"torch.zeros((), dtype={em.dtype()}, device={em.device()})"))
+    step_fn, carry, xs = em.ns.fresh(f"{n.name or axis}_step"), em.ns.fresh("carry"), em.ns.fresh("xs")
+    step = em.ns.fresh("t")
+    valid = em.ns.fresh("valid")
+    frames = [(step, f"torch.arange({em.size_var[axis]}, device={em.device()})")]
+    for s in n.seqs:
+        outer = em.values[s.outer]
+        pos = outer.dims.index(axis)
+        frame_name = em.define(s.inner, s.inner.name or f"{em.var[s.outer]}_t")
+        frames.append((frame_name, f"{em.var[s.outer]}.movedim({pos}, 0)" if pos else em.var[s.outer]))
+    em.emit(f"def {step_fn}({carry}: list[torch.Tensor], {xs}: list[torch.Tensor]):")
+    em.indent += 1
+    em.emit(f"{_unpack([name for name, _ in carried])} = {carry}")
+    em.emit(f"{_unpack([name for name, _ in frames])} = {xs}")
+    if any(c.frozen for c in n.carries) or lasts:
+        em.emit(f"{valid} = {step} < {em.lens_var[axis]}  # [batch]: sequences still running")
+    em.block(n.body)
+    nexts = []
+    for c in n.carries:
+        state, new = em.var[c.inner.id], em.var[c.next]
+        if c.frozen:
+            nexts.append(f"torch.where({align_code(valid, ('batch',), c.inner.dims)}, {new}, {state})")
+        else:
+            nexts.append(new)
+    for ll in lasts:
+        cond = align_code(f"({valid} & ~{em.var[n.end]})" if ll.after_end else valid, ("batch",), ll.out.dims)
+        nexts.append(f"torch.where({cond}, {em.var[ll.value]}, {em.var[ll.out.id]})")
+    if len(nexts) < len(carried):
+        nexts.append(f"{carried[0][0]} + 1")
+    stacked = [em.var[s.value] for s in n.stacks]
+    # scan's results may not alias its inputs or one another (nor what autograd saves): copies
+    nexts = [f"{_paren(x)}.clone(memory_format=torch.contiguous_format)" for x in nexts]
+    em.emit(f"return [{', '.join(nexts)}], [{', '.join(f'{_paren(x)}.clone()' for x in stacked)}]")
+    em.indent -= 1
+    finals = [name for name, _ in carried]
+    outs = [em.ns.fresh(f"{s.name}_stacked") for s in n.stacks]
+    inits = ", ".join(init for _, init in carried)
+    call = f"{em.names.helpers[SCAN_HELPER]}({step_fn}, [{inits}], [{', '.join(x for _, x in frames)}]{', reverse=True' if n.reverse else ''})"
+    em.emit(f"{_unpack(finals)}, {_unpack(outs)} = {call}")
+    for s, out in zip(n.stacks, outs):
+        name = em.define(s.out)
+        pos = s.out.dims.index(axis)
+        em.emit(f"{name} = {out}.movedim(0, {pos})" if pos else f"{name} = {out}")
+    em.gather_lasts(n)
+
+
+def _paren(x: str) -> str:
+    return f"({x})" if " " in x else x
+
+
+def _unpack(names: list[str]) -> str:
+    """An assignment target that unpacks a list of this many tensors."""
+    return "[" + ", ".join(names) + "]"

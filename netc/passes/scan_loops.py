@@ -1,0 +1,57 @@
+"""Scan loops: which loops torch runs as torch's `scan` operator (`--loops scan`).
+
+A Python `for` over a padded length is unrolled by `torch.export` and `torch.compile`, which
+then fix that length (and compile a step per frame). torch's `scan` keeps the loop one
+operator with any trip count. It runs a loop over a dim: one without `end` (a loop with
+`choice` trains over its target's frames, so it counts), containing none with `end` (a
+`while` decides from values when to stop, which a scanned step cannot), and making no dim in
+its body (a dim's size is a Python int, which a scanned step cannot return) and growing no
+state (`OpDef.same_shape_each_step`: a scanned step's results keep their shapes).
+
+Records `Loop.scan`; changes nothing else. Only torch reads it.
+"""
+
+from __future__ import annotations
+
+from netc.ir.model import Graph, Loop, Span
+from netc.ops import REGISTRY
+
+
+def transform(g: Graph) -> tuple[Graph, bool]:
+    changed = False
+    for n in g.body:
+        if isinstance(n, Loop):
+            changed |= _mark(n)
+    return g, changed
+
+
+def _mark(n: Loop) -> bool:
+    changed = False
+    for m in n.body:
+        if isinstance(m, Loop):
+            changed |= _mark(m)
+    scan = _scannable(n)
+    changed |= scan != n.scan
+    n.scan = scan
+    return changed
+
+
+def _scannable(n: Loop) -> bool:
+    return blocker(n) is None
+
+
+def blocker(n: Loop) -> tuple[Span, str] | None:
+    """Why torch cannot run `n` as `scan`, and where: None when it can."""
+    if n.end is not None and n.target is None:
+        return n.span, "this loop decides from values when to stop (`end`)"
+    for m in n.body:
+        if isinstance(m, Loop):
+            if (inner := blocker(m)) is not None:
+                return inner
+            continue
+        opdef = REGISTRY[m.op]
+        if not opdef.same_shape_each_step:
+            return m.span, f"`{m.op}` grows a state in a loop (its shape changes from step to step)"
+        if opdef.makes_dims(m.attrs):
+            return m.span, f"`{m.op}` makes a dim in a loop (its size would change from step to step)"
+    return None
