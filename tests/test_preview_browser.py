@@ -79,7 +79,9 @@ def test_page_draws_the_graph_and_a_click_shows_source_and_emitted_code(tmp_path
     hoisted = d.find_element(By.CSS_SELECTOR, "#view-torch g.netc-node.hoisted")
     hoisted.click()
     assert "hoisted out of the loop at line 14" in _text(d, "detail-badges")
-    assert _text(d, "detail-torch") == "x_lin = torch.nn.functional.linear(x, self.x_lin.W.t(), self.x_lin.b)  # line 15"
+    assert (
+        _text(d, "detail-torch") == "x_lin = torch.nn.functional.linear(x, self.x_lin.W.t(), self.x_lin.b)  # line 15"
+    )
     d.find_element(By.CSS_SELECTOR, 'button[data-zoom="fit"]').click()
     assert browser.errors() == []
 

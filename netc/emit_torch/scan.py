@@ -3,7 +3,7 @@
 The step is a function of the carried values (states, and values read after the loop) and of
 the step's frames, returning the next carried values and the frames to stack. `torch.export`
 and `torch.compile` keep it one operator whatever the trip count, so exported modules run at
-any length and compiling does not unroll. The step computes what the Python loop's body does,
+any length and compiling does not unroll; run eagerly, the helper loops in Python. The step computes what the Python loop's body does,
 line for line; only the frame, the step number and the stacking move to `scan`'s arguments.
 """
 
@@ -24,8 +24,18 @@ SCAN_HELPER = "_scan"
 def scan_helper(name: str) -> str:
     return f'''def {name}(step, init: list[torch.Tensor], xs: list[torch.Tensor], reverse: bool = False):
     """torch's `scan` operator: `step(carried, frames)` over the frames of `xs` (dim 0), from
-    `init`; the last carried values and the stacked frames `step` returns. (torch 2.13 has it
-    as a prototype only here; `torch.export` and `torch.compile` keep it one loop.)"""
+    `init`; the last carried values and the stacked frames `step` returns. Traced by
+    torch.export or torch.compile it is the operator (one loop, any length: torch 2.13 has it
+    as a prototype only here); run eagerly, a Python loop, which is faster then."""
+    if not torch.compiler.is_compiling():
+        carried, steps = init, []
+        n = xs[0].shape[0]
+        for t in range(n - 1, -1, -1) if reverse else range(n):
+            carried, frames = step(carried, [x[t] for x in xs])
+            steps.append(frames)
+        if reverse:
+            steps.reverse()
+        return carried, [torch.stack([frames[i] for frames in steps]) for i in range(len(steps[0]) if steps else 0)]
     from torch._higher_order_ops.scan import scan
 
     # scan's arguments may not alias one another or a tensor the step reads, and a carried
