@@ -27,11 +27,11 @@ from netc_runtime.backends import load_torch_module
 from netc_runtime.verify import random_inputs, random_lengths, random_params
 
 
-def _median_ms(fn, runs: int) -> float:
+def _median_ms(fn, feed: dict, runs: int) -> float:
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        fn()
+        fn(**feed)
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1000
 
@@ -70,8 +70,8 @@ def main() -> None:
                 compile_s = time.perf_counter() - t0
                 for k, v in reference.items():
                     assert float((out[k] - v).abs().max()) <= 1e-4, (form, k)
-                fast = _median_ms(lambda: compiled(**feed), args.runs)
-                slow = _median_ms(lambda: model(**feed), args.runs)
+                fast = _median_ms(compiled, feed, args.runs)
+                slow = _median_ms(model, feed, args.runs)
             print(f"| {form} | {length} | {compile_s:.1f} s | {fast:.2f} ms | {slow:.2f} ms | {slow / fast:.2f}× |")
 
 
