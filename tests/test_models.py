@@ -72,6 +72,8 @@ MODELS = [
     "backward_outer_inner_lists.py",
     "backward_outer_plain_list_inner.py",
     "softmax_output_over_made_dim.py",
+    "softmax_over_replaced_empty_dim.py",
+    "held_value_first_result.py",
     "sink_outer_broadcast.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also

@@ -146,12 +146,15 @@ class LoopLowering:
         for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
             self.values.update((v.id, v) for v in (nd.outs if isinstance(nd, Op) else nd.results()))
         self.values.update((v.id, v) for v in n.block_args())
+
         # RETURNN takes the loop's axis from the unit's `output`: a loop with `end` has no lengths
         # before it runs, and it takes them from the output's first dynamic dim if that has another
         # one (an assertion); in any loop, an output state whose template came from its initial
         # value takes that value's dynamic dim for time, not the loop's axis (the rec layer's
         # template and output then differ: an assertion). Such an output is not a state
-        has_other = (lambda v: self._dynamic(v.id)) if n.target is None else (lambda v: False)
+        def has_other(v: Value) -> bool:
+            return n.target is None and any(self.g.dim(d).kind == "dynamic" for d in v.dims)
+
         grown = [c for c in n.carries if c.init in self.grown]  # its layer is `cum_concat`, its own state
         output_carry = _output_carry(n, single, outer, lambda v: has_other(v) or v.id in {c.inner.id for c in grown})
         carry_layers: dict[int, str] = {}
@@ -311,12 +314,17 @@ class LoopLowering:
             chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
             first = self._own_layer(unit, chosen[0], "out") if chosen else result_layers[0]
             unit.layers["output"] = {"class": "copy", "from": first}
-            if not chosen and has_other(self.values[results[0][0]]):
-                plain = [name for (v, *_), name in zip(results, result_layers) if not has_other(self.values[v])]
+
+            # a held value's result is its layer (`_held`); its outer value has the body value's dims
+            def step_value(r) -> Value:
+                return self.values[r[0]] if isinstance(r[0], int) else r[1]
+
+            if not chosen and has_other(step_value(results[0])):
+                plain = [name for r, name in zip(results, result_layers) if not has_other(step_value(r))]
                 if plain:
                     unit.layers["output"]["from"] = plain[0]
                 else:  # the first result over its other dynamic dims (nothing reads it)
-                    dims = [unit.dims[d] for d in self.values[results[0][0]].dims if self.g.dim(d).kind == "dynamic"]
+                    dims = [unit.dims[d] for d in step_value(results[0]).dims if self.g.dim(d).kind == "dynamic"]
                     unit.layers["output"] = {
                         "class": "reduce",
                         "mode": "max",

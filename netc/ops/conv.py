@@ -139,8 +139,8 @@ class Conv1d(OpDef):
             raise DimError("`Conv1d` with padding 'valid' makes a new dynamic dim: pass `out_axis=` (a declared Dim)")
         if not isinstance(out_axis, str) or out_axis not in dt.dims:
             raise DimError("`Conv1d` needs `out_axis` to be a dim (declared as Dim(name))")
-        # a sequence shorter than the filter's span has no frame
-        dt.make_lengths(out_axis, "Conv1d", may_be_empty=self.span(attrs) > 1)
+        # a sequence shorter than the filter's span has no frame (nor one without frames)
+        dt.make_lengths(out_axis, "Conv1d", may_be_empty=self.span(attrs) > 1 or dt[axis].may_be_empty)
         return [OutType(("batch", out_axis, out))]
 
     def params(self, dt, args, attrs):

@@ -104,7 +104,7 @@ class SliceFrames(OpDef):
             raise DimError("`slice_frames` without `start` and `stop` would copy the frames; use the tensor itself")
         # a sequence keeps a frame when the slice starts at its first and ends after it
         keeps = attrs["start"] in (None, 0) and (attrs["stop"] is None or attrs["stop"] > 0)
-        _out_axis(dt, "slice_frames", attrs["out_axis"], may_be_empty=not keeps)
+        _out_axis(dt, "slice_frames", attrs["out_axis"], may_be_empty=not keeps or dt[attrs["axis"]].may_be_empty)
         dims = _renamed(x.dims, attrs["axis"], attrs["out_axis"])
         return [OutType(dt.canonical(dims), x.dtype, sparse_dim=x.sparse_dim)]
 
@@ -356,7 +356,8 @@ class ReplaceDim(OpDef):
         x = args[0]
         if not isinstance(attrs["axis"], str) or attrs["axis"] not in x.dims or dt[attrs["axis"]].kind != "dynamic":
             raise DimError(f"`replace_dim` needs `axis` to be a dynamic dim of [{', '.join(x.dims)}]")
-        _out_axis(dt, "replace_dim", attrs["out_axis"])
+        # the same lengths: a sequence without frames along `axis` has none along `out_axis`
+        _out_axis(dt, "replace_dim", attrs["out_axis"], may_be_empty=dt[attrs["axis"]].may_be_empty)
         dims = _renamed(x.dims, attrs["axis"], attrs["out_axis"])
         return [OutType(dt.canonical(dims), x.dtype, sparse_dim=x.sparse_dim)]
 

@@ -71,7 +71,7 @@ class MaxPool(OpDef):
             raise DimError(f"`max_pool` needs a window `size` >= 1, got {k!r}")
         if not isinstance(out, str) or out not in dt.dims:
             raise DimError("`max_pool` needs `out_axis` to be a dim (declared as Dim(name))")
-        dt.make_lengths(out, "max_pool")
+        dt.make_lengths(out, "max_pool", may_be_empty=dt[axis].may_be_empty)  # ceil(n / k) is 0 for n = 0
         return [OutType(dt.canonical(["batch", out, rest[0]]))]
 
     def returnn(self, ctx, op):
