@@ -95,8 +95,12 @@ def test_params_file_as_netc_run_reads_it(tmp_path):
 
 
 def test_torchscript_and_torch_export(tmp_path):
-    """TorchScript keeps loops (any length); torch.export of a model without a loop over time."""
-    cases = [(EXAMPLES / "elman.py", "torchscript", "m.pt"), (MODELS / "ops_argmax.py", "torch-export", "m.pt2")]
+    """TorchScript keeps loops (any length); torch.export too, as torch's `scan`."""
+    cases = [
+        (EXAMPLES / "elman.py", "torchscript", "m.pt"),
+        (MODELS / "ops_argmax.py", "torch-export", "m.pt2"),
+        (EXAMPLES / "attention.py", "torch-export", "a.pt2"),
+    ]
     for path, fmt, name in cases:
         out = tmp_path / name
         run_netc("export", path, "--format", fmt, "-o", out, check=True)
@@ -110,13 +114,14 @@ def test_torchscript_and_torch_export(tmp_path):
 
 
 def test_refusals_are_located_errors(tmp_path):
-    src = (EXAMPLES / "elman.py").read_text()
-    (tmp_path / "elman.py").write_text(src)
-    proc = run_netc("export", "elman.py", "--format", "torch-export", "-o", "m.pt2", cwd=tmp_path)
+    src = (EXAMPLES / "greedy_decoder.py").read_text()
+    (tmp_path / "greedy.py").write_text(src)
+    proc = run_netc("export", "greedy.py", "--format", "torch-export", "-o", "m.pt2", cwd=tmp_path)
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if "for _step in range" in text)
     assert_located_error(
-        proc, src, "elman.py", 14, "for t in range", "torch-export: this loop is unrolled by torch.export"
+        proc, src, "greedy.py", line, "for _step in range", "torch-export: this loop decides from values when to stop"
     )
-    assert "`time` cannot stay dynamic; use --format onnx or torchscript" in proc.stderr
+    assert "which torch's `scan` cannot run; use --format onnx or torchscript" in proc.stderr
     src = (MODELS / "ops_losses.py").read_text()
     (tmp_path / "losses.py").write_text(src)
     proc = run_netc("export", "losses.py", "--format", "onnx", "-o", "m.onnx", cwd=tmp_path)
