@@ -52,6 +52,11 @@ def main() -> None:
     help="RETURNN targets: a config whose settings are merged into the emitted one.",
 )
 @click.option("--all", "all_models", is_flag=True, help="Every model declared in pyproject.toml's [tool.netc].")
+@click.option(
+    "--inference",
+    is_flag=True,
+    help="--target torch: the module for inference: no losses, a decoder searches (same parameters).",
+)
 @_pass_options
 @_loops_option
 @_project_options
@@ -62,6 +67,7 @@ def compile(
     network: str | None,
     base_config: str | None,
     all_models: bool,
+    inference: bool,
     hoist: bool,
     whole_sequence: bool,
     fuse: bool,
@@ -79,6 +85,7 @@ def compile(
             or base_config
             or not (hoist and whole_sequence and fuse)
             or loops != "python"
+            or inference
         ):
             raise click.UsageError("--all compiles what pyproject.toml declares: give no MODEL or per-model options")
         _compile_project(jobs, no_cache)
@@ -88,9 +95,17 @@ def compile(
     from netc.compiler import CONFIG_TARGETS, TARGETS
 
     target = target or "returnn"
+    if inference and target != "torch":
+        raise click.UsageError("--inference applies to --target torch")
     g = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
     try:
-        text = TARGETS[target](g)  # a target may not support a construct: a located error too
+        if inference:
+            from netc.emit_torch.emitter import emit_torch
+            from netc.passes.inference import inference_graph
+
+            text = emit_torch(inference_graph(g, keep_params=True), inference=True)
+        else:
+            text = TARGETS[target](g)  # a target may not support a construct: a located error too
     except CompileError as e:
         _fail(e)
     if base_config:

@@ -16,7 +16,6 @@ losses. Batch and dynamic dims stay dynamic. Formats:
 from __future__ import annotations
 
 import contextlib
-import copy
 import importlib.util
 import io
 import warnings
@@ -30,7 +29,7 @@ from netc.ir.model import Graph, Loop
 from netc.ir.search import SCORES, search_dims, search_plan
 from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
-from netc.passes import dce
+from netc.passes.inference import inference_graph
 from netc_runtime.backends import load_torch_module, valid_mask
 from netc_runtime.failures import Mismatch, failing_as
 from netc_runtime.npz import _params
@@ -96,20 +95,6 @@ def _wrapper_source(g: Graph, sig: Signature, as_dict: bool) -> str:
         f"        out = {call}\n"
         f"        {body}\n"
     )
-
-
-def inference_graph(g: Graph) -> Graph:
-    """`g` without its losses and what only they need (an auxiliary loss's parameters too)."""
-    if not g.losses:
-        return g
-    params = g.params
-    g = copy.deepcopy(g)
-    g.losses = []
-    g, _ = dce.transform(g)
-    if g.search is not None:  # the module has the parameters training or its search uses
-        used = {p.name for p in [*g.params, *g.search.params]}
-        g.params = g.search.params = [p for p in params if p.name in used]
-    return g
 
 
 def _import(path: str, name: str):

@@ -565,13 +565,15 @@ def method(name: str, public: list[str], params: list[str], body: str, direct: b
     )
 
 
-def emit_torch(g: Graph) -> str:
-    return render_module(g)[0]
+def emit_torch(g: Graph, inference: bool = False) -> str:
+    """`inference`: `g` is an inference graph (`passes.inference`), and a model with `choice`
+    searches unless called with `search=False`."""
+    return render_module(g, inference)[0]
 
 
-def render_module(g: Graph) -> tuple[str, TorchEmitter]:
+def render_module(g: Graph, inference: bool = False) -> tuple[str, TorchEmitter]:
     """The module's text, and the emitter of its `forward` (its provenance: `op_lines`)."""
-    context, fwd = _module_context(g, frozenset())
+    context, fwd = _module_context(g, frozenset(), inference)
     return _TEMPLATES.get_template("module.py.j2").render(context), fwd
 
 
@@ -582,7 +584,7 @@ def render_module_body(g: Graph, reserved: frozenset[str]) -> tuple[str, ModuleN
     return _TEMPLATES.get_template("module_body.py.j2").render(context), context["names"]
 
 
-def _module_context(g: Graph, reserved: frozenset[str]) -> tuple[dict, TorchEmitter]:
+def _module_context(g: Graph, reserved: frozenset[str], inference: bool = False) -> tuple[dict, TorchEmitter]:
     from netc.emit_torch.search import SearchEmitter
 
     api = interface(g)
@@ -600,7 +602,9 @@ def _module_context(g: Graph, reserved: frozenset[str]) -> tuple[dict, TorchEmit
         ]
         first = min(public.index(t) for t in targets)
         optional = public[first:]  # typed, for TorchScript (an untyped parameter is a Tensor there)
-        public = public[:first] + [f"{p}: torch.Tensor | None = None" for p in optional] + ["search: bool = False"]
+        public = (
+            public[:first] + [f"{p}: torch.Tensor | None = None" for p in optional] + [f"search: bool = {inference}"]
+        )
         search_public = [*plan.inputs, *(lens_name(d) for d in plan.input_dims)]
         head = "        if search:\n"
         # every optional input is checked where it is needed: TorchScript then knows it is a tensor
@@ -618,6 +622,7 @@ def _module_context(g: Graph, reserved: frozenset[str]) -> tuple[dict, TorchEmit
         search_method = method("search", search_public, *searcher.search(), searcher.direct)
     out_values = {o.name: fwd.values[o.value] for o in g.outputs}
     context = dict(
+        flags=" --inference" if inference else "",
         source=plain_text(os.path.basename(g.source_file)),
         network=plain_text(g.network),
         names=names,
