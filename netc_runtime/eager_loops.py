@@ -335,9 +335,10 @@ def output_loop(g: Graph, output: str) -> Loop | None:
 
 
 def unbound_after_end(e: UnboundLocalError, b: int) -> CompileError:
-    """An unbound local read in the model, for sequence `b`. A safety net: the compiler rejects
-    reading a name no path binds, and one bound only after an `if end(...): break` (a loop that
-    ends at its first step never binds it)."""
+    """An unbound local read in the model, for sequence `b`: a name bound only in a loop that ran
+    no step for it (documented: docs/language.md, Eager mode). Also a safety net: the compiler
+    rejects reading a name no path binds, and one bound only after an `if end(...): break` (a
+    loop that ends at its first step never binds it)."""
     tb = e.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
@@ -351,8 +352,9 @@ def unbound_after_end(e: UnboundLocalError, b: int) -> CompileError:
         span = frame_span(code, at)
     return CompileError(
         span,
-        f"`{name}` has no value for sequence {b} of the batch: it is assigned after `if end(...): break` "
-        "of a loop that ended at its first step (eager mode has no value from a step before)",
+        f"`{name}` has no value for sequence {b} of the batch: it is assigned only in the body of a loop "
+        "that ran no step for it (a dim with no frame for that sequence), or after `if end(...): break` "
+        "of a loop that ended at its first step; eager mode, as Python, has no value for it then",
     )
 
 

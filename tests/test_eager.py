@@ -213,6 +213,40 @@ def f(x: Tensor[batch, time, feat]):
 """
 
 
+BODY_ONLY_NAME = """\
+from netc import Dim, Linear, Tensor, batch, network, slice_frames, tanh
+
+time = Dim("time")
+feat = Dim("feat", 4)
+later = Dim("later")
+
+
+@network
+def f(x: Tensor[batch, time, feat]):
+    for x_t in slice_frames(x, axis=time, start=1, out_axis=later):
+        h = tanh(Linear(feat)(x_t))
+    return {"last": h}
+"""
+
+
+def test_a_name_only_a_loop_of_no_step_assigns_is_a_located_error(tmp_path):
+    """Sequence 1 has one frame, so no frame after the first: the loop runs no step for it and
+    `h` has no value after it, as in Python (diffgen seed 26080); the compiled targets give zeros."""
+    from conftest import assert_located_error, run_netc
+
+    model = tmp_path / "m.py"
+    model.write_text(BODY_ONLY_NAME)
+    np.savez(tmp_path / "in.npz", **{"in:x": np.ones((2, 3, 4), np.float32), "len:time": np.array([3, 1])})
+    proc = run_netc("run", model, "--backend", "eager", "--inputs", tmp_path / "in.npz", "-o", tmp_path / "o.npz")
+    line = BODY_ONLY_NAME.splitlines().index('    return {"last": h}') + 1
+    assert_located_error(
+        proc, BODY_ONLY_NAME, str(model), line, "h}", "has no value for sequence 1 of the batch: it is assigned only"
+    )
+    proc = run_netc("run", model, "--backend", "torch", "--inputs", tmp_path / "in.npz", "-o", tmp_path / "o.npz")
+    assert proc.returncode == 0, proc.stderr
+    assert not np.load(tmp_path / "o.npz")["out:last"][1].any()
+
+
 def test_an_empty_returned_stack_keeps_the_lengths_of_its_other_dims(tmp_path):
     """A sequence of one frame: the loop over its later frames runs no step, the returned stack of
     a [batch, time] value is empty, yet its `time` is this sequence's (diffgen seed 20547)."""

@@ -16,6 +16,6 @@ def net(x: nc.Tensor[time, batch, feat]):
         ctx = nc.dot(acc, x, reduce=time)
         if nc.end(nc.reduce_mean(ctx, axis=feat) > 0.2):
             break
-        held = ctx / (1.5 + ctx)
+        held = nc.Linear(feat)(ctx) / (1.5 + ctx)
     nc.mark_as_loss(held**2, "sq")
     return {"x": x}
