@@ -52,7 +52,6 @@ def export(
         from netc_runtime.export import check
         from netc_runtime.export import export as run_export
 
-        # torch.export keeps a loop only as torch's `scan`; the other formats script the module
         # torch.export keeps a loop only as torch's `scan` (and specialises the length a fused
         # LSTM's native op runs over: it runs as its loop); the other formats script the module
         scan = fmt == "torch-export"

@@ -30,14 +30,10 @@ def _mark(n: Loop) -> bool:
     for m in n.body:
         if isinstance(m, Loop):
             changed |= _mark(m)
-    scan = _scannable(n)
+    scan = blocker(n) is None
     changed |= scan != n.scan
     n.scan = scan
     return changed
-
-
-def _scannable(n: Loop) -> bool:
-    return blocker(n) is None
 
 
 def blocker(n: Loop) -> tuple[Span, str] | None:
