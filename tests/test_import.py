@@ -28,14 +28,18 @@ CASES = {
     "eval_layers": ("eval_layers.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "task_train": ("task_dependent.config", [], [[6, 4, 5], [2, 1, 2]]),
     "task_search": ("task_dependent.config", [("task", "search")], [[6, 4, 5], [2, 1, 2]]),
+    "conv_encoder": ("conv_encoder.config", [], [[13, 9, 11], [3, 2, 4]]),  # strided conv: time 6, 4, 5
+    "gates": ("gates.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
 }
 TOLERANCE = 1e-5
 
 
 def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3) -> dict:
-    """The config's network in RETURNN (training graph, dropout off at run time) on a random padded
-    batch: inputs and lengths by extern_data key, outputs of `output` and the output layers,
-    losses (summed over frames, RETURNN's `get_loss_value`), parameters."""
+    """The config's network in RETURNN (training graph, dropout off at run time) on a random batch,
+    padded with zeros as RETURNN's datasets pad: inputs and lengths by extern_data key, outputs of
+    `output` and the output layers, losses (summed over frames, RETURNN's `get_loss_value`),
+    parameters (random: also those RETURNN initialises to a constant, biases, norms' scales and
+    statistics)."""
     import tensorflow as tf
     from returnn.config import Config, set_global_config
     from returnn.log import log
@@ -69,6 +73,8 @@ def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3) ->
                 x = rng.integers(0, data.dim, size=(len(n), max(n))).astype(np.int32)
             else:
                 x = rng.standard_normal((len(n), max(n), data.dim)).astype(np.float32)
+                for i, k in enumerate(n):
+                    x[i, k:] = 0.0
             inputs[key], lens[key] = x, n
             feed[data.placeholder] = x
             feed[data.get_sequence_lengths()] = n
@@ -79,6 +85,14 @@ def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3) ->
         fetch.update({f"loss:{n}": v for n, loss in losses.items() if (v := loss.get_loss_value()) is not None})
         with tf.compat.v1.Session(graph=graph) as session:
             net.initialize_params(session)
+            for v in net.get_params_list():
+                value = session.run(v)
+                if value.size > 1 and np.all(value == value.flat[0]):  # zeros, ones: random instead
+                    if "variance" in v.name:
+                        new = rng.uniform(0.5, 1.5, value.shape)
+                    else:
+                        new = value + 0.5 * rng.standard_normal(value.shape)
+                    v.load(new.astype(value.dtype), session)
             out = session.run(fetch, feed_dict=feed)
             params = {v.name[:-2]: session.run(v) for v in net.get_params_list()}
     return {"inputs": inputs, "lens": lens, "fetch": out, "params": params}

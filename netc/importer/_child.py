@@ -122,6 +122,7 @@ def main() -> None:
             "network": _plain(network, dim_ref),
             "inputs": _inputs(config, dim_ref),
             "task": config.value("task", "train"),
+            "behavior_version": config.int("behavior_version", 0),  # decides some layers' defaults
         }
         result["dims"] = sorted(table.values(), key=lambda d: d["id"])
     except BaseException as e:  # noqa: BLE001 - the config's own mistakes, reported at its line

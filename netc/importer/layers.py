@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from netc.importer import attention
+from netc.importer import attention, convnorm, logic
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -44,7 +44,7 @@ LSTM_UNITS = {"nativelstm2", "lstm", "nativelstm"}
 CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
 
 
-class Importer(LossLayers, States):
+class Importer(LossLayers, States, convnorm.ConvNormLayers, logic.LogicLayers):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
         self.dims = DimTable(loaded.dims)
@@ -66,6 +66,7 @@ class Importer(LossLayers, States):
                     self.dims.prefer(tag, key)
         self.loops: dict[str, Scope] = {}  # rec layer -> its unit's scope
         self.sub_stacks: dict[str, Val] = {}  # "<rec>/<sub>" -> the list the loop stacks `sub` into
+        self.sub_layers: dict[str, Val] = {}  # "<layer>/<i>" -> a part of a `split` layer
         self.top = Scope(loaded.network, {}, [], "")
         self.top.names = self._allocate(list(loaded.network), reserved=set(loaded.inputs))
         self.used |= set(self.top.names.values()) | {identifier(k) for k in loaded.inputs}
@@ -137,6 +138,8 @@ class Importer(LossLayers, States):
                     return self.sub_stacks[ref]
             elif rec in scope.layers:  # a sub-layer of another layer (`split/0`): that layer first
                 self.get(rec, scope)
+                if self._full(ref, scope) in self.sub_layers:
+                    return self.sub_layers[self._full(ref, scope)]
                 cls = scope.layers[rec].get("class", "?") if isinstance(scope.layers[rec], dict) else "?"
                 raise Refused(ref, str(cls), f"sub-layer `{sub}` of `{rec}` not supported")
         if ref not in scope.layers:
@@ -184,6 +187,8 @@ class Importer(LossLayers, States):
         full = self._full(layer, scope)
         var = scope.names[layer]
         handler = getattr(self, f"_l_{cls}", None)
+        if cls in logic.NOT_NETC:
+            raise Refused(full, cls, logic.NOT_NETC[cls])
         if handler is None:
             raise Refused(full, str(cls), "this layer class is not supported by `netc import` yet")
         bad = [s for s in sources(d) if not isinstance(s, str)]
@@ -524,6 +529,8 @@ _KNOWN = {
     "decide": set(),
     "pool": {"mode", "padding", "pool_size", "strides", "dilation_rate", "dropout"},
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
+    **convnorm.KNOWN,
+    **logic.KNOWN,
 }
 
 

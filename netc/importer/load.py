@@ -37,6 +37,7 @@ class LoadedConfig:
     dims: dict[int, DimTag]
     task: str = "train"
     sets: list[tuple[str, str]] = field(default_factory=list)
+    behavior_version: int = 0  # RETURNN's `behavior_version` of the config
 
 
 def load_config(
@@ -67,7 +68,9 @@ def load_config(
     for spec in inputs.values():  # references -> ids
         spec.dims = [d["__dim__"] for d in spec.dims]
         spec.sparse_dim = spec.sparse_dim["__dim__"] if spec.sparse_dim else None
-    return LoadedConfig(path, data["network"], inputs, dims, data.get("task", "train"), list(sets))
+    return LoadedConfig(
+        path, data["network"], inputs, dims, data.get("task", "train"), list(sets), data.get("behavior_version", 0)
+    )
 
 
 def _line(path: str, line: int) -> str:

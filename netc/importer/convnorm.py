@@ -1,0 +1,237 @@
+"""Convolution and normalisation layers as conformer-style RETURNN setups use them: `conv` (1-D
+over time) → `Conv1d`, `layer_norm` → `LayerNorm`, `batch_norm` → `BatchNorm`, `gating` → `glu`
+(or the two halves' activations multiplied).
+
+Parameters keep RETURNN's names: `conv`'s `W` [filter, in/groups, out] and `bias`, `layer_norm`'s
+`scale` and `bias`, `batch_norm`'s `batch_norm/v2_*` (param version 2)."""
+
+from __future__ import annotations
+
+from netc.importer.dims import BATCH
+from netc.importer.syntax import binop, call, identifier, literal, name, num
+from netc.importer.values import Refused, Val, feature, sources
+from netc.importer.writer import Assign, ModuleRef
+
+KNOWN = {
+    "conv": {
+        "filter_size",
+        "padding",
+        "strides",
+        "dilation_rate",
+        "groups",
+        "n_out",
+        "out_dim",
+        "in_dim",
+        "in_spatial_dims",
+        "out_spatial_dims",
+        "with_bias",
+        "activation",
+        "use_time_mask",
+        "forward_weights_init",
+        "bias_init",
+        "dropout",
+    },
+    "layer_norm": {"epsilon", "in_dim", "out_dim", "dropout"},
+    "batch_norm": {
+        "in_dim",
+        "use_shift",
+        "use_std",
+        "use_sample",
+        "force_sample",
+        "momentum",
+        "epsilon",
+        "update_sample_only_in_training",
+        "delay_sample_update",
+        "param_version",
+        "gamma_init",
+        "beta_init",
+        "masked_time",
+        "dropout",
+    },
+    "gating": {"activation", "gate_activation", "n_out", "out_dim", "dropout"},
+}
+LAYER_NORM_EPS = 1e-6  # RETURNN's `layer_norm` default, netc's `LayerNorm`
+
+
+def _int(v):
+    """An int, or the int of a one-element sequence (RETURNN's `(3,)`); else None."""
+    if isinstance(v, list | tuple) and len(v) == 1:
+        v = v[0]
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+class ConvNormLayers:
+    """Handlers of `Importer` (`_l_<class>`), mixed into it."""
+
+    def _l_conv(self, layer, d, scope, var, full) -> Val:
+        src = self._source(d, scope, full)
+        dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
+        if src.sparse is not None or BATCH not in src.dims or len(dyn) != 1 or len(src.dims) != 3:
+            raise Refused(full, "conv", "a 1-D conv of [batch, time, feature] (one dynamic dim) is supported")
+        time, feat = dyn[0], feature(src, self.dims)
+        k, stride, dilation = (_int(d.get(o, 1)) for o in ("filter_size", "strides", "dilation_rate"))
+        groups = d.get("groups", 1)
+        if k is None or k < 1 or "filter_size" not in d:
+            raise Refused(full, "conv", f"filter_size {d.get('filter_size')!r} (one size: a 1-D conv over time)")
+        if stride is None or stride < 1 or dilation is None or dilation < 1:
+            raise Refused(full, "conv", "strides and dilation_rate: one positive int each")
+        padding = d.get("padding")
+        padding = padding.lower() if isinstance(padding, str) else padding
+        if padding not in ("same", "valid"):
+            raise Refused(full, "conv", f"padding {d.get('padding')!r} ('same' or 'valid' are supported)")
+        if padding == "same" and stride != 1:
+            raise Refused(
+                full, "conv", "padding 'same' with strides > 1 (its windows depend on the batch's longest sequence)"
+            )
+        for opt, want in (("in_spatial_dims", time), ("in_dim", feat)):
+            if opt in d:
+                given = d[opt]
+                given = given[0] if isinstance(given, list | tuple) and len(given) == 1 else given
+                if self._axis(src, given) != want:
+                    raise Refused(full, "conv", f"{opt} {d[opt]!r} (the input's time dim, its feature dim)")
+        out = self._out_dim(layer, d, full)
+        size, out_size = self.dims.size(feat), self.dims.size(out)
+        if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1 or size % groups or out_size % groups:
+            raise Refused(full, "conv", f"groups {groups!r} (dividing the input's and output's features)")
+        if groups == size and groups > 1 and stride > 1 and dilation > 1:
+            # RETURNN's depthwise convolution (TF's `depthwise_conv2d`) computes wrong frames then
+            raise Refused(full, "conv", "a depthwise conv with both strides and dilation_rate > 1")
+        with_bias = d.get("with_bias", self.cfg.behavior_version >= 10)  # RETURNN's default
+        kwargs = {"padding": literal(padding)} if padding != "same" else {}
+        for key, value, default in (("stride", stride, 1), ("dilation", dilation, 1), ("groups", groups, 1)):
+            if value != default:
+                kwargs[key] = num(value)
+        if not with_bias:
+            kwargs["with_bias"] = literal(False)
+        at = {"axis": self.dim(time)}
+        out_time = time
+        if padding == "valid":
+            out_time = self._conv_out_time(layer, d, full)
+            at["out_axis"] = self.dim(out_time)
+        self.imports.add("Conv1d")
+        expr = call(call("Conv1d", self.dim(out), num(k), **kwargs), src.tensor(), **at)
+        dims = (BATCH, out_time, out)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "conv")
+        self._emit(scope, var, val.expr, layer, ModuleRef("conv", self._tf_prefix(layer, d, scope)))
+        return Val(name(var), dims)
+
+    def _conv_out_time(self, layer, d, full) -> str:
+        """The dynamic dim a "valid" conv makes: its `out_spatial_dims` tag, else one of its own."""
+        given = d.get("out_spatial_dims")
+        if given is None:
+            return self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_time"), None)
+        tag = given[0] if isinstance(given, list | tuple) and len(given) == 1 else given
+        if not isinstance(tag, dict) or tag["__dim__"] in self.dims._by_tag:
+            raise Refused(full, "conv", f"out_spatial_dims {given!r} (a new dim tag is supported)")
+        key = self.dims.tag(tag["__dim__"])
+        if not self.dims.is_dynamic(key):
+            raise Refused(full, "conv", f"out_spatial_dims {given!r} (a new dim tag is supported)")
+        return key
+
+    def _l_layer_norm(self, layer, d, scope, var, full) -> Val:
+        src = self._source(d, scope, full)
+        if src.sparse is not None:
+            raise Refused(full, "layer_norm", "labels (sparse) as input")
+        feat = feature(src, self.dims)
+        for opt in ("in_dim", "out_dim"):
+            if opt in d and self._axis(src, d[opt]) != feat:
+                raise Refused(full, "layer_norm", f"{opt} other than the feature dim")
+        if d.get("epsilon", LAYER_NORM_EPS) != LAYER_NORM_EPS:
+            raise Refused(full, "layer_norm", f"epsilon {d['epsilon']!r} (netc's `LayerNorm` has RETURNN's 1e-6)")
+        self.imports.add("LayerNorm")
+        value = call(call("LayerNorm"), src.tensor())
+        self._emit(scope, var, value, layer, ModuleRef("layer_norm", self._tf_prefix(layer, d, scope)))
+        return Val(name(var), src.dims)
+
+    def _l_batch_norm(self, layer, d, scope, var, full) -> Val:
+        """`BatchNorm(eps, momentum)`: RETURNN's batch norm where netc's is the same: statistics of
+        the batch's valid frames in training (`use_sample` 0, `masked_time`), the running ones
+        otherwise, updated in training only; param version 2. (`delay_sample_update` then
+        changes nothing: the running statistics are read only where they are not updated.)"""
+        src = self._source(d, scope, full)
+        dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
+        if scope.rec is not None or src.sparse is not None or BATCH not in src.dims or len(src.dims) != 2 + len(dyn):
+            raise Refused(full, "batch_norm", "[batch, feature] or [batch, time, feature] outside rec units")
+        feat = feature(src, self.dims)
+        if "in_dim" in d and self._axis(src, d["in_dim"]) != feat:
+            raise Refused(full, "batch_norm", "in_dim other than the feature dim")
+        new = self.cfg.behavior_version >= 12  # RETURNN's defaults changed there
+        defaults = {
+            "use_shift": True,
+            "use_std": True,
+            "use_sample": 0.0,
+            "force_sample": False,
+            "update_sample_only_in_training": new,
+            "param_version": 2 if new else 0,
+            "masked_time": True,
+        }
+        required = {**defaults, "update_sample_only_in_training": True, "param_version": 2}
+        why = {
+            "update_sample_only_in_training": " (netc updates the running statistics in training only)",
+            "param_version": " (netc's variables are those of param_version 2: `batch_norm/v2_mean`, ...)",
+            "masked_time": " (netc's statistics are those of the valid frames)",
+        }
+        for opt, default in defaults.items():
+            got = d.get(opt, default)
+            if got != required[opt] and (opt != "masked_time" or dyn):  # [batch, feature]: nothing to mask
+                given = "" if opt in d else " (RETURNN's default with this behavior_version)"
+                raise Refused(full, "batch_norm", f"{opt} {got!r}{given} not supported{why.get(opt, '')}")
+        eps, momentum = d.get("epsilon", 1e-3), d.get("momentum", 0.1 if new else 0.99)
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (eps, momentum)):
+            raise Refused(full, "batch_norm", "epsilon and momentum: numbers")
+        self.imports.add("BatchNorm")
+        value = call(call("BatchNorm", eps=num(float(eps)), momentum=num(float(momentum))), src.tensor())
+        self._emit(scope, var, value, layer, ModuleRef("batch_norm", self._tf_prefix(layer, d, scope)))
+        return Val(name(var), src.dims)
+
+    def _l_gating(self, layer, d, scope, var, full) -> Val:
+        """`act(a) * gate_act(b)` of the input's feature halves (or of two sources of one dim):
+        `glu(x, half)` for RETURNN's GLU (`activation: identity`, sigmoid gate)."""
+        vals = [self.get(s, scope) for s in sources(d)]
+        two = len(vals) == 2 and all(v.sparse is None for v in vals) and not d.get("dropout")
+        if two and self.dims.find(feature(vals[0], self.dims)) == self.dims.find(feature(vals[1], self.dims)):
+            if vals[0].dims != vals[1].dims:
+                raise Refused(full, "gating", "its two inputs differ in dims")
+            a, b = vals
+            half = feature(a, self.dims)
+            src = None
+        else:
+            src = self._source(d, scope, full)
+            feat = feature(src, self.dims)
+            if src.sparse is not None or self.dims.size(feat) % 2:
+                raise Refused(full, "gating", "a feature dim of even size is split in halves")
+            half = self._gating_dim(layer, d, full, self.dims.size(feat) // 2)
+        act, gate = d.get("activation"), d.get("gate_activation", "sigmoid")
+        if "activation" not in d:
+            raise Refused(full, "gating", "give `activation` (RETURNN requires it)")
+        if src is not None and act in (None, "identity", "linear") and gate == "sigmoid":
+            self.imports.add("glu")
+            self._emit(scope, var, call("glu", src.tensor(), self.dim(half)), layer)
+            return Val(name(var), tuple(half if x == feat else x for x in src.dims))
+        if src is not None:
+            dims = tuple(half if x == feat else x for x in src.dims)
+            ha, hb = self.fresh(f"{var}_a"), self.fresh(f"{var}_b")
+            self.imports.add("split")
+            parts = call("split", src.tensor(), _list([self.dim(half), self.dim(half)]))
+            scope.stmts.append(Assign([ha, hb], parts, comment=f"layer {layer!r}: its input's halves"))
+            a, b = Val(name(ha), dims), Val(name(hb), dims)
+        x = self._activation(a, act, full, "gating")
+        g = self._activation(b, gate, full, "gating")
+        self._emit(scope, var, binop("*", x.expr, g.expr), layer)
+        return Val(name(var), a.dims)
+
+    def _gating_dim(self, layer, d, full, size: int) -> str:
+        if isinstance(d.get("out_dim"), dict):
+            key = self.dims.tag(d["out_dim"]["__dim__"])
+        else:
+            key = self.dims.static(size, identifier(layer))
+        n_out = d.get("n_out", size)
+        if self.dims.size(key) != size or n_out != size:
+            raise Refused(full, "gating", f"n_out/out_dim other than half the input's features ({size})")
+        return key
+
+
+def _list(items):
+    import libcst as cst
+
+    return cst.List([cst.Element(i) for i in items])

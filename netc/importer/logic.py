@@ -1,0 +1,245 @@
+"""Comparisons, selection and small shape layers: `compare` → `a < b`, `switch` → `where`,
+`constant` → a number or `full`, `length` → a sum of ones over the time dim, `cast`,
+`expand_dims` → `expand`, `split` (its sub-layers `split/0`, ...) → `split`, and the forms of
+`reinterpret_data` that only rename: a copy, `size_base` (the two time dims are one), a new dim
+tag for a dynamic dim (`replace_dim`). Layer classes netc has no op for (`window`,
+`self_attention`, `positional_encoding`) are refused with the reason."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from netc.importer.attention import new_dim
+from netc.importer.dims import BATCH
+from netc.importer.syntax import Expr, call, identifier, literal, name, num
+from netc.importer.values import Refused, Val, feature, sources
+from netc.importer.writer import Assign
+
+KNOWN = {
+    "compare": {"kind", "value", "allow_broadcast_all_sources"},
+    "switch": {"condition", "true_from", "false_from"},
+    "constant": {"value", "dtype", "with_batch_dim", "shape"},
+    "length": {"axis", "dtype", "sparse", "add_time_axis"},
+    "cast": {"dtype"},
+    "expand_dims": {"axis", "dim"},
+    "split": {"axis", "size_splits", "num_splits", "out_dims"},
+    "reinterpret_data": {"size_base", "set_dim_tags", "enforce_batch_major", "enforce_time_major"},
+}
+_COMPARE = {
+    "equal": cst.Equal,
+    "not_equal": cst.NotEqual,
+    "less": cst.LessThan,
+    "less_equal": cst.LessThanEqual,
+    "greater": cst.GreaterThan,
+    "greater_equal": cst.GreaterThanEqual,
+}
+_KIND_ALIASES = {"==": "equal", "!=": "not_equal", "<>": "not_equal", "<": "less", "<=": "less_equal"}
+_KIND_ALIASES |= {">": "greater", ">=": "greater_equal"}
+_DTYPES = ("float32", "int32", "bool")
+NOT_NETC = {
+    "window": "netc has no op for windows of frames (RETURNN's `window` layer)",
+    "self_attention": "netc has no op with RETURNN's `self_attention` semantics (one `QKV` matrix in RETURNN's "
+    "per-head layout, key masking, its scaling); write the attention with netc's ops (`dot`, `softmax` over "
+    "a `replace_dim` view)",
+    "positional_encoding": "netc has no op for RETURNN's `positional_encoding` (its sin/cos layout and offsets); "
+    "build it from `range_over`, `sin`, `cos` and `concat`",
+}
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _union(imp, vals: list[Val]) -> tuple[str, ...]:
+    """The dims of an elementwise result: the operands' dims, in their order of appearance."""
+    out: list[str] = []
+    for v in vals:
+        out += [x for x in v.dims if imp.dims.find(x) not in {imp.dims.find(y) for y in out}]
+    return tuple(out)
+
+
+class LogicLayers:
+    """Handlers of `Importer` (`_l_<class>`), mixed into it."""
+
+    def _l_compare(self, layer, d, scope, var, full) -> Val:
+        kind = _KIND_ALIASES.get(d.get("kind", "equal"), d.get("kind", "equal"))
+        if kind not in _COMPARE:
+            raise Refused(full, "compare", f"kind {d.get('kind')!r} not supported")
+        vals = [self.get(s, scope) for s in sources(d)]
+        value = d.get("value")
+        operands: list[Expr]
+        if len(vals) == 1 and (_number(value) or isinstance(value, bool)):
+            operands = [vals[0].tensor(), literal(value)]
+        elif len(vals) == 2 and value is None:
+            operands = [v.tensor() for v in vals]
+        else:
+            raise Refused(full, "compare", "one source with a number `value`, or two sources without, is supported")
+        expr = cst.Comparison(operands[0], [cst.ComparisonTarget(_COMPARE[kind](), operands[1])])
+        self._emit(scope, var, expr, layer)
+        return Val(name(var), _union(self, vals))
+
+    def _l_switch(self, layer, d, scope, var, full) -> Val:
+        """`where(cond, a, b)`; a condition that is a bool is the branch it picks."""
+        if d.get("from") not in (None, []):
+            raise Refused(full, "switch", "`from` (RETURNN reads `condition`, `true_from`, `false_from`)")
+        cond = d.get("condition")
+        branches = []
+        for key in ("true_from", "false_from"):
+            b = d.get(key)
+            if isinstance(b, str):
+                branches.append(self.get(b, scope))
+            elif _number(b):
+                branches.append(Val(literal(b), ()))
+            else:
+                raise Refused(full, "switch", f"{key} {b!r} (a layer or a number is supported)")
+        if isinstance(cond, bool):
+            val = branches[0 if cond else 1]
+            self._emit(scope, var, val.expr if val.dims == () else val.tensor(), layer)
+            return Val(name(var), val.dims, val.sparse)
+        if not isinstance(cond, str):
+            raise Refused(full, "switch", f"condition {cond!r} (a layer or a bool is supported)")
+        c = self.get(cond, scope)
+        self.imports.add("where")
+        self._emit(scope, var, call("where", c.tensor(), *(b.tensor() for b in branches)), layer)
+        sparse = {b.sparse for b in branches if b.dims or b.sparse}
+        return Val(name(var), _union(self, [c, *branches]), sparse.pop() if len(sparse) == 1 else None)
+
+    def _l_constant(self, layer, d, scope, var, full) -> Val:
+        """A number (no dims) is a Python number; `with_batch_dim` or a `shape` of static dim tags `full`."""
+        value, dtype = d.get("value", 0.0), d.get("dtype")
+        if not _number(value) and not isinstance(value, bool):
+            raise Refused(full, "constant", f"value {value!r} (a number or a bool is supported)")
+        if dtype is None:
+            dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+        if dtype not in _DTYPES:
+            raise Refused(full, "constant", f"dtype {dtype!r} ({', '.join(_DTYPES)} are supported)")
+        value = {"float32": float, "int32": int, "bool": bool}[dtype](value)
+        dims: list[str] = [BATCH] if d.get("with_batch_dim") else []
+        for tag in d.get("shape") or ():
+            key = self.dims.tag(tag["__dim__"]) if isinstance(tag, dict) else None
+            if key is None or not (key == BATCH or self.dims.is_static(key)):
+                raise Refused(full, "constant", f"shape {d['shape']!r} (static dim tags are supported)")
+            if key not in dims:
+                dims.append(key)
+        if not dims:
+            self._emit(scope, var, literal(value), layer)
+            return Val(name(var), ())
+        self.imports.add("full")
+        kwargs = {"value": literal(value)} | ({"dtype": literal(dtype)} if dtype != "float32" else {})
+        self._emit(scope, var, call("full", *(self.dim(k) for k in dims), **kwargs), layer)
+        return Val(name(var), tuple(dims))
+
+    def _l_length(self, layer, d, scope, var, full) -> Val:
+        """Each sequence's length [batch]: ones over its time dim, summed (padded frames never count)."""
+        src = self._source(d, scope, full)
+        dtype = d.get("dtype", "int32")
+        if d.get("add_time_axis") or d.get("sparse") or dtype not in ("int32", "float32"):
+            raise Refused(full, "length", "dtype int32 or float32 (and no add_time_axis, sparse) is supported")
+        axis = self._axis(src, d.get("axis", "T"))
+        if axis is None or not self.dims.is_dynamic(axis) or BATCH not in src.dims:
+            raise Refused(full, "length", f"axis {d.get('axis', 'T')!r} (a dynamic dim of the input is supported)")
+        self.imports |= {"full", "reduce_sum"}
+        one = {"value": num(1), "dtype": literal("int32")} if dtype == "int32" else {"value": num(1.0)}
+        ones = call("full", self.dim(BATCH), self.dim(axis), **one)
+        self._emit(scope, var, call("reduce_sum", ones, axis=self.dim(axis)), layer)
+        return Val(name(var), (BATCH,))
+
+    def _l_cast(self, layer, d, scope, var, full) -> Val:
+        src = self._source(d, scope, full)
+        dtype = d.get("dtype")
+        if dtype not in _DTYPES:
+            raise Refused(full, "cast", f"dtype {dtype!r} ({', '.join(_DTYPES)} are supported)")
+        self.imports.add("cast")
+        self._emit(scope, var, call("cast", src.tensor(), literal(dtype)), layer)
+        return Val(name(var), src.dims, src.sparse if dtype == "int32" else None)
+
+    def _l_expand_dims(self, layer, d, scope, var, full) -> Val:
+        """`expand(x, dim)`: x repeated along a new dim (of size `dim`, 1 by default); where it goes
+        (`axis`) is RETURNN's axis order, which netc's named dims do not have."""
+        src = self._source(d, scope, full)
+        axis, size = d.get("axis"), d.get("dim", 1)
+        ok = isinstance(axis, int) and not isinstance(axis, bool)
+        if not ok and str(axis).lower() not in ("f", "feature", "t", "time", "spatial"):
+            raise Refused(full, "expand_dims", f"axis {axis!r} (F, T, spatial or a number is supported)")
+        if src.sparse is not None:
+            raise Refused(full, "expand_dims", "labels (sparse) as input")
+        if isinstance(size, dict):
+            key = self.dims.tag(size["__dim__"])
+            if key == BATCH or self.dims.find(key) in {self.dims.find(x) for x in src.dims}:
+                raise Refused(full, "expand_dims", "dim: a dim the input does not have")
+        elif isinstance(size, int) and not isinstance(size, bool) and size >= 1:
+            key = new_dim(self, size, f"{identifier(layer)}_dim", set(src.dims))
+        else:
+            raise Refused(full, "expand_dims", f"dim {size!r} (a size or a dim tag is supported)")
+        self.imports.add("expand")
+        self._emit(scope, var, call("expand", src.tensor(), self.dim(key)), layer)
+        return Val(name(var), (*src.dims, key))
+
+    def _l_split(self, layer, d, scope, var, full) -> Val:
+        """`x_0, x_1 = split(x, [a, b])` over the feature dim; `<layer>/<i>` reads part i. The
+        layer's own value is its input."""
+        src = self._source(d, scope, full)
+        if src.sparse is not None:
+            raise Refused(full, "split", "labels (sparse) as input")
+        feat = feature(src, self.dims)
+        if self._axis(src, d.get("axis", "F")) != feat:
+            raise Refused(full, "split", f"axis {d.get('axis')!r} (the feature dim is supported)")
+        total = self.dims.size(feat)
+        if "out_dims" in d:
+            tags = d["out_dims"] if isinstance(d["out_dims"], list | tuple) else [None]
+            if not all(isinstance(t, dict) for t in tags):
+                raise Refused(full, "split", f"out_dims {d['out_dims']!r} (dim tags are supported)")
+            keys = [self.dims.tag(t["__dim__"]) for t in tags]
+            sizes = [self.dims.size(k) for k in keys]
+        else:
+            sizes = d.get("size_splits")
+            n = d.get("num_splits")
+            if sizes is None and isinstance(n, int) and n >= 1 and total % n == 0:
+                sizes = [total // n] * n
+            if not isinstance(sizes, list | tuple) or not all(isinstance(s, int) and s > 0 for s in sizes):
+                raise Refused(full, "split", "size_splits (positive sizes), num_splits or out_dims is supported")
+            keys = [new_dim(self, s, f"{identifier(layer)}_{i}", {feat}) for i, s in enumerate(sizes)]
+        if sum(sizes) != total or any(self.dims.find(k) == self.dims.find(feat) for k in keys):
+            raise Refused(full, "split", f"parts {list(sizes)!r} do not add up to the feature dim's {total}")
+        parts = [self.fresh(f"{var}_{i}") for i in range(len(keys))]
+        self.imports.add("split")
+        value = call("split", src.tensor(), cst.List([cst.Element(self.dim(k)) for k in keys]))
+        comment = f"layer {layer!r}: its parts `{layer}/0`, ..." if len(parts) > 1 else f"layer {layer!r}"
+        scope.stmts.append(Assign(parts if len(parts) > 1 else [parts[0]], value, comment=comment))
+        rest = tuple(x for x in src.dims if x != feat)
+        for i, (part, key) in enumerate(zip(parts, keys)):
+            self.sub_layers[f"{full}/{i}"] = Val(name(part), (*rest, key))
+        return src
+
+    def _l_reinterpret_data(self, layer, d, scope, var, full) -> Val:
+        src = self._source(d, scope, full)
+        value = src.tensor()
+        dims = src.dims
+        if "size_base" in d:
+            base = self.get(d["size_base"], scope) if isinstance(d["size_base"], str) else None
+            mine = [x for x in src.dims if self.dims.is_dynamic(x)]
+            theirs = [x for x in base.dims if self.dims.is_dynamic(x)] if base else []
+            inputs = {self.dims.find(x) for v in self.inputs.values() for x in v.dims}
+            if len(mine) != 1 or len(theirs) != 1 or not {self.dims.find(mine[0]), self.dims.find(theirs[0])} <= inputs:
+                raise Refused(
+                    full, "reinterpret_data", "size_base: a layer whose one time dim, and the input's, are inputs' dims"
+                )
+            self.dims.join(theirs[0], mine[0])  # one dim: the inputs give it one set of lengths
+        tags = d.get("set_dim_tags") or {}
+        if not isinstance(tags, dict):
+            raise Refused(full, "reinterpret_data", f"set_dim_tags {tags!r} (a dict is supported)")
+        for ax, tag in tags.items():
+            old = self._axis(src, ax) if ax in ("T", "F", "t", "f") else None
+            if old is None or not isinstance(tag, dict):
+                raise Refused(full, "reinterpret_data", f"set_dim_tags {tags!r} (keys T or F, values dim tags)")
+            known = tag["__dim__"] in self.dims._by_tag
+            new = self.dims.tag(tag["__dim__"])
+            if self.dims.find(new) == self.dims.find(old):
+                continue  # the same dim (every static dim of one size is one)
+            if known or not self.dims.is_dynamic(old) or not self.dims.is_dynamic(new):
+                raise Refused(full, "reinterpret_data", f"set_dim_tags {tags!r}: a new tag for a dynamic dim only")
+            self.imports.add("replace_dim")
+            value = call("replace_dim", value, axis=self.dim(old), out_axis=self.dim(new))
+            dims = tuple(new if x == old else x for x in dims)
+        self._emit(scope, var, value, layer)
+        return Val(name(var), dims, src.sparse)
