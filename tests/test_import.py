@@ -185,6 +185,14 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
     _compare("librispeech_2018", model, json.loads(names.read_text()), orig, backend)
 
 
+@pytest.mark.parametrize("case", ["conv_encoder", "gates"])
+def test_imported_model_verifies(imported, case):
+    """The imported model is a netc model like any other: eager = torch = RETURNN (`netc verify`)."""
+    model = imported(case)[0]
+    proc = run_netc("verify", model, check=True)
+    assert "verify: ok" in proc.stdout and "mismatch" not in proc.stdout, proc.stdout
+
+
 def test_task_decides_the_network(imported):
     """`--set task=search` is seen by the config as RETURNN's `++task search` is."""
     train = imported("task_train")[0].read_text()
@@ -260,13 +268,13 @@ def test_unsupported_layer_is_located_and_listed(tmp_path):
         extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
         network = {
             "output": {"class": "linear", "n_out": 3, "from": "att"},
-            "att": {"class": "self_attention", "num_heads": 1, "total_key_dim": 4, "n_out": 4},
+            "att": {"class": "slice", "axis": "F", "slice_start": 1},
         }
         """,
     )
-    _assert_at(proc, path, 5, '"att"', "layer `att` (self_attention): this layer class is not supported")
+    _assert_at(proc, path, 5, '"att"', "layer `att` (slice): this layer class is not supported")
     header = (tmp_path / "out.py").read_text().splitlines()[:3]
-    assert "#   att (self_attention): this layer class is not supported by `netc import` yet" in header
+    assert "#   att (slice): this layer class is not supported by `netc import` yet" in header
 
 
 def test_unsupported_layer_made_in_a_loop_is_located_at_its_class(tmp_path):
@@ -275,12 +283,12 @@ def test_unsupported_layer_made_in_a_loop_is_located_at_its_class(tmp_path):
         """
         #!rnn.py
         extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
-        network = {"output": {"class": "copy", "from": "conv2"}}
+        network = {"output": {"class": "copy", "from": "cut2"}}
         for i in range(1, 3):
-            network["conv%i" % i] = {"class": "conv", "filter_size": (3,), "n_out": 4, "padding": "same"}
+            network["cut%i" % i] = {"class": "slice", "axis": "F", "slice_start": i}
         """,
     )
-    _assert_at(proc, path, 5, '"conv"', "layer `conv2` (conv): this layer class is not supported")
+    _assert_at(proc, path, 5, '"slice"', "layer `cut2` (slice): this layer class is not supported")
 
 
 def test_unsupported_option_names_it(tmp_path):
@@ -480,3 +488,84 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         """,
     )
     _assert_at(proc, path, 4, '"output"', message)
+
+
+@pytest.mark.parametrize(
+    "layer, message",
+    [
+        (
+            '{"class": "conv", "filter_size": (3,), "padding": "same", "strides": 2, "n_out": 4}',
+            "padding 'same' with strides > 1 (its windows depend on the batch's longest sequence)",
+        ),
+        ('{"class": "conv", "filter_size": (3, 3), "padding": "same", "n_out": 4}', "filter_size [3, 3] (one size"),
+        ('{"class": "conv", "filter_size": (3,), "padding": 1, "n_out": 4}', "padding 1 ('same' or 'valid'"),
+        ('{"class": "conv", "filter_size": (3,), "padding": "same", "n_out": 6, "groups": 4}', "groups 4 (dividing"),
+        (
+            '{"class": "batch_norm", "masked_time": True, "update_sample_only_in_training": True}',
+            "param_version 0 (RETURNN's default with this behavior_version) not supported (netc's variables",
+        ),
+        (
+            '{"class": "batch_norm", "masked_time": False, "param_version": 2, "update_sample_only_in_training": True}',
+            "masked_time False not supported (netc's statistics are those of the valid frames)",
+        ),
+        (
+            '{"class": "batch_norm", "masked_time": True, "param_version": 2}',
+            "update_sample_only_in_training False (RETURNN's default with this behavior_version) not supported",
+        ),
+        ('{"class": "layer_norm", "epsilon": 1e-5}', "epsilon 1e-05 (netc's `LayerNorm` has RETURNN's 1e-6)"),
+        ('{"class": "gating", "activation": "tanh", "n_out": 3}', "n_out/out_dim other than half the input's"),
+        ('{"class": "compare", "from": ["data", "data"], "value": 1.0}', "one source with a number `value`, or two"),
+        ('{"class": "switch", "condition": "data", "true_from": "data", "false_from": [1]}', "false_from [1] (a"),
+        ('{"class": "constant", "value": 1, "dtype": "float64"}', "dtype 'float64' (float32, int32, bool are"),
+        ('{"class": "length", "add_time_axis": True}', "dtype int32 or float32 (and no add_time_axis, sparse)"),
+        ('{"class": "cast", "dtype": "float16"}', "dtype 'float16' (float32, int32, bool are supported)"),
+        ('{"class": "expand_dims", "axis": "B"}', "axis 'B' (F, T, spatial or a number is supported)"),
+        ('{"class": "split", "size_splits": [1, 2]}', "parts [1, 2] do not add up to the feature dim's 4"),
+        ('{"class": "reinterpret_data", "set_axes": {"F": 1}}', "option set_axes not supported"),
+        ('{"class": "reinterpret_data", "size_base": 3}', "size_base: a layer whose one time dim, and the input's"),
+        ('{"class": "window", "window_size": 3}', "netc has no op for windows of frames"),
+        ('{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4}', "netc has no op with"),
+        ('{"class": "positional_encoding", "add_to_input": True}', "netc has no op for RETURNN's `positional_"),
+    ],
+)
+def test_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, message):
+    """Each form of the layers `netc import` maps that netc cannot give exactly is a located error."""
+    cls = layer.split('"class": "')[1].split('"')[0]
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}, "classes": {{"dim": 3, "sparse": True}}}}
+        network = {{
+            "output": {{"class": "copy", "from": "x", "is_output_layer": True}},
+            "x": {layer},
+        }}
+        """,
+    )
+    _assert_at(proc, path, 5, '"x"', f"layer `x` ({cls}): {message}")
+
+
+@pytest.mark.parametrize("version", [0, 12])
+def test_defaults_follow_the_configs_behavior_version(tmp_path, version):
+    """`conv`'s `with_bias` (True from behavior version 10) and `batch_norm`'s momentum (0.1 from
+    12, where its other defaults become netc's) are RETURNN's defaults for the config's version."""
+    bn = '{"class": "batch_norm", "masked_time": True, "from": "c"}'
+    if version < 12:
+        bn = bn.replace("}", ', "update_sample_only_in_training": True, "param_version": 2}')
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        behavior_version = {version}
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{
+            "c": {{"class": "conv", "filter_size": (3,), "padding": "same", "n_out": 4}},
+            "output": {bn},
+        }}
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr
+    model = (tmp_path / "out.py").read_text()
+    no_bias = ", with_bias=False" if version < 10 else ""
+    assert f"c = Conv1d(feat, 3{no_bias})(data, axis=time)" in model, model
+    assert f"BatchNorm(eps=0.001, momentum={0.1 if version >= 12 else 0.99})(c)" in model, model
