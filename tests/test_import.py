@@ -30,6 +30,7 @@ CASES = {
     "task_search": ("task_dependent.config", [("task", "search")], [[6, 4, 5], [2, 1, 2]]),
     "conv_encoder": ("conv_encoder.config", [], [[13, 9, 11], [3, 2, 4]]),  # strided conv: time 6, 4, 5
     "gates": ("gates.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "dim_tags_attention": ("dim_tags_attention.config", [], [[9, 6, 4]]),
 }
 TOLERANCE = 1e-5
 
@@ -185,7 +186,7 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
     _compare("librispeech_2018", model, json.loads(names.read_text()), orig, backend)
 
 
-@pytest.mark.parametrize("case", ["conv_encoder", "gates"])
+@pytest.mark.parametrize("case", ["conv_encoder", "gates", "dim_tags_attention"])
 def test_imported_model_verifies(imported, case):
     """The imported model is a netc model like any other: eager = torch = RETURNN (`netc verify`)."""
     model = imported(case)[0]

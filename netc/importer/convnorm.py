@@ -190,7 +190,7 @@ class ConvNormLayers:
         vals = [self.get(s, scope) for s in sources(d)]
         two = len(vals) == 2 and all(v.sparse is None for v in vals) and not d.get("dropout")
         if two and self.dims.find(feature(vals[0], self.dims)) == self.dims.find(feature(vals[1], self.dims)):
-            if vals[0].dims != vals[1].dims:
+            if {self.dims.find(x) for x in vals[0].dims} != {self.dims.find(x) for x in vals[1].dims}:
                 raise Refused(full, "gating", "its two inputs differ in dims")
             a, b = vals
             half = feature(a, self.dims)
