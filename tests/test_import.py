@@ -526,7 +526,7 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ('{"class": "reinterpret_data", "size_base": 3}', "size_base: a layer whose one time dim, and the input's"),
         ('{"class": "window", "window_size": 3}', "netc has no op for windows of frames"),
         ('{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4}', "netc has no op with"),
-        ('{"class": "positional_encoding", "add_to_input": True}', "netc has no op for RETURNN's `positional_"),
+        ('{"class": "positional_encoding", "n_out": 5}', "5 channels (an even number, at least 4, is supported)"),
     ],
 )
 def test_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, message):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from netc.importer import attention, convnorm, logic
+from netc.importer import attention, convnorm, logic, transformer
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -44,7 +44,7 @@ LSTM_UNITS = {"nativelstm2", "lstm", "nativelstm"}
 CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
 
 
-class Importer(LossLayers, States, convnorm.ConvNormLayers, logic.LogicLayers):
+class Importer(LossLayers, States, convnorm.ConvNormLayers, logic.LogicLayers, transformer.TransformerLayers):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
         self.dims = DimTable(loaded.dims)
@@ -531,6 +531,7 @@ _KNOWN = {
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
     **convnorm.KNOWN,
     **logic.KNOWN,
+    **transformer.KNOWN,
 }
 
 

@@ -3,7 +3,7 @@
 `expand_dims` → `expand`, `split` (its sub-layers `split/0`, ...) → `split`, and the forms of
 `reinterpret_data` that only rename: a copy, `size_base` (the two time dims are one), a new dim
 tag for a dynamic dim (`replace_dim`). Layer classes netc has no op for (`window`,
-`self_attention`, `positional_encoding`) are refused with the reason."""
+`self_attention`) are refused with the reason."""
 
 from __future__ import annotations
 
@@ -41,8 +41,6 @@ NOT_NETC = {
     "self_attention": "netc has no op with RETURNN's `self_attention` semantics (one `QKV` matrix in RETURNN's "
     "per-head layout, key masking, its scaling); write the attention with netc's ops (`dot`, `softmax` over "
     "a `replace_dim` view)",
-    "positional_encoding": "netc has no op for RETURNN's `positional_encoding` (its sin/cos layout and offsets); "
-    "build it from `range_over`, `sin`, `cos` and `concat`",
 }
 
 
