@@ -31,6 +31,7 @@ CASES = {
     "conv_encoder": ("conv_encoder.config", [], [[13, 9, 11], [3, 2, 4]]),  # strided conv: time 6, 4, 5
     "gates": ("gates.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "dim_tags_attention": ("dim_tags_attention.config", [], [[9, 6, 4]]),
+    "transformer": ("transformer.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
 }
 TOLERANCE = 1e-5
 
@@ -186,7 +187,7 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
     _compare("librispeech_2018", model, json.loads(names.read_text()), orig, backend)
 
 
-@pytest.mark.parametrize("case", ["conv_encoder", "gates", "dim_tags_attention"])
+@pytest.mark.parametrize("case", ["conv_encoder", "gates", "dim_tags_attention", "transformer"])
 def test_imported_model_verifies(imported, case):
     """The imported model is a netc model like any other: eager = torch = RETURNN (`netc verify`)."""
     model = imported(case)[0]
@@ -525,7 +526,14 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ('{"class": "reinterpret_data", "set_axes": {"F": 1}}', "option set_axes not supported"),
         ('{"class": "reinterpret_data", "size_base": 3}', "size_base: a layer whose one time dim, and the input's"),
         ('{"class": "window", "window_size": 3}', "netc has no op for windows of frames"),
-        ('{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4}', "netc has no op with"),
+        (
+            '{"class": "self_attention", "num_heads": 3, "total_key_dim": 4, "n_out": 4}',
+            "num_heads dividing total_key_dim and n_out",
+        ),
+        (
+            '{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "key_shift": "data"}',
+            "option key_shift not supported",
+        ),
         ('{"class": "positional_encoding", "n_out": 5}', "5 channels (an even number, at least 4, is supported)"),
     ],
 )

@@ -163,7 +163,7 @@ def _param_map(source: str, path: str, model: Model) -> dict[str, dict[str, str]
     out = {}
     for p in g.params:
         ref = model.module_lines[p.call_path[0][0]]
-        out[f"{ref.tf_prefix}/{p.role}"] = {"netc": f"{p.path}/{p.role}", "returnn": p.name}
+        out[f"{ref.tf_prefix}/{ref.tf_names.get(p.role, p.role)}"] = {"netc": f"{p.path}/{p.role}", "returnn": p.name}
     return out
 
 

@@ -2,8 +2,8 @@
 `constant` → a number or `full`, `length` → a sum of ones over the time dim, `cast`,
 `expand_dims` → `expand`, `split` (its sub-layers `split/0`, ...) → `split`, and the forms of
 `reinterpret_data` that only rename: a copy, `size_base` (the two time dims are one), a new dim
-tag for a dynamic dim (`replace_dim`). Layer classes netc has no op for (`window`,
-`self_attention`) are refused with the reason."""
+tag for a dynamic dim (`replace_dim`). A layer class netc has no op for (`window`) is refused
+with the reason."""
 
 from __future__ import annotations
 
@@ -38,9 +38,6 @@ _KIND_ALIASES |= {">": "greater", ">=": "greater_equal"}
 _DTYPES = ("float32", "int32", "bool")
 NOT_NETC = {
     "window": "netc has no op for windows of frames (RETURNN's `window` layer)",
-    "self_attention": "netc has no op with RETURNN's `self_attention` semantics (one `QKV` matrix in RETURNN's "
-    "per-head layout, key masking, its scaling); write the attention with netc's ops (`dot`, `softmax` over "
-    "a `replace_dim` view)",
 }
 
 

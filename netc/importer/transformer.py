@@ -1,5 +1,6 @@
 """Transformer layers built from netc's ops where the result is RETURNN's exactly:
-`positional_encoding` (Tensor2Tensor's sinusoids over each sequence's positions)."""
+`positional_encoding` (Tensor2Tensor's sinusoids over each sequence's positions) and
+`self_attention` (multi-head, head by head, with RETURNN's `QKV` matrix as the parameter)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,21 @@ from netc.importer.attention import new_dim
 from netc.importer.dims import BATCH
 from netc.importer.syntax import binop, call, identifier, literal, name, num
 from netc.importer.values import Refused, Val, feature
-from netc.importer.writer import Assign
+from netc.importer.writer import Assign, ModuleRef
 
-KNOWN = {"positional_encoding": {"axis", "add_to_input", "constant", "offset", "n_out", "out_dim", "dropout"}}
+KNOWN = {
+    "positional_encoding": {"axis", "add_to_input", "constant", "offset", "n_out", "out_dim", "dropout"},
+    "self_attention": {
+        "num_heads",
+        "total_key_dim",
+        "n_out",
+        "out_dim",
+        "attention_left_only",
+        "attention_dropout",
+        "forward_weights_init",
+        "dropout",
+    },
+}
 
 
 class TransformerLayers:
@@ -58,3 +71,77 @@ class TransformerLayers:
             value = binop("+", src.tensor(), value)
         self._emit(scope, var, value, layer)
         return Val(name(var), src.dims if d.get("add_to_input") else (BATCH, time, out))
+
+    def _l_self_attention(self, layer, d, scope, var, full) -> Val:
+        """RETURNN's multi-head self-attention over the time dim, head by head: one `QKV` matrix
+        [in, 2·K + V] (a `Linear` without bias whose `W` is the TF variable `QKV`), each head's
+        columns `q, k, v` in turn (RETURNN's per-head layout), the keys and values over a view of
+        time (`replace_dim`); per head `softmax(dot(q · (K/H)^-0.5, k), axis=kv_time)` (padded keys
+        get no weight, as RETURNN's mask; `attention_left_only`: later keys neither), its weighted
+        values, the heads' values concatenated in RETURNN's order into the layer's dim."""
+        src = self._source(d, scope, full)
+        dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
+        if scope.rec is not None or len(dyn) != 1 or BATCH not in src.dims or len(src.dims) != 3 or src.sparse:
+            raise Refused(full, "self_attention", "of [batch, time, feature] outside rec units")
+        heads, total_key = d.get("num_heads"), d.get("total_key_dim")
+        out = self._out_dim(layer, d, full)
+        value = self.dims.size(out)
+        ints = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (heads, total_key))
+        if not ints or total_key % heads or value % heads:
+            raise Refused(full, "self_attention", "num_heads dividing total_key_dim and n_out")
+        time, base = dyn[0], identifier(layer)
+        qkv = self.dims.static(2 * total_key + value, f"{base}_qkv")
+        key = self.dims.static(total_key // heads, f"{base}_key")
+        val_dim = self.dims.static(value // heads, f"{base}_value")
+        kv_time = self.dims._new(self.dims._fresh_name(f"{base}_kv_time"), None)
+        parts = cst.List([cst.Element(self.dim(k)) for _ in range(heads) for k in (key, key, val_dim)])
+        self.imports |= {"Linear", "split", "replace_dim", "softmax", "dot"}
+
+        def emit(targets: list[str], value, comment=None, module=None):
+            scope.stmts.append(Assign(targets, value, comment=comment, module=module))
+
+        n = self.fresh(f"{var}_qkv")
+        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope), {"W": "QKV"})
+        comment = f"layer {layer!r} (self_attention): per head its query, key and value, RETURNN's `QKV`"
+        emit([n], call(call("Linear", self.dim(qkv), with_bias=literal(False)), src.tensor()), comment, ref)
+        q = [self.fresh(f"{var}_q{h}") for h in range(heads)]
+        emit([t for h in range(heads) for t in (q[h], "_", "_")], call("split", name(n), parts))
+        kv = self.fresh(f"{var}_kv")
+        emit([kv], call("replace_dim", name(n), axis=self.dim(time), out_axis=self.dim(kv_time)))
+        k = [self.fresh(f"{var}_k{h}") for h in range(heads)]
+        v = [self.fresh(f"{var}_v{h}") for h in range(heads)]
+        emit([t for h in range(heads) for t in ("_", k[h], v[h])], call("split", name(kv), parts))
+        causal = None
+        if d.get("attention_left_only"):
+            self.imports |= {"expand", "range_over", "where"}
+            causal = self.fresh(f"{var}_causal")
+            keys = call("expand", call("range_over", self.dim(kv_time)), self.dim(time))
+            less = cst.Comparison(keys, [cst.ComparisonTarget(cst.LessThanEqual(), call("range_over", self.dim(time)))])
+            emit([causal], less, "no key after the query")
+        scale = num((total_key // heads) ** -0.5)
+        p = d.get("attention_dropout", 0.0)
+        outs = []
+        for h in range(heads):
+            energy = call("dot", binop("*", name(q[h]), scale), name(k[h]), reduce=self.dim(key))
+            if causal is not None:
+                energy = call("where", name(causal), energy, num(-1e30))  # exp gives 0, as of RETURNN's -inf
+            w = call("softmax", energy, axis=self.dim(kv_time))
+            if p:
+                self.imports.add("dropout")
+                w = call("dropout", w, num(float(p)))
+            weights = self.fresh(f"{var}_w{h}")
+            emit([weights], w)
+            outs.append(self.fresh(f"{var}_o{h}"))
+            emit([outs[-1]], call("dot", name(weights), name(v[h]), reduce=self.dim(kv_time)))
+        if heads == 1:
+            self._emit(scope, var, name(outs[0]), layer)
+            return Val(name(var), (BATCH, time, out))
+        heads_dim = new_dim(self, heads, f"{base}_heads", {val_dim})
+        self.imports |= {"concat", "split_dims", "merge_dims"}
+        pair = cst.Tuple([cst.Element(self.dim(heads_dim)), cst.Element(self.dim(val_dim))])
+        both = self.dim(val_dim)
+        for _ in range(heads - 1):
+            both = binop("+", both, self.dim(val_dim))
+        joined = call("split_dims", call("concat", *(name(o) for o in outs)), axis=both, dims=pair)
+        self._emit(scope, var, call("merge_dims", joined, dims=pair, out_dim=self.dim(out)), layer)
+        return Val(name(var), (BATCH, time, out))
