@@ -205,12 +205,16 @@ def test_task_decides_the_network(imported):
 
 # netc's own RETURNN configs imported back: models whose layers the importer maps (a loop over a
 # sequence with `rec_unstack`, `rec_last_output`, `<rec>/output` and `<rec>/<layer>`; `nativelstm2`; embeddings;
-# `as_is` losses; sparse cross entropy layers)
+# `as_is` losses; sparse cross entropy layers; `layer_norm`, `batch_norm`, `compare`, `switch`, `cast`)
 ROUND_TRIP = [
     "examples/elman.py",
     "tests/models/native_lstm.py",
     "tests/models/losses.py",
     "tests/models/ops_embedding.py",
+    "tests/models/ops_layer_norm.py",
+    "tests/models/ops_batch_norm.py",
+    "tests/models/ops_where.py",
+    "tests/models/ops_cast.py",
 ]
 
 

@@ -221,12 +221,13 @@ class LogicLayers:
                 )
             self.dims.join(theirs[0], mine[0])  # one dim: the inputs give it one set of lengths
         tags = d.get("set_dim_tags") or {}
-        if not isinstance(tags, dict):
-            raise Refused(full, "reinterpret_data", f"set_dim_tags {tags!r} (a dict is supported)")
-        for ax, tag in tags.items():
-            old = self._axis(src, ax) if ax in ("T", "F", "t", "f") else None
-            if old is None or not isinstance(tag, dict):
-                raise Refused(full, "reinterpret_data", f"set_dim_tags {tags!r} (keys T or F, values dim tags)")
+        pairs = list(tags.items()) if isinstance(tags, dict) else tags  # or a list of (old tag, new tag)
+        if not isinstance(pairs, list) or not all(isinstance(p, list | tuple) and len(p) == 2 for p in pairs):
+            raise Refused(full, "reinterpret_data", f"set_dim_tags {tags!r} (a dict or a list of pairs)")
+        for ax, tag in pairs:
+            old = self._axis(src, ax) if isinstance(ax, dict) or ax in ("T", "F", "t", "f") else None
+            if old is None or old not in src.dims or not isinstance(tag, dict):
+                raise Refused(full, "reinterpret_data", f"set_dim_tags {tags!r} (T, F or dim tags to dim tags)")
             known = tag["__dim__"] in self.dims._by_tag
             new = self.dims.tag(tag["__dim__"])
             if self.dims.find(new) == self.dims.find(old):
