@@ -187,7 +187,7 @@ class Flow:
     def share(self, live: set[str]) -> set[str]:
         """The names that may share an object with a live name."""
         roots = {self._find(n) for n in live}
-        return set(live) | {n for n in self.parent if self._find(n) in roots}
+        return set(live) | roots | {n for n in self.parent if self._find(n) in roots}
 
     def block(self, stmts: list[ast.stmt], out: set[str]) -> tuple[bool, set[str]]:
         """Whether any statement of `stmts` runs for data, and the names live before them."""
