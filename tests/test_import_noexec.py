@@ -126,8 +126,9 @@ def test_constructs_outside_the_language_are_located(tmp_path, code, line, at, m
 
 
 def test_what_the_network_does_not_need_is_skipped(tmp_path):
-    """A dataset that would fail if run (a missing file), functions and imports only it uses: the
-    default import fails where the config asserts, --no-exec imports the network."""
+    """A dataset that would fail if run (a missing file), functions and imports only it uses, a
+    `task` outside the language: the default import fails where the config asserts, --no-exec
+    imports the network."""
     path, src = _write(
         tmp_path,
         """
@@ -144,6 +145,7 @@ def test_what_the_network_does_not_need_is_skipped(tmp_path):
             return make_dataset(os.path.join(data_dir, name + ".hdf"))
 
 
+        task = os.environ.get("TASK", "train")  # not needed by the network: no error
         train = get_dataset("train")
         dev = get_dataset("dev")
         learning_rate = 0.001

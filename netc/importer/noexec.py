@@ -54,10 +54,19 @@ def evaluate_config(path: str, sets: list[tuple[str, str]], network: str) -> dic
         raise CompileError(span, f"the config fails to load: SyntaxError: {e.msg}") from e
     except (RecursionError, MemoryError, ValueError) as e:
         raise CompileError(None, f"the config fails to load: {type(e).__name__}", file=path) from e
-    roots = {network, "extern_data", "task"}
+    roots = {network, "extern_data"}
     values = _Evaluator(path, text, tree, sets).run(roots)
     if "extern_data" not in values:
         values = _Evaluator(path, text, tree, sets).run(roots | {"num_outputs"})
+    if network != "task":
+        # the config's own `task` where --no-exec can evaluate it (nothing of the import depends
+        # on it: a `task` outside the language is no error), else RETURNN's: `--set`, or "train"
+        try:
+            task = _Evaluator(path, text, tree, sets).run({"task"})
+            if isinstance(task.get("task"), str):
+                values["task"] = task["task"]
+        except CompileError:
+            pass
     dims: list[DimValue] = []
     try:
         encoded = {k: encode(v, dims) for k, v in values.items()}
