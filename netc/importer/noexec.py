@@ -70,6 +70,8 @@ def evaluate_config(path: str, sets: list[tuple[str, str]], network: str) -> dic
     dims: list[DimValue] = []
     try:
         encoded = {k: encode(v, dims) for k, v in values.items()}
+    except RecursionError as e:
+        raise CompileError(None, "--no-exec cannot pass on values nested this deeply", file=path) from e
     except TypeError as e:
         raise CompileError(None, f"--no-exec cannot pass on {e}", file=path) from e
     return {"values": encoded, "dims": [_recipe(d, dims) for d in dims]}
@@ -77,6 +79,8 @@ def evaluate_config(path: str, sets: list[tuple[str, str]], network: str) -> dic
 
 def encode(value, dims: list[DimValue]):
     """Values as JSON: tuples, dicts (any keys), dim tags (by index into `dims`), kinds tagged."""
+    if isinstance(value, int) and value.bit_length() > 10_000:
+        raise TypeError("a number of more than 10000 bits")
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list):
@@ -118,17 +122,16 @@ class _Evaluator(Expressions):
     def __init__(self, path: str, text: str, tree: ast.Module, sets: list[tuple[str, str]]):
         self.path, self.lines, self.tree = path, text.splitlines(), tree
         self.env: dict = {}
-        self.steps = 0
+        self.steps = self.items_made = 0
         self.cmd: dict[str, list[str]] = {}  # `++name value` as RETURNN's Config keeps it (untyped)
         for name, value in sets:
             value = value[1:] if value[:2] == "+-" else value
             self.cmd[name] = value.split(",") if value.find(",") > 0 else [value]
 
     def run(self, roots: set[str]) -> dict:
-        flow = Flow(self.tree)
-        flow.block(self.tree.body, roots)
-        self.flow = flow
         try:
+            self.flow = Flow(self.tree)
+            self.flow.block(self.tree.body, roots)
             self.block(self.tree.body)
         except RecursionError as e:
             raise CompileError(None, "--no-exec cannot evaluate the config: nested too deeply", file=self.path) from e

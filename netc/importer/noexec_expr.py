@@ -16,7 +16,9 @@ from netc.importer.noexec_values import (
     CONFIG_METHODS,
     DIM_KINDS,
     DIM_OPTIONS,
+    MAX_BITS,
     MAX_ITEMS,
+    MAX_MADE,
     MAX_STEPS,
     METHODS,
     PLAIN,
@@ -36,6 +38,7 @@ class Expressions(ConfigReads):
     path: str
     lines: list[str]
     steps: int
+    items_made: int
 
     # -- errors ----------------------------------------------------------------------------------
 
@@ -58,6 +61,8 @@ class Expressions(ConfigReads):
 
     def fails(self, node: ast.AST, e: Exception) -> CompileError:
         """A Python error of an evaluated operation, as running the config would raise it."""
+        if isinstance(e, CompileError):  # a refusal from within (`made`)
+            return e
         return CompileError(self.span(node), f"the config fails to load: {type(e).__name__}: {e}")
 
     # -- expressions -----------------------------------------------------------------------------
@@ -66,6 +71,14 @@ class Expressions(ConfigReads):
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise self.refuse(node, f"the config: more than {MAX_STEPS} steps")
+
+    def made(self, node: ast.AST, value):
+        """Count the items of each string or list the config makes: beyond MAX_MADE, refused."""
+        if isinstance(value, str | list | tuple | dict):
+            self.items_made += len(value)
+            if self.items_made > MAX_MADE:
+                raise self.refuse(node, f"the config: more than {MAX_MADE} items made")
+        return value
 
     def truth(self, node: ast.expr) -> bool:
         value = self.eval(node)
@@ -146,7 +159,7 @@ class Expressions(ConfigReads):
             return self.percent(node, left, right)
         self.check_size(node, op, left, right)
         try:
-            return op(left, right)
+            return self.made(node, op(left, right))
         except Exception as e:  # noqa: BLE001
             raise self.fails(node, e) from e
 
@@ -157,21 +170,27 @@ class Expressions(ConfigReads):
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, str | list | tuple) and isinstance(n, int) and len(seq) * n > MAX_ITEMS:
                     huge = True
+            if isinstance(left, int) and isinstance(right, int):
+                huge = left.bit_length() + right.bit_length() > MAX_BITS
         elif op in (operator.pow, operator.ipow, operator.lshift):
-            if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0:
-                bits = right if op is operator.lshift else right * abs(left).bit_length()
-                huge = bits > 100_000
+            if isinstance(left, int) and isinstance(right, int) and right > 0:
+                if op is operator.lshift:
+                    huge = left != 0 and right + left.bit_length() > MAX_BITS
+                else:
+                    huge = abs(left) > 1 and right * abs(left).bit_length() > MAX_BITS
         if huge:
             raise self.refuse(node, "a value this large")
 
     def percent(self, node: ast.AST, fmt: str, args):
         if not deep_plain(args):
             raise self.refuse(node, f"`%` formatting of {describe(args)}")
+        if re.search(r"%(\([^)]*\))?[-#0 +]*(\*|\d*\.\*)", fmt):
+            raise self.refuse(node, "a `*` width in `%` formatting")
         for width in re.findall(r"%[-#0 +]*(\d*)(?:\.(\d+))?", fmt):
             if any(w and int(w) > 10_000 for w in width):
                 raise self.refuse(node, "a field this wide")
         try:
-            return fmt % args
+            return self.made(node, fmt % args)
         except Exception as e:  # noqa: BLE001
             raise self.fails(node, e) from e
 
@@ -226,13 +245,13 @@ class Expressions(ConfigReads):
             value = {-1: lambda x: x, 115: str, 114: repr, 97: ascii}[v.conversion](value)
             spec = self.e_JoinedStr(v.format_spec) if v.format_spec else ""
             parts.append(self.format_value(v, value, spec))
-        return "".join(parts)
+        return self.made(node, "".join(parts))
 
     def format_value(self, node: ast.AST, value, spec: str) -> str:
         if any(int(w) > 10_000 for w in re.findall(r"\d+", spec)):
             raise self.refuse(node, "a field this wide")
         try:
-            return format(value, spec)
+            return self.made(node, format(value, spec))
         except Exception as e:  # noqa: BLE001
             raise self.fails(node, e) from e
 
@@ -299,7 +318,10 @@ class Expressions(ConfigReads):
 
         def emit():
             key = self.eval(node.key)
-            out[key] = self.eval(node.value)
+            try:
+                out[key] = self.eval(node.value)
+            except TypeError as e:
+                raise self.fails(node.key, e) from e
 
         self.comprehension(node, node.generators, emit)
         return out
@@ -358,13 +380,15 @@ class Expressions(ConfigReads):
                 raise self.fails(node, e) from e
             if n > MAX_ITEMS:
                 raise self.refuse(node, "a value this large")
+        if f is sum and (len(args) > 1 or kwargs) and not isinstance((args[1:] or [*kwargs.values()])[0], int | float):
+            raise self.refuse(node, "`sum` with a start other than a number")
         if f is str and not deep_plain(args):
             raise self.refuse(node, f"formatting {describe(args[0])}")
         for v in (*args, *kwargs.values()):
             if not deep_plain(v) and f not in (list, tuple, dict, len, isinstance, enumerate, zip, reversed):
                 raise self.refuse(node, f"`{f.__name__}` of {describe(v)}")
         try:
-            result = f(*args, **kwargs)
+            result = self.made(node, f(*args, **kwargs))
         except Exception as e:  # noqa: BLE001
             raise self.fails(node, e) from e
         if f in (enumerate, zip, reversed):
@@ -394,7 +418,7 @@ class Expressions(ConfigReads):
             if count * len(args[1]) > MAX_ITEMS:
                 raise self.refuse(node, "a value this large")
         try:
-            result = getattr(obj, name)(*args, **kwargs)
+            result = self.made(node, getattr(obj, name)(*args, **kwargs))
         except Exception as e:  # noqa: BLE001
             raise self.fails(node, e) from e
         return list(result) if name in ("items", "keys", "values") else result
@@ -413,7 +437,7 @@ class Expressions(ConfigReads):
             if not deep_plain(v):
                 raise self.refuse(node, f"formatting {describe(v)}")
         try:
-            return fmt.format(*args, **kwargs)
+            return self.made(node, fmt.format(*args, **kwargs))
         except Exception as e:  # noqa: BLE001
             raise self.fails(node, e) from e
 

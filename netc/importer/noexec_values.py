@@ -57,6 +57,8 @@ CMPOPS = {
 UNOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
 MAX_ITEMS = 1_000_000  # a sequence a config makes (`range`, `*`): beyond, it is refused, not built
 MAX_STEPS = 2_000_000  # expressions evaluated in all
+MAX_MADE = 10_000_000  # items of the strings and lists made in all (memory)
+MAX_BITS = 10_000  # an integer the config makes (JSON writes up to 4300 digits)
 PLAIN = (int, float, str, bool, type(None), list, tuple, dict)
 
 
