@@ -397,10 +397,19 @@ def run(
     type=click.Path(dir_okay=False),
     help="Write the name map as JSON: each original TF variable -> the model's parameter (module path, RETURNN name).",
 )
-def import_(config: str, output: str | None, network_var: str, sets: tuple[str, ...], param_map: str | None) -> None:
+@click.option(
+    "--no-exec",
+    is_flag=True,
+    help="Do not run the config: evaluate its `network`, `extern_data`/`num_outputs` and dim tags from its "
+    "syntax (literals, arithmetic, formatting, comprehensions, if/for, config.value(...) from --set, Dim, "
+    "FeatureDim, SpatialDim); other code they need is a located error, code they do not need is skipped.",
+)
+def import_(
+    config: str, output: str | None, network_var: str, sets: tuple[str, ...], param_map: str | None, no_exec: bool
+) -> None:
     """A RETURNN (TensorFlow net-dict) config as a netc model (docs/import.md). RETURNN loads the
-    config in a subprocess; unsupported layers are located errors (exit 1) and listed in the
-    written model's header."""
+    config in a subprocess (with --no-exec, netc evaluates it without running it); unsupported
+    layers are located errors (exit 1) and listed in the written model's header."""
     import json
 
     from netc.importer import import_config
@@ -411,7 +420,7 @@ def import_(config: str, output: str | None, network_var: str, sets: tuple[str, 
             raise click.UsageError(f"--set takes NAME=VALUE, not {s!r}")
         pairs.append(tuple(s.split("=", 1)))
     try:
-        result = import_config(config, pairs, network_var)
+        result = import_config(config, pairs, network_var, no_exec=no_exec)
     except CompileError as e:
         _fail(e)
     _write(output, result.source)

@@ -34,9 +34,13 @@ class ImportResult:
 
 
 def import_config(
-    path: str, sets: list[tuple[str, str]] = (), network: str = "network", python: str | None = None
+    path: str,
+    sets: list[tuple[str, str]] = (),
+    network: str = "network",
+    python: str | None = None,
+    no_exec: bool = False,
 ) -> ImportResult:
-    loaded = load_config(path, sets, network, python)
+    loaded = load_config(path, sets, network, python, no_exec)
     imp = Importer(loaded)
     imp.run()
     function = identifier(os.path.basename(path).split(".")[0]) or "imported"

@@ -6,7 +6,8 @@ RETURNN's own `Config` executes the file (`++name value` options set before and 
 back: the `network` dict (dim tags as `{"__dim__": id}`, other objects by their `repr`), the
 inputs of `extern_data`/`num_outputs` as RETURNN's `Tensor`s describe them, and every dim tag
 by name, kind and size. A config that fails to load is reported at the failing line of the
-config file itself.
+config file itself. With `--no-exec`, the file is not run: the request brings the values netc
+evaluated from its syntax (`netc.importer.noexec`), and only they are put into the `Config`.
 """
 
 from __future__ import annotations
@@ -95,8 +96,40 @@ def _config_frame(exc: BaseException, path: str, offset: int) -> dict:
     }
 
 
+def _rebuild(data: dict) -> dict:
+    """`--no-exec`'s evaluated values (netc.importer.noexec.encode) with RETURNN's own dim tags,
+    made by the calls the config makes (`FeatureDim`/`SpatialDim` as returnn.tf.util.data
+    defines them, without importing TensorFlow)."""
+    from returnn.tensor import Dim, batch_dim
+
+    dims: list = []
+
+    def decode(v):
+        if isinstance(v, list):
+            return [decode(x) for x in v]
+        if isinstance(v, dict):
+            if "__tuple__" in v:
+                return tuple(decode(x) for x in v["__tuple__"])
+            if "__dict__" in v:
+                return {decode(k): decode(x) for k, x in v["__dict__"]}
+            if "__dim__" in v:
+                return dims[v["__dim__"]]
+            if "__dimkind__" in v:
+                return getattr(Dim.Types, v["__dimkind__"])
+        return v
+
+    for r in data["dims"]:
+        if r["make"] == "batch_dim":
+            dims.append(batch_dim)
+        elif r["make"] == "copy":
+            dims.append(dims[r["of"]].copy(**{k: decode(x) for k, x in r["kwargs"].items()}))
+        else:
+            dims.append(Dim(*decode(r["args"]), **{k: decode(x) for k, x in r["kwargs"].items()}))
+    return {k: decode(v) for k, v in data["values"].items()}
+
+
 def main() -> None:
-    request = json.loads(sys.argv[1])
+    request = json.loads(sys.stdin.read())
     path, sets = request["path"], request["set"]
     from returnn.config import Config, set_global_config
 
@@ -108,7 +141,10 @@ def main() -> None:
     try:
         if args:
             config.parse_cmd_args(args)
-        config.load_file(path)
+        if "data" in request:  # --no-exec: the file's values, as its run would leave them
+            config.typed_dict.update(_rebuild(request["data"]))
+        else:
+            config.load_file(path)
         if args:
             config.parse_cmd_args(args)
         table, dim_ref = _dims()

@@ -1,5 +1,7 @@
 """Loading a RETURNN config: RETURNN's own `Config` in a subprocess (`_child.py`), which gives
-back plain data (the network dict, the inputs, dim tags by name, kind and size)."""
+back plain data (the network dict, the inputs, dim tags by name, kind and size). With `no_exec`
+the file is not run: `noexec` evaluates the values from its syntax and the subprocess only makes
+RETURNN's `Tensor`s and dim tags of them."""
 
 from __future__ import annotations
 
@@ -41,15 +43,25 @@ class LoadedConfig:
 
 
 def load_config(
-    path: str, sets: list[tuple[str, str]] = (), network: str = "network", python: str | None = None
+    path: str,
+    sets: list[tuple[str, str]] = (),
+    network: str = "network",
+    python: str | None = None,
+    no_exec: bool = False,
 ) -> LoadedConfig:
     """The config at `path` as RETURNN loads it, `sets` as `++name value` options; a config that
-    fails to load is a `CompileError` at the failing line of the config (or about the file)."""
-    request = json.dumps({"path": os.path.abspath(path), "set": list(sets), "network": network})
+    fails to load is a `CompileError` at the failing line of the config (or about the file).
+    `no_exec`: the file is not run; its values are evaluated from its syntax (`noexec`)."""
+    req = {"path": os.path.abspath(path), "set": list(sets), "network": network}
+    if no_exec:
+        from netc.importer.noexec import evaluate_config
+
+        req["data"] = evaluate_config(path, list(sets), network)
+    request = json.dumps(req)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run(
-        [python or sys.executable, "-m", "netc.importer._child", request], capture_output=True, text=True, env=env
-    )
+        [python or sys.executable, "-m", "netc.importer._child"], input=request, capture_output=True, text=True, env=env
+    )  # the request on stdin: --no-exec's values may be larger than a command line takes
     if _MARK not in proc.stdout:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise CompileError(None, f"RETURNN could not load the config: {tail}", file=path)
