@@ -32,6 +32,7 @@ CASES = {
     "gates": ("gates.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "dim_tags_attention": ("dim_tags_attention.config", [], [[9, 6, 4]]),
     "transformer": ("transformer.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
+    "rna_transducer": ("rna_transducer.config", [], [[7, 4, 6]]),  # the alignment over the frames' own dim
 }
 TOLERANCE = 1e-5
 
@@ -73,6 +74,8 @@ def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3) ->
             n = tag_lens[tag]
             if data.sparse:
                 x = rng.integers(0, data.dim, size=(len(n), max(n))).astype(np.int32)
+                for i, k in enumerate(n):
+                    x[i, k:] = 0
             else:
                 x = rng.standard_normal((len(n), max(n), data.dim)).astype(np.float32)
                 for i, k in enumerate(n):
@@ -187,7 +190,7 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
     _compare("librispeech_2018", model, json.loads(names.read_text()), orig, backend)
 
 
-@pytest.mark.parametrize("case", ["conv_encoder", "gates", "dim_tags_attention", "transformer"])
+@pytest.mark.parametrize("case", ["conv_encoder", "gates", "dim_tags_attention", "transformer", "rna_transducer"])
 def test_imported_model_verifies(imported, case):
     """The imported model is a netc model like any other: eager = torch = RETURNN (`netc verify`)."""
     model = imported(case)[0]

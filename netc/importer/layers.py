@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from netc.importer import attention, convnorm, logic, transformer
+from netc.importer import attention, convnorm, logic, masked, transformer
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -44,7 +44,14 @@ LSTM_UNITS = {"nativelstm2", "lstm", "nativelstm"}
 CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
 
 
-class Importer(LossLayers, States, convnorm.ConvNormLayers, logic.LogicLayers, transformer.TransformerLayers):
+class Importer(
+    LossLayers,
+    States,
+    convnorm.ConvNormLayers,
+    logic.LogicLayers,
+    transformer.TransformerLayers,
+    masked.MaskedLayers,
+):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
         self.dims = DimTable(loaded.dims)
@@ -119,6 +126,12 @@ class Importer(LossLayers, States, convnorm.ConvNormLayers, logic.LogicLayers, t
         """The value `ref` (a `from` entry) names in `scope`."""
         if not isinstance(ref, str):
             raise Refused(str(scope.rec or "network"), "?", f"a source {ref!r} that is not a layer name")
+        if scope.sub and (ref == "data" or ref.startswith(("base:", "prev:"))):
+            if ref == "data" and scope.frame is not None:
+                return scope.frame
+            if ref.startswith("base:"):
+                return self.get(ref[5:], scope.outer)
+            raise Refused(scope.path or "?", "subnetwork", f"`{ref}` inside it not supported")
         if scope.rec is not None:
             if ref in ("data", "data:source"):
                 return scope.frame
@@ -163,6 +176,8 @@ class Importer(LossLayers, States, convnorm.ConvNormLayers, logic.LogicLayers, t
         return val
 
     def _full(self, layer: str, scope: Scope) -> str:
+        if scope.sub:
+            return f"{scope.path}/{layer}" if scope.path else layer
         return f"{scope.rec}/{layer}" if scope.rec else layer
 
     def _input(self, key: str) -> Val:
@@ -424,7 +439,7 @@ class Importer(LossLayers, States, convnorm.ConvNormLayers, logic.LogicLayers, t
 
     def _lstm(self, layer, d, scope, var, full) -> Val:
         if scope.rec is not None:
-            raise Refused(full, "rec", "a `rec` LSTM inside a rec unit (use `rnn_cell`)")
+            return self._lstm_step(layer, d, scope, var, full)
         src = self._source(d, scope, full)
         out = self._out_dim(layer, d, full)
         direction = d.get("direction", 1)
@@ -518,7 +533,17 @@ _KNOWN = {
     "reduce": {"mode", "axes", "axis", "keep_dims"},
     "rnn_cell": {"unit", "n_out", "out_dim"},
     "dot": {"reduce", "var1", "var2"},
-    "rec": {"unit", "n_out", "out_dim", "direction", "dropout", "axis", "max_seq_len", "target"},
+    "rec": {
+        "unit",
+        "n_out",
+        "out_dim",
+        "direction",
+        "dropout",
+        "axis",
+        "max_seq_len",
+        "target",
+        "optimize_move_layers_out",
+    },
     "choice": {"target", "beam_size", "length_normalization", "input_type"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
     "split_dims": {"axis", "dims"},
@@ -532,6 +557,7 @@ _KNOWN = {
     **convnorm.KNOWN,
     **logic.KNOWN,
     **transformer.KNOWN,
+    **masked.KNOWN,
 }
 
 

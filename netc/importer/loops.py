@@ -30,14 +30,12 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
         from netc.importer.decoders import import_decoder
 
         return import_decoder(imp, layer, d, scope, var, full, unit, inner, choices)
-    if sources(d):
-        src = imp._source(d, scope, full)
-        seqs = [(src, None)]
-    else:  # netc's form: the unit unstacks outer sequences itself
-        unstack = [n for n, ld in unit.items() if ld.get("class") == "rec_unstack"]
-        if not unstack:
-            raise Refused(full, "rec", "a rec layer without input needs `rec_unstack` layers (or `from`)")
-        seqs = [(imp.get(_base(unit[n], full), scope), n) for n in unstack]
+    # the unit unstacks outer sequences itself (netc's form, and a second sequence of a loop over `from`)
+    unstack = [n for n, ld in unit.items() if isinstance(ld, dict) and ld.get("class") == "rec_unstack"]
+    seqs = [(imp._source(d, scope, full), None)] if sources(d) else []
+    if not seqs and not unstack:
+        raise Refused(full, "rec", "a rec layer without input needs `rec_unstack` layers (or `from`)")
+    seqs += [(imp.get(_base(unit[n], f"{full}/{n}"), scope), n) for n in unstack]
     times = set()
     for src, _ in seqs:
         dyn = [x for x in src.dims if imp.dims.is_dynamic(x)]
@@ -124,6 +122,9 @@ def _base(d: dict, full: str) -> str:
     src = sources(d)
     if len(src) != 1 or not src[0].startswith("base:"):
         raise Refused(full, "rec_unstack", "only `rec_unstack` of one `base:` layer is supported")
+    extra = set(d) - {"class", "from", "axis"}
+    if extra or str(d.get("axis", "T")).upper() not in ("T", "TIME"):
+        raise Refused(full, "rec_unstack", f"options {sorted(extra) or ['axis']} not supported (axis T is)")
     return src[0][5:]
 
 

@@ -30,8 +30,10 @@ class States:
                     "choice",
                     "`prev:` of a `choice` not supported (read `prev:` of its embedding)",
                 )
-            feat = self._static_out(layer, d, scope, set())
             init = d.get("initial_output", 0)
+            if isinstance(init, bool):  # a bool state (a mask): one per sequence
+                return self._bool_state(layer, d, scope, init)
+            feat = self._static_out(layer, d, scope, set())
             var = scope.names[layer]
             if d.get("class") == "rnn_cell":  # its statement starts its states
                 scope.states[layer] = Val(name(var), (BATCH, feat))
@@ -93,3 +95,19 @@ class States:
             val = self.get(src, scope)
             return feature(val, self.dims)
         raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
+
+    def _bool_state(self, layer: str, d: dict, scope: Scope, init: bool) -> Val:
+        """`prev:` of a `compare` with a bool `initial_output` (RNA setups' `emit`): one bool per
+        sequence, `full(batch, value=init, dtype="bool")` before the loop."""
+        srcs = [s for s in sources(d) if isinstance(s, str)]
+        if d.get("class") != "compare" or any(s.startswith("prev:") for s in srcs):
+            raise Refused(self._full(layer, scope), str(d.get("class")), "a bool initial_output (of a `compare`)")
+        dims = {x for s in srcs for x in self.get(s, scope).dims}
+        if dims != {BATCH}:
+            raise Refused(self._full(layer, scope), "compare", "a bool state other than one per sequence")
+        var = scope.names[layer]
+        self.imports.add("full")
+        value = call("full", name("batch"), value=name(str(init)), dtype=cst.SimpleString('"bool"'))
+        scope.outer.stmts.append(Assign([var], value, comment="initial state"))
+        scope.states[layer] = Val(name(var), (BATCH,))
+        return Val(name(PREV + var), (BATCH,))

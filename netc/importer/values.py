@@ -56,6 +56,8 @@ class Scope:
     failed: dict[str, Refused] = field(default_factory=dict)
     stacked: dict[str, str] = field(default_factory=dict)  # list -> the value appended per step
     losses: list = field(default_factory=list)  # (layer, kind, logits list, target, axis) of the unit
+    sub: bool = False  # a subnetwork's (or a masked computation's unit's) layers, inlined into `outer`'s
+    path: str | None = None  # the full name of the layer whose layers these are (`sub`)
 
 
 def tf_scope(layer: str) -> str:

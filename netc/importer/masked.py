@@ -1,0 +1,168 @@
+"""Layers that hold other layers, and state updated on some steps only: `subnetwork` (its layers
+inlined with prefixed names), `masked_computation`/`unmask` in a rec unit (the unit's states
+kept where the mask is False: `where`), and a `rec` LSTM unit inside a rec unit (one LSTM step,
+written out with the gate blocks of NativeLSTM2 so that its states are the loop's own and can
+be kept by a mask; RETURNN's `W`, `W_re`, `b`)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from netc.importer.dims import BATCH
+from netc.importer.syntax import Expr, binop, call, identifier, name
+from netc.importer.values import Refused, Scope, Val, feature, sources
+from netc.importer.writer import Assign, ModuleRef
+
+KNOWN = {
+    "subnetwork": {"subnetwork", "concat_sources", "dropout"},
+    "masked_computation": {"mask", "unit", "masked_from", "in_spatial_dim", "out_spatial_dim"},
+    "unmask": {"mask"},
+}
+
+
+def loop_scope(scope: Scope) -> Scope:
+    """The rec unit's scope that `scope` (a unit's or a subnetwork's in it) is part of."""
+    while scope.sub:
+        scope = scope.outer
+    return scope
+
+
+class MaskedLayers:
+    """Handlers of `Importer` (`_l_<class>`), mixed into it."""
+
+    def _child(self, scope: Scope, layers: dict, path: str, prefix: str, frame: Val | None) -> Scope:
+        """A scope of a subnetwork's layers: its statements go where the parent's go, `data` is
+        `frame`, `base:x` the parent's `x`, names prefixed by the layer's."""
+        child = Scope(layers, {}, scope.stmts, prefix, outer=scope, rec=scope.rec, frame=frame, time=scope.time)
+        child.sub, child.path = True, path
+        child.names = self._allocate(list(layers), set(), prefix=identifier(path.rsplit("/", 1)[-1]))
+        self.used |= set(child.names.values())
+        return child
+
+    def _l_subnetwork(self, layer, d, scope, var, full) -> Val:
+        """The subnetwork's layers inline (`<layer>_<sub>` where the name is taken), its `output`
+        the layer's value; its parameters are `<layer>/<sub>/...`, as RETURNN's."""
+        sub = d.get("subnetwork")
+        if not isinstance(sub, dict) or "output" not in sub:
+            raise Refused(full, "subnetwork", "a `subnetwork` dict with an `output` layer is needed")
+        if d.get("concat_sources", True) is not True:
+            raise Refused(full, "subnetwork", "concat_sources False not supported")
+        frame = self._source(d, scope, full) if sources(d) else None
+        child = self._child(scope, sub, full, f"{self._tf_prefix(layer, d, scope)}/", frame)
+        out = self.get("output", child)
+        for name_, ld in sub.items():  # losses and output layers inside: not yet
+            if isinstance(ld, dict) and (ld.get("loss") or ld.get("is_output_layer")) and name_ != "output":
+                raise Refused(f"{full}/{name_}", str(ld.get("class")), "a loss or output layer inside a `subnetwork`")
+        if sub["output"].get("loss") if isinstance(sub["output"], dict) else False:
+            raise Refused(f"{full}/output", "?", "a loss inside a `subnetwork`")
+        self._emit(scope, var, out.expr, layer)
+        return Val(name(var), out.dims, out.sparse, out.is_list)
+
+    def _l_masked_computation(self, layer, d, scope, var, full) -> Val:
+        """In a rec unit: the unit computed each step, its states and its output (a state of the
+        layer's own, from the unit's initial output, zeros) kept where the mask is False:
+        `where(mask, new, old)`, as RETURNN's `masked_computation` does inside a loop."""
+        if scope.rec is None:
+            raise Refused(full, "masked_computation", "outside a rec unit not supported (in a rec unit it is)")
+        for opt in ("masked_from", "in_spatial_dim", "out_spatial_dim"):
+            if d.get(opt) is not None:
+                raise Refused(full, "masked_computation", f"option {opt} not supported")
+        unit = d.get("unit")
+        if not isinstance(unit, dict) or not isinstance(unit.get("class"), str):
+            raise Refused(full, "masked_computation", "`unit` must be a layer dict")
+        if any(unit.get(k) not in (None, 0, 0.0, "zeros") for k in ("initial_output",)):
+            raise Refused(full, "masked_computation", "a unit with an initial_output other than zeros")
+        if not isinstance(d.get("mask"), str):
+            raise Refused(full, "masked_computation", "`mask` must be a layer")
+        mask = self.get(d["mask"], scope)
+        if tuple(mask.dims) != (BATCH,) or mask.sparse is not None:
+            raise Refused(full, "masked_computation", f"mask `{d['mask']}` is not one bool per sequence")
+        frame = self._source(d, scope, full) if sources(d) else None
+        # the unit is named as the layer (RETURNN: `<layer>/...` for its variables)
+        child = Scope({layer: unit}, {}, scope.stmts, scope.prefix, outer=scope, rec=scope.rec, frame=frame)
+        child.sub, child.path, child.time = True, scope.path, scope.time
+        child.names = {layer: self.fresh(f"{var}_unit")}
+        masks = getattr(self, "_masks", None)
+        if masks is None:
+            masks = self._masks = []
+        masks.append(mask.tensor())
+        try:
+            out = self.get(layer, child)
+        finally:
+            masks.pop()
+        if out.sparse is not None or out.is_list:
+            raise Refused(full, "masked_computation", "a unit whose value is labels or a sequence")
+        loop = loop_scope(scope)
+        feat = feature(out, self.dims)
+        if tuple(out.dims) != (BATCH, feat):
+            raise Refused(full, "masked_computation", "a unit whose value is not [batch, feature]")
+        self.imports |= {"zeros", "where"}
+        loop.outer.stmts.append(Assign([var], call("zeros", name("batch"), self.dim(feat)), comment="initial state"))
+        comment = f"layer {layer!r} (masked_computation): kept where the mask is False"
+        scope.stmts.append(Assign([var], call("where", mask.tensor(), out.expr, name(var)), comment=comment))
+        return Val(name(var), out.dims)
+
+    def _l_unmask(self, layer, d, scope, var, full) -> Val:
+        """In a rec unit the `masked_computation` it reads holds its value already: a copy."""
+        srcs = sources(d)
+        if scope.rec is None:
+            raise Refused(full, "unmask", "outside a rec unit not supported (in a rec unit it is)")
+        src_d = scope.layers.get(srcs[0]) if len(srcs) == 1 else None
+        while isinstance(src_d, dict) and src_d.get("class") == "copy" and len(sources(src_d)) == 1:
+            src_d = scope.layers.get(sources(src_d)[0])
+        if not isinstance(src_d, dict) or src_d.get("class") != "masked_computation":
+            raise Refused(full, "unmask", "of a `masked_computation` of the same unit (or a copy of one)")
+        if src_d.get("mask") != d.get("mask"):
+            raise Refused(full, "unmask", f"mask {d.get('mask')!r} is not its masked_computation's")
+        val = self.get(srcs[0], scope)
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), val.dims)
+
+    def _lstm_step(self, layer, d, scope, var, full) -> Val:
+        """A `rec` LSTM unit in a rec unit: one step of NativeLSTM2 written out, its states `h`
+        (the layer's value) and `c` carried by the loop (zeros before it); under a
+        `masked_computation` each new state is kept only where the mask holds."""
+        src = self._source(d, scope, full)
+        out = self._out_dim(layer, d, full)
+        if d.get("direction", 1) != 1 or src.sparse is not None or src.is_list:
+            raise Refused(full, "rec", "an LSTM step in a rec unit of direction 1 over a dense frame is supported")
+        if d.get("initial_state") is not None or d.get("initial_output") not in (None, 0, 0.0, "zeros"):
+            raise Refused(full, "rec", "an LSTM step with initial states other than zeros")
+        size = self.dims.size(out)
+        base = identifier(layer)
+        gates = self.dims.static(4 * size, f"{base}_gates")
+        loop = loop_scope(scope)
+        c = self.fresh(f"{var}_c")
+        for state in (var, c):
+            loop.outer.stmts.append(
+                Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state")
+            )
+        self.imports |= {"Linear", "split", "sigmoid", "tanh", "zeros"}
+        prefix = self._tf_prefix(layer, d, scope, "/rec")
+
+        def emit(targets: list[str], value: Expr, comment=None, module=None):
+            scope.stmts.append(Assign(targets, value, comment=comment, module=module))
+
+        ff, rec = self.fresh(f"{var}_ff"), self.fresh(f"{var}_rec")
+        comment = f"layer {layer!r}: one LSTM step (NativeLSTM2's gates: cell input, input, forget, output)"
+        emit([ff], call(call("Linear", self.dim(gates)), src.tensor()), comment, ModuleRef("linear", prefix))
+        lin = call("Linear", self.dim(gates), with_bias=cst.Name("False"))
+        emit([rec], call(lin, name(var)), None, ModuleRef("linear", prefix, {"W": "W_re"}))
+        parts = [self.fresh(f"{var}_{g}") for g in ("in", "gi", "gf", "go")]
+        emit(parts, call("split", binop("+", name(ff), name(rec)), cst.List([cst.Element(self.dim(out))] * 4)))
+        x_in, g_in, g_forget, g_out = (name(p) for p in parts)
+        new_c = binop(
+            "+", binop("*", name(c), call("sigmoid", g_forget)), binop("*", call("tanh", x_in), call("sigmoid", g_in))
+        )
+        masks = getattr(self, "_masks", None)
+        if masks:
+            self.imports.add("where")
+            c_new, h_new = self.fresh(f"{c}_new"), self.fresh(f"{var}_new")
+            emit([c_new], new_c)
+            emit([h_new], binop("*", call("tanh", name(c_new)), call("sigmoid", g_out)))
+            emit([c], call("where", masks[-1], name(c_new), name(c)), "kept where the mask is False")
+            emit([var], call("where", masks[-1], name(h_new), name(var)))
+        else:
+            emit([c], new_c)
+            emit([var], binop("*", call("tanh", name(c)), call("sigmoid", g_out)))
+        return Val(name(var), (BATCH, out))
