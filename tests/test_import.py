@@ -33,6 +33,7 @@ CASES = {
     "dim_tags_attention": ("dim_tags_attention.config", [], [[9, 6, 4]]),
     "transformer": ("transformer.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
     "rna_transducer": ("rna_transducer.config", [], [[7, 4, 6]]),  # the alignment over the frames' own dim
+    "transformer_decoder": ("transformer_decoder.config", [], [[6, 4, 5], [4, 2, 3]]),
 }
 TOLERANCE = 1e-5
 
@@ -190,7 +191,9 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
     _compare("librispeech_2018", model, json.loads(names.read_text()), orig, backend)
 
 
-@pytest.mark.parametrize("case", ["conv_encoder", "gates", "dim_tags_attention", "transformer", "rna_transducer"])
+@pytest.mark.parametrize(
+    "case", ["conv_encoder", "gates", "dim_tags_attention", "transformer", "rna_transducer", "transformer_decoder"]
+)
 def test_imported_model_verifies(imported, case):
     """The imported model is a netc model like any other: eager = torch = RETURNN (`netc verify`)."""
     model = imported(case)[0]

@@ -79,9 +79,11 @@ class TransformerLayers:
         time (`replace_dim`); per head `softmax(dot(q · (K/H)^-0.5, k), axis=kv_time)` (padded keys
         get no weight, as RETURNN's mask; `attention_left_only`: later keys neither), its weighted
         values, the heads' values concatenated in RETURNN's order into the layer's dim."""
+        if scope.rec is not None:
+            return self._self_attention_step(layer, d, scope, var, full)
         src = self._source(d, scope, full)
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
-        if scope.rec is not None or len(dyn) != 1 or BATCH not in src.dims or len(src.dims) != 3 or src.sparse:
+        if len(dyn) != 1 or BATCH not in src.dims or len(src.dims) != 3 or src.sparse:
             raise Refused(full, "self_attention", "of [batch, time, feature] outside rec units")
         heads, total_key = d.get("num_heads"), d.get("total_key_dim")
         out = self._out_dim(layer, d, full)
@@ -145,3 +147,78 @@ class TransformerLayers:
         joined = call("split_dims", call("concat", *(name(o) for o in outs)), axis=both, dims=pair)
         self._emit(scope, var, call("merge_dims", joined, dims=pair, out_dim=self.dim(out)), layer)
         return Val(name(var), (BATCH, time, out))
+
+    def _self_attention_step(self, layer, d, scope, var, full) -> Val:
+        """In a rec unit (RETURNN requires `attention_left_only` there): this step's query over the
+        keys and values of the steps so far, this one's last. Per head the keys and values are
+        states grown by `cum_concat` along a dim of the layer's own (`<layer>_hist`, RETURNN's
+        `k_left`/`v_left`), from `empty` before the loop; the rest as outside a loop."""
+        from netc.importer.masked import loop_scope
+
+        if not d.get("attention_left_only"):
+            raise Refused(full, "self_attention", "in a rec unit RETURNN requires attention_left_only")
+        if getattr(self, "_masks", None):
+            raise Refused(full, "self_attention", "under a masked_computation not supported")
+        src = self._source(d, scope, full)
+        if tuple(src.dims) != (BATCH, feature(src, self.dims)) or src.is_list:
+            raise Refused(full, "self_attention", "of a [batch, feature] frame in a rec unit")
+        heads, total_key = d.get("num_heads"), d.get("total_key_dim")
+        out = self._out_dim(layer, d, full)
+        value = self.dims.size(out)
+        ints = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (heads, total_key))
+        if not ints or total_key % heads or value % heads:
+            raise Refused(full, "self_attention", "num_heads dividing total_key_dim and n_out")
+        base = identifier(layer)
+        qkv = self.dims.static(2 * total_key + value, f"{base}_qkv")
+        key = self.dims.static(total_key // heads, f"{base}_key")
+        val_dim = self.dims.static(value // heads, f"{base}_value")
+        hist = self.dims._new(self.dims._fresh_name(f"{base}_hist"), None)
+        parts = cst.List([cst.Element(self.dim(k)) for _ in range(heads) for k in (key, key, val_dim)])
+        self.imports |= {"Linear", "split", "softmax", "dot", "empty", "cum_concat"}
+        loop = loop_scope(scope)
+
+        def emit(targets: list[str], value, comment=None, module=None):
+            scope.stmts.append(Assign(targets, value, comment=comment, module=module))
+
+        ks = [self.fresh(f"{var}_k{h}") for h in range(heads)]
+        vs = [self.fresh(f"{var}_v{h}") for h in range(heads)]
+        for h in range(heads):
+            for state, dim in ((ks[h], key), (vs[h], val_dim)):
+                empty = call("empty", name("batch"), self.dim(hist), self.dim(dim))
+                loop.outer.stmts.append(Assign([state], empty, comment="no steps yet"))
+        n = self.fresh(f"{var}_qkv")
+        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope), {"W": "QKV"})
+        comment = f"layer {layer!r} (self_attention): per head its query, key and value, RETURNN's `QKV`"
+        emit([n], call(call("Linear", self.dim(qkv), with_bias=literal(False)), src.tensor()), comment, ref)
+        q = [self.fresh(f"{var}_q{h}") for h in range(heads)]
+        k_new = [self.fresh(f"{var}_k{h}_t") for h in range(heads)]
+        v_new = [self.fresh(f"{var}_v{h}_t") for h in range(heads)]
+        emit([t for h in range(heads) for t in (q[h], k_new[h], v_new[h])], call("split", name(n), parts))
+        scale = num((total_key // heads) ** -0.5)
+        p = d.get("attention_dropout", 0.0)
+        outs = []
+        for h in range(heads):
+            grow = "the steps so far, this one last" if h == 0 else None
+            emit([ks[h]], call("cum_concat", name(ks[h]), name(k_new[h]), axis=self.dim(hist)), grow)
+            emit([vs[h]], call("cum_concat", name(vs[h]), name(v_new[h]), axis=self.dim(hist)))
+            energy = call("dot", binop("*", name(q[h]), scale), name(ks[h]), reduce=self.dim(key))
+            w = call("softmax", energy, axis=self.dim(hist))
+            if p:
+                self.imports.add("dropout")
+                w = call("dropout", w, num(float(p)))
+            weights = self.fresh(f"{var}_w{h}")
+            emit([weights], w)
+            outs.append(self.fresh(f"{var}_o{h}"))
+            emit([outs[-1]], call("dot", name(weights), name(vs[h]), reduce=self.dim(hist)))
+        if heads == 1:
+            self._emit(scope, var, name(outs[0]), layer)
+            return Val(name(var), (BATCH, out))
+        heads_dim = new_dim(self, heads, f"{base}_heads", {val_dim})
+        self.imports |= {"concat", "split_dims", "merge_dims"}
+        pair = cst.Tuple([cst.Element(self.dim(heads_dim)), cst.Element(self.dim(val_dim))])
+        both = self.dim(val_dim)
+        for _ in range(heads - 1):
+            both = binop("+", both, self.dim(val_dim))
+        joined = call("split_dims", call("concat", *(name(o) for o in outs)), axis=both, dims=pair)
+        self._emit(scope, var, call("merge_dims", joined, dims=pair, out_dim=self.dim(out)), layer)
+        return Val(name(var), (BATCH, out))
