@@ -34,6 +34,7 @@ CASES = {
     "transformer": ("transformer.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
     "rna_transducer": ("rna_transducer.config", [], [[7, 4, 6]]),  # the alignment over the frames' own dim
     "transformer_decoder": ("transformer_decoder.config", [], [[6, 4, 5], [4, 2, 3]]),
+    "shared_parts": ("shared_parts.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
 }
 TOLERANCE = 1e-5
 
@@ -192,7 +193,16 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
 
 
 @pytest.mark.parametrize(
-    "case", ["conv_encoder", "gates", "dim_tags_attention", "transformer", "rna_transducer", "transformer_decoder"]
+    "case",
+    [
+        "conv_encoder",
+        "gates",
+        "dim_tags_attention",
+        "transformer",
+        "rna_transducer",
+        "transformer_decoder",
+        "shared_parts",
+    ],
 )
 def test_imported_model_verifies(imported, case):
     """The imported model is a netc model like any other: eager = torch = RETURNN (`netc verify`)."""
@@ -545,6 +555,24 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
             "option key_shift not supported",
         ),
         ('{"class": "positional_encoding", "n_out": 5}', "5 channels (an even number, at least 4, is supported)"),
+        ('{"class": "transposed_conv", "filter_size": (3,), "n_out": 4}', "netc has no transposed convolution op"),
+        (
+            '{"class": "relative_positional_encoding", "n_out": 4}',
+            "RETURNN's is a learned table of clipped relative positions (Shaw et al.",
+        ),
+        (
+            '{"class": "masked_computation", "mask": "data", "unit": {"class": "copy"}}',
+            "outside a rec unit not supported (in a rec unit it is)",
+        ),
+        ('{"class": "unmask", "mask": "data"}', "outside a rec unit not supported (in a rec unit it is)"),
+        ('{"class": "gather", "axis": "T", "position": -1}', "position -1 (a position from 0 is supported)"),
+        (
+            '{"class": "gather", "axis": "T", "position": 0, "clip_to_valid": True}',
+            "of labels, or with clip_to_valid, not",
+        ),
+        ('{"class": "gather", "axis": "F", "position": "data:classes"}', "a position layer of one int per sequence"),
+        ('{"class": "linear", "n_out": 4, "reuse_params": "data"}', "reuse_params 'data' (a `linear` layer's name"),
+        ('{"class": "subnetwork", "subnetwork": {"a": {"class": "copy"}}}', "a `subnetwork` dict with an `output`"),
     ],
 )
 def test_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, message):
@@ -588,3 +616,51 @@ def test_defaults_follow_the_configs_behavior_version(tmp_path, version):
     no_bias = ", with_bias=False" if version < 10 else ""
     assert f"c = Conv1d(feat, 3{no_bias})(data, axis=time)" in model, model
     assert f"BatchNorm(eps=0.001, momentum={0.1 if version >= 12 else 0.99})(c)" in model, model
+
+
+@pytest.mark.parametrize(
+    "layer, message",
+    [
+        (
+            '{"class": "masked_computation", "mask": "m", "masked_from": "base:data", "unit": {"class": "copy"}}',
+            "(masked_computation): option masked_from not supported",
+        ),
+        (
+            '{"class": "masked_computation", "mask": "data:source", "unit": {"class": "copy"}}',
+            "(masked_computation): mask `data:source` is not one bool per",
+        ),
+        (
+            '{"class": "masked_computation", "mask": "m", "unit": {"class": "rnn_cell", "unit": "LSTMBlock", "n_out": 3}}',
+            "(rnn_cell): an `rnn_cell` under masked_computation",
+        ),
+        (
+            '{"class": "unmask", "from": "data:source", "mask": "m"}',
+            "(unmask): of a `masked_computation` of the same unit",
+        ),
+        (
+            '{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4}',
+            "(self_attention): in a rec unit RETURNN requires attention_left_only",
+        ),
+        (
+            '{"class": "rec", "unit": "nativelstm2", "n_out": 3, "direction": -1}',
+            "(rec): an LSTM step in a rec unit of",
+        ),
+    ],
+)
+def test_unit_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, message):
+    """Forms of the layers of rec units (masked computations, LSTM steps, self-attention over the
+    steps) that netc cannot give exactly are located errors at the unit's layer."""
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{"output": {{"class": "rec", "from": "data", "unit": {{
+            "m": {{"class": "compare", "from": "r", "kind": "greater", "value": 0.0}},
+            "x": {layer},
+            "output": {{"class": "copy", "from": "x"}},
+            "r": {{"class": "reduce", "mode": "max", "axes": "F", "from": "data:source"}},
+        }}}}}}
+        """,
+    )
+    _assert_at(proc, path, 5, '"x"', f"layer `output/x` {message}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from netc.importer import attention, convnorm, logic, masked, transformer
+from netc.importer import attention, convnorm, logic, masked, sharing, transformer
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -51,6 +51,7 @@ class Importer(
     logic.LogicLayers,
     transformer.TransformerLayers,
     masked.MaskedLayers,
+    sharing.SharingLayers,
 ):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
@@ -126,7 +127,7 @@ class Importer(
         """The value `ref` (a `from` entry) names in `scope`."""
         if not isinstance(ref, str):
             raise Refused(str(scope.rec or "network"), "?", f"a source {ref!r} that is not a layer name")
-        if scope.sub and (ref == "data" or ref.startswith(("base:", "prev:"))):
+        if scope.sub and (ref == "data" or ref.startswith(("base:", "prev:", "data:"))):
             if ref == "data" and scope.frame is not None:
                 return scope.frame
             if ref.startswith("base:"):
@@ -202,8 +203,8 @@ class Importer(
         full = self._full(layer, scope)
         var = scope.names[layer]
         handler = getattr(self, f"_l_{cls}", None)
-        if cls in logic.NOT_NETC:
-            raise Refused(full, cls, logic.NOT_NETC[cls])
+        if cls in _NOT_NETC:
+            raise Refused(full, cls, _NOT_NETC[cls])
         if handler is None:
             raise Refused(full, str(cls), "this layer class is not supported by `netc import` yet")
         bad = [s for s in sources(d) if not isinstance(s, str)]
@@ -219,6 +220,8 @@ class Importer(
 
     def _emit(self, scope: Scope, var: str, value: Expr, layer: str, module: ModuleRef | None = None) -> None:
         comment = f"layer {layer!r}" if layer != var else None
+        if scope.sub and scope.path:  # inlined from a subnetwork: its full name
+            comment = f"layer {scope.path + '/' + layer!r}"
         scope.stmts.append(Assign([var], value, comment=comment, module=module))
 
     def _source(self, d: dict, scope: Scope, full: str) -> Val:
@@ -270,6 +273,8 @@ class Importer(
     def _linear_expr(
         self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val
     ) -> tuple[Expr, tuple, ModuleRef]:
+        if d.get("reuse_params") is not None or self._reused(layer, scope):
+            return self._shared_linear(layer, d, scope, full, out, src)
         with_bias = d.get("with_bias", True)
         ref = ModuleRef("linear", self._tf_prefix(layer, d, scope))
         if src.sparse is not None:  # a lookup: the rows of W for the labels
@@ -411,6 +416,12 @@ class Importer(
         unit = str(d.get("unit", "")).lower()
         if scope.rec is None or unit not in CELL_UNITS or d.get("unit_opts"):
             raise Refused(full, "rnn_cell", f"unit {d.get('unit')!r} (an LSTM cell in a rec unit is supported)")
+        if getattr(self, "_masks", None):
+            raise Refused(
+                full,
+                "rnn_cell",
+                "an `rnn_cell` under masked_computation (its state is the cell's own; a `rec` LSTM unit's is the loop's)",
+            )
         src = self._source(d, scope, full)
         out = self._out_dim(layer, d, full)
         h, c = var, self.fresh(f"{var}_c")
@@ -522,8 +533,8 @@ _COMMON = {
 _LOSS = {"loss", "target", "loss_opts", "loss_scale"}
 _COMMON |= _LOSS  # which losses on which layers: `_loss`
 _KNOWN = {
-    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout"} | _LOSS,
-    "softmax": {"n_out", "out_dim", "with_bias", "dropout"} | _LOSS,
+    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS,
+    "softmax": {"n_out", "out_dim", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS,
     "activation": {"activation", "dropout"},
     "copy": {"dropout", "n_out", "out_dim"},
     "dropout": {"dropout"},
@@ -558,7 +569,9 @@ _KNOWN = {
     **logic.KNOWN,
     **transformer.KNOWN,
     **masked.KNOWN,
+    **sharing.KNOWN,
 }
+_NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC}
 
 
 def _is_root(d: dict) -> bool:

@@ -80,7 +80,8 @@ class MaskedLayers:
         frame = self._source(d, scope, full) if sources(d) else None
         # the unit is named as the layer (RETURNN: `<layer>/...` for its variables)
         child = Scope({layer: unit}, {}, scope.stmts, scope.prefix, outer=scope, rec=scope.rec, frame=frame)
-        child.sub, child.path, child.time = True, scope.path, scope.time
+        child.sub, child.time = True, scope.time
+        child.path = full[: -len(layer) - 1] if full.endswith("/" + layer) else None  # the unit is `full`
         child.names = {layer: self.fresh(f"{var}_unit")}
         masks = getattr(self, "_masks", None)
         if masks is None:

@@ -1,0 +1,98 @@
+"""`gather` (one position of an axis, a number or a layer's per sequence: a one-hot `dot`) and
+`reuse_params` (a `linear` layer with another's parameters: one module constructed once and
+called by both, as netc shares a module's parameters); layers netc has no op for, refused."""
+
+from __future__ import annotations
+
+from netc.importer.dims import BATCH
+from netc.importer.syntax import Expr, call, literal, name
+from netc.importer.values import Refused, Scope, Val, feature
+from netc.importer.writer import Assign, ModuleRef
+
+KNOWN = {"gather": {"position", "axis", "clip_to_valid"}}
+SHARED_OPTS = {"reuse_params"}  # accepted on `linear` and `softmax`
+NOT_NETC = {
+    "transposed_conv": "netc has no transposed convolution op",
+    "relative_positional_encoding": (
+        "RETURNN's is a learned table of clipped relative positions (Shaw et al., read by "
+        "`self_attention`'s `key_shift`), not netc's sinusoidal `rel_positions`/`rel_shift`, "
+        "and `key_shift` is not supported"
+    ),
+}
+
+
+class SharingLayers:
+    """Handlers of `Importer` (`_l_<class>`), mixed into it."""
+
+    def _l_gather(self, layer, d, scope, var, full) -> Val:
+        """`dot(cast(range_over(axis) == position, "float32"), x, reduce=axis)`: exactly the
+        frame at the position (a one-hot sum); a position past a sequence's end gives zeros where
+        RETURNN reads the padded frame there."""
+        src = self._source(d, scope, full)
+        if src.sparse is not None or d.get("clip_to_valid"):
+            raise Refused(full, "gather", "of labels, or with clip_to_valid, not supported")
+        axis = self._axis(src, d.get("axis"))
+        if isinstance(d.get("axis"), dict) and axis is not None and axis not in src.dims:
+            axis = next((x for x in src.dims if self.dims.find(x) == self.dims.find(axis)), None)
+        if axis is None or axis == BATCH or axis not in src.dims:
+            raise Refused(full, "gather", f"axis {d.get('axis')!r} (T, F or a dim tag of the input is supported)")
+        pos = d.get("position")
+        if isinstance(pos, int) and not isinstance(pos, bool):
+            if pos < 0:
+                raise Refused(full, "gather", f"position {pos} (a position from 0 is supported)")
+            position: Expr = literal(pos)
+        elif isinstance(pos, str):
+            val = self.get(pos, scope)
+            if tuple(val.dims) != (BATCH,) or not self.dims.is_dynamic(axis):
+                raise Refused(full, "gather", "a position layer of one int per sequence, along the time dim")
+            position = val.tensor()
+        else:
+            raise Refused(full, "gather", f"position {pos!r} (a number or a layer is supported)")
+        self.imports |= {"dot", "cast", "range_over"}
+        hit = call("range_over", self.dim(axis))
+        onehot = call("cast", _eq(hit, position), literal("float32"))
+        self._emit(scope, var, call("dot", onehot, src.tensor(), reduce=self.dim(axis)), layer)
+        return Val(name(var), tuple(x for x in src.dims if x != axis))
+
+    def _reused(self, layer: str, scope: Scope) -> bool:
+        """Whether a layer of the network reads `layer`'s parameters (`reuse_params`)."""
+        return (
+            scope.rec is None
+            and not scope.sub
+            and any(isinstance(ld, dict) and ld.get("reuse_params") == layer for ld in scope.layers.values())
+        )
+
+    def _shared_linear(self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val):
+        """The `Linear` of a layer whose parameters another reads, or that reads another's:
+        constructed once (`<owner>_linear = Linear(dim)`), called by each."""
+        owner = d.get("reuse_params", layer)
+        if scope.rec is not None or scope.sub:
+            raise Refused(full, str(d.get("class")), "reuse_params in a rec unit or subnetwork not supported")
+        od = scope.layers.get(owner) if isinstance(owner, str) else None
+        if not isinstance(od, dict) or od.get("class") not in ("linear", "softmax") or od.get("reuse_params"):
+            raise Refused(full, str(d.get("class")), f"reuse_params {owner!r} (a `linear` layer's name is supported)")
+        if src.sparse is not None:
+            raise Refused(full, str(d.get("class")), "reuse_params of a lookup (labels as input) not supported")
+        bias = od.get("with_bias", True)
+        if owner != layer:
+            if d.get("with_bias", True) != bias or self._out_dim(owner, od, full) != out:
+                raise Refused(full, str(d.get("class")), f"reuse_params of `{owner}`, whose dims or bias differ")
+        modules = getattr(self, "_shared_modules", None)
+        if modules is None:
+            modules = self._shared_modules = {}
+        if owner not in modules:
+            modules[owner] = mod = self.fresh(f"{scope.names[owner]}_linear")
+            args = {} if bias else {"with_bias": literal(False)}
+            ref = ModuleRef("linear", self._tf_prefix(owner, od, scope))
+            comment = f"the parameters of layer {owner!r}, also those of the layers with reuse_params"
+            scope.stmts.append(Assign([mod], call("Linear", self.dim(out), **args), comment=comment, module=ref))
+        self.imports.add("Linear")
+        feat = feature(src, self.dims)
+        dims = (*(x for x in src.dims if x != feat), out)
+        return call(name(modules[owner]), src.tensor()), dims, None
+
+
+def _eq(a: Expr, b: Expr) -> Expr:
+    import libcst as cst
+
+    return cst.Comparison(a, [cst.ComparisonTarget(cst.Equal(), b)])
