@@ -427,6 +427,8 @@ def import_(
     if param_map:
         mapping = {"params": result.params, "outputs": result.outputs, "losses": result.losses}
         _write(param_map, json.dumps(mapping, indent=1) + "\n")
+    for w in result.warnings:
+        click.echo(w.render().replace(": error: ", ": warning: ", 1), err=True)
     for e in result.errors:
         click.echo(e.render(), err=True)
     if result.errors:

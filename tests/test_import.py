@@ -664,3 +664,40 @@ def test_unit_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer
         """,
     )
     _assert_at(proc, path, 5, '"x"', f"layer `output/x` {message}")
+
+
+def test_same_conv_that_may_read_nonzero_padding_is_warned_about(tmp_path):
+    """RETURNN's unmasked 'same' conv reads the frames after a shorter sequence's end, which netc's
+    Conv1d never does: a warning (located at the layer, on stderr) and a comment line at the conv
+    in the model, for every such conv whose input is not a raw input (padded with zeros); the
+    model is still written, with its parameters."""
+    path = tmp_path / "convs.config"
+    path.write_text(
+        textwrap.dedent(
+            """
+            #!rnn.py
+            extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+            network = {
+                "raw": {"class": "conv", "from": "data", "filter_size": (3,), "padding": "same", "n_out": 4},
+                "proj": {"class": "linear", "from": "raw", "n_out": 4},
+                "unmasked": {"class": "conv", "from": "proj", "filter_size": (3,), "padding": "same", "n_out": 4},
+                "masked": {"class": "conv", "from": "unmasked", "filter_size": (3,), "padding": "same", "n_out": 4,
+                           "use_time_mask": True},
+                "pointwise": {"class": "conv", "from": "masked", "filter_size": (1,), "padding": "same", "n_out": 4},
+                "output": {"class": "copy", "from": "pointwise"},
+            }
+            """
+        ).lstrip()
+    )
+    proc = run_netc("import", path.name, "-o", "out.py", "--param-map", "names.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if ": warning: " in line]
+    col = path.read_text().splitlines()[5].index('"unmasked"') + 1
+    assert len(warnings) == 1, proc.stderr
+    assert warnings[0].startswith(f"convs.config:6:{col}: warning: layer `unmasked` (conv): RETURNN's 'same' conv")
+    lines = (tmp_path / "out.py").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("unmasked = "))
+    assert lines[at - 1].strip().startswith("# warning: layer 'unmasked': RETURNN's 'same' conv without"), lines
+    assert sum("# warning:" in line for line in lines) == 1
+    params = json.loads((tmp_path / "names.json").read_text())["params"]
+    assert params["unmasked/W"]["netc"] == "unmasked/W" and params["raw/W"]["netc"] == "raw/W", params

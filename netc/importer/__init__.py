@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import os
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -31,6 +31,7 @@ class ImportResult:
     outputs: dict[str, str] = field(default_factory=dict)  # original layer -> output name
     losses: dict[str, str] = field(default_factory=dict)  # original layer (`rec/sub` in units) -> loss name
     errors: list[CompileError] = field(default_factory=list)  # refused layers, located
+    warnings: list[CompileError] = field(default_factory=list)  # imported layers RETURNN may compute otherwise
 
 
 def import_config(
@@ -51,6 +52,7 @@ def import_config(
     source = write(model)
     result = ImportResult(source, function, outputs=imp.outputs, losses=imp.loss_names)
     result.errors = [_locate(path, network, r) for r in imp.refused]
+    result.warnings = [_locate(path, network, r) for r in imp.warnings]
     if not imp.refused:
         result.params = _param_map(source, path, model)
     return result
@@ -138,7 +140,7 @@ def _resolve_body(stmts: list, t: _DimNames) -> list:
     out = []
     for s in stmts:
         if isinstance(s, Assign):
-            out.append(Assign(s.targets, s.value.visit(t), s.comment, s.module))
+            out.append(replace(s, value=s.value.visit(t)))
         elif isinstance(s, MarkLoss):
             out.append(MarkLoss(s.value.visit(t), s.name, s.comment))
         elif isinstance(s, Loop):

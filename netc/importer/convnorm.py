@@ -113,6 +113,15 @@ class ConvNormLayers:
         dims = (BATCH, out_time, out)
         val = self._activation(Val(expr, dims), d.get("activation"), full, "conv")
         self._emit(scope, var, val.expr, layer, ModuleRef("conv", self._tf_prefix(layer, d, scope)))
+        raw = any(src is v for v in self.inputs.values())  # padded with zeros by RETURNN's datasets
+        if padding == "same" and (k - 1) * dilation > 0 and not d.get("use_time_mask") and not raw:
+            why = (
+                "RETURNN's 'same' conv without `use_time_mask: True` reads the frames after a shorter "
+                "sequence's end, where its input (not a raw input) may be nonzero; netc's Conv1d reads zeros "
+                "there, so the numbers at a shorter sequence's last frames may differ"
+            )
+            self.warnings.append(Refused(full, "conv", why))
+            scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
         return Val(name(var), dims)
 
     def _conv_out_time(self, layer, d, full) -> str:

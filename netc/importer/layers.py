@@ -68,6 +68,7 @@ class Importer(
         self.loss_names: dict[str, str] = {}  # original layer -> loss name
         self.out_vals: dict[str, Val] = {}
         self.refused: list[Refused] = []
+        self.warnings: list[Refused] = []  # imported, but RETURNN may compute other numbers
         for key, spec in loaded.inputs.items():
             for tag in (*spec.dims, spec.sparse_dim):
                 if tag is not None:

@@ -9,6 +9,8 @@ rec layer. Losses of unit layers are marked after the loop, on their stacked log
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from netc.importer.dims import BATCH
@@ -147,7 +149,7 @@ def resolve_prev(scope: Scope) -> list:
     out = []
     for s in head + scope.stmts:
         if isinstance(s, Assign):
-            out.append(Assign(s.targets, s.value.visit(renamer), s.comment, s.module))
+            out.append(replace(s, value=s.value.visit(renamer)))
         elif isinstance(s, Append):
             out.append(Append(s.target, s.value.visit(renamer)))
         else:

@@ -26,6 +26,7 @@ class Assign:
     value: Expr
     comment: str | None = None
     module: ModuleRef | None = None
+    note: str | None = None  # a comment line above the statement (a warning)
 
 
 @dataclass
@@ -91,6 +92,8 @@ def _stmts(items: list, modules: dict[int, ModuleRef]) -> list[cst.BaseStatement
     for s in items:
         if isinstance(s, Assign):
             node = _simple(cst.Assign([cst.AssignTarget(_target(s.targets))], s.value), s.comment)
+            if s.note:
+                node = node.with_changes(leading_lines=[_comment_line(s.note)])
             if s.module is not None:
                 modules[id(node)] = s.module
             out.append(node)
