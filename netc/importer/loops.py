@@ -39,10 +39,13 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
         raise Refused(full, "rec", "a rec layer without input needs `rec_unstack` layers (or `from`)")
     seqs += [(imp.get(_base(unit[n], f"{full}/{n}"), scope), n) for n in unstack]
     times = set()
-    for src, _ in seqs:
+    for src, n in seqs:
         dyn = [x for x in src.dims if imp.dims.is_dynamic(x)]
         if len(dyn) != 1:
             raise Refused(full, "rec", "each sequence it steps over needs exactly one time dim")
+        axis = unit[n].get("axis") if n is not None else None
+        if isinstance(axis, dict) and imp.dims.find(imp.dims.tag(axis["__dim__"])) != imp.dims.find(dyn[0]):
+            raise Refused(f"{full}/{n}", "rec_unstack", "axis: a dim tag other than its input's time dim")
         times.add(imp.dims.find(dyn[0]))
     if len(times) != 1:
         raise Refused(full, "rec", "the sequences it steps over have different time dims")
@@ -125,7 +128,8 @@ def _base(d: dict, full: str) -> str:
     if len(src) != 1 or not src[0].startswith("base:"):
         raise Refused(full, "rec_unstack", "only `rec_unstack` of one `base:` layer is supported")
     extra = set(d) - {"class", "from", "axis"}
-    if extra or str(d.get("axis", "T")).upper() not in ("T", "TIME"):
+    axis = d.get("axis", "T")  # T, or a dim tag: the sequence's one time dim (checked with the others)
+    if extra or not (isinstance(axis, dict) or str(axis).upper() in ("T", "TIME")):
         raise Refused(full, "rec_unstack", f"options {sorted(extra) or ['axis']} not supported (axis T is)")
     return src[0][5:]
 
