@@ -35,6 +35,9 @@ CASES = {
     "dim_tags_attention": ("dim_tags_attention.config", [], [[9, 6, 4]]),
     "transformer": ("transformer.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
     "conformer": ("conformer.config", [], [[12, 8, 10], [3, 2, 4]]),  # even: RETURNN's pool is exact
+    "transformer_class": ("transformer_class.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
+    "pretrain": ("pretrain.config", [], [[16, 12, 20], [3, 2, 2]]),  # multiples of 4: two pools of 2
+    "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
 }
 TOLERANCE = 1e-5
 
@@ -323,7 +326,9 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
     _compare("librispeech_2018", model, json.loads(names.read_text()), orig, backend)
 
 
-@pytest.mark.parametrize("case", ["conv_encoder", "gates", "dim_tags_attention", "transformer"])
+@pytest.mark.parametrize(
+    "case", ["conv_encoder", "gates", "dim_tags_attention", "transformer", "conformer", "transformer_class", "pretrain"]
+)
 def test_imported_model_verifies(imported, case):
     """The imported model is a netc model like any other: eager = torch = RETURNN (`netc verify`)."""
     model = imported(case)[0]
@@ -675,6 +680,11 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
             "option key_shift not supported",
         ),
         ('{"class": "positional_encoding", "n_out": 5}', "5 channels (an even number, at least 4, is supported)"),
+        (
+            '{"class": "softmax", "loss": "ctc", "target": "classes", "loss_opts": {"ctc_opts": '
+            '{"ignore_longer_outputs_than_inputs": True, "ctc_merge_repeated": False}}}',
+            "ctc_opts ctc_merge_repeated=False not supported (netc's CTC loss is TF's default)",
+        ),
     ],
 )
 def test_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, message):
