@@ -525,6 +525,12 @@ def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | 
 )
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option("--search", is_flag=True, help="Compare beam searches: best labels, their lengths and scores.")
+@click.option(
+    "--params",
+    "params_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="npz with param:<RETURNN variable name> (e.g. `netc import --checkpoint`'s); others are drawn randomly.",
+)
 @_pass_options
 @_loops_option
 @_verbose
@@ -535,6 +541,7 @@ def verify(
     max_len: int,
     network: str | None,
     search: bool,
+    params_path: str | None,
     hoist: bool,
     whole_sequence: bool,
     fuse: bool,
@@ -543,12 +550,14 @@ def verify(
 ) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
     _quiet_tf()
-    with _one_line("verify", verbose, user_errors=(ValueError,)):  # e.g. --search without `choice`
+    with _one_line("verify", verbose, user_errors=(ValueError,)):  # e.g. --search without `choice`, --params
+        from netc_runtime.npz import read_params
         from netc_runtime.verify import TOLERANCE
         from netc_runtime.verify import verify as run_verify
 
         g = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
-        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search)
+        params = read_params(g, params_path) if params_path else None
+        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search, params=params)
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
     ok = True
     for c in comps:

@@ -114,15 +114,16 @@ def _save_checkpoint(net, session, prefix: str) -> None:
     Saver), with the global step and an Adam optimizer's slots and powers (made, not applied)."""
     import tensorflow as tf
 
-    step = tf.compat.v1.train.get_or_create_global_step()
+    step = net.global_train_step_var  # RETURNN's `global_step` (not among the graph's global variables)
     trainable = [v for v in net.get_params_list() if v.trainable]
     values = [v for loss in net.get_losses_initialized()[0].values() if (v := loss.get_loss_value()) is not None]
     total = tf.add_n([tf.reduce_sum(v) for v in values])
     opt = tf.compat.v1.train.AdamOptimizer()
     opt.minimize(total, var_list=trainable, global_step=step)
     done = {v.name for v in net.get_params_list()}
-    session.run(tf.compat.v1.variables_initializer([v for v in tf.compat.v1.global_variables() if v.name not in done]))
-    tf.compat.v1.train.Saver().save(session, prefix, write_state=False)
+    rest = list({v.name: v for v in [*tf.compat.v1.global_variables(), step] if v.name not in done}.values())
+    session.run(tf.compat.v1.variables_initializer(rest))
+    tf.compat.v1.train.Saver([*net.get_params_list(), *rest]).save(session, prefix, write_state=False)
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +225,9 @@ def test_checkpoint_drives_the_imported_model(tmp_path, case):
         dims = {k[len("dims:") :]: list(res[k]) for k in res.files if k.startswith("dims:")}
         _assert_originals(case, backend, names, orig, outs, {**lens, **made}, dims)
 
+    proc = run_netc("verify", model, "--params", tmp_path / f"{case}.npz", check=True)  # eager = torch = RETURNN
+    assert "verify: ok" in proc.stdout, proc.stdout
+
     torch_file = tmp_path / "module.py"
     run_netc("compile", model, "--target", "torch", "-o", torch_file, check=True)
     spec = importlib.util.spec_from_file_location(f"imported_{case}", torch_file)
@@ -270,6 +274,23 @@ def test_checkpoint_that_does_not_fit_is_an_error_naming_the_variable(tmp_path, 
     first = proc.stderr.splitlines()[0]
     assert first.startswith(f"{prefix}: error: ") and message in first, first
     assert not (tmp_path / "out.npz").exists() and not (tmp_path / "out.pt").exists()
+
+
+def test_verify_params_of_another_shape_is_an_error(tmp_path):
+    """`netc verify --params`: a parameter of another shape than the model's is an error naming it."""
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {"output": {"class": "linear", "n_out": 3, "from": "data"}}
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr
+    np.savez(tmp_path / "p.npz", **{"param:output/W": np.ones((4, 2), np.float32)})
+    proc = run_netc("verify", tmp_path / "out.py", "--params", tmp_path / "p.npz")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().endswith("p.npz: param:output/W has shape [4, 2], the model's is [4, 3]"), proc.stderr
 
 
 def test_checkpoint_that_is_none_is_an_error(tmp_path):
