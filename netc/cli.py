@@ -404,8 +404,32 @@ def run(
     "syntax (literals, arithmetic, formatting, comprehensions, if/for, config.value(...) from --set, Dim, "
     "FeatureDim, SpatialDim); other code they need is a located error, code they do not need is skipped.",
 )
+@click.option(
+    "--checkpoint",
+    metavar="PREFIX",
+    help="The original's TF checkpoint (e.g. net-model/network.040): write its values as the model's parameters "
+    "(--params-out, --state-dict-out).",
+)
+@click.option(
+    "--params-out",
+    type=click.Path(dir_okay=False),
+    help="With --checkpoint: npz of param:<RETURNN name> (netc run/export --params) [default: -o's name, .npz].",
+)
+@click.option(
+    "--state-dict-out",
+    type=click.Path(dir_okay=False),
+    help="With --checkpoint: the torch module's state_dict (torch.save) [default: -o's name, .pt].",
+)
 def import_(
-    config: str, output: str | None, network_var: str, sets: tuple[str, ...], param_map: str | None, no_exec: bool
+    config: str,
+    output: str | None,
+    network_var: str,
+    sets: tuple[str, ...],
+    param_map: str | None,
+    no_exec: bool,
+    checkpoint: str | None,
+    params_out: str | None,
+    state_dict_out: str | None,
 ) -> None:
     """A RETURNN (TensorFlow net-dict) config as a netc model (docs/import.md). RETURNN loads the
     config in a subprocess (with --no-exec, netc evaluates it without running it); unsupported
@@ -419,11 +443,28 @@ def import_(
         if "=" not in s:
             raise click.UsageError(f"--set takes NAME=VALUE, not {s!r}")
         pairs.append(tuple(s.split("=", 1)))
+    if checkpoint is None and (params_out or state_dict_out):
+        raise click.UsageError("--params-out and --state-dict-out go with --checkpoint")
+    if checkpoint is not None and (output is None or output == "-") and not (params_out and state_dict_out):
+        raise click.UsageError("--checkpoint without -o FILE needs --params-out and --state-dict-out")
     try:
         result = import_config(config, pairs, network_var, no_exec=no_exec)
+        if checkpoint is not None and not result.errors:
+            from netc.importer.checkpoint import carry, read_checkpoint, write_params
+
+            values = carry(read_checkpoint(checkpoint), result.params, checkpoint)
     except CompileError as e:
         _fail(e)
     _write(output, result.source)
+    if checkpoint is not None and not result.errors:
+        stem = os.path.splitext(output)[0] if output and output != "-" else ""
+        npz, pt = params_out or stem + ".npz", state_dict_out or stem + ".pt"
+        try:
+            write_params(values, result.params, npz, pt)
+        except OSError as e:
+            click.echo(f"error: cannot write the parameters: {e}", err=True)
+            sys.exit(1)
+        click.echo(f"{checkpoint}: {len(values)} variables -> {npz} (netc run --params), {pt} (state_dict)", err=True)
     if param_map:
         mapping = {"params": result.params, "outputs": result.outputs, "losses": result.losses}
         _write(param_map, json.dumps(mapping, indent=1) + "\n")
@@ -432,6 +473,8 @@ def import_(
     for e in result.errors:
         click.echo(e.render(), err=True)
     if result.errors:
+        if checkpoint is not None:
+            click.echo(f"{checkpoint}: error: not carried to a model with layers left out", err=True)
         sys.exit(1)
 
 
@@ -484,6 +527,12 @@ def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | 
 )
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option("--search", is_flag=True, help="Compare beam searches: best labels, their lengths and scores.")
+@click.option(
+    "--params",
+    "params_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="npz with param:<RETURNN variable name> (e.g. `netc import --checkpoint`'s); others are drawn randomly.",
+)
 @_pass_options
 @_loops_option
 @_verbose
@@ -494,6 +543,7 @@ def verify(
     max_len: int,
     network: str | None,
     search: bool,
+    params_path: str | None,
     hoist: bool,
     whole_sequence: bool,
     fuse: bool,
@@ -502,12 +552,14 @@ def verify(
 ) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
     _quiet_tf()
-    with _one_line("verify", verbose, user_errors=(ValueError,)):  # e.g. --search without `choice`
+    with _one_line("verify", verbose, user_errors=(ValueError,)):  # e.g. --search without `choice`, --params
+        from netc_runtime.npz import read_params
         from netc_runtime.verify import TOLERANCE
         from netc_runtime.verify import verify as run_verify
 
         g = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
-        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search)
+        params = read_params(g, params_path) if params_path else None
+        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search, params=params)
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
     ok = True
     for c in comps:

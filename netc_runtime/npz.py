@@ -36,6 +36,20 @@ def _params(g: Graph, params_path: str | None, inputs_npz, seed: int) -> dict[st
     return params
 
 
+def read_params(g: Graph, path: str) -> dict[str, np.ndarray]:
+    """The `param:<RETURNN name>` entries of an npz (`netc verify --params`); an unknown name or
+    another shape than the model's is a ValueError naming the parameter."""
+    shapes = {p.name: tuple(g.dim(d).size for d in p.dims) for p in g.params}
+    with np.load(path) as src:
+        out = {k[len("param:") :]: src[k] for k in src.files if k.startswith("param:")}
+    for name, value in out.items():
+        if name not in shapes:
+            raise ValueError(f"{path}: unknown parameter {name!r} (known: {', '.join(sorted(shapes))})")
+        if value.shape != shapes[name]:
+            raise ValueError(f"{path}: param:{name} has shape {list(value.shape)}, the model's is {list(shapes[name])}")
+    return out
+
+
 def _save(output: str, arrays: dict[str, np.ndarray]) -> None:
     """An npz file, or with `-o -` the npz's bytes on stdout (`netc run ... -o - | ...`)."""
     if output == "-":

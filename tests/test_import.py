@@ -14,6 +14,8 @@ import pytest
 from conftest import ROOT, run_netc
 
 from netc.compiler import compile_graph
+from netc.ir.interface import interface
+from netc.naming import lens_name
 from netc_runtime.backends import run_backend
 
 CONFIGS = ROOT / "tests" / "import_configs"
@@ -35,16 +37,21 @@ CASES = {
     "rna_transducer": ("rna_transducer.config", [], [[7, 4, 6]]),  # the alignment over the frames' own dim
     "transformer_decoder": ("transformer_decoder.config", [], [[6, 4, 5], [4, 2, 3]]),
     "shared_parts": ("shared_parts.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "conformer": ("conformer.config", [], [[12, 8, 10], [3, 2, 4]]),  # even: RETURNN's pool is exact
+    "transformer_class": ("transformer_class.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
+    "pretrain": ("pretrain.config", [], [[16, 12, 20], [3, 2, 2]]),  # multiples of 4: two pools of 2
+    "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
 }
 TOLERANCE = 1e-5
 
 
-def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3) -> dict:
+def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3, save: str | None = None) -> dict:
     """The config's network in RETURNN (training graph, dropout off at run time) on a random batch,
     padded with zeros as RETURNN's datasets pad: inputs and lengths by extern_data key, outputs of
     `output` and the output layers, losses (summed over frames, RETURNN's `get_loss_value`),
     parameters (random: also those RETURNN initialises to a constant, biases, norms' scales and
-    statistics)."""
+    statistics). `save`: also a TF checkpoint at that prefix, as training leaves it (the variables,
+    the global step, Adam's slots)."""
     import tensorflow as tf
     from returnn.config import Config, set_global_config
     from returnn.log import log
@@ -102,7 +109,26 @@ def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3) ->
                     v.load(new.astype(value.dtype), session)
             out = session.run(fetch, feed_dict=feed)
             params = {v.name[:-2]: session.run(v) for v in net.get_params_list()}
+            if save:
+                _save_checkpoint(net, session, save)
     return {"inputs": inputs, "lens": lens, "fetch": out, "params": params}
+
+
+def _save_checkpoint(net, session, prefix: str) -> None:
+    """A checkpoint as training leaves one: every variable of the graph by its name (tf.compat.v1's
+    Saver), with the global step and an Adam optimizer's slots and powers (made, not applied)."""
+    import tensorflow as tf
+
+    step = net.global_train_step_var  # RETURNN's `global_step` (not among the graph's global variables)
+    trainable = [v for v in net.get_params_list() if v.trainable]
+    values = [v for loss in net.get_losses_initialized()[0].values() if (v := loss.get_loss_value()) is not None]
+    total = tf.add_n([tf.reduce_sum(v) for v in values])
+    opt = tf.compat.v1.train.AdamOptimizer()
+    opt.minimize(total, var_list=trainable, global_step=step)
+    done = {v.name for v in net.get_params_list()}
+    rest = list({v.name: v for v in [*tf.compat.v1.global_variables(), step] if v.name not in done}.values())
+    session.run(tf.compat.v1.variables_initializer(rest))
+    tf.compat.v1.train.Saver([*net.get_params_list(), *rest]).save(session, prefix, write_state=False)
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +193,140 @@ def _compare(case: str, model: Path, names: dict, orig: dict, backend: str) -> N
     assert max(diffs.values()) <= TOLERANCE, diffs
 
 
+@pytest.mark.parametrize("case", ["conformer", "lstm_lm"])
+def test_checkpoint_drives_the_imported_model(tmp_path, case):
+    """`netc import --checkpoint`: the original's TF checkpoint (saved as training leaves it) gives
+    the model's parameters; with the npz `netc run` gives the original's outputs and losses on
+    each backend, and the torch module (`netc compile --target torch`) with the `state_dict`
+    loaded strictly gives them too."""
+    import importlib.util
+
+    import torch
+
+    file, sets, lengths = CASES[case]
+    prefix = tmp_path / "net-model" / "network.040"
+    orig = run_original(CONFIGS / file, sets, lengths, seed=11, save=str(prefix))
+    model, names = tmp_path / f"{case}.py", tmp_path / "names.json"
+    opts = [a for k, v in sets for a in ("--set", f"{k}={v}")]
+    import tensorflow as tf
+
+    saved = dict(tf.train.list_variables(str(prefix)))
+    assert "global_step" in saved and any(k.endswith("/Adam_1") for k in saved), sorted(saved)  # skipped
+    run_netc("import", CONFIGS / file, "-o", model, "--param-map", names, "--checkpoint", prefix, *opts, check=True)
+    names = json.loads(names.read_text())
+    params = np.load(tmp_path / f"{case}.npz")
+    assert len(params.files) == len(orig["params"]) == len(names["params"])
+    g = compile_graph(str(model))
+    inputs, lens = _inputs(g, orig)
+    batch = tmp_path / "in.npz"
+    np.savez(batch, **{f"in:{k}": v for k, v in inputs.items()}, **{f"len:{d}": v for d, v in lens.items()})
+    for backend in ("returnn", "torch", "eager"):
+        out = tmp_path / f"out_{backend}.npz"
+        run_netc("run", model, "--backend", backend, "--inputs", batch, "--params", tmp_path / f"{case}.npz",
+                 "-o", out, check=True)  # fmt: skip
+        res = np.load(out)
+        outs = {k[len("out:") :]: res[k] for k in res.files if k.startswith("out:")}
+        made = {k.split(":")[2]: res[k] for k in res.files if k.startswith("outlen:")}
+        dims = {k[len("dims:") :]: list(res[k]) for k in res.files if k.startswith("dims:")}
+        _assert_originals(case, backend, names, orig, outs, {**lens, **made}, dims)
+
+    proc = run_netc("verify", model, "--params", tmp_path / f"{case}.npz", check=True)  # eager = torch = RETURNN
+    assert "verify: ok" in proc.stdout, proc.stdout
+
+    torch_file = tmp_path / "module.py"
+    run_netc("compile", model, "--target", "torch", "-o", torch_file, check=True)
+    spec = importlib.util.spec_from_file_location(f"imported_{case}", torch_file)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    module = mod.Model()
+    module.load_state_dict(torch.load(tmp_path / f"{case}.pt"), strict=True)
+    module.eval()
+    args = {k: torch.as_tensor(v) for k, v in inputs.items()}
+    args.update({lens_name(d): torch.as_tensor(v, dtype=torch.int64) for d, v in lens.items()})
+    with torch.no_grad():
+        outs = {k: v.numpy() for k, v in module(**args).items()}
+    made = {d: outs[key] for d, key in interface(g).made_lens.items()}
+    _assert_originals(case, "state_dict", names, orig, outs, {**lens, **made}, dict(module.output_dims))
+
+
+@pytest.mark.parametrize(
+    "variables, message",
+    [
+        ({"output/W": (4, 3)}, "missing output/b (the model's output/b)"),
+        (
+            {"output/W": (4, 3), "output/b": (3,), "old/W": (4, 4)},
+            "variables the imported network does not have: old/W",
+        ),
+        ({"output/W": (4, 2), "output/b": (3,)}, "variable output/W has shape [4, 2], the imported model's output/W"),
+    ],
+)
+def test_checkpoint_that_does_not_fit_is_an_error_naming_the_variable(tmp_path, variables, message):
+    from netc_runtime.checkpoint import write_tf_checkpoint
+
+    prefix = tmp_path / "network.001"
+    write_tf_checkpoint({k: np.ones(shape, np.float32) for k, shape in variables.items()}, str(prefix))
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {"output": {"class": "linear", "n_out": 3, "from": "data"}}
+        """,
+        "--checkpoint",
+        str(prefix),
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith(f"{prefix}: error: ") and message in first, first
+    assert not (tmp_path / "out.npz").exists() and not (tmp_path / "out.pt").exists()
+
+
+def test_verify_params_of_another_shape_is_an_error(tmp_path):
+    """`netc verify --params`: a parameter of another shape than the model's is an error naming it."""
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {"output": {"class": "linear", "n_out": 3, "from": "data"}}
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr
+    np.savez(tmp_path / "p.npz", **{"param:output/W": np.ones((4, 2), np.float32)})
+    proc = run_netc("verify", tmp_path / "out.py", "--params", tmp_path / "p.npz")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().endswith("p.npz: param:output/W has shape [4, 2], the model's is [4, 3]"), proc.stderr
+
+
+def test_checkpoint_that_is_none_is_an_error(tmp_path):
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {"output": {"class": "linear", "n_out": 3, "from": "data"}}
+        """,
+        "--checkpoint",
+        "net-model/network.007",
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("net-model/network.007: error: no TF checkpoint here: net-model/network.007.index")
+
+
+def _assert_originals(case, how, names, orig, outs, lens, dims) -> None:
+    """Each output (on its valid frames of `lens`, by the output's `dims`) and loss is the original's."""
+    diffs = {}
+    for layer, out in names["outputs"].items():
+        ours, theirs = outs[out], orig["fetch"][f"out:{layer}"]
+        dyn = [d for d in dims[out] if d in lens]
+        diffs[layer] = _valid_diff(ours, theirs, lens[dyn[0]]) if dyn else float(np.abs(ours - theirs).max())
+    for layer, loss in names["losses"].items():
+        theirs = float(orig["fetch"][f"loss:{layer}"])
+        diffs[f"loss {layer}"] = abs(float(outs[loss]) - theirs) / max(1.0, abs(theirs))
+    print(case, how, {k: f"{v:.1e}" for k, v in diffs.items()})
+    assert names["outputs"] and names["losses"] and max(diffs.values()) <= TOLERANCE, (how, diffs)
+
+
 @pytest.mark.parametrize("backend", ["returnn", "torch"])
 def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_factory, backend):
     """The goal: the 2018 LibriSpeech attention network (as tests/test_librispeech.py writes out
@@ -202,6 +362,9 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
         "rna_transducer",
         "transformer_decoder",
         "shared_parts",
+        "conformer",
+        "transformer_class",
+        "pretrain",
     ],
 )
 def test_imported_model_verifies(imported, case):
@@ -573,6 +736,11 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ('{"class": "gather", "axis": "F", "position": "data:classes"}', "a position layer of one int per sequence"),
         ('{"class": "linear", "n_out": 4, "reuse_params": "data"}', "reuse_params 'data' (a `linear` layer's name"),
         ('{"class": "subnetwork", "subnetwork": {"a": {"class": "copy"}}}', "a `subnetwork` dict with an `output`"),
+        (
+            '{"class": "softmax", "loss": "ctc", "target": "classes", "loss_opts": {"ctc_opts": '
+            '{"ignore_longer_outputs_than_inputs": True, "ctc_merge_repeated": False}}}',
+            "ctc_opts ctc_merge_repeated=False not supported (netc's CTC loss is TF's default)",
+        ),
     ],
 )
 def test_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, message):

@@ -27,7 +27,9 @@ from netc.importer.writer import Assign, EndIf, Loop, MarkLoss, Model, write
 class ImportResult:
     source: str
     function: str
-    params: dict[str, dict[str, str]] = field(default_factory=dict)  # original TF variable -> {"netc", "returnn"}
+    params: dict[str, dict] = field(
+        default_factory=dict
+    )  # original TF variable -> {"netc", "returnn", "torch", "shape"}
     outputs: dict[str, str] = field(default_factory=dict)  # original layer -> output name
     losses: dict[str, str] = field(default_factory=dict)  # original layer (`rec/sub` in units) -> loss name
     errors: list[CompileError] = field(default_factory=list)  # refused layers, located
@@ -150,7 +152,7 @@ def _resolve_body(stmts: list, t: _DimNames) -> list:
     return out
 
 
-def _param_map(source: str, path: str, model: Model) -> dict[str, dict[str, str]]:
+def _param_map(source: str, path: str, model: Model) -> dict[str, dict]:
     """Compile the written model; each of its parameters by the original's TF variable name."""
     import tempfile
 
@@ -166,10 +168,18 @@ def _param_map(source: str, path: str, model: Model) -> dict[str, dict[str, str]
             raise CompileError(
                 None, f"netc import wrote a model that does not compile (a netc bug): {e.render(source)}", path
             ) from e
+    from netc.emit_torch.emitter import param_attrs
+
+    attrs = param_attrs(g.params)  # the torch module's state_dict keys
     out = {}
     for p in g.params:
         ref = model.module_lines[p.call_path[0][0]]
-        out[f"{ref.tf_prefix}/{ref.tf_names.get(p.role, p.role)}"] = {"netc": f"{p.path}/{p.role}", "returnn": p.name}
+        out[f"{ref.tf_prefix}/{ref.tf_names.get(p.role, p.role)}"] = {
+            "netc": f"{p.path}/{p.role}",
+            "returnn": p.name,
+            "torch": attrs[(p.path, p.role)],
+            "shape": [g.dim(d).size for d in p.dims],
+        }
     return out
 
 

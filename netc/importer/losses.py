@@ -73,8 +73,8 @@ class LossLayers:
         opts = dict(d.get("loss_opts") or {})
         smoothing = opts.pop("label_smoothing", 0.0)
         if kind == "ctc":
-            for harmless in ("beam_width", "ctc_opts"):
-                opts.pop(harmless, None)
+            opts.pop("beam_width", None)  # decoding only
+            _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"))
         if opts or d.get("loss_scale", 1.0) != 1.0:
             raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts) or ['loss_scale']} not supported")
         target = self._target(d, full)
@@ -131,3 +131,15 @@ class LossLayers:
         self.imports.add("mark_as_loss")
         scope.stmts.append(MarkLoss(value, loss_name, comment=f"loss {kind!r} of layer {layer!r}"))
         self.loss_names[layer] = loss_name
+
+
+# `tf.nn.ctc_loss` options of RETURNN's `ctc_opts` that give netc's loss: TF's defaults, and
+# `ignore_longer_outputs_than_inputs` (it only changes sequences whose labels do not fit).
+_CTC_OPTS = {"preprocess_collapse_repeated": False, "ctc_merge_repeated": True}
+
+
+def _check_ctc_opts(ctc_opts: dict, full: str, cls: str) -> None:
+    for key, value in ctc_opts.items():
+        if key == "ignore_longer_outputs_than_inputs" or (key in _CTC_OPTS and value == _CTC_OPTS[key]):
+            continue
+        raise Refused(full, cls, f"ctc_opts {key}={value!r} not supported (netc's CTC loss is TF's default)")
