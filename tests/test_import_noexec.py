@@ -12,8 +12,15 @@ import pytest
 from conftest import ROOT, assert_located_error, run_netc
 
 CONFIGS = ROOT / "tests" / "import_configs"
-# configs of tests/import_configs/ that call functions they define: outside --no-exec's language
-REFUSED = {"task_dependent.config"}
+# configs of tests/import_configs/ that call functions (or a class) they define: outside
+# --no-exec's language, refused at the call
+REFUSED = {
+    "task_dependent.config": "the function `blstm`",
+    "conformer.config": "the function `add_conformer_block`",
+    "pretrain.config": "the function `get_net_dict`",
+    "transformer_class.config": "the class `TransformerNetwork`",
+    "transformer_decoder.config": "the function `add_dec_layer`",
+}
 
 
 def _import_both(config: Path, tmp_path: Path, *opts: str) -> tuple[str, str]:
@@ -39,6 +46,13 @@ def test_no_exec_imports_as_running_the_config(tmp_path, config):
     exec_text, noexec_text = _import_both(CONFIGS / config, tmp_path)
     assert "@network" in noexec_text
     assert noexec_text == exec_text
+
+
+@pytest.mark.parametrize("config", sorted(REFUSED))
+def test_configs_calling_their_functions_are_refused(tmp_path, config):
+    proc = run_netc("import", CONFIGS / config, "--no-exec", "-o", tmp_path / "out.py")
+    assert proc.returncode == 1 and not (tmp_path / "out.py").exists()
+    assert f"error: --no-exec cannot evaluate a call of {REFUSED[config]} of the config" in proc.stderr
 
 
 LANGUAGE = """
