@@ -28,17 +28,8 @@ PATHS = [ROOT / "tests" / "models" / m for m in MODELS] + sorted(EXAMPLES.glob("
 OP_LIMITS = {
     "ops_losses.py": "aten._ctc_loss",  # no shape rule for CTC under export
     "ctc_input_labels.py": "aten._ctc_loss",
-    "conformer_ctc.py": "Guard failed",  # a CTC loss per sequence is an output
     "ops_rnnt_loss.py": "Guard failed",  # the RNN-T loss's lattice
     "rnnt_linear.py": "Guard failed",
-    "ops_conv.py": "Guard failed",  # a strided convolution's output size
-    "softmax_output_over_made_dim.py": "Guard failed",
-    "softmax_over_empty_dim.py": "Guard failed",
-    "made_dim_in_loop.py": "Guard failed",
-    "conformer_transducer.py": "Guard failed",  # its convolutions and the RNN-T loss
-    "ops_frames.py": "Guard failed",  # `frames`, `pad_frames`: their window helpers
-    "frames_time_major.py": "Guard failed",
-    "ops_rel_pos_attention.py": "Guard failed",  # relative positions' shift
 }
 
 

@@ -23,7 +23,7 @@ from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import search_plan
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
-from netc.ops.align import align_code
+from netc.ops.align import align_code, where_valid
 from netc.ops.search import torch_beam_step
 
 _TEMPLATES = jinja2.Environment(
@@ -32,6 +32,13 @@ _TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 _TORCH_DTYPE = {"int32": "torch.long", "bool": "torch.bool"}  # float32 is the module's float dtype
+
+
+def zero_of(dtype: str) -> str:
+    """The zero a padded frame of a `dtype` value gets (`torch.where` promotes bool with 0 to int)."""
+    return "False" if dtype == "bool" else "0"
+
+
 # public members of torch 2.13's nn.Module (instances included) and the generated class's own:
 # a parameter or container attribute must not shadow any (tests/test_names.py keeps this current)
 NN_MODULE_MEMBERS = frozenset(
@@ -304,7 +311,7 @@ class TorchEmitter:
             x = self.var[loss.value]
             for d in v.dims:
                 if g.dim(d).kind == "dynamic":
-                    x = f"{x}.masked_fill(~{self.mask(d, v.dims)}, 0.0)"
+                    x = where_valid(x, self.mask(d, v.dims), "0.0")
             var = self.ns.fresh(f"{loss.name}_loss")
             self.emit(f"{var} = {x}.sum()  # loss {py_str(loss.name)}: summed over valid frames")
             results.append((loss.name, var))
@@ -319,7 +326,7 @@ class TorchEmitter:
             return self.var[vid]
         x = self.var[vid]
         for d in dyn:
-            x = f"{x}.masked_fill(~{self.mask(d, v.dims)}, 0)"
+            x = where_valid(x, self.mask(d, v.dims), zero_of(v.dtype))
         name = self.ns.fresh(f"{self.var[vid]}_out")
         self.emit(f"{name} = {x}  # zero padded frames")
         self.var[vid] = name
@@ -462,7 +469,9 @@ class TorchEmitter:
             name = self.define(out)
             ran = align_code(f"({lens} > 0)", ("batch",), out.dims)
             if init is None:  # a sequence without steps: zeros, as RETURNN's last frame of nothing
-                self.emit(f"{name} = {stacked}[{rows}, {last}].masked_fill(~{ran}, 0)  # each sequence's last step")
+                self.emit(
+                    f"{name} = {where_valid(f'{stacked}[{rows}, {last}]', ran, zero_of(out.dtype))}  # each sequence's last step"
+                )
             else:  # ... its state before the loop
                 self.emit(
                     f"{name} = torch.where({ran}, {stacked}[{rows}, {last}], {init})  # each sequence's last step"

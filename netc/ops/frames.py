@@ -130,6 +130,10 @@ class SliceFrames(OpDef):
         size = _slice_size_code(ctx.size(a["axis"]), a["start"], a["stop"])
         return {a["out_axis"]: (lens, size)}
 
+    def torch_helpers(self, op):
+        start = op.attrs["start"]
+        return {TAKE_HELPER: take_helper} if start is not None and start < 0 else {}
+
     def torch(self, ctx, op):
         a = op.attrs
         axis, out = a["axis"], a["out_axis"]
@@ -144,7 +148,7 @@ class SliceFrames(OpDef):
             last = f"max({ctx.size(axis)} - 1, 0)"
             idx = f"torch.clamp_max({start}[:, None] + torch.arange({size}, device={ctx.device}), {last})"
             idx = align_code(idx, ("batch", axis), x_dims)
-            code = f"torch.take_along_dim({ctx.arg(0)}, {idx}, dim={ax})"
+            code = f"{ctx.helper(TAKE_HELPER)}({ctx.arg(0)}, {idx}, {ax})"
         return align_code(code, _renamed(x_dims, axis, out), op.outs[0].dims)
 
     def returnn(self, ctx, op):
@@ -176,6 +180,22 @@ class SliceFrames(OpDef):
         ax = x.dims.index(axis)
         y = x.data[(slice(None),) * ax + (slice(attrs["start"], attrs["stop"]),)]
         return align_tensor(y, _renamed(x.dims, axis, out), outs[0].dims)
+
+
+# --- frames picked per sequence ---------------------------------------------------------
+
+TAKE_HELPER = "take_frames"
+
+
+def take_helper(name: str) -> str:
+    """`torch.take_along_dim` without its broadcasting of the index, which torch.export turns
+    into a fixed batch size and length (the index is expanded to x's sizes instead)."""
+    return f'''def {name}(x, idx, dim: int):
+    """x's frames at `idx` along `dim` (idx has x's dims, of size 1 where it does not vary)."""
+    shape = list(x.shape)
+    shape[dim] = idx.shape[dim]
+    return x.gather(dim, idx.expand(shape))
+'''
 
 
 # --- pad_frames ------------------------------------------------------------------------
