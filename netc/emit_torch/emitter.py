@@ -34,9 +34,10 @@ _TEMPLATES = jinja2.Environment(
 _TORCH_DTYPE = {"int32": "torch.long", "bool": "torch.bool"}  # float32 is the module's float dtype
 
 
-def zero_of(dtype: str) -> str:
-    """The zero a padded frame of a `dtype` value gets (`torch.where` promotes bool with 0 to int)."""
-    return "False" if dtype == "bool" else "0"
+def zeroed(x: str, valid: str, dtype: str) -> str:
+    """Code for x with zeros where not `valid`; bools by `&` (`torch.where` with a 0 makes ints,
+    and TorchScript types a `False` as an int)."""
+    return f"({x} & {valid})" if dtype == "bool" else where_valid(x, valid, "0")
 
 
 # public members of torch 2.13's nn.Module (instances included) and the generated class's own:
@@ -326,7 +327,7 @@ class TorchEmitter:
             return self.var[vid]
         x = self.var[vid]
         for d in dyn:
-            x = where_valid(x, self.mask(d, v.dims), zero_of(v.dtype))
+            x = zeroed(x, self.mask(d, v.dims), v.dtype)
         name = self.ns.fresh(f"{self.var[vid]}_out")
         self.emit(f"{name} = {x}  # zero padded frames")
         self.var[vid] = name
@@ -470,7 +471,7 @@ class TorchEmitter:
             ran = align_code(f"({lens} > 0)", ("batch",), out.dims)
             if init is None:  # a sequence without steps: zeros, as RETURNN's last frame of nothing
                 self.emit(
-                    f"{name} = {where_valid(f'{stacked}[{rows}, {last}]', ran, zero_of(out.dtype))}  # each sequence's last step"
+                    f"{name} = {zeroed(f'{stacked}[{rows}, {last}]', ran, out.dtype)}  # each sequence's last step"
                 )
             else:  # ... its state before the loop
                 self.emit(
