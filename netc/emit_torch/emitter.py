@@ -17,7 +17,7 @@ from pathlib import Path
 
 import jinja2
 
-from netc.emit_torch.scan import SCAN_HELPER, scan_helper, scan_loop
+from netc.emit_torch.scan import SCAN_HELPER, WHILE_HELPER, scan_helper, scan_loop, while_helper
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import search_plan
@@ -169,7 +169,9 @@ def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]]) -> Non
     # the cyclic collector)
     for n in nodes:
         if isinstance(n, Loop):
-            if n.scan:
+            if n.scan and n.end is not None and n.target is None:
+                out[WHILE_HELPER] = while_helper
+            elif n.scan:
                 out[SCAN_HELPER] = scan_helper
             _add_helpers(n.body, out)
         else:
@@ -256,8 +258,13 @@ class TorchEmitter:
 
     def zeros(self, v: Value) -> str:
         """Code for zeros of `v`'s shape and type."""
-        dtype = _TORCH_DTYPE.get(v.dtype) or self.dtype()
-        return f"torch.zeros({self.shape(v.dims)}, dtype={dtype}, device={self.device()})"
+        return self.zeros_of(tuple(self.size(d) for d in v.dims), v.dtype)
+
+    def zeros_of(self, sizes: tuple[str, ...], dtype: str) -> str:
+        """Code for zeros of these sizes (code) and IR dtype."""
+        shape = "(" + ", ".join(sizes) + ("," if len(sizes) == 1 else "") + ")"
+        torch_dtype = _TORCH_DTYPE.get(dtype) or self.dtype()
+        return f"torch.zeros({shape}, dtype={torch_dtype}, device={self.device()})"
 
     def shape(self, dims: tuple[str, ...]) -> str:
         return "(" + ", ".join(self.size(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"

@@ -2,9 +2,10 @@
 
 A Python `for` over a padded length is unrolled by `torch.export` and `torch.compile`, which
 then fix that length (and compile a step per frame). torch's `scan` keeps the loop one
-operator with any trip count. It runs a loop over a dim: one without `end` (a loop with
-`choice` trains over its target's frames, so it counts), containing none with `end` (a
-`while` decides from values when to stop, which a scanned step cannot), and making no dim in
+operator with any trip count. It runs a loop over a dim (a loop with `choice` trains over its
+target's frames, so it counts); a top-level loop with `end` and a step limit runs as torch's
+`while_loop`, its stacks preallocated to the limit. Neither contains a loop with `end` (its
+length, known when it stops, would change from step to step), and neither makes a dim in
 its body (a dim's size is a Python int, which a scanned step cannot return) and growing no
 state (`OpDef.same_shape_each_step`: a scanned step's results keep their shapes).
 
@@ -36,13 +37,19 @@ def _mark(n: Loop) -> bool:
     return changed
 
 
-def blocker(n: Loop) -> tuple[Span, str] | None:
-    """Why torch cannot run `n` as `scan`, and where: None when it can."""
+def blocker(n: Loop, nested: bool = False) -> tuple[Span, str] | None:
+    """Why torch cannot run `n` as `scan` (or, with `end`, as `while_loop`), and where: None
+    when it can."""
     if n.end is not None and n.target is None:
-        return n.span, "this loop decides from values when to stop (`end`)"
+        if nested:  # its dim's size, known when it stops, would change from step to step
+            return n.span, "this loop decides from values when to stop (`end`) inside another loop"
+        if n.seqs:
+            return n.span, "this loop decides from values when to stop (`end`) over the frames of a dim"
+        if n.bound is None and n.max_steps is None:  # its stacks are preallocated to the limit
+            return n.span, "this loop decides from values when to stop (`end`) without a step limit"
     for m in n.body:
         if isinstance(m, Loop):
-            if (inner := blocker(m)) is not None:
+            if (inner := blocker(m, nested=True)) is not None:
                 return inner
             continue
         opdef = REGISTRY[m.op]
