@@ -206,8 +206,10 @@ def while_loop(em: TorchEmitter, n: Loop) -> None:
         else:
             nexts.append(new)
     nexts += nexts_lasts + stacked
-    nexts = [f"{_paren(x)}.clone(memory_format=torch.contiguous_format)" for x in nexts]
-    em.emit(f"return [{', '.join(nexts)}]")
+    em.emit("return [  # the carried values' next values: copies (the operator forbids aliasing)")
+    for x in nexts:
+        em.emit(f"    {_paren(x)}.clone(memory_format=torch.contiguous_format),")
+    em.emit("]")
     em.indent -= 1
     inits = ", ".join(init for _, init in carried)
     finals = [name for name, _ in carried]
