@@ -17,7 +17,7 @@ from netc.compiler import compile_graph
 from netc.errors import CompileError
 from netc.ir.model import Loop
 from netc.passes.pipeline import PassOptions
-from netc.passes.scan_loops import blocker
+from netc.passes.scan_loops import blocker, while_dims
 from netc_runtime.backends import valid_mask
 from netc_runtime.export import build, example_inputs, export, load
 
@@ -45,7 +45,8 @@ def test_torch_export_runs_at_other_lengths(tmp_path, path):
     network = example_network(path) if path.parent == EXAMPLES else None
     g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, loops="scan"))
     out = str(tmp_path / "m.pt2")
-    blocked = [b for n in g.body if isinstance(n, Loop) and (b := blocker(n)) is not None]
+    made = while_dims(g)
+    blocked = [b for n in g.body if isinstance(n, Loop) and (b := blocker(n, made)) is not None]
     if blocked:  # a loop torch cannot scan: refused where the reason is
         with pytest.raises(CompileError) as e:
             export(g, "torch-export", out)
