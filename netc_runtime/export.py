@@ -185,18 +185,25 @@ def _quiet():
 
 
 def _refuse_loops(g: Graph, search: bool) -> None:
-    """torch.export keeps a loop only as torch's `scan` operator (`Loop.scan`, made with
-    `--loops scan`): it would unroll a Python loop at the example's padded length (its dim could
-    no longer vary) and cannot trace a loop that decides from values when to stop."""
+    """torch.export keeps a loop only as torch's `scan` or `while_loop` operator (`Loop.scan`,
+    made with `--loops scan`): it would unroll a Python loop at the example's padded length (its
+    dim could no longer vary). A search's beam loop is a Python loop still."""
     from netc.errors import CompileError
-    from netc.passes.scan_loops import blocker
+    from netc.passes.scan_loops import blocker, while_dims
 
     g = g.search if search and g.search is not None else g
     for n in g.body:
-        if isinstance(n, Loop) and not n.scan:
-            span, why = blocker(n) or (n.span, "this loop decides from values when to stop (a search)")
+        if isinstance(n, Loop) and search and any(op.op == "choice" for op in _ops(n)):
             raise CompileError(
-                span, f"--format torch-export: {why}, which torch's `scan` cannot run; use --format onnx or torchscript"
+                n.span,
+                "--format torch-export: a beam search is not exported this way yet; use --format onnx or torchscript",
+            )
+        if isinstance(n, Loop) and not n.scan:
+            span, why = blocker(n, while_dims(g)) or (n.span, "this loop decides from values when to stop (a search)")
+            raise CompileError(
+                span,
+                f"--format torch-export: {why}, which neither torch's `scan` nor its `while_loop` runs; "
+                "use --format onnx or torchscript",
             )
 
 

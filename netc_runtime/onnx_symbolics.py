@@ -9,6 +9,7 @@ def register(opset: int) -> None:
     from torch.onnx._internal.torchscript_exporter.symbolic_opset9 import _floor_divide
 
     torch.onnx.register_custom_op_symbolic("aten::masked_fill", _masked_fill, opset)
+    torch.onnx.register_custom_op_symbolic("aten::where", _where, opset)
     # `//` rounds down, on ints (sizes: `-(-n // 2)`) and tensors (lengths: `(lens - 3) // 2`) as in
     # Python; the exporter's truncates toward 0
     for op in ("aten::floordiv", "aten::floor_divide"):
@@ -32,6 +33,23 @@ def _masked_fill(g, self, mask, value):
     if symbolic_helper._is_bool(self):  # onnxruntime has no Where for bool: the same in logic
         return g.op("Or", g.op("And", mask, value), g.op("And", g.op("Not", mask), self))
     return g.op("Where", mask, value, self)
+
+
+def _where(g, condition, self=None, other=None, _outputs=None):
+    """`torch.where(mask, x, 0)` (and `torch.where(mask, 0, x)`), as the module zeroes padded
+    frames: a number is cast like the tensor in the graph, for the reason `_masked_fill` gives."""
+    from torch.onnx import symbolic_helper
+
+    if self is None:  # torch.where(mask): the indices (not written by netc)
+        return g.op("NonZero", condition)
+    if symbolic_helper._is_constant(other) and not symbolic_helper._is_constant(self):
+        other = g.op("CastLike", other, self)
+    elif symbolic_helper._is_constant(self) and not symbolic_helper._is_constant(other):
+        self = g.op("CastLike", self, other)
+    condition = g.op("Cast", condition, to_i=9)  # bool
+    if symbolic_helper._is_bool(self) or symbolic_helper._is_bool(other):  # no bool Where in onnxruntime
+        return g.op("Or", g.op("And", condition, self), g.op("And", g.op("Not", condition), other))
+    return g.op("Where", condition, self, other)
 
 
 def _ints(g, values: list[int]):

@@ -17,7 +17,7 @@ from netc.compiler import compile_graph
 from netc.errors import CompileError
 from netc.ir.model import Loop
 from netc.passes.pipeline import PassOptions
-from netc.passes.scan_loops import blocker
+from netc.passes.scan_loops import blocker, while_dims
 from netc_runtime.backends import valid_mask
 from netc_runtime.export import build, example_inputs, export, load
 
@@ -28,17 +28,8 @@ PATHS = [ROOT / "tests" / "models" / m for m in MODELS] + sorted(EXAMPLES.glob("
 OP_LIMITS = {
     "ops_losses.py": "aten._ctc_loss",  # no shape rule for CTC under export
     "ctc_input_labels.py": "aten._ctc_loss",
-    "conformer_ctc.py": "Guard failed",  # a CTC loss per sequence is an output
     "ops_rnnt_loss.py": "Guard failed",  # the RNN-T loss's lattice
     "rnnt_linear.py": "Guard failed",
-    "ops_conv.py": "Guard failed",  # a strided convolution's output size
-    "softmax_output_over_made_dim.py": "Guard failed",
-    "softmax_over_empty_dim.py": "Guard failed",
-    "made_dim_in_loop.py": "Guard failed",
-    "conformer_transducer.py": "Guard failed",  # its convolutions and the RNN-T loss
-    "ops_frames.py": "Guard failed",  # `frames`, `pad_frames`: their window helpers
-    "frames_time_major.py": "Guard failed",
-    "ops_rel_pos_attention.py": "Guard failed",  # relative positions' shift
 }
 
 
@@ -54,11 +45,12 @@ def test_torch_export_runs_at_other_lengths(tmp_path, path):
     network = example_network(path) if path.parent == EXAMPLES else None
     g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, loops="scan"))
     out = str(tmp_path / "m.pt2")
-    blocked = [b for n in g.body if isinstance(n, Loop) and (b := blocker(n)) is not None]
+    made = while_dims(g)
+    blocked = [b for n in g.body if isinstance(n, Loop) and (b := blocker(n, made)) is not None]
     if blocked:  # a loop torch cannot scan: refused where the reason is
         with pytest.raises(CompileError) as e:
             export(g, "torch-export", out)
-        assert e.value.span == blocked[0][0] and "torch's `scan` cannot run" in e.value.message
+        assert e.value.span == blocked[0][0] and "neither torch's `scan` nor its `while_loop` runs" in e.value.message
         return
     assert all(n.scan for n in _loops(g.body))
     reference = compile_graph(str(path), network=network)  # the default module: Python loops

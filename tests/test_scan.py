@@ -11,9 +11,11 @@ from conftest import EXAMPLES, ROOT, example_network
 from test_models import MODELS
 
 from netc.compiler import compile_graph
+from netc.emit_torch.emitter import emit_torch
 from netc.ir.model import Loop
 from netc.naming import lens_name
 from netc.passes.pipeline import PassOptions
+from netc.passes.scan_loops import blocker
 from netc_runtime.backends import load_torch_module
 from netc_runtime.verify import random_inputs, random_lengths, random_params
 
@@ -53,6 +55,9 @@ def test_scan_module_equals_the_default(path):
     network = example_network(path) if path.parent == EXAMPLES else None
     g = compile_graph(str(path), network=network)
     scanned = compile_graph(str(path), network=network, options=PassOptions(loops="scan"))
+    if not any(n.scan for n in _loops(scanned.body)):  # no loop is a scan: the same module
+        assert emit_torch(scanned) == emit_torch(g)
+        return
     rng = np.random.default_rng(3)
     lens = random_lengths(g, 3, 6, rng)
     inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
@@ -68,11 +73,16 @@ def test_scan_module_equals_the_default(path):
 
 
 def test_loops_that_scan():
-    """A `for` loop is a scan; a loop with `end` (a `while`) is not, nor a loop holding one."""
+    """A `for` loop is a scan; a top-level loop with `end` and a step limit is torch's
+    `while_loop` (marked too); one without a limit (`while True`) stays a Python loop."""
     g = compile_graph(str(EXAMPLES / "attention.py"), options=PassOptions(loops="scan"))
     assert [n.scan for n in _loops(g.body)] == [True]
     g = compile_graph(str(ROOT / "tests" / "models" / "end_bounded.py"), options=PassOptions(loops="scan"))
-    assert [(n.scan, n.end is None) for n in _loops(g.body)] == [(True, True), (False, False)]
+    assert [(n.scan, n.end is None) for n in _loops(g.body)] == [(True, True), (True, False)]
+    path = ROOT / "tests" / "models" / "append_value_of_while_loop.py"
+    g = compile_graph(str(path), options=PassOptions(loops="scan"))
+    assert [(n.scan, n.end is None) for n in _loops(g.body)] == [(False, False), (True, True)]
+    assert "without a step limit" in blocker(g.body[[isinstance(n, Loop) for n in g.body].index(True)])[1]
     g = compile_graph(str(ROOT / "tests" / "models" / "nested_reads_outer_frame.py"), options=PassOptions(loops="scan"))
     assert [n.scan for n in _loops(g.body)] == [False, True]  # `cum_concat` in the outer loop
     g = compile_graph(str(EXAMPLES / "attention.py"))

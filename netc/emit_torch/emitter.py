@@ -17,13 +17,13 @@ from pathlib import Path
 
 import jinja2
 
-from netc.emit_torch.scan import SCAN_HELPER, scan_helper, scan_loop
+from netc.emit_torch.scan import SCAN_HELPER, WHILE_HELPER, scan_helper, scan_loop, while_helper
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import search_plan
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
-from netc.ops.align import align_code
+from netc.ops.align import align_code, where_valid
 from netc.ops.search import torch_beam_step
 
 _TEMPLATES = jinja2.Environment(
@@ -32,6 +32,14 @@ _TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 _TORCH_DTYPE = {"int32": "torch.long", "bool": "torch.bool"}  # float32 is the module's float dtype
+
+
+def zeroed(x: str, valid: str, dtype: str) -> str:
+    """Code for x with zeros where not `valid`; bools by `&` (`torch.where` with a 0 makes ints,
+    and TorchScript types a `False` as an int)."""
+    return f"({x} & {valid})" if dtype == "bool" else where_valid(x, valid, "0")
+
+
 # public members of torch 2.13's nn.Module (instances included) and the generated class's own:
 # a parameter or container attribute must not shadow any (tests/test_names.py keeps this current)
 NN_MODULE_MEMBERS = frozenset(
@@ -161,7 +169,9 @@ def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]]) -> Non
     # the cyclic collector)
     for n in nodes:
         if isinstance(n, Loop):
-            if n.scan:
+            if n.scan and n.end is not None and n.target is None:
+                out[WHILE_HELPER] = while_helper
+            elif n.scan:
                 out[SCAN_HELPER] = scan_helper
             _add_helpers(n.body, out)
         else:
@@ -248,8 +258,13 @@ class TorchEmitter:
 
     def zeros(self, v: Value) -> str:
         """Code for zeros of `v`'s shape and type."""
-        dtype = _TORCH_DTYPE.get(v.dtype) or self.dtype()
-        return f"torch.zeros({self.shape(v.dims)}, dtype={dtype}, device={self.device()})"
+        return self.zeros_of(tuple(self.size(d) for d in v.dims), v.dtype)
+
+    def zeros_of(self, sizes: tuple[str, ...], dtype: str) -> str:
+        """Code for zeros of these sizes (code) and IR dtype."""
+        shape = "(" + ", ".join(sizes) + ("," if len(sizes) == 1 else "") + ")"
+        torch_dtype = _TORCH_DTYPE.get(dtype) or self.dtype()
+        return f"torch.zeros({shape}, dtype={torch_dtype}, device={self.device()})"
 
     def shape(self, dims: tuple[str, ...]) -> str:
         return "(" + ", ".join(self.size(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
@@ -304,7 +319,7 @@ class TorchEmitter:
             x = self.var[loss.value]
             for d in v.dims:
                 if g.dim(d).kind == "dynamic":
-                    x = f"{x}.masked_fill(~{self.mask(d, v.dims)}, 0.0)"
+                    x = where_valid(x, self.mask(d, v.dims), "0.0")
             var = self.ns.fresh(f"{loss.name}_loss")
             self.emit(f"{var} = {x}.sum()  # loss {py_str(loss.name)}: summed over valid frames")
             results.append((loss.name, var))
@@ -319,7 +334,7 @@ class TorchEmitter:
             return self.var[vid]
         x = self.var[vid]
         for d in dyn:
-            x = f"{x}.masked_fill(~{self.mask(d, v.dims)}, 0)"
+            x = zeroed(x, self.mask(d, v.dims), v.dtype)
         name = self.ns.fresh(f"{self.var[vid]}_out")
         self.emit(f"{name} = {x}  # zero padded frames")
         self.var[vid] = name
@@ -462,7 +477,9 @@ class TorchEmitter:
             name = self.define(out)
             ran = align_code(f"({lens} > 0)", ("batch",), out.dims)
             if init is None:  # a sequence without steps: zeros, as RETURNN's last frame of nothing
-                self.emit(f"{name} = {stacked}[{rows}, {last}].masked_fill(~{ran}, 0)  # each sequence's last step")
+                self.emit(
+                    f"{name} = {zeroed(f'{stacked}[{rows}, {last}]', ran, out.dtype)}  # each sequence's last step"
+                )
             else:  # ... its state before the loop
                 self.emit(
                     f"{name} = torch.where({ran}, {stacked}[{rows}, {last}], {init})  # each sequence's last step"

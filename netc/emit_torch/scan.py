@@ -45,8 +45,31 @@ def scan_helper(name: str) -> str:
 '''
 
 
+WHILE_HELPER = "_while"
+
+
+def while_helper(name: str) -> str:
+    return f'''def {name}(cond, body, carried: list[torch.Tensor]):
+    """torch's `while_loop` operator: `body(carried)` while `cond(carried)` holds; the last
+    carried values. Traced by torch.export or torch.compile it is the operator (any number of
+    steps); run eagerly, a Python loop."""
+    if not torch.compiler.is_compiling():
+        while bool(cond(carried)):
+            carried = body(carried)
+        return carried
+    from torch._higher_order_ops.while_loop import while_loop
+
+    # its inputs may not alias one another or a tensor the step reads: copies
+    init = tuple(x.clone(memory_format=torch.contiguous_format) for x in carried)
+    return list(while_loop(lambda *c: cond(list(c)), lambda *c: tuple(body(list(c))), init))
+'''
+
+
 def scan_loop(em: TorchEmitter, n: Loop) -> None:
     """Emit `n` (no `end`: it runs over its dim's padded length) as a step function and `scan`."""
+    if n.end is not None and n.target is None:
+        while_loop(em, n)
+        return
     axis = n.axis
     backwards = ", backwards" if n.reverse else ""
     em.emit(f"# loop over {plain_text(axis)}{backwards} (line {n.span.line}): torch's scan")
@@ -108,6 +131,96 @@ def scan_loop(em: TorchEmitter, n: Loop) -> None:
         name = em.define(s.out)
         pos = s.out.dims.index(axis)
         em.emit(f"{name} = {out}.movedim(0, {pos})" if pos else f"{name} = {out}")
+    em.gather_lasts(n)
+
+
+def while_loop(em: TorchEmitter, n: Loop) -> None:
+    """Emit `n` (a loop with `end`, a step limit and no frames of its own) as a step function
+    and torch's `while_loop`: its stacks are preallocated to the step limit and written at each
+    step, then narrowed to the longest sequence's length."""
+    axis = n.axis
+    em.emit(f"# loop until each sequence ends, new dim {plain_text(axis)} (line {n.span.line}): torch's while_loop")
+    for inv in n.invariants:
+        em.alias_value(inv.inner, inv.outer)
+    batch, device = em.size_var["batch"], em.device()
+    limit = em.ns.fresh("max_steps")
+    if n.max_steps is not None:
+        em.emit(f"{limit} = {n.max_steps}")
+    else:  # each sequence's own limit: stacks as long as the longest
+        # `.item()`, not `int()`: a number torch.export keeps unknown (`int` would fix it)
+        em.emit(f"{limit} = {em.var[n.bound]}.max().clamp(min=0).item()")
+    step, ended, valid = em.ns.fresh("t"), em.ns.fresh("ended"), em.ns.fresh("valid")
+    lens = em.lens_var[axis] = em.ns.fresh(f"{axis}_lens")
+    carried: list[tuple[str, str]] = [
+        (step, f"torch.zeros((), dtype=torch.long, device={device})"),
+        (ended, f"torch.zeros({batch}, dtype=torch.bool, device={device})"),
+        (lens, f"torch.zeros({batch}, dtype=torch.long, device={device})"),
+    ]
+    for c in n.carries:
+        carried.append((em.define(c.inner), em.var[c.init]))
+        if c.out is not None and c.frozen:
+            em.alias_value(c.out, c.inner.id)
+    lasts = [ll for ll in n.lasts if ll.from_stack is None]
+    for ll in lasts:
+        v = ll.out
+        carried.append((em.define(v), em.var[ll.init] if ll.init is not None else em.zeros(v)))
+    buffers = []
+    for s in n.stacks:
+        buf = em.ns.fresh(f"{s.name}_buffer")
+        frame = tuple(d for d in s.out.dims if d != axis)
+        carried.append((buf, em.zeros_of((limit, *(em.size(d) for d in frame)), s.out.dtype)))
+        buffers.append(buf)
+    running = f"~{ended}" + (f" & ({step} < {em.var[n.bound]})" if n.bound is not None else "")
+    cond_fn, step_fn, carry = (
+        em.ns.fresh(f"{n.name or axis}_running"),
+        em.ns.fresh(f"{n.name or axis}_step"),
+        em.ns.fresh("carry"),
+    )
+    em.emit(f"def {cond_fn}({carry}: list[torch.Tensor]):")
+    em.emit(f"    {_unpack([name for name, _ in carried[:2]] + ['_'] * (len(carried) - 2))} = {carry}")
+    # a per-sequence limit is in `running` (the step limit, unknown to export, may not be read here)
+    em.emit(
+        f"    return ({running}).any()" if n.bound is not None else f"    return ({step} < {limit}) & ({running}).any()"
+    )
+    em.emit(f"def {step_fn}({carry}: list[torch.Tensor]):")
+    em.indent += 1
+    em.emit(f"{_unpack([name for name, _ in carried])} = {carry}")
+    em.emit(f"{valid} = {running}  # [batch]: sequences still running")
+    em.block(n.body)
+    stacked = [
+        f"{buf}.index_copy(0, {step}.reshape(1), {_paren(em.var[s.value])}.unsqueeze(0))"
+        for s, buf in zip(n.stacks, buffers)
+    ]
+    nexts_lasts = []
+    for ll in lasts:
+        keep = f"({valid} & ~{em.var[n.end]})" if ll.after_end else valid
+        cond = align_code(keep, ("batch",), ll.out.dims)
+        nexts_lasts.append(f"torch.where({cond}, {em.var[ll.value]}, {em.var[ll.out.id]})")
+    end = em.var[n.end]
+    counted = valid if n.include_eos else f"({valid} & ~{end})"
+    nexts = [f"{step} + 1", f"{ended} | ({valid} & {end})", f"{lens} + {counted}.long()"]
+    for c in n.carries:
+        state, new = em.var[c.inner.id], em.var[c.next]
+        if c.frozen:
+            nexts.append(f"torch.where({align_code(valid, ('batch',), c.inner.dims)}, {new}, {state})")
+        else:
+            nexts.append(new)
+    nexts += nexts_lasts + stacked
+    em.emit("return [  # the carried values' next values: copies (the operator forbids aliasing)")
+    for x in nexts:
+        em.emit(f"    {_paren(x)}.clone(memory_format=torch.contiguous_format),")
+    em.emit("]")
+    em.indent -= 1
+    inits = ", ".join(init for _, init in carried)
+    finals = [name for name, _ in carried]
+    em.emit(f"{_unpack(finals)} = {em.names.helpers[WHILE_HELPER]}({cond_fn}, {step_fn}, [{inits}])")
+    em.size_var[axis] = em.ns.fresh(f"{axis}_size")
+    em.emit(f"{em.size_var[axis]} = {lens}.max().item()")
+    for s, buf in zip(n.stacks, buffers):
+        name = em.define(s.out)
+        pos = s.out.dims.index(axis)
+        moved = f"{buf}.movedim(0, {pos})" if pos else buf
+        em.emit(f"{name} = {moved}.narrow({pos}, 0, {em.size_var[axis]})")
     em.gather_lasts(n)
 
 

@@ -11,7 +11,7 @@ is then followed back through the steps to stack its frames.
 
 from __future__ import annotations
 
-from netc.emit_torch.emitter import ModuleNames, TorchEmitter
+from netc.emit_torch.emitter import ModuleNames, TorchEmitter, zeroed
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import SCORES, SearchPlan
 from netc.ir.uses import node_uses
@@ -178,7 +178,7 @@ class SearchEmitter(TorchEmitter):
             name = self.ns.fresh(s.name)
             pos = s.out.dims.index(axis)  # stacked from the last step back, then flipped (ONNX cannot reverse a list)
             self.emit(f"{name} = torch.stack({frames[out]}, dim={pos}).flip({pos})")
-            self.emit(f"{name} = {name}.masked_fill(~{self.mask(axis, s.out.dims)}, 0)  # zero padded frames")
+            self.emit(f"{name} = {zeroed(name, self.mask(axis, s.out.dims), s.out.dtype)}  # zero padded frames")
             results.append((out, name))
         scores = self.ns.fresh("scores")
         if choice.attrs["length_normalization"]:  # as RETURNN: the sum of log-probabilities per step

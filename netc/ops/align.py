@@ -46,3 +46,10 @@ def align_tensor(t, src: tuple[str, ...], dst: tuple[str, ...]):
     for i in inserts:
         t = t.unsqueeze(i)
     return t
+
+
+def where_valid(x: str, valid: str, fill: str) -> str:
+    """Code for x where `valid` holds, else `fill`. `torch.where`, not `masked_fill`: torch.export
+    traces `masked_fill` as a `where` made contiguous, whose strides fix sizes of 1 (a derived
+    dim, e.g. after a strided convolution, then must never have one frame)."""
+    return f"torch.where({valid}, {x}, {fill})"

@@ -3,7 +3,7 @@
 time and a feature axis, with channels) and `BatchNorm` (statistics of valid frames).
 
 `Conv1d` never lets a padded frame into a valid one: the input's padded frames are zeros
-before the convolution (RETURNN `conv` with `use_time_mask=True`; torch `masked_fill`), so
+before the convolution (RETURNN `conv` with `use_time_mask=True`; torch `where`), so
 padding "same" (stride 1) gives each sequence what it gives alone. Padding "valid" makes a
 new dynamic dim (`out_axis`, declared by the model) whose windows start at frame 0 of every
 sequence: TF's "valid" padding does not depend on the batch's longest length, unlike its
@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 
 from netc.ir.dims import DimError
+from netc.ops.align import where_valid
 from netc.ops.base import OpDef, OutType, register
 from netc.ops.defs import _unary
 from netc.ops.rules import check_out_dim
@@ -200,7 +201,7 @@ class Conv1d(OpDef):
     # canonical order: x is [batch, time, in], the result [batch, time or out_axis, out]
     def torch(self, ctx, op):
         a = op.attrs
-        x = f"{ctx.arg(0)}.masked_fill(~{ctx.mask(a['axis'], ctx.in_dims(0))}, 0.0).transpose(1, 2)"
+        x = where_valid(ctx.arg(0), ctx.mask(a["axis"], ctx.in_dims(0)), "0.0") + ".transpose(1, 2)"
         w = ctx.once(f"{ctx.param('W')}.permute(2, 1, 0)", f"{op.param}_W")  # torch's [out, in/groups, k]
         b = ctx.param("bias") if a["with_bias"] else "None"
         total = self.span(a) - 1
@@ -429,7 +430,7 @@ class Conv2d(OpDef):
         dims = ctx.in_dims(0)
         chan = self.channel(dims, a)
         order = ("batch", chan, a["axis"], a["feature_axis"])
-        x = f"{ctx.arg(0)}.masked_fill(~{ctx.mask(a['axis'], dims)}, 0.0)"
+        x = where_valid(ctx.arg(0), ctx.mask(a["axis"], dims), "0.0")
         x = f"torch.nn.functional.pad({align_code(x, dims, order)}, {self._pads(a)})"
         w = ctx.once(f"{ctx.param('W')}.permute(3, 2, 0, 1)", f"{op.param}_W")  # torch's [out, in/groups, kt, kf]
         b = ctx.param("bias") if a["with_bias"] else "None"

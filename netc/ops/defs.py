@@ -10,7 +10,7 @@ import functools
 
 from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
-from netc.ops.align import align_tensor
+from netc.ops.align import align_tensor, where_valid
 from netc.ops.base import OpDef, OutType, register
 from netc.ops.dot_torch import dot_bmm_code
 from netc.ops.param_parts import param_part
@@ -592,7 +592,7 @@ class _Reduce(OpDef):
         empty, out = _empty_dims(ctx, axes), op.outs[0].dims
         fill = "float('-inf')" if self.mode in ("max", "logsumexp") else "0.0"
         for a in dyn:
-            x = f"{x}.masked_fill(~{ctx.mask(a, x_dims)}, {fill})"
+            x = where_valid(x, ctx.mask(a, x_dims), fill)
         fn = {"sum": "sum", "mean": "sum", "max": "amax", "logsumexp": "logsumexp"}[self.mode]
         expr = f"{x}.{fn}(dim={pos if len(pos) > 1 else pos[0]})"
         if self.mode == "mean":
@@ -601,9 +601,9 @@ class _Reduce(OpDef):
                 for a in axes
             ]
             expr = f"{expr} / ({' * '.join(counts)})"
-        elif empty and self.mode != "sum":  # the sequences with no frame: 0 (masked_fill keeps gradients finite)
+        elif empty and self.mode != "sum":  # the sequences with no frame: 0 (`where` keeps gradients finite)
             none = " | ".join(f"({ctx.lens(a, out)} == 0)" for a in empty)
-            expr = f"{expr}.masked_fill({none}, 0.0)"
+            expr = f"torch.where({none}, 0.0, {expr})"
         return expr
 
     def eager(self, ctx, args, attrs, outs):
@@ -695,7 +695,7 @@ class Dot(OpDef):
         a_dims = ctx.in_dims(0)
         for d in axes:  # padded frames may hold anything: zero them on one side
             if ctx.is_dynamic(d):
-                a = f"{a}.masked_fill(~{ctx.mask(d, a_dims)}, 0.0)"
+                a = where_valid(a, ctx.mask(d, a_dims), "0.0")
         bmm = dot_bmm_code(a, a_dims, ctx.arg(1), ctx.in_dims(1), axes, op.outs[0].dims)
         if bmm is not None:
             return bmm
@@ -760,7 +760,7 @@ class _Softmax(OpDef):
         dims = ctx.in_dims(0)
         x = ctx.arg(0)
         if ctx.is_dynamic(axis):
-            x = f"{x}.masked_fill(~{ctx.mask(axis, dims)}, float('-inf'))"
+            x = where_valid(x, ctx.mask(axis, dims), "float('-inf')")
         fn = "log_softmax" if self.log else "softmax"
         return f"torch.{fn}({x}, dim={dims.index(axis)})"
 

@@ -130,6 +130,10 @@ class SliceFrames(OpDef):
         size = _slice_size_code(ctx.size(a["axis"]), a["start"], a["stop"])
         return {a["out_axis"]: (lens, size)}
 
+    def torch_helpers(self, op):
+        start = op.attrs["start"]
+        return {TAKE_HELPER: take_helper} if start is not None and start < 0 else {}
+
     def torch(self, ctx, op):
         a = op.attrs
         axis, out = a["axis"], a["out_axis"]
@@ -144,7 +148,7 @@ class SliceFrames(OpDef):
             last = f"max({ctx.size(axis)} - 1, 0)"
             idx = f"torch.clamp_max({start}[:, None] + torch.arange({size}, device={ctx.device}), {last})"
             idx = align_code(idx, ("batch", axis), x_dims)
-            code = f"torch.take_along_dim({ctx.arg(0)}, {idx}, dim={ax})"
+            code = f"{ctx.helper(TAKE_HELPER)}({ctx.arg(0)}, {idx}, {ax})"
         return align_code(code, _renamed(x_dims, axis, out), op.outs[0].dims)
 
     def returnn(self, ctx, op):
@@ -178,24 +182,42 @@ class SliceFrames(OpDef):
         return align_tensor(y, _renamed(x.dims, axis, out), outs[0].dims)
 
 
+# --- frames picked per sequence ---------------------------------------------------------
+
+TAKE_HELPER = "take_frames"
+
+
+def take_helper(name: str) -> str:
+    """`torch.take_along_dim` without its broadcasting of the index, which torch.export turns
+    into a fixed batch size and length (the index is expanded to x's sizes instead)."""
+    return f'''def {name}(x, idx, dim: int):
+    """x's frames at `idx` along `dim` (idx has x's dims, of size 1 where it does not vary)."""
+    if torch.jit.is_scripting():  # TorchScript and ONNX (which has a form of take_along_dim)
+        return torch.take_along_dim(x, idx, dim)
+    shape = list(x.shape)
+    shape[dim] = idx.shape[dim]
+    return x.gather(dim, idx.expand(shape))
+'''
+
+
 # --- pad_frames ------------------------------------------------------------------------
 
-PAD_HELPER = "pad_frames"
 
-
-def _pad_helper(name: str) -> str:
-    return f'''def {name}(x, lens, dim: int, left: int, right: int, value: float):
-    """x's frames along `dim` (batch first) moved `left` frames on, `value` before them and in
-    the `right` frames after each sequence's own last frame (lens: the sequences' lengths)."""
-    shape = list(x.shape)
-    parts = [x.new_full(shape[:dim] + [left] + shape[dim + 1 :], value), x]
-    parts.append(x.new_full(shape[:dim] + [right] + shape[dim + 1 :], value))
-    y = torch.cat(parts, dim)
-    pos = torch.arange(y.shape[dim], device=x.device)
-    valid = (pos >= left) & (pos < lens[:, None] + left)  # [batch, frames]
-    valid = valid.reshape([valid.shape[0]] + [1] * (dim - 1) + [valid.shape[1]] + [1] * (x.dim() - dim - 1))
-    return torch.where(valid, y, torch.full((), value, dtype=y.dtype, device=y.device))
-'''
+def _padded_code(ctx, x: str, x_dims: tuple[str, ...], axis: str, left: int, right: int, value, size: str) -> str:
+    """Code for x's frames along `axis` moved `left` frames on, `value` before them and in the
+    frames after each sequence's own last one, `size` frames in all (the pad spec written out
+    here, not built from shapes at run time, which the ONNX exporter cannot follow)."""
+    ax = x_dims.index(axis)
+    pad = (0, 0) * (len(x_dims) - ax - 1) + (left, right)
+    pos = f"torch.arange({size}, device={ctx.device})[None, :]"
+    inside = f"({pos} < {ctx.seq_lens(axis)}[:, None] + {left})"
+    if left:
+        inside = f"({pos} >= {left}) & {inside}"
+    valid = align_code(f"({inside})", ("batch", axis), x_dims)
+    padded = f"torch.nn.functional.pad({x}, {pad}, value={float(value)!r})"
+    if size != f"{ctx.size(axis)} + {left + right}":
+        padded = f"{padded}.narrow({ax}, 0, {size})"
+    return f"torch.where({valid}, {padded}, {value!r})"
 
 
 @register
@@ -232,16 +254,13 @@ class PadFrames(OpDef):
         extra = a["left"] + a["right"]
         return {a["out_axis"]: (f"{ctx.seq_lens(a['axis'])} + {extra}", f"{ctx.size(a['axis'])} + {extra}")}
 
-    def torch_helpers(self, op):
-        return {PAD_HELPER: _pad_helper}
-
     def torch(self, ctx, op):
         a = op.attrs
         x_dims = ctx.in_dims(0)
         value = _fill(op.outs[0].dtype, a["value"])
-        call = f"{ctx.helper(PAD_HELPER)}({ctx.arg(0)}, {ctx.seq_lens(a['axis'])}, {x_dims.index(a['axis'])}, "
-        call += f"{a['left']}, {a['right']}, {float(value)!r})"  # a float (TorchScript types it): labels cast back
-        return align_code(call, _renamed(x_dims, a["axis"], a["out_axis"]), op.outs[0].dims)
+        size = f"{ctx.size(a['axis'])} + {a['left'] + a['right']}"
+        code = _padded_code(ctx, ctx.arg(0), x_dims, a["axis"], a["left"], a["right"], value, size)
+        return align_code(code, _renamed(x_dims, a["axis"], a["out_axis"]), op.outs[0].dims)
 
     def returnn(self, ctx, op):
         a = op.attrs
@@ -312,17 +331,10 @@ class ShiftRight(OpDef):
         loc = {"axis_dim": ctx.dim(a["axis"]), "amount": a["amount"], "value": _fill(op.outs[0].dtype, a["value"])}
         return {"class": "eval", "from": ctx.src(0), "eval": Code(SHIFT_HELPER), "eval_locals": loc}
 
-    def torch_helpers(self, op):
-        return {PAD_HELPER: _pad_helper}
-
     def torch(self, ctx, op):
         a = op.attrs
-        x_dims = ctx.in_dims(0)
-        ax = x_dims.index(a["axis"])
         value = _fill(op.outs[0].dtype, a["value"])
-        call = f"{ctx.helper(PAD_HELPER)}({ctx.arg(0)}, {ctx.seq_lens(a['axis'])}, {ax}, {a['amount']}, 0, "
-        call += f"{float(value)!r})"  # a float, as the helper takes it
-        return f"{call}.narrow({ax}, 0, {ctx.size(a['axis'])})"
+        return _padded_code(ctx, ctx.arg(0), ctx.in_dims(0), a["axis"], a["amount"], 0, value, ctx.size(a["axis"]))
 
     def eager(self, ctx, args, attrs, outs):
         import torch

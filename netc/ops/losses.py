@@ -8,6 +8,7 @@ import math
 
 from netc.ir.dims import DimError
 from netc.naming import Code
+from netc.ops.align import where_valid
 from netc.ops.base import OpDef, OutType, register
 from netc.ops.nn import _float, _labels, _one_dim
 
@@ -105,7 +106,7 @@ class CrossEntropy(OpDef):
         labels, dims = ctx.arg(1), ctx.in_dims(1)
         for d in dims:  # padded frames may hold anything: index 0 there, never out of range
             if ctx.is_dynamic(d):
-                labels = f"{labels}.masked_fill(~{ctx.mask(d, dims)}, 0)"
+                labels = where_valid(labels, ctx.mask(d, dims), "0")
         smoothing = float(op.attrs.get("label_smoothing", 0.0))
         if smoothing:
             size = int(ctx.size(op.attrs["axis"]))
@@ -179,7 +180,7 @@ class CtcLoss(OpDef):
         logits, labels = ctx.arg(0), ctx.arg(1)
         (time,) = [d for d in ctx.in_dims(0) if ctx.is_dynamic(d)]
         (label_time,) = [d for d in ctx.in_dims(1) if ctx.is_dynamic(d)]
-        labels = f"{labels}.masked_fill(~{ctx.mask(label_time, ctx.in_dims(1))}, 0)"
+        labels = where_valid(labels, ctx.mask(label_time, ctx.in_dims(1)), "0")
         # CTC on the CPU has no bfloat16/half kernel: at least float32
         log_probs = f"torch.log_softmax({logits}, -1, dtype=torch.promote_types({logits}.dtype, torch.float32))"
         blank = int(ctx.size(op.attrs["axis"])) - 1

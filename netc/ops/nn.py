@@ -11,7 +11,7 @@ from __future__ import annotations
 from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
 from netc.naming import Code
-from netc.ops.align import align_code, align_tensor
+from netc.ops.align import align_code, align_tensor, where_valid
 from netc.ops.base import OpDef, OutType, register, signature
 from netc.ops.rules import broadcast, check_out_dim
 
@@ -166,7 +166,7 @@ class Argmax(OpDef):
         dims = ctx.in_dims(0)
         x = ctx.arg(0)
         if ctx.is_dynamic(axis):  # padded frames must never win
-            x = f"{x}.masked_fill(~{ctx.mask(axis, dims)}, float('-inf'))"
+            x = where_valid(x, ctx.mask(axis, dims), "float('-inf')")
         return f"{x}.argmax(dim={dims.index(axis)})"
 
     def eager(self, ctx, args, attrs, outs):

@@ -18,6 +18,7 @@ from __future__ import annotations
 from netc.ir.dims import DimError
 from netc.ops.align import align_code, align_tensor
 from netc.ops.base import OpDef, OutType, register
+from netc.ops.frames import TAKE_HELPER, take_helper
 
 
 def _dynamic(dt, name, what: str) -> None:
@@ -125,6 +126,9 @@ class RelShift(OpDef):
             raise DimError(f"`rel_shift` needs a float tensor, got {x.dtype}")
         return [OutType(dt.canonical([kv if d == axis else d for d in x.dims]))]
 
+    def torch_helpers(self, op):
+        return {TAKE_HELPER: take_helper}
+
     def torch(self, ctx, op):
         a = op.attrs
         axis, q, kv = a["axis"], a["query_axis"], a["kv_axis"]
@@ -137,7 +141,7 @@ class RelShift(OpDef):
         idx = f"({j} - {i} + ({n}[:, None, None] - 1)).clamp(0, {last})"  # [batch, query, kv]
         renamed = tuple(kv if d == axis else d for d in x_dims)
         idx = align_code(idx, ("batch", q, kv), renamed)
-        code = f"torch.take_along_dim({ctx.arg(0)}, {idx}, dim={x_dims.index(axis)})"
+        code = f"{ctx.helper(TAKE_HELPER)}({ctx.arg(0)}, {idx}, {x_dims.index(axis)})"
         return align_code(code, renamed, op.outs[0].dims)
 
     def returnn(self, ctx, op):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from netc.ir.dims import DimError
 from netc.naming import Code
+from netc.ops.align import where_valid
 from netc.ops.base import OpDef, OutType, register
 
 FILL_HELPER = "fill_padding_with_last_frame"
@@ -98,13 +99,13 @@ class MaxPool(OpDef):
     # canonical order: x is [batch, time, feature], the result [batch, new_time, feature]
     def torch(self, ctx, op):
         k, out = op.attrs["size"], op.attrs["out_axis"]
-        x = f"{ctx.arg(0)}.masked_fill(~{ctx.mask(op.attrs['axis'], ctx.in_dims(0))}, float('-inf'))"
+        x = where_valid(ctx.arg(0), ctx.mask(op.attrs["axis"], ctx.in_dims(0)), "float('-inf')")
         # the last window filled up with -inf, then windows as a dim of their own: torch.export
         # fixes the length a pooling op (`max_pool1d`'s `ceil_mode`) runs over
         fill = f"{ctx.size(out)} * {k} - {ctx.size(op.attrs['axis'])}"
         padded = f"torch.nn.functional.pad({x}, (0, 0, 0, {fill}), value=float('-inf'))"
         pooled = f"{padded}.unflatten(1, ({ctx.size(out)}, {k})).amax(dim=2)"
-        return f"{pooled}.masked_fill(~{ctx.mask(out, op.outs[0].dims)}, 0.0)"  # no -inf in padded frames
+        return where_valid(pooled, ctx.mask(out, op.outs[0].dims), "0.0")  # no -inf in padded frames
 
     def eager(self, ctx, args, attrs, outs):
         import torch

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from netc.ir.dims import DimError
 from netc.naming import Code
+from netc.ops.align import where_valid
 from netc.ops.base import OpDef, OutType, register
 from netc.ops.nn import _float, _labels
 
@@ -210,7 +211,7 @@ class RnntLoss(OpDef):
         pred = self.pred_dim(ctx.in_dims(0), a)
         logits = ctx.aligned(0, ("batch", a["time_axis"], pred, a["axis"]))
         (label_time,) = [d for d in ctx.in_dims(1) if d != "batch"]
-        labels = f"{ctx.arg(1)}.masked_fill(~{ctx.mask(label_time, ctx.in_dims(1))}, 0)"
+        labels = where_valid(ctx.arg(1), ctx.mask(label_time, ctx.in_dims(1)), "0")
         blank = f"{a['blank_index']} % {ctx.size(a['axis'])}"
         fn = ctx.helper("rnnt_loss")
         loss = f"{fn}({logits}, {labels}, {ctx.seq_lens(a['time_axis'])}, {ctx.seq_lens(label_time)}, {blank})"

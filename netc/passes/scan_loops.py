@@ -2,9 +2,12 @@
 
 A Python `for` over a padded length is unrolled by `torch.export` and `torch.compile`, which
 then fix that length (and compile a step per frame). torch's `scan` keeps the loop one
-operator with any trip count. It runs a loop over a dim: one without `end` (a loop with
-`choice` trains over its target's frames, so it counts), containing none with `end` (a
-`while` decides from values when to stop, which a scanned step cannot), and making no dim in
+operator with any trip count. It runs a loop over a dim (a loop with `choice` trains over its
+target's frames, so it counts); a top-level loop with `end` and a step limit runs as torch's
+`while_loop`, its stacks preallocated to the limit. Neither contains a loop with `end` (its
+length, known when it stops, would change from step to step), no loop runs over the dim a
+`while_loop` made (the operator cannot trace a trip count known only when the program runs),
+and neither makes a dim in
 its body (a dim's size is a Python int, which a scanned step cannot return) and growing no
 state (`OpDef.same_shape_each_step`: a scanned step's results keep their shapes).
 
@@ -19,30 +22,44 @@ from netc.ops import REGISTRY
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     changed = False
+    made = while_dims(g)
     for n in g.body:
         if isinstance(n, Loop):
-            changed |= _mark(n)
+            changed |= _mark(n, made)
     return g, changed
 
 
-def _mark(n: Loop) -> bool:
+def while_dims(g: Graph) -> frozenset[str]:
+    """The dims top-level loops with `end` make: their size is known only when they stop."""
+    return frozenset(n.axis for n in g.body if isinstance(n, Loop) and n.end is not None and n.target is None)
+
+
+def _mark(n: Loop, made: frozenset[str]) -> bool:
     changed = False
     for m in n.body:
         if isinstance(m, Loop):
-            changed |= _mark(m)
-    scan = blocker(n) is None
+            changed |= _mark(m, made)
+    scan = blocker(n, made) is None
     changed |= scan != n.scan
     n.scan = scan
     return changed
 
 
-def blocker(n: Loop) -> tuple[Span, str] | None:
-    """Why torch cannot run `n` as `scan`, and where: None when it can."""
+def blocker(n: Loop, made: frozenset[str] = frozenset(), nested: bool = False) -> tuple[Span, str] | None:
+    """Why torch cannot run `n` as `scan` (or, with `end`, as `while_loop`), and where: None
+    when it can. `made`: the dims of `while_dims`."""
+    if n.axis in made and n.end is None:  # the operator cannot trace a trip count of a value
+        return n.span, "this loop runs over the steps of a loop with `end` (known only when the program runs)"
     if n.end is not None and n.target is None:
-        return n.span, "this loop decides from values when to stop (`end`)"
+        if nested:  # its dim's size, known when it stops, would change from step to step
+            return n.span, "this loop decides from values when to stop (`end`) inside another loop"
+        if n.seqs:
+            return n.span, "this loop decides from values when to stop (`end`) over the frames of a dim"
+        if n.bound is None and n.max_steps is None:  # its stacks are preallocated to the limit
+            return n.span, "this loop decides from values when to stop (`end`) without a step limit"
     for m in n.body:
         if isinstance(m, Loop):
-            if (inner := blocker(m)) is not None:
+            if (inner := blocker(m, made, nested=True)) is not None:
                 return inner
             continue
         opdef = REGISTRY[m.op]
