@@ -105,16 +105,7 @@ def scan_loop(em: TorchEmitter, n: Loop) -> None:
     if any(c.frozen for c in n.carries) or lasts:
         em.emit(f"{valid} = {step} < {em.lens_var[axis]}  # [batch]: sequences still running")
     em.block(n.body)
-    nexts = []
-    for c in n.carries:
-        state, new = em.var[c.inner.id], em.var[c.next]
-        if c.frozen:
-            nexts.append(f"torch.where({align_code(valid, ('batch',), c.inner.dims)}, {new}, {state})")
-        else:
-            nexts.append(new)
-    for ll in lasts:
-        cond = align_code(f"({valid} & ~{em.var[n.end]})" if ll.after_end else valid, ("batch",), ll.out.dims)
-        nexts.append(f"torch.where({cond}, {em.var[ll.value]}, {em.var[ll.out.id]})")
+    nexts = _next_states(em, n, valid) + _next_lasts(em, n, lasts, valid)
     if len(nexts) < len(carried):
         nexts.append(f"{carried[0][0]} + 1")
     stacked = [em.var[s.value] for s in n.stacks]
@@ -191,21 +182,10 @@ def while_loop(em: TorchEmitter, n: Loop) -> None:
         f"{buf}.index_copy(0, {step}.reshape(1), {_paren(em.var[s.value])}.unsqueeze(0))"
         for s, buf in zip(n.stacks, buffers)
     ]
-    nexts_lasts = []
-    for ll in lasts:
-        keep = f"({valid} & ~{em.var[n.end]})" if ll.after_end else valid
-        cond = align_code(keep, ("batch",), ll.out.dims)
-        nexts_lasts.append(f"torch.where({cond}, {em.var[ll.value]}, {em.var[ll.out.id]})")
     end = em.var[n.end]
     counted = valid if n.include_eos else f"({valid} & ~{end})"
     nexts = [f"{step} + 1", f"{ended} | ({valid} & {end})", f"{lens} + {counted}.long()"]
-    for c in n.carries:
-        state, new = em.var[c.inner.id], em.var[c.next]
-        if c.frozen:
-            nexts.append(f"torch.where({align_code(valid, ('batch',), c.inner.dims)}, {new}, {state})")
-        else:
-            nexts.append(new)
-    nexts += nexts_lasts + stacked
+    nexts += _next_states(em, n, valid) + _next_lasts(em, n, lasts, valid) + stacked
     em.emit("return [  # the carried values' next values: copies (the operator forbids aliasing)")
     for x in nexts:
         em.emit(f"    {_paren(x)}.clone(memory_format=torch.contiguous_format),")
@@ -222,6 +202,24 @@ def while_loop(em: TorchEmitter, n: Loop) -> None:
         moved = f"{buf}.movedim(0, {pos})" if pos else buf
         em.emit(f"{name} = {moved}.narrow({pos}, 0, {em.size_var[axis]})")
     em.gather_lasts(n)
+
+
+def _next_states(em: TorchEmitter, n: Loop, valid: str) -> list[str]:
+    """Each state's next value: a frozen one keeps its value for sequences no longer running."""
+    out = []
+    for c in n.carries:
+        state, new = em.var[c.inner.id], em.var[c.next]
+        out.append(f"torch.where({align_code(valid, ('batch',), c.inner.dims)}, {new}, {state})" if c.frozen else new)
+    return out
+
+
+def _next_lasts(em: TorchEmitter, n: Loop, lasts: list, valid: str) -> list[str]:
+    """Each value read after the loop: this step's where the sequence computed it."""
+    out = []
+    for ll in lasts:
+        keep = f"({valid} & ~{em.var[n.end]})" if ll.after_end else valid
+        out.append(f"torch.where({align_code(keep, ('batch',), ll.out.dims)}, {em.var[ll.value]}, {em.var[ll.out.id]})")
+    return out
 
 
 def _paren(x: str) -> str:

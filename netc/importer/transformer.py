@@ -120,6 +120,13 @@ class TransformerLayers:
             keys = call("expand", call("range_over", self.dim(kv_time)), self.dim(time))
             less = cst.Comparison(keys, [cst.ComparisonTarget(cst.LessThanEqual(), call("range_over", self.dim(time)))])
             emit([causal], less, "no key after the query")
+        outs = self._attend(emit, var, d, total_key, q, k, v, key, kv_time, causal)
+        return self._merge_heads(scope, var, layer, outs, val_dim, out, (BATCH, time, out))
+
+    def _attend(self, emit, var: str, d: dict, total_key: int, q, k, v, key, over, causal=None) -> list[str]:
+        """Per head: `softmax(dot(q · (K/H)^-0.5, k), axis=over)` (`causal`: where it holds, else
+        no weight), its dropout, the values weighted by it; the heads' results' names."""
+        heads = len(q)
         scale = num((total_key // heads) ** -0.5)
         p = d.get("attention_dropout", 0.0)
         outs = []
@@ -127,26 +134,30 @@ class TransformerLayers:
             energy = call("dot", binop("*", name(q[h]), scale), name(k[h]), reduce=self.dim(key))
             if causal is not None:
                 energy = call("where", name(causal), energy, num(-1e30))  # exp gives 0, as of RETURNN's -inf
-            w = call("softmax", energy, axis=self.dim(kv_time))
+            w = call("softmax", energy, axis=self.dim(over))
             if p:
                 self.imports.add("dropout")
                 w = call("dropout", w, num(float(p)))
             weights = self.fresh(f"{var}_w{h}")
             emit([weights], w)
             outs.append(self.fresh(f"{var}_o{h}"))
-            emit([outs[-1]], call("dot", name(weights), name(v[h]), reduce=self.dim(kv_time)))
-        if heads == 1:
+            emit([outs[-1]], call("dot", name(weights), name(v[h]), reduce=self.dim(over)))
+        return outs
+
+    def _merge_heads(self, scope, var: str, layer: str, outs: list[str], val_dim, out, dims) -> Val:
+        """The heads' values concatenated in RETURNN's order into the layer's dim `out`."""
+        if len(outs) == 1:
             self._emit(scope, var, name(outs[0]), layer)
-            return Val(name(var), (BATCH, time, out))
-        heads_dim = new_dim(self, heads, f"{base}_heads", {val_dim})
+            return Val(name(var), dims)
+        heads_dim = new_dim(self, len(outs), f"{identifier(layer)}_heads", {val_dim})
         self.imports |= {"concat", "split_dims", "merge_dims"}
         pair = cst.Tuple([cst.Element(self.dim(heads_dim)), cst.Element(self.dim(val_dim))])
         both = self.dim(val_dim)
-        for _ in range(heads - 1):
+        for _ in range(len(outs) - 1):
             both = binop("+", both, self.dim(val_dim))
         joined = call("split_dims", call("concat", *(name(o) for o in outs)), axis=both, dims=pair)
         self._emit(scope, var, call("merge_dims", joined, dims=pair, out_dim=self.dim(out)), layer)
-        return Val(name(var), (BATCH, time, out))
+        return Val(name(var), dims)
 
     def _self_attention_step(self, layer, d, scope, var, full) -> Val:
         """In a rec unit (RETURNN requires `attention_left_only` there): this step's query over the
@@ -194,31 +205,9 @@ class TransformerLayers:
         k_new = [self.fresh(f"{var}_k{h}_t") for h in range(heads)]
         v_new = [self.fresh(f"{var}_v{h}_t") for h in range(heads)]
         emit([t for h in range(heads) for t in (q[h], k_new[h], v_new[h])], call("split", name(n), parts))
-        scale = num((total_key // heads) ** -0.5)
-        p = d.get("attention_dropout", 0.0)
-        outs = []
         for h in range(heads):
             grow = "the steps so far, this one last" if h == 0 else None
             emit([ks[h]], call("cum_concat", name(ks[h]), name(k_new[h]), axis=self.dim(hist)), grow)
             emit([vs[h]], call("cum_concat", name(vs[h]), name(v_new[h]), axis=self.dim(hist)))
-            energy = call("dot", binop("*", name(q[h]), scale), name(ks[h]), reduce=self.dim(key))
-            w = call("softmax", energy, axis=self.dim(hist))
-            if p:
-                self.imports.add("dropout")
-                w = call("dropout", w, num(float(p)))
-            weights = self.fresh(f"{var}_w{h}")
-            emit([weights], w)
-            outs.append(self.fresh(f"{var}_o{h}"))
-            emit([outs[-1]], call("dot", name(weights), name(vs[h]), reduce=self.dim(hist)))
-        if heads == 1:
-            self._emit(scope, var, name(outs[0]), layer)
-            return Val(name(var), (BATCH, out))
-        heads_dim = new_dim(self, heads, f"{base}_heads", {val_dim})
-        self.imports |= {"concat", "split_dims", "merge_dims"}
-        pair = cst.Tuple([cst.Element(self.dim(heads_dim)), cst.Element(self.dim(val_dim))])
-        both = self.dim(val_dim)
-        for _ in range(heads - 1):
-            both = binop("+", both, self.dim(val_dim))
-        joined = call("split_dims", call("concat", *(name(o) for o in outs)), axis=both, dims=pair)
-        self._emit(scope, var, call("merge_dims", joined, dims=pair, out_dim=self.dim(out)), layer)
-        return Val(name(var), (BATCH, out))
+        outs = self._attend(emit, var, d, total_key, q, ks, vs, key, hist)
+        return self._merge_heads(scope, var, layer, outs, val_dim, out, (BATCH, out))
