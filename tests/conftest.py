@@ -88,8 +88,8 @@ def returnn_frontend_torch():
         BehaviorVersion._reset(state)
 
 
-def verify_in_process(*args) -> subprocess.CompletedProcess:
-    """`netc verify ARGS`: the CLI's own command run in this test worker, so TensorFlow, torch and
+def netc_in_process(*args, check: bool = False) -> subprocess.CompletedProcess:
+    """`netc ARGS`: the CLI's own command run in this test worker, so TensorFlow, torch and
     RETURNN are imported once per worker rather than once per model (the CLI as a subprocess is
     tested on its own, in test_cli*.py and test_failures.py). Exit code, stdout and stderr as
     the subprocess gives them."""
@@ -97,9 +97,16 @@ def verify_in_process(*args) -> subprocess.CompletedProcess:
 
     from netc.cli import main
 
-    argv = ["verify", *map(str, args)]
+    argv = [*map(str, args)]
     r = CliRunner().invoke(main, argv, catch_exceptions=False)
+    if check and r.exit_code != 0:
+        raise AssertionError(f"netc {' '.join(argv)} failed ({r.exit_code}):\n{r.stdout}{r.stderr}")
     return subprocess.CompletedProcess(["netc", *argv], r.exit_code, r.stdout, r.stderr)
+
+
+def verify_in_process(*args) -> subprocess.CompletedProcess:
+    """`netc verify ARGS` in this test worker (`netc_in_process`)."""
+    return netc_in_process("verify", *args)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, run_netc
+from conftest import ROOT, netc_in_process, run_netc, verify_in_process
 
 from netc.compiler import compile_graph
 from netc.ir.interface import interface
@@ -142,7 +142,7 @@ def imported(tmp_path_factory):
             tmp = tmp_path_factory.mktemp(case)
             model, names = tmp / f"{case}.py", tmp / "names.json"
             opts = [a for k, v in sets for a in ("--set", f"{k}={v}")]
-            run_netc("import", CONFIGS / file, "-o", model, "--param-map", names, *opts, check=True)
+            netc_in_process("import", CONFIGS / file, "-o", model, "--param-map", names, *opts, check=True)
             cache[case] = (model, json.loads(names.read_text()), run_original(CONFIGS / file, sets, lengths))
         return cache[case]
 
@@ -222,19 +222,19 @@ def test_checkpoint_drives_the_imported_model(tmp_path, case):
     np.savez(batch, **{f"in:{k}": v for k, v in inputs.items()}, **{f"len:{d}": v for d, v in lens.items()})
     for backend in ("returnn", "torch", "eager"):
         out = tmp_path / f"out_{backend}.npz"
-        run_netc("run", model, "--backend", backend, "--inputs", batch, "--params", tmp_path / f"{case}.npz",
-                 "-o", out, check=True)  # fmt: skip
+        netc_in_process("run", model, "--backend", backend, "--inputs", batch, "--params", tmp_path / f"{case}.npz",
+                        "-o", out, check=True)  # fmt: skip
         res = np.load(out)
         outs = {k[len("out:") :]: res[k] for k in res.files if k.startswith("out:")}
         made = {k.split(":")[2]: res[k] for k in res.files if k.startswith("outlen:")}
         dims = {k[len("dims:") :]: list(res[k]) for k in res.files if k.startswith("dims:")}
         _assert_originals(case, backend, names, orig, outs, {**lens, **made}, dims)
 
-    proc = run_netc("verify", model, "--params", tmp_path / f"{case}.npz", check=True)  # eager = torch = RETURNN
-    assert "verify: ok" in proc.stdout, proc.stdout
+    proc = verify_in_process(model, "--params", tmp_path / f"{case}.npz")  # eager = torch = RETURNN
+    assert proc.returncode == 0 and "verify: ok" in proc.stdout, proc.stdout
 
     torch_file = tmp_path / "module.py"
-    run_netc("compile", model, "--target", "torch", "-o", torch_file, check=True)
+    netc_in_process("compile", model, "--target", "torch", "-o", torch_file, check=True)
     spec = importlib.util.spec_from_file_location(f"imported_{case}", torch_file)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -370,8 +370,8 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
 def test_imported_model_verifies(imported, case):
     """The imported model is a netc model like any other: eager = torch = RETURNN (`netc verify`)."""
     model = imported(case)[0]
-    proc = run_netc("verify", model, check=True)
-    assert "verify: ok" in proc.stdout and "mismatch" not in proc.stdout, proc.stdout
+    proc = verify_in_process(model)
+    assert proc.returncode == 0 and "verify: ok" in proc.stdout and "mismatch" not in proc.stdout, proc.stdout
 
 
 def test_task_decides_the_network(imported):

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, assert_located_error, run_netc
+from conftest import ROOT, assert_located_error, netc_in_process, run_netc
 
 CONFIGS = ROOT / "tests" / "import_configs"
 # configs of tests/import_configs/ that call functions (or a class) they define: outside
@@ -29,7 +29,7 @@ def _import_both(config: Path, tmp_path: Path, *opts: str) -> tuple[str, str]:
     for mode in ((), ("--no-exec",)):
         tag = "noexec" if mode else "exec"
         model, names = tmp_path / f"{tag}.py", tmp_path / f"{tag}.json"
-        run_netc("import", config, "-o", model, "--param-map", names, *opts, *mode, check=True)
+        netc_in_process("import", config, "-o", model, "--param-map", names, *opts, *mode, check=True)
         out.append(model.read_text() + names.read_text())
     return out[0], out[1]
 
