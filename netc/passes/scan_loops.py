@@ -4,12 +4,11 @@ A Python `for` over a padded length is unrolled by `torch.export` and `torch.com
 then fix that length (and compile a step per frame). torch's `scan` keeps the loop one
 operator with any trip count. It runs a loop over a dim (a loop with `choice` trains over its
 target's frames, so it counts); a top-level loop with `end` and a step limit runs as torch's
-`while_loop`, its stacks preallocated to the limit. Neither contains a loop with `end` (its
-length, known when it stops, would change from step to step), no loop runs over the dim a
-`while_loop` made (the operator cannot trace a trip count known only when the program runs),
-and neither makes a dim in
-its body (a dim's size is a Python int, which a scanned step cannot return) and growing no
-state (`OpDef.same_shape_each_step`: a scanned step's results keep their shapes).
+`while_loop`, its stacks preallocated to the limit. Neither kind holds a loop with `end` (its
+length, known when it stops, would change from step to step), makes a dim in its body (a dim's
+size is a Python int, which a step cannot return) or grows a state
+(`OpDef.same_shape_each_step`: a step's results keep their shapes); and no loop over the dim a
+`while_loop` made is either (the operator cannot trace a trip count known only at run time).
 
 Records `Loop.scan`; changes nothing else. Only torch reads it.
 """
