@@ -533,9 +533,12 @@ _COMMON = {
 }
 _LOSS = {"loss", "target", "loss_opts", "loss_scale"}
 _COMMON |= _LOSS  # which losses on which layers: `_loss`
+# how RETURNN initialises a layer's parameters: nothing the layer computes (the imported model's
+# parameters come from `--checkpoint`, `--params` or its own initialisation)
+_INIT = {"forward_weights_init", "bias_init"}
 _KNOWN = {
-    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS,
-    "softmax": {"n_out", "out_dim", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS,
+    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS | _INIT,
+    "softmax": {"n_out", "out_dim", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS | _INIT,
     "activation": {"activation", "dropout"},
     "copy": {"dropout", "n_out", "out_dim"},
     "dropout": {"dropout"},
