@@ -85,27 +85,15 @@ class TransformerLayers:
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
         if len(dyn) != 1 or BATCH not in src.dims or len(src.dims) != 3 or src.sparse:
             raise Refused(full, "self_attention", "of [batch, time, feature] outside rec units")
-        heads, total_key = d.get("num_heads"), d.get("total_key_dim")
-        out = self._out_dim(layer, d, full)
-        value = self.dims.size(out)
-        ints = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (heads, total_key))
-        if not ints or total_key % heads or value % heads:
-            raise Refused(full, "self_attention", "num_heads dividing total_key_dim and n_out")
-        time, base = dyn[0], identifier(layer)
-        qkv = self.dims.static(2 * total_key + value, f"{base}_qkv")
-        key = self.dims.static(total_key // heads, f"{base}_key")
-        val_dim = self.dims.static(value // heads, f"{base}_value")
-        kv_time = self.dims._new(self.dims._fresh_name(f"{base}_kv_time"), None)
-        parts = cst.List([cst.Element(self.dim(k)) for _ in range(heads) for k in (key, key, val_dim)])
+        heads, total_key, out, qkv, key, val_dim, parts = self._heads(layer, d, full)
+        time = dyn[0]
+        kv_time = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_kv_time"), None)
         self.imports |= {"Linear", "split", "replace_dim", "softmax", "dot"}
 
         def emit(targets: list[str], value, comment=None, module=None):
             scope.stmts.append(Assign(targets, value, comment=comment, module=module))
 
-        n = self.fresh(f"{var}_qkv")
-        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope), {"W": "QKV"})
-        comment = f"layer {layer!r} (self_attention): per head its query, key and value, RETURNN's `QKV`"
-        emit([n], call(call("Linear", self.dim(qkv), with_bias=literal(False)), src.tensor()), comment, ref)
+        n = self._qkv(emit, layer, d, scope, var, qkv, src)
         q = [self.fresh(f"{var}_q{h}") for h in range(heads)]
         emit([t for h in range(heads) for t in (q[h], "_", "_")], call("split", name(n), parts))
         kv = self.fresh(f"{var}_kv")
@@ -122,6 +110,30 @@ class TransformerLayers:
             emit([causal], less, "no key after the query")
         outs = self._attend(emit, var, d, total_key, q, k, v, key, kv_time, causal)
         return self._merge_heads(scope, var, layer, outs, val_dim, out, (BATCH, time, out))
+
+    def _heads(self, layer: str, d: dict, full: str) -> tuple:
+        """`num_heads`, `total_key_dim`, the layer's dim, and the dims of the `QKV` projection, of
+        a head's key and of its value; the projection's per-head split (RETURNN's layout)."""
+        heads, total_key = d.get("num_heads"), d.get("total_key_dim")
+        out = self._out_dim(layer, d, full)
+        value = self.dims.size(out)
+        ints = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (heads, total_key))
+        if not ints or total_key % heads or value % heads:
+            raise Refused(full, "self_attention", "num_heads dividing total_key_dim and n_out")
+        base = identifier(layer)
+        qkv = self.dims.static(2 * total_key + value, f"{base}_qkv")
+        key = self.dims.static(total_key // heads, f"{base}_key")
+        val_dim = self.dims.static(value // heads, f"{base}_value")
+        parts = cst.List([cst.Element(self.dim(k)) for _ in range(heads) for k in (key, key, val_dim)])
+        return heads, total_key, out, qkv, key, val_dim, parts
+
+    def _qkv(self, emit, layer: str, d: dict, scope, var: str, qkv, src: Val) -> str:
+        """The one `Linear` without bias whose `W` is RETURNN's `QKV`: its result's name."""
+        n = self.fresh(f"{var}_qkv")
+        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope), {"W": "QKV"})
+        comment = f"layer {layer!r} (self_attention): per head its query, key and value, RETURNN's `QKV`"
+        emit([n], call(call("Linear", self.dim(qkv), with_bias=literal(False)), src.tensor()), comment, ref)
+        return n
 
     def _attend(self, emit, var: str, d: dict, total_key: int, q, k, v, key, over, causal=None) -> list[str]:
         """Per head: `softmax(dot(q · (K/H)^-0.5, k), axis=over)` (`causal`: where it holds, else
@@ -173,18 +185,8 @@ class TransformerLayers:
         src = self._source(d, scope, full)
         if tuple(src.dims) != (BATCH, feature(src, self.dims)) or src.is_list:
             raise Refused(full, "self_attention", "of a [batch, feature] frame in a rec unit")
-        heads, total_key = d.get("num_heads"), d.get("total_key_dim")
-        out = self._out_dim(layer, d, full)
-        value = self.dims.size(out)
-        ints = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (heads, total_key))
-        if not ints or total_key % heads or value % heads:
-            raise Refused(full, "self_attention", "num_heads dividing total_key_dim and n_out")
-        base = identifier(layer)
-        qkv = self.dims.static(2 * total_key + value, f"{base}_qkv")
-        key = self.dims.static(total_key // heads, f"{base}_key")
-        val_dim = self.dims.static(value // heads, f"{base}_value")
-        hist = self.dims._new(self.dims._fresh_name(f"{base}_hist"), None)
-        parts = cst.List([cst.Element(self.dim(k)) for _ in range(heads) for k in (key, key, val_dim)])
+        heads, total_key, out, qkv, key, val_dim, parts = self._heads(layer, d, full)
+        hist = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_hist"), None)
         self.imports |= {"Linear", "split", "softmax", "dot", "empty", "cum_concat"}
         loop = loop_scope(scope)
 
@@ -197,10 +199,7 @@ class TransformerLayers:
             for state, dim in ((ks[h], key), (vs[h], val_dim)):
                 empty = call("empty", name("batch"), self.dim(hist), self.dim(dim))
                 loop.outer.stmts.append(Assign([state], empty, comment="no steps yet"))
-        n = self.fresh(f"{var}_qkv")
-        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope), {"W": "QKV"})
-        comment = f"layer {layer!r} (self_attention): per head its query, key and value, RETURNN's `QKV`"
-        emit([n], call(call("Linear", self.dim(qkv), with_bias=literal(False)), src.tensor()), comment, ref)
+        n = self._qkv(emit, layer, d, scope, var, qkv, src)
         q = [self.fresh(f"{var}_q{h}") for h in range(heads)]
         k_new = [self.fresh(f"{var}_k{h}_t") for h in range(heads)]
         v_new = [self.fresh(f"{var}_v{h}_t") for h in range(heads)]
