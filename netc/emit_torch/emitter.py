@@ -34,6 +34,11 @@ _TEMPLATES = jinja2.Environment(
 _TORCH_DTYPE = {"int32": "torch.long", "bool": "torch.bool"}  # float32 is the module's float dtype
 
 
+def _tuple(items: tuple[str, ...]) -> str:
+    """Code for a tuple of these items' code (one item: `(x,)`)."""
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
 def zeroed(x: str, valid: str, dtype: str) -> str:
     """Code for x with zeros where not `valid`; bools by `&` (`torch.where` with a 0 makes ints,
     and TorchScript types a `False` as an int)."""
@@ -262,12 +267,11 @@ class TorchEmitter:
 
     def zeros_of(self, sizes: tuple[str, ...], dtype: str) -> str:
         """Code for zeros of these sizes (code) and IR dtype."""
-        shape = "(" + ", ".join(sizes) + ("," if len(sizes) == 1 else "") + ")"
         torch_dtype = _TORCH_DTYPE.get(dtype) or self.dtype()
-        return f"torch.zeros({shape}, dtype={torch_dtype}, device={self.device()})"
+        return f"torch.zeros({_tuple(sizes)}, dtype={torch_dtype}, device={self.device()})"
 
     def shape(self, dims: tuple[str, ...]) -> str:
-        return "(" + ", ".join(self.size(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+        return _tuple(tuple(self.size(d) for d in dims))
 
     def mask(self, dim: str, dims: tuple[str, ...]) -> str:
         """The valid-frames mask of `dim`, aligned to `dims`. Masks of input dims are computed once,
