@@ -1,6 +1,6 @@
 """Forward speed of the emitted attention decoder vs hand-written PyTorch, side by side.
 
-    .venv/bin/python bench/bench_attention.py [--batch 16] [--enc 150] [--dec 40] [--runs 5]
+    .venv/bin/python bench/bench_attention.py [--batch 16] [--enc 150] [--dec 40] [--runs 5] [--device cpu|cuda]
 
 `attention_model.py` (D512, vocabulary 1000, the key projection written inside the loop), on
 the same inputs and weights, outputs checked equal on valid frames first:
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_torch import module_with, params_by_path, report, timed
+from bench_torch import device_name, device_option, module_with, params_by_path, report, timed
 
 from netc.compiler import compile_graph
 from netc.passes.pipeline import PassOptions
@@ -68,13 +68,17 @@ def hoisted(p, x, y, enc_mask):
     return torch.cat([torch.stack(states, 1), torch.stack(contexts, 1)], -1) @ p["logits/W"] + p["logits/b"]
 
 
-def attention_args() -> argparse.Namespace:
-    """`--batch`, `--enc`, `--dec`, `--runs` of an attention benchmark; torch on 1 thread, seeded."""
+def attention_args(returnn: bool = False) -> argparse.Namespace:
+    """`--batch`, `--enc`, `--dec`, `--runs`, `--device` (and with `returnn`, `--no-returnn`) of an
+    attention benchmark; torch on 1 thread, seeded."""
     ap = argparse.ArgumentParser()
+    if returnn:
+        ap.add_argument("--no-returnn", action="store_true", help="leave RETURNN (TensorFlow) out")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--enc", type=int, default=150)
     ap.add_argument("--dec", type=int, default=40)
     ap.add_argument("--runs", type=int, default=5)
+    device_option(ap)
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -84,19 +88,20 @@ def attention_args() -> argparse.Namespace:
 def main() -> None:
     args = attention_args()
 
+    dev = args.device
     full = compile_graph(MODEL)
-    p = params_by_path(full)
+    p = {k: v.to(dev) for k, v in params_by_path(full).items()}
     # random weights at D512 make the recursion chaotic (rounding differences of summing in
     # another order double every step); smaller recurrent weights keep the variants comparable
     p["s_2/W"] *= 0.25
     p["query/W"] *= 0.25
     no_hoist = compile_graph(MODEL, options=PassOptions(hoist=False))
     models = {name: module_with(g, p) for name, g in (("netc", full), ("netc, no hoisting", no_hoist))}
-    x = torch.randn(args.batch, args.enc, 512)
-    y = torch.randint(0, 1000, (args.batch, args.dec))
-    enc_lens = torch.as_tensor(np.linspace(args.enc, args.enc // 2, args.batch).astype(np.int64))
-    dec_lens = torch.as_tensor(np.linspace(args.dec, args.dec // 2, args.batch).astype(np.int64))
-    enc_mask = torch.arange(args.enc)[None, :] < enc_lens[:, None]
+    x = torch.randn(args.batch, args.enc, 512).to(dev)
+    y = torch.randint(0, 1000, (args.batch, args.dec)).to(dev)
+    enc_lens = torch.as_tensor(np.linspace(args.enc, args.enc // 2, args.batch).astype(np.int64)).to(dev)
+    dec_lens = torch.as_tensor(np.linspace(args.dec, args.dec // 2, args.batch).astype(np.int64)).to(dev)
+    enc_mask = torch.arange(args.enc, device=dev)[None, :] < enc_lens[:, None]
     inputs = {"x": x, "y": y, "enc_time_lens": enc_lens, "dec_time_lens": dec_lens}
     variants = {
         "netc": lambda: models["netc"](**inputs)["output"],
@@ -105,15 +110,15 @@ def main() -> None:
         "hoisted hand loop": lambda: hoisted(p, x, y, enc_mask),
     }
     with torch.no_grad():
-        valid = (torch.arange(args.dec)[None, :] < dec_lens[:, None])[:, :, None]
+        valid = (torch.arange(args.dec, device=dev)[None, :] < dec_lens[:, None])[:, :, None]
         ref = variants["netc"]()
         for name, fn in variants.items():
             diff = ((fn() - ref).abs() * valid).max().item()
             assert diff < 1e-3, (name, diff)
-        rows = timed(variants, args.runs)
+        rows = timed(variants, args.runs, dev)
     title = (
         f"attention decoder forward, batch {args.batch}, {args.enc} encoder / {args.dec} decoder frames, D512, "
-        f"1 thread, median of {args.runs} runs"
+        f"{device_name(dev)}, median of {args.runs} runs"
     )
     report(title, rows, "hoisted hand loop", "hoisted hand loop")
 

@@ -1,6 +1,6 @@
 """Forward speed of a plain-ops GRU loop compiled by netc vs `nn.GRU`, side by side in one run.
 
-    .venv/bin/python bench/bench_gru.py [--batch 16] [--time 100] [--runs 7]
+    .venv/bin/python bench/bench_gru.py [--batch 16] [--time 100] [--runs 7] [--device cpu|cuda]
 
 `gru_model.py` (80 -> 256, torch's GRU form) on the same inputs and weights, outputs checked
 equal on valid frames first:
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_torch import module_with, params_by_path, report, sequence_args, timed
+from bench_torch import device_name, module_with, params_by_path, report, sequence_args, timed
 
 from netc.compiler import compile_graph
 from netc.passes.pipeline import PassOptions
@@ -42,26 +42,27 @@ def native_gru(p, n_in: int, n: int) -> torch.nn.GRU:
 def main() -> None:
     args = sequence_args()
 
+    dev = args.device
     g = compile_graph(MODEL)
-    p = params_by_path(g)
+    p = {k: v.to(dev) for k, v in params_by_path(g).items()}
     model = module_with(g, p)
     loop = load_torch_module(compile_graph(MODEL, options=PassOptions(fuse=False))).Model()  # not fused
     loop.load_state_dict(model.state_dict())
-    loop.eval()
-    gru = native_gru(p, 80, 256)
+    loop.eval().to(dev)
+    gru = native_gru(p, 80, 256).to(dev)
     cells = {}
     for name, fuse in (("netc GruCell", True), ("netc GruCell, no fusion", False)):
         cell_g = compile_graph(CELL_MODEL, options=PassOptions(fuse=fuse))
         cells[name] = load_torch_module(cell_g).Model()
         # the cell's parameters are the plain-ops GRU's: the same layout (kernels [in, 3*out], blocks r, z, n)
         roles = {"ih/W": "ff_linear/W", "ih/b": "ff_linear/b", "hh/W": "rec_linear/W", "hh/b": "rec_linear/b"}
-        cells[name].load_returnn_params({q.name: p[f"cell/{roles[q.role]}"].numpy() for q in cell_g.params})
-        cells[name].eval()
-    x = torch.randn(args.batch, args.time, 80)
-    lens = torch.as_tensor(np.linspace(args.time, args.time // 2, args.batch).astype(np.int64))
+        cells[name].load_returnn_params({q.name: p[f"cell/{roles[q.role]}"].cpu().numpy() for q in cell_g.params})
+        cells[name].eval().to(dev)
+    x = torch.randn(args.batch, args.time, 80).to(dev)
+    lens = torch.as_tensor(np.linspace(args.time, args.time // 2, args.batch).astype(np.int64)).to(dev)
 
     def run_native():
-        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lens, batch_first=True, enforce_sorted=False)
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lens.cpu(), batch_first=True, enforce_sorted=False)
         out, _ = gru(packed)
         return torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=args.time)[0]
 
@@ -72,12 +73,15 @@ def main() -> None:
         "nn.GRU (native)": run_native,
     }
     with torch.no_grad():
-        mask = (torch.arange(args.time)[None, :] < lens[:, None])[:, :, None]
+        mask = (torch.arange(args.time, device=dev)[None, :] < lens[:, None])[:, :, None]
         for name in ("netc, no fusion", *cells, "nn.GRU (native)"):
             diff = ((variants["netc"]() - variants[name]()).abs() * mask).max().item()
             assert diff < 1e-4, (name, diff)
-        rows = timed(variants, args.runs)
-    title = f"GRU forward, batch {args.batch}, {args.time} frames, 80 -> 256, 1 thread, median of {args.runs} runs"
+        rows = timed(variants, args.runs, dev)
+    title = (
+        f"GRU forward, batch {args.batch}, {args.time} frames, 80 -> 256, {device_name(dev)}, "
+        f"median of {args.runs} runs"
+    )
     report(title, rows, "nn.GRU (native)", "nn.GRU")
 
 

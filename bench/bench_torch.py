@@ -1,6 +1,6 @@
 """Forward speed of the emitted torch module vs hand-written PyTorch, side by side in one run.
 
-    .venv/bin/python bench/bench_torch.py [--batch 16] [--time 100] [--runs 7]
+    .venv/bin/python bench/bench_torch.py [--batch 16] [--time 100] [--runs 7] [--device cpu|cuda]
 
 Compares, on the same inputs and weights (outputs checked equal first):
 - netc: the emitted module (hoisted and fused: one torch.lstm call)
@@ -11,7 +11,8 @@ Compares, on the same inputs and weights (outputs checked equal first):
 - netc LstmCell: a loop over netc's one-step `LstmCell(dim)(x_t, (h, c))` (`lstm_cell_model.py`),
   fused, and without fusion (one `torch.lstm_cell` per frame)
 - nn.LSTM: torch's native LSTM on a packed sequence (a different kernel; the bar to reach)
-Reports the median of several timed runs after a warm-up, in milliseconds.
+Reports the median of several timed runs after a warm-up, in milliseconds. On CUDA (`--device cuda`)
+nn.LSTM runs cuDNN's kernel, and every timed call ends with `torch.cuda.synchronize()`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from netc_runtime.verify import random_params
 MODEL = str(Path(__file__).with_name("lstm_model.py"))
 NATIVE_MODEL = str(Path(__file__).with_name("lstm_native_model.py"))
 CELL_MODEL = str(Path(__file__).with_name("lstm_cell_model.py"))
+CPU = torch.device("cpu")
 
 
 def hand_loop(p, x, lens):
@@ -87,8 +89,22 @@ def cell_params(p, n: int) -> dict[str, np.ndarray]:
     return {"ys/rec/cell/lstm_cell/kernel": kernel.numpy(), "ys/rec/cell/lstm_cell/bias": bias.numpy()}
 
 
-def timed(fns: dict, runs: int) -> dict[str, float]:
+def synced(fn, device: torch.device):
+    """`fn` that returns once the device has finished its work (CUDA runs asynchronously)."""
+    if device.type != "cuda":
+        return fn
+
+    def run():
+        out = fn()
+        torch.cuda.synchronize(device)
+        return out
+
+    return run
+
+
+def timed(fns: dict, runs: int, device: torch.device = CPU) -> dict[str, float]:
     """Median milliseconds per variant; runs are interleaved so that load drifts hit all alike."""
+    fns = {name: synced(fn, device) for name, fn in fns.items()}
     for fn in fns.values():
         fn()  # warm-up
     times: dict[str, list[float]] = {name: [] for name in fns}
@@ -108,10 +124,21 @@ def params_by_path(g) -> dict[str, torch.Tensor]:
 
 
 def module_with(g, p: dict[str, torch.Tensor]) -> torch.nn.Module:
-    """The torch module emitted for graph `g`, in eval mode, with parameters `p` (by module path)."""
+    """The torch module emitted for graph `g`, in eval mode, with parameters `p` (by module path),
+    on `p`'s device."""
     m = load_torch_module(g).Model()
-    m.load_returnn_params({q.name: p[f"{q.path}/{q.role}"].numpy() for q in g.params})
-    return m.eval()
+    m.load_returnn_params({q.name: p[f"{q.path}/{q.role}"].cpu().numpy() for q in g.params})
+    return m.eval().to(next(iter(p.values())).device)
+
+
+def device_option(ap: argparse.ArgumentParser) -> None:
+    """`--device`: where tensors and modules live (cpu, cuda); the default is cpu."""
+    ap.add_argument("--device", type=torch.device, default=CPU, help="cpu (default) or cuda")
+
+
+def device_name(device: torch.device) -> str:
+    """The device for a title: `1 thread` on CPU, the GPU's name on CUDA."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "1 thread"
 
 
 def sequence_args() -> argparse.Namespace:
@@ -120,6 +147,7 @@ def sequence_args() -> argparse.Namespace:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--time", type=int, default=100)
     ap.add_argument("--runs", type=int, default=7)
+    device_option(ap)
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -139,42 +167,43 @@ def main() -> None:
     full = compile_graph(MODEL)
     no_fuse = compile_graph(MODEL, options=PassOptions(fuse=False))  # the loop, hoisted
     no_hoist = compile_graph(MODEL, options=PassOptions(hoist=False))
-    p = params_by_path(full)
-    x = torch.randn(args.batch, args.time, 80)
-    lens = torch.as_tensor(np.linspace(args.time, args.time // 2, args.batch).astype(np.int64))
+    dev = args.device
+    p = {k: v.to(dev) for k, v in params_by_path(full).items()}
+    x = torch.randn(args.batch, args.time, 80).to(dev)
+    lens = torch.as_tensor(np.linspace(args.time, args.time // 2, args.batch).astype(np.int64)).to(dev)
 
     models = {
         name: module_with(g, p)
         for name, g in (("netc", full), ("netc, no fusion", no_fuse), ("netc, no hoisting", no_hoist))
     }
-    lstm = native_lstm(p, 80, 256)
+    lstm = native_lstm(p, 80, 256).to(dev)
     # netc's native `Lstm` op: RETURNN's gate order is netc's split order, so the loop's weights carry over
     native_g = compile_graph(NATIVE_MODEL)
     native = load_torch_module(native_g).Model()
     native.load_returnn_params(
         {
-            "lstm/W": p["cell/ff_linear/W"].numpy(),
-            "lstm/W_re": p["cell/rec_linear/W"].numpy(),
-            "lstm/b": p["cell/ff_linear/b"].numpy(),
+            "lstm/W": p["cell/ff_linear/W"].cpu().numpy(),
+            "lstm/W_re": p["cell/rec_linear/W"].cpu().numpy(),
+            "lstm/b": p["cell/ff_linear/b"].cpu().numpy(),
         }
     )
-    native.eval()
+    native.eval().to(dev)
     cell_g = compile_graph(CELL_MODEL)
     cell = load_torch_module(cell_g).Model()
-    cell.load_returnn_params(cell_params(p, 256))
-    cell.eval()
+    cell.load_returnn_params(cell_params({k: v.cpu() for k, v in p.items()}, 256))
+    cell.eval().to(dev)
     cell_loop = load_torch_module(compile_graph(CELL_MODEL, options=PassOptions(fuse=False))).Model()
     cell_loop.load_state_dict(cell.state_dict())
-    cell_loop.eval()
+    cell_loop.eval().to(dev)
 
     def run_native():
-        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lens, batch_first=True, enforce_sorted=False)
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lens.cpu(), batch_first=True, enforce_sorted=False)
         out, _ = lstm(packed)
         return torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=args.time)[0]
 
     with torch.no_grad():
         ref = models["netc"](x, time_lens=lens)["output"]
-        mask = (torch.arange(args.time)[None, :] < lens[:, None])[:, :, None]
+        mask = (torch.arange(args.time, device=dev)[None, :] < lens[:, None])[:, :, None]
         for name, out in (
             ("netc, no fusion", models["netc, no fusion"](x, time_lens=lens)["output"]),
             ("netc, no hoisting", models["netc, no hoisting"](x, time_lens=lens)["output"]),
@@ -198,8 +227,12 @@ def main() -> None:
                 "nn.LSTM (native)": run_native,
             },
             args.runs,
+            dev,
         )
-    title = f"LSTM forward, batch {args.batch}, {args.time} frames, 80 -> 256, 1 thread, median of {args.runs} runs"
+    title = (
+        f"LSTM forward, batch {args.batch}, {args.time} frames, 80 -> 256, {device_name(dev)}, "
+        f"median of {args.runs} runs"
+    )
     report(title, rows, "hand loop", "hand loop")
 
 

@@ -1,7 +1,7 @@
 """One training step (forward, backward, optimizer step) of the emitted torch module vs RETURNN on
 TensorFlow, side by side in one run.
 
-    .venv/bin/python bench/bench_train.py [--batch 16] [--enc 150] [--dec 40] [--runs 5]
+    .venv/bin/python bench/bench_train.py [--batch 16] [--enc 150] [--dec 40] [--runs 5] [--device cpu|cuda] [--no-returnn]
 
 The model is the attention decoder of `attention_model.py` (D512, vocabulary 1000) with its cross
 entropy marked as the loss (`mark_as_loss`, added to a copy of the file here). Both start from the
@@ -12,6 +12,8 @@ same parameters; the summed loss over valid frames is checked equal before timin
   loss minimised by TF's Adam; one `session.run` per step, TF on 1 intra-op and 1 inter-op thread
 Medians of interleaved runs after a warm-up, milliseconds (wall in the table; CPU time above it).
 Above the table also the peak memory torch allocates during one step, netc's module and by hand.
+`--device cuda` runs the torch rows on the GPU (RETURNN stays on the CPU: leave it out with
+`--no-returnn`); each step then ends with `torch.cuda.synchronize()` and the peak is CUDA's.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from bench_attention import attention_args
-from bench_torch import report
+from bench_torch import CPU, device_name, report, synced
 
 from netc.compiler import compile_file, compile_graph
 from netc_runtime.backends import load_torch_module
@@ -61,8 +63,8 @@ class HandWritten(torch.nn.Module):
 
     def forward(self, x, y, enc_time_lens, dec_time_lens):
         w = self.w
-        enc_mask = torch.arange(x.shape[1])[None, :] < enc_time_lens[:, None]
-        dec_mask = torch.arange(y.shape[1])[None, :] < dec_time_lens[:, None]
+        enc_mask = torch.arange(x.shape[1], device=x.device)[None, :] < enc_time_lens[:, None]
+        dec_mask = torch.arange(y.shape[1], device=y.device)[None, :] < dec_time_lens[:, None]
         enc = torch.tanh(x @ w["enc_W"] + w["enc_b"])  # [B, T, H]
         keys_t = (enc @ w["keys_W"] + w["keys_b"]).transpose(1, 2)  # [B, K, T]
         n_emb = w["prev_emb_W"].shape[1]
@@ -125,7 +127,8 @@ def returnn_step(path: str, params: dict, batch: dict):
 
 def timed_wall_cpu(fns: dict, runs: int) -> tuple[dict[str, float], dict[str, float]]:
     """Median wall and CPU (process) milliseconds per variant, runs interleaved, after a warm-up. On a
-    shared machine CPU time is steadier; TF's CPU time also counts its threads' spinning."""
+    shared machine CPU time is steadier; TF's CPU time also counts its threads' spinning. A CUDA
+    variant must synchronise before it returns (`synced`)."""
     for fn in fns.values():
         fn()
     wall: dict[str, list[float]] = {name: [] for name in fns}
@@ -139,9 +142,16 @@ def timed_wall_cpu(fns: dict, runs: int) -> tuple[dict[str, float], dict[str, fl
     return tuple({name: 1000 * statistics.median(ts) for name, ts in d.items()} for d in (wall, cpu))
 
 
-def peak_bytes(fn) -> int:
-    """The most bytes torch's CPU allocator holds during `fn()` beyond what it held before (profiler's
-    allocation events, their running total)."""
+def peak_bytes(fn, device: torch.device = CPU) -> int:
+    """The most bytes torch's allocator holds during `fn()` beyond what it held before: on CPU from
+    the profiler's allocation events (their running total), on CUDA from the allocator's statistics."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - before
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     with tempfile.TemporaryDirectory() as d:
@@ -154,7 +164,8 @@ def peak_bytes(fn) -> int:
 
 
 def main() -> None:
-    args = attention_args()
+    args = attention_args(returnn=True)
+    dev = args.device
     with tempfile.TemporaryDirectory() as d:
         path = training_model(d)
         g = compile_graph(path)
@@ -169,12 +180,13 @@ def main() -> None:
             "enc_time_lens": torch.as_tensor(np.linspace(args.enc, args.enc // 2, args.batch).astype(np.int64)),
             "dec_time_lens": torch.as_tensor(np.linspace(args.dec, args.dec // 2, args.batch).astype(np.int64)),
         }
-        tf_step, tf_loss = returnn_step(path, params, batch)
+        tf_step, tf_loss = (None, None) if args.no_returnn else returnn_step(path, params, batch)
+    batch = {k: v.to(dev) for k, v in batch.items()}
     model.load_returnn_params(params)
-    model.train()
+    model.train().to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
 
-    hand = HandWritten({f"{q.path}/{q.role}": torch.as_tensor(params[q.name]) for q in g.params})
+    hand = HandWritten({f"{q.path}/{q.role}": torch.as_tensor(params[q.name]) for q in g.params}).to(dev)
     hand_opt = torch.optim.Adam(hand.parameters(), lr=LR)
 
     def torch_step():
@@ -192,11 +204,12 @@ def main() -> None:
     with torch.no_grad():
         ours = model(**batch)["ce"].item()
         by_hand = hand(**batch).item()
-    theirs = tf_loss()
-    for other in (theirs, by_hand):
+    for other in (by_hand,) if args.no_returnn else (by_hand, tf_loss()):
         assert abs(ours - other) <= 1e-4 * abs(other), (ours, other)
-    steps = {"netc torch module": torch_step, "hand-written torch": hand_step, "RETURNN (TensorFlow)": tf_step}
-    peaks = {name: peak_bytes(steps[name]) / 2**20 for name in ("netc torch module", "hand-written torch")}
+    steps = {"netc torch module": synced(torch_step, dev), "hand-written torch": synced(hand_step, dev)}
+    if not args.no_returnn:
+        steps["RETURNN (TensorFlow)"] = tf_step
+    peaks = {name: peak_bytes(steps[name], dev) / 2**20 for name in ("netc torch module", "hand-written torch")}
     rows, cpu = timed_wall_cpu(steps, args.runs)
     print(
         "peak memory torch allocates in a step (torch profiler): "
@@ -206,9 +219,12 @@ def main() -> None:
     print("CPU time of the process per step, median: " + ", ".join(f"{name} {ms:.0f} ms" for name, ms in cpu.items()))
     title = (
         f"attention decoder training step (forward, backward, Adam), batch {args.batch}, {args.enc} encoder / "
-        f"{args.dec} decoder frames, D512, summed loss {ours:.2f} in all three, 1 thread, median of {args.runs} runs"
+        f"{args.dec} decoder frames, D512, summed loss {ours:.2f} in all, {device_name(dev)}, median of {args.runs} runs"
     )
-    report(title, rows, "RETURNN (TensorFlow)", "RETURNN")
+    if args.no_returnn:
+        report(title, rows, "hand-written torch", "hand-written")
+    else:
+        report(title, rows, "RETURNN (TensorFlow)", "RETURNN")
 
 
 if __name__ == "__main__":

@@ -146,26 +146,40 @@ def _stdout_kept_for_errors():
         raise
 
 
-def run_returnn(
+@dataclass
+class ReturnnSession:
+    """A RETURNN network built for one batch: `session.run(fetch, feed_dict=feed)` computes it
+    (as often as wanted: the benchmarks time it); `dims` and `lens` describe the outputs."""
+
+    session: object  # tf.compat.v1.Session
+    net: object  # returnn.tf.network.TFNetwork
+    fetch: dict
+    feed: dict
+    dims: dict[str, list[str]]
+    lens: dict[str, np.ndarray]
+
+
+@contextlib.contextmanager
+def returnn_session(
     g: Graph,
     inputs,
     lens,
     params,
     config_text: str | None = None,
-    save_checkpoint: str | None = None,
     train_flag: bool = False,
     search: bool = False,
     load_checkpoint: str | None = None,
     grads: bool = False,
-) -> Result:
+    session_config=None,
+):
     """Real RETURNN on TensorFlow (graph mode): load the config with RETURNN's own loader,
     build the `TFNetwork`, load parameters by variable name (and first, with `load_checkpoint`,
-    a TF checkpoint with RETURNN's own loader), feed the padded batch.
-    `train_flag=True` builds the network as for training (dropout active); `search=True`
-    decodes with the beam (RETURNN's search mode) and returns what `search_dims` lists.
-    `grads=True` also gives the gradient of the sum of the losses (RETURNN's own) with respect
-    to every parameter, as training would apply it (built for training: RETURNN's loops only
-    back-propagate then)."""
+    a TF checkpoint with RETURNN's own loader), and yield what feeds the padded batch and fetches
+    the outputs (`ReturnnSession`). `train_flag=True` builds the network as for training (dropout
+    active); `search=True` decodes with the beam (RETURNN's search mode) and fetches what
+    `search_dims` lists. `grads=True` also fetches the gradient of the sum of the losses (RETURNN's
+    own) with respect to every parameter, as training would apply it (built for training:
+    RETURNN's loops only back-propagate then). `session_config`: TF's `ConfigProto`."""
     import tensorflow as tf
     from returnn.config import Config
     from returnn.log import log
@@ -224,7 +238,7 @@ def run_returnn(
                 feed[net.extern_data.data[inp.name].placeholder] = inputs[inp.name]
         for d, v in lens.items():
             feed[dim_obj(d).dyn_size_ext.placeholder] = np.asarray(v, dtype=np.int32)
-        with tf.compat.v1.Session(graph=graph) as session:
+        with tf.compat.v1.Session(graph=graph, config=session_config) as session:
             net.initialize_params(session)
             if load_checkpoint:
                 net.load_params_from_file(load_checkpoint, session=session)
@@ -246,17 +260,40 @@ def run_returnn(
                 for name, d in zip(variables, tf.gradients(total, list(variables.values()))):
                     if d is not None:  # None: no loss reads the variable
                         fetch[f"grad:{name}"] = tf.convert_to_tensor(d)  # a sparse gather's is IndexedSlices
-            outs = session.run(fetch, feed_dict=feed)
-            grad_values = {k[len("grad:") :]: outs.pop(k) for k in list(outs) if k.startswith("grad:")}
-            if save_checkpoint:
-                net.save_params_to_file(save_checkpoint, session=session)
+            yield ReturnnSession(session, net, fetch, feed, dims, lens)
+
+
+def run_returnn(
+    g: Graph,
+    inputs,
+    lens,
+    params,
+    config_text: str | None = None,
+    save_checkpoint: str | None = None,
+    train_flag: bool = False,
+    search: bool = False,
+    load_checkpoint: str | None = None,
+    grads: bool = False,
+) -> Result:
+    """The outputs (and with `grads`, gradients) of RETURNN's network for one batch
+    (`returnn_session`, run once); `save_checkpoint` then saves its parameters there."""
+    with returnn_session(g, inputs, lens, params, config_text, train_flag, search, load_checkpoint, grads) as built:
+        outs = built.session.run(built.fetch, feed_dict=built.feed)
+        if save_checkpoint:
+            built.net.save_params_to_file(save_checkpoint, session=built.session)
+    grad_values = {k[len("grad:") :]: outs.pop(k) for k in list(outs) if k.startswith("grad:")}
+    return returnn_result(g, outs, built.dims, built.lens, grad_values)
+
+
+def returnn_result(g: Graph, outs: dict, dims: dict, lens: dict, grads: dict | None = None) -> Result:
+    """What a `ReturnnSession`'s run fetched, as a `Result`: padded frames zeroed."""
     made = {k[len("len:") :]: v for k, v in outs.items() if k.startswith("len:")}
     out_lens = _input_lens(g, {**lens, **made}, dims)
     outputs = {}
     for k, v in outs.items():  # RETURNN leaves whatever it computed in padded frames: zeros, as elsewhere
         if not k.startswith("len:"):
             outputs[k] = np.where(valid_mask(dims[k], out_lens[k], g, v.shape), v, np.zeros((), v.dtype))
-    return Result(outputs, dims, out_lens, grad_values)
+    return Result(outputs, dims, out_lens, grads or {})
 
 
 BACKENDS = ("eager", "torch", "returnn")

@@ -1,0 +1,117 @@
+"""Beam search of the emitted torch module vs RETURNN's search of the emitted config, side by side.
+
+    .venv/bin/python bench/bench_search.py [--batch 16] [--enc 150] [--runs 5] [--device cpu|cuda] [--no-returnn]
+
+The decoder is `search_model.py` (attention over the encoder, D512, vocabulary 1000, beam 12, at
+most one step per encoder frame, ending at label 0). Both search from the same parameters: the
+recurrent weights are scaled down (at D512 random weights make the recursion chaotic, and the two
+engines' rounding would then pick other hypotheses). Before timing, the best
+hypotheses (labels and lengths) are checked identical and their scores equal. A search:
+- torch: `model(x, enc_time_lens=..., search=True)` under `torch.no_grad()`, on 1 thread (CPU) or
+  the GPU (`--device cuda`, synchronised)
+- RETURNN: the config's `search_network` built by RETURNN with `search_flag` (what its search task
+  builds), one `session.run` per search, TF on 1 intra-op and 1 inter-op thread
+Medians of interleaved runs after a warm-up, milliseconds and sequences per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+import numpy as np
+import torch
+from bench_torch import device_name, device_option, report, timed
+
+from netc.compiler import compile_graph
+from netc.ir.search import SCORES, search_plan
+from netc_runtime.backends import load_torch_module, returnn_result, returnn_session
+from netc_runtime.verify import random_params
+
+MODEL = __file__.replace("bench_search.py", "search_model.py")
+
+
+def search_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--enc", type=int, default=150)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--no-returnn", action="store_true", help="leave RETURNN (TensorFlow) out")
+    device_option(ap)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    return args
+
+
+def bench_params(g) -> dict[str, np.ndarray]:
+    """Seeded random parameters, the recursion damped (see above)."""
+    params = random_params(g, np.random.default_rng(0))
+    for q in g.params:
+        if f"{q.path}/{q.role}" in ("s_2/W", "att/W"):
+            params[q.name] = params[q.name] * 0.25
+    return params
+
+
+def same_hypotheses(ours: dict[str, np.ndarray], theirs, plan) -> None:
+    """The torch module's best hypotheses are RETURNN's: the same lengths, labels on valid frames
+    and scores (to float32 rounding)."""
+    made = ours[plan.lens]
+    assert (made == theirs.lens[plan.outputs[0]][plan.loop.axis]).all(), (made, theirs.lens)
+    for name in plan.outputs:
+        n = made.max()  # the buffers' padding beyond the longest hypothesis may differ
+        got, want = ours[name][:, :n], theirs.outputs[name][:, :n]
+        mask = np.arange(n)[None, :] < made[:, None]
+        assert got.shape == want.shape and (np.where(mask, got, 0) == want).all(), (name, got, want)
+    assert np.abs(ours[SCORES] - theirs.outputs[SCORES]).max() <= 1e-4 * np.abs(theirs.outputs[SCORES]).max()
+
+
+def main() -> None:
+    args = search_args()
+    dev = args.device
+    g = compile_graph(MODEL)
+    plan = search_plan(g)
+    params = bench_params(g)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((args.batch, args.enc, 512)).astype(np.float32)
+    lens = np.linspace(args.enc, args.enc // 2, args.batch).astype(np.int64)
+
+    model = load_torch_module(g).Model()
+    model.load_returnn_params(params)
+    model.eval().to(dev)
+    tx, tlens = torch.as_tensor(x, device=dev), torch.as_tensor(lens, device=dev)
+
+    def torch_search():
+        with torch.no_grad():
+            return model(tx, enc_time_lens=tlens, search=True)
+
+    ours = {k: v.cpu().numpy() for k, v in torch_search().items()}
+    lengths = ours[plan.lens]
+    steps = {"netc torch module": torch_search}
+    with_returnn = not args.no_returnn
+    with contextlib.ExitStack() as stack:
+        if with_returnn:
+            import tensorflow as tf
+
+            threads = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+            built = stack.enter_context(
+                returnn_session(g, {"x": x}, {"enc_time": lens}, params, search=True, session_config=threads)
+            )
+            steps["RETURNN (TensorFlow)"] = lambda: built.session.run(built.fetch, feed_dict=built.feed)
+            theirs = returnn_result(g, steps["RETURNN (TensorFlow)"](), built.dims, built.lens)
+            same_hypotheses(ours, theirs, plan)
+        rows = timed(steps, args.runs, dev)
+    print(
+        f"best hypotheses: lengths {lengths.min()}..{lengths.max()} (mean {lengths.mean():.1f}) labels"
+        + (", identical in both; scores equal" if with_returnn else "")
+    )
+    print("sequences per second: " + ", ".join(f"{n} {1000 * args.batch / ms:.1f}" for n, ms in rows.items()))
+    title = (
+        f"beam search (beam 12), batch {args.batch}, {args.enc} encoder frames (down to {args.enc // 2}), D512, "
+        f"vocabulary 1000, {device_name(dev)}, median of {args.runs} runs"
+    )
+    base = "RETURNN (TensorFlow)" if with_returnn else "netc torch module"
+    report(title, rows, base, "RETURNN" if with_returnn else "netc")
+
+
+if __name__ == "__main__":
+    main()
