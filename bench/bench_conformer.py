@@ -67,6 +67,7 @@ def rf_torch():
     import returnn.frontend as rf
     from returnn.config import Config, global_config_ctx
     from returnn.frontend._backend import global_backend
+    from returnn.frontend.run_ctx import reset_run_ctx
     from returnn.util.basic import BehaviorVersion
 
     state, backend = BehaviorVersion._get_state(), global_backend.__class__
@@ -76,6 +77,7 @@ def rf_torch():
             rf.init_train_step_run_ctx(train_flag=True)
             yield rf
     finally:
+        reset_run_ctx()
         global_backend.__class__ = backend
         BehaviorVersion._reset(state)
 
