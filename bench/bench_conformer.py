@@ -10,14 +10,16 @@ The model is `conformer_model.py` (model dim 256, 4 heads, feed-forward 1024, de
 a masked batch norm in the convolution blocks (`use_mask=True`, `rf_use_mask`: padded frames are
 zeros before a convolution and out of the batch statistics, as netc's), an `rf.Linear` and
 `rf.ctc_loss`. rf's parameters (its own initialisation; layer and batch norms and the position
-biases drawn at random, so that every parameter's mapping shows) are copied into netc's module.
+biases drawn at random, so that every parameter's mapping shows) are copied into netc's module
+and the hand-written one.
 Before timing, on a padded batch with unequal lengths, in training mode: the encoder outputs on
-valid frames (<= 1e-4), the loss and every parameter's gradient are checked equal.
+valid frames (<= 1e-4), the loss and every parameter's gradient are checked equal to rf's.
 A step, each on the same batch: forward, backward, `torch.optim.Adam.step()`:
 - netc torch module: `model(**batch)["ctc"]`
 - rf ConformerEncoder: the rf module as RETURNN's torch engine runs it (`rf_module_to_pt_module`
   for the parameters, a train-step run context, the batch's `Tensor`s and dims made anew each step
   as the engine does per batch), `loss.raw_tensor.backward()`
+- hand-written torch: the same model as a PyTorch engineer writes it (`HandWritten`)
 torch on 1 thread. Medians of interleaved runs after a warm-up, milliseconds (wall in the table,
 CPU time above it), and the peak memory a step allocates (torch profiler's allocation events on
 CPU, `torch.cuda.max_memory_allocated` on CUDA). `--device cuda` runs all on the GPU.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import statistics
 import sys
 import tempfile
@@ -206,6 +209,96 @@ class RfModel:
         return out
 
 
+class HandWritten(torch.nn.Module):
+    """The same model as a PyTorch engineer writes it: activations [batch, time, feature], heads as
+    [batch, heads, time, head] with `@` for the scores; one positional encoding [2T-1, model] for the
+    batch (the relative position j - i of a key j to a query i picked by one `gather`); padded keys
+    masked before the softmax, padded frames zeros before the depthwise `conv1d`, the batch norm's
+    statistics over valid frames; `F.ctc_loss` summed. Parameters in netc's layouts (by its names,
+    `/` as `_`)."""
+
+    def __init__(self, params: dict[str, np.ndarray], sizes: dict[str, int]):
+        super().__init__()
+        self.sizes = sizes
+        self.w = torch.nn.ParameterDict(
+            {
+                k.replace("/", "_"): torch.nn.Parameter(
+                    torch.as_tensor(v).clone(), requires_grad="v2_mean" not in k and "v2_variance" not in k
+                )
+                for k, v in params.items()
+            }
+        )
+
+    def forward(self, x, y, time_lens, label_time_lens):
+        w, n = self.w, self.sizes
+        heads, head, model = n["HEADS"], n["HEAD_SIZE"], n["MODEL_SIZE"]
+        b, t = x.shape[:2]
+        dev = x.device
+        valid = (torch.arange(t, device=dev)[None, :] < time_lens[:, None])[:, :, None]  # [B, T, 1]
+        key_pad = ~valid[:, None, :, 0][:, :, None, :]  # [B, 1, 1, T]
+        rel = torch.arange(-(t - 1), t, device=dev, dtype=x.dtype)  # relative positions -(T-1) .. T-1
+        angles = rel[:, None] * torch.exp(
+            torch.arange(n["HALF_SIZE"], device=dev, dtype=x.dtype) * (-2.0 * math.log(1e4) / model)
+        )
+        pos_enc = torch.cat([torch.sin(angles), torch.cos(angles)], -1)  # [2T-1, model]
+        idx = torch.arange(t, device=dev)[None, :] - torch.arange(t, device=dev)[:, None] + (t - 1)  # [i, j]: j - i
+        idx = idx.expand(b, heads, t, t)
+
+        def linear(name, v):
+            return torch.nn.functional.linear(v, w[name + "_W"].t(), w[name + "_b"])
+
+        def norm(name, v):
+            return torch.nn.functional.layer_norm(v, (model,), w[name + "_scale"], w[name + "_bias"], eps=1e-6)
+
+        def ff(pre, v):
+            return linear(pre + "_linear_out", torch.nn.functional.silu(linear(pre + "_linear_ff", v)))
+
+        def split(v):
+            return v.view(b, -1, heads, head).transpose(1, 2)  # [B, H, T, D]
+
+        h = x @ w["input_projection_W"]
+        for i in range(1, LAYERS + 1):
+            pre = f"layer{i}_"
+            h = h + 0.5 * ff(pre + "ffn1", norm(pre + "ffn1_layer_norm", h))
+            a = norm(pre + "self_att_layer_norm", h)
+            att = pre + "self_att_"
+            q, k, v = (split(linear(att + name, a)) for name in ("query", "key", "value"))
+            pos = (pos_enc @ w[att + "linear_pos_W"]).view(-1, heads, head).transpose(0, 1)  # [H, 2T-1, D]
+            content = (q + w[att + "pos_bias_u_b"][:, None, :]) @ k.transpose(-1, -2)  # [B, H, T, T]
+            position = ((q + w[att + "pos_bias_v_b"][:, None, :]) @ pos.transpose(-1, -2)).gather(-1, idx)
+            scores = ((content + position) * head**-0.5).masked_fill(key_pad, float("-inf"))
+            a = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, t, model)
+            h = h + linear(att + "proj", a)
+            conv = pre + "conv_block_"
+            c = torch.nn.functional.glu(linear(conv + "positionwise_conv1", norm(pre + "conv_layer_norm", h)), -1)
+            c = torch.nn.functional.conv1d(
+                c.masked_fill(~valid, 0.0).transpose(1, 2),
+                w[conv + "depthwise_conv_W"].permute(2, 1, 0),
+                w[conv + "depthwise_conv_bias"],
+                padding=n["CONV_KERNEL"] // 2,
+                groups=model,
+            ).transpose(1, 2)
+            bn = conv + "norm_batch_norm_v2_"
+            if self.training:
+                count = valid.sum()
+                mean = (c * valid).sum((0, 1)) / count
+                var = ((c - mean) ** 2 * valid).sum((0, 1)) / count
+                with torch.no_grad():
+                    w[bn + "mean"].lerp_(mean, 0.1)
+                    w[bn + "variance"].lerp_(var, 0.1)
+            else:
+                mean, var = w[bn + "mean"], w[bn + "variance"]
+            c = (c - mean) * torch.rsqrt(var + 1e-3) * w[bn + "gamma"] + w[bn + "beta"]
+            h = h + linear(conv + "positionwise_conv2", torch.nn.functional.silu(c))
+            h = h + 0.5 * ff(pre + "ffn2", norm(pre + "ffn2_layer_norm", h))
+            h = norm(pre + "final_layer_norm", h)
+        log_probs = torch.log_softmax(linear("logits", h), -1).transpose(0, 1)
+        loss = torch.nn.functional.ctc_loss(
+            log_probs, y.long(), time_lens, label_time_lens, blank=n["VOCAB"], reduction="sum", zero_infinity=True
+        )
+        return h, loss
+
+
 def batch_of(sizes: dict[str, int], lens: list[int], label_lens: list[int], device: str, seed: int) -> dict:
     """A padded batch of features and labels with these lengths (netc's module's inputs)."""
     gen = torch.Generator().manual_seed(seed)
@@ -216,7 +309,8 @@ def batch_of(sizes: dict[str, int], lens: list[int], label_lens: list[int], devi
 
 
 def build(sizes: dict[str, int], device: str, seed: int = 0):
-    """(netc's torch module, rf's model) with the same parameters, on `device`, in training mode.
+    """(netc's torch module, rf's model, the hand-written module) with the same parameters, on
+    `device`, in training mode.
     Call inside `rf_torch()`."""
     rf_model = RfModel(sizes, device, seed)
     with tempfile.TemporaryDirectory() as d:
@@ -225,21 +319,23 @@ def build(sizes: dict[str, int], device: str, seed: int = 0):
     params = rf_model.netc_values(lambda p: p.raw_tensor)
     assert set(params) == {q.name for q in g.params}, set(params) ^ {q.name for q in g.params}
     model.load_returnn_params(params)
-    return model.to(device).train(), rf_model
+    hand = HandWritten(params, sizes)
+    return model.to(device).train(), rf_model, hand.to(device).train()
 
 
-def check(model, rf_model, batch: dict) -> dict[str, float]:
-    """Both models' encoder outputs on valid frames, losses and gradients on `batch`, checked equal
-    (one forward and backward each, in training mode); the largest differences found. The
-    gradients are left in place (the next step's `zero_grad` clears them)."""
+def check(model, rf_model, hand, batch: dict) -> dict[str, float]:
+    """netc's and the hand-written module's encoder outputs on valid frames, losses and gradients
+    on `batch` checked equal to rf's (one forward and backward each, in training mode); the largest
+    differences found. The gradients are left in place (the next step's `zero_grad` clears them)."""
     ours = model(**batch)
     enc, loss = rf_model(**batch)
-    ours["ctc"].backward()
-    loss.backward()
+    by_hand = hand(**batch)
+    for v in (ours["ctc"], loss, by_hand[1]):
+        v.backward()
     valid = (torch.arange(enc.shape[1], device=enc.device)[None, :] < batch["time_lens"][:, None])[:, :, None]
     diffs = {
-        "encoder": ((ours["encoder"] - enc).abs() * valid).max().item(),
-        "loss": abs(ours["ctc"].item() - loss.item()) / abs(loss.item()),
+        "encoder": max(((mine - enc).abs() * valid).max().item() for mine in (ours["encoder"], by_hand[0])),
+        "loss": max(abs(mine.item() - loss.item()) / abs(loss.item()) for mine in (ours["ctc"], by_hand[1])),
     }
     by_name = dict(model.named_parameters())
     theirs = {k: g for k, g in rf_model.netc_values(lambda p: p.raw_tensor.grad).items() if g is not None}
@@ -249,8 +345,9 @@ def check(model, rf_model, batch: dict) -> dict[str, float]:
     floor = 0.01 * max(np.abs(g).max() for g in theirs.values())
     grads = {}
     for name, g in theirs.items():  # all but the batch norms' running statistics
-        mine = by_name[model.returnn_param_names[name]].grad.detach().cpu().numpy()
-        grads[name] = np.abs(mine - g).max() / max(np.abs(g).max(), floor)
+        for mine in (by_name[model.returnn_param_names[name]].grad, hand.w[name.replace("/", "_")].grad):
+            err = np.abs(mine.detach().cpu().numpy() - g).max() / max(np.abs(g).max(), floor)
+            grads[name] = max(grads.get(name, 0.0), err)
     worst = max(grads, key=grads.get)
     diffs["gradient"] = float(grads[worst])
     assert diffs["encoder"] <= 1e-4, diffs
@@ -304,11 +401,12 @@ def main() -> None:
     lens = [int(n) for n in np.linspace(args.time, args.time // 2, args.batch)]
     label_lens = [max(1, min(args.labels * n // args.time, n // 2)) for n in lens]
     with rf_torch():
-        model, rf_model = build(sizes, args.device)
+        model, rf_model, hand = build(sizes, args.device)
         batch = batch_of(sizes, lens, label_lens, args.device, 0)
-        diffs = check(model, rf_model, batch)
+        diffs = check(model, rf_model, hand, batch)
         opt = torch.optim.Adam(model.parameters(), lr=LR)
         rf_opt = torch.optim.Adam(rf_model.pt.parameters(), lr=LR)
+        hand_opt = torch.optim.Adam(hand.parameters(), lr=LR)
 
         def netc_step():
             loss = model(**batch)["ctc"]
@@ -322,8 +420,16 @@ def main() -> None:
             loss.backward()
             rf_opt.step()
 
-        steps = {"netc torch module": netc_step, "rf ConformerEncoder": rf_step}
+        def hand_step():
+            _, loss = hand(**batch)
+            hand_opt.zero_grad()
+            loss.backward()
+            hand_opt.step()
+
+        steps = {"netc torch module": netc_step, "rf ConformerEncoder": rf_step, "hand-written torch": hand_step}
         sync = torch.cuda.synchronize if args.device.startswith("cuda") else lambda: None
+        for fn in steps.values():  # Adam's state made: the peaks of a step as in training, not of the first
+            fn()
         peaks = {name: step_peak_bytes(fn, args.device) / 2**20 for name, fn in steps.items()}
         rows, cpu = timed_wall_cpu(steps, args.runs, sync)
     print(
@@ -333,7 +439,7 @@ def main() -> None:
     print(
         "peak memory a step allocates: "
         + ", ".join(f"{name} {mb:.1f} MiB" for name, mb in peaks.items())
-        + f" ({peaks['netc torch module'] / peaks['rf ConformerEncoder']:.2f}x rf)"
+        + f" (netc {peaks['netc torch module'] / peaks['rf ConformerEncoder']:.2f}x rf)"
     )
     print("CPU time of the process per step, median: " + ", ".join(f"{name} {ms:.1f} ms" for name, ms in cpu.items()))
     title = (
