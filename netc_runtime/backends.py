@@ -105,27 +105,37 @@ def load_torch_module(g: Graph, directory: str | None = None, text: str | None =
 
 
 def run_torch(
-    g: Graph, inputs, lens, params, module_text: str | None = None, search: bool = False, train: bool = False
+    g: Graph,
+    inputs,
+    lens,
+    params,
+    module_text: str | None = None,
+    search: bool = False,
+    train: bool = False,
+    device: str = "cpu",
 ) -> Result:
-    """The emitted torch module; `train=True` runs it in training mode (dropout, `training()`)."""
+    """The emitted torch module; `train=True` runs it in training mode (dropout, `training()`);
+    `device`: where the module and the batch are put (the module follows its inputs)."""
     import torch
 
     mod = load_torch_module(g, text=module_text)
     model = mod.Model()
     model.load_returnn_params(params)
     model.train(train)
-    args = {k: torch.as_tensor(v) for k, v in inputs.items()}
-    args.update({lens_name(d): torch.as_tensor(v, dtype=torch.int64) for d, v in lens.items()})
+    model.to(device)
+    args = {k: torch.as_tensor(v, device=device) for k, v in inputs.items()}
+    args.update({lens_name(d): torch.as_tensor(v, dtype=torch.int64, device=device) for d, v in lens.items()})
     with torch.no_grad():
         outs = model(**args, **({"search": True} if search else {}))
+    outs = {k: v.cpu().numpy() for k, v in outs.items()}
     if search:
         plan = search_plan(g)
-        dims, made = search_dims(g), {plan.loop.axis: outs[plan.lens].numpy()}
+        dims, made = search_dims(g), {plan.loop.axis: outs[plan.lens]}
     else:
         dims = dict(model.output_dims)
         dims.update({name: [] for name in model.losses})
-        made = {d: outs[key].numpy() for d, key in interface(g).made_lens.items()}  # dims made by loops
-    outputs = {k: v.numpy() for k, v in outs.items() if k in dims}
+        made = {d: outs[key] for d, key in interface(g).made_lens.items()}  # dims made by loops
+    outputs = {k: v for k, v in outs.items() if k in dims}
     return Result(outputs, dims, _input_lens(g, {**lens, **made}, dims))
 
 
