@@ -64,9 +64,10 @@ def model_file(sizes: dict[str, int], directory: str) -> str:
 
 
 @contextlib.contextmanager
-def rf_torch():
+def rf_torch(device: str = "cpu"):
     """RETURNN's frontend on its PyTorch backend, with masked convolutions and reductions
-    (`rf_use_mask`), in a train-step run context; RETURNN's process-wide state restored after."""
+    (`rf_use_mask`), in a train-step run context, tensors rf makes on `device` (as RETURNN's torch
+    engine sets it); RETURNN's process-wide state restored after."""
     import returnn.frontend as rf
     from returnn.config import Config, global_config_ctx
     from returnn.frontend._backend import global_backend
@@ -78,7 +79,8 @@ def rf_torch():
     try:
         with global_config_ctx(Config({"rf_use_mask": True, "rf_att_dropout_broadcast": False})):
             rf.init_train_step_run_ctx(train_flag=True)
-            yield rf
+            with rf.set_default_device_ctx(device):
+                yield rf
     finally:
         reset_run_ctx()
         global_backend.__class__ = backend
@@ -400,7 +402,7 @@ def main() -> None:
     sizes = SMALL if args.small else SIZES
     lens = [int(n) for n in np.linspace(args.time, args.time // 2, args.batch)]
     label_lens = [max(1, min(args.labels * n // args.time, n // 2)) for n in lens]
-    with rf_torch():
+    with rf_torch(args.device):
         model, rf_model, hand = build(sizes, args.device)
         batch = batch_of(sizes, lens, label_lens, args.device, 0)
         diffs = check(model, rf_model, hand, batch)

@@ -31,14 +31,19 @@ from netc_runtime.verify import compare, random_inputs, random_lengths, random_p
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def first_network(path: Path) -> str | None:
-    """The first @network function of a file with several (the training network), else None."""
+def network_names(path: Path) -> list[str]:
+    """The @network functions of a model file, in source order."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = [
+    return [
         fn.name
         for fn in tree.body
         if isinstance(fn, ast.FunctionDef) and any(ast.unparse(d).endswith("network") for d in fn.decorator_list)
     ]
+
+
+def first_network(path: Path) -> str | None:
+    """The first @network function of a file with several (the training network), else None."""
+    names = network_names(path)
     return names[0] if len(names) > 1 else None
 
 

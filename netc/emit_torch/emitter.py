@@ -17,6 +17,7 @@ from pathlib import Path
 
 import jinja2
 
+from netc.emit_torch.free import free_after_last_use
 from netc.emit_torch.scan import SCAN_HELPER, WHILE_HELPER, scan_helper, scan_loop, while_helper
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
@@ -330,6 +331,10 @@ class TorchEmitter:
         self.emit("return {" + ", ".join(f"{py_str(name)}: {var}" for name, var in results) + "}")
         return params, "\n".join(self.lines)
 
+    def kept(self, params: list[str]) -> set[str]:
+        """The method's names `free_after_last_use` leaves: its parameters, sizes, device and dtype."""
+        return {*params, *self.size_var.values(), *(self.prelude.get(k) for k in ("device", "dtype"))} - {None}
+
     def padded_zero(self, vid: int) -> str:
         """The value with zeros in padded frames, as outputs are returned (stacks already are)."""
         v = self.values[vid]
@@ -615,6 +620,7 @@ def _module_context(g: Graph, reserved: frozenset[str], inference: bool = False)
     names = ModuleNames.of(g, public, helpers, reserved)
     fwd = TorchEmitter(g, names, public)
     params, body = fwd.forward()
+    body = free_after_last_use(body, fwd.kept(params))
     head = ""
     search_method = None
     if plan is not None:  # `forward(..., search=True)` searches: from the first target on, all may be left out
@@ -640,7 +646,9 @@ def _module_context(g: Graph, reserved: frozenset[str], inference: bool = False)
             f"            raise TypeError({py_str('training needs ' + ', '.join(optional) + ' (or search=True)')})\n"
         )
         searcher = SearchEmitter(g.search or g, names, search_public, plan)
-        search_method = method("search", search_public, *searcher.search(), searcher.direct)
+        search_params, search_body = searcher.search()
+        search_body = free_after_last_use(search_body, searcher.kept(search_params))
+        search_method = method("search", search_public, search_params, search_body, searcher.direct)
     out_values = {o.name: fwd.values[o.value] for o in g.outputs}
     context = dict(
         flags=" --inference" if inference else "",

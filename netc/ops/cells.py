@@ -126,7 +126,8 @@ class Lstm(OpDef):
         gates = repr(_TORCH_GATES)
 
         def w(role: str, rows: str) -> str:  # [rows, 4*out] in RETURNN's gate order -> torch's [4*out, rows]
-            return f"{ctx.param(role)}.view({rows}, 4, {n})[:, {gates}].flatten(1).t()"
+            # contiguous: cuDNN views the weights into its flat buffer (a transposed view fails on CUDA)
+            return f"{ctx.param(role)}.view({rows}, 4, {n})[:, {gates}].flatten(1).t().contiguous()"
 
         b = ctx.param("b")
         backward = op.attrs.get("direction", 1) == -1

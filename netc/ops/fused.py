@@ -122,9 +122,10 @@ class _CellLoop(OpDef):
         rows = op.attrs["rows"][role]
         if rows is not None:
             p = f"{p}[{rows[0]}:{rows[1]}]"
+        # contiguous: cuDNN views the weights into its flat buffer (a transposed view fails on CUDA)
         if gates == list(range(k)) and not sign:
-            return f"{p}.t()"
-        return f"({p}.view(-1, {k}, {n})[:, {py_literal(gates)}]{sign}).flatten(1).t()"
+            return f"{p}.t().contiguous()"
+        return f"({p}.view(-1, {k}, {n})[:, {py_literal(gates)}]{sign}).flatten(1).t().contiguous()"
 
     def _weights(self, ctx, op, x_gates: list[int], h_gates: list[int], signs=None) -> str:
         """torch's weight list, computed once per call (a variable named after the loop)."""
