@@ -40,6 +40,7 @@ CASES = {
     "conformer": ("conformer.config", [], [[12, 8, 10], [3, 2, 4]]),  # even: RETURNN's pool is exact
     "transformer_class": ("transformer_class.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
     "pretrain": ("pretrain.config", [], [[16, 12, 20], [3, 2, 2]]),  # multiples of 4: two pools of 2
+    "frame_context": ("frame_context.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
 }
 TOLERANCE = 1e-5
@@ -637,7 +638,7 @@ def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new
         ),
         (
             '{"class": "merge_dims", "axes": "T", "from": "data"}',
-            "layer `output` (merge_dims): axes 'T' (`except_batch` of static dims is supported)",
+            "layer `output` (merge_dims): axes 'T' (`except_batch` or `except_time` of static dims is supported)",
         ),
         (
             '{"class": "reduce_out", "mode": "max", "num_pieces": 3, "from": "data"}',
@@ -708,7 +709,12 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ('{"class": "split", "size_splits": [1, 2]}', "parts [1, 2] do not add up to the feature dim's 4"),
         ('{"class": "reinterpret_data", "set_axes": {"F": 1}}', "option set_axes not supported"),
         ('{"class": "reinterpret_data", "size_base": 3}', "size_base: a layer whose one time dim, and the input's"),
-        ('{"class": "window", "window_size": 3}', "netc has no op for windows of frames"),
+        ('{"class": "window", "window_size": 3, "stride": 3}', "stride 3 (stride 1 is supported: netc subsamples"),
+        ('{"class": "window", "window_size": 3, "padding": "valid"}', "padding 'valid' (a 'valid' window makes a"),
+        ('{"class": "window", "window_size": 3, "window_left": 2, "window_right": 1}', "window_left 2 and window_ri"),
+        ('{"class": "window", "window_size": 3, "axis": "F"}', "axis 'F' (the time dim is supported)"),
+        ('{"class": "gather_nd", "position": 0}', "position 0 (a layer is supported)"),
+        ('{"class": "gather_nd", "position": "data:classes"}', "a position layer of one int per sequence, along"),
         (
             '{"class": "self_attention", "num_heads": 3, "total_key_dim": 4, "n_out": 4}',
             "num_heads dividing total_key_dim and n_out",
@@ -813,6 +819,10 @@ def test_defaults_follow_the_configs_behavior_version(tmp_path, version):
             '{"class": "rec", "unit": "nativelstm2", "n_out": 3, "direction": -1}',
             "(rec): an LSTM step in a rec unit of",
         ),
+        (
+            '{"class": "window", "from": "data:source", "window_size": 3, "window_right": 0}',
+            "(window): in a rec unit (RETURNN's window over the steps so far) not supported",
+        ),
     ],
 )
 def test_unit_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, message):
@@ -869,3 +879,38 @@ def test_same_conv_that_may_read_nonzero_padding_is_warned_about(tmp_path):
     assert sum("# warning:" in line for line in lines) == 1
     params = json.loads((tmp_path / "names.json").read_text())["params"]
     assert params["unmasked/W"]["netc"] == "unmasked/W" and params["raw/W"]["netc"] == "raw/W", params
+
+
+def test_window_that_may_read_nonzero_padding_is_warned_about(tmp_path):
+    """RETURNN's `window` reads the frames after a shorter sequence's end where it looks right of a
+    frame: a warning (located at the layer) and a comment line at its statement where the input is
+    not a raw input; a window over the past frames only, or over a raw input, gets none."""
+    path = tmp_path / "windows.config"
+    path.write_text(
+        textwrap.dedent(
+            """
+            #!rnn.py
+            extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+            network = {
+                "raw": {"class": "window", "from": "data", "window_size": 3},
+                "stacked": {"class": "merge_dims", "from": "raw", "axes": "except_time"},
+                "proj": {"class": "linear", "from": "stacked", "n_out": 4},
+                "centred": {"class": "window", "from": "proj", "window_size": 3},
+                "past": {"class": "window", "from": "proj", "window_size": 3, "window_right": 0},
+                "centred_stacked": {"class": "merge_dims", "from": "centred", "axes": "except_time"},
+                "past_stacked": {"class": "merge_dims", "from": "past", "axes": "except_time"},
+                "output": {"class": "copy", "from": ["centred_stacked", "past_stacked"]},
+            }
+            """
+        ).lstrip()
+    )
+    proc = run_netc("import", path.name, "-o", "out.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if ": warning: " in line]
+    col = path.read_text().splitlines()[6].index('"centred"') + 1
+    assert len(warnings) == 1, proc.stderr
+    assert warnings[0].startswith(f"windows.config:7:{col}: warning: layer `centred` (window): RETURNN's window")
+    lines = (tmp_path / "out.py").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("centred = "))
+    assert lines[at - 1].strip().startswith("# warning: layer 'centred': RETURNN's window reads"), lines
+    assert sum("# warning:" in line for line in lines) == 1

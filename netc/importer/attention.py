@@ -66,8 +66,12 @@ def merge_out(imp, layer: str, dims: list[str]) -> str:
 def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     src = imp._source(d, scope, full)
     merged = [x for x in src.dims if imp.dims.is_static(x)]
-    if d.get("axes") != "except_batch" or len(merged) != len(src.dims) - 1 or src.dims[0] != BATCH:
-        raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} (`except_batch` of static dims is supported)")
+    # `except_time` (a window's frames and features): every dim but batch and the one time dim
+    kept = {"except_batch": 1, "except_time": 2}.get(d.get("axes"))
+    if kept is None or len(merged) != len(src.dims) - kept or src.dims[0] != BATCH:
+        raise Refused(
+            full, "merge_dims", f"axes {d.get('axes')!r} (`except_batch` or `except_time` of static dims is supported)"
+        )
     out = merge_out(imp, layer, merged)
     imp.imports.add("merge_dims")
     imp._emit(scope, var, call("merge_dims", src.tensor(), dims=_tuple(imp, merged), out_dim=imp.dim(out)), layer)
