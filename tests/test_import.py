@@ -40,7 +40,7 @@ CASES = {
     "conformer": ("conformer.config", [], [[12, 8, 10], [3, 2, 4]]),  # even: RETURNN's pool is exact
     "transformer_class": ("transformer_class.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
     "pretrain": ("pretrain.config", [], [[16, 12, 20], [3, 2, 2]]),  # multiples of 4: two pools of 2
-    "frame_context": ("frame_context.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "front_ends": ("front_ends.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
 }
 TOLERANCE = 1e-5
@@ -683,7 +683,18 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
             '{"class": "conv", "filter_size": (3,), "padding": "same", "strides": 2, "n_out": 4}',
             "padding 'same' with strides > 1 (its windows depend on the batch's longest sequence)",
         ),
-        ('{"class": "conv", "filter_size": (3, 3), "padding": "same", "n_out": 4}', "filter_size [3, 3] (one size"),
+        ('{"class": "conv", "filter_size": (3, 3, 3), "padding": "same", "n_out": 4}', "filter_size [3, 3, 3] (one"),
+        ('{"class": "conv", "filter_size": (3, 3), "padding": "same", "n_out": 4}', "a 2-D conv of [batch, time, fea"),
+        (
+            '{"class": "conv", "filter_size": (3, 3), "padding": "valid", "n_out": 4}',
+            "padding 'valid' (a 2-D conv: 'same",
+        ),
+        (
+            '{"class": "conv", "filter_size": (3, 3), "padding": "same", "strides": (1, 2), "n_out": 4}',
+            "strides [1, 2] (a 2-D conv: 1 is supported)",
+        ),
+        ('{"class": "pool", "mode": "max", "padding": "same", "pool_size": (1, 2)}', "of [batch, time, feature, chan"),
+        ('{"class": "split_dims", "axis": "F", "dims": (-1, -1)}', "dims [-1, -1]: sizes (positive, one may be -1)"),
         ('{"class": "conv", "filter_size": (3,), "padding": 1, "n_out": 4}', "padding 1 ('same' or 'valid'"),
         ('{"class": "conv", "filter_size": (3,), "padding": "same", "n_out": 6, "groups": 4}', "groups 4 (dividing"),
         (
@@ -881,10 +892,11 @@ def test_same_conv_that_may_read_nonzero_padding_is_warned_about(tmp_path):
     assert params["unmasked/W"]["netc"] == "unmasked/W" and params["raw/W"]["netc"] == "raw/W", params
 
 
-def test_window_that_may_read_nonzero_padding_is_warned_about(tmp_path):
+def test_window_and_2d_conv_that_may_read_nonzero_padding_are_warned_about(tmp_path):
     """RETURNN's `window` reads the frames after a shorter sequence's end where it looks right of a
-    frame: a warning (located at the layer) and a comment line at its statement where the input is
-    not a raw input; a window over the past frames only, or over a raw input, gets none."""
+    frame, as its unmasked 'same' 2-D `conv` does: a warning (located at the layer) and a comment
+    line at its statement where the input is not a raw input (or what only reshapes one: a
+    `split_dims` of it); a window over the past frames only, or over a raw input, gets none."""
     path = tmp_path / "windows.config"
     path.write_text(
         textwrap.dedent(
@@ -899,7 +911,14 @@ def test_window_that_may_read_nonzero_padding_is_warned_about(tmp_path):
                 "past": {"class": "window", "from": "proj", "window_size": 3, "window_right": 0},
                 "centred_stacked": {"class": "merge_dims", "from": "centred", "axes": "except_time"},
                 "past_stacked": {"class": "merge_dims", "from": "past", "axes": "except_time"},
-                "output": {"class": "copy", "from": ["centred_stacked", "past_stacked"]},
+                "split_raw": {"class": "split_dims", "from": "data", "axis": "F", "dims": (-1, 1)},
+                "cnn_raw": {"class": "conv", "from": "split_raw", "filter_size": (3, 3), "padding": "same",
+                            "n_out": 2},
+                "split_proj": {"class": "split_dims", "from": "proj", "axis": "F", "dims": (-1, 1)},
+                "cnn": {"class": "conv", "from": "split_proj", "filter_size": (3, 3), "padding": "same", "n_out": 2},
+                "cnn_raw_merged": {"class": "merge_dims", "from": "cnn_raw", "axes": "static"},
+                "cnn_merged": {"class": "merge_dims", "from": "cnn", "axes": "static"},
+                "output": {"class": "copy", "from": ["centred_stacked", "past_stacked", "cnn_raw_merged", "cnn_merged"]},
             }
             """
         ).lstrip()
@@ -908,9 +927,13 @@ def test_window_that_may_read_nonzero_padding_is_warned_about(tmp_path):
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if ": warning: " in line]
     col = path.read_text().splitlines()[6].index('"centred"') + 1
-    assert len(warnings) == 1, proc.stderr
+    col2 = path.read_text().splitlines()[14].index('"cnn"') + 1
+    assert len(warnings) == 2, proc.stderr
     assert warnings[0].startswith(f"windows.config:7:{col}: warning: layer `centred` (window): RETURNN's window")
+    assert warnings[1].startswith(f"windows.config:15:{col2}: warning: layer `cnn` (conv): RETURNN's 'same' conv")
     lines = (tmp_path / "out.py").read_text().splitlines()
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("centred = "))
     assert lines[at - 1].strip().startswith("# warning: layer 'centred': RETURNN's window reads"), lines
-    assert sum("# warning:" in line for line in lines) == 1
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("cnn = "))
+    assert "netc's Conv2d reads zeros" in lines[at - 1], lines
+    assert sum("# warning:" in line for line in lines) == 2

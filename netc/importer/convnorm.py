@@ -8,7 +8,7 @@ Parameters keep RETURNN's names: `conv`'s `W` [filter, in/groups, out] and `bias
 from __future__ import annotations
 
 from netc.importer.dims import BATCH
-from netc.importer.syntax import binop, call, identifier, literal, name, num
+from netc.importer.syntax import binop, call, identifier, literal, name, num, tuple_
 from netc.importer.values import Refused, Val, feature, sources
 from netc.importer.writer import Assign, ModuleRef
 
@@ -50,6 +50,8 @@ KNOWN = {
     },
     "gating": {"activation", "gate_activation", "n_out", "out_dim", "dropout"},
 }
+# layers whose output is zeros past each sequence's end where their input is (`_zero_padded`)
+_RESHAPES = {"split_dims", "merge_dims", "copy", "reinterpret_data", "expand_dims", "dropout"}
 LAYER_NORM_EPS = 1e-6  # RETURNN's `layer_norm` default, netc's `LayerNorm`
 
 
@@ -64,6 +66,9 @@ class ConvNormLayers:
     """Handlers of `Importer` (`_l_<class>`), mixed into it."""
 
     def _l_conv(self, layer, d, scope, var, full) -> Val:
+        fs = d.get("filter_size")
+        if isinstance(fs, list | tuple) and len(fs) == 2:
+            return self._conv2d(layer, d, scope, var, full)
         src = self._source(d, scope, full)
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
         if src.sparse is not None or BATCH not in src.dims or len(dyn) != 1 or len(src.dims) != 3:
@@ -72,7 +77,11 @@ class ConvNormLayers:
         k, stride, dilation = (_int(d.get(o, 1)) for o in ("filter_size", "strides", "dilation_rate"))
         groups = d.get("groups", 1)
         if k is None or k < 1 or "filter_size" not in d:
-            raise Refused(full, "conv", f"filter_size {d.get('filter_size')!r} (one size: a 1-D conv over time)")
+            raise Refused(
+                full,
+                "conv",
+                f"filter_size {d.get('filter_size')!r} (one size: a 1-D conv over time; two: over time and a feature axis)",
+            )
         if stride is None or stride < 1 or dilation is None or dilation < 1:
             raise Refused(full, "conv", "strides and dilation_rate: one positive int each")
         padding = d.get("padding")
@@ -113,15 +122,81 @@ class ConvNormLayers:
         dims = (BATCH, out_time, out)
         val = self._activation(Val(expr, dims), d.get("activation"), full, "conv")
         self._emit(scope, var, val.expr, layer, ModuleRef("conv", self._tf_prefix(layer, d, scope)))
-        raw = any(src is v for v in self.inputs.values())  # padded with zeros by RETURNN's datasets
-        if padding == "same" and (k - 1) * dilation > 0 and not d.get("use_time_mask") and not raw:
-            why = (
-                "RETURNN's 'same' conv without `use_time_mask: True` reads the frames after a shorter "
-                "sequence's end, where its input (not a raw input) may be nonzero; netc's Conv1d reads zeros "
-                "there, so the numbers at a shorter sequence's last frames may differ"
-            )
-            self.warnings.append(Refused(full, "conv", why))
-            scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
+        if padding == "same" and (k - 1) * dilation > 0:
+            self._warn_same_conv(layer, d, scope, full, "Conv1d")
+        return Val(name(var), dims)
+
+    def _warn_same_conv(self, layer, d, scope, full, op: str) -> None:
+        """RETURNN's unmasked "same" conv reads the frames past a shorter sequence's end: a warning
+        unless they are zeros (a raw input, as RETURNN's datasets pad it) or masked."""
+        if d.get("use_time_mask") or self._zero_padded(d, scope):
+            return
+        why = (
+            "RETURNN's 'same' conv without `use_time_mask: True` reads the frames after a shorter "
+            f"sequence's end, where its input (not a raw input) may be nonzero; netc's {op} reads zeros "
+            "there, so the numbers at a shorter sequence's last frames may differ"
+        )
+        self.warnings.append(Refused(full, "conv", why))
+        scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
+
+    def _zero_padded(self, d: dict, scope) -> bool:
+        """Whether the layer's input is zeros past each sequence's end: raw inputs (as RETURNN's
+        datasets pad them), and what only reshapes or copies them."""
+        for s in sources(d):
+            if scope.rec is None and not scope.sub and (s == "data" or s.startswith("data:")):
+                continue
+            sd = scope.layers.get(s) if scope.rec is None and not scope.sub else None
+            if not isinstance(sd, dict) or sd.get("class") not in _RESHAPES or not self._zero_padded(sd, scope):
+                return False
+        return True
+
+    def _conv2d(self, layer, d, scope, var, full) -> Val:
+        """A 2-D conv over time and a feature axis of [batch, time, feature, channel] (a CNN front
+        end): `Conv2d(dim, filter_size=(kt, kf))(x, axis=time, feature_axis=f)`, padding "same",
+        stride 1; RETURNN's `W` [kt, kf, in/groups, out] and `bias`."""
+        kt, kf = (_int(x) for x in d["filter_size"])
+        if kt is None or kf is None or kt < 1 or kf < 1:
+            raise Refused(full, "conv", f"filter_size {d['filter_size']!r} (two positive ints)")
+        if str(d.get("padding")).lower() != "same":
+            raise Refused(full, "conv", f"padding {d.get('padding')!r} (a 2-D conv: 'same' is supported)")
+        for opt in ("strides", "dilation_rate"):
+            v = d.get(opt, 1)
+            if not (v == 1 or (isinstance(v, list | tuple) and all(x == 1 for x in v))):
+                raise Refused(full, "conv", f"{opt} {v!r} (a 2-D conv: 1 is supported)")
+        src = self._source(d, scope, full)
+        dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
+        static = [x for x in src.dims if self.dims.is_static(x)]
+        if src.sparse is not None or BATCH not in src.dims or len(dyn) != 1 or len(static) != 2:
+            raise Refused(full, "conv", "a 2-D conv of [batch, time, feature, channel] (one dynamic dim) is supported")
+        time, (spatial, channel) = dyn[0], static  # RETURNN's channels: the feature axis, the last
+        if "in_spatial_dims" in d:
+            given = d["in_spatial_dims"]
+            axes = [self._axis(src, a) for a in given] if isinstance(given, list | tuple) else None
+            if axes is None or len(axes) != 2 or axes[0] != time or self.dims.find(axes[1]) != self.dims.find(spatial):
+                raise Refused(full, "conv", f"in_spatial_dims {given!r} (the time dim, then the feature axis)")
+        if "in_dim" in d and self._axis(src, d["in_dim"]) != channel:
+            raise Refused(full, "conv", f"in_dim {d['in_dim']!r} (the input's channels)")
+        out = self._out_dim(layer, d, full)
+        groups = d.get("groups", 1)
+        size, out_size = self.dims.size(channel), self.dims.size(out)
+        if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1 or size % groups or out_size % groups:
+            raise Refused(full, "conv", f"groups {groups!r} (dividing the input's and output's channels)")
+        if self.dims.find(out) in (self.dims.find(time), self.dims.find(spatial)):
+            raise Refused(full, "conv", "n_out/out_dim: the feature axis' own dim")
+        kwargs = {"filter_size": tuple_(num(kt), num(kf))}
+        if groups != 1:
+            kwargs["groups"] = num(groups)
+        if not d.get("with_bias", self.cfg.behavior_version >= 10):
+            kwargs["with_bias"] = literal(False)
+        self.imports.add("Conv2d")
+        expr = call(
+            call("Conv2d", self.dim(out), **kwargs), src.tensor(), axis=self.dim(time), feature_axis=self.dim(spatial)
+        )
+        dims = tuple(out if x == channel else x for x in src.dims)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "conv")
+        self._emit(scope, var, val.expr, layer, ModuleRef("conv", self._tf_prefix(layer, d, scope)))
+        if kt > 1:
+            self._warn_same_conv(layer, d, scope, full, "Conv2d")
         return Val(name(var), dims)
 
     def _conv_out_time(self, layer, d, full) -> str:

@@ -81,8 +81,7 @@ class WindowLayers:
         hit = _eq(call("expand", name(pos_var), self.dim(kv)), call("range_over", self.dim(kv)))
         hit = call("cast", hit, literal("float32"))
         self._emit(scope, var, call("dot", hit, name(frames), reduce=self.dim(kv)), layer)
-        raw = any(src is v for v in self.inputs.values())  # padded with zeros by RETURNN's datasets
-        if right and not raw:
+        if right and not self._zero_padded(d, scope):
             why = (
                 "RETURNN's window reads the frames after a shorter sequence's end, where its input (not a raw "
                 "input) may be nonzero; netc's reads zeros there, so the numbers at a shorter sequence's last "
