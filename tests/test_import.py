@@ -732,13 +732,13 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ),
         (
             '{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "key_shift": "data"}',
-            "option key_shift not supported",
+            "key_shift 'data' (a relative_positional_encoding layer is)",
         ),
         ('{"class": "positional_encoding", "n_out": 5}', "5 channels (an even number, at least 4, is supported)"),
         ('{"class": "transposed_conv", "filter_size": (3,), "n_out": 4}', "netc has no transposed convolution op"),
         (
             '{"class": "relative_positional_encoding", "n_out": 4}',
-            "RETURNN's is a learned table of clipped relative positions (Shaw et al.",
+            "RETURNN's learned table of clipped relative positions (Shaw et al.) is imported only where a",
         ),
         (
             '{"class": "masked_computation", "mask": "data", "unit": {"class": "copy"}}',
@@ -804,6 +804,36 @@ def test_defaults_follow_the_configs_behavior_version(tmp_path, version):
 
 
 @pytest.mark.parametrize(
+    "rel, second, line, at, message",
+    [
+        ('{"fixed": True}', "", 4, '"rel"', "layer `rel` (relative_positional_encoding): option fixed not supported"),
+        ('{"query_offset": 1}', "", 4, '"rel"', "(relative_positional_encoding): option query_offset not supported"),
+        ('{"clipping": -1}', "", 4, '"rel"', "(relative_positional_encoding): clipping -1 (an int >= 0)"),
+        ('{"n_out": 3}', "", 5, '"att"', "layer `att` (self_attention): key_shift 'rel': n_out not the heads' key dim"),
+        ("{}", '"att2"', 6, '"att2"', "key_shift 'rel', which another self_attention reads too"),
+    ],
+)
+def test_relative_positions_forms_not_supported_are_refused(tmp_path, rel, second, line, at, message):
+    """A `relative_positional_encoding` is imported as the `key_shift` of one `self_attention`:
+    its other options, a table of another width, or one read by two attentions are located
+    errors at the layer that cannot be given."""
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{
+            "rel": {{"class": "relative_positional_encoding", "n_out": 2, **{rel}}},
+            "att": {{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "key_shift": "rel"}},
+            "att2": {{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "key_shift": "rel"}},
+            "output": {{"class": "copy", "from": ["att", {second or '"att"'}]}},
+        }}
+        """,
+    )
+    _assert_at(proc, path, line, at, message)
+
+
+@pytest.mark.parametrize(
     "layer, message",
     [
         (
@@ -833,6 +863,11 @@ def test_defaults_follow_the_configs_behavior_version(tmp_path, version):
         (
             '{"class": "window", "from": "data:source", "window_size": 3, "window_right": 0}',
             "(window): in a rec unit (RETURNN's window over the steps so far) not supported",
+        ),
+        (
+            '{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "attention_left_only": True,'
+            ' "key_shift": "m"}',
+            "(self_attention): key_shift in a rec unit not supported",
         ),
     ],
 )

@@ -15,9 +15,8 @@ SHARED_OPTS = {"reuse_params"}  # accepted on `linear` and `softmax`
 NOT_NETC = {
     "transposed_conv": "netc has no transposed convolution op",
     "relative_positional_encoding": (
-        "RETURNN's is a learned table of clipped relative positions (Shaw et al., read by "
-        "`self_attention`'s `key_shift`), not netc's sinusoidal `rel_positions`/`rel_shift`, "
-        "and `key_shift` is not supported"
+        "RETURNN's learned table of clipped relative positions (Shaw et al.) is imported only where a "
+        "`self_attention` outside rec units reads it as `key_shift`"
     ),
 }
 
