@@ -735,7 +735,10 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
             "key_shift 'data' (a relative_positional_encoding layer is)",
         ),
         ('{"class": "positional_encoding", "n_out": 5}', "5 channels (an even number, at least 4, is supported)"),
-        ('{"class": "transposed_conv", "filter_size": (3,), "n_out": 4}', "netc has no transposed convolution op"),
+        ('{"class": "transposed_conv", "filter_size": (3, 3), "n_out": 4}', "filter_size [3, 3] (one size: over time)"),
+        ('{"class": "transposed_conv", "filter_size": (3,), "padding": "full", "n_out": 4}', "padding 'full' ('same'"),
+        ('{"class": "transposed_conv", "filter_size": (3,), "output_padding": 1, "n_out": 4}', "output_padding 1 not"),
+        ('{"class": "transposed_conv", "filter_size": (3,), "remove_padding": 1, "n_out": 4}', "remove_padding 1 not"),
         (
             '{"class": "relative_positional_encoding", "n_out": 4}',
             "RETURNN's learned table of clipped relative positions (Shaw et al.) is imported only where a",
@@ -929,7 +932,8 @@ def test_same_conv_that_may_read_nonzero_padding_is_warned_about(tmp_path):
 
 def test_window_and_2d_conv_that_may_read_nonzero_padding_are_warned_about(tmp_path):
     """RETURNN's `window` reads the frames after a shorter sequence's end where it looks right of a
-    frame, as its unmasked 'same' 2-D `conv` does: a warning (located at the layer) and a comment
+    frame, as its unmasked 'same' 2-D `conv` and a `transposed_conv` whose filter is longer than
+    its stride do: a warning (located at the layer) and a comment
     line at its statement where the input is not a raw input (or what only reshapes one: a
     `split_dims` of it); a window over the past frames only, or over a raw input, gets none."""
     path = tmp_path / "windows.config"
@@ -951,6 +955,8 @@ def test_window_and_2d_conv_that_may_read_nonzero_padding_are_warned_about(tmp_p
                             "n_out": 2},
                 "split_proj": {"class": "split_dims", "from": "proj", "axis": "F", "dims": (-1, 1)},
                 "cnn": {"class": "conv", "from": "split_proj", "filter_size": (3, 3), "padding": "same", "n_out": 2},
+                "up": {"class": "transposed_conv", "from": "proj", "filter_size": (3,), "strides": (2,), "n_out": 4,
+                       "is_output_layer": True},
                 "cnn_raw_merged": {"class": "merge_dims", "from": "cnn_raw", "axes": "static"},
                 "cnn_merged": {"class": "merge_dims", "from": "cnn", "axes": "static"},
                 "output": {"class": "copy", "from": ["centred_stacked", "past_stacked", "cnn_raw_merged", "cnn_merged"]},
@@ -963,12 +969,15 @@ def test_window_and_2d_conv_that_may_read_nonzero_padding_are_warned_about(tmp_p
     warnings = [line for line in proc.stderr.splitlines() if ": warning: " in line]
     col = path.read_text().splitlines()[6].index('"centred"') + 1
     col2 = path.read_text().splitlines()[14].index('"cnn"') + 1
-    assert len(warnings) == 2, proc.stderr
+    col3 = path.read_text().splitlines()[15].index('"up"') + 1
+    warnings.sort(key=lambda w: int(w.split(":")[1]))  # in the order the layers are met: by line
+    assert len(warnings) == 3, proc.stderr
     assert warnings[0].startswith(f"windows.config:7:{col}: warning: layer `centred` (window): RETURNN's window")
     assert warnings[1].startswith(f"windows.config:15:{col2}: warning: layer `cnn` (conv): RETURNN's 'same' conv")
+    assert warnings[2].startswith(f"windows.config:16:{col3}: warning: layer `up` (transposed_conv): RETURNN's")
     lines = (tmp_path / "out.py").read_text().splitlines()
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("centred = "))
     assert lines[at - 1].strip().startswith("# warning: layer 'centred': RETURNN's window reads"), lines
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("cnn = "))
     assert "netc's Conv2d reads zeros" in lines[at - 1], lines
-    assert sum("# warning:" in line for line in lines) == 2
+    assert sum("# warning:" in line for line in lines) == 3

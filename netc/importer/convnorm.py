@@ -31,6 +31,24 @@ KNOWN = {
         "bias_init",
         "dropout",
     },
+    "transposed_conv": {
+        "filter_size",
+        "strides",
+        "padding",
+        "remove_padding",
+        "output_padding",
+        "n_out",
+        "out_dim",
+        "in_dim",
+        "in_spatial_dims",
+        "out_spatial_dims",
+        "with_bias",
+        "activation",
+        "use_time_mask",
+        "forward_weights_init",
+        "bias_init",
+        "dropout",
+    },
     "layer_norm": {"epsilon", "in_dim", "out_dim", "dropout"},
     "batch_norm": {
         "in_dim",
@@ -124,6 +142,69 @@ class ConvNormLayers:
         self._emit(scope, var, val.expr, layer, ModuleRef("conv", self._tf_prefix(layer, d, scope)))
         if padding == "same" and (k - 1) * dilation > 0:
             self._warn_same_conv(layer, d, scope, full, "Conv1d")
+        return Val(name(var), dims)
+
+    def _l_transposed_conv(self, layer, d, scope, var, full) -> Val:
+        """A 1-D transposed conv over time (upsampling): `act(ConvTranspose1d(dim, k, stride=s,
+        padding=p)(x, axis=time, out_axis=<layer>_time))`; RETURNN's defaults: strides the
+        filter size, padding "same"; parameters `W_native_transposed_conv` [k, 1, out, in], `bias`."""
+        src = self._source(d, scope, full)
+        dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
+        if src.sparse is not None or BATCH not in src.dims or len(dyn) != 1 or len(src.dims) != 3:
+            raise Refused(full, "transposed_conv", "a 1-D transposed conv of [batch, time, feature] is supported")
+        time, feat = dyn[0], feature(src, self.dims)
+        k = _int(d.get("filter_size"))
+        stride = _int(d.get("strides", k))
+        if k is None or k < 1:
+            raise Refused(full, "transposed_conv", f"filter_size {d.get('filter_size')!r} (one size: over time)")
+        if stride is None or stride < 1:
+            raise Refused(full, "transposed_conv", f"strides {d.get('strides')!r} (one positive int)")
+        padding = str(d.get("padding", "same")).lower()
+        if padding not in ("same", "valid"):
+            raise Refused(full, "transposed_conv", f"padding {d.get('padding')!r} ('same' or 'valid' are supported)")
+        for opt, default in (("remove_padding", 0), ("output_padding", None)):
+            v = d.get(opt, default)
+            if v != default and not (isinstance(v, list | tuple) and all(x == default for x in v)):
+                raise Refused(full, "transposed_conv", f"{opt} {v!r} not supported")
+        for opt, want in (("in_spatial_dims", time), ("in_dim", feat)):
+            if opt in d:
+                given = d[opt]
+                given = given[0] if isinstance(given, list | tuple) and len(given) == 1 else given
+                if self._axis(src, given) != want:
+                    raise Refused(full, "transposed_conv", f"{opt} {d[opt]!r} (the input's time dim, its feature dim)")
+        out = self._out_dim(layer, d, full)
+        given = d.get("out_spatial_dims")
+        tag = given[0] if isinstance(given, list | tuple) and len(given) == 1 else given
+        if given is None:
+            up = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_time"), None)
+        elif isinstance(tag, dict) and tag["__dim__"] not in self.dims._by_tag:
+            up = self.dims.tag(tag["__dim__"])
+        else:
+            raise Refused(full, "transposed_conv", f"out_spatial_dims {given!r} (a new dim tag is supported)")
+        kwargs = {"stride": num(stride)} if stride != 1 else {}
+        if padding != "valid":
+            kwargs["padding"] = literal(padding)
+        if not d.get("with_bias", True):
+            kwargs["with_bias"] = literal(False)
+        self.imports.add("ConvTranspose1d")
+        expr = call(
+            call("ConvTranspose1d", self.dim(out), num(k), **kwargs),
+            src.tensor(),
+            axis=self.dim(time),
+            out_axis=self.dim(up),
+        )
+        dims = (BATCH, up, out)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "transposed_conv")
+        self._emit(scope, var, val.expr, layer, ModuleRef("transposed_conv", self._tf_prefix(layer, d, scope)))
+        if k > stride and not d.get("use_time_mask") and not self._zero_padded(d, scope):
+            why = (
+                "RETURNN's transposed_conv without `use_time_mask: True` spreads the frame after a shorter "
+                "sequence's end (its filter is longer than its stride) into the sequence's last frames, where its "
+                "input (not a raw input) may be nonzero; netc's ConvTranspose1d reads zeros there, so the numbers "
+                "at a shorter sequence's last frames may differ"
+            )
+            self.warnings.append(Refused(full, "transposed_conv", why))
+            scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
         return Val(name(var), dims)
 
     def _warn_same_conv(self, layer, d, scope, full, op: str) -> None:

@@ -13,7 +13,6 @@ from netc.importer.writer import Assign, ModuleRef
 KNOWN = {"gather": {"position", "axis", "clip_to_valid"}, "gather_nd": {"position"}}
 SHARED_OPTS = {"reuse_params"}  # accepted on `linear` and `softmax`
 NOT_NETC = {
-    "transposed_conv": "netc has no transposed convolution op",
     "relative_positional_encoding": (
         "RETURNN's learned table of clipped relative positions (Shaw et al.) is imported only where a "
         "`self_attention` outside rec units reads it as `key_shift`"
