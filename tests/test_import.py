@@ -638,7 +638,7 @@ def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new
         ),
         (
             '{"class": "merge_dims", "axes": "T", "from": "data"}',
-            "layer `output` (merge_dims): axes 'T' (`except_batch` or `except_time` of static dims is supported)",
+            "layer `output` (merge_dims): axes 'T' (`except_batch`, or `except_time`/`static` of [batch, time, ...]: static dims are supported)",
         ),
         (
             '{"class": "reduce_out", "mode": "max", "num_pieces": 3, "from": "data"}',

@@ -75,8 +75,8 @@ def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> V
     # `except_time` (a window's frames and features): every dim but batch and the one time dim
     kept = {"except_batch": 1, "except_time": 2, "static": 2}.get(d.get("axes"))
     if kept is None or len(merged) != len(src.dims) - kept or src.dims[0] != BATCH:
-        axes = "`except_batch`, or `except_time` or `static` of [batch, time, ...],"
-        raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} ({axes} of static dims is supported)")
+        forms = "`except_batch`, or `except_time`/`static` of [batch, time, ...]: static dims"
+        raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} ({forms} are supported)")
     out = merge_out(imp, layer, merged)
     imp.imports.add("merge_dims")
     imp._emit(scope, var, call("merge_dims", src.tensor(), dims=_tuple(imp, merged), out_dim=imp.dim(out)), layer)
