@@ -1,10 +1,11 @@
-"""RETURNN's `window` layer (frame context: each frame with its neighbours, a new window dim) as a
-one-hot `dot` over a second view of the time dim, the form `gather` takes too: frame t, window
-position w is x's frame t - left + w, and zeros outside each sequence's own frames.
+"""RETURNN's `window` layer (frame context: each frame with its neighbours, a new window dim; with
+a stride, frame stacking) as a one-hot `dot`, the form `gather` takes too: window j, position w
+is the input's frame j * stride - left + w, and zeros outside each sequence's own frames.
 
-Only the form whose frames netc can name is imported: padding "same" with stride 1 (the result is
-over the input's time dim). A strided or "valid" window makes a time dim of other lengths, which
-no netc op makes from a one-hot selection; those are refused, naming the option."""
+With padding "same" and stride 1 the windows are over the input's time dim, read through a second
+view of it (`replace_dim`). A strided or "valid" window is over a time dim of its own, which the
+ops with RETURNN's lengths make: `slice_frames` (n - size + 1 frames, "valid") and `max_pool`
+(ceil(n / stride)); their values are not read."""
 
 from __future__ import annotations
 
@@ -30,12 +31,12 @@ class WindowLayers:
     def _l_window(self, layer, d, scope, var, full) -> Val:
         if scope.rec is not None:
             raise Refused(full, "window", "in a rec unit (RETURNN's window over the steps so far) not supported")
-        if str(d.get("padding", "same")).lower() != "same":
-            raise Refused(
-                full, "window", f"padding {d['padding']!r} (a 'valid' window makes a time dim of its own lengths)"
-            )
-        if d.get("stride", 1) != 1:
-            raise Refused(full, "window", f"stride {d['stride']!r} (stride 1 is supported: netc subsamples no frames)")
+        padding = str(d.get("padding", "same")).lower()
+        if padding not in ("same", "valid"):
+            raise Refused(full, "window", f"padding {d['padding']!r} ('same' or 'valid' are supported)")
+        stride = _int(d.get("stride", 1))
+        if stride is None or stride < 1:
+            raise Refused(full, "window", f"stride {d['stride']!r} (a positive int)")
         size = _int(d.get("window_size"))
         tag = d.get("window_dim")
         if size is None and isinstance(tag, dict):
@@ -43,15 +44,19 @@ class WindowLayers:
         if size is None or size < 1:
             raise Refused(full, "window", f"window_size {d.get('window_size')!r} (a positive int)")
         left, right = d.get("window_left"), d.get("window_right")
+        if padding == "valid" and (left is not None or right is not None):
+            raise Refused(full, "window", "window_left/window_right with padding 'valid' (RETURNN rejects them)")
         if (left is not None and _int(left) is None) or (right is not None and _int(right) is None):
             raise Refused(full, "window", "window_left and window_right: ints")
-        # RETURNN's defaults (`windowed_nd`): centred, the odd frame to the right
-        if right is None:
-            right = size - left - 1 if left is not None else size // 2
-        if left is None:
-            left = size - right - 1
-        if left < 0 or right < 0 or left + right + 1 != size:
-            raise Refused(full, "window", f"window_left {left} and window_right {right} for window_size {size}")
+        if padding == "valid":
+            left, right = 0, 0  # windows from each sequence's frame 0, within its frames
+        else:  # RETURNN's defaults (`windowed_nd`): centred, the odd frame to the right
+            if right is None:
+                right = size - left - 1 if left is not None else size // 2
+            if left is None:
+                left = size - right - 1
+            if left < 0 or right < 0 or left + right + 1 != size:
+                raise Refused(full, "window", f"window_left {left} and window_right {right} for window_size {size}")
         src = self._source(d, scope, full)
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
         if src.sparse is not None or BATCH not in src.dims or len(dyn) != 1:
@@ -66,21 +71,28 @@ class WindowLayers:
         else:
             hint = identifier(layer) if "window" in layer else f"{identifier(layer)}_window"
             win = new_dim(self, size, hint, set(src.dims))
-        kv = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_src_time"), None)
-        self.imports |= {"dot", "cast", "expand", "range_over", "replace_dim"}
-        frames = self.fresh(f"{var}_src")  # the input over a second view of its time dim
-        at = {"axis": self.dim(time), "out_axis": self.dim(kv)}
-        scope.stmts.append(Assign([frames], call("replace_dim", src.tensor(), **at)))
-        # [batch, time, window]: the frame each window position reads
-        pos = call("expand", call("range_over", self.dim(time)), self.dim(win))
-        pos = binop("+", pos, call("range_over", self.dim(win)))
+        self.imports |= {"dot", "cast", "expand", "range_over"}
+        if padding == "same" and stride == 1:  # over the input's time dim, read through a second view
+            kv = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_src_time"), None)
+            out, frames = time, self.fresh(f"{var}_src")
+            at = {"axis": self.dim(time), "out_axis": self.dim(kv)}
+            self.imports.add("replace_dim")
+            scope.stmts.append(Assign([frames], call("replace_dim", src.tensor(), **at)))
+        else:  # over a time dim of the layer's own, made with RETURNN's lengths
+            out, kv, frames = self._window_time(layer, var, scope, src, time, size, stride, padding), time, None
+        # [batch, out, window]: the frame of the input each window position reads
+        pos = call("range_over", self.dim(out))
+        if stride != 1:
+            pos = binop("*", pos, num(stride))
+        pos = binop("+", call("expand", pos, self.dim(win)), call("range_over", self.dim(win)))
         if left:
             pos = binop("-", pos, num(left))
         pos_var = self.fresh(f"{var}_pos")
         scope.stmts.append(Assign([pos_var], pos))
         hit = _eq(call("expand", name(pos_var), self.dim(kv)), call("range_over", self.dim(kv)))
         hit = call("cast", hit, literal("float32"))
-        self._emit(scope, var, call("dot", hit, name(frames), reduce=self.dim(kv)), layer)
+        value = name(frames) if frames else src.tensor()
+        self._emit(scope, var, call("dot", hit, value, reduce=self.dim(kv)), layer)
         if right and not self._zero_padded(d, scope):
             why = (
                 "RETURNN's window reads the frames after a shorter sequence's end, where its input (not a raw "
@@ -89,5 +101,28 @@ class WindowLayers:
             )
             self.warnings.append(Refused(full, "window", why))
             scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
-        i = src.dims.index(time) + 1
-        return Val(name(var), (*src.dims[:i], win, *src.dims[i:]))
+        i = src.dims.index(time)
+        return Val(name(var), (*src.dims[:i], out, win, *src.dims[i + 1 :]))
+
+    def _window_time(self, layer, var, scope, src: Val, time: str, size: int, stride: int, padding: str) -> str:
+        """The time dim of a strided or "valid" window, made by the ops whose lengths are
+        RETURNN's: n - size + 1 frames ("valid": `slice_frames`), then ceil(m / stride)
+        (`max_pool`); their values are not read, the dim is."""
+        x, base, n = src.tensor(), identifier(layer), "n"
+        if padding == "valid" and size > 1:
+            valid = self.dims._new(self.dims._fresh_name(f"{base}_valid_time"), None)
+            self.imports.add("slice_frames")
+            sliced = self.fresh(f"{var}_last")
+            value = call("slice_frames", x, axis=self.dim(time), start=num(size - 1), out_axis=self.dim(valid))
+            comment = f"window {layer!r}: n - {size - 1} frames per sequence of n (the windows' dim)"
+            scope.stmts.append(Assign([sliced], value, comment=comment))
+            x, time, n = name(sliced), valid, f"(n - {size - 1})"
+        if stride == 1:
+            return time
+        out = self.dims._new(self.dims._fresh_name(f"{base}_time"), None)
+        self.imports.add("max_pool")
+        pooled = self.fresh(f"{var}_pooled")
+        value = call("max_pool", x, axis=self.dim(time), size=num(stride), out_axis=self.dim(out))
+        comment = f"window {layer!r}: ceil({n} / {stride}) frames per sequence of n (the windows' dim)"
+        scope.stmts.append(Assign([pooled], value, comment=comment))
+        return out
