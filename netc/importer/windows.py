@@ -72,7 +72,7 @@ class WindowLayers:
             hint = identifier(layer) if "window" in layer else f"{identifier(layer)}_window"
             win = new_dim(self, size, hint, set(src.dims))
         self.imports |= {"dot", "cast", "expand", "range_over"}
-        if padding == "same" and stride == 1:  # over the input's time dim, read through a second view
+        if stride == 1 and (padding == "same" or size == 1):  # over the input's time dim, through a second view
             kv = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_src_time"), None)
             out, frames = time, self.fresh(f"{var}_src")
             at = {"axis": self.dim(time), "out_axis": self.dim(kv)}
