@@ -177,7 +177,11 @@ class ConvNormLayers:
         tag = given[0] if isinstance(given, list | tuple) and len(given) == 1 else given
         if given is None:
             up = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_time"), None)
-        elif isinstance(tag, dict) and tag["__dim__"] not in self.dims._by_tag:
+        elif (
+            isinstance(tag, dict)
+            and tag["__dim__"] not in self.dims._by_tag
+            and self.dims.tags[tag["__dim__"]].kind == "dynamic"
+        ):
             up = self.dims.tag(tag["__dim__"])
         else:
             raise Refused(full, "transposed_conv", f"out_spatial_dims {given!r} (a new dim tag is supported)")
