@@ -41,6 +41,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_batch_norm.py",
         "ops_conv2d.py",
         "ops_bias.py",
+        "ops_transposed_conv.py",
     )
 ]
 # an `end` loop decides from values when to stop: nothing to decide on the meta device

@@ -40,6 +40,7 @@ CASES = {
     "conformer": ("conformer.config", [], [[12, 8, 10], [3, 2, 4]]),  # even: RETURNN's pool is exact
     "transformer_class": ("transformer_class.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
     "pretrain": ("pretrain.config", [], [[16, 12, 20], [3, 2, 2]]),  # multiples of 4: two pools of 2
+    "front_ends": ("front_ends.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
 }
 TOLERANCE = 1e-5
@@ -637,7 +638,7 @@ def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new
         ),
         (
             '{"class": "merge_dims", "axes": "T", "from": "data"}',
-            "layer `output` (merge_dims): axes 'T' (`except_batch` of static dims is supported)",
+            "layer `output` (merge_dims): axes 'T' (`except_batch`, or `except_time`/`static` of [batch, time, ...]: static dims are supported)",
         ),
         (
             '{"class": "reduce_out", "mode": "max", "num_pieces": 3, "from": "data"}',
@@ -682,7 +683,18 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
             '{"class": "conv", "filter_size": (3,), "padding": "same", "strides": 2, "n_out": 4}',
             "padding 'same' with strides > 1 (its windows depend on the batch's longest sequence)",
         ),
-        ('{"class": "conv", "filter_size": (3, 3), "padding": "same", "n_out": 4}', "filter_size [3, 3] (one size"),
+        ('{"class": "conv", "filter_size": (3, 3, 3), "padding": "same", "n_out": 4}', "filter_size [3, 3, 3] (one"),
+        ('{"class": "conv", "filter_size": (3, 3), "padding": "same", "n_out": 4}', "a 2-D conv of [batch, time, fea"),
+        (
+            '{"class": "conv", "filter_size": (3, 3), "padding": "valid", "n_out": 4}',
+            "padding 'valid' (a 2-D conv: 'same",
+        ),
+        (
+            '{"class": "conv", "filter_size": (3, 3), "padding": "same", "strides": (1, 2), "n_out": 4}',
+            "strides [1, 2] (a 2-D conv: 1 is supported)",
+        ),
+        ('{"class": "pool", "mode": "max", "padding": "same", "pool_size": (1, 2)}', "of [batch, time, feature, chan"),
+        ('{"class": "split_dims", "axis": "F", "dims": (-1, -1)}', "dims [-1, -1]: sizes (positive, one may be -1)"),
         ('{"class": "conv", "filter_size": (3,), "padding": 1, "n_out": 4}', "padding 1 ('same' or 'valid'"),
         ('{"class": "conv", "filter_size": (3,), "padding": "same", "n_out": 6, "groups": 4}', "groups 4 (dividing"),
         (
@@ -708,20 +720,29 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ('{"class": "split", "size_splits": [1, 2]}', "parts [1, 2] do not add up to the feature dim's 4"),
         ('{"class": "reinterpret_data", "set_axes": {"F": 1}}', "option set_axes not supported"),
         ('{"class": "reinterpret_data", "size_base": 3}', "size_base: a layer whose one time dim, and the input's"),
-        ('{"class": "window", "window_size": 3}', "netc has no op for windows of frames"),
+        ('{"class": "window", "window_size": 3, "stride": 0}', "stride 0 (a positive int)"),
+        ('{"class": "window", "window_size": 3, "padding": "valid", "window_left": 1}', "window_left/window_right wi"),
+        ('{"class": "window", "window_size": 3, "padding": "causal"}', "padding 'causal' ('same' or 'valid' are supp"),
+        ('{"class": "window", "window_size": 3, "window_left": 2, "window_right": 1}', "window_left 2 and window_ri"),
+        ('{"class": "window", "window_size": 3, "axis": "F"}', "axis 'F' (the time dim is supported)"),
+        ('{"class": "gather_nd", "position": 0}', "position 0 (a layer is supported)"),
+        ('{"class": "gather_nd", "position": "data:classes"}', "a position layer of one int per sequence, along"),
         (
             '{"class": "self_attention", "num_heads": 3, "total_key_dim": 4, "n_out": 4}',
             "num_heads dividing total_key_dim and n_out",
         ),
         (
             '{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "key_shift": "data"}',
-            "option key_shift not supported",
+            "key_shift 'data' (a relative_positional_encoding layer is)",
         ),
         ('{"class": "positional_encoding", "n_out": 5}', "5 channels (an even number, at least 4, is supported)"),
-        ('{"class": "transposed_conv", "filter_size": (3,), "n_out": 4}', "netc has no transposed convolution op"),
+        ('{"class": "transposed_conv", "filter_size": (3, 3), "n_out": 4}', "filter_size [3, 3] (one size: over time)"),
+        ('{"class": "transposed_conv", "filter_size": (3,), "padding": "full", "n_out": 4}', "padding 'full' ('same'"),
+        ('{"class": "transposed_conv", "filter_size": (3,), "output_padding": 1, "n_out": 4}', "output_padding 1 not"),
+        ('{"class": "transposed_conv", "filter_size": (3,), "remove_padding": 1, "n_out": 4}', "remove_padding 1 not"),
         (
             '{"class": "relative_positional_encoding", "n_out": 4}',
-            "RETURNN's is a learned table of clipped relative positions (Shaw et al.",
+            "RETURNN's learned table of clipped relative positions (Shaw et al.) is imported only where a",
         ),
         (
             '{"class": "masked_computation", "mask": "data", "unit": {"class": "copy"}}',
@@ -787,6 +808,36 @@ def test_defaults_follow_the_configs_behavior_version(tmp_path, version):
 
 
 @pytest.mark.parametrize(
+    "rel, second, line, at, message",
+    [
+        ('{"fixed": True}', "", 4, '"rel"', "layer `rel` (relative_positional_encoding): option fixed not supported"),
+        ('{"query_offset": 1}', "", 4, '"rel"', "(relative_positional_encoding): option query_offset not supported"),
+        ('{"clipping": -1}', "", 4, '"rel"', "(relative_positional_encoding): clipping -1 (an int >= 0)"),
+        ('{"n_out": 3}', "", 5, '"att"', "layer `att` (self_attention): key_shift 'rel': n_out not the heads' key dim"),
+        ("{}", '"att2"', 6, '"att2"', "key_shift 'rel', which another self_attention reads too"),
+    ],
+)
+def test_relative_positions_forms_not_supported_are_refused(tmp_path, rel, second, line, at, message):
+    """A `relative_positional_encoding` is imported as the `key_shift` of one `self_attention`:
+    its other options, a table of another width, or one read by two attentions are located
+    errors at the layer that cannot be given."""
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{
+            "rel": {{"class": "relative_positional_encoding", "n_out": 2, **{rel}}},
+            "att": {{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "key_shift": "rel"}},
+            "att2": {{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "key_shift": "rel"}},
+            "output": {{"class": "copy", "from": ["att", {second or '"att"'}]}},
+        }}
+        """,
+    )
+    _assert_at(proc, path, line, at, message)
+
+
+@pytest.mark.parametrize(
     "layer, message",
     [
         (
@@ -812,6 +863,15 @@ def test_defaults_follow_the_configs_behavior_version(tmp_path, version):
         (
             '{"class": "rec", "unit": "nativelstm2", "n_out": 3, "direction": -1}',
             "(rec): an LSTM step in a rec unit of",
+        ),
+        (
+            '{"class": "window", "from": "data:source", "window_size": 3, "window_right": 0}',
+            "(window): in a rec unit (RETURNN's window over the steps so far) not supported",
+        ),
+        (
+            '{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "attention_left_only": True,'
+            ' "key_shift": "m"}',
+            "(self_attention): key_shift in a rec unit not supported",
         ),
     ],
 )
@@ -869,3 +929,56 @@ def test_same_conv_that_may_read_nonzero_padding_is_warned_about(tmp_path):
     assert sum("# warning:" in line for line in lines) == 1
     params = json.loads((tmp_path / "names.json").read_text())["params"]
     assert params["unmasked/W"]["netc"] == "unmasked/W" and params["raw/W"]["netc"] == "raw/W", params
+
+
+def test_window_and_2d_conv_that_may_read_nonzero_padding_are_warned_about(tmp_path):
+    """RETURNN's `window` reads the frames after a shorter sequence's end where it looks right of a
+    frame, as its unmasked 'same' 2-D `conv` and a `transposed_conv` whose filter is longer than
+    its stride do: a warning (located at the layer) and a comment
+    line at its statement where the input is not a raw input (or what only reshapes one: a
+    `split_dims` of it); a window over the past frames only, or over a raw input, gets none."""
+    path = tmp_path / "windows.config"
+    path.write_text(
+        textwrap.dedent(
+            """
+            #!rnn.py
+            extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+            network = {
+                "raw": {"class": "window", "from": "data", "window_size": 3},
+                "stacked": {"class": "merge_dims", "from": "raw", "axes": "except_time"},
+                "proj": {"class": "linear", "from": "stacked", "n_out": 4},
+                "centred": {"class": "window", "from": "proj", "window_size": 3},
+                "past": {"class": "window", "from": "proj", "window_size": 3, "window_right": 0},
+                "centred_stacked": {"class": "merge_dims", "from": "centred", "axes": "except_time"},
+                "past_stacked": {"class": "merge_dims", "from": "past", "axes": "except_time"},
+                "split_raw": {"class": "split_dims", "from": "data", "axis": "F", "dims": (-1, 1)},
+                "cnn_raw": {"class": "conv", "from": "split_raw", "filter_size": (3, 3), "padding": "same",
+                            "n_out": 2},
+                "split_proj": {"class": "split_dims", "from": "proj", "axis": "F", "dims": (-1, 1)},
+                "cnn": {"class": "conv", "from": "split_proj", "filter_size": (3, 3), "padding": "same", "n_out": 2},
+                "up": {"class": "transposed_conv", "from": "proj", "filter_size": (3,), "strides": (2,), "n_out": 4,
+                       "is_output_layer": True},
+                "cnn_raw_merged": {"class": "merge_dims", "from": "cnn_raw", "axes": "static"},
+                "cnn_merged": {"class": "merge_dims", "from": "cnn", "axes": "static"},
+                "output": {"class": "copy", "from": ["centred_stacked", "past_stacked", "cnn_raw_merged", "cnn_merged"]},
+            }
+            """
+        ).lstrip()
+    )
+    proc = run_netc("import", path.name, "-o", "out.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if ": warning: " in line]
+    col = path.read_text().splitlines()[6].index('"centred"') + 1
+    col2 = path.read_text().splitlines()[14].index('"cnn"') + 1
+    col3 = path.read_text().splitlines()[15].index('"up"') + 1
+    warnings.sort(key=lambda w: int(w.split(":")[1]))  # in the order the layers are met: by line
+    assert len(warnings) == 3, proc.stderr
+    assert warnings[0].startswith(f"windows.config:7:{col}: warning: layer `centred` (window): RETURNN's window")
+    assert warnings[1].startswith(f"windows.config:15:{col2}: warning: layer `cnn` (conv): RETURNN's 'same' conv")
+    assert warnings[2].startswith(f"windows.config:16:{col3}: warning: layer `up` (transposed_conv): RETURNN's")
+    lines = (tmp_path / "out.py").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("centred = "))
+    assert lines[at - 1].strip().startswith("# warning: layer 'centred': RETURNN's window reads"), lines
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("cnn = "))
+    assert "netc's Conv2d reads zeros" in lines[at - 1], lines
+    assert sum("# warning:" in line for line in lines) == 3

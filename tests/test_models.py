@@ -75,6 +75,8 @@ MODELS = [
     "softmax_over_replaced_empty_dim.py",
     "held_value_first_result.py",
     "sink_outer_broadcast.py",
+    "dot_own_dims_one_size.py",
+    "ops_transposed_conv.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)

@@ -38,13 +38,19 @@ def split_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> V
     if axis is None or not imp.dims.is_static(axis) or not isinstance(sizes, list | tuple):
         raise Refused(full, "split_dims", "only a static axis (F or a dim tag) split into `dims` is supported")
     keys: list[str] = []
+    known = 1  # the product of the sizes given, for a -1 (the rest)
+    for s in sizes:
+        known *= imp.dims.size(imp.dims.tag(s["__dim__"])) if isinstance(s, dict) else s if s != -1 else 1
     for i, s in enumerate(sizes):
         if isinstance(s, dict):
             keys.append(imp.dims.tag(s["__dim__"]))
-        elif isinstance(s, int) and s > 0:
+        elif isinstance(s, int) and (s > 0 or (s == -1 and list(sizes).count(-1) == 1)):
+            s = s if s > 0 else imp.dims.size(axis) // max(known, 1)
             keys.append(new_dim(imp, s, f"{identifier(layer)}_{i}", set(src.dims) | set(keys)))
         else:
-            raise Refused(full, "split_dims", f"dims {sizes!r}: sizes (positive) or dim tags are supported")
+            raise Refused(
+                full, "split_dims", f"dims {sizes!r}: sizes (positive, one may be -1) or dim tags are supported"
+            )
     product = 1
     for k in keys:
         product *= imp.dims.size(k)
@@ -66,8 +72,11 @@ def merge_out(imp, layer: str, dims: list[str]) -> str:
 def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     src = imp._source(d, scope, full)
     merged = [x for x in src.dims if imp.dims.is_static(x)]
-    if d.get("axes") != "except_batch" or len(merged) != len(src.dims) - 1 or src.dims[0] != BATCH:
-        raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} (`except_batch` of static dims is supported)")
+    # `except_time` (a window's frames and features): every dim but batch and the one time dim
+    kept = {"except_batch": 1, "except_time": 2, "static": 2}.get(d.get("axes"))
+    if kept is None or len(merged) != len(src.dims) - kept or src.dims[0] != BATCH:
+        forms = "`except_batch`, or `except_time`/`static` of [batch, time, ...]: static dims"
+        raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} ({forms} are supported)")
     out = merge_out(imp, layer, merged)
     imp.imports.add("merge_dims")
     imp._emit(scope, var, call("merge_dims", src.tensor(), dims=_tuple(imp, merged), out_dim=imp.dim(out)), layer)
@@ -132,6 +141,8 @@ def pool(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     """Max-pooling over time, `padding: "same"`, windows of `pool_size` frames, stride the same:
     `max_pool(x, axis=time, size=k, out_axis=<layer>_time)`; size 1 is `x` itself."""
     src = imp._source(d, scope, full)
+    if isinstance(d.get("pool_size"), list | tuple) and len(d["pool_size"]) == 2:
+        return _pool_feature(imp, layer, d, scope, var, full, src)
     size, strides = d.get("pool_size"), d.get("strides", d.get("pool_size"))
     size = size[0] if isinstance(size, list | tuple) and len(size) == 1 else size
     strides = strides[0] if isinstance(strides, list | tuple) and len(strides) == 1 else strides
@@ -147,3 +158,33 @@ def pool(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     value = call("max_pool", src.tensor(), axis=imp.dim(dyn[0]), size=num(size), out_axis=imp.dim(out))
     imp._emit(scope, var, value, layer)
     return Val(name(var), tuple(out if x == dyn[0] else x for x in src.dims))
+
+
+def _pool_feature(imp, layer: str, d: dict, scope: Scope, var: str, full: str, src: Val) -> Val:
+    """A CNN front end's max pool of `pool_size: (1, k)` over the feature axis of [batch, time,
+    feature, channel] (strides the same, "same" padding of a size k divides: none):
+    `reduce_max(split_dims(x, axis=f, dims=(f / k, k)), axis=k)`."""
+    dyn = [x for x in src.dims if imp.dims.is_dynamic(x)]
+    static = [x for x in src.dims if imp.dims.is_static(x)]
+    size = list(d["pool_size"])
+    strides = list(d.get("strides", size)) if isinstance(d.get("strides", size), list | tuple) else None
+    k = size[1]
+    ok = d.get("mode") == "max" and d.get("padding", "valid") == "same" and size[0] == 1 and strides == size
+    if not ok or not isinstance(k, int) or k < 1 or len(dyn) != 1 or len(static) != 2 or src.sparse is not None:
+        raise Refused(
+            full,
+            "pool",
+            "of [batch, time, feature, channel]: `mode: max`, `padding: same`, `pool_size` (1, k), strides the same",
+        )
+    feat = static[0]  # the channels are RETURNN's feature axis, the last
+    if d.get("dilation_rate", 1) not in (1, (1, 1), [1, 1]) or imp.dims.size(feat) % k:
+        raise Refused(full, "pool", f"pool_size {d['pool_size']!r}: k dividing the feature axis' {imp.dims.size(feat)}")
+    if k == 1:
+        imp._emit(scope, var, src.tensor(), layer)
+        return Val(name(var), src.dims)
+    half = new_dim(imp, imp.dims.size(feat) // k, identifier(layer), set(src.dims))
+    pieces = new_dim(imp, k, f"{identifier(layer)}_pieces", set(src.dims) | {half})
+    imp.imports |= {"split_dims", "reduce_max"}
+    split = call("split_dims", src.tensor(), axis=imp.dim(feat), dims=_tuple(imp, [half, pieces]))
+    imp._emit(scope, var, call("reduce_max", split, axis=imp.dim(pieces)), layer)
+    return Val(name(var), tuple(half if x == feat else x for x in src.dims))

@@ -8,7 +8,7 @@ Parameters keep RETURNN's names: `conv`'s `W` [filter, in/groups, out] and `bias
 from __future__ import annotations
 
 from netc.importer.dims import BATCH
-from netc.importer.syntax import binop, call, identifier, literal, name, num
+from netc.importer.syntax import binop, call, identifier, literal, name, num, tuple_
 from netc.importer.values import Refused, Val, feature, sources
 from netc.importer.writer import Assign, ModuleRef
 
@@ -19,6 +19,24 @@ KNOWN = {
         "strides",
         "dilation_rate",
         "groups",
+        "n_out",
+        "out_dim",
+        "in_dim",
+        "in_spatial_dims",
+        "out_spatial_dims",
+        "with_bias",
+        "activation",
+        "use_time_mask",
+        "forward_weights_init",
+        "bias_init",
+        "dropout",
+    },
+    "transposed_conv": {
+        "filter_size",
+        "strides",
+        "padding",
+        "remove_padding",
+        "output_padding",
         "n_out",
         "out_dim",
         "in_dim",
@@ -50,6 +68,8 @@ KNOWN = {
     },
     "gating": {"activation", "gate_activation", "n_out", "out_dim", "dropout"},
 }
+# layers whose output is zeros past each sequence's end where their input is (`_zero_padded`)
+_RESHAPES = {"split_dims", "merge_dims", "copy", "reinterpret_data", "expand_dims", "dropout"}
 LAYER_NORM_EPS = 1e-6  # RETURNN's `layer_norm` default, netc's `LayerNorm`
 
 
@@ -64,6 +84,9 @@ class ConvNormLayers:
     """Handlers of `Importer` (`_l_<class>`), mixed into it."""
 
     def _l_conv(self, layer, d, scope, var, full) -> Val:
+        fs = d.get("filter_size")
+        if isinstance(fs, list | tuple) and len(fs) == 2:
+            return self._conv2d(layer, d, scope, var, full)
         src = self._source(d, scope, full)
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
         if src.sparse is not None or BATCH not in src.dims or len(dyn) != 1 or len(src.dims) != 3:
@@ -72,7 +95,11 @@ class ConvNormLayers:
         k, stride, dilation = (_int(d.get(o, 1)) for o in ("filter_size", "strides", "dilation_rate"))
         groups = d.get("groups", 1)
         if k is None or k < 1 or "filter_size" not in d:
-            raise Refused(full, "conv", f"filter_size {d.get('filter_size')!r} (one size: a 1-D conv over time)")
+            raise Refused(
+                full,
+                "conv",
+                f"filter_size {d.get('filter_size')!r} (one size: a 1-D conv over time; two: over time and a feature axis)",
+            )
         if stride is None or stride < 1 or dilation is None or dilation < 1:
             raise Refused(full, "conv", "strides and dilation_rate: one positive int each")
         padding = d.get("padding")
@@ -113,15 +140,148 @@ class ConvNormLayers:
         dims = (BATCH, out_time, out)
         val = self._activation(Val(expr, dims), d.get("activation"), full, "conv")
         self._emit(scope, var, val.expr, layer, ModuleRef("conv", self._tf_prefix(layer, d, scope)))
-        raw = any(src is v for v in self.inputs.values())  # padded with zeros by RETURNN's datasets
-        if padding == "same" and (k - 1) * dilation > 0 and not d.get("use_time_mask") and not raw:
+        if padding == "same" and (k - 1) * dilation > 0:
+            self._warn_same_conv(layer, d, scope, full, "Conv1d")
+        return Val(name(var), dims)
+
+    def _l_transposed_conv(self, layer, d, scope, var, full) -> Val:
+        """A 1-D transposed conv over time (upsampling): `act(ConvTranspose1d(dim, k, stride=s,
+        padding=p)(x, axis=time, out_axis=<layer>_time))`; RETURNN's defaults: strides the
+        filter size, padding "same"; parameters `W_native_transposed_conv` [k, 1, out, in], `bias`."""
+        src = self._source(d, scope, full)
+        dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
+        if src.sparse is not None or BATCH not in src.dims or len(dyn) != 1 or len(src.dims) != 3:
+            raise Refused(full, "transposed_conv", "a 1-D transposed conv of [batch, time, feature] is supported")
+        time, feat = dyn[0], feature(src, self.dims)
+        k = _int(d.get("filter_size"))
+        stride = _int(d.get("strides", k))
+        if k is None or k < 1:
+            raise Refused(full, "transposed_conv", f"filter_size {d.get('filter_size')!r} (one size: over time)")
+        if stride is None or stride < 1:
+            raise Refused(full, "transposed_conv", f"strides {d.get('strides')!r} (one positive int)")
+        padding = str(d.get("padding", "same")).lower()
+        if padding not in ("same", "valid"):
+            raise Refused(full, "transposed_conv", f"padding {d.get('padding')!r} ('same' or 'valid' are supported)")
+        for opt, default in (("remove_padding", 0), ("output_padding", None)):
+            v = d.get(opt, default)
+            if v != default and not (isinstance(v, list | tuple) and all(x == default for x in v)):
+                raise Refused(full, "transposed_conv", f"{opt} {v!r} not supported")
+        for opt, want in (("in_spatial_dims", time), ("in_dim", feat)):
+            if opt in d:
+                given = d[opt]
+                given = given[0] if isinstance(given, list | tuple) and len(given) == 1 else given
+                if self._axis(src, given) != want:
+                    raise Refused(full, "transposed_conv", f"{opt} {d[opt]!r} (the input's time dim, its feature dim)")
+        out = self._out_dim(layer, d, full)
+        given = d.get("out_spatial_dims")
+        tag = given[0] if isinstance(given, list | tuple) and len(given) == 1 else given
+        if given is None:
+            up = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_time"), None)
+        elif (
+            isinstance(tag, dict)
+            and tag["__dim__"] not in self.dims._by_tag
+            and self.dims.tags[tag["__dim__"]].kind == "dynamic"
+        ):
+            up = self.dims.tag(tag["__dim__"])
+        else:
+            raise Refused(full, "transposed_conv", f"out_spatial_dims {given!r} (a new dim tag is supported)")
+        kwargs = {"stride": num(stride)} if stride != 1 else {}
+        if padding != "valid":
+            kwargs["padding"] = literal(padding)
+        if not d.get("with_bias", True):
+            kwargs["with_bias"] = literal(False)
+        self.imports.add("ConvTranspose1d")
+        expr = call(
+            call("ConvTranspose1d", self.dim(out), num(k), **kwargs),
+            src.tensor(),
+            axis=self.dim(time),
+            out_axis=self.dim(up),
+        )
+        dims = (BATCH, up, out)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "transposed_conv")
+        self._emit(scope, var, val.expr, layer, ModuleRef("transposed_conv", self._tf_prefix(layer, d, scope)))
+        if k > stride and not d.get("use_time_mask") and not self._zero_padded(d, scope):
             why = (
-                "RETURNN's 'same' conv without `use_time_mask: True` reads the frames after a shorter "
-                "sequence's end, where its input (not a raw input) may be nonzero; netc's Conv1d reads zeros "
-                "there, so the numbers at a shorter sequence's last frames may differ"
+                "RETURNN's transposed_conv without `use_time_mask: True` spreads the frame after a shorter "
+                "sequence's end (its filter is longer than its stride) into the sequence's last frames, where its "
+                "input (not a raw input) may be nonzero; netc's ConvTranspose1d reads zeros there, so the numbers "
+                "at a shorter sequence's last frames may differ"
             )
-            self.warnings.append(Refused(full, "conv", why))
+            self.warnings.append(Refused(full, "transposed_conv", why))
             scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
+        return Val(name(var), dims)
+
+    def _warn_same_conv(self, layer, d, scope, full, op: str) -> None:
+        """RETURNN's unmasked "same" conv reads the frames past a shorter sequence's end: a warning
+        unless they are zeros (a raw input, as RETURNN's datasets pad it) or masked."""
+        if d.get("use_time_mask") or self._zero_padded(d, scope):
+            return
+        why = (
+            "RETURNN's 'same' conv without `use_time_mask: True` reads the frames after a shorter "
+            f"sequence's end, where its input (not a raw input) may be nonzero; netc's {op} reads zeros "
+            "there, so the numbers at a shorter sequence's last frames may differ"
+        )
+        self.warnings.append(Refused(full, "conv", why))
+        scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
+
+    def _zero_padded(self, d: dict, scope) -> bool:
+        """Whether the layer's input is zeros past each sequence's end: raw inputs (as RETURNN's
+        datasets pad them), and what only reshapes or copies them."""
+        for s in sources(d):
+            if scope.rec is None and not scope.sub and (s == "data" or s.startswith("data:")):
+                continue
+            sd = scope.layers.get(s) if scope.rec is None and not scope.sub else None
+            if not isinstance(sd, dict) or sd.get("class") not in _RESHAPES or not self._zero_padded(sd, scope):
+                return False
+        return True
+
+    def _conv2d(self, layer, d, scope, var, full) -> Val:
+        """A 2-D conv over time and a feature axis of [batch, time, feature, channel] (a CNN front
+        end): `Conv2d(dim, filter_size=(kt, kf))(x, axis=time, feature_axis=f)`, padding "same",
+        stride 1; RETURNN's `W` [kt, kf, in/groups, out] and `bias`."""
+        kt, kf = (_int(x) for x in d["filter_size"])
+        if kt is None or kf is None or kt < 1 or kf < 1:
+            raise Refused(full, "conv", f"filter_size {d['filter_size']!r} (two positive ints)")
+        if str(d.get("padding")).lower() != "same":
+            raise Refused(full, "conv", f"padding {d.get('padding')!r} (a 2-D conv: 'same' is supported)")
+        for opt in ("strides", "dilation_rate"):
+            v = d.get(opt, 1)
+            if not (v == 1 or (isinstance(v, list | tuple) and all(x == 1 for x in v))):
+                raise Refused(full, "conv", f"{opt} {v!r} (a 2-D conv: 1 is supported)")
+        src = self._source(d, scope, full)
+        dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
+        static = [x for x in src.dims if self.dims.is_static(x)]
+        if src.sparse is not None or BATCH not in src.dims or len(dyn) != 1 or len(static) != 2:
+            raise Refused(full, "conv", "a 2-D conv of [batch, time, feature, channel] (one dynamic dim) is supported")
+        time, (spatial, channel) = dyn[0], static  # RETURNN's channels: the feature axis, the last
+        if "in_spatial_dims" in d:
+            given = d["in_spatial_dims"]
+            axes = [self._axis(src, a) for a in given] if isinstance(given, list | tuple) else None
+            if axes is None or len(axes) != 2 or axes[0] != time or self.dims.find(axes[1]) != self.dims.find(spatial):
+                raise Refused(full, "conv", f"in_spatial_dims {given!r} (the time dim, then the feature axis)")
+        if "in_dim" in d and self._axis(src, d["in_dim"]) != channel:
+            raise Refused(full, "conv", f"in_dim {d['in_dim']!r} (the input's channels)")
+        out = self._out_dim(layer, d, full)
+        groups = d.get("groups", 1)
+        size, out_size = self.dims.size(channel), self.dims.size(out)
+        if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1 or size % groups or out_size % groups:
+            raise Refused(full, "conv", f"groups {groups!r} (dividing the input's and output's channels)")
+        if self.dims.find(out) in (self.dims.find(time), self.dims.find(spatial)):
+            raise Refused(full, "conv", "n_out/out_dim: the feature axis' own dim")
+        kwargs = {"filter_size": tuple_(num(kt), num(kf))}
+        if groups != 1:
+            kwargs["groups"] = num(groups)
+        if not d.get("with_bias", self.cfg.behavior_version >= 10):
+            kwargs["with_bias"] = literal(False)
+        self.imports.add("Conv2d")
+        expr = call(
+            call("Conv2d", self.dim(out), **kwargs), src.tensor(), axis=self.dim(time), feature_axis=self.dim(spatial)
+        )
+        dims = tuple(out if x == channel else x for x in src.dims)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "conv")
+        self._emit(scope, var, val.expr, layer, ModuleRef("conv", self._tf_prefix(layer, d, scope)))
+        if kt > 1:
+            self._warn_same_conv(layer, d, scope, full, "Conv2d")
         return Val(name(var), dims)
 
     def _conv_out_time(self, layer, d, full) -> str:

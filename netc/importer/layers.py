@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from netc.importer import attention, convnorm, logic, masked, sharing, transformer
+from netc.importer import attention, convnorm, logic, masked, sharing, transformer, windows
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -52,6 +52,7 @@ class Importer(
     transformer.TransformerLayers,
     masked.MaskedLayers,
     sharing.SharingLayers,
+    windows.WindowLayers,
 ):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
@@ -574,6 +575,7 @@ _KNOWN = {
     **transformer.KNOWN,
     **masked.KNOWN,
     **sharing.KNOWN,
+    **windows.KNOWN,
 }
 _NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC}
 

@@ -2,8 +2,7 @@
 `constant` → a number or `full`, `length` → a sum of ones over the time dim, `cast`,
 `expand_dims` → `expand`, `split` (its sub-layers `split/0`, ...) → `split`, and the forms of
 `reinterpret_data` that only rename: a copy, `size_base` (the two time dims are one), a new dim
-tag for a dynamic dim (`replace_dim`). A layer class netc has no op for (`window`) is refused
-with the reason."""
+tag for a dynamic dim (`replace_dim`)."""
 
 from __future__ import annotations
 
@@ -36,9 +35,7 @@ _COMPARE = {
 _KIND_ALIASES = {"==": "equal", "!=": "not_equal", "<>": "not_equal", "<": "less", "<=": "less_equal"}
 _KIND_ALIASES |= {">": "greater", ">=": "greater_equal"}
 _DTYPES = ("float32", "int32", "bool")
-NOT_NETC = {
-    "window": "netc has no op for windows of frames (RETURNN's `window` layer)",
-}
+NOT_NETC: dict[str, str] = {}
 
 
 def _number(v) -> bool:

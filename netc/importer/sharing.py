@@ -1,4 +1,5 @@
-"""`gather` (one position of an axis, a number or a layer's per sequence: a one-hot `dot`) and
+"""`gather` (one position of an axis, a number or a layer's per sequence: a one-hot `dot`; also
+RETURNN's deprecated `gather_nd`, the same along the time dim) and
 `reuse_params` (a `linear` layer with another's parameters: one module constructed once and
 called by both, as netc shares a module's parameters); layers netc has no op for, refused."""
 
@@ -9,14 +10,12 @@ from netc.importer.syntax import Expr, call, literal, name
 from netc.importer.values import Refused, Scope, Val, feature
 from netc.importer.writer import Assign, ModuleRef
 
-KNOWN = {"gather": {"position", "axis", "clip_to_valid"}}
+KNOWN = {"gather": {"position", "axis", "clip_to_valid"}, "gather_nd": {"position"}}
 SHARED_OPTS = {"reuse_params"}  # accepted on `linear` and `softmax`
 NOT_NETC = {
-    "transposed_conv": "netc has no transposed convolution op",
     "relative_positional_encoding": (
-        "RETURNN's is a learned table of clipped relative positions (Shaw et al., read by "
-        "`self_attention`'s `key_shift`), not netc's sinusoidal `rel_positions`/`rel_shift`, "
-        "and `key_shift` is not supported"
+        "RETURNN's learned table of clipped relative positions (Shaw et al.) is imported only where a "
+        "`self_attention` outside rec units reads it as `key_shift`"
     ),
 }
 
@@ -53,6 +52,18 @@ class SharingLayers:
         onehot = call("cast", _eq(hit, position), literal("float32"))
         self._emit(scope, var, call("dot", onehot, src.tensor(), reduce=self.dim(axis)), layer)
         return Val(name(var), tuple(x for x in src.dims if x != axis))
+
+    def _l_gather_nd(self, layer, d, scope, var, full) -> Val:
+        """RETURNN's deprecated `gather_nd`: `x[position]` along the first axis after batch, for a
+        position layer of one int per sequence the time dim: the `gather` along T."""
+        if not isinstance(d.get("position"), str):
+            raise Refused(full, "gather_nd", f"position {d.get('position')!r} (a layer is supported)")
+        try:
+            return self._l_gather(layer, {**d, "axis": "T"}, scope, var, full)
+        except Refused as r:
+            if r.layer != full:  # a layer it reads
+                raise
+            raise Refused(full, "gather_nd", r.why) from None
 
     def _reused(self, layer: str, scope: Scope) -> bool:
         """Whether a layer of the network reads `layer`'s parameters (`reuse_params`)."""

@@ -1,6 +1,7 @@
 """Transformer layers built from netc's ops where the result is RETURNN's exactly:
 `positional_encoding` (Tensor2Tensor's sinusoids over each sequence's positions) and
-`self_attention` (multi-head, head by head, with RETURNN's `QKV` matrix as the parameter)."""
+`self_attention` (multi-head, head by head, with RETURNN's `QKV` matrix as the parameter; its
+`key_shift` of a `relative_positional_encoding`, the learned table of clipped distances)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,11 @@ KNOWN = {
         "attention_dropout",
         "forward_weights_init",
         "dropout",
+        "key_shift",
     },
 }
+# a `relative_positional_encoding` read as `key_shift`: the options it is imported with
+_REL_POS = {"class", "from", "n_out", "out_dim", "clipping", "fixed", "forward_weights_init", "trainable", "L2"}
 
 
 class TransformerLayers:
@@ -108,7 +112,10 @@ class TransformerLayers:
             keys = call("expand", call("range_over", self.dim(kv_time)), self.dim(time))
             less = cst.Comparison(keys, [cst.ComparisonTarget(cst.LessThanEqual(), call("range_over", self.dim(time)))])
             emit([causal], less, "no key after the query")
-        outs = self._attend(emit, var, d, total_key, q, k, v, key, kv_time, causal)
+        shift = None
+        if d.get("key_shift") is not None:
+            shift = self._key_shift(emit, d["key_shift"], scope, full, src, time, kv_time, key)
+        outs = self._attend(emit, var, d, total_key, q, k, v, key, kv_time, causal, shift)
         return self._merge_heads(scope, var, layer, outs, val_dim, out, (BATCH, time, out))
 
     def _heads(self, layer: str, d: dict, full: str) -> tuple:
@@ -135,15 +142,74 @@ class TransformerLayers:
         emit([n], call(call("Linear", self.dim(qkv), with_bias=literal(False)), src.tensor()), comment, ref)
         return n
 
-    def _attend(self, emit, var: str, d: dict, total_key: int, q, k, v, key, over, causal=None) -> list[str]:
+    def _key_shift(self, emit, rel: str, scope, full: str, src: Val, time: str, kv_time: str, key: str) -> str:
+        """RETURNN's `relative_positional_encoding` read as `key_shift` (Shaw et al.): for query i
+        and key j the row `clip(j - i, -c, c) + c` of its learned table `encoding_matrix` [2c + 1,
+        key]; here the table is the `W` of a `Linear` without bias over a one-hot of the clipped
+        distance. Returns the name of that [batch, time, kv_time, key] value."""
+        rd = scope.layers.get(rel) if isinstance(rel, str) else None
+        if not isinstance(rd, dict) or rd.get("class") != "relative_positional_encoding":
+            raise Refused(full, "self_attention", f"key_shift {rel!r} (a relative_positional_encoding layer is)")
+        rel_full = self._full(rel, scope)
+        done = getattr(self, "_rel_pos_read", None)
+        if done is None:
+            done = self._rel_pos_read = set()
+        if rel_full in done:
+            raise Refused(full, "self_attention", f"key_shift {rel!r}, which another self_attention reads too")
+        done.add(rel_full)
+        extra = set(rd) - _REL_POS
+        if extra or rd.get("fixed"):
+            opts = ", ".join(sorted(extra | ({"fixed"} if rd.get("fixed") else set())))
+            raise Refused(rel_full, "relative_positional_encoding", f"option {opts} not supported")
+        c = rd.get("clipping", 16)
+        if not isinstance(c, int) or isinstance(c, bool) or c < 0:
+            raise Refused(rel_full, "relative_positional_encoding", f"clipping {c!r} (an int >= 0)")
+        own = self._source(rd, scope, rel_full)
+        if [x for x in own.dims if self.dims.is_dynamic(x)] != [time]:
+            raise Refused(rel_full, "relative_positional_encoding", "of an input over the attention's time dim")
+        if self.dims.find(self._out_dim(rel, rd, rel_full)) != self.dims.find(key):
+            raise Refused(full, "self_attention", f"key_shift {rel!r}: n_out not the heads' key dim")
+        rel_var = scope.names[rel]
+        positions = new_dim(self, 2 * c + 1, f"{identifier(rel)}_positions", {key, time, kv_time})
+        self.imports |= {"Linear", "cast", "expand", "maximum", "minimum", "range_over"}
+        dist = self.fresh(f"{rel_var}_dist")
+        diff = binop(
+            "-",
+            call("expand", call("range_over", self.dim(kv_time)), self.dim(time)),
+            call("range_over", self.dim(time)),
+        )
+        comment = f"layer {rel!r} (relative_positional_encoding): key position - query position, clipped"
+        emit([dist], call("minimum", call("maximum", diff, num(-c)), num(c)), comment)
+        row = (
+            binop("-", call("range_over", self.dim(positions)), num(c))
+            if c
+            else call("range_over", self.dim(positions))
+        )
+        hit = cst.Comparison(call("expand", name(dist), self.dim(positions)), [cst.ComparisonTarget(cst.Equal(), row)])
+        table = call("Linear", self.dim(key), with_bias=literal(False))
+        ref = ModuleRef("linear", self._tf_prefix(rel, rd, scope), {"W": "encoding_matrix"})
+        self.used.add(rel_var)
+        emit(
+            [rel_var], call(table, call("cast", hit, literal("float32"))), "its table: RETURNN's `encoding_matrix`", ref
+        )
+        return rel_var
+
+    def _attend(
+        self, emit, var: str, d: dict, total_key: int, q, k, v, key, over, causal=None, shift=None
+    ) -> list[str]:
         """Per head: `softmax(dot(q · (K/H)^-0.5, k), axis=over)` (`causal`: where it holds, else
-        no weight), its dropout, the values weighted by it; the heads' results' names."""
+        no weight; `shift`: RETURNN's `key_shift`, plus `dot(q · (K/H)^-0.5, shift)`), its dropout,
+        the values weighted by it; the heads' results' names."""
         heads = len(q)
         scale = num((total_key // heads) ** -0.5)
         p = d.get("attention_dropout", 0.0)
         outs = []
         for h in range(heads):
             energy = call("dot", binop("*", name(q[h]), scale), name(k[h]), reduce=self.dim(key))
+            if shift is not None:
+                energy = binop(
+                    "+", energy, call("dot", binop("*", name(q[h]), scale), name(shift), reduce=self.dim(key))
+                )
             if causal is not None:
                 energy = call("where", name(causal), energy, num(-1e30))  # exp gives 0, as of RETURNN's -inf
             w = call("softmax", energy, axis=self.dim(over))
@@ -180,6 +246,8 @@ class TransformerLayers:
 
         if not d.get("attention_left_only"):
             raise Refused(full, "self_attention", "in a rec unit RETURNN requires attention_left_only")
+        if d.get("key_shift") is not None:
+            raise Refused(full, "self_attention", "key_shift in a rec unit not supported")
         if getattr(self, "_masks", None):
             raise Refused(full, "self_attention", "under a masked_computation not supported")
         src = self._source(d, scope, full)

@@ -681,12 +681,21 @@ class Dot(OpDef):
     def returnn(self, ctx, op):
         axes = _dims_attr_names(op.attrs["reduce"])
         # var1/var2 "auto": without them RETURNN (behavior version 0) asserts on named reduce dims
+        var1, var2 = "auto", "auto"
+        a_dims, b_dims = ctx.in_dims(0), ctx.in_dims(1)
+        own1 = [d for d in a_dims if d not in axes and d not in b_dims]
+        own2 = [d for d in b_dims if d not in axes and d not in a_dims]
+        g = ctx.em.g
+        if any(g.dim(x).size is not None and g.dim(x).size == g.dim(y).size for x in own1 for y in own2):
+            # "auto" (behavior version < 14) matches two static dims of one size as one, kept as a
+            # shared dim, not multiplied out: each operand's own dims are named instead
+            var1, var2 = [ctx.dim(d) for d in own1], [ctx.dim(d) for d in own2]
         return {
             "class": "dot",
             "from": [ctx.src(0), ctx.src(1)],
             "reduce": [ctx.dim(a) for a in axes],
-            "var1": "auto",
-            "var2": "auto",
+            "var1": var1,
+            "var2": var2,
         }
 
     def torch(self, ctx, op):

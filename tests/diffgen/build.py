@@ -84,6 +84,8 @@ def build(g: Gen) -> None:
     shapes.sequences(g, labels)
     if g.on("conv", 0.5):
         conv(g)
+    if g.on("transposed_conv", 0.6):
+        transposed_conv(g)
     g.ops(r.randint(0, 2))
     for _ in range(r.randint(1, 3)):
         loop(g)
@@ -135,6 +137,25 @@ def conv(g: Gen) -> None:
         k = (r.choice([1, 2, 3]), r.choice([1, 2, 3]))
         conv2d = f"nc.Conv2d({c.code}, filter_size={k})(nc.expand({a.name}, one), axis=time, feature_axis={s.code})"
         g.new(f"nc.reduce_sum({conv2d}, axis={c.code})", a.dims)
+
+
+def transposed_conv(g: Gen) -> None:
+    """A `ConvTranspose1d` over a [batch, time, feature] value onto a new dim `utime` (n*stride
+    frames, plus max(k - stride, 0) with 'valid'), into any static dim."""
+    r = g.r
+    seqs = [v for v in g.floats() if v.dims == {"batch", "time", g.static(v).name}]
+    if not seqs or "utime" in g.dims:
+        return
+    a = g.pick(seqs)
+    out = r.choice(g.statics())
+    opts = f", {r.choice([1, 2, 3, 4])}, stride={r.choice([1, 2, 3])}"
+    if r.random() < 0.5:
+        opts += ", padding='same'"
+    if r.random() < 0.3:
+        opts += ", with_bias=False"
+    g.dim("utime")
+    g.new(f"nc.ConvTranspose1d({out.code}{opts})({a.name}, axis=time, out_axis=utime)", {"batch", "utime", out.name})
+    g.made_dims.add("utime")
 
 
 def zip_bw_if(g: Gen, bw: V) -> None:

@@ -55,6 +55,7 @@ FEATURES = frozenset(
         "max_pool",
         "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it, Conv2d
         "conv_loop",  # a loop over the dim a valid Conv1d made (sequences shorter than its filter: no frame)
+        "transposed_conv",  # ConvTranspose1d (same/valid, filter shorter or longer than its stride) onto `utime`
         "dropout",
         "stop_gradient",
         "lstm_fw",
