@@ -9,8 +9,9 @@ losses. Batch and dynamic dims stay dynamic. Formats:
   scripted loop as an ONNX `Loop` whose trip count is the padded length (`torch.onnx.export(...,
   dynamo=True)` goes through `torch.export`, which unrolls a Python loop at the example's length).
 - `torch-export`: `torch.export.export` of the wrapper (not scripted) of the module emitted with
-  `--loops scan`: its loops are torch's `scan` operator, which export keeps a loop of any length;
-  a loop that cannot be one (a `while` with `end`, a search) is refused.
+  `--loops scan`: its loops are torch's `scan` operator, which export keeps a loop of any length,
+  and a loop with `end` and a step limit (a search's beam loop too) its `while_loop`; a loop that
+  cannot be one is refused.
 """
 
 from __future__ import annotations
@@ -187,16 +188,19 @@ def _quiet():
 def _refuse_loops(g: Graph, search: bool) -> None:
     """torch.export keeps a loop only as torch's `scan` or `while_loop` operator (`Loop.scan`,
     made with `--loops scan`): it would unroll a Python loop at the example's padded length (its
-    dim could no longer vary). A search's beam loop is a Python loop still."""
+    dim could no longer vary). A search's beam loop runs as `while_loop` where it has a step
+    limit (the steps' buffers are preallocated to it)."""
+    from netc.emit_torch.scan import beam_while
     from netc.errors import CompileError
     from netc.passes.scan_loops import blocker, while_dims
 
     g = g.search if search and g.search is not None else g
     for n in g.body:
-        if isinstance(n, Loop) and search and any(op.op == "choice" for op in _ops(n)):
+        if isinstance(n, Loop) and search and n.scan and n.target is not None and not beam_while(n):
             raise CompileError(
                 n.span,
-                "--format torch-export: a beam search is not exported this way yet; use --format onnx or torchscript",
+                "--format torch-export: this beam search has no step limit (`range`), which torch's `while_loop` "
+                "needs (the steps' buffers are preallocated to it); use --format onnx or torchscript",
             )
         if isinstance(n, Loop) and not n.scan:
             span, why = blocker(n, while_dims(g)) or (n.span, "this loop decides from values when to stop (a search)")

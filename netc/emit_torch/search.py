@@ -12,6 +12,7 @@ is then followed back through the steps to stack its frames.
 from __future__ import annotations
 
 from netc.emit_torch.emitter import ModuleNames, TorchEmitter, zeroed
+from netc.emit_torch.scan import beam_while
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import SCORES, SearchPlan
 from netc.ir.uses import node_uses
@@ -93,15 +94,19 @@ class SearchEmitter(TorchEmitter):
         # the steps of what a search returns: each output stacked in the loop
         outputs = {o.name: o.value for o in self.g.outputs if o.name in self.plan.outputs}
         stacks = {s.out.id: s for s in n.stacks if s.out.id in outputs.values()}
+        self.step_values = {c.inner.id for c in n.carries} | {
+            o.id for nd in n.body if isinstance(nd, Op) for o in nd.outs
+        }
+        if beam_while(n):
+            from netc.emit_torch.search_scan import beam_while_loop
+
+            return beam_while_loop(self, n, beam, bound, batch, outputs, stacks, choice)
         steps = {vid: self.ns.fresh(f"{s.name}_steps") for vid, s in stacks.items()}
         for name in [beam.srcs, *steps.values()]:
             self.emit(f"{name} = []")
         self.emit(f"{beam.step} = 0")
         self.emit(f"while not bool({beam.ended}.all()):")
         self.indent += 1
-        self.step_values = {c.inner.id for c in n.carries} | {
-            o.id for nd in n.body if isinstance(nd, Op) for o in nd.outs
-        }
         # the loop's own variables: a carry read after the choice is re-selected under a new name
         carried = {c.inner.id: self.var[c.inner.id] for c in n.carries}
         self.block(n.body)
