@@ -35,7 +35,7 @@ from netc_runtime.backends import load_torch_module, valid_mask
 from netc_runtime.failures import Mismatch, failing_as
 from netc_runtime.npz import _params
 from netc_runtime.scratch import scratch_file
-from netc_runtime.verify import TOLERANCE, random_inputs, random_lengths
+from netc_runtime.verify import TOLERANCE, made_lengths, random_inputs, random_lengths
 
 FORMATS = ("onnx", "torchscript", "torch-export")
 OPSET = 17  # onnxruntime 1.16 and later run it
@@ -130,12 +130,16 @@ def example_inputs(g: Graph, sig: Signature, batch: int, max_len: int, seed: int
 
 
 def _example(g: Graph, sig: Signature, seed: int) -> dict[str, np.ndarray]:
-    """The batch of 3 that tracing runs on, its dynamic dims padded to at least 2 frames:
-    torch.export fixes a dim whose example size is 0 or 1 (labels drawn to fit a downsampled
-    time dim may have 1 frame at most at first; longer sequences are drawn then)."""
+    """The batch of 3 that tracing runs on, its dynamic dims padded to at least 2 frames, and
+    those ops make from them (a downsampled time dim) too: torch.export fixes a dim whose
+    example size is 0 or 1 (labels drawn to fit a downsampled time dim may have 1 frame at
+    most at first, a search's encoder 1 frame; longer sequences are drawn then)."""
     for max_len in (5, 9, 17, 33, 65):
         inputs = example_inputs(g, sig, 3, max_len, seed)
-        if all(inputs[n].shape[ax] >= 2 for n, dims in sig.inputs for ax in _dynamic(g, dims)):
+        made = made_lengths(g, {d: inputs[lens_name(d)].tolist() for d in sig.dyn})
+        if all(inputs[n].shape[ax] >= 2 for n, dims in sig.inputs for ax in _dynamic(g, dims)) and all(
+            max(ls, default=2) >= 2 for ls in made.values()
+        ):
             return inputs
     return inputs
 
