@@ -196,7 +196,7 @@ def _refuse_loops(g: Graph, search: bool) -> None:
     limit (the steps' buffers are preallocated to it)."""
     from netc.emit_torch.scan import beam_while
     from netc.errors import CompileError
-    from netc.passes.scan_loops import blocker, while_dims
+    from netc.passes.scan_loops import blocker, empty_dims, while_dims
 
     g = g.search if search and g.search is not None else g
     for n in g.body:
@@ -207,7 +207,10 @@ def _refuse_loops(g: Graph, search: bool) -> None:
                 "needs (the steps' buffers are preallocated to it); use --format onnx or torchscript",
             )
         if isinstance(n, Loop) and not n.scan:
-            span, why = blocker(n, while_dims(g)) or (n.span, "this loop decides from values when to stop (a search)")
+            span, why = blocker(n, while_dims(g), empty=empty_dims(g)) or (
+                n.span,
+                "this loop decides from values when to stop (a search)",
+            )
             raise CompileError(
                 span,
                 f"--format torch-export: {why}, which neither torch's `scan` nor its `while_loop` runs; "

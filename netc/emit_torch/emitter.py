@@ -186,6 +186,13 @@ def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]]) -> Non
             out.update(REGISTRY[n.op].torch_helpers(n))
 
 
+def _beam_helper(plan, names: ModuleNames) -> str | None:
+    """The beam step of `search`: its step a tensor where the beam loop is torch's while_loop."""
+    if plan is None:
+        return None
+    return (torch_beam_step_scan if beam_while(plan.loop) else torch_beam_step)(names.beam_fn)
+
+
 def helper_sources(helpers: dict[str, Callable[[str], str]], names: ModuleNames) -> list[str]:
     return [make(names.helpers[key]) for key, make in sorted(helpers.items())]
 
@@ -653,7 +660,7 @@ def _module_context(g: Graph, reserved: frozenset[str], inference: bool = False)
         public=", ".join(arg_name(p) for p in public),
         forward=method("forward", public, params, body, fwd.direct, head),
         search=search_method,
-        beam_helper=(torch_beam_step_scan if beam_while(plan.loop) else torch_beam_step)(names.beam_fn) if plan else None,
+        beam_helper=_beam_helper(plan, names),
         op_helpers=helper_sources(helpers, names),
         search_outputs=py_literal(list(plan.outputs)) if plan else None,
         input_dims=py_literal([[i.name, list(i.annotated_dims)] for i in g.inputs]),

@@ -17,20 +17,16 @@ from netc.emit_torch.emitter import zeroed
 from netc.emit_torch.scan import WHILE_HELPER, _paren, _unpack
 from netc.ir.model import Loop, Op
 from netc.ir.search import SCORES
-from netc.naming import lens_name
+from netc.naming import lens_name, plain_text
+from netc.ops import REGISTRY
 from netc.ops.align import align_code
 
 if TYPE_CHECKING:
     from netc.emit_torch.search import SearchEmitter, _Beam
 
 
-def beam_while_loop(
-    em: SearchEmitter, n: Loop, beam: _Beam, bound: str | None, batch: str, outputs: dict, stacks: dict, choice: Op
-) -> list[tuple[str, str]]:
-    """Emit the beam loop `n` (its hypotheses set up by `SearchEmitter.beam_loop`); the
-    search's results (name, variable)."""
-    axis, device, size = n.axis, em.device(), beam.size
-    em.emit("# each step as torch's while_loop, until every hypothesis has ended")
+def step_limit(em: SearchEmitter, n: Loop) -> str:
+    """The most steps the search runs (the length of its buffers): a variable."""
     limit = em.ns.fresh("max_steps")
     if n.bound is not None:
         most = f"{em.var[n.bound]}.max()"
@@ -41,6 +37,29 @@ def beam_while_loop(
         em.emit(f"{limit} = {most}.clamp(min=1).item()  # the most steps the search runs")
     else:
         em.emit(f"{limit} = {max(1, n.max_steps)}  # the most steps the search runs")
+    return limit
+
+
+def grow(em: SearchEmitter, op: Op, ctx) -> None:
+    """A state's growth in the beam's `while_loop`: the step's frame written into its buffer."""
+    axis = op.attrs["axis"]
+    em.lens_var[axis], em.size_var[axis] = em.ns.fresh(lens_name(axis)), em.ns.fresh(f"{axis}_size")
+    steps = f"torch.zeros_like({em.beam.ended}, dtype=torch.long) + ({em.beam.step} + 1)"
+    em.emit(f"{em.lens_var[axis]} = {steps}  # lengths of {plain_text(axis)}: the steps so far")
+    # the step limit, from the buffer (the number itself, unknown to torch.export, may not be read here)
+    em.emit(f"{em.size_var[axis]} = {ctx.arg(0)}.shape[{op.outs[0].dims.index(axis)}]")
+    name = em.define(op.outs[0], op.outs[0].name or op.hint())
+    em.emit(f"{name} = {REGISTRY[op.op].torch_preallocated(ctx, op, em.beam.step)}  # line {op.span.line}")
+    em.op_lines[op.outs[0].id] = em.lines[-1].strip()
+
+
+def beam_while_loop(
+    em: SearchEmitter, n: Loop, beam: _Beam, bound: str | None, batch: str, outputs: dict, stacks: dict, choice: Op
+) -> list[tuple[str, str]]:
+    """Emit the beam loop `n` (its hypotheses set up by `SearchEmitter.beam_loop`); the
+    search's results (name, variable)."""
+    axis, device, size, limit = n.axis, em.device(), beam.size, em.limit
+    em.emit("# each step as torch's while_loop, until every hypothesis has ended")
     em.emit(f"{beam.step} = torch.zeros((), dtype=torch.long, device={device})")
     # [step, batch, beam, ...]: a buffer's strides may not be products of the rows' number (a
     # size torch.export derives), which it would not match from step to step
@@ -124,7 +143,9 @@ def _best(em: SearchEmitter, n: Loop, beam: _Beam, limit: str, srcs: str, output
         em.emit(f"    {_paren(x)}.clone(memory_format=torch.contiguous_format),{'  # ' + comment if comment else ''}")
     em.emit("]")
     em.indent -= 1
-    em.emit(f"{_unpack(carried)} = {em.names.helpers[WHILE_HELPER]}({cond_fn}, {step_fn}, [{beam.step}, {best}, {', '.join(frames.values())}])")
+    em.emit(
+        f"{_unpack(carried)} = {em.names.helpers[WHILE_HELPER]}({cond_fn}, {step_fn}, [{beam.step}, {best}, {', '.join(frames.values())}])"
+    )
     results = []
     for out, (s, _) in outputs.items():
         name = em.ns.fresh(s.name)
