@@ -391,10 +391,13 @@ class Check:
     max_abs_diff: float
 
 
-def check(g: Graph, fmt: str, path: str, params_path: str | None = None, seed: int = 0, search: bool = False) -> Check:
+def check(
+    g: Graph, fmt: str, path: str, params_path: str | None = None, seed: int = 0, search: bool = False, run=None
+) -> Check:
     """Run the exported file on a batch of another size and padded length than the export's
     example (4 sequences of unequal lengths) and compare it with the torch module on valid
-    frames; a difference above 1e-4, or another shape, raises `Mismatch`."""
+    frames; a difference above 1e-4, or another shape, raises `Mismatch`. `run`: the file as
+    `load` gives it, where the caller has loaded it already."""
     import torch
 
     wrapped, sig = build(g, params_path, seed, search, as_dict=True)
@@ -402,7 +405,7 @@ def check(g: Graph, fmt: str, path: str, params_path: str | None = None, seed: i
     with torch.no_grad():
         ref = {k: v.numpy() for k, v in wrapped(**{k: torch.as_tensor(v) for k, v in inputs.items()}).items()}
     with _quiet(), failing_as(fmt):
-        got = load(fmt, path, sig)(inputs)
+        got = (run or load(fmt, path, sig))(inputs)
     lens = {d: inputs[lens_name(d)] for d in sig.dyn}
     lens.update({d.name: ref[lens_name(d.name)] for d in g.dims if lens_name(d.name) in ref})
     worst = 0.0
