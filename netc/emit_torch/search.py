@@ -6,7 +6,8 @@ runs the loop body on them; the `choice` picks the best continuations (`ops.sear
 from then on this step's values are those of the hypotheses they continue (`x[src]`, done
 where a value is first read after the choice). A hypothesis ends where the loop's `end`
 holds (or at its bound); the loop stops when all have ended. Each sequence's best hypothesis
-is then followed back through the steps to stack its frames.
+is then followed back through the steps to stack its frames. With `--loops scan` a beam loop
+with a step limit is torch's `while_loop` instead (`search_scan`: what `torch.export` keeps).
 """
 
 from __future__ import annotations
