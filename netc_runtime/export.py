@@ -9,8 +9,9 @@ losses. Batch and dynamic dims stay dynamic. Formats:
   scripted loop as an ONNX `Loop` whose trip count is the padded length (`torch.onnx.export(...,
   dynamo=True)` goes through `torch.export`, which unrolls a Python loop at the example's length).
 - `torch-export`: `torch.export.export` of the wrapper (not scripted) of the module emitted with
-  `--loops scan`: its loops are torch's `scan` operator, which export keeps a loop of any length;
-  a loop that cannot be one (a `while` with `end`, a search) is refused.
+  `--loops scan`: its loops are torch's `scan` operator, which export keeps a loop of any length,
+  and a loop with `end` and a step limit (a search's beam loop too) its `while_loop`; a loop that
+  cannot be one is refused.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from netc_runtime.backends import load_torch_module, valid_mask
 from netc_runtime.failures import Mismatch, failing_as
 from netc_runtime.npz import _params
 from netc_runtime.scratch import scratch_file
-from netc_runtime.verify import TOLERANCE, random_inputs, random_lengths
+from netc_runtime.verify import TOLERANCE, made_lengths, random_inputs, random_lengths
 
 FORMATS = ("onnx", "torchscript", "torch-export")
 OPSET = 17  # onnxruntime 1.16 and later run it
@@ -129,12 +130,16 @@ def example_inputs(g: Graph, sig: Signature, batch: int, max_len: int, seed: int
 
 
 def _example(g: Graph, sig: Signature, seed: int) -> dict[str, np.ndarray]:
-    """The batch of 3 that tracing runs on, its dynamic dims padded to at least 2 frames:
-    torch.export fixes a dim whose example size is 0 or 1 (labels drawn to fit a downsampled
-    time dim may have 1 frame at most at first; longer sequences are drawn then)."""
+    """The batch of 3 that tracing runs on, its dynamic dims padded to at least 2 frames, and
+    those ops make from them (a downsampled time dim) too: torch.export fixes a dim whose
+    example size is 0 or 1 (labels drawn to fit a downsampled time dim may have 1 frame at
+    most at first, a search's encoder 1 frame; longer sequences are drawn then)."""
     for max_len in (5, 9, 17, 33, 65):
         inputs = example_inputs(g, sig, 3, max_len, seed)
-        if all(inputs[n].shape[ax] >= 2 for n, dims in sig.inputs for ax in _dynamic(g, dims)):
+        made = made_lengths(g, {d: inputs[lens_name(d)].tolist() for d in sig.dyn})
+        if all(inputs[n].shape[ax] >= 2 for n, dims in sig.inputs for ax in _dynamic(g, dims)) and all(
+            max(ls, default=2) >= 2 for ls in made.values()
+        ):
             return inputs
     return inputs
 
@@ -187,19 +192,25 @@ def _quiet():
 def _refuse_loops(g: Graph, search: bool) -> None:
     """torch.export keeps a loop only as torch's `scan` or `while_loop` operator (`Loop.scan`,
     made with `--loops scan`): it would unroll a Python loop at the example's padded length (its
-    dim could no longer vary). A search's beam loop is a Python loop still."""
+    dim could no longer vary). A search's beam loop runs as `while_loop` where it has a step
+    limit (the steps' buffers are preallocated to it)."""
+    from netc.emit_torch.scan import beam_while
     from netc.errors import CompileError
-    from netc.passes.scan_loops import blocker, while_dims
+    from netc.passes.scan_loops import blocker, empty_dims, while_dims
 
     g = g.search if search and g.search is not None else g
     for n in g.body:
-        if isinstance(n, Loop) and search and any(op.op == "choice" for op in _ops(n)):
+        if isinstance(n, Loop) and search and n.scan and n.target is not None and not beam_while(n):
             raise CompileError(
                 n.span,
-                "--format torch-export: a beam search is not exported this way yet; use --format onnx or torchscript",
+                "--format torch-export: this beam search has no step limit (`range`), which torch's `while_loop` "
+                "needs (the steps' buffers are preallocated to it); use --format onnx or torchscript",
             )
         if isinstance(n, Loop) and not n.scan:
-            span, why = blocker(n, while_dims(g)) or (n.span, "this loop decides from values when to stop (a search)")
+            span, why = blocker(n, while_dims(g), empty=empty_dims(g)) or (
+                n.span,
+                "this loop decides from values when to stop (a search)",
+            )
             raise CompileError(
                 span,
                 f"--format torch-export: {why}, which neither torch's `scan` nor its `while_loop` runs; "
@@ -380,10 +391,13 @@ class Check:
     max_abs_diff: float
 
 
-def check(g: Graph, fmt: str, path: str, params_path: str | None = None, seed: int = 0, search: bool = False) -> Check:
+def check(
+    g: Graph, fmt: str, path: str, params_path: str | None = None, seed: int = 0, search: bool = False, run=None
+) -> Check:
     """Run the exported file on a batch of another size and padded length than the export's
     example (4 sequences of unequal lengths) and compare it with the torch module on valid
-    frames; a difference above 1e-4, or another shape, raises `Mismatch`."""
+    frames; a difference above 1e-4, or another shape, raises `Mismatch`. `run`: the file as
+    `load` gives it, where the caller has loaded it already."""
     import torch
 
     wrapped, sig = build(g, params_path, seed, search, as_dict=True)
@@ -391,7 +405,7 @@ def check(g: Graph, fmt: str, path: str, params_path: str | None = None, seed: i
     with torch.no_grad():
         ref = {k: v.numpy() for k, v in wrapped(**{k: torch.as_tensor(v) for k, v in inputs.items()}).items()}
     with _quiet(), failing_as(fmt):
-        got = load(fmt, path, sig)(inputs)
+        got = (run or load(fmt, path, sig))(inputs)
     lens = {d: inputs[lens_name(d)] for d in sig.dyn}
     lens.update({d.name: ref[lens_name(d.name)] for d in g.dims if lens_name(d.name) in ref})
     worst = 0.0

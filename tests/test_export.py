@@ -21,10 +21,11 @@ from test_models import MODELS
 from netc.compiler import compile_graph
 from netc.errors import CompileError
 from netc.ir.model import Loop
+from netc.ir.search import search_plan
 from netc.passes.pipeline import PassOptions
 from netc.passes.scan_loops import blocker, while_dims
 from netc_runtime.backends import valid_mask
-from netc_runtime.export import build, example_inputs, export, load
+from netc_runtime.export import build, check, example_inputs, export, load
 
 # a loop with `end`, a state grown in a loop, ops that make or pick frames, fused and native cells, losses
 _MEETS_EXPORT = re.compile(
@@ -79,7 +80,11 @@ def test_torch_export_runs_at_other_lengths(tmp_path, path):
             for inputs in batches:
                 run(inputs)
         return
-    run = load("torch-export", out, export(g, "torch-export", out))
+    _compare(g, load("torch-export", out, export(g, "torch-export", out)), wrapped, sig, batches)
+
+
+def _compare(g, run, wrapped, sig, batches) -> None:
+    """The exported program `run` gives what the default module `wrapped` gives on valid frames."""
     for inputs in batches:
         with torch.no_grad():
             ref = {k: v.numpy() for k, v in wrapped(**{k: torch.as_tensor(v) for k, v in inputs.items()}).items()}
@@ -92,6 +97,38 @@ def test_torch_export_runs_at_other_lengths(tmp_path, path):
             assert o.shape == r.shape and o.dtype == r.dtype, name
             valid = valid_mask(dims, lens, g, r.shape) if dims else np.ones(r.shape, dtype=bool)
             assert float(np.abs(r.astype(np.float64) - o.astype(np.float64))[valid].max(initial=0.0)) <= 1e-4, name
+
+
+# every example with `choice` (the transducer's search network), one export each
+SEARCHES = [
+    ("beam_search.py", None),
+    ("librispeech_2018.py", None),
+    ("conformer_transducer.py", "conformer_transducer_search"),
+    ("conformer_aed.py", None),
+]
+
+
+@pytest.mark.parametrize("name,network", SEARCHES, ids=[n for n, _ in SEARCHES])
+def test_torch_export_of_a_beam_search(tmp_path, name, network):
+    """`--search`: the beam loop is torch's `while_loop` (the steps written into buffers as long
+    as the step limit, the best hypotheses followed back by a second one); the exported program
+    passes export's own check (batch 4) and gives the default module's best hypotheses at two
+    other batch sizes and lengths. A decoder's state grown by `cum_concat` (conformer_aed's
+    self-attention) is a buffer as long as the step limit, written at each step."""
+    path = EXAMPLES / name
+    g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, loops="scan"))
+    out = str(tmp_path / "m.pt2")
+    assert search_plan(g).loop.scan
+    sig = export(g, "torch-export", out, search=True)
+    run = load("torch-export", out, sig)  # loaded once (seconds for the larger examples)
+    assert check(g, "torch-export", out, search=True, run=run).max_abs_diff <= 1e-4
+    reference = compile_graph(str(path), network=network)
+    wrapped, ref_sig = build(reference, search=True, as_dict=True)
+    assert ref_sig == sig
+    batches = [
+        example_inputs(reference, sig, batch, max_len, seed) for batch, max_len, seed in ((2, 9, 11), (5, 3, 12))
+    ]
+    _compare(reference, run, wrapped, sig, batches)
 
 
 def test_op_limits_are_models_here():

@@ -7,16 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES, ROOT, example_network
+from conftest import EXAMPLES, ROOT, example_network, network_names
 from test_models import MODELS
 
 from netc.compiler import compile_graph
 from netc.emit_torch.emitter import emit_torch
 from netc.ir.model import Loop
+from netc.ir.search import search_plan
 from netc.naming import lens_name
 from netc.passes.pipeline import PassOptions
 from netc.passes.scan_loops import blocker
 from netc_runtime.backends import load_torch_module
+from netc_runtime.export import build, example_inputs
 from netc_runtime.verify import random_inputs, random_lengths, random_params
 
 PATHS = [ROOT / "tests" / "models" / m for m in MODELS] + sorted(EXAMPLES.glob("*.py"))
@@ -55,7 +57,8 @@ def test_scan_module_equals_the_default(path):
     network = example_network(path) if path.parent == EXAMPLES else None
     g = compile_graph(str(path), network=network)
     scanned = compile_graph(str(path), network=network, options=PassOptions(loops="scan"))
-    if not any(n.scan for n in _loops(scanned.body)):  # no loop is a scan: the same module
+    searched = scanned.search.body if scanned.search is not None else []
+    if not any(n.scan for n in _loops([*scanned.body, *searched])):  # no loop is a scan: the same module
         assert emit_torch(scanned) == emit_torch(g)
         return
     rng = np.random.default_rng(3)
@@ -70,6 +73,32 @@ def test_scan_module_equals_the_default(path):
     for k in set(grads) | set(ref_grads):  # a parameter no result reaches: no gradient, or zeros
         r = ref_grads.get(k, torch.zeros_like(grads.get(k, torch.zeros(0))))
         assert _maxdiff(grads.get(k, torch.zeros_like(r)), r) <= 1e-4, k
+
+
+SEARCHES = [p for p in PATHS if "choice(" in p.read_text()]
+
+
+@pytest.mark.parametrize("path", SEARCHES, ids=lambda p: p.name)
+def test_scan_search_equals_the_default(path):
+    """A beam search with a step limit runs as torch's `while_loop` in this form (its steps
+    written into buffers, the best hypotheses followed back by a second one): it finds the
+    default search's best hypotheses, their outputs, lengths and scores."""
+    searched = 0
+    for network in network_names(path) if path.parent == EXAMPLES else [None]:
+        g = compile_graph(str(path), network=network)
+        if search_plan(g) is None:
+            continue
+        scanned = compile_graph(str(path), network=network, options=PassOptions(loops="scan"))
+        wrapped, sig = build(g, seed=4, search=True, as_dict=True)
+        inputs = {k: torch.as_tensor(v) for k, v in example_inputs(g, sig, 3, 6, seed=5).items()}
+        with torch.no_grad():
+            ref, got = wrapped(**inputs), build(scanned, seed=4, search=True, as_dict=True)[0](**inputs)
+        assert set(got) == set(ref)
+        for k, r in ref.items():  # padded frames too: zeros in both
+            assert got[k].shape == r.shape and got[k].dtype == r.dtype, k
+            assert _maxdiff(got[k], r) <= 1e-5, k
+        searched += 1
+    assert searched
 
 
 def test_loops_that_scan():

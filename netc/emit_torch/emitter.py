@@ -18,14 +18,14 @@ from pathlib import Path
 import jinja2
 
 from netc.emit_torch.free import free_after_last_use
-from netc.emit_torch.scan import SCAN_HELPER, WHILE_HELPER, scan_helper, scan_loop, while_helper
+from netc.emit_torch.scan import SCAN_HELPER, WHILE_HELPER, beam_while, scan_helper, scan_loop, while_helper
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import search_plan
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.align import align_code, where_valid
-from netc.ops.search import torch_beam_step
+from netc.ops.search import torch_beam_step, torch_beam_step_scan
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
@@ -167,6 +167,9 @@ def op_helpers(g: Graph) -> dict[str, Callable[[str], str]]:
     _add_helpers(g.body, out)
     if g.search is not None:
         _add_helpers(g.search.body, out)
+    plan = search_plan(g)
+    if plan is not None and beam_while(plan.loop):  # the beam search as torch's while_loop
+        out[WHILE_HELPER] = while_helper
     return out
 
 
@@ -182,6 +185,13 @@ def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]]) -> Non
             _add_helpers(n.body, out)
         else:
             out.update(REGISTRY[n.op].torch_helpers(n))
+
+
+def _beam_helper(plan, names: ModuleNames) -> str | None:
+    """The beam step of `search`: its step a tensor where the beam loop is torch's while_loop."""
+    if plan is None:
+        return None
+    return (torch_beam_step_scan if beam_while(plan.loop) else torch_beam_step)(names.beam_fn)
 
 
 def helper_sources(helpers: dict[str, Callable[[str], str]], names: ModuleNames) -> list[str]:
@@ -658,7 +668,7 @@ def _module_context(g: Graph, reserved: frozenset[str], inference: bool = False)
         public=", ".join(arg_name(p) for p in public),
         forward=method("forward", public, params, body, fwd.direct, head),
         search=search_method,
-        beam_helper=torch_beam_step(names.beam_fn) if plan else None,
+        beam_helper=_beam_helper(plan, names),
         op_helpers=helper_sources(helpers, names),
         search_outputs=py_literal(list(plan.outputs)) if plan else None,
         input_dims=py_literal([[i.name, list(i.annotated_dims)] for i in g.inputs]),

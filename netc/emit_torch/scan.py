@@ -65,6 +65,12 @@ def while_helper(name: str) -> str:
 '''
 
 
+def beam_while(n: Loop) -> bool:
+    """Whether the beam search of `n` (the loop with `choice`) runs as torch's `while_loop`:
+    a scan loop with a step limit (its stacks are preallocated to it)."""
+    return n.scan and (n.bound is not None or n.max_steps is not None)
+
+
 def scan_loop(em: TorchEmitter, n: Loop) -> None:
     """Emit `n` (no `end`: it runs over its dim's padded length) as a step function and `scan`."""
     if n.end is not None and n.target is None:

@@ -6,16 +6,19 @@ runs the loop body on them; the `choice` picks the best continuations (`ops.sear
 from then on this step's values are those of the hypotheses they continue (`x[src]`, done
 where a value is first read after the choice). A hypothesis ends where the loop's `end`
 holds (or at its bound); the loop stops when all have ended. Each sequence's best hypothesis
-is then followed back through the steps to stack its frames.
+is then followed back through the steps to stack its frames. With `--loops scan` a beam loop
+with a step limit is torch's `while_loop` instead (`search_scan`: what `torch.export` keeps).
 """
 
 from __future__ import annotations
 
-from netc.emit_torch.emitter import ModuleNames, TorchEmitter, zeroed
+from netc.emit_torch.emitter import ModuleNames, TorchEmitter, _OpCtx, zeroed
+from netc.emit_torch.scan import beam_while
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import SCORES, SearchPlan
 from netc.ir.uses import node_uses
 from netc.naming import lens_name, plain_text, py_str
+from netc.ops import REGISTRY
 from netc.ops.align import align_code
 
 
@@ -29,6 +32,8 @@ class SearchEmitter(TorchEmitter):
         self.beam: _Beam | None = None
         self.step_values: set[int] = set()  # values of the beam loop's body (and its states)
         self.top_masks = set(plan.input_dims)  # only these lengths are known at the top
+        self.limit: str | None = None  # a beam search as torch's while_loop: its step limit
+        self.grown: dict[int, Op] = {}  # there: the states grown into buffers as long as the limit
 
     def search(self) -> tuple[list[str], str]:
         g, plan = self.g, self.plan
@@ -65,6 +70,11 @@ class SearchEmitter(TorchEmitter):
         for a in op.args:
             if a in self.pending:
                 self.ref(a)
+        if self.limit is not None and REGISTRY[op.op].preallocates and op.args[0] in self.grown:
+            from netc.emit_torch.search_scan import grow
+
+            grow(self, op, _OpCtx(self, op))
+            return
         if op.op != "choice":
             super().op(op)
             return
@@ -85,6 +95,10 @@ class SearchEmitter(TorchEmitter):
         choice = next(nd for nd in n.body if isinstance(nd, Op) and nd.op == "choice")
         batch, size = self.size_var["batch"], str(choice.attrs["beam"])
         self.emit(f"# beam search over {plain_text(n.axis)} (line {n.span.line}): {size} hypotheses per sequence")
+        if beam_while(n):
+            from netc.emit_torch.search_scan import step_limit
+
+            self.limit = step_limit(self, n)
         bound = self._expand_into_beam(n, size)
         beam = self.beam = _Beam(self, size)
         self.emit(f"{beam.scores} = torch.zeros({batch}, {size}, dtype={self.dtype()}, device={self.device()})")
@@ -93,15 +107,19 @@ class SearchEmitter(TorchEmitter):
         # the steps of what a search returns: each output stacked in the loop
         outputs = {o.name: o.value for o in self.g.outputs if o.name in self.plan.outputs}
         stacks = {s.out.id: s for s in n.stacks if s.out.id in outputs.values()}
+        self.step_values = {c.inner.id for c in n.carries} | {
+            o.id for nd in n.body if isinstance(nd, Op) for o in nd.outs
+        }
+        if beam_while(n):
+            from netc.emit_torch.search_scan import beam_while_loop
+
+            return beam_while_loop(self, n, beam, bound, batch, outputs, stacks, choice)
         steps = {vid: self.ns.fresh(f"{s.name}_steps") for vid, s in stacks.items()}
         for name in [beam.srcs, *steps.values()]:
             self.emit(f"{name} = []")
         self.emit(f"{beam.step} = 0")
         self.emit(f"while not bool({beam.ended}.all()):")
         self.indent += 1
-        self.step_values = {c.inner.id for c in n.carries} | {
-            o.id for nd in n.body if isinstance(nd, Op) for o in nd.outs
-        }
         # the loop's own variables: a carry read after the choice is re-selected under a new name
         carried = {c.inner.id: self.var[c.inner.id] for c in n.carries}
         self.block(n.body)
@@ -141,9 +159,15 @@ class SearchEmitter(TorchEmitter):
             self.values[inv.inner.id] = inv.inner
             outer = self.var[inv.outer]
             self.var[inv.inner.id] = expand(outer, outer) if "batch" in inv.inner.dims else outer
+        grown = self.grown = _grown(n) if self.limit is not None else {}
         for c in n.carries:
             self.values[c.inner.id] = c.inner
             self.var[c.inner.id] = name = self.ns.fresh(c.name)
+            if c.inner.id in grown:  # no frames yet: a buffer as long as the step limit
+                axis = grown[c.inner.id].attrs["axis"]
+                sizes = tuple({"batch": rows, axis: self.limit}.get(d) or self.size(d) for d in c.inner.dims)
+                self.emit(f"{name} = {self.zeros_of(sizes, c.inner.dtype)}  # its frames so far, written at each step")
+                continue
             many = f".repeat_interleave({size}, dim=0)" if "batch" in c.inner.dims else ""
             self.emit(f"{name} = {self.var[c.init]}{many}")
         self.size_var["batch"] = rows
@@ -199,6 +223,11 @@ class _Beam:
         self.ended = em.ns.fresh("ended")
         self.lens = em.ns.fresh("lens")
         self.step = em.ns.fresh("t")
+
+
+def _grown(n: Loop) -> dict[int, Op]:
+    """The states of `n` an op grows (`OpDef.preallocates`, as `scan_loops` allows): state -> op."""
+    return {m.args[0]: m for m in n.body if isinstance(m, Op) and REGISTRY[m.op].preallocates}
 
 
 def _needed(body: list, loop: Loop) -> set[int]:

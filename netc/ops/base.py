@@ -103,6 +103,9 @@ class OpDef:
     # its results keep their shapes from step to step in a loop (not so for a state grown by
     # `cum_concat`): torch may run the loop as its `scan` operator (`scan_loops` pass)
     same_shape_each_step: bool = True
+    # a state it grows (along `attrs["axis"]`, from no frames) can be a buffer as long as a beam
+    # search's step limit, written at each step (`torch_preallocated`)
+    preallocates: bool = False
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
 
     def api(self, x):  # noqa: D401 - the signature is the point
@@ -185,6 +188,12 @@ class OpDef:
         """For each dim in `makes_dims`: code for its int64 [batch] lengths and for its size
         (the emitter defines both before the op's code, which may then use `ctx.mask`)."""
         return {}
+
+    def torch_preallocated(self, ctx: TorchCtx, op: Op, step: str) -> str:
+        """An op that `preallocates`, in a beam search run as torch's `while_loop`: code writing
+        step `step`'s (a tensor) frame into the state, a buffer as long as the step limit (the
+        emitter defines the grown dim's lengths, the step + 1, and size, the limit)."""
+        raise NotImplementedError
 
     def torch(self, ctx: TorchCtx, op: Op) -> str:
         raise NotImplementedError

@@ -98,6 +98,7 @@ class CumConcat(OpDef):
     tensors = ("state", "frame")
     pure = False  # it is a state: never moved out of its loop
     same_shape_each_step = False
+    preallocates = True
 
     def api(self, state, frame, axis):
         pass
@@ -131,6 +132,12 @@ class CumConcat(OpDef):
     def torch(self, ctx, op):
         dims = op.outs[0].dims
         return f"torch.cat([{ctx.arg(0)}, {ctx.aligned(1, dims)}], dim={dims.index(op.attrs['axis'])})"
+
+    def torch_preallocated(self, ctx, op, step):
+        dims = op.outs[0].dims
+        pos = dims.index(op.attrs["axis"])
+        # the frame with a size-1 axis where it goes
+        return f"{ctx.arg(0)}.index_copy({pos}, {step}.reshape(1), {ctx.aligned(1, dims)})"
 
     def eager(self, ctx, args, attrs, outs):
         import torch

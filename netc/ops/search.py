@@ -71,3 +71,26 @@ def torch_beam_step(name: str) -> str:
     scores, best = combined.flatten(1).topk(beam, dim=1)
     first = torch.arange(batch, device=logp.device)[:, None] * beam
     return (best % labels).flatten(), scores, (best // labels + first).flatten()'''
+
+
+def torch_beam_step_scan(name: str) -> str:
+    """The beam search step of a search emitted with `--loops scan` (torch's `while_loop`): the
+    step `t` is a tensor there, so its two cases are `torch.where`s, not Python branches (the
+    same numbers: the first step's other hypotheses score -inf, which `topk` never takes)."""
+    return f'''def {name}(logp, scores, ended, t: torch.Tensor, beam: int, length_normalization: bool):
+    """One step of RETURNN's beam search (its `choice` layer) for [batch * beam] hypotheses:
+    the labels, scores [batch, beam] and source hypotheses of the best `beam` continuations."""
+    batch, labels = scores.shape[0], logp.shape[-1]
+    label_ids = torch.arange(labels, device=logp.device)
+    # a hypothesis that has ended continues with label 0 at no cost
+    ended_scores = torch.where(label_ids == 0, 0.0, {ENDED_OTHER_SCORE!r}).to(logp.dtype)
+    logp = torch.where(ended[:, None], ended_scores, logp).view(batch, -1, labels)
+    if length_normalization:  # after the first step, ended ones compare by score per step
+        scores = scores * torch.where(ended.view(batch, -1) & (t > 0), (t + 1) / t.clamp(min=1), 1.0)
+    combined = scores[:, :, None] + logp
+    # all hypotheses start equal: the first step continues the first only
+    others = (t == 0) & (torch.arange(combined.shape[1], device=logp.device) > 0)
+    combined = torch.where(others[None, :, None], float("-inf"), combined)
+    scores, best = combined.flatten(1).topk(beam, dim=1)
+    first = torch.arange(batch, device=logp.device)[:, None] * beam
+    return (best % labels).flatten(), scores, (best // labels + first).flatten()'''

@@ -7,7 +7,9 @@ target's frames, so it counts); a top-level loop with `end` and a step limit run
 `while_loop`, its stacks preallocated to the limit. Neither kind holds a loop with `end` (its
 length, known when it stops, would change from step to step), makes a dim in its body (a dim's
 size is a Python int, which a step cannot return) or grows a state
-(`OpDef.same_shape_each_step`: a step's results keep their shapes); and no loop over the dim a
+(`OpDef.same_shape_each_step`: a step's results keep their shapes) but a beam search's state
+`empty` started, which `cum_concat` writes into a buffer as long as the search's step limit
+(`OpDef.preallocates`); and no loop over the dim a
 `while_loop` made is either (the operator cannot trace a trip count known only at run time).
 
 Records `Loop.scan`; changes nothing else. Only torch reads it.
@@ -15,17 +17,27 @@ Records `Loop.scan`; changes nothing else. Only torch reads it.
 
 from __future__ import annotations
 
-from netc.ir.model import Graph, Loop, Span
+from netc.ir.model import Graph, Loop, Op, Span
 from netc.ops import REGISTRY
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     changed = False
-    made = while_dims(g)
+    made, empty = while_dims(g), empty_dims(g)
     for n in g.body:
         if isinstance(n, Loop):
-            changed |= _mark(n, made)
+            changed |= _mark(n, made, empty)
     return g, changed
+
+
+def empty_dims(g: Graph) -> frozenset[str]:
+    """The dims `empty` makes: a state grown along one starts with no frames."""
+
+    def ops(nodes):
+        for n in nodes:
+            yield from ops(n.body) if isinstance(n, Loop) else [n]
+
+    return frozenset(op.attrs["axis"] for op in ops(g.body) if op.op == "empty")
 
 
 def while_dims(g: Graph) -> frozenset[str]:
@@ -33,20 +45,22 @@ def while_dims(g: Graph) -> frozenset[str]:
     return frozenset(n.axis for n in g.body if isinstance(n, Loop) and n.end is not None and n.target is None)
 
 
-def _mark(n: Loop, made: frozenset[str]) -> bool:
+def _mark(n: Loop, made: frozenset[str], empty: frozenset[str]) -> bool:
     changed = False
     for m in n.body:
         if isinstance(m, Loop):
-            changed |= _mark(m, made)
-    scan = blocker(n, made) is None
+            changed |= _mark(m, made, empty)
+    scan = blocker(n, made, empty=empty) is None
     changed |= scan != n.scan
     n.scan = scan
     return changed
 
 
-def blocker(n: Loop, made: frozenset[str] = frozenset(), nested: bool = False) -> tuple[Span, str] | None:
+def blocker(
+    n: Loop, made: frozenset[str] = frozenset(), nested: bool = False, empty: frozenset[str] = frozenset()
+) -> tuple[Span, str] | None:
     """Why torch cannot run `n` as `scan` (or, with `end`, as `while_loop`), and where: None
-    when it can. `made`: the dims of `while_dims`."""
+    when it can. `made`: the dims of `while_dims`; `empty`: those of `empty_dims`."""
     if n.axis in made and n.end is None:  # the operator cannot trace a trip count of a value
         return n.span, "this loop runs over the steps of a loop with `end` (known only when the program runs)"
     if n.end is not None and n.target is None:
@@ -56,12 +70,22 @@ def blocker(n: Loop, made: frozenset[str] = frozenset(), nested: bool = False) -
             return n.span, "this loop decides from values when to stop (`end`) over the frames of a dim"
         if n.bound is None and n.max_steps is None:  # its stacks are preallocated to the limit
             return n.span, "this loop decides from values when to stop (`end`) without a step limit"
+    # a beam search with a step limit (a `while_loop`) grows its states into buffers as long as
+    # the limit: those `empty` started, grown by an op that can write a step's frame into one
+    beam = (
+        not nested
+        and (n.bound is not None or n.max_steps is not None)
+        and any(isinstance(m, Op) and m.op == "choice" for m in n.body)
+    )
+    states = {c.inner.id for c in n.carries}
     for m in n.body:
         if isinstance(m, Loop):
-            if (inner := blocker(m, made, nested=True)) is not None:
+            if (inner := blocker(m, made, nested=True, empty=empty)) is not None:
                 return inner
             continue
         opdef = REGISTRY[m.op]
+        if beam and opdef.preallocates and m.attrs["axis"] in empty and m.args[0] in states:
+            continue
         if not opdef.same_shape_each_step:
             return m.span, f"`{m.op}` grows a state in a loop (its shape changes from step to step)"
         if opdef.makes_dims(m.attrs):
