@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_torch import device_name, module_with, params_by_path, report, sequence_args, timed
+from bench_torch import device_name, module_with, params_by_path, report, sequence_args, timed, tolerance
 
 from netc.compiler import compile_graph
 from netc.passes.pipeline import PassOptions
@@ -76,7 +76,7 @@ def main() -> None:
         mask = (torch.arange(args.time, device=dev)[None, :] < lens[:, None])[:, :, None]
         for name in ("netc, no fusion", *cells, "nn.GRU (native)"):
             diff = ((variants["netc"]() - variants[name]()).abs() * mask).max().item()
-            assert diff < 1e-4, (name, diff)
+            assert diff < tolerance(dev), (name, diff)
         rows = timed(variants, args.runs, dev)
     title = (
         f"GRU forward, batch {args.batch}, {args.time} frames, 80 -> 256, {device_name(dev)}, "

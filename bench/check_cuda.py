@@ -6,7 +6,7 @@ Not a benchmark: the check that the emitted modules run on a GPU (they create ev
 their inputs' device) and compute what they compute on the CPU. Per model: one random padded
 batch with unequal lengths and random parameters, the module's outputs and losses (and, for a
 model with `choice`, its beam search) on both devices, compared on valid frames as `netc verify`
-compares backends (<= 1e-4). TF32 is switched off (cuDNN convolutions use it by default), so the
+compares backends (<= 1e-4), and the gradients of the summed losses. TF32 is switched off (cuDNN convolutions use it by default), so the
 GPU computes in float32 as the CPU does. Prints one line per model and a summary; exits 1 if any
 model differs or fails.
 """
@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from netc.compiler import compile_graph
+from netc.ir.model import Loop
 from netc.ir.search import search_plan
 from netc.naming import lens_name
 from netc_runtime.backends import load_torch_module, run_torch
@@ -47,11 +48,18 @@ def first_network(path: Path) -> str | None:
     return names[0] if len(names) > 1 else None
 
 
+def op_names(nodes) -> set[str]:
+    """The ops of a graph's body, its loops' bodies included."""
+    return {name for n in nodes for name in (op_names(n.body) if isinstance(n, Loop) else {n.op})}
+
+
 def gradients(g, inputs, lens, params, device: str) -> dict[str, np.ndarray]:
-    """The gradient of the sum of the module's losses by parameter (eval mode: no dropout)."""
+    """The gradient of the sum of the module's losses by parameter, in training mode (a fused
+    LSTM's cuDNN backward needs it, as nn.LSTM's does) unless the model has dropout (whose masks
+    the two devices draw differently)."""
     model = load_torch_module(g).Model()
     model.load_returnn_params(params)
-    model.eval().to(device)
+    model.train("dropout" not in op_names(g.body)).to(device)
     api_lens = {lens_name(d): torch.as_tensor(v, device=device) for d, v in lens.items()}
     outs = model(**{k: torch.as_tensor(v, device=device) for k, v in inputs.items()}, **api_lens)
     sum(outs[name] for name in model.losses).backward()

@@ -46,16 +46,17 @@ def {name}_scan(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
     return scan(step, [zeros, zeros.clone()], [x.transpose(0, 1).clone()])[1][0].transpose(0, 1)
 
 
-def {name}(x: torch.Tensor, n: int, weights: list[torch.Tensor]) -> torch.Tensor:
+def {name}(x: torch.Tensor, n: int, weights: list[torch.Tensor], train: bool) -> torch.Tensor:
     """An LSTM over x [batch, time, in] from zero states: h per frame. `weights` in torch.lstm's
     layout (w_ih, w_hh, b_ih, b_hh). Traced by torch.export or torch.compile, it runs as torch's
-    `scan` (which keeps time dynamic; they unroll torch.lstm at the example's length)."""
+    `scan` (which keeps time dynamic; they unroll torch.lstm at the example's length). `train`:
+    the module's `training`, as nn.LSTM passes it (cuDNN keeps what its backward needs only then)."""
     if not torch.jit.is_scripting():
         if {name}_traced():
             return {name}_scan(x, weights)
     h0 = x.new_zeros(1, x.shape[0], n)
     # torch.lstm(input, (h0, c0), params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    return torch.lstm(x, (h0, h0), weights, True, 1, 0.0, False, False, True)[0]
+    return torch.lstm(x, (h0, h0), weights, True, 1, 0.0, train, False, True)[0]
 '''
 
 
@@ -137,7 +138,7 @@ class Lstm(OpDef):
         weights = (
             f"[{w('W', ctx.size(feat))}, {w('W_re', n)}, {b}.view(4, {n})[{gates}].flatten(), torch.zeros_like({b})]"
         )
-        expr = f"{ctx.helper(LSTM_SEQ)}({x}, {n}, {weights})"
+        expr = f"{ctx.helper(LSTM_SEQ)}({x}, {n}, {weights}, {ctx.training})"
         if backward:
             expr = _reverse_in_length(expr, n, ctx.seq_lens(time), ctx.size(time), ctx.device)
         return align_code(expr, (*src[:2], out), op.outs[0].dims)

@@ -44,11 +44,12 @@ _HOLD = 1e4
 
 
 def _lstm_helper(name: str) -> str:
-    return f'''def {name}(x, lens, h0, c0, weights: list[torch.Tensor], reverse: bool, need_c: bool):
+    return f'''def {name}(x, lens, h0, c0, weights: list[torch.Tensor], reverse: bool, need_c: bool, train: bool):
     """An LSTM over x [batch, time, in] in one native call (torch.lstm; `weights` in its layout:
     w_ih, w_hh, and b_ih, b_hh when it has biases), each sequence over its own frames, from its
     last backwards with `reverse`. Returns h per frame (zeros on padded frames) and h, c after
-    each sequence's last frame (h0, c0 when it has none); c only with `need_c`."""
+    each sequence's last frame (h0, c0 when it has none); c only with `need_c`. `train`: the
+    module's `training`, as nn.LSTM passes it (cuDNN keeps what its backward needs only then)."""
 {_REVERSE}    if need_c:
         # padded frames keep c: an extra input, 1 on them only, drives the forget gate (torch's
         # block 1) to exactly 1 and the input gate (block 0) to exactly 0 (padded frames of x
@@ -59,26 +60,27 @@ def _lstm_helper(name: str) -> str:
         x = torch.cat([x, (~valid)[:, :, None].to(x.dtype)], dim=-1)
         weights = [torch.cat([weights[0], hold[:, None]], dim=1)] + weights[1:]
     # torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    y, _, c = torch.lstm(x, [h0[None], c0[None]], weights, len(weights) == 4, 1, 0.0, False, False, True)
+    y, _, c = torch.lstm(x, [h0[None], c0[None]], weights, len(weights) == 4, 1, 0.0, train, False, True)
 {_LAST}    return y, h, c[0]
 '''
 
 
 def _gru_helper(name: str) -> str:
-    return f'''def {name}(x, lens, h0, weights: list[torch.Tensor], reverse: bool):
+    return f'''def {name}(x, lens, h0, weights: list[torch.Tensor], reverse: bool, train: bool):
     """A GRU over x [batch, time, in] in one native call (torch.gru; `weights` in its layout:
     w_ih, w_hh, and b_ih, b_hh when it has biases), each sequence over its own frames, from its
     last backwards with `reverse`. Returns h per frame (anything on padded frames) and h after
-    each sequence's last frame (h0 when it has none)."""
+    each sequence's last frame (h0 when it has none). `train`: the module's `training`, as
+    nn.GRU passes it (cuDNN keeps what its backward needs only then)."""
 {_REVERSE}    bias = len(weights) == 4
     if x.device.type == "meta":  # no lengths to pack by: the padded batch, every frame
         # torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-        y, _ = torch.gru(x, h0[None], weights, bias, 1, 0.0, False, False, True)
+        y, _ = torch.gru(x, h0[None], weights, bias, 1, 0.0, train, False, True)
     else:  # valid frames only, as nn.GRU on a packed sequence (a sequence without any runs one)
         packed = nn.utils.rnn.pack_padded_sequence(x, lens.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
         h0_sorted = h0[packed.sorted_indices][None]
         # torch.gru(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
-        y, _ = torch.gru(packed.data, packed.batch_sizes, h0_sorted, weights, bias, 1, 0.0, False, False)
+        y, _ = torch.gru(packed.data, packed.batch_sizes, h0_sorted, weights, bias, 1, 0.0, train, False)
         packed = nn.utils.rnn.PackedSequence(y, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
         y = nn.utils.rnn.pad_packed_sequence(packed, batch_first=True, total_length=x.shape[1])[0]
 {_LAST}    return y, h
@@ -170,7 +172,7 @@ class LstmLoop(_CellLoop):
         need_c = "c" in op.attrs["results"]
         call = (
             f"{ctx.helper(LSTM_HELPER)}({x}, {ctx.seq_lens(time)}, {ctx.arg(1)}, {ctx.arg(2)}, {weights}, "
-            f"{op.attrs['reverse']}, {need_c})"
+            f"{op.attrs['reverse']}, {need_c}, {ctx.training})"
         )
         return self.results(op, call, ("seq", "h", "c"))
 
@@ -237,7 +239,10 @@ class GruLoop(_CellLoop):
         x, time = self._input(ctx, op)
         signs = [1.0, -1.0, 1.0] if op.attrs["negate_z"] else None  # sigmoid(-a) = 1 - sigmoid(a)
         weights = self._weights(ctx, op, op.attrs["x_gates"], op.attrs["gates"], signs)
-        call = f"{ctx.helper(GRU_HELPER)}({x}, {ctx.seq_lens(time)}, {ctx.arg(1)}, {weights}, {op.attrs['reverse']})"
+        call = (
+            f"{ctx.helper(GRU_HELPER)}({x}, {ctx.seq_lens(time)}, {ctx.arg(1)}, {weights}, {op.attrs['reverse']}, "
+            f"{ctx.training})"
+        )
         return self.results(op, call, ("seq", "h"))
 
     def returnn(self, ctx, op):
