@@ -56,13 +56,17 @@ def op_names(nodes) -> set[str]:
 def gradients(g, inputs, lens, params, device: str) -> dict[str, np.ndarray]:
     """The gradient of the sum of the module's losses by parameter, in training mode (a fused
     LSTM's cuDNN backward needs it, as nn.LSTM's does) unless the model has dropout (whose masks
-    the two devices draw differently)."""
+    the two devices draw differently: eval mode, without cuDNN)."""
     model = load_torch_module(g).Model()
     model.load_returnn_params(params)
-    model.train("dropout" not in op_names(g.body)).to(device)
+    training = "dropout" not in op_names(g.body)
+    model.train(training).to(device)
     api_lens = {lens_name(d): torch.as_tensor(v, device=device) for d, v in lens.items()}
-    outs = model(**{k: torch.as_tensor(v, device=device) for k, v in inputs.items()}, **api_lens)
-    sum(outs[name] for name in model.losses).backward()
+    # cuDNN's RNN back-propagates only what a training-mode forward kept (as for nn.LSTM): in eval
+    # mode torch's own CUDA kernels run instead
+    with torch.backends.cudnn.flags(enabled=training):
+        outs = model(**{k: torch.as_tensor(v, device=device) for k, v in inputs.items()}, **api_lens)
+        sum(outs[name] for name in model.losses).backward()
     return {k: p.grad.cpu().numpy() for k, p in model.named_parameters() if p.grad is not None}
 
 
