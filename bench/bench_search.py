@@ -102,7 +102,11 @@ def main() -> None:
     lengths = ours[plan.lens]
     steps = {"netc torch module": torch_search, "netc, TorchScript": lambda: torch_search(scripted)}
     script_out = {k: v.cpu().numpy() for k, v in steps["netc, TorchScript"]().items()}
-    assert all((script_out[k] == ours[k]).all() for k in ours), "the scripted module searched otherwise"
+    for k, v in ours.items():  # the same hypotheses; scores to float32 rounding (TorchScript fuses ops)
+        same = (
+            np.allclose(script_out[k], v, rtol=1e-5, atol=1e-4) if v.dtype.kind == "f" else (script_out[k] == v).all()
+        )
+        assert same, f"the scripted module's {k} differs"
     with_returnn = not args.no_returnn
     with contextlib.ExitStack() as stack:
         if with_returnn:

@@ -12,6 +12,8 @@ with a step limit is torch's `while_loop` instead (`search_scan`: what `torch.ex
 
 from __future__ import annotations
 
+import re
+
 from netc.emit_torch.emitter import ModuleNames, TorchEmitter, _OpCtx, zeroed
 from netc.emit_torch.scan import beam_while
 from netc.ir.model import Graph, Loop, Op
@@ -19,7 +21,9 @@ from netc.ir.search import SCORES, SearchPlan
 from netc.ir.uses import node_uses
 from netc.naming import lens_name, plain_text, py_str
 from netc.ops import REGISTRY
-from netc.ops.align import align_code
+from netc.ops.align import align_code, where_valid
+from netc.ops.defs import dims_attr_names
+from netc.ops.dot_torch import dot_grouped_code
 
 
 class SearchEmitter(TorchEmitter):
@@ -34,6 +38,9 @@ class SearchEmitter(TorchEmitter):
         self.top_masks = set(plan.input_dims)  # only these lengths are known at the top
         self.limit: str | None = None  # a beam search as torch's while_loop: its step limit
         self.grown: dict[int, Op] = {}  # there: the states grown into buffers as long as the limit
+        # values the beam loop reads from before it: their one row per sequence (not per hypothesis)
+        self.per_sequence: dict[int, str] = {}
+        self.expanded: set[str] = set()  # their copies per hypothesis
 
     def search(self) -> tuple[list[str], str]:
         g, plan = self.g, self.plan
@@ -48,7 +55,13 @@ class SearchEmitter(TorchEmitter):
                 self.op(n)
         results = self.beam_loop(plan.loop)
         self.emit("return {" + ", ".join(f"{py_str(k)}: {v}" for k, v in results) + "}")
-        return params, "\n".join(self.lines)
+        return params, "\n".join(self._unread_copies_dropped())
+
+    def _unread_copies_dropped(self) -> list[str]:
+        """The lines, less the copies per hypothesis of values only grouped dots read."""
+        text = "\n".join(self.lines)
+        unread = {v for v in self.expanded if len(re.findall(rf"(?<![\w.]){v}\b", text)) == 1}
+        return [line for line in self.lines if line.strip().split(" = ")[0] not in unread]
 
     # --- the beam ------------------------------------------------------------------------
 
@@ -75,6 +88,11 @@ class SearchEmitter(TorchEmitter):
 
             grow(self, op, _OpCtx(self, op))
             return
+        if op.op == "dot" and (code := self._grouped_dot(op)) is not None:
+            name = self.define(op.outs[0], op.outs[0].name or op.hint())
+            self.emit(f"{name} = {code}  # line {op.span.line}")
+            self.op_lines[op.outs[0].id] = self.lines[-1].strip()
+            return
         if op.op != "choice":
             super().op(op)
             return
@@ -89,6 +107,25 @@ class SearchEmitter(TorchEmitter):
         )
         self.emit(f"{b.ended}, {b.lens} = {b.ended}[{self.src}], {b.lens}[{self.src}]")
         self.op_lines[op.outs[0].id] = self.lines[-2].strip()
+
+    def _grouped_dot(self, op: Op) -> str | None:
+        """A step's `dot` of a hypothesis' vector with what the loop reads from before it (the
+        keys, the encoder states), against that value's one row per sequence: each sequence's
+        hypotheses as one block (`dot_grouped_code`), not one product per repeated row."""
+        (r,) = axes = dims_attr_names(op.attrs["reduce"])
+        shared = [i for i, a in enumerate(op.args) if a in self.per_sequence]
+        if len(axes) != 1 or len(shared) != 1 or self.beam is None:
+            return None
+        (i,) = shared
+        dynamic = self.g.dim(r).kind == "dynamic"
+        if i == 0 and dynamic:  # the dot masks its first operand's padded frames: per hypothesis here
+            return None
+        h = self.ref(op.args[1 - i])
+        h_dims = self.values[op.args[1 - i]].dims
+        if i == 1 and dynamic:  # as `dot` does: padded frames may hold anything
+            h = where_valid(h, self.mask(r, h_dims), "0.0")
+        s, s_dims = self.per_sequence[op.args[i]], self.values[op.args[i]].dims
+        return dot_grouped_code(h, h_dims, s, s_dims, r, op.outs[0].dims, self.beam.size)
 
     def beam_loop(self, n: Loop) -> list[tuple[str, str]]:
         """The choice loop as a beam search; the search's results (name, variable)."""
@@ -151,6 +188,11 @@ class SearchEmitter(TorchEmitter):
             self.emit(f"{name} = {var}.repeat_interleave({size}, dim=0)")
             return name
 
+        def expand_value(var: str) -> str:  # dropped if only grouped dots read it (`_grouped_dot`)
+            name = expand(var, var)
+            self.expanded.add(name)
+            return name
+
         for d in list(self.lens_var):
             self.lens_var[d] = expand(self.lens_var[d], lens_name(d))
             self.beam_masks[d] = self.ns.fresh(f"{d}_mask_beam")
@@ -158,7 +200,9 @@ class SearchEmitter(TorchEmitter):
         for inv in n.invariants:
             self.values[inv.inner.id] = inv.inner
             outer = self.var[inv.outer]
-            self.var[inv.inner.id] = expand(outer, outer) if "batch" in inv.inner.dims else outer
+            self.var[inv.inner.id] = expand_value(outer) if "batch" in inv.inner.dims else outer
+            if "batch" in inv.inner.dims:
+                self.per_sequence[inv.inner.id] = outer
         grown = self.grown = _grown(n) if self.limit is not None else {}
         for c in n.carries:
             self.values[c.inner.id] = c.inner

@@ -576,7 +576,7 @@ class _Reduce(OpDef):
         return [OutType(tuple(d for d in x.dims if d not in axes), x.dtype)]
 
     def returnn(self, ctx, op):
-        axes = _dims_attr_names(op.attrs["axis"])
+        axes = dims_attr_names(op.attrs["axis"])
         layer = {"class": "reduce", "mode": self.mode, "from": ctx.src(0), "axis": [ctx.dim(a) for a in axes]}
         empty = _empty_dims(ctx, axes)
         if not empty or self.mode in ("sum", "mean"):
@@ -585,7 +585,7 @@ class _Reduce(OpDef):
 
     def torch(self, ctx, op):
         x_dims = ctx.in_dims(0)
-        axes = _dims_attr_names(op.attrs["axis"])
+        axes = dims_attr_names(op.attrs["axis"])
         pos = tuple(x_dims.index(a) for a in axes)
         x = ctx.arg(0)
         dyn = [a for a in axes if ctx.is_dynamic(a)]
@@ -608,7 +608,7 @@ class _Reduce(OpDef):
 
     def eager(self, ctx, args, attrs, outs):
         x = args[0]
-        axes = _dims_attr_names(attrs["axis"])
+        axes = dims_attr_names(attrs["axis"])
         pos = tuple(x.dims.index(a) for a in axes)
         if any(x.data.shape[p] == 0 for p in pos):  # the sequence has no frame along a dim: 0
             return x.data.sum(dim=pos)
@@ -637,7 +637,7 @@ def _zero_where_empty(ctx, layer: dict, empty: list[str]) -> dict:
     return {"class": "subnetwork", "from": layer["from"], "subnetwork": sub}
 
 
-def _dims_attr_names(axis) -> list[str]:
+def dims_attr_names(axis) -> list[str]:
     return list(axis) if isinstance(axis, (list, tuple)) else [axis]
 
 
@@ -679,7 +679,7 @@ class Dot(OpDef):
         return [OutType(tuple(d for d in union(dt, args) if d not in axes))]
 
     def returnn(self, ctx, op):
-        axes = _dims_attr_names(op.attrs["reduce"])
+        axes = dims_attr_names(op.attrs["reduce"])
         # var1/var2 "auto": without them RETURNN (behavior version 0) asserts on named reduce dims
         var1, var2 = "auto", "auto"
         a_dims, b_dims = ctx.in_dims(0), ctx.in_dims(1)
@@ -699,7 +699,7 @@ class Dot(OpDef):
         }
 
     def torch(self, ctx, op):
-        axes = _dims_attr_names(op.attrs["reduce"])
+        axes = dims_attr_names(op.attrs["reduce"])
         a = ctx.arg(0)
         a_dims = ctx.in_dims(0)
         for d in axes:  # padded frames may hold anything: zero them on one side

@@ -35,3 +35,22 @@ def dot_bmm_code(
     left = f"{align_code(vec, vec_dims, (*shared, r))}.unsqueeze(1)"
     right = align_code(mat, mat_dims, (*shared, r, *own))
     return align_code(f"torch.bmm({left}, {right}).squeeze(1)", (*shared, *own), out_dims)
+
+
+def dot_grouped_code(
+    h: str, h_dims: tuple[str, ...], s: str, s_dims: tuple[str, ...], r: str, out_dims: tuple[str, ...], group: str
+) -> str | None:
+    """`bmm` code of a `dot` over `r` of `h`, whose batch rows are `group` rows per row of `s`'s
+    (a beam search's hypotheses, b * group + k), with `s` (what the search reads from before its
+    loop: keys, encoder states), without repeating `s` per row of `h`: `h`'s rows of one sequence
+    as one [group, R] block against that sequence's [R, N] of `s`. The same products, summed over
+    `r` as the one-row `bmm` sums them; None where the dims are not `h` a vector over `r` (and the
+    batch) and `s` one more dim of its own."""
+    shared = [d for d in out_dims if d in h_dims and d in s_dims]
+    h_own = [d for d in h_dims if d not in s_dims]
+    s_own = [d for d in s_dims if d not in h_dims]
+    if shared != ["batch"] or h_own or len(s_own) != 1:
+        return None
+    left = f"{align_code(h, h_dims, ('batch', r))}.unflatten(0, (-1, {group}))"
+    right = align_code(s, s_dims, ("batch", r, *s_own))
+    return align_code(f"torch.bmm({left}, {right}).flatten(0, 1)", ("batch", *s_own), out_dims)
