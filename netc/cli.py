@@ -100,7 +100,7 @@ def compile(
     g = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
     try:
         if inference:
-            from netc.emit_torch.emitter import emit_torch
+            from netc.emit_torch.module import emit_torch
             from netc.passes.inference import inference_graph
 
             text = emit_torch(inference_graph(g, keep_params=True), inference=True)

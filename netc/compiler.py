@@ -39,7 +39,7 @@ def _emit_returnn(g: Graph) -> str:
 
 @_no_cyclic_gc()
 def _emit_torch(g: Graph) -> str:
-    from netc.emit_torch.emitter import emit_torch
+    from netc.emit_torch.module import emit_torch
 
     return emit_torch(g)
 

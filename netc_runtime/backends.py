@@ -19,7 +19,7 @@ import numpy as np
 
 from netc.compiler import compile_graph
 from netc.emit_tf.emitter import dim_vars, emit_returnn
-from netc.emit_torch.emitter import emit_torch
+from netc.emit_torch.module import emit_torch
 from netc.ir.interface import interface
 from netc.ir.model import Graph
 from netc.ir.search import SCORES, network_params, search_dims, search_plan

@@ -9,7 +9,7 @@ from conftest import EXAMPLES, ROOT, returnn_variables
 
 from netc.compiler import compile_graph
 from netc.emit_tf.emitter import emit_returnn
-from netc.emit_torch.emitter import emit_torch
+from netc.emit_torch.module import emit_torch
 from netc.passes.pipeline import PassOptions
 
 LSTM_FORMS = ROOT / "tests" / "models" / "fuse_lstm_forms.py"

@@ -19,7 +19,8 @@ import torch
 from conftest import ROOT, run_netc
 
 from netc.compiler import TARGETS, compile_graph
-from netc.emit_torch.emitter import GENERATED_MEMBERS, NN_MODULE_MEMBERS, emit_torch
+from netc.emit_torch.emitter import GENERATED_MEMBERS, NN_MODULE_MEMBERS
+from netc.emit_torch.module import emit_torch
 from netc.errors import CompileError
 from netc.ir.interface import interface
 from netc.naming import identifier, py_str

@@ -11,7 +11,7 @@ from conftest import EXAMPLES, ROOT, example_network, network_names
 from test_models import MODELS
 
 from netc.compiler import compile_graph
-from netc.emit_torch.emitter import emit_torch
+from netc.emit_torch.module import emit_torch
 from netc.ir.model import Loop
 from netc.ir.search import search_plan
 from netc.naming import lens_name

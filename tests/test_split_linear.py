@@ -11,7 +11,7 @@ from conftest import EXAMPLES, ROOT, returnn_variables
 
 from netc.compiler import compile_graph
 from netc.emit_tf.emitter import emit_returnn
-from netc.emit_torch.emitter import emit_torch
+from netc.emit_torch.module import emit_torch
 from netc.ir.model import Loop
 from netc.passes.pipeline import PassOptions
 from netc_runtime.backends import load_torch_module, run_returnn

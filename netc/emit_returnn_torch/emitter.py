@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 
 from netc.emit_tf.emitter import dim_vars, extern_data
-from netc.emit_torch.emitter import render_module_body
+from netc.emit_torch.module import render_module_body
 from netc.errors import CompileError
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Input

@@ -7,7 +7,8 @@ import re
 import textwrap
 
 from netc.emit_tf.emitter import ReturnnEmitter
-from netc.emit_torch.emitter import TorchEmitter, render_module
+from netc.emit_torch.emitter import TorchEmitter
+from netc.emit_torch.module import render_module
 from netc.errors import Span
 from netc.ir.model import Graph, Loop, Node, Op, Output
 from netc.ir.uses import values_by_id
