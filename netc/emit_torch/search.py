@@ -112,11 +112,11 @@ class SearchEmitter(TorchEmitter):
         """A step's `dot` of a hypothesis' vector with what the loop reads from before it (the
         keys, the encoder states), against that value's one row per sequence: each sequence's
         hypotheses as one block (`dot_grouped_code`), not one product per repeated row."""
-        (r,) = axes = dims_attr_names(op.attrs["reduce"])
+        axes = dims_attr_names(op.attrs["reduce"])
         shared = [i for i, a in enumerate(op.args) if a in self.per_sequence]
         if len(axes) != 1 or len(shared) != 1 or self.beam is None:
             return None
-        (i,) = shared
+        (r,), (i,) = axes, shared
         dynamic = self.g.dim(r).kind == "dynamic"
         if i == 0 and dynamic:  # the dot masks its first operand's padded frames: per hypothesis here
             return None
