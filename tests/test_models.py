@@ -225,3 +225,13 @@ def test_values_after_the_break_of_a_first_step_end(tmp_path, netc, model, stack
     y = outs["eager"]["out:y"]
     assert not np.allclose(y[1], 0.0)  # the value before the loop, not zeros
     assert not np.allclose(y[0], y[1])
+
+
+def test_search_dots_with_values_from_before_the_loop(verify):
+    """A step's dots with the encoder states: grouped per sequence where the search can (their
+    copies per hypothesis left out), masked per hypothesis where it cannot; a dot over two dims.
+    (The `--loops scan` search of every model with `choice` is test_scan's.)"""
+    proc = verify(ROOT / "tests" / "models" / "search_dots.py", "--seed", "2", "--search")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "logits           eager vs returnn" in proc.stdout and "scores           eager vs torch" in proc.stdout
