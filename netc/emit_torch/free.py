@@ -58,6 +58,6 @@ def free_after_last_use(body: str, keep: set[str]) -> str:
         out += lines[done : stmt.end_lineno]
         done = stmt.end_lineno
         if i in freed:
-            out.append(f"{indent}del {', '.join(sorted(freed[i]))}")
+            out.append(f"{indent}del {', '.join(sorted(freed[i], key=first_store.__getitem__))}")  # as defined
     out += lines[done:]
     return "\n".join(out)
