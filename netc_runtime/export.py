@@ -17,6 +17,7 @@ losses. Batch and dynamic dims stay dynamic. Formats:
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.util
 import io
 import warnings
@@ -221,8 +222,6 @@ def _refuse_loops(g: Graph, search: bool) -> None:
 _NO_ONNX = {  # ops whose torch code ONNX cannot express
     "ctc_loss": "ONNX has no CTC loss operator",
     "rnnt_loss": "ONNX has no RNN-T loss operator",
-    "gru_loop": "this loop runs as a fused GRU on a batch packed by its lengths, which the exporter cannot "
-    "express; export with --no-fuse (the loop as written)",
 }
 
 
@@ -253,6 +252,23 @@ def _ops(n):
         yield n
 
 
+def _padded_grus(g: Graph) -> Graph:
+    """`g` with each fused GRU (`gru_loop`) over the padded batch, written as an ONNX `GRU`: by
+    default it runs on a batch packed by its lengths, which the exporter cannot express. Valid
+    frames come first and h is read at each sequence's last, so padding changes no result."""
+
+    def grus(g: Graph) -> list:
+        graphs = [g] if g.search is None else [g, g.search]
+        return [op for graph in graphs for n in graph.body for op in _ops(n) if op.op == "gru_loop"]
+
+    if not grus(g):
+        return g
+    g = copy.deepcopy(g)
+    for op in grus(g):
+        op.attrs["padded"] = True
+    return g
+
+
 def export(
     g: Graph,
     fmt: str,
@@ -276,6 +292,7 @@ def export(
                 f"--format onnx needs onnx and onnxruntime ({e.name} is missing): pip install 'netc[export]'"
             ) from e
         _refuse_ops(g, search)
+        g = _padded_grus(g)
     import torch
 
     wrapped, sig = build(g, params_path, seed, search, as_dict=fmt != "onnx")
