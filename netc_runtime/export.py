@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from netc.ir.interface import input_dyn_dims, interface
-from netc.ir.model import Graph, Loop
+from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import SCORES, search_dims, search_plan
 from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
@@ -269,6 +269,27 @@ def _padded_grus(g: Graph) -> Graph:
     return g
 
 
+def _buffered_search(g: Graph) -> Graph:
+    """`g` with its beam search's states that `cum_concat` grows from `empty` (a decoder's
+    self-attention keys and values) as buffers as long as the step limit, as `--loops scan`
+    has them (`Loop.buffers`): the exporter gives a state carried by an ONNX `Loop` the shape of
+    its first step (a state growing from step to step got other results in onnxruntime)."""
+    from netc.ops import REGISTRY
+    from netc.passes.scan_loops import empty_dims
+
+    plan = search_plan(g)
+    if plan is None or (plan.loop.bound is None and plan.loop.max_steps is None):
+        return g
+    n, states = plan.loop, {c.inner.id for c in plan.loop.carries}
+    grown = [m for m in n.body if isinstance(m, Op) and REGISTRY[m.op].preallocates]
+    empty = empty_dims(g.search or g)
+    if not grown or not all(m.attrs["axis"] in empty and m.args[0] in states for m in grown):
+        return g
+    g = copy.deepcopy(g)
+    search_plan(g).loop.buffers = True
+    return g
+
+
 def export(
     g: Graph,
     fmt: str,
@@ -293,6 +314,8 @@ def export(
             ) from e
         _refuse_ops(g, search)
         g = _padded_grus(g)
+        if search:
+            g = _buffered_search(g)
     import torch
 
     wrapped, sig = build(g, params_path, seed, search, as_dict=fmt != "onnx")
