@@ -8,6 +8,9 @@ losses. Batch and dynamic dims stay dynamic. Formats:
 - `onnx`: that scripted wrapper through torch's TorchScript-based ONNX exporter, which writes a
   scripted loop as an ONNX `Loop` whose trip count is the padded length (`torch.onnx.export(...,
   dynamo=True)` goes through `torch.export`, which unrolls a Python loop at the example's length).
+  Where ONNX needs another form, the module exported differs from the default one, with the
+  same results on valid frames: a fused GRU runs over the padded batch (`_padded_grus`), and a
+  search's states grown by `cum_concat` are buffers as long as its step limit (`_buffered_search`).
 - `torch-export`: `torch.export.export` of the wrapper (not scripted) of the module emitted with
   `--loops scan`: its loops are torch's `scan` operator, which export keeps a loop of any length,
   and a loop with `end` and a step limit (a search's beam loop too) its `while_loop`; a loop that
@@ -272,8 +275,8 @@ def _padded_grus(g: Graph) -> Graph:
 def _buffered_search(g: Graph) -> Graph:
     """`g` with its beam search's states that `cum_concat` grows from `empty` (a decoder's
     self-attention keys and values) as buffers as long as the step limit, as `--loops scan`
-    has them (`Loop.buffers`): the exporter gives a state carried by an ONNX `Loop` the shape of
-    its first step (a state growing from step to step got other results in onnxruntime)."""
+    has them (`Loop.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
+    gave other results in onnxruntime than in torch (conformer_aed's labels)."""
     from netc.ops import REGISTRY
     from netc.passes.scan_loops import empty_dims
 

@@ -170,8 +170,8 @@ class Loop:
     # pass, `--loops scan`): `torch.export` and `torch.compile` keep it a loop of any length
     scan: bool = False
     # a beam search's states `cum_concat` grows from `empty` are buffers as long as its step
-    # limit, written at each step, in the Python `while` too (`netc export --format onnx`: the
-    # exporter gives a loop's carried values the shapes of their first step)
+    # limit, written at each step, in the Python `while` too (`netc export --format onnx`: a
+    # state growing in an ONNX `Loop` gave other results in onnxruntime)
     buffers: bool = False
     seqs: list[LoopSeq] = field(default_factory=list)
     invariants: list[LoopInvariant] = field(default_factory=list)
