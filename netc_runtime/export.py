@@ -8,6 +8,9 @@ losses. Batch and dynamic dims stay dynamic. Formats:
 - `onnx`: that scripted wrapper through torch's TorchScript-based ONNX exporter, which writes a
   scripted loop as an ONNX `Loop` whose trip count is the padded length (`torch.onnx.export(...,
   dynamo=True)` goes through `torch.export`, which unrolls a Python loop at the example's length).
+  Where ONNX needs another form, the module exported differs from the default one, with the
+  same results on valid frames: a fused GRU runs over the padded batch (`_padded_grus`), and a
+  search's states grown by `cum_concat` are buffers as long as its step limit (`_buffered_search`).
 - `torch-export`: `torch.export.export` of the wrapper (not scripted) of the module emitted with
   `--loops scan`: its loops are torch's `scan` operator, which export keeps a loop of any length,
   and a loop with `end` and a step limit (a search's beam loop too) its `while_loop`; a loop that
@@ -17,6 +20,7 @@ losses. Batch and dynamic dims stay dynamic. Formats:
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.util
 import io
 import warnings
@@ -26,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from netc.ir.interface import input_dyn_dims, interface
-from netc.ir.model import Graph, Loop
+from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import SCORES, search_dims, search_plan
 from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
@@ -221,8 +225,6 @@ def _refuse_loops(g: Graph, search: bool) -> None:
 _NO_ONNX = {  # ops whose torch code ONNX cannot express
     "ctc_loss": "ONNX has no CTC loss operator",
     "rnnt_loss": "ONNX has no RNN-T loss operator",
-    "gru_loop": "this loop runs as a fused GRU on a batch packed by its lengths, which the exporter cannot "
-    "express; export with --no-fuse (the loop as written)",
 }
 
 
@@ -253,6 +255,44 @@ def _ops(n):
         yield n
 
 
+def _padded_grus(g: Graph) -> Graph:
+    """`g` with each fused GRU (`gru_loop`) over the padded batch, written as an ONNX `GRU`: by
+    default it runs on a batch packed by its lengths, which the exporter cannot express. Valid
+    frames come first and h is read at each sequence's last, so padding changes no result."""
+
+    def grus(g: Graph) -> list:
+        graphs = [g] if g.search is None else [g, g.search]
+        return [op for graph in graphs for n in graph.body for op in _ops(n) if op.op == "gru_loop"]
+
+    if not grus(g):
+        return g
+    g = copy.deepcopy(g)
+    for op in grus(g):
+        op.attrs["padded"] = True
+    return g
+
+
+def _buffered_search(g: Graph) -> Graph:
+    """`g` with its beam search's states that `cum_concat` grows from `empty` (a decoder's
+    self-attention keys and values) as buffers as long as the step limit, as `--loops scan`
+    has them (`Loop.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
+    gave other results in onnxruntime than in torch (conformer_aed's labels)."""
+    from netc.ops import REGISTRY
+    from netc.passes.scan_loops import empty_dims
+
+    plan = search_plan(g)
+    if plan is None or (plan.loop.bound is None and plan.loop.max_steps is None):
+        return g
+    n, states = plan.loop, {c.inner.id for c in plan.loop.carries}
+    grown = [m for m in n.body if isinstance(m, Op) and REGISTRY[m.op].preallocates]
+    empty = empty_dims(g.search or g)
+    if not grown or not all(m.attrs["axis"] in empty and m.args[0] in states for m in grown):
+        return g
+    g = copy.deepcopy(g)
+    search_plan(g).loop.buffers = True
+    return g
+
+
 def export(
     g: Graph,
     fmt: str,
@@ -276,6 +316,9 @@ def export(
                 f"--format onnx needs onnx and onnxruntime ({e.name} is missing): pip install 'netc[export]'"
             ) from e
         _refuse_ops(g, search)
+        g = _padded_grus(g)
+        if search:
+            g = _buffered_search(g)
     import torch
 
     wrapped, sig = build(g, params_path, seed, search, as_dict=fmt != "onnx")

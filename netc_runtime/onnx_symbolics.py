@@ -17,6 +17,26 @@ def register(opset: int) -> None:
     # ops the exporter lacks (unflatten: for a tensor whose rank it does not know)
     for op, fn in [("take_along_dim", _take_along_dim), ("unflatten", _unflatten), ("gru_cell", _gru_cell)]:
         torch.onnx.register_custom_op_symbolic(f"aten::{op}", fn, opset)
+    torch.onnx.register_custom_op_symbolic("aten::squeeze", _squeeze, opset)
+
+
+def _squeeze(g, self, dim=None):
+    """`x.squeeze(d)` as ONNX `Squeeze` of axis d (which requires size 1 when it runs): netc's
+    code squeezes only a dim of size 1 that it made (`torch.bmm` of a vector, a gather of one
+    frame). The exporter's own, where it does not know the size (in a loop's body), squeezes in
+    an `If` whose result has no known rank, and an op after it that needs the rank fails
+    (`Unsupported: ONNX export of operator dim, ... Input rank must be known`)."""
+    from torch.onnx import symbolic_helper
+
+    if dim is None:
+        return g.op("Squeeze", self)
+    if not symbolic_helper._is_constant(dim):
+        return symbolic_helper._squeeze_helper(g, self, [dim])
+    dim = symbolic_helper._get_const(dim, "i", "dim")
+    rank = symbolic_helper._get_tensor_rank(self)
+    if dim < 0 and rank is not None:
+        dim += rank
+    return symbolic_helper._squeeze_helper(g, self, [dim])
 
 
 def _masked_fill(g, self, mask, value):

@@ -71,6 +71,12 @@ def beam_while(n: Loop) -> bool:
     return n.scan and (n.bound is not None or n.max_steps is not None)
 
 
+def beam_buffers(n: Loop) -> bool:
+    """Whether the beam search of `n` writes its grown states into buffers as long as its step
+    limit, its step a tensor: as torch's `while_loop`, or a Python `while` (`Loop.buffers`)."""
+    return beam_while(n) or (n.buffers and (n.bound is not None or n.max_steps is not None))
+
+
 def scan_loop(em: TorchEmitter, n: Loop) -> None:
     """Emit `n` (no `end`: it runs over its dim's padded length) as a step function and `scan`."""
     if n.end is not None and n.target is None:

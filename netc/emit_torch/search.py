@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from netc.emit_torch.emitter import ModuleNames, TorchEmitter, _OpCtx, zeroed
-from netc.emit_torch.scan import beam_while
+from netc.emit_torch.scan import beam_buffers, beam_while
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import SCORES, SearchPlan
 from netc.ir.uses import node_uses
@@ -132,7 +132,7 @@ class SearchEmitter(TorchEmitter):
         choice = next(nd for nd in n.body if isinstance(nd, Op) and nd.op == "choice")
         batch, size = self.size_var["batch"], str(choice.attrs["beam"])
         self.emit(f"# beam search over {plain_text(n.axis)} (line {n.span.line}): {size} hypotheses per sequence")
-        if beam_while(n):
+        if beam_buffers(n):
             from netc.emit_torch.search_scan import step_limit
 
             self.limit = step_limit(self, n)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from netc.emit_torch.emitter import zeroed
-from netc.emit_torch.scan import WHILE_HELPER, _paren, _unpack
+from netc.emit_torch.scan import WHILE_HELPER, _paren, _unpack, beam_while
 from netc.ir.model import Loop, Op
 from netc.ir.search import SCORES
 from netc.naming import lens_name, plain_text
@@ -33,15 +33,17 @@ def step_limit(em: SearchEmitter, n: Loop) -> str:
         if em.values[n.bound].dtype.startswith("float"):
             most = f"{most}.ceil().long()"
         # `.item()`, not `int()`: a number torch.export keeps unknown (`int` would fix it); each
-        # hypothesis ends at its sequence's bound, and the first step always runs
-        em.emit(f"{limit} = {most}.clamp(min=1).item()  # the most steps the search runs")
+        # hypothesis ends at its sequence's bound, and the first step always runs. A Python
+        # `while` (scripted: `.item()` is no int there) takes `int()`
+        most = f"{most}.clamp(min=1)"
+        em.emit(f"{limit} = {most + '.item()' if n.scan else f'int({most})'}  # the most steps the search runs")
     else:
         em.emit(f"{limit} = {max(1, n.max_steps)}  # the most steps the search runs")
     return limit
 
 
 def grow(em: SearchEmitter, op: Op, ctx) -> None:
-    """A state's growth in the beam's `while_loop`: the step's frame written into its buffer."""
+    """A state's growth in the beam loop with buffers: the step's frame written into its buffer."""
     axis = op.attrs["axis"]
     em.lens_var[axis], em.size_var[axis] = em.ns.fresh(lens_name(axis)), em.ns.fresh(f"{axis}_size")
     steps = f"torch.zeros_like({em.beam.ended}, dtype=torch.long) + ({em.beam.step} + 1)"
@@ -49,7 +51,10 @@ def grow(em: SearchEmitter, op: Op, ctx) -> None:
     # the step limit, from the buffer (the number itself, unknown to torch.export, may not be read here)
     em.emit(f"{em.size_var[axis]} = {ctx.arg(0)}.shape[{op.outs[0].dims.index(axis)}]")
     name = em.define(op.outs[0], op.outs[0].name or op.hint())
-    em.emit(f"{name} = {REGISTRY[op.op].torch_preallocated(ctx, op, em.beam.step)}  # line {op.span.line}")
+    step = em.beam.step  # a tensor in torch's while_loop, an int in a Python `while` (`Loop.buffers`)
+    if not beam_while(em.plan.loop):
+        step = f"torch.tensor({step}, device={em.device()})"
+    em.emit(f"{name} = {REGISTRY[op.op].torch_preallocated(ctx, op, step)}  # line {op.span.line}")
     em.op_lines[op.outs[0].id] = em.lines[-1].strip()
 
 

@@ -169,6 +169,10 @@ class Loop:
     # torch runs the loop as torch's `scan` operator instead of a Python `for` (`scan_loops`
     # pass, `--loops scan`): `torch.export` and `torch.compile` keep it a loop of any length
     scan: bool = False
+    # a beam search's states `cum_concat` grows from `empty` are buffers as long as its step
+    # limit, written at each step, in the Python `while` too (`netc export --format onnx`: a
+    # state growing in an ONNX `Loop` gave other results in onnxruntime)
+    buffers: bool = False
     seqs: list[LoopSeq] = field(default_factory=list)
     invariants: list[LoopInvariant] = field(default_factory=list)
     carries: list[LoopCarry] = field(default_factory=list)

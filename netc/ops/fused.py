@@ -9,14 +9,17 @@ frame), "h" and "c" (after each sequence's last frame).
 
 torch: one `torch.lstm` call over the padded batch (valid frames come first and a forward cell
 is causal, so padding never reaches them), one `torch.gru` call over the packed batch (valid
-frames only: faster here than padded, unlike torch's LSTM), the weights reordered to torch's
-layout. RETURNN: an LSTM with zero initial state and at most one bias is a `rec` layer with
+frames only: faster here than padded, unlike torch's LSTM; over the padded batch with
+`attrs["padded"]`, which `netc export --format onnx` sets: ONNX cannot express packing), the
+weights reordered to torch's layout. RETURNN: an LSTM with zero initial state and at most one bias is a `rec` layer with
 `unit: "nativelstm2"` whose parameters are the model's variables, reordered through
 `reuse_params`; anything else (a GRU: RETURNN has no native unit computing torch's GRU) is the
 loop as written.
 """
 
 from __future__ import annotations
+
+import textwrap
 
 from netc.naming import py_literal
 from netc.ops.base import OpDef, register
@@ -39,6 +42,7 @@ _LAST = """    last = (lens - 1).clamp(min=0)[:, None, None].expand(-1, 1, y.sha
 """
 LSTM_HELPER = "_lstm_loop"
 GRU_HELPER = "_gru_loop"
+GRU_PADDED_HELPER = "_gru_loop_padded"  # a `gru_loop` with attrs["padded"] (set for ONNX export)
 # an input this large drives a sigmoid gate to exactly 1 (or 0) in every float dtype
 _HOLD = 1e4
 
@@ -65,6 +69,11 @@ def _lstm_helper(name: str) -> str:
 '''
 
 
+_GRU_PADDED = """# torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+y, _ = torch.gru(x, h0[None], weights, bias, 1, 0.0, train, False, True)
+"""
+
+
 def _gru_helper(name: str) -> str:
     return f'''def {name}(x, lens, h0, weights: list[torch.Tensor], reverse: bool, train: bool):
     """A GRU over x [batch, time, in] in one native call (torch.gru; `weights` in its layout:
@@ -74,9 +83,7 @@ def _gru_helper(name: str) -> str:
     nn.GRU passes it (cuDNN keeps what its backward needs only then)."""
 {_REVERSE}    bias = len(weights) == 4
     if x.device.type == "meta":  # no lengths to pack by: the padded batch, every frame
-        # torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-        y, _ = torch.gru(x, h0[None], weights, bias, 1, 0.0, train, False, True)
-    else:  # valid frames only, as nn.GRU on a packed sequence (a sequence without any runs one)
+{textwrap.indent(_GRU_PADDED, " " * 8)}    else:  # valid frames only, as nn.GRU on a packed sequence (a sequence without any runs one)
         packed = nn.utils.rnn.pack_padded_sequence(x, lens.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
         h0_sorted = h0[packed.sorted_indices][None]
         # torch.gru(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
@@ -85,6 +92,14 @@ def _gru_helper(name: str) -> str:
         y = nn.utils.rnn.pad_packed_sequence(packed, batch_first=True, total_length=x.shape[1])[0]
 {_LAST}    return y, h
 '''
+
+
+def _gru_padded_helper(name: str) -> str:
+    """The GRU helper over the padded batch, every frame (valid frames come first and h is read
+    at each sequence's last one, so padding changes no result): the form torch's ONNX exporter
+    writes as an ONNX `GRU` (`netc export --format onnx`; it cannot express packing)."""
+    head = _gru_helper(name).split("    if x.device.type")[0]
+    return head + textwrap.indent(_GRU_PADDED, " " * 4) + _LAST + "    return y, h\n"
 
 
 # RETURNN's native LSTM has its gate blocks as (cell input, input, forget, output); torch as
@@ -232,17 +247,18 @@ class GruLoop(_CellLoop):
 
     name = "gru_loop"
     blocks = 3
-    helper = GRU_HELPER
-    helper_source = staticmethod(_gru_helper)
+
+    def torch_helpers(self, op):  # the padded form where export asked for it
+        if op.attrs.get("padded"):
+            return {GRU_PADDED_HELPER: _gru_padded_helper}
+        return {GRU_HELPER: _gru_helper}
 
     def torch(self, ctx, op):
         x, time = self._input(ctx, op)
         signs = [1.0, -1.0, 1.0] if op.attrs["negate_z"] else None  # sigmoid(-a) = 1 - sigmoid(a)
         weights = self._weights(ctx, op, op.attrs["x_gates"], op.attrs["gates"], signs)
-        call = (
-            f"{ctx.helper(GRU_HELPER)}({x}, {ctx.seq_lens(time)}, {ctx.arg(1)}, {weights}, {op.attrs['reverse']}, "
-            f"{ctx.training})"
-        )
+        helper = ctx.helper(GRU_PADDED_HELPER if op.attrs.get("padded") else GRU_HELPER)
+        call = f"{helper}({x}, {ctx.seq_lens(time)}, {ctx.arg(1)}, {weights}, {op.attrs['reverse']}, {ctx.training})"
         return self.results(op, call, ("seq", "h"))
 
     def returnn(self, ctx, op):
