@@ -30,16 +30,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from bench_torch import report
-from bench_train import peak_bytes
+from bench_torch import report, synced
+from bench_train import peak_bytes, timed_wall_cpu
 
 from netc.compiler import compile_graph
 from netc_runtime.backends import load_torch_module
@@ -358,36 +356,6 @@ def check(model, rf_model, hand, batch: dict) -> dict[str, float]:
     return diffs
 
 
-def timed_wall_cpu(fns: dict, runs: int, sync) -> tuple[dict[str, float], dict[str, float]]:
-    """Median wall and CPU (process) milliseconds per variant, runs interleaved, after a warm-up;
-    `sync()` before each clock is read (the GPU's queue drained)."""
-    for fn in fns.values():
-        fn()
-    wall: dict[str, list[float]] = {name: [] for name in fns}
-    cpu: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(runs):
-        for name, fn in fns.items():
-            sync()
-            w0, c0 = time.perf_counter(), time.process_time()
-            fn()
-            sync()
-            cpu[name].append(time.process_time() - c0)
-            wall[name].append(time.perf_counter() - w0)
-    return tuple({name: 1000 * statistics.median(ts) for name, ts in d.items()} for d in (wall, cpu))
-
-
-def step_peak_bytes(fn, device: str) -> int:
-    """The most bytes torch allocates during `fn()` beyond what it held before."""
-    if device == "cpu":
-        return peak_bytes(fn)
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    before = torch.cuda.memory_allocated()
-    fn()
-    torch.cuda.synchronize()
-    return torch.cuda.max_memory_allocated() - before
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=8)
@@ -428,12 +396,13 @@ def main() -> None:
             loss.backward()
             hand_opt.step()
 
+        dev = torch.device(args.device)
         steps = {"netc torch module": netc_step, "rf ConformerEncoder": rf_step, "hand-written torch": hand_step}
-        sync = torch.cuda.synchronize if args.device.startswith("cuda") else lambda: None
+        steps = {name: synced(fn, dev) for name, fn in steps.items()}
         for fn in steps.values():  # Adam's state made: the peaks of a step as in training, not of the first
             fn()
-        peaks = {name: step_peak_bytes(fn, args.device) / 2**20 for name, fn in steps.items()}
-        rows, cpu = timed_wall_cpu(steps, args.runs, sync)
+        peaks = {name: peak_bytes(fn, dev) / 2**20 for name, fn in steps.items()}
+        rows, cpu = timed_wall_cpu(steps, args.runs)
     print(
         f"checked equal first: encoder outputs (valid frames) max diff {diffs['encoder']:.1e}, loss rel. diff "
         f"{diffs['loss']:.1e}, gradients max rel. diff {diffs['gradient']:.1e}"
