@@ -278,15 +278,15 @@ def _buffered_search(g: Graph) -> Graph:
     has them (`Loop.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
     gave other results in onnxruntime than in torch (conformer_aed's labels)."""
     from netc.ops import REGISTRY
-    from netc.passes.scan_loops import empty_dims
+    from netc.passes.scan_loops import empty_dims, grown_into_buffer
 
     plan = search_plan(g)
-    if plan is None or (plan.loop.bound is None and plan.loop.max_steps is None):
+    if plan is None or not plan.loop.has_step_limit:
         return g
-    n, states = plan.loop, {c.inner.id for c in plan.loop.carries}
+    n = plan.loop
     grown = [m for m in n.body if isinstance(m, Op) and REGISTRY[m.op].preallocates]
     empty = empty_dims(g.search or g)
-    if not grown or not all(m.attrs["axis"] in empty and m.args[0] in states for m in grown):
+    if not grown or not all(grown_into_buffer(m, n, empty) for m in grown):
         return g
     g = copy.deepcopy(g)
     search_plan(g).loop.buffers = True

@@ -68,13 +68,13 @@ def while_helper(name: str) -> str:
 def beam_while(n: Loop) -> bool:
     """Whether the beam search of `n` (the loop with `choice`) runs as torch's `while_loop`:
     a scan loop with a step limit (its stacks are preallocated to it)."""
-    return n.scan and (n.bound is not None or n.max_steps is not None)
+    return n.scan and n.has_step_limit
 
 
 def beam_buffers(n: Loop) -> bool:
     """Whether the beam search of `n` writes its grown states into buffers as long as its step
     limit, its step a tensor: as torch's `while_loop`, or a Python `while` (`Loop.buffers`)."""
-    return beam_while(n) or (n.buffers and (n.bound is not None or n.max_steps is not None))
+    return beam_while(n) or (n.buffers and n.has_step_limit)
 
 
 def scan_loop(em: TorchEmitter, n: Loop) -> None:

@@ -180,6 +180,12 @@ class Loop:
     lasts: list[LoopLast] = field(default_factory=list)
     body: list[Node] = field(default_factory=list)
 
+    @property
+    def has_step_limit(self) -> bool:
+        """Whether its steps are bounded (`bound` per sequence, or `max_steps`): what a `while`
+        can preallocate its stacks and grown states to."""
+        return self.bound is not None or self.max_steps is not None
+
     def block_args(self) -> list[Value]:
         return [s.inner for s in self.seqs] + [i.inner for i in self.invariants] + [c.inner for c in self.carries]
 

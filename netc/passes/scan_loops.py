@@ -40,6 +40,12 @@ def empty_dims(g: Graph) -> frozenset[str]:
     return frozenset(op.attrs["axis"] for op in ops(g.body) if op.op == "empty")
 
 
+def grown_into_buffer(m: Op, n: Loop, empty: frozenset[str]) -> bool:
+    """Whether `m`, in the beam loop `n`, grows a state of `n` that `empty` started (no frames)
+    with an op that can write a step's frame into a buffer as long as the step limit."""
+    return REGISTRY[m.op].preallocates and m.attrs["axis"] in empty and m.args[0] in {c.inner.id for c in n.carries}
+
+
 def while_dims(g: Graph) -> frozenset[str]:
     """The dims top-level loops with `end` make: their size is known only when they stop."""
     return frozenset(n.axis for n in g.body if isinstance(n, Loop) and n.end is not None and n.target is None)
@@ -68,23 +74,18 @@ def blocker(
             return n.span, "this loop decides from values when to stop (`end`) inside another loop"
         if n.seqs:
             return n.span, "this loop decides from values when to stop (`end`) over the frames of a dim"
-        if n.bound is None and n.max_steps is None:  # its stacks are preallocated to the limit
+        if not n.has_step_limit:  # its stacks are preallocated to the limit
             return n.span, "this loop decides from values when to stop (`end`) without a step limit"
     # a beam search with a step limit (a `while_loop`) grows its states into buffers as long as
-    # the limit: those `empty` started, grown by an op that can write a step's frame into one
-    beam = (
-        not nested
-        and (n.bound is not None or n.max_steps is not None)
-        and any(isinstance(m, Op) and m.op == "choice" for m in n.body)
-    )
-    states = {c.inner.id for c in n.carries}
+    # the limit (`grown_into_buffer`)
+    beam = not nested and n.has_step_limit and any(isinstance(m, Op) and m.op == "choice" for m in n.body)
     for m in n.body:
         if isinstance(m, Loop):
             if (inner := blocker(m, made, nested=True, empty=empty)) is not None:
                 return inner
             continue
         opdef = REGISTRY[m.op]
-        if beam and opdef.preallocates and m.attrs["axis"] in empty and m.args[0] in states:
+        if beam and grown_into_buffer(m, n, empty):
             continue
         if not opdef.same_shape_each_step:
             return m.span, f"`{m.op}` grows a state in a loop (its shape changes from step to step)"
