@@ -336,13 +336,18 @@ class TorchEmitter:
             expr = f"torch.addmm({other}, {self.var[linear.args[0]]}, {weight})"
         else:
             expr = opdef.torch(_OpCtx(self, op), op)
-        names = [self.define(v, v.name or op.hint()) for v in op.outs]
-        comment = f"  # line {op.span.line}"
-        self.emit(f"{', '.join(names)} = {expr}{comment}")
-        self.op_lines[op.outs[0].id] = self.lines[-1].strip()
+        names = self.op_line(op, expr)
         if linear is not None:  # the linear's own line and result, for `netc preview`: the addmm
             self.op_lines[linear.outs[0].id] = self.lines[-1].strip()
             self.var[linear.outs[0].id] = names[0]
+
+    def op_line(self, op: Op, expr: str) -> list[str]:
+        """The line `<op's results> = expr  # line N`; its results' names (its line is the op's
+        provenance for `netc preview`)."""
+        names = [self.define(v, v.name or op.hint()) for v in op.outs]
+        self.emit(f"{', '.join(names)} = {expr}  # line {op.span.line}")
+        self.op_lines[op.outs[0].id] = self.lines[-1].strip()
+        return names
 
     def loop(self, n: Loop) -> None:
         if n.scan:

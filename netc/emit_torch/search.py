@@ -89,9 +89,7 @@ class SearchEmitter(TorchEmitter):
             grow(self, op, _OpCtx(self, op))
             return
         if op.op == "dot" and (code := self._grouped_dot(op)) is not None:
-            name = self.define(op.outs[0], op.outs[0].name or op.hint())
-            self.emit(f"{name} = {code}  # line {op.span.line}")
-            self.op_lines[op.outs[0].id] = self.lines[-1].strip()
+            self.op_line(op, code)
             return
         if op.op != "choice":
             super().op(op)

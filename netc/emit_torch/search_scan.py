@@ -50,12 +50,10 @@ def grow(em: SearchEmitter, op: Op, ctx) -> None:
     em.emit(f"{em.lens_var[axis]} = {steps}  # lengths of {plain_text(axis)}: the steps so far")
     # the step limit, from the buffer (the number itself, unknown to torch.export, may not be read here)
     em.emit(f"{em.size_var[axis]} = {ctx.arg(0)}.shape[{op.outs[0].dims.index(axis)}]")
-    name = em.define(op.outs[0], op.outs[0].name or op.hint())
     step = em.beam.step  # a tensor in torch's while_loop, an int in a Python `while` (`Loop.buffers`)
     if not beam_while(em.plan.loop):
         step = f"torch.tensor({step}, device={em.device()})"
-    em.emit(f"{name} = {REGISTRY[op.op].torch_preallocated(ctx, op, step)}  # line {op.span.line}")
-    em.op_lines[op.outs[0].id] = em.lines[-1].strip()
+    em.op_line(op, REGISTRY[op.op].torch_preallocated(ctx, op, step))
 
 
 def beam_while_loop(
