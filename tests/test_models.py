@@ -73,6 +73,7 @@ MODELS = [
     "backward_outer_plain_list_inner.py",
     "softmax_output_over_made_dim.py",
     "softmax_over_replaced_empty_dim.py",
+    "nested_loop_no_conv_frame.py",
     "held_value_first_result.py",
     "sink_outer_broadcast.py",
     "dot_own_dims_one_size.py",

@@ -284,7 +284,9 @@ class LoopLowering:
                     ref = outer.ns.fresh(out.name or f"{rec}_stacked")
                     outer.layers[ref] = {"class": "reinterpret_data", "from": rec, "enforce_batch_major": True}
                 else:
-                    ref = self._gather_last(outer, rec, out, n.axis)
+                    # a sequence without a frame along the axis keeps the state's initial value
+                    init = next((outer.refs[c.init] for c in n.carries if c.out is out), None)
+                    ref = self._gather_last(outer, rec, out, n.axis, init)
             elif kind == "stack":
                 unit.layers[name]["is_output_layer"] = True
                 ref = f"{rec}/{name}"
@@ -499,11 +501,26 @@ class LoopLowering:
         }
         return name
 
-    def _gather_last(self, outer: Block, rec: str, out: Value, axis: str) -> str:
-        """Each sequence's last frame of a rec layer's output (`rec_last_output` cannot live in a unit)."""
+    def _gather_last(self, outer: Block, rec: str, out: Value, axis: str, init: str | None) -> str:
+        """Each sequence's last frame of a rec layer's output (`rec_last_output` cannot live in a
+        unit). Where a sequence may have no frame along `axis` (a dim an op made, e.g. a strided
+        `Conv1d`'s), the loop ran no step for it: the state's initial value `init` (a layer),
+        zeros for another value, as torch gives them (TF's gather fails on position -1)."""
         name = outer.ns.fresh(out.name or f"{rec}_last")
         length, pos = outer.ns.fresh(f"{name}_len"), outer.ns.fresh(f"{name}_pos")
         outer.layers[length] = {"class": "length", "from": rec, "axis": Code(outer.dims[axis])}
-        outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
-        outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
+        if not self.g.dim(axis).may_be_empty:
+            outer.layers[pos] = {"class": "eval", "from": length, "eval": "source(0) - 1"}
+            outer.layers[name] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
+            return name
+        frame, ran = outer.ns.fresh(f"{name}_frame"), outer.ns.fresh(f"{name}_ran")
+        outer.layers[pos] = {"class": "eval", "from": length, "eval": "tf.maximum(source(0) - 1, 0)"}
+        outer.layers[frame] = {"class": "gather", "from": rec, "position": pos, "axis": Code(outer.dims[axis])}
+        outer.layers[ran] = {"class": "compare", "from": length, "kind": "greater", "value": 0}
+        outer.layers[name] = {
+            "class": "switch",
+            "condition": ran,
+            "true_from": frame,
+            "false_from": 0.0 if init is None else init,
+        }
         return name
