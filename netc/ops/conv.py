@@ -196,7 +196,11 @@ class Conv1d(OpDef):
             return {}
         span, s = self.span(a), a["stride"]
         lens = f"torch.clamp(({ctx.seq_lens(a['axis'])} - {span}) // {s} + 1, min=0)"
-        return {a["out_axis"]: (lens, f"max(0, ({ctx.size(a['axis'])} - {span}) // {s} + 1)")}
+        # the padded size is what the convolution of the input padded by span - 1 frames gives,
+        # (n - 1) // s + 1 (0 for n = 0): at least the longest sequence's frames, without a
+        # max(0, ...) or a slice, which torch.export would specialise to inputs at least as
+        # long as the filter; the frames past a sequence's length are masked as any padding
+        return {a["out_axis"]: (lens, f"({ctx.size(a['axis'])} - 1) // {s} + 1")}
 
     # canonical order: x is [batch, time, in], the result [batch, time or out_axis, out]
     def torch(self, ctx, op):
@@ -212,8 +216,6 @@ class Conv1d(OpDef):
         if pad != (0, 0):
             x = f"torch.nn.functional.pad({x}, {pad})"
         y = f"torch.nn.functional.conv1d({x}, {w}, {b}, {a['stride']}, 0, {a['dilation']}, {a['groups']})"
-        if a["padding"] == "valid" and total:
-            y += f"[:, :, :{ctx.size(a['out_axis'])}]"
         return f"{y}.transpose(1, 2)"
 
     def eager(self, ctx, args, attrs, outs):
