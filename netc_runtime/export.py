@@ -280,11 +280,19 @@ def _buffered_search(g: Graph) -> Graph:
     from netc.ops import REGISTRY
     from netc.passes.scan_loops import empty_dims, grown_into_buffer
 
+    from netc.errors import CompileError
+
     plan = search_plan(g)
-    if plan is None or not plan.loop.has_step_limit:
+    if plan is None:
         return g
     n = plan.loop
     grown = [m for m in n.body if isinstance(m, Op) and REGISTRY[m.op].preallocates]
+    if grown and not n.has_step_limit:  # no length for a buffer: refused where the state grows
+        raise CompileError(
+            grown[0].span,
+            f"--format onnx: `{grown[0].op}` grows a state in a beam search without a step limit (`range`), "
+            "which an ONNX `Loop` carries with other results than torch's; give the loop a step limit",
+        )
     empty = empty_dims(g.search or g)
     if not grown or not all(grown_into_buffer(m, n, empty) for m in grown):
         return g

@@ -143,6 +143,14 @@ def test_refusals_are_located_errors(tmp_path):
     proc = run_netc("export", "beam.py", "--format", "torch-export", "--search", "-o", "m.pt2", cwd=tmp_path)
     line = next(i for i, text in enumerate(src.splitlines(), 1) if "while True" in text)
     assert_located_error(proc, src, "beam.py", line, "while True", "torch-export: this beam search has no step limit")
+    # ONNX: a state grown in a beam search with no step limit (no buffer length)
+    src = (MODELS / "grow_decoder.py").read_text().replace("for _ in range(x.max_seq_len + 2):", "while True:")
+    (tmp_path / "grow.py").write_text(src)
+    proc = run_netc("export", "grow.py", "--format", "onnx", "--search", "-o", "m.onnx", cwd=tmp_path)
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if "cum_concat(keys" in text)
+    assert_located_error(
+        proc, src, "grow.py", line, "nc.cum_concat(keys", "--format onnx: `cum_concat` grows a state in a beam search"
+    )
     src = (MODELS / "ops_losses.py").read_text()
     (tmp_path / "losses.py").write_text(src)
     proc = run_netc("export", "losses.py", "--format", "onnx", "-o", "m.onnx", cwd=tmp_path)
