@@ -35,6 +35,7 @@ CASES = {
     "dim_tags_attention": ("dim_tags_attention.config", [], [[9, 6, 4]]),
     "transformer": ("transformer.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
     "rna_transducer": ("rna_transducer.config", [], [[7, 4, 6]]),  # the alignment over the frames' own dim
+    "rna_search": ("rna_search.config", [], [[7, 4, 6]]),  # a `choice` per frame: teacher forcing in training
     "transformer_decoder": ("transformer_decoder.config", [], [[6, 4, 5], [4, 2, 3]]),
     "shared_parts": ("shared_parts.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "conformer": ("conformer.config", [], [[12, 8, 10], [3, 2, 4]]),  # even: RETURNN's pool is exact
@@ -192,6 +193,56 @@ def _compare(case: str, model: Path, names: dict, orig: dict, backend: str) -> N
     print(case, backend, {k: f"{v:.1e}" for k, v in diffs.items()})
     assert names["outputs"] and diffs
     assert max(diffs.values()) <= TOLERANCE, diffs
+
+
+def run_original_search(config: Path, original: dict) -> dict:
+    """The config's network in RETURNN's search (`search_flag`), with the training run's
+    parameters and batch: each sequence's best hypothesis (the beam's first) and its score."""
+    import tensorflow as tf
+    from returnn.config import Config, set_global_config
+    from returnn.tf.network import TFNetwork
+
+    cfg = Config()
+    set_global_config(cfg)
+    cfg.load_file(str(config))
+    with tf.Graph().as_default() as graph:
+        net = TFNetwork(config=cfg, train_flag=False, search_flag=True)
+        net.construct_from_dict(cfg.typed_value("network"))
+        feed = {}
+        for key, data in net.extern_data.data.items():
+            if key in original["inputs"] and any(d.is_dynamic() and not d.is_batch_dim() for d in data.dim_tags):
+                feed[data.placeholder] = original["inputs"][key]
+                feed[data.get_sequence_lengths()] = original["lens"][key]
+        layer = net.get_layer("output")
+        choices = layer.get_search_choices()
+        fetch = {"labels": layer.output.copy_as_batch_major().placeholder, "scores": choices.beam_scores}
+        with tf.compat.v1.Session(graph=graph) as session:
+            for v in net.get_params_list():
+                v.load(original["params"][v.name[:-2]], session)
+            out = session.run({k: v for k, v in fetch.items() if k in ("labels", "scores")}, feed_dict=feed)
+    beam = out["scores"].shape[1]
+    return {"labels": out["labels"][::beam], "scores": out["scores"][:, 0]}
+
+
+@pytest.mark.parametrize("backend", ["returnn", "torch"])
+def test_rna_search_gives_the_originals_best_labels(imported, backend):
+    """An RNA-style transducer (a `choice` per encoder frame, the label side under
+    `masked_computation`) searched: the imported model's beam search finds the original's best
+    labels with its score, RETURNN's search of the original config with the same parameters."""
+    model, names, orig = imported("rna_search")
+    # parameters 4 times the training run's and the blank's bias raised: blanks and labels
+    params = {k: 4.0 * v for k, v in orig["params"].items()}
+    params["output/rec/output_prob/b"][0] += 8.0  # (the blank is class 0)
+    orig = {**orig, "params": params}
+    theirs = run_original_search(CONFIGS / "rna_search.config", orig)
+    g = compile_graph(str(model))
+    params = {names["params"][k]["returnn"]: v for k, v in orig["params"].items()}
+    inputs, lens = _inputs(g, orig)
+    res = run_backend(backend, str(model), inputs, lens, params, g, search=True)
+    n = orig["lens"]["data"]
+    ours = res.outputs[names["outputs"]["output"]]
+    assert [list(r[:k]) for r, k in zip(ours, n)] == [list(r[:k]) for r, k in zip(theirs["labels"], n)]
+    assert np.abs(res.outputs["scores"] - theirs["scores"]).max() <= TOLERANCE, (res.outputs["scores"], theirs)
 
 
 @pytest.mark.parametrize("case", ["conformer", "lstm_lm"])

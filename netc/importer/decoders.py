@@ -9,7 +9,23 @@
 
 `choice` is the target's label in training (teacher forcing: the loop runs over the target's
 frames) and a beam search's when searching, as RETURNN's `choice`; the bound is the rec layer's
-`max_seq_len` (`max_len_from('base:x')` with integer arithmetic, or a number)."""
+`max_seq_len` (`max_len_from('base:x')` with integer arithmetic, or a number).
+
+A rec layer over a sequence's frames (`from` an encoder, no `end` layer) whose `output` is a
+`choice` is an RNA-style transducer: one class per frame. It becomes netc's form of that decoder
+(docs/language.md, Transducers): a step reads its frame as a one-hot `dot` at its position and
+the loop ends after each sequence's last frame,
+
+    positions = range_over(time, dtype="float32")
+    frames = reduce_max(positions, axis=time) + 1.0
+    pos = zeros(batch)
+    for _ in range(encoder.max_seq_len):
+        encoder_t = dot(cast(positions == pos, "float32"), encoder, reduce=time)
+        ...
+        pos = pos + 1.0
+        if end(pos >= frames):
+            break
+"""
 
 from __future__ import annotations
 
@@ -17,7 +33,8 @@ import ast
 
 import libcst as cst
 
-from netc.importer.syntax import Expr, call, literal, name, num
+from netc.importer.dims import BATCH
+from netc.importer.syntax import Expr, binop, call, literal, name, num
 from netc.importer.values import Refused, Scope, Val, sources
 from netc.importer.writer import Assign, EndIf, Loop
 
@@ -29,25 +46,32 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
 
     if len(choices) != 1 or choices[0] != "output":
         raise Refused(full, "rec", f"a unit whose `choice` is not its `output` ({', '.join(choices)})")
-    if sources(d):
-        raise Refused(full, "rec", "a decoder (`choice` in its unit) with `from` (RETURNN decoders have `from: []`)")
     ch = unit["output"]
     if d.get("target") not in (None, ch.get("target")):
         raise Refused(full, "rec", f"its target {d.get('target')!r} is not its choice's {ch.get('target')!r}")
     end = unit.get("end")
-    if not isinstance(end, dict):
-        raise Refused(full, "rec", "a decoder without an `end` layer")
     target = imp._target(ch, f"{layer}/output")
     dyn = [x for x in target.dims if imp.dims.is_dynamic(x)]
     inner.time = dyn[0]
-    bound = _bound(imp, d, scope, full)
+    if sources(d):  # one class per frame of `from`
+        if end is not None:
+            raise Refused(
+                full, "rec", "a decoder over the frames of `from` with an `end` layer (it ends with the frames)"
+            )
+        bound, step, tail = _frames(imp, d, scope, var, full, inner)
+        comment = f"layer {layer!r}: a decoder, one class per frame"
+    else:
+        if not isinstance(end, dict):
+            raise Refused(full, "rec", "a decoder without an `end` layer")
+        if d.get("include_eos"):
+            raise Refused(full, "rec", "include_eos on a decoder with an `end` layer (its last label is the end's)")
+        bound, step = _bound(imp, d, scope, full), []
+        tail = [EndIf(_end(imp, end, inner, f"{layer}/end"))]
+        comment = f"layer {layer!r}: a decoder, one step per label"
     imp.loops[layer] = inner
     scope.stmts.append(Assign([var], cst.List([])))
     out, body = unit_body(imp, layer, scope, inner, unit, var)
-    body = body + [EndIf(_end(imp, end, inner, f"{layer}/end"))]
-    scope.stmts.append(
-        Loop(["_"], call("range", bound), body, comment=f"layer {layer!r}: a decoder, one step per label")
-    )
+    scope.stmts.append(Loop(["_"], call("range", bound), step + body + tail, comment=comment))
     mark_unit_losses(imp, layer, inner, scope)
     return Val(name(var), (*target.dims[:1], inner.time), out.sparse, is_list=True)
 
@@ -75,6 +99,50 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     imp.imports.add("choice")
     imp._emit(scope, var, call("choice", probs.logits.tensor(), **kwargs), layer)
     return Val(name(var), probs.dims[:1], target.sparse)
+
+
+def _frames(imp, d: dict, scope: Scope, var: str, full: str, inner: Scope) -> tuple[Expr, list, list]:
+    """A decoder over the frames of the rec layer's `from`: the loop's bound, the statement that
+    reads the step's frame (`data:source`), and the position's count with the `end` after the last
+    frame; the positions and frame counts are written before the loop."""
+    src = imp._source(d, scope, full)
+    axes = [x for x in src.dims if imp.dims.is_dynamic(x)]
+    if src.sparse is not None or len(axes) != 1:
+        raise Refused(full, "rec", "a decoder over a `from` that is not one sequence of vectors")
+    axis = axes[0]
+    if imp.dims.find(axis) != imp.dims.find(inner.time):
+        raise Refused(full, "rec", "a decoder over the frames of `from` whose `choice` target is over another time dim")
+    if "max_seq_len" in d:
+        raise Refused(full, "rec", "max_seq_len on a decoder over the frames of `from` (it ends with the frames)")
+    if isinstance(src.expr, cst.Name) and not src.is_list:
+        seq = src.expr
+    else:
+        seq = name(imp.fresh(f"{var}_frames_of"))
+        scope.stmts.append(Assign([seq.value], src.tensor()))
+    positions, frames, pos = (imp.fresh(f"{var}_{n}") for n in ("positions", "frames", "pos"))
+    imp.imports |= {"range_over", "reduce_max", "zeros", "dot", "cast", "end"}
+    first = Assign(
+        [positions], call("range_over", imp.dim(axis), dtype=literal("float32")), comment="each frame's position"
+    )
+    if d.get("include_eos") is not True:
+        why = (
+            "without include_eos: True, RETURNN's search also scores the step after a shorter sequence's "
+            "last frame (its padding); netc's decoder ends with the frames, as RETURNN's with include_eos"
+        )
+        imp.warnings.append(Refused(full, "rec", why))
+        first.note = f"warning: layer {full!r}: {why}"
+    scope.stmts += [
+        first,
+        Assign([frames], binop("+", call("reduce_max", name(positions), axis=imp.dim(axis)), num(1.0))),
+        Assign([pos], call("zeros", imp.dim(BATCH)), comment="the step's frame"),
+    ]
+    frame = imp.fresh(f"{seq.value}_t")
+    hit = cst.Comparison(name(positions), [cst.ComparisonTarget(cst.Equal(), name(pos))])
+    read = call("dot", call("cast", hit, literal("float32")), seq, reduce=imp.dim(axis))
+    inner.frame = Val(name(frame), tuple(x for x in src.dims if x != axis))
+    count = Assign([pos], binop("+", name(pos), num(1.0)))
+    done = cst.Comparison(name(pos), [cst.ComparisonTarget(cst.GreaterThanEqual(), name(frames))])
+    return cst.Attribute(seq, name("max_seq_len")), [Assign([frame], read, comment="data:source")], [count, EndIf(done)]
 
 
 def _end(imp, d: dict, inner: Scope, full: str) -> Expr:

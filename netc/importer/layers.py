@@ -559,6 +559,7 @@ _KNOWN = {
         "max_seq_len",
         "target",
         "optimize_move_layers_out",
+        "include_eos",
     },
     "choice": {"target", "beam_size", "length_normalization", "input_type"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},

@@ -102,7 +102,11 @@ class States:
         srcs = [s for s in sources(d) if isinstance(s, str)]
         if d.get("class") != "compare" or any(s.startswith("prev:") for s in srcs):
             raise Refused(self._full(layer, scope), str(d.get("class")), "a bool initial_output (of a `compare`)")
-        dims = {x for s in srcs for x in self.get(s, scope).dims}
+        # a unit's `choice` is one label per sequence (read before it is built: it may read this state)
+        choices = {
+            s for s in srcs if isinstance(scope.layers.get(s), dict) and scope.layers[s].get("class") == "choice"
+        }
+        dims = {x for s in srcs for x in ((BATCH,) if s in choices else self.get(s, scope).dims)}
         if dims != {BATCH}:
             raise Refused(self._full(layer, scope), "compare", "a bool state other than one per sequence")
         var = scope.names[layer]
