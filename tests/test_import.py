@@ -668,6 +668,20 @@ network = {
             '"output"',
             "layer `output/output` (choice): `prev:` of a `choice` not supported (read `prev:` of its embedding)",
         ),
+        (
+            '"target": "classes",\n        "max_seq_len"',
+            '"target": "classes", "include_eos": True,\n        "max_seq_len"',
+            5,
+            '"output"',
+            "layer `output` (rec): include_eos on a decoder with an `end` layer",
+        ),
+        (  # over the frames of `from`: ends with them, no `end` layer
+            '"from": [],',
+            '"from": "data",',
+            5,
+            '"output"',
+            "layer `output` (rec): a decoder over the frames of `from` with an `end` layer (it ends with the frames)",
+        ),
     ],
 )
 def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new, line, at, message):
