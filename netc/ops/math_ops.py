@@ -14,7 +14,8 @@ from netc.ir.dims import DimError
 from netc.naming import Code
 from netc.ops.align import align_code, align_tensor
 from netc.ops.base import OpDef, OutType, register
-from netc.ops.defs import _dims_attr, _Reduce, _Unary
+from netc.ops.defs import _dims_attr, _Unary
+from netc.ops.reductions import _Reduce
 
 
 @register
