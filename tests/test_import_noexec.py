@@ -214,3 +214,24 @@ def test_code_the_network_does_not_need_is_not_run(tmp_path):
     run_netc("import", path.name, "-o", "exec.py", cwd=tmp_path, check=True)
     assert marker.exists()
     assert (tmp_path / "noexec.py").read_text() == (tmp_path / "exec.py").read_text()
+
+
+def test_loss_without_target_reads_the_configs_default_target(tmp_path):
+    """A `ce` loss without `target` reads RETURNN's default target: the config's `target`
+    (else `classes`), as running the config and as --no-exec evaluates it."""
+    path, _ = _write(
+        tmp_path,
+        """
+        #!rnn.py
+        target = "labels"
+        extern_data = {
+            "data": {"dim": 4, "shape": (None, 4)},
+            "labels": {"dim": 3, "shape": (None,), "sparse": True},
+            "classes": {"dim": 5, "shape": (None,), "sparse": True},
+        }
+        network = {"output": {"class": "softmax", "loss": "ce", "from": "data"}}
+        """,
+    )
+    exec_text, noexec_text = _import_both(path, tmp_path)
+    assert noexec_text == exec_text
+    assert "mark_as_loss(cross_entropy(output_logits, labels, axis=vocab)" in exec_text, exec_text
