@@ -41,7 +41,11 @@ def _write(tmp_path: Path, text: str, name: str = "cfg.config") -> tuple[Path, s
     return path, src
 
 
-@pytest.mark.parametrize("config", sorted(p.name for p in CONFIGS.glob("*.config") if p.name not in REFUSED))
+# RETURNN's documented examples (`doc_*`) are plain dicts, forms the other configs cover: left out for test time
+NO_EXEC = sorted(p.name for p in CONFIGS.glob("*.config") if p.name not in REFUSED and not p.name.startswith("doc_"))
+
+
+@pytest.mark.parametrize("config", NO_EXEC)
 def test_no_exec_imports_as_running_the_config(tmp_path, config):
     exec_text, noexec_text = _import_both(CONFIGS / config, tmp_path)
     assert "@network" in noexec_text
