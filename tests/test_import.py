@@ -43,7 +43,16 @@ CASES = {
     "pretrain": ("pretrain.config", [], [[16, 12, 20], [3, 2, 2]]),  # multiples of 4: two pools of 2
     "front_ends": ("front_ends.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
+    # RETURNN's documented examples (its docs' and demos' networks), frame-wise targets
+    "doc_feedforward": ("doc_feedforward.config", [], [[5, 2, 4]]),
+    "doc_rec_relu": ("doc_rec_relu.config", [], [[5, 2, 4]]),
+    "doc_native_lstm2": ("doc_native_lstm2.config", [], [[5, 2, 4]]),
+    "doc_blstm": ("doc_blstm.config", [], [[5, 2, 4]]),
+    "doc_rec_explicit_lstm": ("doc_rec_explicit_lstm.config", [], [[5, 2, 4]]),
+    "doc_rec_self_att": ("doc_rec_self_att.config", [], [[5, 2, 4]]),
+    "doc_rel_pos_self_att": ("doc_rel_pos_self_att.config", [], [[5, 2, 4]]),
 }
+DOC_CASES = sorted(c for c in CASES if c.startswith("doc_"))
 TOLERANCE = 1e-5
 
 
@@ -417,6 +426,7 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
         "conformer",
         "transformer_class",
         "pretrain",
+        *DOC_CASES,
     ],
 )
 def test_imported_model_verifies(imported, case):

@@ -159,6 +159,7 @@ def main() -> None:
             "inputs": _inputs(config, dim_ref),
             "task": config.value("task", "train"),
             "behavior_version": config.int("behavior_version", 0),  # decides some layers' defaults
+            "default_target": config.value("target", "classes"),  # of a loss without `target`
         }
         result["dims"] = sorted(table.values(), key=lambda d: d["id"])
     except BaseException as e:  # noqa: BLE001 - the config's own mistakes, reported at its line

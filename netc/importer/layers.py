@@ -215,6 +215,8 @@ class Importer(
         extra = set(d) - _KNOWN.get(cls, set()) - _COMMON
         if extra:
             raise Refused(full, cls, f"option{'s' if len(extra) > 1 else ''} {', '.join(sorted(extra))} not supported")
+        if d.get("loss") in ("ce", "ctc") and "target" not in d:  # RETURNN's default target
+            d["target"] = self.cfg.default_target
         val = handler(layer, d, scope, var, full)
         if "loss" in d and d["loss"] is not None:
             self._loss(layer, d, scope, val, full)

@@ -40,6 +40,7 @@ class LoadedConfig:
     task: str = "train"
     sets: list[tuple[str, str]] = field(default_factory=list)
     behavior_version: int = 0  # RETURNN's `behavior_version` of the config
+    default_target: str = "classes"  # the target of a loss without `target` (RETURNN's config `target`)
 
 
 def load_config(
@@ -81,7 +82,14 @@ def load_config(
         spec.dims = [d["__dim__"] for d in spec.dims]
         spec.sparse_dim = spec.sparse_dim["__dim__"] if spec.sparse_dim else None
     return LoadedConfig(
-        path, data["network"], inputs, dims, data.get("task", "train"), list(sets), data.get("behavior_version", 0)
+        path,
+        data["network"],
+        inputs,
+        dims,
+        data.get("task", "train"),
+        list(sets),
+        data.get("behavior_version", 0),
+        data.get("default_target", "classes"),
     )
 
 

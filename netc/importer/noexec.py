@@ -58,13 +58,15 @@ def evaluate_config(path: str, sets: list[tuple[str, str]], network: str) -> dic
     values = _Evaluator(path, text, tree, sets).run(roots)
     if "extern_data" not in values:
         values = _Evaluator(path, text, tree, sets).run(roots | {"num_outputs"})
-    if network != "task":
-        # the config's own `task` where --no-exec can evaluate it (nothing of the import depends
-        # on it: a `task` outside the language is no error), else RETURNN's: `--set`, or "train"
+    for key in ("task", "target"):  # `target`: the default target of losses
+        if key == network:
+            continue
+        # the config's own value where --no-exec can evaluate it (one outside the language is no
+        # error), else RETURNN's: `--set`, or the default ("train", "classes")
         try:
-            task = _Evaluator(path, text, tree, sets).run({"task"})
-            if isinstance(task.get("task"), str):
-                values["task"] = task["task"]
+            value = _Evaluator(path, text, tree, sets).run({key})
+            if isinstance(value.get(key), str):
+                values[key] = value[key]
         except CompileError:
             pass
     dims: list[DimValue] = []
