@@ -17,6 +17,7 @@ from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, Loo
 from netc.ir.uses import count_uses_in_loop
 from netc.ops import REGISTRY
 from netc.parser import values as V
+from netc.parser.choice import trace_choice
 
 if TYPE_CHECKING:
     from netc.parser.tracer import Tracer
@@ -498,52 +499,7 @@ class LoopBuilder:
         ctx.appends[id(lst)] = (lst, value, node)
 
     def choice(self, node: ast.Call) -> V.TV:
-        """`choice(logits, target=y, beam=K)`: the reference label `y` at this step in training,
-        a beam search over the labels otherwise. The loop must end with `if end(...): break`;
-        it then runs over `y`'s frames in training, and makes its axis by searching."""
-        t = self.t
-        args, kwargs = t.call_args(node)
-        try:
-            logits, target, beam, length_norm = _choice_args(*args, **kwargs)
-        except TypeError:
-            raise t.error(node, "use choice(logits, target=labels, beam=K)") from None
-        ctx = self.active[-1] if self.active else None
-        if ctx is None or ctx.end is None:
-            raise t.error(node, "`choice` belongs in a loop that ends with `if end(cond): break`")
-        if len(self.active) > 1:
-            raise t.error(node, "a loop with `choice` cannot be inside another loop")
-        if ctx.target is not None:
-            raise t.error(node, "one `choice` per loop")
-        if not isinstance(beam, int) or isinstance(beam, bool) or beam < 1:
-            raise t.error(node, f"`beam` must be a positive integer, got {beam!r}")
-        if not isinstance(length_norm, bool):
-            raise t.error(node, "`length_normalization` must be True or False")
-        if not isinstance(logits, V.TV) or not isinstance(target, V.TV):
-            raise t.error(node, "choice(logits, target=labels, beam=K) takes a tensor and labels")
-        inp = next((i for i in t.inputs if i.value.id == target.value.id), None)
-        if inp is None or target.value.sparse_dim is None:
-            raise t.error(node, "the target of `choice` must be a `Labels[...]` input of the network")
-        dyn = t.dims.dynamic(target.dims)
-        vocab = target.value.sparse_dim
-        if len(dyn) != 1 or set(target.dims) != {"batch", dyn[0]}:
-            raise t.error(
-                node, f"the target of `choice` must be Labels[batch, time, vocab], got [{', '.join(target.dims)}]"
-            )
-        if set(logits.dims) != {"batch", vocab} or logits.value.dtype != "float32":
-            raise t.error(
-                node,
-                f"choice scores are float [batch, {vocab}] (the target's class dim), got "
-                f"{logits.value.dtype}[{', '.join(logits.dims)}]",
-            )
-        ctx.target = (target, dyn[0])
-        ctx.loop.target = self.capture(target, ctx.block.parent, node).value.id
-        outer = self.capture(target, ctx.block.parent, node)
-        frame = t.new_value(("batch",), "int32", sparse_dim=vocab)
-        ctx.loop.seqs.append(LoopSeq(outer=outer.value.id, inner=frame))
-        (logp,) = t.emit(REGISTRY["log_softmax"], [logits], {"axis": vocab}, node)
-        attrs = {"target": inp.name, "beam": beam, "length_normalization": length_norm}
-        (label,) = t.emit(REGISTRY["choice"], [logp, V.TV(frame, ctx.block)], attrs, node)
-        return label
+        return trace_choice(self, node)
 
     def no_growing_list(self, v: Any, node: ast.AST) -> None:
         """A list read as a tensor inside the loop that appends to it would be the frames so far."""
@@ -630,7 +586,3 @@ def _inside(block: V.Block, body: V.Block) -> bool:
 
 def _unstack_args(x, axis):
     return x, axis
-
-
-def _choice_args(logits, target, beam, length_normalization=True):
-    return logits, target, beam, length_normalization
