@@ -215,14 +215,27 @@ def _targets(stmts: list) -> set[str]:
     return out
 
 
+def _count_assigned(stmts: list, counts: dict[str, int] | None = None) -> dict[str, int]:
+    counts = counts if counts is not None else {}
+    for s in stmts:
+        if isinstance(s, Assign):
+            for t in s.targets:
+                counts[t] = counts.get(t, 0) + 1
+        elif isinstance(s, Loop):
+            _count_assigned(s.body, counts)
+    return counts
+
+
 class Folder:
     def __init__(self, body: list, outputs: list, inputs: list[str], dims: set[str], used: set[str], layers: set[str]):
         self.body, self.outputs, self.inputs, self.dims, self.layers = body, outputs, inputs, dims, layers
         self.used = set(used) | dims
         self.classes: list[ClassDef] = []
         self.locals = _targets(body) | set(inputs)
+        self.assigned = _count_assigned(body)
 
     def run(self) -> list:
+        self.assigned = _count_assigned(self.body)
         families: dict[str, dict[str, list[int]]] = {}
         for i, s in enumerate(self.body):
             if not isinstance(s, Assign) or s.note:
@@ -252,13 +265,17 @@ class Folder:
             return tuple(t if t == "_" else t[len(prefix + n) :] for t in self.body[i].targets)
 
         k = min(len(v) for v in groups.values())
-        for j in range(k):
-            if len({sig(n, groups[n][j]) for n in nums}) != 1:
+        for j in range(k):  # the same suffixes, none a loop's state (assigned again)
+            if len({sig(n, groups[n][j]) for n in nums}) != 1 or any(
+                self.assigned[t] > 1 for n in nums for t in self.body[groups[n][j]].targets if t != "_"
+            ):
                 k = j
                 break
         for n in nums:  # the folded statements follow one another in each group
             idx = groups[n]
             k = min(k, next((j for j in range(1, k) if idx[j] != idx[0] + j), k))
+        while k >= 2 and any(self._splits_layer(groups[n][0], k) for n in nums):
+            k -= 1
         if k < 2:
             raise _NoFold
         stmts = {n: [self.body[i] for i in groups[n][:k]] for n in nums}
@@ -335,6 +352,14 @@ class Folder:
                 new_body.append(s)
         self.body = new_body
         raise _Refound  # the statements moved: the families are found again on the new body
+
+    def _splits_layer(self, start: int, k: int) -> bool:
+        """Whether the statement after `body[start:start + k]` computes more of a layer those do
+        (the heads of a `self_attention`): a layer is folded whole or not at all."""
+        if start + k >= len(self.body) or not isinstance(self.body[start + k], Assign):
+            return False
+        layers = {identifier(x) for x in self._layers(self.body[start : start + k])}
+        return any(t == v or t.startswith(v + "_") for t in self.body[start + k].targets for v in layers)
 
     def _class_name(self, prefix: str) -> str:
         words = [w for w in re.split(r"[^A-Za-z0-9]+", prefix) if w]
