@@ -56,11 +56,12 @@ def _is_ctor(node: cst.CSTNode) -> bool:
 
 
 def _ctor_calls(node: cst.CSTNode) -> list[cst.Call]:
+    """The module constructions in `node` (itself too)."""
     found = []
 
     class V(cst.CSTVisitor):
         def visit_Call(self, n: cst.Call) -> None:
-            if _is_ctor(n.func):
+            if _is_ctor(n):
                 found.append(n)
 
     node.visit(V())
@@ -125,11 +126,12 @@ class _Unifier:
     def unify(self, nodes: list, as_arg: bool = True):
         first = nodes[0]
         same = all(n.deep_equals(first) for n in nodes[1:])
+        if any(_is_ctor(n) for n in nodes):  # the construction itself: the same in every group
+            if not same:
+                raise _NoFold
+            return first
         if isinstance(first, cst.BaseExpression) and any(_ctor_calls(n) for n in nodes):
-            if _is_ctor(first):  # the construction itself: the same in every group
-                if not same:
-                    raise _NoFold
-                return first
+            pass  # computed inside the module: recurse
         elif isinstance(first, cst.BaseExpression):
             reads = set().union(*(_names(n) for n in nodes))
             if same and not (reads & self.locals):
@@ -312,7 +314,7 @@ class Folder:
             targets = [t if t == "_" else local[t[len(prefix + first) :]] for t in per[0].targets]
             if per[0].module is not None:
                 attr = next(t for t in targets if t != "_")
-                init.append((attr, ctors[0][0].func))
+                init.append((attr, ctors[0][0]))
                 value = value.visit(_SelfCtor(attr))
                 for n, s in zip(nums, per):
                     refs[n][attr] = s.module
