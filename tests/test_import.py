@@ -42,6 +42,7 @@ CASES = {
     "pretrain": ("pretrain.config", [], [[16, 12, 20], [3, 2, 2]]),  # multiples of 4: two pools of 2
     "front_ends": ("front_ends.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
+    "fold_stacks": ("fold_stacks.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
 }
 TOLERANCE = 1e-5
 
@@ -368,6 +369,7 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
         "conformer",
         "transformer_class",
         "pretrain",
+        "fold_stacks",
     ],
 )
 def test_imported_model_verifies(imported, case):
@@ -421,6 +423,11 @@ def test_repeated_stacks_fold_into_modules(imported):
     assert (
         "conformer_block_02 = conformer_block_02_mod(conformer_block_01, conformer_block_02_self_att_kv_time)" in source
     )
+    # the block's input and the network's `input` are arguments; an inner layer read later is returned
+    lines = [line.strip() for line in imported("fold_stacks")[0].read_text().splitlines()]
+    assert "def __call__(self, x, x2):" in lines and "res = proj + x2" in lines and "return ff, out" in lines
+    assert "block_1_ff, block_1 = block_1_mod(dropout(block_0, 0.1), input)" in lines
+    assert "side1_lin = tanh(Linear(side1_lin_dim)(block_1))" in lines  # `side<i>`: other sizes
     # the two blocks' self-attentions have other heads: nothing folds
     assert "class " not in imported("transformer")[0].read_text()
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from netc.importer.syntax import call, identifier, name
-from netc.importer.writer import Assign, Loop, ModuleRef
+from netc.importer.writer import Append, Assign, Loop, ModuleRef
 
 
 @dataclass
@@ -201,7 +201,7 @@ def _all_names(stmts: list) -> set[str]:
         elif isinstance(s, Instance):
             continue
         elif hasattr(s, "value"):
-            out |= _names(s.value)
+            out |= _names(s.value) | ({s.target} if isinstance(s, Append) else set())
         elif hasattr(s, "cond"):
             out |= _names(s.cond)
     return out
@@ -223,6 +223,8 @@ def _count_assigned(stmts: list, counts: dict[str, int] | None = None) -> dict[s
         if isinstance(s, Assign):
             for t in s.targets:
                 counts[t] = counts.get(t, 0) + 1
+        elif isinstance(s, Append):  # a list grown in a loop: a state
+            counts[s.target] = counts.get(s.target, 0) + 1
         elif isinstance(s, Loop):
             _count_assigned(s.body, counts)
     return counts
@@ -253,7 +255,7 @@ class Folder:
         order = sorted(families.items(), key=lambda kv: -sum(len(v) for v in kv[1].values()))
         for prefix, groups in order:
             nums = sorted(groups, key=lambda n: groups[n][0])
-            for tries in (nums, nums[1:]):
+            for tries in (nums, nums[1:], nums[:-1]):  # all blocks, else all but the first or last
                 if len(tries) < 2:
                     continue
                 try:
