@@ -400,23 +400,27 @@ def test_repeated_stacks_fold_into_modules(imported):
         "        self.fw = Lstm(lstm0_fw_dim)\n"
         "        self.bw = Lstm(lstm0_fw_dim, direction=-1)\n"
         "\n"
-        "    def __call__(self, x):\n"
+        "    def __call__(self, x, x2):\n"
         "        fw = self.fw(x)\n"
-        "        bw = self.bw(x)\n"
+        "        bw = self.bw(x2)\n"
         "        return fw, bw\n"
     ) in source
     lines = [line.strip() for line in source.splitlines()]
     assert "lstm0 = LstmBlock()  # layers 'lstm0_fw', 'lstm0_bw'" in lines
-    assert "lstm0_fw, lstm0_bw = lstm0(data)" in lines
+    assert "lstm0_fw, lstm0_bw = lstm0(data, data)" in lines
     assert "lstm1 = LstmBlock()  # layers 'lstm1_fw', 'lstm1_bw'" in lines
-    assert "lstm1_fw, lstm1_bw = lstm1(dropout(concat(lstm0_fw, lstm0_bw), 0.1))" in lines
+    # each layer's dropout of its input is its own (its own mask in training): an argument each
+    assert (
+        "lstm1_fw, lstm1_bw = lstm1(dropout(concat(lstm0_fw, lstm0_bw), 0.1), dropout(concat(lstm0_fw, lstm0_bw), 0.1))"
+        in lines
+    )
     assert not any(line.startswith("lstm1_bw = ") for line in lines)
     assert names["params"]["lstm1_bw/rec/W_re"]["netc"] == "lstm1/bw/W_re"
     assert names["params"]["lstm1_bw/rec/W_re"]["torch"] == "lstm1.bw.W_re"
     # a stack ending in its own layer (`enc0` concatenates `enc0_fw`, `enc0_bw`) returns that only
     lines = [line.strip() for line in imported("task_train")[0].read_text().splitlines()]
     assert "enc0_mod = EncBlock()  # layers 'enc0_fw', 'enc0_bw', 'enc0'" in lines
-    assert "enc1 = enc1_mod(dropout(enc0, 0.1))" in lines and "out = concat(fw, bw)" in lines
+    assert "enc1 = enc1_mod(dropout(enc0, 0.1), dropout(enc0, 0.1))" in lines and "out = concat(fw, bw)" in lines
     # a dim each block makes (its self-attention's view of time) is an argument of the call
     source = imported("conformer")[0].read_text()
     assert source.count(" = ConformerBlock()  # 28 layers, 'conformer_block_0") == 2

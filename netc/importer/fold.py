@@ -97,13 +97,16 @@ class _Unifier:
     """The common form of one statement's expression over all groups: where the groups differ
     (or read a value of the network), an argument of the call."""
 
-    def __init__(self, members: set[str], locals_: set[str], dims: set[str], group_prefixes: list[str]):
-        self.members, self.locals, self.dims, self.prefixes = members, locals_, dims, group_prefixes
+    def __init__(self, members: set[str], locals_: set[str], dims: set[str], prefixes: list[str], reserved: set[str]):
+        self.members, self.locals, self.dims, self.prefixes = members, locals_, dims, prefixes
+        self.reserved = reserved  # names an argument must not take
         self.args: dict[tuple[str, ...], str] = {}  # each group's expression (code) -> argument
         self.arg_values: dict[str, list[cst.BaseExpression]] = {}
 
     def _arg(self, nodes: list) -> cst.Name:
         key = tuple(cst.Module([]).code_for_node(n) for n in nodes)
+        if any("dropout" in _names(n) for n in nodes):  # each its own mask, as in the original
+            key = (*key, str(len(self.args)))
         if key not in self.args:
             first = nodes[0]
             if isinstance(first, cst.Name) and all(isinstance(n, cst.Name) and n.value in self.dims for n in nodes):
@@ -121,9 +124,7 @@ class _Unifier:
             self.arg_values[arg] = list(nodes)
         return name(self.args[key])
 
-    reserved: set[str] = set()
-
-    def unify(self, nodes: list, as_arg: bool = True):
+    def unify(self, nodes: list):
         first = nodes[0]
         same = all(n.deep_equals(first) for n in nodes[1:])
         if any(_is_ctor(n) for n in nodes):  # the construction itself: the same in every group
@@ -136,7 +137,7 @@ class _Unifier:
             reads = set().union(*(_names(n) for n in nodes))
             if same and not (reads & self.locals):
                 return first  # a constant: dims, numbers, the group's own values
-            if as_arg and not (reads & self.members) and not any(_is_number(n) for n in nodes):
+            if not (reads & self.members) and not any(_is_number(n) for n in nodes):
                 return self._arg(nodes)
         if same and not isinstance(first, cst.BaseExpression):
             if not (set().union(*(_names(n) for n in nodes)) & self.locals):
@@ -147,7 +148,7 @@ class _Unifier:
         for f in dataclasses.fields(first):
             vals = [getattr(n, f.name) for n in nodes]
             v0 = vals[0]
-            if isinstance(v0, cst.CSTNode):
+            if all(isinstance(v, cst.CSTNode) for v in vals):
                 keep = (isinstance(first, cst.Arg) and f.name == "keyword") or (
                     isinstance(first, cst.Attribute) and f.name == "attr"
                 )
@@ -158,12 +159,11 @@ class _Unifier:
                 else:
                     changes[f.name] = self.unify(vals)
             elif isinstance(v0, (list, tuple)) and v0 and isinstance(v0[0], cst.CSTNode):
-                if any(len(v) != len(v0) for v in vals):
+                if any(not isinstance(v, (list, tuple)) or len(v) != len(v0) for v in vals):
                     raise _NoFold
                 changes[f.name] = type(v0)(self.unify([v[i] for v in vals]) for i in range(len(v0)))
-            elif any(v != v0 for v in vals[1:]) and not isinstance(v0, cst.CSTNode):
-                if not (v0 is None or all(v is None for v in vals)):
-                    raise _NoFold
+            elif any(v != v0 for v in vals[1:]):  # a name's text, an operator, None against a node
+                raise _NoFold
         return first.with_changes(**changes)
 
 
@@ -302,8 +302,9 @@ class Folder:
             n: {t: local[t[len(prefix + n) :]] for s in stmts[n] for t in s.targets if t != "_"} for n in nums
         }
         placeholders = {n: _Rename(members_of[n]) for n in nums}
-        uni = _Unifier(set(local.values()), self.locals, self.dims, [prefix + n for n in nums])
-        uni.reserved = taken | set(local.values())
+        uni = _Unifier(
+            set(local.values()), self.locals, self.dims, [prefix + n for n in nums], taken | set(local.values())
+        )
         init: list[tuple[str, cst.BaseExpression]] = []
         body: list[Assign] = []
         refs: dict[str, dict[str, ModuleRef]] = {n: {} for n in nums}
