@@ -43,6 +43,7 @@ CASES = {
     "pretrain": ("pretrain.config", [], [[16, 12, 20], [3, 2, 2]]),  # multiples of 4: two pools of 2
     "front_ends": ("front_ends.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
+    "fold_stacks": ("fold_stacks.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     # RETURNN's documented examples (its docs' and demos' networks), frame-wise targets
     "doc_feedforward": ("doc_feedforward.config", [], [[5, 2, 4]]),
     "doc_rec_relu": ("doc_rec_relu.config", [], [[5, 2, 4]]),
@@ -409,6 +410,8 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
         }
         config.write_text(f"#!rnn.py\nextern_data = {data!r}\nnetwork = {pprint.pformat(net, width=110)}\n")
         run_netc("import", config, "-o", model, "--param-map", names, check=True)
+    source = model.read_text()  # lstm0 ... lstm5 fw/bw: six instances of one class, the pooling between them
+    assert "class LstmBlock(Module):" in source and source.count(" = LstmBlock()  # layers 'lstm") == 6, source
     orig = run_original(config, [], [[32, 16, 24], [4, 2, 3]])
     _compare("librispeech_2018", model, json.loads(names.read_text()), orig, backend)
 
@@ -426,6 +429,7 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
         "conformer",
         "transformer_class",
         "pretrain",
+        "fold_stacks",
         *DOC_CASES,
     ],
 )
@@ -442,6 +446,90 @@ def test_task_decides_the_network(imported):
     search = imported("task_search")[0].read_text()
     assert "mark_as_loss" in train and "mark_as_loss" not in search
     assert "--set task=search" in search.splitlines()[0]
+
+
+def test_repeated_stacks_fold_into_modules(imported):
+    """Layers named alike up to a number whose statements are the same up to what they read are
+    one `Module` class and an instance per number, the original layers named at each instance;
+    the parameters move to the instance's path, and the name map follows (the original-vs-imported
+    tests check the numbers)."""
+    model, names = imported("blstm_ctc")[:2]
+    source = model.read_text()
+    assert (
+        "class LstmBlock(Module):\n"
+        "    def __init__(self):\n"
+        "        self.fw = Lstm(lstm0_fw_dim)\n"
+        "        self.bw = Lstm(lstm0_fw_dim, direction=-1)\n"
+        "\n"
+        "    def __call__(self, x, x2):\n"
+        "        fw = self.fw(x)\n"
+        "        bw = self.bw(x2)\n"
+        "        return fw, bw\n"
+    ) in source
+    lines = [line.strip() for line in source.splitlines()]
+    assert "lstm0 = LstmBlock()  # layers 'lstm0_fw', 'lstm0_bw'" in lines
+    assert "lstm0_fw, lstm0_bw = lstm0(data, data)" in lines
+    assert "lstm1 = LstmBlock()  # layers 'lstm1_fw', 'lstm1_bw'" in lines
+    # each layer's dropout of its input is its own (its own mask in training): an argument each
+    assert (
+        "lstm1_fw, lstm1_bw = lstm1(dropout(concat(lstm0_fw, lstm0_bw), 0.1), dropout(concat(lstm0_fw, lstm0_bw), 0.1))"
+        in lines
+    )
+    assert not any(line.startswith("lstm1_bw = ") for line in lines)
+    assert names["params"]["lstm1_bw/rec/W_re"]["netc"] == "lstm1/bw/W_re"
+    assert names["params"]["lstm1_bw/rec/W_re"]["torch"] == "lstm1.bw.W_re"
+    # a stack ending in its own layer (`enc0` concatenates `enc0_fw`, `enc0_bw`) returns that only
+    lines = [line.strip() for line in imported("task_train")[0].read_text().splitlines()]
+    assert "enc0_mod = EncBlock()  # layers 'enc0_fw', 'enc0_bw', 'enc0'" in lines
+    assert "enc1 = enc1_mod(dropout(enc0, 0.1), dropout(enc0, 0.1))" in lines and "out = concat(fw, bw)" in lines
+    # a dim each block makes (its self-attention's view of time) is an argument of the call
+    source = imported("conformer")[0].read_text()
+    assert source.count(" = ConformerBlock()  # 28 layers, 'conformer_block_0") == 2
+    assert (
+        "conformer_block_02 = conformer_block_02_mod(conformer_block_01, conformer_block_02_self_att_kv_time)" in source
+    )
+    # the block's input and the network's `input` are arguments; an inner layer read later is returned
+    lines = [line.strip() for line in imported("fold_stacks")[0].read_text().splitlines()]
+    assert "def __call__(self, x, x2):" in lines and "res = proj + x2" in lines and "return ff, out" in lines
+    assert "block_1_ff, block_1 = block_1_mod(dropout(block_0, 0.1), input)" in lines
+    assert "side1_lin = tanh(Linear(side1_lin_dim)(block_1))" in lines  # `side<i>`: other sizes
+    # the two blocks' self-attentions have other heads: nothing folds
+    assert "class " not in imported("transformer")[0].read_text()
+
+
+@pytest.mark.parametrize(
+    "second, why",
+    [
+        ('"n_out": 12', "another dim: another construction"),
+        ('"n_out": 8, "direction": 1', "RETURNN's default direction written out: the same, folds"),
+        ('"n_out": 8, "direction": -1', "backwards: another construction"),
+    ],
+)
+def test_stacks_that_differ_in_a_construction_are_not_folded(tmp_path, second, why):
+    """A fold is exact or none: the groups' constructions (dims, options) must be the same."""
+    config = tmp_path / "stack.config"
+
+    def layer(src: str) -> str:
+        return '{"class": "rec", "unit": "nativelstm2", "n_out": 8, "from": "' + src + '"}'
+
+    config.write_text(
+        "#!rnn.py\n"
+        'extern_data = {"data": {"dim": 4, "shape": (None, 4)}}\n'
+        "network = {\n"
+        f'    "l0_a": {layer("data")},\n'
+        f'    "l0_b": {layer("l0_a")},\n'
+        f'    "l1_a": {layer("l0_b")},\n'
+        f'    "l1_b": {{"class": "rec", "unit": "nativelstm2", "from": "l1_a", {second}}},\n'
+        '    "output": {"class": "copy", "from": "l1_b"},\n'
+        "}\n"
+    )
+    proc = run_netc("import", config, "-o", tmp_path / "out.py", "--param-map", tmp_path / "names.json")
+    source = (tmp_path / "out.py").read_text()
+    names = json.loads((tmp_path / "names.json").read_text())["params"]
+    if "folds" in why:
+        assert proc.returncode == 0 and "class L" in source and names["l1_b/rec/W"]["netc"] == "l1/b/W", why
+    else:
+        assert proc.returncode == 0 and "class " not in source and names["l1_b/rec/W"]["netc"] == "l1_b/W", why
 
 
 # netc's own RETURNN configs imported back: models whose layers the importer maps (a loop over a

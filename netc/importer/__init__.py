@@ -16,6 +16,7 @@ import libcst as cst
 
 from netc.errors import CompileError, Span
 from netc.importer.dims import BATCH
+from netc.importer.fold import fold
 from netc.importer.layers import Importer
 from netc.importer.load import load_config
 from netc.importer.syntax import identifier, name
@@ -87,7 +88,9 @@ def _model(imp: Importer, path: str, function: str) -> Model:
     outputs = [(out, imp.out_vals[out].expr) for out in imp.outputs.values()]
     if not outputs and not imp.refused:
         raise CompileError(None, "the network has no `output` layer and no output layer (`is_output_layer`)", path)
-    return Model(function, header, imp.imports, dim_decls, params, body, outputs)
+    used = imp.used | set(variables.values()) | {function}
+    body, classes = fold(body, outputs, [p for p, _ in params], set(variables.values()), used, set(imp.cfg.network))
+    return Model(function, header, imp.imports, dim_decls, params, body, outputs, classes)
 
 
 def _used_netc_names(model: Model) -> set[str]:
@@ -119,6 +122,11 @@ def _used_netc_names(model: Model) -> set[str]:
                 v.found.add("mark_as_loss")
 
     walk(model.body)
+    for c in model.classes:
+        for _, ctor in c.init:
+            ctor.visit(v)
+        walk(c.body)
+        v.found.add("Module")
     return {n for n in v.found if n in netc.__all__}
 
 
@@ -173,7 +181,7 @@ def _param_map(source: str, path: str, model: Model) -> dict[str, dict]:
     attrs = param_attrs(g.params)  # the torch module's state_dict keys
     out = {}
     for p in g.params:
-        ref = model.module_lines[p.call_path[0][0]]
+        ref = model.module_paths[tuple(line for line, _ in p.call_path)]
         out[f"{ref.tf_prefix}/{ref.tf_names.get(p.role, p.role)}"] = {
             "netc": f"{p.path}/{p.role}",
             "returnn": p.name,

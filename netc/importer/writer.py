@@ -1,5 +1,6 @@
 """Writing the imported model as netc source with libcst: a statement tree (`Assign`, `Append`,
-`MarkLoss`, `Loop`) in, source text and the line of each module's construction out."""
+`MarkLoss`, `Loop`, `Instance`s of folded `Module` classes) in, source text and the call path
+(lines) of each module's construction out."""
 
 from __future__ import annotations
 
@@ -66,7 +67,10 @@ class Model:
     params: list[tuple[str, Expr]]  # input name, annotation
     body: list
     outputs: list[tuple[str, Expr]]
-    module_lines: dict[int, ModuleRef] = field(default_factory=dict)  # filled by `write`
+    classes: list = field(default_factory=list)  # folded `Module` classes (fold.ClassDef)
+    # filled by `write`: the lines of a module's call path (the statement; an instance's, then
+    # its attribute's in `__init__`) -> where RETURNN keeps its variables
+    module_paths: dict[tuple[int, ...], ModuleRef] = field(default_factory=dict)
 
 
 def _comment_line(text: str) -> cst.EmptyLine:
@@ -87,10 +91,16 @@ def _target(targets: list[str]) -> cst.BaseAssignTargetExpression:
     return cst.Tuple([cst.Element(name(t)) for t in targets], lpar=[], rpar=[])
 
 
-def _stmts(items: list, modules: dict[int, ModuleRef]) -> list[cst.BaseStatement]:
+def _stmts(items: list, modules: dict[int, object]) -> list[cst.BaseStatement]:
+    from netc.importer.fold import Instance
+
     out: list[cst.BaseStatement] = []
     for s in items:
-        if isinstance(s, Assign):
+        if isinstance(s, Instance):
+            node = _simple(cst.Assign([cst.AssignTarget(name(s.var))], call(s.cls)), s.comment)
+            modules[id(node)] = s
+            out.append(node)
+        elif isinstance(s, Assign):
             node = _simple(cst.Assign([cst.AssignTarget(_target(s.targets))], s.value), s.comment)
             if s.note:
                 node = node.with_changes(leading_lines=[_comment_line(s.note)])
@@ -115,9 +125,37 @@ def _stmts(items: list, modules: dict[int, ModuleRef]) -> list[cst.BaseStatement
     return out
 
 
+def _class(c, modules: dict[int, object]) -> cst.ClassDef:
+    """A folded `Module` class: its constructions in `__init__`, the statements in `__call__`."""
+    self_ = cst.Param(name("self"))
+    init = []
+    for attr, ctor in c.init:
+        node = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Attribute(name("self"), name(attr)))], ctor)])
+        modules[id(node)] = (c.name, attr)
+        init.append(node)
+    ret = name(c.returns[0]) if len(c.returns) == 1 else _target(c.returns)
+    body = _stmts(c.body, modules) + [cst.SimpleStatementLine([cst.Return(ret)])]
+    params = cst.Parameters([self_, *(cst.Param(name(p)) for p in c.params)])
+    return cst.ClassDef(
+        name=name(c.name),
+        bases=[cst.Arg(name("Module"))],
+        body=cst.IndentedBlock(
+            [
+                cst.FunctionDef(name("__init__"), cst.Parameters([self_]), cst.IndentedBlock(init)),
+                cst.FunctionDef(
+                    name("__call__"), params, cst.IndentedBlock(body), leading_lines=[cst.EmptyLine(indent=False)]
+                ),
+            ]
+        ),
+        leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
+    )
+
+
 def write(model: Model) -> str:
-    """The model's source; `model.module_lines` gets the line of each module's statement."""
-    modules: dict[int, ModuleRef] = {}
+    """The model's source; `model.module_paths` gets the lines of each module's call path."""
+    from netc.importer.fold import Instance
+
+    modules: dict[int, object] = {}
     header = [_comment_line(line) for line in model.header]
     imports = cst.SimpleStatementLine(
         [
@@ -147,11 +185,22 @@ def write(model: Model) -> str:
         decorators=[cst.Decorator(name("network"))],
         leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
     )
-    module = cst.Module(body=[imports, *dims, fn])
+    classes = [_class(c, modules) for c in model.classes]
+    module = cst.Module(body=[imports, *dims, *classes, fn])
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    model.module_lines = {}
+    model.module_paths = {}
+    attr_lines: dict[tuple[str, str], int] = {}
+    instances: list[tuple[int, Instance]] = []
     for node, pos in positions.items():
-        if id(node) in modules:
-            model.module_lines[pos.start.line] = modules[id(node)]
+        what = modules.get(id(node))
+        if isinstance(what, ModuleRef):
+            model.module_paths[(pos.start.line,)] = what
+        elif isinstance(what, tuple):
+            attr_lines[what] = pos.start.line
+        elif isinstance(what, Instance):
+            instances.append((pos.start.line, what))
+    for line, inst in instances:
+        for attr, ref in inst.members.items():
+            model.module_paths[(line, attr_lines[(inst.cls, attr)])] = ref
     return module.code
