@@ -44,7 +44,7 @@ CASES = {
     "front_ends": ("front_ends.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
     "fold_stacks": ("fold_stacks.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
-    # RETURNN's documented examples (its docs' and demos' networks), frame-wise targets
+    # RETURNN's documented examples (its docs' and demos' networks), frame-wise targets but the decoder's
     "doc_feedforward": ("doc_feedforward.config", [], [[5, 2, 4]]),
     "doc_rec_relu": ("doc_rec_relu.config", [], [[5, 2, 4]]),
     "doc_native_lstm2": ("doc_native_lstm2.config", [], [[5, 2, 4]]),
@@ -52,6 +52,7 @@ CASES = {
     "doc_rec_explicit_lstm": ("doc_rec_explicit_lstm.config", [], [[5, 2, 4]]),
     "doc_rec_self_att": ("doc_rec_self_att.config", [], [[5, 2, 4]]),
     "doc_rel_pos_self_att": ("doc_rel_pos_self_att.config", [], [[5, 2, 4]]),
+    "doc_decoder": ("doc_decoder.config", [], [[5, 2, 4], [3, 2, 4]]),  # labels, not frame-wise
 }
 DOC_CASES = sorted(c for c in CASES if c.startswith("doc_"))
 TOLERANCE = 1e-5
@@ -944,6 +945,43 @@ def test_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, mes
     _assert_at(proc, path, 5, '"x"', f"layer `x` ({cls}): {message}")
 
 
+@pytest.mark.parametrize(
+    "lstm, layer, at, message",
+    [
+        ("", '{"class": "get_last_hidden_state", "from": "data", "n_out": 4}', '"x"',
+         "layer `x` (get_last_hidden_state): of `data`: only of a `rec` LSTM layer (nativelstm2)"),
+        ("", '{"class": "get_last_hidden_state", "from": "lstm", "key": "flat", "n_out": 6}', '"x"',
+         "layer `x` (get_last_hidden_state): key 'flat' not supported (`*`, `c`, `h` are)"),
+        ("", '{"class": "get_last_hidden_state", "from": "lstm", "n_out": 3}', '"x"',
+         "layer `x` (get_last_hidden_state): n_out 3: the state '*' has 6"),
+        ("", '{"class": "get_last_hidden_state", "from": ["lstm", "lstm"], "n_out": 12}', '"x"',
+         "layer `x` (get_last_hidden_state): of several layers (`combine`) not supported, of one is"),
+        (', "direction": -1', '{"class": "get_last_hidden_state", "from": "lstm", "n_out": 6}', '"lstm"',
+         "layer `lstm` (rec): get_last_hidden_state of an LSTM of direction -1 is not supported"),
+        (', "initial_state": "var"', '{"class": "copy", "from": "lstm"}', '"lstm"',
+         "layer `lstm` (rec): initial_state of an LSTM over a sequence (of one in a rec unit it is supported)"),
+        ("", '{"class": "rec", "from": "data", "initial_state": "zeros", "unit": {"output": {"class": "copy", "from": "data:source"}}}',
+         '"x"', "layer `x` (rec): initial_state of a rec layer with a subnetwork unit (use `initial_output`)"),
+    ],
+)  # fmt: skip
+def test_last_state_and_initial_state_forms_not_supported_are_refused(tmp_path, lstm, layer, at, message):
+    """`get_last_hidden_state` of other layers, keys or LSTMs, and `initial_state` where netc's
+    LSTM step in a rec unit does not take it, are located errors at the layer."""
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{
+            "output": {{"class": "copy", "from": "x", "is_output_layer": True}},
+            "x": {layer},
+            "lstm": {{"class": "rec", "unit": "nativelstm2", "n_out": 3{lstm}}},
+        }}
+        """,
+    )
+    _assert_at(proc, path, 6 if at == '"lstm"' else 5, at, message)
+
+
 @pytest.mark.parametrize("version", [0, 12])
 def test_defaults_follow_the_configs_behavior_version(tmp_path, version):
     """`conv`'s `with_bias` (True from behavior version 10) and `batch_norm`'s momentum (0.1 from
@@ -1030,6 +1068,23 @@ def test_relative_positions_forms_not_supported_are_refused(tmp_path, rel, secon
         (
             '{"class": "window", "from": "data:source", "window_size": 3, "window_right": 0}',
             "(window): in a rec unit (RETURNN's window over the steps so far) not supported",
+        ),
+        (
+            '{"class": "rec", "unit": "nativelstm2", "n_out": 3, "from": "data:source", "initial_state": "base:data"}',
+            "(rec): initial_state 'base:data': the LSTM's state (c, h) takes a dict with the keys `c` and `h`",
+        ),
+        (
+            '{"class": "rec", "unit": "nativelstm2", "n_out": 3, "from": "data:source", "initial_state": {"c": "r", "h": 0}}',
+            "(rec): initial_state 'c': 'r' (zeros or a layer outside the rec unit, `base:x`)",
+        ),
+        (
+            '{"class": "rec", "unit": "nativelstm2", "n_out": 3, "from": "data:source", "initial_state": ["ones", 0]}',
+            "(rec): initial_state 'c': 'ones' (zeros or a layer outside the rec unit, `base:x`)",
+        ),
+        (
+            '{"class": "rec", "unit": "nativelstm2", "n_out": 3, "from": "data:source",'
+            ' "initial_state": {"c": "base:data", "h": "zeros"}}',
+            "(rec): initial_state 'c': `base:data` is not [batch, 3]",
         ),
         (
             '{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "attention_left_only": True,'

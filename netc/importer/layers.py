@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from netc.importer import attention, convnorm, logic, masked, sharing, transformer, windows
+from netc.importer import attention, convnorm, last_state, logic, masked, sharing, transformer, windows
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -51,6 +51,7 @@ class Importer(
     logic.LogicLayers,
     transformer.TransformerLayers,
     masked.MaskedLayers,
+    last_state.LastStateLayers,
     sharing.SharingLayers,
     windows.WindowLayers,
 ):
@@ -77,6 +78,7 @@ class Importer(
         self.loops: dict[str, Scope] = {}  # rec layer -> its unit's scope
         self.sub_stacks: dict[str, Val] = {}  # "<rec>/<sub>" -> the list the loop stacks `sub` into
         self.sub_layers: dict[str, Val] = {}  # "<layer>/<i>" -> a part of a `split` layer
+        self.last_states: dict[str, tuple[str, str, str]] = {}  # LSTM layer -> its h, c after its loop, dim
         self.top = Scope(loaded.network, {}, [], "")
         self.top.names = self._allocate(list(loaded.network), reserved=set(loaded.inputs))
         self.used |= set(self.top.names.values()) | {identifier(k) for k in loaded.inputs}
@@ -460,6 +462,12 @@ class Importer(
         direction = d.get("direction", 1)
         if direction not in (1, -1) or src.sparse is not None:
             raise Refused(full, "rec", "direction other than 1/-1, or labels as input")
+        if d.get("initial_state") not in (None, 0, 0.0, "zeros"):
+            raise Refused(
+                full, "rec", "initial_state of an LSTM over a sequence (of one in a rec unit it is supported)"
+            )
+        if self._reads_last_state(layer, scope):
+            return self._lstm_loop(layer, d, scope, var, full, src, out)
         self.imports.add("Lstm")
         args = {"direction": num(-1)} if direction == -1 else {}
         feat = feature(src, self.dims)
@@ -475,6 +483,8 @@ class Importer(
     def _loop(self, layer, d, scope, var, full, unit: dict) -> Val:
         from netc.importer.loops import import_loop
 
+        if d.get("initial_state") is not None:
+            raise Refused(full, "rec", "initial_state of a rec layer with a subnetwork unit (use `initial_output`)")
         return import_loop(self, layer, d, scope, var, full, unit)
 
     def _l_choice(self, layer, d, scope, var, full) -> Val:
@@ -562,6 +572,7 @@ _KNOWN = {
         "target",
         "optimize_move_layers_out",
         "include_eos",
+        "initial_state",
     },
     "choice": {"target", "beam_size", "length_normalization", "input_type"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
@@ -577,6 +588,7 @@ _KNOWN = {
     **logic.KNOWN,
     **transformer.KNOWN,
     **masked.KNOWN,
+    **last_state.KNOWN,
     **sharing.KNOWN,
     **windows.KNOWN,
 }

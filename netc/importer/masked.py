@@ -121,35 +121,47 @@ class MaskedLayers:
 
     def _lstm_step(self, layer, d, scope, var, full) -> Val:
         """A `rec` LSTM unit in a rec unit: one step of NativeLSTM2 written out, its states `h`
-        (the layer's value) and `c` carried by the loop (zeros before it); under a
-        `masked_computation` each new state is kept only where the mask holds."""
+        (the layer's value) and `c` carried by the loop (zeros before it, or its `initial_state`);
+        under a `masked_computation` each new state is kept only where the mask holds."""
         src = self._source(d, scope, full)
         out = self._out_dim(layer, d, full)
         if d.get("direction", 1) != 1 or src.sparse is not None or src.is_list:
             raise Refused(full, "rec", "an LSTM step in a rec unit of direction 1 over a dense frame is supported")
-        if d.get("initial_state") is not None or d.get("initial_output") not in (None, 0, 0.0, "zeros"):
-            raise Refused(full, "rec", "an LSTM step with initial states other than zeros")
+        if d.get("initial_output") not in (None, 0, 0.0, "zeros"):
+            raise Refused(full, "rec", "an LSTM step with initial_output (RETURNN: use initial_state)")
+        init = self._lstm_initial_state(d, scope, full, out)
+        prefix = self._tf_prefix(layer, d, scope, "/rec")
+        c = self.fresh(f"{var}_c")
+        self._lstm_cell_step(layer, scope, var, c, src, out, prefix, init)
+        return Val(name(var), (BATCH, out))
+
+    def _lstm_cell_step(
+        self, layer: str, scope: Scope, var: str, c: str, src: Val, out: str, prefix: str, init: dict, stem: str = ""
+    ) -> None:
+        """NativeLSTM2's step on the frame `src`: `h` (`var`) and `c` states of the loop `scope`
+        is in, set before it to `init` (`h`, `c`: values, zeros where absent); its other
+        variables are named after `stem` (default `var`)."""
+        stem = stem or var
         size = self.dims.size(out)
         base = identifier(layer)
         gates = self.dims.static(4 * size, f"{base}_gates")
         loop = loop_scope(scope)
-        c = self.fresh(f"{var}_c")
-        for state in (var, c):
-            loop.outer.stmts.append(
-                Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state")
-            )
+        for state, key in ((var, "h"), (c, "c")):
+            value = init.get(key)
+            if value is None:
+                value = call("zeros", name("batch"), self.dim(out))
+            loop.outer.stmts.append(Assign([state], value, comment="initial state"))
         self.imports |= {"Linear", "split", "sigmoid", "tanh", "zeros"}
-        prefix = self._tf_prefix(layer, d, scope, "/rec")
 
         def emit(targets: list[str], value: Expr, comment=None, module=None):
             scope.stmts.append(Assign(targets, value, comment=comment, module=module))
 
-        ff, rec = self.fresh(f"{var}_ff"), self.fresh(f"{var}_rec")
+        ff, rec = self.fresh(f"{stem}_ff"), self.fresh(f"{stem}_rec")
         comment = f"layer {layer!r}: one LSTM step (NativeLSTM2's gates: cell input, input, forget, output)"
         emit([ff], call(call("Linear", self.dim(gates)), src.tensor()), comment, ModuleRef("linear", prefix))
         lin = call("Linear", self.dim(gates), with_bias=cst.Name("False"))
         emit([rec], call(lin, name(var)), None, ModuleRef("linear", prefix, {"W": "W_re"}))
-        parts = [self.fresh(f"{var}_{g}") for g in ("in", "gi", "gf", "go")]
+        parts = [self.fresh(f"{stem}_{g}") for g in ("in", "gi", "gf", "go")]
         emit(parts, call("split", binop("+", name(ff), name(rec)), cst.List([cst.Element(self.dim(out))] * 4)))
         x_in, g_in, g_forget, g_out = (name(p) for p in parts)
         new_c = binop(
@@ -166,4 +178,33 @@ class MaskedLayers:
         else:
             emit([c], new_c)
             emit([var], binop("*", call("tanh", name(c)), call("sigmoid", g_out)))
-        return Val(name(var), (BATCH, out))
+
+    def _lstm_initial_state(self, d: dict, scope: Scope, full: str, out: str) -> dict[str, Expr]:
+        """The `initial_state` of an LSTM step as the values of its states `h` and `c`: RETURNN's
+        (c, h) state tuple takes a dict with both keys or a list (c, h), each zeros or a layer
+        of [batch, out] (`base:x` in a rec unit); one value for both only as zeros."""
+        spec = d.get("initial_state")
+        if spec in (None, 0, 0.0, "zeros"):
+            return {}
+        if isinstance(spec, dict) and set(spec) == {"c", "h"}:
+            parts = spec
+        elif isinstance(spec, list | tuple) and len(spec) == 2:
+            parts = {"c": spec[0], "h": spec[1]}
+        else:
+            why = "a dict with the keys `c` and `h` (or a list (c, h)) of layers, or zeros"
+            raise Refused(full, "rec", f"initial_state {spec!r}: the LSTM's state (c, h) takes {why}")
+        init = {}
+        for key, v in parts.items():
+            if v in (None, 0, 0.0, "zeros"):
+                continue
+            special = v in ("ones", "var", "keep_over_epoch", "keep_over_epoch_no_init", "placeholder")
+            if not isinstance(v, str) or special or (scope.rec is not None and not v.startswith("base:")):
+                raise Refused(
+                    full, "rec", f"initial_state {key!r}: {v!r} (zeros or a layer outside the rec unit, `base:x`)"
+                )
+            val = self.get(v, scope)
+            dims = tuple(self.dims.find(x) for x in val.dims)
+            if val.sparse is not None or val.is_list or dims != (BATCH, self.dims.find(out)):
+                raise Refused(full, "rec", f"initial_state {key!r}: `{v}` is not [batch, {self.dims.size(out)}]")
+            init[key] = val.expr
+        return init
