@@ -1087,6 +1087,10 @@ def test_relative_positions_forms_not_supported_are_refused(tmp_path, rel, secon
             "(rec): initial_state 'c': `base:data` is not [batch, 3]",
         ),
         (
+            '{"class": "rec", "unit": "NativeLstm", "n_out": 3, "from": "data:source", "initial_state": ["base:x0", 0]}',
+            "(rec): initial_state of a `nativelstm` (v1) unit (RETURNN refuses it: use nativelstm2)",
+        ),
+        (
             '{"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 4, "attention_left_only": True,'
             ' "key_shift": "m"}',
             "(self_attention): key_shift in a rec unit not supported",

@@ -129,6 +129,10 @@ class MaskedLayers:
             raise Refused(full, "rec", "an LSTM step in a rec unit of direction 1 over a dense frame is supported")
         if d.get("initial_output") not in (None, 0, 0.0, "zeros"):
             raise Refused(full, "rec", "an LSTM step with initial_output (RETURNN: use initial_state)")
+        if d.get("initial_state") not in (None, 0, 0.0, "zeros") and str(d.get("unit")).lower() == "nativelstm":
+            raise Refused(
+                full, "rec", "initial_state of a `nativelstm` (v1) unit (RETURNN refuses it: use nativelstm2)"
+            )
         init = self._lstm_initial_state(d, scope, full, out)
         prefix = self._tf_prefix(layer, d, scope, "/rec")
         c = self.fresh(f"{var}_c")
