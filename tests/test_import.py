@@ -945,6 +945,24 @@ def test_layer_forms_not_supported_are_refused_at_the_layer(tmp_path, layer, mes
     _assert_at(proc, path, 5, '"x"', f"layer `x` ({cls}): {message}")
 
 
+def test_doc_decoder_prev_of_lstm_step_starts_at_its_initial_state(tmp_path):
+    """`prev:s` of an LSTM step with an `initial_state` is its `h` state, which starts at the
+    initial state's `h` (RETURNN's initial output of the step), not at zeros; no second initial
+    statement resets it. (The numbers of this variant match the original's too.)"""
+    text = (CONFIGS / "doc_decoder.config").read_text()
+    old = '"p": {"class": "softmax", "from": "s",'
+    assert old in text
+    config = tmp_path / "prev_s.config"
+    config.write_text(text.replace(old, '"p": {"class": "softmax", "from": ["s", "prev:s"],'))
+    run_netc("import", config, "-o", tmp_path / "m.py", check=True)
+    lines = [line.strip() for line in (tmp_path / "m.py").read_text().splitlines()]
+    assert [line for line in lines if line.startswith("s = ")] == [
+        "s = input_last_h  # initial state",
+        "s = tanh(s_c) * sigmoid(s_go)",
+    ], lines
+    assert "s_prev = s  # the previous step's" in lines and "p_logits = Linear(vocab)(concat(s, s_prev))" in lines
+
+
 @pytest.mark.parametrize(
     "lstm, layer, at, message",
     [

@@ -35,7 +35,8 @@ class States:
                 return self._bool_state(layer, d, scope, init)
             feat = self._static_out(layer, d, scope, set())
             var = scope.names[layer]
-            if d.get("class") == "rnn_cell":  # its statement starts its states
+            lstm_step = d.get("class") == "rec" and isinstance(d.get("unit"), str)
+            if d.get("class") == "rnn_cell" or lstm_step:  # its statement starts its states (`initial_state`)
                 scope.states[layer] = Val(name(var), (BATCH, feat))
                 return Val(name(PREV + var), (BATCH, feat))
             if init in (0, "zeros", None, 0.0):
