@@ -277,10 +277,9 @@ def _buffered_search(g: Graph) -> Graph:
     self-attention keys and values) as buffers as long as the step limit, as `--loops scan`
     has them (`Loop.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
     gave other results in onnxruntime than in torch (conformer_aed's labels)."""
+    from netc.errors import CompileError
     from netc.ops import REGISTRY
     from netc.passes.scan_loops import empty_dims, grown_into_buffer
-
-    from netc.errors import CompileError
 
     plan = search_plan(g)
     if plan is None:
