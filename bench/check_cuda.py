@@ -26,6 +26,7 @@ from netc.compiler import compile_graph
 from netc.ir.model import Loop
 from netc.ir.search import search_plan
 from netc.naming import lens_name
+from netc.parser.source import network_functions
 from netc_runtime.backends import load_torch_module, run_torch
 from netc_runtime.verify import compare, random_inputs, random_lengths, random_params
 
@@ -34,12 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def network_names(path: Path) -> list[str]:
     """The @network functions of a model file, in source order."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [
-        fn.name
-        for fn in tree.body
-        if isinstance(fn, ast.FunctionDef) and any(ast.unparse(d).endswith("network") for d in fn.decorator_list)
-    ]
+    return [fn.name for fn in network_functions(ast.parse(path.read_text(encoding="utf-8")))]
 
 
 def first_network(path: Path) -> str | None:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from netc.parser.source import network_functions
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 NETC = Path(sys.executable).parent / "netc"
@@ -20,13 +22,7 @@ NETC = Path(sys.executable).parent / "netc"
 
 def network_names(path: Path) -> list[str]:
     """The @network functions of a model file, in source order."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [
-        fn.name
-        for fn in tree.body
-        if isinstance(fn, ast.FunctionDef)
-        and any(ast.unparse(d) in ("network", "nc.network", "netc.network") for d in fn.decorator_list)
-    ]
+    return [fn.name for fn in network_functions(ast.parse(path.read_text(encoding="utf-8")))]
 
 
 def example_network(path: Path) -> str | None:

@@ -27,7 +27,7 @@ def new_dim(imp, size: int, hint: str, avoid: set[str]) -> str:
     if own is None:
         own = imp._own_dims = {}
     if (hint, size) not in own:
-        own[(hint, size)] = imp.dims._new(imp.dims._fresh_name(hint), size)
+        own[(hint, size)] = imp.dims.fresh(hint, size)
     return own[(hint, size)]
 
 
@@ -153,7 +153,7 @@ def pool(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     if size == 1:
         imp._emit(scope, var, src.tensor(), layer)
         return Val(name(var), src.dims)
-    out = imp.dims._new(imp.dims._fresh_name(f"{identifier(layer)}_time"), None)
+    out = imp.dims.fresh(f"{identifier(layer)}_time", None)
     imp.imports.add("max_pool")
     value = call("max_pool", src.tensor(), axis=imp.dim(dyn[0]), size=num(size), out_axis=imp.dim(out))
     imp._emit(scope, var, value, layer)

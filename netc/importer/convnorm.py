@@ -176,7 +176,7 @@ class ConvNormLayers:
         given = d.get("out_spatial_dims")
         tag = given[0] if isinstance(given, list | tuple) and len(given) == 1 else given
         if given is None:
-            up = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_time"), None)
+            up = self.dims.fresh(f"{identifier(layer)}_time", None)
         elif (
             isinstance(tag, dict)
             and tag["__dim__"] not in self.dims._by_tag
@@ -288,7 +288,7 @@ class ConvNormLayers:
         """The dynamic dim a "valid" conv makes: its `out_spatial_dims` tag, else one of its own."""
         given = d.get("out_spatial_dims")
         if given is None:
-            return self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_time"), None)
+            return self.dims.fresh(f"{identifier(layer)}_time", None)
         tag = given[0] if isinstance(given, list | tuple) and len(given) == 1 else given
         if not isinstance(tag, dict) or tag["__dim__"] in self.dims._by_tag:
             raise Refused(full, "conv", f"out_spatial_dims {given!r} (a new dim tag is supported)")

@@ -104,6 +104,10 @@ class DimTable:
         self._by_size[size] = key
         return key
 
+    def fresh(self, hint: str, size: int | None) -> str:
+        """A new dim of its own (None: dynamic), named after `hint` (made unique)."""
+        return self._new(self._fresh_name(hint), size)
+
     def derived(self, parts: list[str]) -> str:
         """`a + b + ...`, the dim `concat` makes."""
         parts = tuple(self.find(p) for p in parts)

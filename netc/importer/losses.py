@@ -42,7 +42,7 @@ class LossLayers:
         target = self._target(d, full)
         # CTC's blank is a dim of its own, not the dim of size 1 of the model's features (heads)
         if getattr(self, "_blank", None) is None:
-            self._blank = self.dims._new(self.dims._fresh_name("blank"), 1)
+            self._blank = self.dims.fresh("blank", 1)
         blank = self._blank
         return self.dims.derived([target.sparse, blank])
 

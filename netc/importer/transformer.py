@@ -91,7 +91,7 @@ class TransformerLayers:
             raise Refused(full, "self_attention", "of [batch, time, feature] outside rec units")
         heads, total_key, out, qkv, key, val_dim, parts = self._heads(layer, d, full)
         time = dyn[0]
-        kv_time = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_kv_time"), None)
+        kv_time = self.dims.fresh(f"{identifier(layer)}_kv_time", None)
         self.imports |= {"Linear", "split", "replace_dim", "softmax", "dot"}
 
         def emit(targets: list[str], value, comment=None, module=None):
@@ -254,7 +254,7 @@ class TransformerLayers:
         if tuple(src.dims) != (BATCH, feature(src, self.dims)) or src.is_list:
             raise Refused(full, "self_attention", "of a [batch, feature] frame in a rec unit")
         heads, total_key, out, qkv, key, val_dim, parts = self._heads(layer, d, full)
-        hist = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_hist"), None)
+        hist = self.dims.fresh(f"{identifier(layer)}_hist", None)
         self.imports |= {"Linear", "split", "softmax", "dot", "empty", "cum_concat"}
         loop = loop_scope(scope)
 

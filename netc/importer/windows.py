@@ -73,7 +73,7 @@ class WindowLayers:
             win = new_dim(self, size, hint, set(src.dims))
         self.imports |= {"dot", "cast", "expand", "range_over"}
         if stride == 1 and (padding == "same" or size == 1):  # over the input's time dim, through a second view
-            kv = self.dims._new(self.dims._fresh_name(f"{identifier(layer)}_src_time"), None)
+            kv = self.dims.fresh(f"{identifier(layer)}_src_time", None)
             out, frames = time, self.fresh(f"{var}_src")
             at = {"axis": self.dim(time), "out_axis": self.dim(kv)}
             self.imports.add("replace_dim")
@@ -110,7 +110,7 @@ class WindowLayers:
         (`max_pool`); their values are not read, the dim is."""
         x, base, n = src.tensor(), identifier(layer), "n"
         if padding == "valid" and size > 1:
-            valid = self.dims._new(self.dims._fresh_name(f"{base}_valid_time"), None)
+            valid = self.dims.fresh(f"{base}_valid_time", None)
             self.imports.add("slice_frames")
             sliced = self.fresh(f"{var}_last")
             value = call("slice_frames", x, axis=self.dim(time), start=num(size - 1), out_axis=self.dim(valid))
@@ -119,7 +119,7 @@ class WindowLayers:
             x, time, n = name(sliced), valid, f"(n - {size - 1})"
         if stride == 1:
             return time
-        out = self.dims._new(self.dims._fresh_name(f"{base}_time"), None)
+        out = self.dims.fresh(f"{base}_time", None)
         self.imports.add("max_pool")
         pooled = self.fresh(f"{var}_pooled")
         value = call("max_pool", x, axis=self.dim(time), size=num(stride), out_axis=self.dim(out))

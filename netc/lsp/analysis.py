@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph
-from netc.parser.source import Source, read_source
+from netc.parser.source import Source, network_functions, read_source
 from netc.preview.model import Preview, PreviewNode
 
 
@@ -41,15 +41,6 @@ class Analysis:
         return (inside or self.networks or [None])[0]
 
 
-def _network_functions(tree: ast.Module) -> list[ast.FunctionDef]:
-    def is_network(dec: ast.expr) -> bool:
-        return (isinstance(dec, ast.Name) and dec.id == "network") or (
-            isinstance(dec, ast.Attribute) and dec.attr == "network"
-        )
-
-    return [s for s in tree.body if isinstance(s, ast.FunctionDef) and any(map(is_network, s.decorator_list))]
-
-
 def analyse(path: str, text: str) -> Analysis:
     """Compile every @network function of `text` (the parser and passes: the located errors
     users fix while typing; the targets' own refusals come with the preview, `add_previews`)."""
@@ -61,7 +52,7 @@ def analyse(path: str, text: str) -> Analysis:
         a.tree = a.source.parse()
     except CompileError:
         pass  # the compiler reports it, located
-    nets = _network_functions(a.tree) if a.tree is not None else []
+    nets = network_functions(a.tree) if a.tree is not None else []
     if a.tree is not None and not nets:
         return a  # not a model (a helper file, a script): nothing to say
     names = [(f.name, f.lineno, f.end_lineno or f.lineno) for f in nets] if len(nets) > 1 else [(None, 1, 10**9)]

@@ -321,3 +321,15 @@ def _fstring_depth(s: str) -> int:
         elif ch == "}":
             depth = max(depth - 1, 0)
     return best
+
+
+def network_functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    """The module-level functions decorated `@network` (or `@<module>.network`), in source order,
+    by their syntax alone (the tracer decides by what the decorator's name is bound to)."""
+
+    def is_network(dec: ast.expr) -> bool:
+        return (isinstance(dec, ast.Name) and dec.id == "network") or (
+            isinstance(dec, ast.Attribute) and dec.attr == "network"
+        )
+
+    return [s for s in tree.body if isinstance(s, ast.FunctionDef) and any(map(is_network, s.decorator_list))]
