@@ -22,8 +22,8 @@ from netc.ir.uses import node_uses
 from netc.naming import lens_name, plain_text, py_str
 from netc.ops import REGISTRY
 from netc.ops.align import align_code, where_valid
+from netc.ops.defs import dims_attr_names
 from netc.ops.dot_torch import dot_grouped_code
-from netc.ops.reductions import dims_attr_names
 
 
 class SearchEmitter(TorchEmitter):

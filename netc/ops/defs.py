@@ -17,8 +17,13 @@ from netc.ops.param_parts import returnn_helpers as param_returnn_helpers
 from netc.ops.rules import broadcast, check_out_dim
 
 
+def dims_attr_names(axis) -> list[str]:
+    """An `axis`/`reduce` attribute (one dim or a list of dims) as a list of dims."""
+    return list(axis) if isinstance(axis, (list, tuple)) else [axis]
+
+
 def _dims_attr(dt: DimTable, axis) -> list[str]:
-    names = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    names = dims_attr_names(axis)
     for n in names:
         if not isinstance(n, str) or n not in dt.dims:
             raise DimError("`axis` must be a dim or a list of dims")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from netc.ir.dims import DimError
 from netc.ops.align import where_valid
 from netc.ops.base import OpDef, OutType, register
-from netc.ops.defs import _dims_attr, _float_check
+from netc.ops.defs import _dims_attr, _float_check, dims_attr_names
 from netc.ops.dot_torch import dot_bmm_code
 from netc.ops.rules import union
 
@@ -97,10 +97,6 @@ def _zero_where_empty(ctx, layer: dict, empty: list[str]) -> dict:
         has = ["has_frames"]
     sub["output"] = {"class": "switch", "condition": has[0], "true_from": "reduce", "false_from": 0.0}
     return {"class": "subnetwork", "from": layer["from"], "subnetwork": sub}
-
-
-def dims_attr_names(axis) -> list[str]:
-    return list(axis) if isinstance(axis, (list, tuple)) else [axis]
 
 
 @register
