@@ -34,7 +34,7 @@ import ast
 import libcst as cst
 
 from netc.importer.dims import BATCH
-from netc.importer.syntax import Expr, binop, call, literal, name, num
+from netc.importer.syntax import Expr, binop, call, compare, literal, name, num
 from netc.importer.values import Refused, Scope, Val, sources
 from netc.importer.writer import Assign, EndIf, Loop
 
@@ -137,11 +137,11 @@ def _frames(imp, d: dict, scope: Scope, var: str, full: str, inner: Scope) -> tu
         Assign([pos], call("zeros", imp.dim(BATCH)), comment="the step's frame"),
     ]
     frame = imp.fresh(f"{seq.value}_t")
-    hit = cst.Comparison(name(positions), [cst.ComparisonTarget(cst.Equal(), name(pos))])
+    hit = compare("==", name(positions), name(pos))
     read = call("dot", call("cast", hit, literal("float32")), seq, reduce=imp.dim(axis))
     inner.frame = Val(name(frame), tuple(x for x in src.dims if x != axis))
     count = Assign([pos], binop("+", name(pos), num(1.0)))
-    done = cst.Comparison(name(pos), [cst.ComparisonTarget(cst.GreaterThanEqual(), name(frames))])
+    done = compare(">=", name(pos), name(frames))
     return cst.Attribute(seq, name("max_seq_len")), [Assign([frame], read, comment="data:source")], [count, EndIf(done)]
 
 
@@ -152,7 +152,7 @@ def _end(imp, d: dict, inner: Scope, full: str) -> Expr:
     if not ok or not isinstance(value, int) or isinstance(value, bool) or set(d) - {"class", "from", "kind", "value"}:
         raise Refused(full, str(d.get("class")), "`end` other than `compare` of one layer with an integer `value`")
     val = imp.get(srcs[0], inner)
-    return cst.Comparison(val.expr, [cst.ComparisonTarget(cst.Equal(), num(value))])
+    return compare("==", val.expr, num(value))
 
 
 def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:

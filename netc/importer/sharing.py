@@ -6,7 +6,7 @@ called by both, as netc shares a module's parameters); layers netc has no op for
 from __future__ import annotations
 
 from netc.importer.dims import BATCH
-from netc.importer.syntax import Expr, call, literal, name
+from netc.importer.syntax import Expr, call, compare, literal, name
 from netc.importer.values import Refused, Scope, Val, feature
 from netc.importer.writer import Assign, ModuleRef
 
@@ -49,7 +49,7 @@ class SharingLayers:
             raise Refused(full, "gather", f"position {pos!r} (a number or a layer is supported)")
         self.imports |= {"dot", "cast", "range_over"}
         hit = call("range_over", self.dim(axis))
-        onehot = call("cast", _eq(hit, position), literal("float32"))
+        onehot = call("cast", compare("==", hit, position), literal("float32"))
         self._emit(scope, var, call("dot", onehot, src.tensor(), reduce=self.dim(axis)), layer)
         return Val(name(var), tuple(x for x in src.dims if x != axis))
 
@@ -101,9 +101,3 @@ class SharingLayers:
         feat = feature(src, self.dims)
         dims = (*(x for x in src.dims if x != feat), out)
         return call(name(modules[owner]), src.tensor()), dims, None
-
-
-def _eq(a: Expr, b: Expr) -> Expr:
-    import libcst as cst
-
-    return cst.Comparison(a, [cst.ComparisonTarget(cst.Equal(), b)])

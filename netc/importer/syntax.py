@@ -61,6 +61,14 @@ def binop(op: str, a: Expr, b: Expr) -> Expr:
     return cst.BinaryOperation(left=a, operator=_OPS[op](), right=b)
 
 
+_COMPARISONS = {"==": cst.Equal, "<=": cst.LessThanEqual, ">=": cst.GreaterThanEqual}
+
+
+def compare(op: str, a: Expr, b: Expr) -> cst.Comparison:
+    """`a <op> b`."""
+    return cst.Comparison(a, [cst.ComparisonTarget(_COMPARISONS[op](), b)])
+
+
 def tuple_(*items: Expr) -> cst.Tuple:
     return cst.Tuple([cst.Element(i) for i in items])
 

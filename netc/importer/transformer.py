@@ -11,7 +11,7 @@ import libcst as cst
 
 from netc.importer.attention import new_dim
 from netc.importer.dims import BATCH
-from netc.importer.syntax import binop, call, identifier, literal, name, num
+from netc.importer.syntax import binop, call, compare, identifier, literal, name, num
 from netc.importer.values import Refused, Val, feature
 from netc.importer.writer import Assign, ModuleRef
 
@@ -110,7 +110,7 @@ class TransformerLayers:
             self.imports |= {"expand", "range_over", "where"}
             causal = self.fresh(f"{var}_causal")
             keys = call("expand", call("range_over", self.dim(kv_time)), self.dim(time))
-            less = cst.Comparison(keys, [cst.ComparisonTarget(cst.LessThanEqual(), call("range_over", self.dim(time)))])
+            less = compare("<=", keys, call("range_over", self.dim(time)))
             emit([causal], less, "no key after the query")
         shift = None
         if d.get("key_shift") is not None:
@@ -185,7 +185,7 @@ class TransformerLayers:
             if c
             else call("range_over", self.dim(positions))
         )
-        hit = cst.Comparison(call("expand", name(dist), self.dim(positions)), [cst.ComparisonTarget(cst.Equal(), row)])
+        hit = compare("==", call("expand", name(dist), self.dim(positions)), row)
         table = call("Linear", self.dim(key), with_bias=literal(False))
         ref = ModuleRef("linear", self._tf_prefix(rel, rd, scope), {"W": "encoding_matrix"})
         self.used.add(rel_var)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from netc.importer.attention import new_dim
 from netc.importer.dims import BATCH
-from netc.importer.sharing import _eq
-from netc.importer.syntax import binop, call, identifier, literal, name, num
+from netc.importer.syntax import binop, call, compare, identifier, literal, name, num
 from netc.importer.values import Refused, Val
 from netc.importer.writer import Assign
 
@@ -89,7 +88,7 @@ class WindowLayers:
             pos = binop("-", pos, num(left))
         pos_var = self.fresh(f"{var}_pos")
         scope.stmts.append(Assign([pos_var], pos))
-        hit = _eq(call("expand", name(pos_var), self.dim(kv)), call("range_over", self.dim(kv)))
+        hit = compare("==", call("expand", name(pos_var), self.dim(kv)), call("range_over", self.dim(kv)))
         hit = call("cast", hit, literal("float32"))
         value = name(frames) if frames else src.tensor()
         self._emit(scope, var, call("dot", hit, value, reduce=self.dim(kv)), layer)
