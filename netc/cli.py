@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from netc import tf_quiet
 from netc.cli_common import (
     _TARGETS,
     _fail,
@@ -21,8 +22,8 @@ from netc.cli_common import (
     _loops_option,
     _one_line,
     _pass_options,
+    _progress_on,
     _project_options,
-    _quiet_tf,
     _verbose,
     _write,
 )
@@ -34,6 +35,7 @@ from netc.errors import CompileError
 @click.version_option(package_name="netc")
 def main() -> None:
     """netc: compile plain-Python network loops to RETURNN configs and PyTorch modules."""
+    tf_quiet.quiet()  # any command may import TensorFlow, or start a process that does
 
 
 @main.command()
@@ -243,7 +245,7 @@ def check(
     compiled = compile_all(models, cache_dir, jobs or os.cpu_count() or 1)
     checks = [check_outputs(c, regen) for c in compiled]
     if construct:
-        _quiet_tf()
+        _progress_on()
         try:
             construct_all(checks, compiled, Cache(cache_dir))
         except ConfigError as e:
@@ -376,7 +378,7 @@ def run(
             raise click.UsageError("--template writes an input file: give no --backend, --inputs, --params or --search")
     elif not (backend and inputs_path):
         raise click.UsageError("give --backend and --inputs (or --template to write an input file)")
-    _quiet_tf()
+    _progress_on()
     with _one_line("run", verbose, user_errors=(KeyError, ValueError, OSError)):  # the npz files' mistakes
         from netc_runtime.npz import run_npz, write_template
 
@@ -502,7 +504,7 @@ def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | 
     OUTPUT is a TensorFlow checkpoint prefix (e.g. net-model/network.005). CHECKPOINT a TensorFlow
     checkpoint prefix: OUTPUT is a .pt file in RETURNN's PyTorch format.
     """
-    _quiet_tf()
+    _progress_on()
     from netc_runtime.checkpoint import CheckpointError
     from netc_runtime.checkpoint import convert_checkpoint as convert
 
@@ -551,7 +553,7 @@ def verify(
     verbose: bool,
 ) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
-    _quiet_tf()
+    _progress_on()
     with _one_line("verify", verbose, user_errors=(ValueError,)):  # e.g. --search without `choice`, --params
         from netc_runtime.npz import read_params
         from netc_runtime.verify import TOLERANCE

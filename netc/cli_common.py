@@ -5,7 +5,6 @@ commands in other files (`cli_export`) need not import `netc.cli`, which imports
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from pathlib import Path
 
@@ -133,9 +132,8 @@ def _write(output: str | None, text: str) -> None:
         sys.exit(1)
 
 
-def _quiet_tf() -> None:
-    """Before a command runs models: TensorFlow's C++ logging off, netc's progress lines on."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+def _progress_on() -> None:
+    """Before a command runs models: netc's progress lines on stderr."""
     from netc import progress
 
     progress.enable(lambda message: click.echo(f"netc: {message}", err=True))

@@ -45,9 +45,9 @@ def export(
     left dynamic, taking the inputs and `<dim>_lens`, returning the outputs (and the lengths of
     dims its loops make), no losses. The file is then run on a batch of another size and length
     and compared with the torch module."""
-    from netc.cli_common import _graph, _one_line, _quiet_tf
+    from netc.cli_common import _graph, _one_line, _progress_on
 
-    _quiet_tf()
+    _progress_on()
     with _one_line("export", verbose, user_errors=(KeyError, ValueError, OSError)):  # --params' or -o's mistakes
         from netc_runtime.export import check
         from netc_runtime.export import export as run_export
