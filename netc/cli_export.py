@@ -68,6 +68,14 @@ def export(
     def show(items):
         return ", ".join(f"{n}[{', '.join(d if sizes[d] is None else str(sizes[d]) for d in ds)}]" for n, ds in items)
 
-    click.echo(f"wrote {output} ({fmt}): ({show(sig.inputs)}) -> ({show(sig.outputs)})")
+    inputs = [(n, ds) for n, ds in sig.inputs if n not in sig.left_out]
+    outputs = [(sig.renamed.get(n, n), ds) for n, ds in sig.outputs]
+    click.echo(f"wrote {output} ({fmt}): ({show(inputs)}) -> ({show(outputs)})")
+    for name, there in sig.renamed.items():
+        click.echo(f"note: the result `{name}` is `{there}` in the file (an input has its name)")
+    if sig.left_out:
+        left = ", ".join(f"`{n}`" for n in sig.left_out)
+        verb = "is not an input" if len(sig.left_out) == 1 else "are not inputs"
+        click.echo(f"note: {left} {verb} of the file (nothing it computes reads them)")
     lens = ", ".join(f"{d}={v}" for d, v in checked.lens.items())
     click.echo(f"checked: batch 4{', lengths ' + lens if lens else ''}: max|Δ| = {checked.max_abs_diff:.3e} vs torch")

@@ -24,7 +24,7 @@ import copy
 import importlib.util
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +53,10 @@ class Signature:
     outputs: list[tuple[str, list[str]]]  # result -> dims
     dyn: list[str]  # dynamic input dims (each has a lengths input)
     search: bool
+    # where the file differs (ONNX): the inputs it does not take (nothing it computes reads them),
+    # and results named otherwise there (result -> its name there)
+    left_out: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)
 
 
 def signature(g: Graph, search: bool = False) -> Signature:
@@ -308,8 +312,9 @@ def export(
     seed: int = 0,
     search: bool = False,
 ) -> Signature:
-    """Write `g`'s module in format `fmt` to `output`; the example inputs that tracing needs are
-    a batch of 3 with unequal lengths (batch and dynamic dims stay dynamic)."""
+    """Write `g`'s module in format `fmt` to `output` and return the file's signature; the example
+    inputs that tracing needs are a batch of 3 with unequal lengths (batch and dynamic dims stay
+    dynamic)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     if fmt == "torch-export":
@@ -336,7 +341,10 @@ def export(
             torch.jit.save(torch.jit.script(wrapped), buffer)
         elif fmt == "onnx":
             with _printed_as_note():
-                _onnx(g, sig, torch.jit.script(wrapped), example, buffer, torch)
+                taken = _onnx(g, sig, torch.jit.script(wrapped), example, buffer, torch)
+            names = onnx_output_names(sig)
+            left_out = [n for n, _ in sig.inputs if n not in taken]
+            sig = replace(sig, left_out=left_out, renamed={n: o for o, (n, _) in zip(names, sig.outputs) if o != n})
         else:
             _torch_export(g, sig, wrapped, example, buffer, torch)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
@@ -345,13 +353,16 @@ def export(
 
 
 def onnx_output_names(sig: Signature) -> list[str]:
-    """The results' names in the ONNX graph, where names are unique: a search's lengths of an
-    input's dim (`time_lens`) is `time_lens_out` there."""
+    """The results' names in the ONNX graph, where inputs and outputs share one name space: a
+    result named as an input (a state passed in and returned, a search's lengths of an input's
+    dim `time_lens`) is `<name>_out` there."""
     taken = {n for n, _ in sig.inputs}
     return [f"{n}_out" if n in taken else n for n, _ in sig.outputs]
 
 
-def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
+def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> set[str]:
+    """Write the ONNX graph to `buffer`; returns the names of its inputs (the exporter leaves
+    out an input nothing reads)."""
     import onnx
 
     from netc_runtime.onnx_symbolics import register
@@ -376,7 +387,20 @@ def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
     outs = scripted(*args)
     for out, value in zip(model.graph.output, outs):
         out.type.tensor_type.elem_type = onnx.helper.np_dtype_to_tensor_dtype(value.numpy().dtype)
+    # the shapes as the signature has them: the exporter's guesses for results are wrong where
+    # its graph does not carry a shape (a loop's last state) and name static sizes it lost
+    sizes = {d.name: d.size for graph in (g, g.search) if graph is not None for d in graph.dims}
+    declared = dict([*sig.inputs, *zip(onnx_output_names(sig), (d for _, d in sig.outputs))])
+    for value in [*model.graph.input, *model.graph.output]:
+        shape = value.type.tensor_type.shape
+        shape.ClearField("dim")
+        for d in declared[value.name]:
+            if sizes.get(d) is not None:
+                shape.dim.add().dim_value = sizes[d]
+            else:
+                shape.dim.add().dim_param = d
     buffer.write(model.SerializeToString())
+    return {i.name for i in model.graph.input}
 
 
 def _torch_export(g: Graph, sig: Signature, wrapped, example, buffer, torch) -> None:
