@@ -29,6 +29,7 @@ from netc.cli_common import (
 )
 from netc.cli_export import export  # its own file: this one is long
 from netc.errors import CompileError
+from netc.outputs import OutputError, prepare, write_text
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -140,7 +141,7 @@ def _compile_project(jobs: int | None, no_cache: bool) -> None:
 
     project = _load_project()
     results = compile_all(project.models, None if no_cache else project.cache_dir, jobs or os.cpu_count() or 1)
-    wrote = unchanged = 0
+    wrote = unchanged = not_written = 0
     for c in results:
         if c.error is not None:
             click.echo(c.error.render(), err=True)
@@ -150,17 +151,27 @@ def _compile_project(jobs: int | None, no_cache: bool) -> None:
             if out.is_file() and out.read_bytes() == c.texts[target].encode("utf-8"):
                 unchanged += 1  # not rewritten: its time stamp stays, so build tools see no change
                 continue
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(c.texts[target], encoding="utf-8")
+            try:
+                write_text(out, c.texts[target])
+            except OutputError as e:
+                click.echo(f"error: {e}", err=True)
+                not_written += 1
+                continue
             click.echo(f"wrote {path}")
             wrote += 1
     failed = sum(c.error is not None for c in results)
+    files = sum(len(c.job.outputs) for c in results if c.error is None)
     click.echo(
-        f"netc compile --all: {len(results)} models, {wrote} written, {unchanged} unchanged"
-        + (f", {failed} models with errors" if failed else "")
+        f"netc compile --all: {_count(len(results), 'model')}{f' ({failed} with errors)' if failed else ''}, "
+        f"{_count(files, 'file')}: {wrote} written, {unchanged} unchanged"
+        + (f", {not_written} not written" if not_written else "")
     )
-    if failed:
+    if failed or not_written:
         sys.exit(1)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
 
 
 @main.command()
@@ -383,6 +394,8 @@ def run(
         from netc_runtime.npz import run_npz, write_template
 
         g = _graph(model, network)
+        if output != "-":
+            prepare(output)  # before the run: a path that cannot be written fails at once
         if template:
             write_template(g, output, seed, batch, max_len)
         else:
@@ -511,7 +524,7 @@ def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | 
     g = _graph(model, network)
     try:
         click.echo(convert(g, checkpoint, output))
-    except CheckpointError as e:
+    except (CheckpointError, OutputError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from pathlib import Path
 
 import click
 
 from netc.errors import CompileError
+from netc.outputs import OutputError, write_text
 
 _TARGETS = ("returnn", "torch", "returnn-torch")
 
@@ -46,6 +46,8 @@ def _one_line(command: str, verbose: bool, user_errors: tuple[type[Exception], .
             click.echo(error_detail(e), err=True, nl=False)
         if isinstance(e, BackendError):
             line = f"{command}: {e}"
+        elif isinstance(e, OSError):  # a file the command reads or writes: its name and why
+            line = f"error: {e.filename}: {e.strerror}" if e.filename and e.strerror else f"error: {e}"
         elif isinstance(e, user_errors):
             line = f"error: {e.args[0] if e.args else e}"
         elif isinstance(e, Mismatch):
@@ -123,12 +125,10 @@ def _write(output: str | None, text: str) -> None:
     if output is None or output == "-":
         click.echo(text, nl=False)
         return
-    path = Path(output)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        click.echo(f"error: cannot write {output}: {e.strerror or e}", err=True)
+        write_text(output, text)
+    except OutputError as e:
+        click.echo(f"error: {e}", err=True)
         sys.exit(1)
 
 

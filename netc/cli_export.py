@@ -49,6 +49,7 @@ def export(
 
     _progress_on()
     with _one_line("export", verbose, user_errors=(KeyError, ValueError, OSError)):  # --params' or -o's mistakes
+        from netc.outputs import prepare
         from netc_runtime.export import check
         from netc_runtime.export import export as run_export
 
@@ -56,6 +57,7 @@ def export(
         # LSTM's native op runs over: it runs as its loop); the other formats script the module
         scan = fmt == "torch-export"
         g = _graph(model, network, hoist, whole_sequence, fuse and not scan, loops="scan" if scan else "python")
+        prepare(output)  # before the export: a path that cannot be written fails at once
         sig = run_export(g, fmt, output, params_path, seed, search)
         try:
             checked = check(g, fmt, output, params_path, seed, search)

@@ -34,6 +34,7 @@ from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import SCORES, search_dims, search_plan
 from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
+from netc.outputs import write_bytes
 from netc.passes.inference import inference_graph
 from netc_runtime.backends import load_torch_module, valid_mask
 from netc_runtime.failures import Mismatch, failing_as
@@ -347,8 +348,7 @@ def export(
             sig = replace(sig, left_out=left_out, renamed={n: o for o, (n, _) in zip(names, sig.outputs) if o != n})
         else:
             _torch_export(g, sig, wrapped, example, buffer, torch)
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    Path(output).write_bytes(buffer.getvalue())
+    write_bytes(output, buffer.getvalue())
     return sig
 
 
