@@ -433,3 +433,27 @@ def test_watch_reload_keeps_zoom_pan_selection_and_collapsed_loops(tmp_path, bro
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=WAIT)
     assert proc.returncode == 0
+
+
+def test_fragment_in_a_decoder_loop_and_finding_the_users_own_name(tmp_path, browser):
+    """In a decoder, `#at=` on the loop's head is the loop, on the label the body assigns the
+    label's state (moved out of the loop as a shift of the target: its place is that name, not
+    the whole loop); `#find=` finds a value by the variable the source assigns it to (`scores`,
+    stacked after the loop as `logits`)."""
+    page = tmp_path / "aed.html"
+    run_netc("preview", EXAMPLES / "conformer_aed.py", "-o", page, check=True)
+    data = json.loads(page.read_text().split('id="netc_data">', 1)[1].split("</script>", 1)[0])
+    nodes = {n["id"]: n for n in data["nodes"]}
+    lines = (EXAMPLES / "conformer_aed.py").read_text().splitlines()
+    head = next(i for i, text in enumerate(lines, 1) if "for _ in range(2 * x.max_seq_len)" in text)
+    assigned = next(i for i, text in enumerate(lines, 1) if "label = choice(" in text)
+    d = _open(browser, page.as_uri() + f"#at={head}:9")  # on `for`
+    assert _selected(d) == "c0" and _text(d, "detail-title").startswith("loop over dec_time")
+    d.get(page.as_uri() + f"#at={assigned}:10")  # on `label` of `label = choice(...)`
+    sel = nodes[_selected(d)]
+    assert sel["op"] == "shift_frames" and sel["label"] == "label" and sel["source"]["span"]["line"] == assigned
+    d.get(page.as_uri() + "#find=scores")
+    sel = nodes[_selected(d)]
+    assert sel["op"] == "linear" and sel["label"] == "logits" and sel["names"] == ["scores"]
+    assert _text(d, "search-count") == "1/1" and _centred(d, f"#r-{data['boxes'].get(sel['id'], sel['id'])}")
+    assert browser.errors() == []

@@ -315,7 +315,8 @@
     const scored = [];
     let order = 0;
     for (const item of items.values()) {
-      const names = [item.label, item.op, item.returnn && item.returnn.name, item.torch && item.torch.name, item.path];
+      // the label, and the variables the source assigns it to (`scores`, whose value is stacked as `logits`)
+      const names = [item.label, ...(item.names || []), item.op, item.returnn && item.returnn.name, item.torch && item.torch.name, item.path];
       if (item.returnn) names.push(item.returnn.name.split("/").pop());
       let best = 3;
       for (const name of names) {
