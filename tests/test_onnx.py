@@ -206,6 +206,7 @@ def test_refusals_are_located_errors(tmp_path):
 def test_failures_are_one_line(tmp_path):
     np.savez(tmp_path / "p.npz", **{"param:nope": np.zeros(3)})
     proc = run_netc("export", EXAMPLES / "elman.py", "--format", "onnx", "--params", tmp_path / "p.npz", "-o", "m.onnx")
-    assert proc.returncode == 1 and proc.stderr.startswith(f"error: {tmp_path / 'p.npz'}: unknown parameter 'nope'"), proc.stderr
+    message = f"error: {tmp_path / 'p.npz'}: unknown parameter 'nope'"
+    assert proc.returncode == 1 and proc.stderr.startswith(message), proc.stderr
     proc = run_netc("export", EXAMPLES / "elman.py", "--format", "onnx", "--search", "-o", tmp_path / "m.onnx")
     assert proc.returncode == 1 and proc.stderr == "error: elman has no `choice`: there is nothing to search\n"
