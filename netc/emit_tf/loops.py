@@ -259,12 +259,22 @@ class LoopLowering:
         result_layers: list[str] = []
         kept = ""  # with `trim`: the layer of each sequence's kept steps (`_kept`)
         held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
+        # searching, RETURNN stacks a layer per hypothesis only if it has the beam, which a layer
+        # has when it reads the choice (in this step or through a state): the frames of one that
+        # does not (a counter, a state ignoring the labels, an encoder frame) are one per sequence,
+        # while the loop's lengths are per hypothesis. Such a result is read through a layer that
+        # also reads the choice (`per_step` with `beam`): a copy per hypothesis
+        chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
+
+        def without_beam(v: int | str) -> bool:
+            return bool(chosen) and isinstance(v, int) and not _depends_on(n, v, chosen[0])
+
         for value, out, hint, kind in results:
             if kind == "held":
                 name, kind = value, "last"  # its own state layer
             elif kind == "state" and value not in stepped:
                 name = hint  # the state's own layer, kept in the loop above
-            elif value in stepped and not (kind == "last" and self._dynamic(value)):
+            elif value in stepped and not (kind == "last" and self._dynamic(value)) and not without_beam(value):
                 name = self._own_layer(unit, value, hint)
             else:  # also a last value with a dynamic dim: RETURNN may take the last frame along it
                 if value not in held:
@@ -313,7 +323,6 @@ class LoopLowering:
             self._note_dims(outer, out, outer.refs[out.id])
         if "output" not in unit.layers:
             # searching, RETURNN takes the rec layer's hypotheses from its output: the choice
-            chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
             first = self._own_layer(unit, chosen[0], "out") if chosen else result_layers[0]
             unit.layers["output"] = {"class": "copy", "from": first}
 
