@@ -1,9 +1,24 @@
 """A searched decoder whose state does not read the chosen labels, stacked with a step counter and
 read after the loop by two ops and by an `if`. Searched, RETURNN gives such a layer no beam (one
 frame per sequence while the loop's lengths are per hypothesis): its stack reads the choice too.
-The values after the loop are training's outputs (a search returns the stacked ones)."""
+Beside it a state that reads the labels, stacked as each step starts (its previous value). The
+values after the loop are training's outputs (a search returns the stacked ones)."""
 
-from netc import Dim, Labels, Linear, Tensor, batch, choice, end, network, reduce_mean, reduce_sum, tanh, zeros
+from netc import (
+    Dim,
+    Embedding,
+    Labels,
+    Linear,
+    Tensor,
+    batch,
+    choice,
+    end,
+    network,
+    reduce_mean,
+    reduce_sum,
+    tanh,
+    zeros,
+)
 
 time = Dim("time")
 dec = Dim("dec")
@@ -17,11 +32,14 @@ def search_state_ignores_label(x: Tensor[batch, time, feat], y: Labels[batch, de
     v = reduce_mean(x, axis=time)
     s = zeros(batch, feat)
     n = zeros(batch)
-    labels, states, steps = [], [], []
+    h = zeros(batch, feat)
+    labels, states, steps, before = [], [], [], []
     for _ in range(2 * x.max_seq_len):
         s = tanh(Linear(feat)(v) + Linear(feat)(s))
         n = n + 1.0
-        label = choice(Linear(vocab)(s), target=y, beam=BEAM)
+        label = choice(Linear(vocab)(s + h), target=y, beam=BEAM)
+        before.append(h)
+        h = tanh(Embedding(feat)(label) + h)
         labels.append(label)
         states.append(s)
         steps.append(n)
@@ -32,4 +50,4 @@ def search_state_ignores_label(x: Tensor[batch, time, feat], y: Labels[batch, de
         z = s * 2.0
     else:
         z = s - n
-    return {"labels": labels, "states": states, "steps": steps, "n": n, "ratio": ratio, "z": z}
+    return {"labels": labels, "states": states, "steps": steps, "before": before, "n": n, "ratio": ratio, "z": z}
