@@ -52,9 +52,9 @@ class Block:
         self.read: Counter = Counter()  # in a unit: reads of the body's values (count_uses_in_loop)
 
 
-def _depends_on(n: Loop, vid: int, source: int) -> bool:
-    """Whether body value `vid` of loop `n` is computed from body value `source`, within a step or
-    through the loop's states (a state whose next value depends on it, read at the next step)."""
+def _computed_from(n: Loop, source: int) -> set[int]:
+    """The body values of loop `n` computed from body value `source` (and itself), within a step
+    or through the loop's states (a state whose next value depends on it, read at the next step)."""
     deps, changed = {source}, True
     while changed:
         changed = False
@@ -67,7 +67,7 @@ def _depends_on(n: Loop, vid: int, source: int) -> bool:
             if c.next in deps and c.inner.id not in deps:
                 deps.add(c.inner.id)
                 changed = True
-    return vid in deps
+    return deps
 
 
 REVERSE_HELPER = "reverse_in_length"
@@ -265,9 +265,10 @@ class LoopLowering:
         # while the loop's lengths are per hypothesis. Such a result is read through a layer that
         # also reads the choice (`per_step` with `beam`): a copy per hypothesis
         chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
+        beamed = _computed_from(n, chosen[0]) if chosen else set()
 
         def without_beam(v: int | str) -> bool:
-            return bool(chosen) and isinstance(v, int) and not _depends_on(n, v, chosen[0])
+            return bool(chosen) and isinstance(v, int) and v not in beamed
 
         for value, out, hint, kind in results:
             if kind == "held":
@@ -400,7 +401,7 @@ class LoopLowering:
         """The unit's `end` layer: the user's condition, or the sequence's step limit reached."""
         cond = unit.refs[n.end]
         chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
-        if chosen and not _depends_on(n, n.end, chosen[0]):
+        if chosen and n.end not in _computed_from(n, chosen[0]):
             # a search takes the beam its hypotheses end in from the `end` layer's dependencies (it
             # asserts they reach the choice): an end of the frames alone (a transducer's last frame)
             # reads the choice through a comparison that never holds
