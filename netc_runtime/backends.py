@@ -217,8 +217,7 @@ def returnn_session(
         )
         layers = cfg.typed_value("network")
         if search:  # as the config's get_network() does for RETURNN's search task
-            skip = cfg.typed_value("netc_target_layers")
-            layers = {name: layer for name, layer in cfg.typed_value("search_network").items() if name not in skip}
+            layers = cfg.typed_value("search_network")
         net.construct_from_dict(layers)
 
         config_dims = dim_vars(g)

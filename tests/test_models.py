@@ -111,6 +111,14 @@ AFTER_BREAK = [
 ]
 # (in training, the target's last frame is the ending step)
 MODELS += LOOP_LOWERING + AFTER_BREAK + ["choice_after_break.py"]
+# searched decoders' values that do not depend on the labels, and values after the loop (their
+# searches: tests/test_search_values.py)
+MODELS += [
+    "search_state_ignores_label.py",
+    "search_counter_returned.py",
+    "search_rna_stacks_frame.py",
+    "search_state_after_loop.py",
+]
 # also verified with the loops' bodies as written (nothing moved out by netc): a bug that shows
 # only so, and how RETURNN's loops are lowered must not depend on what hoisting left in them
 # a state grown by `cum_concat`: training and beam search (what hoisting leaves in the loop

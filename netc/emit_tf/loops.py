@@ -52,9 +52,9 @@ class Block:
         self.read: Counter = Counter()  # in a unit: reads of the body's values (count_uses_in_loop)
 
 
-def _depends_on(n: Loop, vid: int, source: int) -> bool:
-    """Whether body value `vid` of loop `n` is computed from body value `source`, within a step or
-    through the loop's states (a state whose next value depends on it, read at the next step)."""
+def _computed_from(n: Loop, source: int) -> set[int]:
+    """The body values of loop `n` computed from body value `source` (and itself), within a step
+    or through the loop's states (a state whose next value depends on it, read at the next step)."""
     deps, changed = {source}, True
     while changed:
         changed = False
@@ -67,7 +67,7 @@ def _depends_on(n: Loop, vid: int, source: int) -> bool:
             if c.next in deps and c.inner.id not in deps:
                 deps.add(c.inner.id)
                 changed = True
-    return vid in deps
+    return deps
 
 
 REVERSE_HELPER = "reverse_in_length"
@@ -259,12 +259,23 @@ class LoopLowering:
         result_layers: list[str] = []
         kept = ""  # with `trim`: the layer of each sequence's kept steps (`_kept`)
         held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
+        # searching, RETURNN stacks a layer per hypothesis only if it has the beam, which a layer
+        # has when it reads the choice (in this step or through a state): the frames of one that
+        # does not (a counter, a state ignoring the labels, an encoder frame) are one per sequence,
+        # while the loop's lengths are per hypothesis. Such a result is read through a layer that
+        # also reads the choice (`per_step` with `beam`): a copy per hypothesis
+        chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
+        beamed = _computed_from(n, chosen[0]) if chosen else set()
+
+        def without_beam(v: int | str) -> bool:
+            return bool(chosen) and isinstance(v, int) and v not in beamed
+
         for value, out, hint, kind in results:
             if kind == "held":
                 name, kind = value, "last"  # its own state layer
             elif kind == "state" and value not in stepped:
                 name = hint  # the state's own layer, kept in the loop above
-            elif value in stepped and not (kind == "last" and self._dynamic(value)):
+            elif value in stepped and not (kind == "last" and self._dynamic(value)) and not without_beam(value):
                 name = self._own_layer(unit, value, hint)
             else:  # also a last value with a dynamic dim: RETURNN may take the last frame along it
                 if value not in held:
@@ -313,7 +324,6 @@ class LoopLowering:
             self._note_dims(outer, out, outer.refs[out.id])
         if "output" not in unit.layers:
             # searching, RETURNN takes the rec layer's hypotheses from its output: the choice
-            chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
             first = self._own_layer(unit, chosen[0], "out") if chosen else result_layers[0]
             unit.layers["output"] = {"class": "copy", "from": first}
 
@@ -391,7 +401,7 @@ class LoopLowering:
         """The unit's `end` layer: the user's condition, or the sequence's step limit reached."""
         cond = unit.refs[n.end]
         chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
-        if chosen and not _depends_on(n, n.end, chosen[0]):
+        if chosen and n.end not in _computed_from(n, chosen[0]):
             # a search takes the beam its hypotheses end in from the `end` layer's dependencies (it
             # asserts they reach the choice): an end of the frames alone (a transducer's last frame)
             # reads the choice through a comparison that never holds
