@@ -17,7 +17,7 @@ import re
 from netc.emit_torch.emitter import ModuleNames, TorchEmitter, _OpCtx, zeroed
 from netc.emit_torch.scan import beam_buffers, beam_while
 from netc.ir.model import Graph, Loop, Op
-from netc.ir.search import SCORES, SearchPlan
+from netc.ir.search import BATCH_SIZE, SCORES, SearchPlan
 from netc.ir.uses import node_uses
 from netc.naming import lens_name, plain_text, py_str
 from netc.ops import REGISTRY
@@ -44,7 +44,8 @@ class SearchEmitter(TorchEmitter):
 
     def search(self) -> tuple[list[str], str]:
         g, plan = self.g, self.plan
-        params = self.start([i for i in g.inputs if i.name in plan.inputs], list(plan.input_dims))
+        inputs = [i for i in g.inputs if i.name in plan.inputs]
+        params = self.start(inputs, list(plan.input_dims), None if inputs else BATCH_SIZE)
         needed = _needed(g.body, plan.loop)
         for n in g.body:
             if n is plan.loop:
@@ -160,9 +161,12 @@ class SearchEmitter(TorchEmitter):
         self.block(n.body)
         # a hypothesis ends where the loop's end holds, or at its sequence's bound
         end = self.ref(n.end)
-        if bound is not None:
+        if bound is not None:  # `choice` loops keep the ending step
             at = self.ns.fresh("at_limit")
-            self.emit(f"{at} = {end} | ({beam.step} + 1 >= {bound})")  # `choice` loops keep the ending step
+            limit = f"({beam.step} + 1 >= {bound})"
+            if n.bound is None:  # a constant: not a Python bool (with a tensor, `|` is int64 in TorchScript)
+                limit = f"(torch.full_like({beam.lens}, {beam.step} + 1) >= {bound})"
+            self.emit(f"{at} = {end} | {limit}")
             end = at
         self.emit(f"{beam.lens} = {beam.lens} + (~{beam.ended}).long()  # steps each hypothesis ran")
         self.emit(f"{beam.ended} = {beam.ended} | {end}")

@@ -17,6 +17,7 @@ from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
 
 SCORES = "scores"
+BATCH_SIZE = "batch_size"  # what a search that takes no input (its inputs are targets) is given instead
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,10 @@ RETURNN's `ChoiceLayer` (`returnn/tf/layers/rec.py`) does it, so the three targe
   that had ended is multiplied by (t + 1) / t, so ended and running hypotheses compare by
   score per step;
 - the first step expands only the first hypothesis (all start equal); then the top `beam`
-  of (hypothesis, label) pairs by score survive, ties to the lower flat index;
+  of (hypothesis, label) pairs by score survive, ties to the lower flat index; where there are
+  fewer pairs than `beam` (the first step with a beam above the class dim's size), the others
+  continue the first hypothesis with label 0 at score -inf (RETURNN's `beam_search`), so they
+  never win and drop out once enough pairs exist;
 - in the end, each sequence's best hypothesis is the one with the highest score (`decide`);
   with `length_normalization` the scores are then divided by the number of steps the search
   ran, which makes each the sum of its log-probabilities divided by its length.
@@ -30,6 +33,7 @@ class Choice(OpDef):
     name = "choice"  # called as `choice(...)`, which the parser handles (it shapes the loop)
     tensors = ("logp", "frame")
     pure = False  # a search step: never moved out of its loop
+    shapes_loop = True  # a search with a label nothing reads still searches (and trains on the target)
 
     def infer(self, dt, args, attrs):
         logp, frame = args
@@ -68,7 +72,11 @@ def torch_beam_step(name: str) -> str:
     combined = scores[:, :, None] + logp
     if t == 0:  # all hypotheses start equal: continue the first only
         combined = combined[:, :1]
-    scores, best = combined.flatten(1).topk(beam, dim=1)
+    k = min(beam, combined.shape[1] * labels)  # fewer continuations than the beam: the first step
+    scores, best = combined.flatten(1).topk(k, dim=1)
+    if k < beam:  # as RETURNN: the others continue the first hypothesis with label 0 at score -inf
+        scores = torch.cat([scores, torch.full((batch, beam - k), float("-inf"), dtype=scores.dtype, device=logp.device)], 1)
+        best = torch.cat([best, torch.zeros((batch, beam - k), dtype=best.dtype, device=logp.device)], 1)
     first = torch.arange(batch, device=logp.device)[:, None] * beam
     return (best % labels).flatten(), scores, (best // labels + first).flatten()'''
 
