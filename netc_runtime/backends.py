@@ -130,7 +130,7 @@ def run_torch(
     outs = {k: v.cpu().numpy() for k, v in outs.items()}
     if search:
         plan = search_plan(g)
-        dims, made = search_dims(g), {plan.loop.axis: outs[plan.lens]}
+        dims, made = search_dims(g), {d: outs[key] for d, key in plan.made_lens.items()}
     else:
         dims = dict(model.output_dims)
         dims.update({name: [] for name in model.losses})

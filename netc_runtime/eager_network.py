@@ -119,7 +119,7 @@ class Network:
         `search=True` decodes with the beam: what the torch module's `search` returns."""
         out, lens = self.run(*args, search=search, **kwargs)
         plan = search_plan(self.graph) if search else None
-        made = {plan.loop.axis: plan.lens} if plan else interface(self.graph).made_lens
+        made = plan.made_lens if plan else interface(self.graph).made_lens
         for per_dim in lens.values():
             for d, ls in per_dim.items():
                 if d in made:

@@ -65,7 +65,8 @@ def signature(g: Graph, search: bool = False) -> Signature:
         names, dyn = set(plan.inputs), list(plan.input_dims)
         out_dims = search_dims(g)
         scores = out_dims.pop(SCORES)
-        outputs = [(k, v) for k, v in out_dims.items()] + [(plan.lens, ["batch"]), (SCORES, scores)]
+        outputs = [(k, v) for k, v in out_dims.items()] + [(key, ["batch"]) for key in plan.made_lens.values()]
+        outputs.append((SCORES, scores))
     else:
         iface, values = interface(g), values_by_id(g)
         names, dyn = set(iface.inputs), input_dyn_dims(g)

@@ -166,7 +166,8 @@ def _forward_step(g: Graph, dims: dict[str, str], reserved: frozenset[str]) -> s
         # a search that takes no input has its target's batch size, as in RETURNN's search task
         target = None if inputs else next(i for i in g.inputs if i.name in plan.targets)
         out = step.call("search", inputs, list(plan.input_dims), target)
-        step.made_dim(plan.loop.axis, f"{out}[{py_str(plan.lens)}]")
+        for d, key in plan.made_lens.items():
+            step.made_dim(d, f"{out}[{py_str(key)}]")
         marked = search_dims(g)
     else:
         api = interface(g)
