@@ -75,8 +75,9 @@ def torch_beam_step(name: str) -> str:
     k = min(beam, combined.shape[1] * labels)  # fewer continuations than the beam: the first step
     scores, best = combined.flatten(1).topk(k, dim=1)
     if k < beam:  # as RETURNN: the others continue the first hypothesis with label 0 at score -inf
-        scores = torch.cat([scores, torch.full((batch, beam - k), float("-inf"), dtype=scores.dtype, device=logp.device)], 1)
-        best = torch.cat([best, torch.zeros((batch, beam - k), dtype=best.dtype, device=logp.device)], 1)
+        rest = (batch, beam - k)
+        scores = torch.cat([scores, torch.full(rest, float("-inf"), dtype=scores.dtype, device=logp.device)], 1)
+        best = torch.cat([best, torch.zeros(rest, dtype=best.dtype, device=logp.device)], 1)
     first = torch.arange(batch, device=logp.device)[:, None] * beam
     return (best % labels).flatten(), scores, (best // labels + first).flatten()'''
 
