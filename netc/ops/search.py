@@ -14,7 +14,9 @@ RETURNN's `ChoiceLayer` (`returnn/tf/layers/rec.py`) does it, so the three targe
   of (hypothesis, label) pairs by score survive, ties to the lower flat index; where there are
   fewer pairs than `beam` (the first step with a beam above the class dim's size), the others
   continue the first hypothesis with label 0 at score -inf (RETURNN's `beam_search`), so they
-  never win and drop out once enough pairs exist;
+  never win and drop out once enough pairs exist (a pair at -inf taken at a later step, still
+  too few, is made such a continuation too; RETURNN takes the first pair at -inf, which can
+  change how many steps the search runs, never what it returns);
 - in the end, each sequence's best hypothesis is the one with the highest score (`decide`);
   with `length_normalization` the scores are then divided by the number of steps the search
   ran, which makes each the sum of its log-probabilities divided by its length.
@@ -78,6 +80,7 @@ def torch_beam_step(name: str) -> str:
         rest = (batch, beam - k)
         scores = torch.cat([scores, torch.full(rest, float("-inf"), dtype=scores.dtype, device=logp.device)], 1)
         best = torch.cat([best, torch.zeros(rest, dtype=best.dtype, device=logp.device)], 1)
+    best = torch.where(scores == float("-inf"), torch.zeros_like(best), best)  # such ones, whatever ties say
     first = torch.arange(batch, device=logp.device)[:, None] * beam
     return (best % labels).flatten(), scores, (best // labels + first).flatten()'''
 
@@ -85,7 +88,8 @@ def torch_beam_step(name: str) -> str:
 def torch_beam_step_scan(name: str) -> str:
     """The beam search step of a search emitted with `--loops scan` (torch's `while_loop`): the
     step `t` is a tensor there, so its two cases are `torch.where`s, not Python branches (the
-    same numbers: the first step's other hypotheses score -inf, which `topk` never takes)."""
+    same numbers: the first step's other hypotheses score -inf, which `topk` takes only where
+    there are fewer continuations than the beam)."""
     return f'''def {name}(logp, scores, ended, t: torch.Tensor, beam: int, length_normalization: bool):
     """One step of RETURNN's beam search (its `choice` layer) for [batch * beam] hypotheses:
     the labels, scores [batch, beam] and source hypotheses of the best `beam` continuations."""
@@ -101,5 +105,8 @@ def torch_beam_step_scan(name: str) -> str:
     others = (t == 0) & (torch.arange(combined.shape[1], device=logp.device) > 0)
     combined = torch.where(others[None, :, None], float("-inf"), combined)
     scores, best = combined.flatten(1).topk(beam, dim=1)
+    # fewer continuations than the beam (its first step): the others continue the first
+    # hypothesis with label 0 at score -inf, as RETURNN pads them, whichever ties topk took
+    best = torch.where(scores == float("-inf"), torch.zeros_like(best), best)
     first = torch.arange(batch, device=logp.device)[:, None] * beam
     return (best % labels).flatten(), scores, (best // labels + first).flatten()'''
