@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from netc.errors import CompileError
-from netc.ir.model import Graph, Value
+from netc.ir.model import Graph, Loop, Value
 from netc.ops import REGISTRY, OpDef
 from netc_runtime.beam import Beam
 from netc_runtime.eager_loops import PKG_DIRS as _PKG_DIRS
@@ -79,6 +79,10 @@ class _Run:
                 a = ETensor(a.data.index_select(0, rows), a.dims, a.frames, a.sparse_dim, version, a.serial)
             out.append(a)
         return out, version
+
+    def search_axis(self) -> str:
+        """The axis of the loop with `choice`."""
+        return next(n.axis for n in self.graph().body if isinstance(n, Loop) and n.target is not None)
 
     def beam_bool(self, cond: ETensor) -> bool:
         """An `if` on a value with a row per hypothesis (see `ETensor.__bool__`)."""
@@ -412,8 +416,8 @@ def end(cond) -> bool:
     run = _run()
     ended = _ends(run, cond)
     tag = end_step(run, ended)
-    if run.beam is not None and run.search_loop is None:
-        run.search_loop = tag
+    if run.beam is not None and run.search_loop is None and tag is not None and tag.axis == run.search_axis():
+        run.search_loop = tag  # (not a loop with `end` nested in it)
     return ended
 
 

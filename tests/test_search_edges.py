@@ -67,6 +67,24 @@ def test_search_without_input_is_given_a_batch_size():
         net(search=True)
 
 
+def test_variables_named_like_the_search_arguments(tmp_path):
+    """Model variables named `search` and `batch_size` get other names in `forward`, which takes
+    arguments of those names (TorchScript would not let a tensor rebind them)."""
+    src = LM.read_text().replace(
+        "    h = full(batch, hidden, value=0.0)\n",
+        "    search = full(batch, hidden, value=0.0)\n    batch_size = search + 1.0\n    h = batch_size - 1.0\n",
+    )
+    path = tmp_path / "lm_names.py"
+    path.write_text(src)
+    g = compile_graph(str(path))
+    model = load_torch_module(g).Model().eval()
+    scripted = torch.jit.script(model)
+    y = torch.zeros(2, 3, dtype=torch.int64)
+    with torch.no_grad():
+        _same(model(search=True, batch_size=2), scripted(search=True, batch_size=2))
+        _same(model(y, torch.tensor([3, 2])), scripted(y, torch.tensor([3, 2])))
+
+
 def test_search_without_input_on_returnn_torch_and_the_cli(tmp_path):
     """RETURNN's PyTorch backend searches with the target's batch size (`forward_step`); `netc run
     --search` reads `in:y` for it on every backend."""

@@ -369,8 +369,8 @@ def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False, t
         # a `choice` target is the exception: a search does without it (unless `target_read`: the
         # network is training's, which reads it in the loop; or the search takes no input: the
         # target gives its batch size)
-        searched = plan is None or inp.name not in plan.targets or not plan.inputs
-        entry["available_for_inference"] = searched or target_read
+        given = plan is None or inp.name not in plan.targets or not plan.inputs
+        entry["available_for_inference"] = given or target_read
         extern[inp.name] = entry
     return extern
 

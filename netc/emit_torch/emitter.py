@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from netc.emit_torch.scan import scan_loop
-from netc.ir.interface import interface
+from netc.ir.interface import interface, search_arguments
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_str
 from netc.ops import REGISTRY
@@ -163,6 +163,8 @@ class TorchEmitter:
         if self.direct:
             for n in public:
                 self.ns.reserve(n)
+        for n in search_arguments(g):  # `forward`'s own arguments besides the inputs
+            self.ns.reserve(n)
         self.values: dict[int, Value] = {}
         self.var: dict[int, str] = {}
         self.lines: list[str] = []

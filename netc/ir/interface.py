@@ -43,7 +43,8 @@ def made_dims(g: Graph) -> list[str]:
 def search_arguments(g: Graph) -> dict[str, str]:
     """The arguments a model with `choice` takes besides its inputs (eager mode, the torch module):
     `search`, and `batch_size` where a search takes no input (its only inputs are targets)."""
-    targets = {n.target for n in g.body if isinstance(n, Loop) and n.target is not None}
+    searched = g.search or g  # training's graph has made the loop one over its target
+    targets = {n.target for n in searched.body if isinstance(n, Loop) and n.target is not None}
     if not targets:
         return {}
     out = {"search": "the argument `search` of a model with `choice`"}
