@@ -31,7 +31,7 @@ import numpy as np
 
 from netc.ir.interface import input_dyn_dims, interface
 from netc.ir.model import Graph, Loop, Op
-from netc.ir.search import SCORES, search_dims, search_plan
+from netc.ir.search import BATCH_SIZE, SCORES, search_dims, search_plan
 from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
 from netc.outputs import write_bytes
@@ -70,7 +70,8 @@ def signature(g: Graph, search: bool = False) -> Signature:
         names, dyn = set(plan.inputs), list(plan.input_dims)
         out_dims = search_dims(g)
         scores = out_dims.pop(SCORES)
-        outputs = [(k, v) for k, v in out_dims.items()] + [(plan.lens, ["batch"]), (SCORES, scores)]
+        outputs = [(k, v) for k, v in out_dims.items()] + [(key, ["batch"]) for key in plan.made_lens.values()]
+        outputs.append((SCORES, scores))
     else:
         iface, values = interface(g), values_by_id(g)
         names, dyn = set(iface.inputs), input_dyn_dims(g)
@@ -78,13 +79,17 @@ def signature(g: Graph, search: bool = False) -> Signature:
         outputs += [(lens, ["batch"]) for lens in iface.made_lens.values()]
     inputs = [(i.name, [d for d in i.annotated_dims if d != i.value.sparse_dim]) for i in g.inputs if i.name in names]
     inputs += [(lens_name(d), ["batch"]) for d in dyn]
+    if search and not inputs:  # a search that takes no input: its batch size, an int64 scalar
+        inputs = [(BATCH_SIZE, [])]
     return Signature(inputs, outputs, dyn, search)
 
 
 def _wrapper_source(g: Graph, sig: Signature, as_dict: bool) -> str:
     """A module around the emitted one whose forward takes the inputs and returns the results."""
     args = ", ".join(f"{n}: torch.Tensor" for n, _ in sig.inputs)
-    if sig.search:
+    if sig.search and [n for n, _ in sig.inputs] == [BATCH_SIZE]:
+        call = f"self.model.search(int({BATCH_SIZE}))"
+    elif sig.search:
         call = f"self.model.search({', '.join(n for n, _ in sig.inputs)})"
     else:
         call = f"self.model({', '.join(f'{n}={n}' for n, _ in sig.inputs)})"
@@ -135,6 +140,7 @@ def example_inputs(g: Graph, sig: Signature, batch: int, max_len: int, seed: int
     rng = np.random.default_rng(seed)
     lens = random_lengths(g, batch, max_len, rng)
     arrays = {**random_inputs(g, lens, rng), **{lens_name(d): v.astype(np.int64) for d, v in lens.items()}}
+    arrays[BATCH_SIZE] = np.asarray(batch, dtype=np.int64)
     return {n: arrays[n] for n, _ in sig.inputs}
 
 
@@ -207,6 +213,13 @@ def _refuse_loops(g: Graph, search: bool) -> None:
     from netc.errors import CompileError
     from netc.passes.scan_loops import blocker, empty_dims, while_dims
 
+    plan = search_plan(g) if search else None
+    if plan is not None and not plan.inputs:
+        raise CompileError(
+            plan.loop.span,
+            f"--format torch-export: this search takes no input, so its batch size is a number (`{BATCH_SIZE}`), "
+            "which torch.export cannot keep dynamic; use --format onnx or torchscript",
+        )
     g = g.search if search and g.search is not None else g
     for n in g.body:
         if isinstance(n, Loop) and search and n.scan and n.target is not None and not beam_while(n):

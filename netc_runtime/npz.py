@@ -179,14 +179,16 @@ def run_npz(
     if search and plan is None:
         raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
     inputs, lens = {}, {}
+    # a search has no targets, unless it takes no input: then its target gives the batch size
+    without_targets = plan is not None and bool(plan.inputs)
     for inp in g.inputs:
         key = f"in:{inp.name}"
-        if plan is not None and inp.name in plan.targets:
+        if without_targets and inp.name in plan.targets:
             continue  # a search has no targets
         if key not in data:
             raise KeyError(f"{inputs_path} has no {key!r}")
         inputs[inp.name] = data[key]
-    for d in plan.input_dims if plan else input_dyn_dims(g):
+    for d in plan.input_dims if without_targets else input_dyn_dims(g):
         key = f"len:{d}"
         if key not in data:
             raise KeyError(f"{inputs_path} has no {key!r}")

@@ -78,7 +78,21 @@ MODELS = [
     "sink_outer_broadcast.py",
     "dot_own_dims_one_size.py",
     "ops_transposed_conv.py",
+    "conv_same_after_empty.py",
+    "choice_reads_encoder_list.py",
+    "search_const_bound.py",
 ]
+# decoders, trained here and beam-searched in test_decoders_searched (their search on RETURNN too)
+SEARCHED = [
+    "search_no_inputs.py",
+    "search_beam_above_vocab.py",
+    "search_made_dims.py",
+    "search_const_bound.py",
+    "choice_reads_encoder_list.py",
+    "choice_label_unread.py",
+    "search_if_after_loop.py",
+]
+MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
 # verified without hoisting: what stays in the loop must not change how it is lowered)
 LOOP_LOWERING = [
@@ -169,6 +183,19 @@ def test_decoder_searched(verify, hoist):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "labels           eager vs returnn" in proc.stdout
+
+
+@pytest.mark.parametrize("model", SEARCHED)
+def test_decoders_searched(verify, model):
+    """Searches every target agrees on: an unconditional LM (no input: the target's batch size),
+    a beam above the class dim, results over dims ops made (their lengths returned), a constant
+    bound, a decoder reading the encoder's list, a `choice` whose label nothing reads (it still
+    searches), an `if` on the last label after the searched loop (eagerly the best hypothesis'
+    branch)."""
+    proc = verify(ROOT / "tests" / "models" / model, "--seed", "2", "--search")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "scores           eager vs returnn" in proc.stdout and "scores           eager vs torch" in proc.stdout
 
 
 def test_loss_is_reported_by_every_backend(netc):

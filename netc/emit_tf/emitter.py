@@ -363,8 +363,10 @@ def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False, t
             entry["dtype"] = "int32"
         # inputs feed the network (RETURNN would hold back a key named `classes` as a target);
         # a `choice` target is the exception: a search does without it (unless `target_read`: the
-        # network is training's, which reads it in the loop)
-        entry["available_for_inference"] = plan is None or inp.name not in plan.targets or target_read
+        # network is training's, which reads it in the loop; or the search takes no input: the
+        # target gives its batch size)
+        given = plan is None or inp.name not in plan.targets or not plan.inputs
+        entry["available_for_inference"] = given or target_read
         extern[inp.name] = entry
     return extern
 
