@@ -79,8 +79,8 @@ MODELS = [
     "dot_own_dims_one_size.py",
     "ops_transposed_conv.py",
 ]
-# RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
-# verified without hoisting: what stays in the loop must not change how it is lowered)
+# RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
+# batch anywhere (also verified without hoisting: what stays in the loop must not change how it is lowered)
 LOOP_LOWERING = [
     "invariant_results.py",
     "invariant_end_stack.py",
@@ -100,6 +100,12 @@ LOOP_LOWERING = [
     "output_state_other_dynamic_dim.py",
     "nested_reads_outer_frame.py",
     "nested_reads_split_part.py",
+    "batch_position_loops.py",
+    "batch_position_nested.py",
+    "end_invariant_appends_after.py",
+    "end_loop_after_nested_values.py",
+    "loss_expand_batch_only.py",
+    "nested_inner_loop_kept.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)
