@@ -78,6 +78,7 @@ MODELS = [
     "sink_outer_broadcast.py",
     "dot_own_dims_one_size.py",
     "ops_transposed_conv.py",
+    "maximum_of_scaled.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
 # batch anywhere (also verified without hoisting: what stays in the loop must not change how it is lowered)
