@@ -81,6 +81,7 @@ MODELS = [
     "conv_same_after_empty.py",
     "choice_reads_encoder_list.py",
     "search_const_bound.py",
+    "maximum_of_scaled.py",
 ]
 # decoders, trained here and beam-searched in test_decoders_searched (their search on RETURNN too)
 SEARCHED = [
@@ -93,8 +94,8 @@ SEARCHED = [
     "search_if_after_loop.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
-# RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
-# verified without hoisting: what stays in the loop must not change how it is lowered)
+# RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
+# batch anywhere (also verified without hoisting: what stays in the loop must not change how it is lowered)
 LOOP_LOWERING = [
     "invariant_results.py",
     "invariant_end_stack.py",
@@ -114,6 +115,13 @@ LOOP_LOWERING = [
     "output_state_other_dynamic_dim.py",
     "nested_reads_outer_frame.py",
     "nested_reads_split_part.py",
+    "batch_position_loops.py",
+    "batch_position_nested.py",
+    "end_invariant_appends_after.py",
+    "end_loop_after_nested_values.py",
+    "loss_expand_batch_only.py",
+    "nested_inner_loop_kept.py",
+    "nested_inner_loop_kept_forms.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)

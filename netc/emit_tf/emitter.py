@@ -199,6 +199,15 @@ class ReturnnEmitter(LoopLowering):
         )
         for inp in g.inputs:
             root.refs[inp.value.id] = f"data:{inp.name}"
+            if tuple(inp.annotated_dims) != inp.value.dims:
+                # read in netc's own order, as every layer after it is: RETURNN takes a loop's last
+                # frame of a layer it moves out batch-major but labels it with the layer's template
+                # (wrong numbers when a dim stood before batch), and a state's template from the
+                # order of its operands' dims, which must match its previous value's
+                name = root.ns.fresh(f"{inp.name}_batch_major")
+                perm = [Code(root.dims[d]) for d in inp.value.dims]
+                root.layers[name] = {"class": "transpose", "from": f"data:{inp.name}", "perm": perm}
+                root.refs[inp.value.id] = name
             self.values[inp.value.id] = inp.value
             self.dim_source.update({d: "" for d in inp.value.dims})  # lengths known from the start
         # an output or loss made by a top-level layer is that layer itself, named after it

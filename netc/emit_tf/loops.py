@@ -50,6 +50,8 @@ class Block:
         self.retagged: dict[tuple, str] = {}  # (value id, tag changes) -> its `reinterpret_data` layer
         self.carries: dict[int, Carry] = {}  # carried value id -> its initial and next value
         self.read: Counter = Counter()  # in a unit: reads of the body's values (count_uses_in_loop)
+        # in a unit: its inner loops' rec layers to keep in its loop (`LoopLowering.loop`)
+        self.keep_nested: set[str] = set()
 
 
 def _computed_from(n: Loop, source: int) -> set[int]:
@@ -201,6 +203,16 @@ class LoopLowering:
         for i in n.invariants:
             self.values[i.inner.id] = i.inner
             unit.refs[i.inner.id] = base[i.outer]
+        # RETURNN moves an inner loop's rec layer that no state needs out of this loop and runs it
+        # over the stacked frames of the values of this loop's step it reads: its unit's templates
+        # then put this loop's axis elsewhere than its layers do (an assertion). Kept in the loop
+        unit.keep_nested = {
+            nd.name
+            for nd in n.body
+            if isinstance(nd, Loop)
+            and any(r.id in stepped for r in nd.results())
+            and not any(r.id in in_loop for r in nd.results())
+        }
         self.block(n.body, unit, reserved)
         # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
         beam = next((unit.refs[nd.outs[0].id] for nd in n.body if isinstance(nd, Op) and nd.op == "choice"), None)
@@ -298,6 +310,10 @@ class LoopLowering:
                     # a sequence without a frame along the axis keeps the state's initial value
                     init = next((outer.refs[c.init] for c in n.carries if c.out is out), None)
                     ref = self._gather_last(outer, rec, out, n.axis, init)
+                if rec in outer.keep_nested:  # by a layer reading its own previous value (`per_step`)
+                    step = outer.ns.fresh(f"{ref}_step")
+                    outer.layers[step] = self._per_step(step, ref, False)
+                    ref = step
             elif kind == "stack":
                 unit.layers[name]["is_output_layer"] = True
                 ref = f"{rec}/{name}"
@@ -477,7 +493,14 @@ class LoopLowering:
         axis `trim` whose appends stand after the `break`: a sequence stopped by its bound ran its
         last step whole (no frame dropped), one stopped by the user's condition drops that step."""
         ended = unit.ns.fresh("ended")
-        unit.layers[ended] = {"class": "cast", "from": unit.refs[n.end], "dtype": "int32", "need_last": True}
+        unit.layers[ended] = {"class": "cast", "from": unit.refs[n.end], "dtype": "int32"}
+        if n.end not in stepped_values(n):
+            # a condition no step changes: RETURNN would move the cast out before the loop, where
+            # it has no time axis to take the last frame along (an assertion); kept in the loop
+            cast = unit.ns.fresh("ended_cast")
+            unit.layers[cast] = unit.layers.pop(ended)
+            unit.layers[ended] = self._per_step(ended, cast, False)
+        unit.layers[ended]["need_last"] = True
         last, steps = outer.ns.fresh(f"{rec}_ended"), outer.ns.fresh(f"{rec}_steps")
         outer.layers[last] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": ended}
         outer.layers[steps] = {"class": "length", "from": rec, "axis": Code(trim)}
