@@ -19,6 +19,7 @@ import torch
 from netc.errors import CompileError
 from netc.ir.model import Graph, Loop, Value
 from netc.ops import REGISTRY, OpDef
+from netc.ops.base import EagerUnsupported
 from netc_runtime.beam import Beam
 from netc_runtime.eager_loops import PKG_DIRS as _PKG_DIRS
 from netc_runtime.eager_loops import (
@@ -378,7 +379,10 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data), sparse_dim=a.sparse_dim) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
     rows = max((a.data.shape[0] for a in args if "batch" in a.dims), default=1)  # batch is the first dim
-    res = opdef.eager(_Ctx(params, rows), args, attrs, outs)
+    try:
+        res = opdef.eager(_Ctx(params, rows), args, attrs, outs)
+    except EagerUnsupported as e:
+        raise CompileError(user_span(), str(e)) from None
     for d in opdef.makes_dims(attrs):  # this sequence's length of a dim the op made (`max_pool`)
         first = res[0] if isinstance(res, tuple) else res
         run.lengths[d] = first.shape[outs[0].dims.index(d)]

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any, Protocol
 
-import netc as _netc
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, Node
 
 # frames in these packages are netc's own, not user code
-PKG_DIRS = tuple(os.path.dirname(os.path.abspath(m)) + os.sep for m in (__file__, _netc.__file__))
+_RUNTIME = os.path.dirname(os.path.abspath(__file__))  # netc's packages sit side by side (no import of netc)
+PKG_DIRS = tuple(os.path.join(os.path.dirname(_RUNTIME), p) + os.sep for p in ("netc_runtime", "netc"))
 
 
 @dataclass(eq=False)

@@ -79,6 +79,11 @@ class TorchCtx(Protocol):
     def once(self, expr: str, hint: str) -> str: ...
 
 
+class EagerUnsupported(Exception):
+    """Raised by an op's `eager` rule for what eager mode cannot run; the eager runtime locates it
+    at the user's call (ops never import the runtime)."""
+
+
 class EagerCtx(Protocol):
     training: bool
 

@@ -16,7 +16,7 @@ import inspect
 
 from netc.ir.dims import DimError
 from netc.ops.align import where_valid
-from netc.ops.base import OpDef, OutType, register
+from netc.ops.base import EagerUnsupported, OpDef, OutType, register
 from netc.ops.defs import _unary
 from netc.ops.rules import check_out_dim
 
@@ -329,11 +329,7 @@ class BatchNorm(OpDef):
         import torch
 
         if ctx.training:  # one sequence at a time: the batch's statistics are not there
-            from netc.errors import CompileError
-            from netc_runtime.eager_loops import user_span
-
-            raise CompileError(
-                user_span(),
+            raise EagerUnsupported(
                 "eager mode runs one sequence at a time: `BatchNorm` in training mode needs the whole batch",
             )
         mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
