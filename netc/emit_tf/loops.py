@@ -360,6 +360,8 @@ class LoopLowering:
                         "axis": [Code(d) for d in dims],
                     }
         rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
+        if chosen:  # a search: see docs/design.md, "How loops are lowered to RETURNN"
+            rec_layer["optimize_move_layers_out"] = False
         if outer.in_unit:  # see `outer_unit_reads`
             for name in outer_unit_reads(unit.layers, set(outer.layers)):
                 if reads_prev(outer.layers, name):  # in the loop anyway

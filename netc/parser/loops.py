@@ -204,7 +204,8 @@ class LoopBuilder:
         targets: list[tuple[ast.expr, V.TV]] = []
         seqs: list[tuple[V.TV, str, ast.AST]] = []
         if isinstance(it, V.RangeSpec):
-            axis = it.bound.dim if isinstance(it.bound, V.SeqLen) else ""
+            # with `end` the loop makes its own dim (set when it closes): the bound only limits it
+            axis = it.bound.dim if end is None and isinstance(it.bound, V.SeqLen) else ""
             if end is None and not (isinstance(it.bound, V.SeqLen) and it.bound.plain):
                 raise t.error(
                     stmt.iter,
@@ -354,6 +355,9 @@ class LoopBuilder:
             if not loop.include_eos:
                 raise t.error(ctx.end, "in a loop with `choice`, append before `if end(...)`: the ending label counts")
             loop.axis = ctx.target[1]
+            for _lst, value, node in ctx.appends.values():  # (known only now: `choice` may follow)
+                if loop.axis in value.dims:
+                    raise t.error(node, _stacked_twice(value.dims, loop.axis))
         elif loop.end is not None:  # a new dynamic dim: as many frames as each sequence ran steps
             stacked = [n for lst, _, _ in ctx.appends.values() for n in lst.bound_in(env)]
             loop.axis = t.dims.fresh_dynamic(f"{stacked[0]}_time" if stacked else "steps").name
@@ -476,11 +480,7 @@ class LoopBuilder:
         if not isinstance(value, V.TV):
             raise self.t.error(node, "only tensors can be stacked over a loop")
         if ctx.loop.axis and ctx.loop.axis in value.dims:
-            raise self.t.error(
-                node,
-                f"cannot stack [{', '.join(value.dims)}] over `{ctx.loop.axis}`: it already has that dim (the "
-                f"whole sequence), and a tensor has each dim once; reduce over `{ctx.loop.axis}` first",
-            )
+            raise self.t.error(node, _stacked_twice(value.dims, ctx.loop.axis))
         if self.t.tensor_if_depth > ctx.tensor_if_depth:
             raise self.t.error(node, "append inside an `if` on a tensor: both branches run; append after the `if`")
         if id(lst) in ctx.appends:
@@ -546,6 +546,13 @@ class LoopBuilder:
                     f"before the loop; give the state an initial value before the loop "
                     f"(e.g. `{node.id} = zeros(batch, ...)`)",
                 )
+
+
+def _stacked_twice(dims: tuple[str, ...], axis: str) -> str:
+    return (
+        f"cannot stack [{', '.join(dims)}] over `{axis}`: it already has that dim (the whole "
+        f"sequence), and a tensor has each dim once; reduce over `{axis}` first"
+    )
 
 
 def _is_end(node: ast.AST) -> bool:
