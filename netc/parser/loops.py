@@ -18,6 +18,7 @@ from netc.ir.uses import count_uses_in_loop
 from netc.ops import REGISTRY
 from netc.parser import values as V
 from netc.parser.choice import trace_choice
+from netc.parser.symbols import netc_callee
 
 if TYPE_CHECKING:
     from netc.parser.tracer import Tracer
@@ -200,7 +201,7 @@ class LoopBuilder:
         if stmt.orelse:
             raise t.error(t.else_clause(stmt), "`for ... else` is not supported")
         it = t.eval_expr(stmt.iter)
-        end = _find_end(stmt.body)
+        end = _find_end(stmt.body, t)
         targets: list[tuple[ast.expr, V.TV]] = []
         seqs: list[tuple[V.TV, str, ast.AST]] = []
         if isinstance(it, V.RangeSpec):
@@ -258,7 +259,7 @@ class LoopBuilder:
 
     def while_loop(self, stmt: ast.While) -> None:
         t = self.t
-        end = _find_end(stmt.body)
+        end = _find_end(stmt.body, t)
         if not (isinstance(stmt.test, ast.Constant) and stmt.test.value is True) or end is None:
             raise t.error(stmt, "`while` loops are `while True:` with `if end(cond): break` in the body")
         if stmt.orelse:
@@ -531,7 +532,7 @@ class LoopBuilder:
 
     def end_break(self, node: ast.If) -> bool:
         """An `if end(...)` outside a loop's top level (inside a loop it is handled by `_run`)."""
-        if _is_end(node):
+        if _is_end(node, self.t):
             raise self.t.error(
                 node, "`if end(cond): break` must be a statement of a loop body (not nested in another block)"
             )
@@ -555,24 +556,21 @@ def _stacked_twice(dims: tuple[str, ...], axis: str) -> str:
     )
 
 
-def _is_end(node: ast.AST) -> bool:
-    """`if end(cond): break` (the callee is checked by name: `end` or `<module>.end`)."""
+def _is_end(node: ast.AST, t: Tracer) -> bool:
+    """`if end(cond): break`, its callee netc's `end` (imported, also under another name, or
+    `nc.end` of `import netc as nc`); `end` itself unimported is an error (eager mode would fail)."""
     if not isinstance(node, ast.If) or not isinstance(node.test, ast.Call) or node.orelse:
         return False
-    func = node.test.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-    return (
-        name == "end"
-        and len(node.test.args) == 1
-        and not node.test.keywords
-        and not isinstance(node.test.args[0], ast.Starred)
-        and len(node.body) == 1
-        and isinstance(node.body[0], ast.Break)
-    )
+    call = node.test
+    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+        return False
+    if len(node.body) != 1 or not isinstance(node.body[0], ast.Break):
+        return False
+    return netc_callee(call.func, t.env, t.globals, "end", t.error)
 
 
-def _find_end(stmts: list[ast.stmt]) -> ast.If | None:
-    ends = [s for s in stmts if _is_end(s)]
+def _find_end(stmts: list[ast.stmt], t: Tracer) -> ast.If | None:
+    ends = [s for s in stmts if _is_end(s, t)]
     return ends[0] if ends else None
 
 
