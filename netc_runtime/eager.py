@@ -106,7 +106,7 @@ class _Run:
 
     def graph(self) -> Graph:
         """The loops as written: a `choice` loop as a search runs it (over its target's dim)."""
-        return self.net.graph.search or self.net.graph
+        return self.net.loops_graph
 
     def frames(self) -> tuple[LoopTag, ...]:
         """A new value's loops: the iterator loops running while it is made."""

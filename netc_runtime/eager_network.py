@@ -4,6 +4,7 @@ with) and pads the results back into a batch."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +13,7 @@ import torch
 
 from netc.ir.dims import DimTable
 from netc.ir.interface import interface
-from netc.ir.model import Graph
+from netc.ir.model import Graph, Loop
 from netc.ir.search import BATCH_SIZE, SCORES, SearchPlan, search_dims, search_plan
 from netc.ir.uses import values_by_id
 from netc.naming import lens_name
@@ -29,6 +30,7 @@ class Network:
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self._graph: Graph | None = None
+        self._loops_graph: Graph | None = None
         self._params: dict[str, torch.Tensor] | None = None
         self.training = False  # like nn.Module: dropout is active only in training mode
 
@@ -51,6 +53,27 @@ class Network:
                 inspect.getsourcefile(self.fn), network=self.fn.__name__, options=PassOptions(hoist=False)
             )
         return self._graph
+
+    @property
+    def loops_graph(self) -> Graph:
+        """The loops as eager mode runs them (`eager_loops` looks them up here): a `choice` loop
+        as the search has it (over its target's dim, with its `end` and bound), every other loop
+        as training has it (the search drops the loops and outputs it does not need, which the
+        model's code still runs)."""
+        g = self.graph
+        if g.search is None:
+            return g
+        if self._loops_graph is None:
+            searched = {n.span.line: n for n in g.search.body if isinstance(n, Loop)}
+            body = [searched.pop(n.span.line, n) if isinstance(n, Loop) else n for n in g.body]
+            names = {o.name for o in g.search.outputs}
+            self._loops_graph = dataclasses.replace(
+                g,
+                body=body + list(searched.values()),
+                outputs=[*g.search.outputs, *(o for o in g.outputs if o.name not in names)],
+                search=None,
+            )
+        return self._loops_graph
 
     @property
     def dims(self) -> DimTable:

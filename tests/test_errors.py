@@ -763,6 +763,29 @@ LOOP_CASES += [
         8,
     ),
     (
+        # a `choice` loop runs over its target's dim, known only when the loop closes
+        "stacking_the_targets_dim_in_a_choice_loop",
+        """
+        from netc import Labels, choice, full, one_hot
+        dec = Dim("dec")
+        vocab = Dim("vocab", 5)
+        @network
+        def f(x: Tensor[batch, time, feat], y: Labels[batch, dec, vocab]):
+            label = full(batch, value=0, class_dim=vocab)
+            labels, seen = [], []
+            for _ in range(2 * x.max_seq_len):
+                seen.append(one_hot(y) * 1.0)
+                label = choice(Linear(vocab)(reduce_sum(x, axis=time)), target=y, beam=2)
+                labels.append(label)
+                if end(label == 0):
+                    break
+            return {"labels": labels, "seen": seen}
+        """,
+        "cannot stack [batch, dec, vocab] over `dec`: it already has that dim",
+        9,
+        8,
+    ),
+    (
         "input_named_self",
         """
         @network

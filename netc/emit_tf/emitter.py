@@ -109,7 +109,10 @@ class _OpCtx:
         return self.em.g.dim(name).may_be_empty
 
     def dim_source(self, name: str) -> str | None:
-        return self.em.dim_source.get(name) if not self.blk.in_unit else None
+        # in a unit too (an `expand` over a pooled dim in a searched decoder): nothing else there
+        # may read the layer that gives the dim its lengths, which RETURNN then never builds
+        src = self.em.dim_source.get(name)
+        return "base:" * len(self.blk.path) + src if src else src
 
     def carry(self, i: int) -> Carry | None:
         return self.blk.carries.get(self.op.args[i])

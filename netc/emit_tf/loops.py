@@ -54,10 +54,10 @@ class Block:
         self.keep_nested: set[str] = set()
 
 
-def _computed_from(n: Loop, source: int) -> set[int]:
-    """The body values of loop `n` computed from body value `source` (and itself), within a step
+def _computed_from(n: Loop, source: int | set[int]) -> set[int]:
+    """The body values of loop `n` computed from body value(s) `source` (and these), within a step
     or through the loop's states (a state whose next value depends on it, read at the next step)."""
-    deps, changed = {source}, True
+    deps, changed = set(source) if isinstance(source, set) else {source}, True
     while changed:
         changed = False
         for nd in n.body:
@@ -70,6 +70,32 @@ def _computed_from(n: Loop, source: int) -> set[int]:
                 deps.add(c.inner.id)
                 changed = True
     return deps
+
+
+def _check_inner_states_searched(n: Loop) -> None:
+    """RETURNN's search cannot follow the beam into the state of a rec layer nested in the searched
+    unit: at each inner step it looks the outer `prev:output` (where a value computed from the
+    previous label takes its hypotheses from) up among the inner unit's layers (an AttributeError
+    or KeyError while it builds the loop). Stacks and values read after an inner loop pass."""
+    chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
+    if not chosen:
+        return
+    beamed = _computed_from(n, chosen[0])
+    for nd in n.body:
+        if not isinstance(nd, Loop) or not nd.carries:
+            continue
+        sources = {i.inner.id for i in nd.invariants if i.outer in beamed}
+        sources |= {s.inner.id for s in nd.seqs if s.outer in beamed}
+        sources |= {c.inner.id for c in nd.carries if c.init in beamed}
+        inner = _computed_from(nd, sources) if sources else set()
+        state = next((c for c in nd.carries if c.inner.id in inner), None)
+        if state is not None:
+            raise CompileError(
+                nd.span,
+                f"RETURNN target: in a loop with `choice`, an inner loop's state (`{state.name}`) cannot be "
+                "computed from the chosen labels (RETURNN's beam search cannot follow the hypotheses into "
+                "it); stack the inner loop's values with `append` instead, or search with the torch target",
+            )
 
 
 REVERSE_HELPER = "reverse_in_length"
@@ -148,6 +174,7 @@ class LoopLowering:
         for nd in n.body:  # known before the body's layers are: how its states are emitted depends on them
             self.values.update((v.id, v) for v in (nd.outs if isinstance(nd, Op) else nd.results()))
         self.values.update((v.id, v) for v in n.block_args())
+        _check_inner_states_searched(n)
 
         # RETURNN takes the loop's axis from the unit's `output`: a loop with `end` has no lengths
         # before it runs, and it takes them from the output's first dynamic dim if that has another
@@ -360,6 +387,8 @@ class LoopLowering:
                         "axis": [Code(d) for d in dims],
                     }
         rec_layer = {"class": "rec", "from": steps_from, "axis": axis, "unit": unit.layers}
+        if chosen:  # a search: see docs/design.md, "How loops are lowered to RETURNN"
+            rec_layer["optimize_move_layers_out"] = False
         if outer.in_unit:  # see `outer_unit_reads`
             for name in outer_unit_reads(unit.layers, set(outer.layers)):
                 if reads_prev(outer.layers, name):  # in the loop anyway

@@ -18,6 +18,7 @@ from netc.ir.uses import count_uses_in_loop
 from netc.ops import REGISTRY
 from netc.parser import values as V
 from netc.parser.choice import trace_choice
+from netc.parser.symbols import netc_callee
 
 if TYPE_CHECKING:
     from netc.parser.tracer import Tracer
@@ -200,11 +201,12 @@ class LoopBuilder:
         if stmt.orelse:
             raise t.error(t.else_clause(stmt), "`for ... else` is not supported")
         it = t.eval_expr(stmt.iter)
-        end = _find_end(stmt.body)
+        end = _find_end(stmt.body, t)
         targets: list[tuple[ast.expr, V.TV]] = []
         seqs: list[tuple[V.TV, str, ast.AST]] = []
         if isinstance(it, V.RangeSpec):
-            axis = it.bound.dim if isinstance(it.bound, V.SeqLen) else ""
+            # with `end` the loop makes its own dim (set when it closes): the bound only limits it
+            axis = it.bound.dim if end is None and isinstance(it.bound, V.SeqLen) else ""
             if end is None and not (isinstance(it.bound, V.SeqLen) and it.bound.plain):
                 raise t.error(
                     stmt.iter,
@@ -257,7 +259,7 @@ class LoopBuilder:
 
     def while_loop(self, stmt: ast.While) -> None:
         t = self.t
-        end = _find_end(stmt.body)
+        end = _find_end(stmt.body, t)
         if not (isinstance(stmt.test, ast.Constant) and stmt.test.value is True) or end is None:
             raise t.error(stmt, "`while` loops are `while True:` with `if end(cond): break` in the body")
         if stmt.orelse:
@@ -354,6 +356,9 @@ class LoopBuilder:
             if not loop.include_eos:
                 raise t.error(ctx.end, "in a loop with `choice`, append before `if end(...)`: the ending label counts")
             loop.axis = ctx.target[1]
+            for _lst, value, node in ctx.appends.values():  # (known only now: `choice` may follow)
+                if loop.axis in value.dims:
+                    raise t.error(node, _stacked_twice(value.dims, loop.axis))
         elif loop.end is not None:  # a new dynamic dim: as many frames as each sequence ran steps
             stacked = [n for lst, _, _ in ctx.appends.values() for n in lst.bound_in(env)]
             loop.axis = t.dims.fresh_dynamic(f"{stacked[0]}_time" if stacked else "steps").name
@@ -476,11 +481,7 @@ class LoopBuilder:
         if not isinstance(value, V.TV):
             raise self.t.error(node, "only tensors can be stacked over a loop")
         if ctx.loop.axis and ctx.loop.axis in value.dims:
-            raise self.t.error(
-                node,
-                f"cannot stack [{', '.join(value.dims)}] over `{ctx.loop.axis}`: it already has that dim (the "
-                f"whole sequence), and a tensor has each dim once; reduce over `{ctx.loop.axis}` first",
-            )
+            raise self.t.error(node, _stacked_twice(value.dims, ctx.loop.axis))
         if self.t.tensor_if_depth > ctx.tensor_if_depth:
             raise self.t.error(node, "append inside an `if` on a tensor: both branches run; append after the `if`")
         if id(lst) in ctx.appends:
@@ -531,7 +532,7 @@ class LoopBuilder:
 
     def end_break(self, node: ast.If) -> bool:
         """An `if end(...)` outside a loop's top level (inside a loop it is handled by `_run`)."""
-        if _is_end(node):
+        if _is_end(node, self.t):
             raise self.t.error(
                 node, "`if end(cond): break` must be a statement of a loop body (not nested in another block)"
             )
@@ -548,24 +549,28 @@ class LoopBuilder:
                 )
 
 
-def _is_end(node: ast.AST) -> bool:
-    """`if end(cond): break` (the callee is checked by name: `end` or `<module>.end`)."""
-    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Call) or node.orelse:
-        return False
-    func = node.test.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+def _stacked_twice(dims: tuple[str, ...], axis: str) -> str:
     return (
-        name == "end"
-        and len(node.test.args) == 1
-        and not node.test.keywords
-        and not isinstance(node.test.args[0], ast.Starred)
-        and len(node.body) == 1
-        and isinstance(node.body[0], ast.Break)
+        f"cannot stack [{', '.join(dims)}] over `{axis}`: it already has that dim (the whole "
+        f"sequence), and a tensor has each dim once; reduce over `{axis}` first"
     )
 
 
-def _find_end(stmts: list[ast.stmt]) -> ast.If | None:
-    ends = [s for s in stmts if _is_end(s)]
+def _is_end(node: ast.AST, t: Tracer) -> bool:
+    """`if end(cond): break`, its callee netc's `end` (imported, also under another name, or
+    `nc.end` of `import netc as nc`); `end` itself unimported is an error (eager mode would fail)."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Call) or node.orelse:
+        return False
+    call = node.test
+    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+        return False
+    if len(node.body) != 1 or not isinstance(node.body[0], ast.Break):
+        return False
+    return netc_callee(call.func, t.env, t.globals, "end", t.error)
+
+
+def _find_end(stmts: list[ast.stmt], t: Tracer) -> ast.If | None:
+    ends = [s for s in stmts if _is_end(s, t)]
     return ends[0] if ends else None
 
 

@@ -5,6 +5,7 @@ is described in an error message."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
 from netc.ops import BY_FN_NAME
@@ -103,6 +104,27 @@ def describe(v: Any) -> str:
     if isinstance(v, V.NetcSym):
         return f"`{v.name}`"
     return f"`{v!r}`" if isinstance(v, (int, float, str, bool)) or v is None else type(v).__name__
+
+
+def not_imported(name: str) -> str:
+    """The error for a netc name the model uses without importing it (eager mode runs the file as
+    Python: a NameError there)."""
+    return f"`{name}` is not imported: add `from netc import {name}`"
+
+
+def netc_callee(func: ast.expr, env: dict, globals_: dict, name: str, error: Callable) -> bool:
+    """Whether the callee `func`, which the parser matches by form (`if end(cond): break`), is netc's
+    `name`: imported (under any name) or an attribute of `import netc as nc`. The bare name
+    bound to nothing is the located error `error(node, message)` gives."""
+    if isinstance(func, ast.Name):
+        sym = env.get(func.id, globals_.get(func.id))
+        if sym is None and func.id == name:
+            raise error(func, not_imported(name))
+        return isinstance(sym, V.NetcSym) and sym.name == name
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        module = env.get(func.value.id, globals_.get(func.value.id))
+        return isinstance(module, V.NetcModule) and func.attr == name
+    return False
 
 
 def netc_symbol(name: str) -> Any:

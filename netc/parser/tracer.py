@@ -26,7 +26,7 @@ from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
 from netc.parser.source import Source, read_source
 from netc.parser.statements import SIMPLE_STATEMENTS, Statements, is_string, stmt_kind
-from netc.parser.symbols import BUILTINS, DSL_SYMBOLS, NETC_NAMES, SCALARS, describe, netc_symbol
+from netc.parser.symbols import BUILTINS, DSL_SYMBOLS, NETC_NAMES, SCALARS, describe, netc_symbol, not_imported
 from netc.suggest import did_you_mean, listing
 
 
@@ -361,6 +361,8 @@ class Tracer(Statements, Expressions, Calls):
         if name in self.globals:
             return self.globals[name]
         self.loops.unbound_read(node)
+        if name in NETC_NAMES:
+            raise self.error(node, not_imported(name))
         visible = [n for scope in self.local_stack for n in scope if not n.startswith("__")]
         raise self.error(node, f"unknown name `{name}`" + did_you_mean(name, visible))
 
