@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import shapes
-from .decoder import decoder
+from .decoder import declare, decoder, labels_annotation
 from .gen import Gen, V
 from .loops import loop
 
@@ -17,39 +17,40 @@ def build(g: Gen) -> None:
     g.dim("vocab", 5)
     g.dim("emb", 3)
     params = g.params
-    ann = "batch, time, feat" if not g.on("batch_not_first", 0.3) else "time, batch, feat"
-    params.append(f"x: nc.Tensor[{ann}]")
+    if "choice" in g.allowed and g.on("search_lm", 0.06):
+        g.used.add("choice")
+        build_lm(g)
+        return
+    params.append(f"x: nc.Tensor[{annotation(g, 'x', ['batch', 'time', 'feat'])}]")
     g.add(V("x", frozenset({"batch", "time", "feat"}), variant=False, seq="time"))
     if g.on("second_input", 0.5):
         g.dim("enc")
-        params.append("e: nc.Tensor[batch, enc, model]")
+        params.append(f"e: nc.Tensor[{annotation(g, 'e', ['batch', 'enc', 'model'])}]")
         g.add(V("e", frozenset({"batch", "enc", "model"}), variant=False, seq="enc"))
     elif g.on("shared_dim_input", 0.4):
-        params.append("e: nc.Tensor[batch, time, model]")
+        params.append(f"e: nc.Tensor[{annotation(g, 'e', ['batch', 'time', 'model'])}]")
         g.add(V("e", frozenset({"batch", "time", "model"}), variant=False, seq="time"))
     labels = None
     if g.on("labels_input", 0.35):
-        params.append("y: nc.Labels[batch, time, vocab]")
+        params.append(f"y: nc.Labels[{labels_annotation(g, 'time', 'vocab')}]")
         labels = g.add(V("y", frozenset({"batch", "time"}), "labels", "vocab", variant=False))
     ctc = g.on("ctc", 0.15)
     if ctc:
         g.dim("ltime")
         g.dim("blank", 1)
-        params.append("z: nc.Labels[batch, ltime, vocab]")
+        params.append(f"z: nc.Labels[{labels_annotation(g, 'ltime', 'vocab')}]")
         g.derived_lens["ltime"] = ("time", 3, 0)  # alignable: a third of the frames
     rnnt = g.on("rnnt", 0.15)
     if rnnt:
         g.dim("rtime")
         g.dim("rpred")  # rtime + 1: the labels with a begin label in front
         g.dim("blank", 1)
-        params.append("r: nc.Labels[batch, rtime, vocab]")
-        params.append("rp: nc.Labels[batch, rpred, vocab]")
+        params.append(f"r: nc.Labels[{labels_annotation(g, 'rtime', 'vocab')}]")
+        params.append(f"rp: nc.Labels[{labels_annotation(g, 'rpred', 'vocab')}]")
         g.derived_lens["rpred"] = ("rtime", 1, 1)
-    choice = g.on("choice", 0.2)
+    choice = g.on("choice", 0.3)
     if choice:
-        g.dim("dec")
-        params.append("tgt: nc.Labels[batch, dec, vocab]")
-        g.derived_lens["dec"] = ("time", 1, 0)  # within the search's bound, a multiple of x's length
+        declare(g)
 
     g.ops(r.randint(1, 3))
     if labels is not None and g.on("embedding", 0.5):
@@ -87,6 +88,28 @@ def build(g: Gen) -> None:
     outputs(g)
 
 
+def annotation(g: Gen, name: str, dims: list[str]) -> str:
+    """An input's annotation: `batch, time, feat`; `batch_not_first` moves batch second, and
+    `input_dim_order` writes any order (batch after the feature dim, the feature dim first)."""
+    if g.on("input_dim_order", 0.35):
+        order = list(dims)
+        while order == dims:
+            g.r.shuffle(order)
+        g.raw_inputs.add(name)
+        return ", ".join(order)
+    if g.on("batch_not_first", 0.3):
+        return ", ".join([dims[1], dims[0], *dims[2:]])
+    return ", ".join(dims)
+
+
+def build_lm(g: Gen) -> None:
+    """A network whose only input is the target of its `choice` loop: an unconditional LM."""
+    declare(g, lm=True)
+    decoder(g)
+    g.ops(g.r.randint(0, 2))
+    outputs(g)
+
+
 def conv(g: Gen) -> None:
     """A `Conv1d` over a [batch, time, feature] value: 'same' (a depthwise one as in the Conformer)
     or 'valid' with a stride onto a new dim `ctime`; an input through `silu`; a `BatchNorm` after;
@@ -118,6 +141,9 @@ def conv(g: Gen) -> None:
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time, out_axis=ctime)", {"batch", "ctime", out.name})
         g.made_dims.add("ctime")
         g.maybe_empty.add("ctime")
+        if g.on("conv_same_after_valid", 0.5):  # over a dim a short sequence has no frame of
+            k2 = r.choice([2, 3, 5])
+            v = g.new(f"nc.Conv1d({out.code}, filter_size={k2})({v.name}, axis=ctime)", v.dims)
     else:
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
     if r.random() < 0.4:
@@ -209,6 +235,20 @@ def losses(g: Gen, labels: V | None, ctc: bool, rnnt: bool) -> None:
     if fl and g.on("loss", 0.3):
         v = g.pick(fl)
         g.emit(f'nc.mark_as_loss(nc.reduce_sum({g.ref(v)}, axis={g.static(v).code}) ** 2, "sq")')
+    loss_expand(g)
+
+
+def loss_expand(g: Gen) -> None:
+    """A loss `expand` makes over a dynamic dim (an input's or one an op made): a value of each
+    sequence counted once per frame."""
+    vs = [v for v in g.scopes[0] if v.kind == "float" and not v.stacked and not g.dyn(v)]
+    dyn = {d.name: d for v in g.scopes[0] if v.name in ("x", "e") or g.made_dims & v.dims for d in g.dyn(v)}
+    dyn = {n: d for n, d in dyn.items() if d.code and (n in ("time", "enc") or n in g.made_dims)}
+    if not vs or not dyn or not g.on("loss_expand_dyn", 0.25):
+        return
+    v = g.pick(vs)
+    d = g.r.choice(sorted(dyn))
+    g.emit(f'nc.mark_as_loss(nc.expand(nc.tanh({v.name}), {dyn[d].code}), "{g.fresh("lx")}")')
 
 
 def outputs(g: Gen) -> None:
@@ -218,7 +258,9 @@ def outputs(g: Gen) -> None:
     chosen = r.sample(vs[-6:], min(len(vs[-6:]), r.randint(1, 3)))
     if g.search and not g.on("search_other_outputs", 0.5):  # a searched network: the decoder's outputs
         chosen = []
+    after = list({v.name: v for v in g.after_outputs}.values())  # values read after the decoder
     outs = [f'"o{i}": {v.name}' for i, v in enumerate(chosen)] + [f'"{n}": {n}' for n in g.decoder_outputs]
+    outs += [f'"d{i}": {v.name}' for i, v in enumerate(after) if v not in chosen]
     if not outs:
         outs = ['"o0": x']
     g.emit("return {" + ", ".join(outs) + "}")

@@ -139,6 +139,7 @@ FEATURES = frozenset(
         "conv_same_after_valid",  # a "same" Conv1d over the dim a strided "valid" one made
         "loss_expand_dyn",  # a loss made by `expand` over a dynamic dim
         "loop_nested_same_dim",  # a loop nested in one over the same dim, stacking whole-sequence values
+        "end_stack_dyn",  # an `end` loop stacking values over dynamic dims (attention weights, a sequence)
         "end_invariant_body",  # an `end` loop whose body is loop-invariant, appending after the `end`
     }
 )

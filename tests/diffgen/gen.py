@@ -36,6 +36,8 @@ class Program:
     features: set[str]
     search: bool  # has a `choice` decoder: also check the beam search
     derived_lens: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # dim -> (dim, divisor, plus)
+    # dim -> (dim or None, scale, offset): drawn per sequence within scale * that dim's length + offset
+    bounded_lens: dict[str, tuple[str | None, int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,11 @@ class Gen:
         self.losses = 0
         self.search = False
         self.derived_lens: dict[str, tuple[str, int, int]] = {}
+        self.bounded_lens: dict[str, tuple[str | None, int, int]] = {}
+        self.dec = None  # decoder.Dec: the `choice` loop's form, target, class dim, beam and bound
+        self.after_outputs: list[V] = []  # values read after the decoder, returned
+        self.stacked_dims: dict[str, frozenset[str]] = {}  # a decoder list -> the dims of its items
+        self.raw_inputs: set[str] = set()  # float inputs annotated in another order than batch, time, feat
         self.modules: list[tuple[str, str, str, frozenset[str]]] = []  # instance, in dim, out dim, dims
         self.params: list[str] = []
         self.decoder_outputs: list[str] = []
@@ -178,6 +185,9 @@ class Gen:
         if not fl:
             return None
         a = self.pick(fl)
+        raw = [v for v in fl if v.name in self.raw_inputs]  # an input annotated in another order, itself
+        if raw and self.r.random() < 0.25:
+            a = self.pick(raw)
         sa = self.static(a)
         ops = ["linear", "linear", "unary", "binary", "binary"]
         for f in (
@@ -541,4 +551,4 @@ def generate(seed: int, features: set[str] | None = None) -> Program:
     build(g)
     from .prune import prune_source
 
-    return Program(seed, prune_source(g.source()), set(g.used), g.search, g.derived_lens)
+    return Program(seed, prune_source(g.source()), set(g.used), g.search, g.derived_lens, g.bounded_lens)

@@ -20,3 +20,12 @@ DOCUMENTED_EAGER_ERRORS: tuple[str, ...] = (
     "eager mode cannot use an empty list as a tensor",
     "is assigned only in the body of a loop that ran no step for it",
 )
+
+
+def documented(detail: str) -> bool:
+    """A failure's detail that is a located error of a documented RETURNN-target limitation, or a
+    documented eager error (the check marks those "documented: ...")."""
+    if detail.startswith("documented: "):
+        return True
+    located = not detail.startswith("(no location)")
+    return located and any(text in detail for text in DOCUMENTED_REFUSALS)

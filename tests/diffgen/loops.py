@@ -18,6 +18,8 @@ LOOP_FORMS = (
 
 def loop(g: Gen, nested: bool = False) -> None:
     r = g.r
+    if not nested and g.on("end_invariant_body", 0.15) and invariant_end_loop(g):
+        return
     forms = [f for f in LOOP_FORMS if f in g.allowed]
     outer_axis = g.loops[-1].axis if g.loops else None
     seqs = [
@@ -30,6 +32,9 @@ def loop(g: Gen, nested: bool = False) -> None:
     # no step (stacks nothing, assigns nothing)
     if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):
         seqs = [v for v in seqs if "ctime" not in v.dims]
+    raw = [v for v in seqs if v.name in g.raw_inputs]  # an input annotated in another order, itself
+    if raw and r.random() < 0.5:
+        seqs = raw
     if nested:
         forms = [f for f in forms if f in ("loop_iter", "loop_reversed", "loop_zip")]
     if not seqs:
@@ -279,8 +284,10 @@ def loop(g: Gen, nested: bool = False) -> None:
             g.ops(r.randint(1, 2))
 
     # appends
-    def stackable_dims(v: V) -> bool:  # an `end` loop stacks values without dynamic dims
-        return not v.stacked and (not g.dyn(v) if end else axis not in v.dims)
+    dyn_ok = end and g.on("end_stack_dyn", 0.3)  # an `end` loop stacking values over dynamic dims
+
+    def stackable_dims(v: V) -> bool:
+        return not v.stacked and ((not g.dyn(v) or dyn_ok) if end else axis not in v.dims)
 
     stackable = [v for v in g.scopes[-1] if stackable_dims(v) and v.variant]
     if g.on("invariant_append", 0.2):
@@ -288,9 +295,10 @@ def loop(g: Gen, nested: bool = False) -> None:
         if inv:
             stackable = inv
     appended: list[tuple[str, V]] = []
+    inner_lists = [v for v in lp.inner_lists if axis not in v.dims]  # not over this loop's own dim
     for li in lists:
-        if li == lists[0] and lp.inner_lists and g.on("list_of_lists", 0.5):  # stacked over both loops
-            v = g.pick(lp.inner_lists)
+        if li == lists[0] and inner_lists and g.on("list_of_lists", 0.5):  # stacked over both loops
+            v = g.pick(inner_lists)
             g.emit(f"{li}.append({v.name})")
             appended.append((li, v))
             continue
@@ -363,12 +371,20 @@ def loop(g: Gen, nested: bool = False) -> None:
 
 
 def inner_loop(g: Gen, outer_states: list[V]) -> None:
-    """A loop in the step of another, over a sequence from before the outer loop; one result."""
+    """A loop in the step of another, over a sequence from before the outer loop (with
+    `loop_nested_same_dim` over the outer loop's own dim, whose whole sequences its stack mixes
+    in); one result."""
     outer = g.loops[-1].axis
-    seqs = [v for v in g.floats() if not v.variant and len(g.dyn(v)) == 1 and g.dyn(v)[0].name != outer]
-    seqs = [v for v in seqs if g.dyn(v)[0].code and g.static(v)]
+    seqs = [v for v in g.floats() if not v.variant and len(g.dyn(v)) == 1 and g.dyn(v)[0].code and g.static(v)]
+    same = [v for v in seqs if g.dyn(v)[0].name == outer]
+    seqs = [v for v in seqs if g.dyn(v)[0].name != outer]
+    if same and g.on("loop_nested_same_dim", 0.4):
+        seqs = same
     if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):  # as in `loop`
         seqs = [v for v in seqs if "ctime" not in v.dims]
+    raw = [v for v in seqs if v.name in g.raw_inputs]
+    if raw and g.r.random() < 0.5:
+        seqs = raw
     if not seqs:
         return
     g.used.add("loop_nested")
@@ -390,8 +406,58 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
     extra = f" + {q[0].name}" if q else ""
     g.emit(f"    {st} = nc.tanh(nc.Linear({sd.code})({f}) + nc.Linear({sd.code}, with_bias=False)({st}){extra})")
     if stack:
-        g.emit(f"    {lst}.append({st})")
+        g.emit(f"    {lst}.append({whole_or_state(g, st, sd, outer_states) if e.name == outer else st})")
         g.new(f"nc.reduce_mean({lst}, axis={e.code})", {"batch", sd.name}, prefix="m", variant=bool(q))
         g.loops[-1].inner_lists.append(V(lst, frozenset({"batch", e.name, sd.name}), variant=bool(q)))
     else:  # the inner loop's result varies with the outer step only if it reads the step's values
         g.add(V(st, frozenset({"batch", sd.name}), variant=bool(q)))
+
+
+def whole_or_state(g: Gen, st: str, sd, outer_states: list[V]) -> str:
+    """In a loop nested in one over the same dim: the inner state, or where the outer state says
+    so, a whole sequence of that dim reduced (each frame of the stack mixes both)."""
+    outer = g.dims[g.loops[-1].axis]
+    whole = [v for v in g.floats() if not v.variant and outer.name in v.dims and len(v.dims) == 3 and g.static(v)]
+    conds = [v for v in outer_states if g.static(v) and g.static(v).code]
+    if not whole or not conds or not outer.code:
+        return st
+    w, c = g.pick(whole), g.pick(conds)
+    red = f"nc.reduce_{g.r.choice(['sum', 'mean'])}({g.ref(w)}, axis={outer.code})"
+    if g.static(w).name != sd.name:
+        red = f"nc.tanh(nc.Linear({sd.code})({red}))"
+    cond = f"nc.argmax({c.name}, axis={g.static(c).code}) > {g.r.randint(0, 2)}"
+    return f"nc.where({cond}, {red}, {st})"
+
+
+def invariant_end_loop(g: Gen) -> bool:
+    """An `end` loop whose body reads only values from before it: a loop-invariant end condition
+    and appended value, the append after the `end` (the ending step not stacked) or before it."""
+    r = g.r
+    items = [v for v in g.floats() if not g.dyn(v) and not v.stacked]
+    if not items or "x" not in {v.name for v in g.scopes[0]}:
+        return False
+    conds = [v for v in g.floats(need_static=False) if v.dims == {"batch"} and not v.stacked]
+    if conds:
+        c = g.pick(conds).name
+    else:
+        it = g.pick(items)
+        c = f"nc.reduce_mean({it.name}, axis={g.static(it).code})" if g.static(it).code else None
+    if c is None:
+        return False
+    item = g.pick(items)
+    lst = g.fresh("out")
+    g.emit(f"{lst} = []")
+    if r.random() < 0.5:
+        g.emit(f"for _ in range({r.randint(2, 6)}):")
+    else:
+        g.emit(f"for _ in range({r.randint(1, 2)} * x.max_seq_len + {r.randint(0, 2)}):")
+    body = [f"    if nc.end({c} > {r.choice(['0.0', '0.3', '-0.3'])}):", "        break"]
+    after = r.random() < 0.7
+    body.insert(2 if after else 0, f"    {lst}.append({item.name})")
+    for line in body:
+        g.emit(line)
+    made = g.made_dim(f"{lst}_time")
+    if after:  # a sequence that ends at its first step stacks nothing
+        g.maybe_empty.add(made)
+    g.add(V(lst, item.dims | {made}, variant=True, stacked=True, seq=made))
+    return True

@@ -13,6 +13,7 @@ import ast
 import copy
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 from .gen import Program
 from .prune import prune_source
@@ -96,9 +97,7 @@ def shrink(prog: Program, signature: str, budget: int = 120, max_seconds: float 
     """The smallest variant found that still fails with `signature` (or a signature it begins)."""
     start = time.monotonic()
     backends = backends_of(signature)
-    best = Program(
-        prog.seed, prune_source(prog.source, module_level=True), prog.features, prog.search, prog.derived_lens
-    )
+    best = replace(prog, source=prune_source(prog.source, module_level=True))
 
     def fails(rep) -> bool:
         return any(f.signature.startswith(signature) for f in rep.failures)
@@ -123,7 +122,7 @@ def shrink(prog: Program, signature: str, budget: int = 120, max_seconds: float 
                 continue
             seen.add(src)
             checks += 1
-            trial = Program(prog.seed, src, prog.features, prog.search and "choice" in src, prog.derived_lens)
+            trial = replace(prog, source=src, search=prog.search and "choice" in src)
             rep = check_program(trial, backends=backends)
             if fails(rep):
                 best, resume, accepted = trial, max(0, i - 1), True
