@@ -65,6 +65,7 @@ class Loop:
     states: list[V]
     end: bool = False
     inner_lists: list[V] = field(default_factory=list)  # lists stacked by loops in its step
+    inner_result: V | None = None  # the result of a loop in its step
 
 
 class Gen:

@@ -33,7 +33,7 @@ def loop(g: Gen, nested: bool = False) -> None:
     if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):
         seqs = [v for v in seqs if "ctime" not in v.dims]
     raw = [v for v in seqs if v.name in g.raw_inputs]  # an input annotated in another order, itself
-    if raw and r.random() < 0.5:
+    if raw and r.random() < 0.75:
         seqs = raw
     if nested:
         forms = [f for f in forms if f in ("loop_iter", "loop_reversed", "loop_zip")]
@@ -179,7 +179,9 @@ def loop(g: Gen, nested: bool = False) -> None:
     prev_first = not end or g.on("end_prev_state_value", 0.5)
     if prev_first:
         g.ops(r.randint(1, 3))
-    if not nested and not end and g.on("loop_nested", 0.3):
+    nest = not nested and not end and g.on("loop_nested", 0.3)
+    nest_after = nest and r.random() < 0.4  # the inner loop reads the states this step made
+    if nest and not nest_after:
         inner_loop(g, states)
     # state updates (before any `end`)
     for spec in state_specs:
@@ -243,6 +245,8 @@ def loop(g: Gen, nested: bool = False) -> None:
             else:
                 g.emit(f"{h} = {g.same_expr(old)}")
             g.add(V(h, old.dims))
+    if nest_after:
+        inner_loop(g, states)
     if counter:
         g.emit(f"{counter} = {counter} + 1.0")
         g.add(V(counter, frozenset({"batch"})))
@@ -303,6 +307,8 @@ def loop(g: Gen, nested: bool = False) -> None:
             appended.append((li, v))
             continue
         cands = stackable
+        if li == lists[0] and lp.inner_result is not None and g.r.random() < 0.7:  # the inner loop's result
+            cands = [lp.inner_result]
         if labels_v is not None and li == lists[-1] and labels_v in cands:
             cands = [labels_v]
         if not cands:
@@ -335,7 +341,8 @@ def loop(g: Gen, nested: bool = False) -> None:
         cands = []
     if not g.on("labels_read_after", 0.5):
         cands = [v for v in cands if v.kind != "labels"]
-    if cands and g.on("read_after", 0.5):
+    over_raw = axis is not None and axis in raw_dims(g)  # over the dim of an input in another order
+    if cands and g.on("read_after", 0.8 if over_raw else 0.5):
         v = g.pick(cands)
         if after_side and id(v) not in before_break:
             # assigned after the break: a sequence that ends at its first step never assigns it,
@@ -397,7 +404,7 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
         g.emit(f"{st} = {from_outer[0].name}")
     else:
         g.emit(f"{st} = nc.zeros(batch, {sd.code})")
-    stack = g.r.random() < 0.5
+    stack = g.r.random() < (0.8 if e.name == outer else 0.5)
     lst = g.fresh("inner")
     if stack:
         g.emit(f"{lst} = []")
@@ -405,12 +412,15 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
     q = [v for v in g.floats() if v.variant and v.dims == {"batch", sd.name}]
     extra = f" + {q[0].name}" if q else ""
     g.emit(f"    {st} = nc.tanh(nc.Linear({sd.code})({f}) + nc.Linear({sd.code}, with_bias=False)({st}){extra})")
+    lp = g.loops[-1]
     if stack:
-        g.emit(f"    {lst}.append({whole_or_state(g, st, sd, outer_states) if e.name == outer else st})")
-        g.new(f"nc.reduce_mean({lst}, axis={e.code})", {"batch", sd.name}, prefix="m", variant=bool(q))
-        g.loops[-1].inner_lists.append(V(lst, frozenset({"batch", e.name, sd.name}), variant=bool(q)))
+        item = whole_or_state(g, st, sd, outer_states) if e.name == outer else st
+        var = bool(q) or item != st  # a `where` on the outer state varies with the outer step
+        g.emit(f"    {lst}.append({item})")
+        lp.inner_result = g.new(f"nc.reduce_mean({lst}, axis={e.code})", {"batch", sd.name}, prefix="m", variant=var)
+        lp.inner_lists.append(V(lst, frozenset({"batch", e.name, sd.name}), variant=var))
     else:  # the inner loop's result varies with the outer step only if it reads the step's values
-        g.add(V(st, frozenset({"batch", sd.name}), variant=bool(q)))
+        lp.inner_result = g.add(V(st, frozenset({"batch", sd.name}), variant=bool(q)))
 
 
 def whole_or_state(g: Gen, st: str, sd, outer_states: list[V]) -> str:
@@ -461,3 +471,8 @@ def invariant_end_loop(g: Gen) -> bool:
         g.maybe_empty.add(made)
     g.add(V(lst, item.dims | {made}, variant=True, stacked=True, seq=made))
     return True
+
+
+def raw_dims(g: Gen) -> set[str]:
+    """The dynamic dims of the inputs annotated in another order than batch, time, feat."""
+    return {d.name for v in g.scopes[0] if v.name in g.raw_inputs for d in g.dyn(v)}

@@ -91,7 +91,8 @@ class Report:
 
     @property
     def signatures(self) -> list[str]:
-        return sorted({f.signature for f in self.failures if f.kind == self.outcome})
+        """Of every failure, not only the worst kind's (a traceback would hide a mismatch)."""
+        return sorted({f.signature for f in self.failures})
 
     def mode_outcome(self, search: bool) -> str:
         """The worst outcome of training (`search=False`) or of the beam search: `agree`,
@@ -125,8 +126,9 @@ def time_limit(seconds: int) -> Iterator[None]:
 def _first_line(e: BaseException) -> str:
     """Type and first line; an empty message gets the innermost frame's function instead."""
     text = str(e).strip().splitlines()
-    if text and text[0].startswith("Graph execution error"):  # TF: the cause is the last line
-        text = [t for t in text if t.strip() and not t.strip().startswith("[[")][-1:]
+    if text and text[0].startswith("Graph execution error"):  # TF: the cause stands above `[[{{node ...}}]]`
+        cause = [t for t, n in zip(text, text[1:]) if t.strip() and n.strip().startswith("[[")]
+        text = cause[:1] or [t for t in text if t.strip() and not t.strip().startswith(("[[", "File "))][-1:]
     if text:
         return f"{type(e).__name__}: {text[0]}"
     tb = e.__traceback__
