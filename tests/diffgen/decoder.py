@@ -14,6 +14,7 @@ its state, its last label and its last values are read (`if`s, several ops) and 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .gen import Gen, Loop, V
@@ -146,6 +147,7 @@ def decoder(g: Gen) -> None:
     g.emit(f"{', '.join(lists + extra)} = {', '.join('[]' for _ in lists + extra)}")
     g.emit(f"for _ in range({d.bound}):")
     g.ind += 1
+    step_start = len(g.body)
     g.scopes.append([])
     states = [V("s", frozenset({"batch", "hidden"}))]
     g.loops.append(Loop(None, states, end=True))
@@ -225,7 +227,8 @@ def decoder(g: Gen) -> None:
         g.emit(f"s = nc.where(label != 0, {step}, s)")
         g.emit("pos = pos + 1.0")
         g.add(V("pos", frozenset({"batch"})))
-    appends(g, extra, stack_dyn)
+    roots = {"label", "keys"} if label_read else set()  # what depends on the chosen labels
+    appends(g, extra, stack_dyn, chosen(g.body[step_start:], roots))
     if d.form == "rna":
         cond = "pos >= frames"
     elif counter and (not label_read or r.random() < 0.5):
@@ -256,16 +259,40 @@ def decoder(g: Gen) -> None:
             g.emit(f'nc.mark_as_loss(nc.reduce_sum({v.name}, axis={g.static(v).code}), "extra")')
 
 
-def appends(g: Gen, lists: list[str], stack_dyn: list[V]) -> None:
-    """The step's other stacks: values that do not depend on `choice` (states that ignore the
-    label, the frame read, loop-invariant values), attention weights over a dynamic dim, a
-    `split_dims` of the state; the first list always stacks something (a network with `choice`
-    returns a list of its loop)."""
+def chosen(lines: list[str], roots: set[str]) -> set[str]:
+    """The names the step's `lines` bind that depend on `roots` (the chosen label), through
+    what they read or the `if` they stand in; to a fixpoint (a state read before its update
+    depends on the previous step's)."""
+    deps = set(roots)
+    for _ in range(3):
+        conds: list[tuple[int, bool]] = []  # (indent, condition depends) of the `if`s around
+        for line in lines:
+            indent = len(line) - len(line.lstrip())
+            text = line.strip()
+            same = [dep for i, dep in conds if i == indent]  # the `if` an `elif`/`else` continues
+            conds = [c for c in conds if c[0] < indent]
+            if text.startswith(("if ", "elif ", "else")):
+                dep = bool(set(re.findall(r"[A-Za-z_]\w*", text)) & deps) or (not text.startswith("if ") and any(same))
+                conds.append((indent, dep))
+                continue
+            lhs, eq, rhs = text.partition("=")
+            if eq and not rhs.startswith("=") and not text.startswith("for "):
+                reads = set(re.findall(r"[A-Za-z_]\w*", rhs))
+                if reads & deps or any(dep for _, dep in conds):
+                    deps.update(re.findall(r"[A-Za-z_]\w*", lhs))
+    return deps
+
+
+def appends(g: Gen, lists: list[str], stack_dyn: list[V], deps: set[str]) -> None:
+    """The step's other stacks: values that depend on the chosen labels, or with
+    `search_stack_free` values that do not (states that ignore the label, the frame read,
+    loop-invariant values), attention weights over a dynamic dim, a `split_dims` of the state;
+    the first list always stacks something (a network with `choice` returns a list of its loop)."""
     r = g.r
     step = [v for v in g.scopes[-1] if v.kind == "float" and not v.stacked and not g.dyn(v)]
-    free = [v for v in step if v.name in ("cnt", "u", "enc_t", "pos")]
+    free = [v for v in step if v.name not in deps]
     for i, li in enumerate(lists):
-        pool = list(step)
+        pool = [v for v in step if v.name in deps]
         if free and g.on("search_stack_free", 0.5):
             pool = free
         elif stack_dyn and g.on("search_stack_dyn", 0.5):
@@ -292,6 +319,8 @@ def after(g: Gen, label_read: bool, carried: list[V], step_values: list[V]) -> N
     """The loop's values after it (each hypothesis' last in a search): its states, last label
     and step values, in a tensor `if` and in ops, returned."""
     r = g.r
+    if not g.on("search_read_after", 0.6):
+        return
     last = carried + [v for v in step_values if v.kind == "float" and r.random() < 0.3]
     for v in last:
         g.add(V(v.name, v.dims, v.kind, v.cls, variant=True))

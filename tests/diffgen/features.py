@@ -133,6 +133,7 @@ FEATURES = frozenset(
         "search_enc_list",  # a list an earlier loop stacked, read in the decoder's step
         "search_made_enc",  # attention over a dim `max_pool`, a strided conv or a slice made
         "choice_label_unused",  # a `choice` whose label nothing reads (an `end` on a counter)
+        "search_read_after",  # its state, counter, last label and last values read after the searched loop
         "search_after_if",  # after the searched loop: a tensor `if` on its label or a value of it
         "search_after_ops",  # after the searched loop: ops on its state, label and last values, returned
         # whole-sequence and loop constructs users write

@@ -1,4 +1,5 @@
-# diffgen seeds 19, 20, 21 (every feature; features end_stack_dyn, search_stack_dyn), reduced by hand:
+# diffgen seeds 19, 20, 21 (16 of 300 programs with every feature, generator of 3ed07cf; features end_stack_dyn,
+# search_stack_dyn), reduced by hand:
 #   netc verify compile_end_loop_stacks_bound_dim.py
 #   error: cannot stack [batch, time] over `time`: it already has that dim (the whole sequence) ...
 # A loop with `end` makes a dim of its own (`att_time`), also when its bound is `range(k * x.max_seq_len + b)`,
