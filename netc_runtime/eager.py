@@ -107,6 +107,11 @@ class _Run:
         """The loops as written: a `choice` loop as a search runs it (over its target's dim)."""
         return self.net.graph.search or self.net.graph
 
+    def trained(self) -> Graph:
+        """Training's graph: with a search graph, it has the loops the search dropped (a search
+        computes only what it returns)."""
+        return self.net.graph
+
     def frames(self) -> tuple[LoopTag, ...]:
         """A new value's loops: the iterator loops running while it is made."""
         return tuple(self.loops)

@@ -79,6 +79,7 @@ class _Run(Protocol):  # what of eager's run this module reads
 
     def tag(self, axis: str, backward: bool) -> LoopTag: ...
     def graph(self) -> Graph: ...
+    def trained(self) -> Graph: ...
 
 
 def run_loop(run: _Run, tag: LoopTag, items: Iterator[Any]) -> Iterator[Any]:
@@ -106,7 +107,7 @@ def _frame_order(run: _Run, tag: LoopTag) -> None:
         return
     # a list the graph stacks in a loop that is not backward over this axis is another loop's (one
     # iterating a plain list, whose values eager mode cannot tag, and ran as many steps)
-    loops = _loops(run.graph())
+    loops = _run_loops(run)
     stacked = {s.name for n in loops for s in n.stacks}
     backward = {s.name for n in loops if n.reverse and n.axis == tag.axis for s in n.stacks}
     for k, v in f.f_locals.items():
@@ -144,7 +145,7 @@ def eager_range(run: _Run | None, args: tuple) -> Iterator[int] | range:
     if run is None:
         return r
     line = caller_line()
-    loops = [n for n in _loops(run.graph()) if n.span.line == line]
+    loops = [n for n in _run_loops(run) if n.span.line == line]
     bound = args[0] if len(args) == 1 else None
     if isinstance(bound, SeqLen) and all(n.end is None for n in loops):  # one step per frame of its dim
         tag = run.tag(bound.dim, False)
@@ -171,7 +172,7 @@ def end_step(run: _Run, ended: bool) -> LoopTag | None:
     its first step made before this are not tagged; they need not be), and each `end` counts a
     step of it; any loop it ends records that it ended early. The loop's tag, if found."""
     line = caller_line()
-    around = [n for n in _loops(run.graph()) if n.end is not None and n.span.line <= line <= n.span.end_line]
+    around = [n for n in _run_loops(run) if n.end is not None and n.span.line <= line <= n.span.end_line]
     if not around:
         return None
     start = max(n.span.line for n in around)
@@ -213,6 +214,18 @@ def _loops(g: Graph) -> list[Loop]:
     return found
 
 
+def _run_loops(run: _Run) -> list[Loop]:
+    """The loops eager mode runs: the graph's as written (`run.graph()`), and those of training's
+    graph a search dropped, also in a training run (a loop whose results only a loss or an
+    output besides the search's reads, at a source position no loop of the first has)."""
+    found = _loops(run.graph())
+    trained = run.trained()
+    if trained is not run.graph():
+        at = {(n.span.file, n.span.line, n.span.col) for n in found}
+        found += [n for n in _loops(trained) if (n.span.file, n.span.line, n.span.col) not in at]
+    return found
+
+
 def stacking_loop(
     items: list, run: _Run, output: str | None = None, listed: list | None = None, outer: LoopTag | None = None
 ) -> tuple[str, bool, LoopTag | None]:
@@ -226,7 +239,7 @@ def stacking_loop(
     appended to (finished too, it is not this list's loop)."""
     if output is not None:  # a returned list: the graph says which loop stacks it (a tag can mislead:
         # one item made in a finished loop that ran one step looks like that loop's stack)
-        loop = output_loop(run.graph(), output)
+        loop = output_loop(run.graph(), output) or output_loop(run.trained(), output)
         if loop is not None:
             return loop.axis, loop.reverse, None
     outermost = {_made_in(i, run, outer) for i in items} - {None}
@@ -241,21 +254,14 @@ def stacking_loop(
         before = tag.by_end and not any(tag in getattr(i, "frames", ()) for i in items)
         if tag.stacked == len(items) and (distinct or before) and _named_so(run, items, listed, tag):
             return tag.axis, tag.backward, tag
-    g = run.graph()
     step_dims = items[0].dims
     found: dict[tuple[str, bool], set[str]] = {}  # (axis, reverse) -> names of its such stacks
-
-    def walk(nodes: list[Node]) -> None:
-        for n in nodes:
-            if isinstance(n, Loop):
-                # a dim made by a loop (with `end`) has no input length to compare
-                fits = n.end is not None or run.lengths.get(n.axis, len(items)) == len(items)
-                for s in n.stacks:
-                    if fits and tuple(d for d in s.out.dims if d != n.axis) == step_dims:
-                        found.setdefault((n.axis, n.reverse), set()).add(s.name)
-                walk(n.body)
-
-    walk(g.body)
+    for n in _run_loops(run):
+        # a dim made by a loop (with `end`) has no input length to compare
+        fits = n.end is not None or run.lengths.get(n.axis, len(items)) == len(items)
+        for s in n.stacks:
+            if fits and tuple(d for d in s.out.dims if d != n.axis) == step_dims:
+                found.setdefault((n.axis, n.reverse), set()).add(s.name)
     if len(found) > 1:  # the loops that stack a list of this name (as the user's code names it)
         names = _user_names(items if listed is None else listed)
         found = {k: v for k, v in found.items() if v & names} or found
@@ -275,7 +281,7 @@ def _named_so(run: _Run, items: list, listed: list | None, tag: LoopTag) -> bool
     finished loop of one step and appended once by a later loop would otherwise look like the
     first loop's stack."""
     names = _user_names(items if listed is None else listed)
-    ways = {(n.axis, n.reverse) for n in _loops(run.graph()) for s in n.stacks if s.name in names}
+    ways = {(n.axis, n.reverse) for n in _run_loops(run) for s in n.stacks if s.name in names}
     return not ways or (tag.axis, tag.backward) in ways
 
 
@@ -287,7 +293,7 @@ def empty_stack(run: _Run, items: list) -> tuple[tuple[str, ...], str, str, str 
     names = _user_names(items)
     found = {
         (s.out.dims, n.axis, s.out.dtype, s.out.sparse_dim)
-        for n in _loops(run.graph())
+        for n in _run_loops(run)
         for s in n.stacks
         if s.name in names
     }

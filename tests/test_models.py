@@ -92,6 +92,7 @@ SEARCHED = [
     "choice_reads_encoder_list.py",
     "choice_label_unread.py",
     "search_if_after_loop.py",
+    "stack_over_bound_dim.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

@@ -475,11 +475,14 @@ class LoopBuilder:
             return
         if not isinstance(value, V.TV):
             raise self.t.error(node, "only tensors can be stacked over a loop")
-        if ctx.loop.axis and ctx.loop.axis in value.dims:
+        # the dim the stack gets: a choice's target dim; a loop with `end` makes one of its own at
+        # its close (also under `range(n * x.max_seq_len + m)`, whose bound's dim is not the stack's)
+        axis = ctx.target[1] if ctx.target is not None else None if ctx.end is not None else ctx.loop.axis
+        if axis and axis in value.dims:
             raise self.t.error(
                 node,
-                f"cannot stack [{', '.join(value.dims)}] over `{ctx.loop.axis}`: it already has that dim (the "
-                f"whole sequence), and a tensor has each dim once; reduce over `{ctx.loop.axis}` first",
+                f"cannot stack [{', '.join(value.dims)}] over `{axis}`: it already has that dim (the "
+                f"whole sequence), and a tensor has each dim once; reduce over `{axis}` first",
             )
         if self.t.tensor_if_depth > ctx.tensor_if_depth:
             raise self.t.error(node, "append inside an `if` on a tensor: both branches run; append after the `if`")
