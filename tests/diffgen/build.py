@@ -11,7 +11,7 @@ from .loops import loop
 def build(g: Gen) -> None:
     r = g.r
     g.dim("time")
-    g.dim("feat", r.choice([4, 6]))
+    g.dim("feat", r.choice([3, 4, 6]))
     g.dim("hidden", r.choice([4, 6]))
     g.dim("model", r.choice([3, 5, 6]))
     g.dim("vocab", 5)
@@ -91,7 +91,7 @@ def build(g: Gen) -> None:
 def annotation(g: Gen, name: str, dims: list[str]) -> str:
     """An input's annotation: `batch, time, feat`; `batch_not_first` moves batch second, and
     `input_dim_order` writes any order (batch after the feature dim, the feature dim first)."""
-    if g.on("input_dim_order", 0.35):
+    if g.on("input_dim_order", 0.45):
         order = list(dims)
         while order == dims:
             g.r.shuffle(order)

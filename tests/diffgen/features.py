@@ -141,6 +141,12 @@ FEATURES = frozenset(
         "loss_expand_dyn",  # a loss made by `expand` over a dynamic dim
         "loop_nested_same_dim",  # a loop nested in one over the same dim, stacking whole-sequence values
         "end_stack_dyn",  # an `end` loop stacking values over dynamic dims (attention weights, a sequence)
+        "maximum_scaled",  # `nc.maximum(v * c, v)`
+        "frame_read_after",  # a loop's frame (or an op of it) read after the loop: each sequence's last
+        "nested_in_end",  # a loop nested in an `end` loop
+        "nested_inner_end",  # an `end` loop nested in a loop, its state from the outer step's values
+        "nested_reversed",  # a backward loop nested in a loop
+        "nested_mix",  # an inner loop stacking where(outer state's argmax, its frame, its state)
         "end_invariant_body",  # an `end` loop whose body is loop-invariant, appending after the `end`
     }
 )

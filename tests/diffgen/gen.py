@@ -239,6 +239,8 @@ class Gen:
                     "nc.clip({}, -0.5, 0.5)",
                 ]
             )
+            if self.on("maximum_scaled", 0.15):  # TensorFlow's grappler made this a leaky ReLU
+                f = f"nc.maximum({{}} * {self.r.choice(['2.0', '0.5', '-1.5'])}, {self.ref(a)})"
             return self.new(f.format(self.ref(a)), a.dims, variant=var)
         if kind == "binary" and self.on("binary", 0.9):
             bs = [b for b in self.floats(need_static=False) if b.dims <= a.dims and b is not a]

@@ -165,6 +165,11 @@ def loop(g: Gen, nested: bool = False) -> None:
     for name, fv in frames:
         if name:
             g.add(fv)
+    last_frame = None  # a frame (or an op of it) read after the loop: each sequence's last
+    named = [(name, fv) for name, fv in frames if name]
+    if named and g.on("frame_read_after", 0.3):
+        name, fv = g.r.choice(named)
+        last_frame = g.new(name if r.random() < 0.5 else f"nc.tanh({name})", fv.dims, prefix="a")
     # a loop over frames reads one in every state update (a loop that reads none of its
     # frames is a construct of its own: `frame_unused`)
     step_in = [fv for _, fv in frames if len(fv.dims) == 2 and g.static(fv)]
@@ -179,7 +184,7 @@ def loop(g: Gen, nested: bool = False) -> None:
     prev_first = not end or g.on("end_prev_state_value", 0.5)
     if prev_first:
         g.ops(r.randint(1, 3))
-    nest = not nested and not end and g.on("loop_nested", 0.3)
+    nest = not nested and g.on("loop_nested", 0.3) and (not end or g.on("nested_in_end", 0.5))
     nest_after = nest and r.random() < 0.4  # the inner loop reads the states this step made
     if nest and not nest_after:
         inner_loop(g, states)
@@ -342,7 +347,9 @@ def loop(g: Gen, nested: bool = False) -> None:
     if not g.on("labels_read_after", 0.5):
         cands = [v for v in cands if v.kind != "labels"]
     over_raw = axis is not None and axis in raw_dims(g)  # over the dim of an input in another order
-    if cands and g.on("read_after", 0.8 if over_raw else 0.5):
+    if last_frame is not None and axis not in g.maybe_empty:
+        read_after.append(last_frame)
+    elif cands and g.on("read_after", 0.8 if over_raw else 0.5):
         v = g.pick(cands)
         if after_side and id(v) not in before_break:
             # assigned after the break: a sequence that ends at its first step never assigns it,
@@ -404,23 +411,47 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
         g.emit(f"{st} = {from_outer[0].name}")
     else:
         g.emit(f"{st} = nc.zeros(batch, {sd.code})")
+    q = [v for v in g.floats() if v.variant and v.dims == {"batch", sd.name}]
+    extra = f" + {g.pick(q).name}" if q else ""
+    lp = g.loops[-1]
+    if outer is not None and g.on("nested_inner_end", 0.25):  # an `end` loop, its state from the outer step's
+        x_in = any(v.name == "x" for v in g.scopes[0])
+        bound = g.r.choice([str(g.r.randint(2, 4)), "x.max_seq_len" if x_in else "3"])
+        g.emit(f"for _ in range({bound}):")
+        g.emit(f"    {st} = nc.tanh(nc.Linear({sd.code}, with_bias=False)({st}){extra} + 0.5)")
+        g.emit(f"    if nc.end(nc.reduce_sum({st}, axis={sd.code}) > {g.r.choice(['0.0', '0.5'])}):")
+        g.emit("        break")
+        lp.inner_result = g.add(V(st, frozenset({"batch", sd.name}), variant=bool(q)))
+        return
     stack = g.r.random() < (0.8 if e.name == outer else 0.5)
     lst = g.fresh("inner")
     if stack:
         g.emit(f"{lst} = []")
-    g.emit(f"for {f} in {s.name}:")
-    q = [v for v in g.floats() if v.variant and v.dims == {"batch", sd.name}]
-    extra = f" + {q[0].name}" if q else ""
+    it = f"reversed({s.name})" if g.on("nested_reversed", 0.3) else s.name
+    g.emit(f"for {f} in {it}:")
     g.emit(f"    {st} = nc.tanh(nc.Linear({sd.code})({f}) + nc.Linear({sd.code}, with_bias=False)({st}){extra})")
-    lp = g.loops[-1]
     if stack:
-        item = whole_or_state(g, st, sd, outer_states) if e.name == outer else st
+        if e.name == outer:
+            item = whole_or_state(g, st, sd, outer_states)
+        else:
+            item = frame_or_state(g, st, f, g.static(s), sd, outer_states)
         var = bool(q) or item != st  # a `where` on the outer state varies with the outer step
         g.emit(f"    {lst}.append({item})")
         lp.inner_result = g.new(f"nc.reduce_mean({lst}, axis={e.code})", {"batch", sd.name}, prefix="m", variant=var)
         lp.inner_lists.append(V(lst, frozenset({"batch", e.name, sd.name}), variant=var))
     else:  # the inner loop's result varies with the outer step only if it reads the step's values
         lp.inner_result = g.add(V(st, frozenset({"batch", sd.name}), variant=bool(q)))
+
+
+def frame_or_state(g: Gen, st: str, f: str, fd, sd, outer_states: list[V]) -> str:
+    """With `nested_mix`: the inner state, or where the outer state says so, the inner frame
+    (each frame of the stack mixes the outer step's values and the inner loop's)."""
+    conds = [v for v in outer_states if g.static(v) and g.static(v).code]
+    if not conds or not fd.code or not g.on("nested_mix", 0.5):
+        return st
+    c = g.pick(conds)
+    frame = f if fd.name == sd.name else f"nc.tanh(nc.Linear({sd.code})({f}))"
+    return f"nc.where(nc.argmax({c.name}, axis={g.static(c).code}) > {g.r.randint(0, 2)}, {frame}, {st})"
 
 
 def whole_or_state(g: Gen, st: str, sd, outer_states: list[V]) -> str:
