@@ -82,6 +82,7 @@ MODELS = [
     "choice_reads_encoder_list.py",
     "search_const_bound.py",
     "maximum_of_scaled.py",
+    "loss_expand_static_dims.py",
 ]
 # decoders, trained here and beam-searched in test_decoders_searched (their search on RETURNN too)
 SEARCHED = [
