@@ -94,6 +94,7 @@ SEARCHED = [
     "choice_label_unread.py",
     "search_if_after_loop.py",
     "stack_over_bound_dim.py",
+    "search_stacks_combined.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

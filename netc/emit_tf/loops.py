@@ -316,6 +316,12 @@ class LoopLowering:
                     ref = step
             elif kind == "stack":
                 unit.layers[name]["is_output_layer"] = True
+                if beam and name != beam and value in beamed:
+                    # RETURNN moves a layer no step needs out of a searched loop, and one reading
+                    # two such layers there finds no search choices ("has beam but no search
+                    # choices": `where(s > 0, s, 0.1 * s)` stacked); collocated with the choice,
+                    # it and what it reads stay in the loop
+                    unit.layers[name].setdefault("collocate_with", [beam])
                 ref = f"{rec}/{name}"
                 if trim is not None:
                     kept = kept or self._kept(outer, unit, n, rec, trim)
