@@ -356,9 +356,15 @@ class _Ctx:
         if d.kind == "batch":
             return self.rows
         if d.size is None:  # this sequence's own length (one sequence at a time)
-            if dim not in _run().lengths:
+            run = _run()
+            if dim not in run.lengths:
+                searched = run.search_loop
+                if searched is not None and searched.finished and dim == run.search_axis():
+                    # after a search, its target's dim (no target is given): the steps it ran, as
+                    # long as its stacks (work there is no search result, yet eager mode runs it)
+                    return searched.steps
                 raise TypeError(f"no length of dim {dim} known here")
-            return _run().lengths[dim]
+            return run.lengths[dim]
         return d.size
 
     def param(self, role: str) -> torch.Tensor:

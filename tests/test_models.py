@@ -95,6 +95,7 @@ SEARCHED = [
     "search_if_after_loop.py",
     "stack_over_bound_dim.py",
     "search_stacks_combined.py",
+    "search_target_dim_after_loop.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
