@@ -83,6 +83,7 @@ MODELS = [
     "search_const_bound.py",
     "maximum_of_scaled.py",
     "loss_expand_static_dims.py",
+    "end_loop_list_of_lists.py",
 ]
 # decoders, trained here and beam-searched in test_decoders_searched (their search on RETURNN too)
 SEARCHED = [
