@@ -285,6 +285,14 @@ def unstack(x: ETensor, axis) -> Any:
     return _Unstacked(stack_list(x) if isinstance(x, list) else x, axis.name)
 
 
+def _lists_made_in(items: list, outer: LoopTag | None) -> LoopTag | None:
+    """The loop run a list of lists was appended in: the one most of them were made in (each
+    inner loop runs afresh per step; a `while True` run is known from its first `end`, so the
+    first step's list alone tells only the inner loop's run)."""
+    tags = [list_made_in(i, _run(), outer) for i in items if isinstance(i, list)]
+    return max(tags, key=lambda t: sum(u is t for u in tags), default=None)
+
+
 def stack_list(items: list, output: str | None = None, outer: LoopTag | None = None) -> ETensor:
     """A list appended to in a loop, as the stacked tensor it is in the compiled targets (the
     returned `output`, if it is one; `outer`: the loop of the list this one was appended to)."""
@@ -294,7 +302,7 @@ def stack_list(items: list, output: str | None = None, outer: LoopTag | None = N
     listed = items
     # an inner loop's list appended in the outer loop's step: its stack, made in that step
     # (read after both loops: the outer one, finished too, is the one its items were first made in)
-    appended_in = list_made_in(items, _run(), outer) if any(isinstance(i, list) for i in items) else None
+    appended_in = _lists_made_in(items, outer) if any(isinstance(i, list) for i in items) else None
     items = [stack_list(i, outer=appended_in) if isinstance(i, list) else i for i in items]
     if not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
@@ -352,9 +360,15 @@ class _Ctx:
         if d.kind == "batch":
             return self.rows
         if d.size is None:  # this sequence's own length (one sequence at a time)
-            if dim not in _run().lengths:
+            run = _run()
+            if dim not in run.lengths:
+                searched = run.search_loop
+                if searched is not None and searched.finished and dim == run.search_axis():
+                    # after a search, its target's dim (no target is given): the steps it ran, as
+                    # long as its stacks (work there is no search result, yet eager mode runs it)
+                    return searched.steps
                 raise TypeError(f"no length of dim {dim} known here")
-            return _run().lengths[dim]
+            return run.lengths[dim]
         return d.size
 
     def param(self, role: str) -> torch.Tensor:

@@ -241,21 +241,14 @@ def stacking_loop(
         before = tag.by_end and not any(tag in getattr(i, "frames", ()) for i in items)
         if tag.stacked == len(items) and (distinct or before) and _named_so(run, items, listed, tag):
             return tag.axis, tag.backward, tag
-    g = run.graph()
     step_dims = items[0].dims
     found: dict[tuple[str, bool], set[str]] = {}  # (axis, reverse) -> names of its such stacks
-
-    def walk(nodes: list[Node]) -> None:
-        for n in nodes:
-            if isinstance(n, Loop):
-                # a dim made by a loop (with `end`) has no input length to compare
-                fits = n.end is not None or run.lengths.get(n.axis, len(items)) == len(items)
-                for s in n.stacks:
-                    if fits and tuple(d for d in s.out.dims if d != n.axis) == step_dims:
-                        found.setdefault((n.axis, n.reverse), set()).add(s.name)
-                walk(n.body)
-
-    walk(g.body)
+    for n in _loops(run.graph()):
+        # a dim made by a loop (with `end`) has no input length to compare
+        fits = n.end is not None or run.lengths.get(n.axis, len(items)) == len(items)
+        for s in n.stacks:
+            if fits and tuple(d for d in s.out.dims if d != n.axis) == step_dims:
+                found.setdefault((n.axis, n.reverse), set()).add(s.name)
     if len(found) > 1:  # the loops that stack a list of this name (as the user's code names it)
         names = _user_names(items if listed is None else listed)
         found = {k: v for k, v in found.items() if v & names} or found

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 from conftest import ROOT
 from diffgen.gen import GREEN, generate
-from diffgen.known import DOCUMENTED_REFUSALS
+from diffgen.known import documented
 from diffgen.run import check_program
 
 CHUNK = 10
@@ -34,14 +34,6 @@ def seed_base() -> int:
         return CHUNK * CHUNKS * int(out.strip())
     except (OSError, subprocess.CalledProcessError, ValueError):
         return 0
-
-
-def documented(detail: str) -> bool:
-    """A located error of a documented RETURNN-target limitation, or a documented eager error."""
-    if detail.startswith("documented: "):
-        return True
-    located = not detail.startswith("(no location)")
-    return located and any(text in detail for text in DOCUMENTED_REFUSALS)
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))

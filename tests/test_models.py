@@ -82,6 +82,8 @@ MODELS = [
     "choice_reads_encoder_list.py",
     "search_const_bound.py",
     "maximum_of_scaled.py",
+    "loss_expand_static_dims.py",
+    "end_loop_list_of_lists.py",
 ]
 # decoders, trained here and beam-searched in test_decoders_searched (their search on RETURNN too)
 SEARCHED = [
@@ -97,6 +99,9 @@ SEARCHED = [
     "search_expand_pooled.py",
     "search_state_if_after_loop.py",
     "search_nested_stack.py",
+    "search_stacks_combined.py",
+    "search_target_dim_after_loop.py",
+    "stack_over_bound_dim_attention.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
@@ -127,6 +132,7 @@ LOOP_LOWERING = [
     "loss_expand_batch_only.py",
     "nested_inner_loop_kept.py",
     "nested_inner_loop_kept_forms.py",
+    "nested_end_bound_in_step.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)

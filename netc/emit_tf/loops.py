@@ -343,6 +343,12 @@ class LoopLowering:
                     ref = step
             elif kind == "stack":
                 unit.layers[name]["is_output_layer"] = True
+                if beam and name != beam and value in beamed:
+                    # RETURNN moves a layer no step needs out of a searched loop, and one reading
+                    # two such layers there finds no search choices ("has beam but no search
+                    # choices": `where(s > 0, s, 0.1 * s)` stacked); collocated with the choice,
+                    # it and what it reads stay in the loop
+                    unit.layers[name].setdefault("collocate_with", [beam])
                 ref = f"{rec}/{name}"
                 if trim is not None:
                     kept = kept or self._kept(outer, unit, n, rec, trim)
@@ -478,7 +484,18 @@ class LoopLowering:
                 if a not in made:
                     unit.refs[a] = _base(outer.refs[a])
             self.op(op, unit, {})
-        return unit.refs[n.bound] if ops else _base(outer.refs[n.bound])
+        if ops:
+            return unit.refs[n.bound]
+        ref = outer.refs[n.bound]
+        if outer.in_unit and not ref.startswith(("base:", "prev:")):
+            # a bound the outer loop's step computes (not hoisted: `range(x.max_seq_len)` of an
+            # `end` loop in a loop) is loop-invariant there, so RETURNN moves its layer out of the
+            # outer loop, where the inner loop's `base:` no longer finds it (LayerNotFound); a
+            # layer reading its own previous value stays
+            held = outer.ns.fresh(f"{ref}_step")
+            outer.layers[held] = self._per_step(held, ref, False)
+            ref = held
+        return _base(ref)
 
     def _crossing(self, outer: Block, vid: int) -> str:
         """The reference to value `vid` of `outer` that a loop in it reads. An outer unit's state

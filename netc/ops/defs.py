@@ -526,8 +526,11 @@ class Expand(OpDef):
         # dim goes last too (first, the frames' template would differ from the layer RETURNN
         # moves out of the loop); at the top level it is made the time axis: a loss over it has
         # none to sum the valid frames along otherwise ("Loss flattening not implemented")
+        # (the same for a value of static dims over a dim an op or a loop made: the `switch` below
+        # sets no time axis)
         alone = ctx.in_dims(0) == ("batch",)
-        as_time = ctx.is_dynamic(d) and alone and not ctx.in_unit
+        static = "batch" in ctx.in_dims(0) and not any(ctx.is_dynamic(x) for x in ctx.in_dims(0))
+        as_time = ctx.is_dynamic(d) and not ctx.in_unit and (alone or (static and bool(dep)))
         if not dep:
             # an int axis needs a batch dim; "f" puts the new axis after the feature axis or last,
             # for a value without batch (`range_over(half)`)
@@ -549,7 +552,7 @@ class Expand(OpDef):
             switch = {"class": "switch", "condition": "mask", "true_from": "data", "false_from": "data"}
             sub = {"mask": mask, "expanded": switch}
         if as_time:
-            axes = {"T": ctx.dim(d), "F": None}
+            axes = {"T": ctx.dim(d), "F": None} if alone else {"T": ctx.dim(d)}
             sub["output"] = {"class": "reinterpret_data", "from": "expanded", "set_axes": axes}
         else:
             sub["output"] = sub.pop("expanded")

@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for k in ("agree", "refused", "mismatch", "traceback", "timeout"):
         print(f"  {k:<10} {outcomes.get(k, 0)}")
+    summary(reports)
     print("failure signatures (count, seeds):")
     for s, ss in sorted(by_sig.items(), key=lambda kv: -len(kv[1])):
         print(f"  {len(ss):>4}  {s}   seeds {ss[:8]}")
@@ -78,6 +79,26 @@ def main(argv: list[str] | None = None) -> int:
                 f.write(f"# diffgen seed {ss[0]} ({len(ss)} of {len(reports)} programs): {s}\n{small.source}")
             print(f"shrunk: {path} ({small.source.count(chr(10))} lines)")
     return 0
+
+
+def summary(reports: list) -> None:
+    """Training and beam search apart (each program trains; those with `choice` also search):
+    agree, refused with a documented limitation, refused otherwise, mismatch, traceback, timeout;
+    then the share that agrees (a documented refusal counts as agreeing) over both."""
+    kinds = ("agree", "documented", "refused", "mismatch", "traceback", "timeout")
+    total: Counter = Counter()
+    for mode, search in (("training", False), ("search", True)):
+        rs = [r for r in reports if r.searched or not search]
+        got = Counter(r.mode_outcome(search) for r in rs)
+        total.update(got)
+        print(f"  {mode:<9} {len(rs):>5} programs: " + ", ".join(f"{k} {got.get(k, 0)}" for k in kinds))
+    runs = sum(total.values())
+    ok = total["agree"] + total["documented"]
+    print(
+        f"  training and search: {ok} of {runs} runs agree ({100 * ok / max(1, runs):.2f}%, documented "
+        f"refusals included), {total['mismatch']} mismatches, {total['traceback']} tracebacks, "
+        f"{total['refused']} other refusals, {total['timeout']} timeouts"
+    )
 
 
 if __name__ == "__main__":

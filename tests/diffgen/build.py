@@ -3,62 +3,54 @@
 from __future__ import annotations
 
 from . import shapes
-from .gen import Gen, Loop, V
-
-LOOP_FORMS = (
-    "loop_iter",
-    "loop_range_index",
-    "loop_unstack",
-    "loop_zip",
-    "loop_reversed",
-    "loop_end_range",
-    "loop_end_maxlen",
-    "loop_while",
-)
+from .decoder import declare, decoder, labels_annotation
+from .gen import Gen, V
+from .loops import loop
 
 
 def build(g: Gen) -> None:
     r = g.r
     g.dim("time")
-    g.dim("feat", r.choice([4, 6]))
+    g.dim("feat", r.choice([3, 4, 6]))
     g.dim("hidden", r.choice([4, 6]))
     g.dim("model", r.choice([3, 5, 6]))
     g.dim("vocab", 5)
     g.dim("emb", 3)
     params = g.params
-    ann = "batch, time, feat" if not g.on("batch_not_first", 0.3) else "time, batch, feat"
-    params.append(f"x: nc.Tensor[{ann}]")
+    if "choice" in g.allowed and g.on("search_lm", 0.06):
+        g.used.add("choice")
+        build_lm(g)
+        return
+    params.append(f"x: nc.Tensor[{annotation(g, 'x', ['batch', 'time', 'feat'])}]")
     g.add(V("x", frozenset({"batch", "time", "feat"}), variant=False, seq="time"))
     if g.on("second_input", 0.5):
         g.dim("enc")
-        params.append("e: nc.Tensor[batch, enc, model]")
+        params.append(f"e: nc.Tensor[{annotation(g, 'e', ['batch', 'enc', 'model'])}]")
         g.add(V("e", frozenset({"batch", "enc", "model"}), variant=False, seq="enc"))
     elif g.on("shared_dim_input", 0.4):
-        params.append("e: nc.Tensor[batch, time, model]")
+        params.append(f"e: nc.Tensor[{annotation(g, 'e', ['batch', 'time', 'model'])}]")
         g.add(V("e", frozenset({"batch", "time", "model"}), variant=False, seq="time"))
     labels = None
     if g.on("labels_input", 0.35):
-        params.append("y: nc.Labels[batch, time, vocab]")
+        params.append(f"y: nc.Labels[{labels_annotation(g, 'time', 'vocab')}]")
         labels = g.add(V("y", frozenset({"batch", "time"}), "labels", "vocab", variant=False))
     ctc = g.on("ctc", 0.15)
     if ctc:
         g.dim("ltime")
         g.dim("blank", 1)
-        params.append("z: nc.Labels[batch, ltime, vocab]")
+        params.append(f"z: nc.Labels[{labels_annotation(g, 'ltime', 'vocab')}]")
         g.derived_lens["ltime"] = ("time", 3, 0)  # alignable: a third of the frames
     rnnt = g.on("rnnt", 0.15)
     if rnnt:
         g.dim("rtime")
         g.dim("rpred")  # rtime + 1: the labels with a begin label in front
         g.dim("blank", 1)
-        params.append("r: nc.Labels[batch, rtime, vocab]")
-        params.append("rp: nc.Labels[batch, rpred, vocab]")
+        params.append(f"r: nc.Labels[{labels_annotation(g, 'rtime', 'vocab')}]")
+        params.append(f"rp: nc.Labels[{labels_annotation(g, 'rpred', 'vocab')}]")
         g.derived_lens["rpred"] = ("rtime", 1, 1)
-    choice = g.on("choice", 0.2)
+    choice = g.on("choice", 0.3)
     if choice:
-        g.dim("dec")
-        params.append("tgt: nc.Labels[batch, dec, vocab]")
-        g.derived_lens["dec"] = ("time", 1, 0)  # within the search's bound, a multiple of x's length
+        declare(g)
 
     g.ops(r.randint(1, 3))
     if labels is not None and g.on("embedding", 0.5):
@@ -96,6 +88,28 @@ def build(g: Gen) -> None:
     outputs(g)
 
 
+def annotation(g: Gen, name: str, dims: list[str]) -> str:
+    """An input's annotation: `batch, time, feat`; `batch_not_first` moves batch second, and
+    `input_dim_order` writes any order (batch after the feature dim, the feature dim first)."""
+    if g.on("input_dim_order", 0.45):
+        order = list(dims)
+        while order == dims:
+            g.r.shuffle(order)
+        g.raw_inputs.add(name)
+        return ", ".join(order)
+    if g.on("batch_not_first", 0.3):
+        return ", ".join([dims[1], dims[0], *dims[2:]])
+    return ", ".join(dims)
+
+
+def build_lm(g: Gen) -> None:
+    """A network whose only input is the target of its `choice` loop: an unconditional LM."""
+    declare(g, lm=True)
+    decoder(g)
+    g.ops(g.r.randint(0, 2))
+    outputs(g)
+
+
 def conv(g: Gen) -> None:
     """A `Conv1d` over a [batch, time, feature] value: 'same' (a depthwise one as in the Conformer)
     or 'valid' with a stride onto a new dim `ctime`; an input through `silu`; a `BatchNorm` after;
@@ -127,6 +141,9 @@ def conv(g: Gen) -> None:
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time, out_axis=ctime)", {"batch", "ctime", out.name})
         g.made_dims.add("ctime")
         g.maybe_empty.add("ctime")
+        if g.on("conv_same_after_valid", 0.5):  # over a dim a short sequence has no frame of
+            k2 = r.choice([2, 3, 5])
+            v = g.new(f"nc.Conv1d({out.code}, filter_size={k2})({v.name}, axis=ctime)", v.dims)
     else:
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
     if r.random() < 0.4:
@@ -174,461 +191,6 @@ def zip_bw_if(g: Gen, bw: V) -> None:
     g.add(V(h, frozenset({"batch", "hidden"}), variant=False))
 
 
-def frame_of(g: Gen, v: V, axis: str) -> frozenset[str]:
-    return v.dims - {axis}
-
-
-def loop(g: Gen, nested: bool = False) -> None:
-    r = g.r
-    forms = [f for f in LOOP_FORMS if f in g.allowed]
-    outer_axis = g.loops[-1].axis if g.loops else None
-    seqs = [
-        v
-        for v in g.floats()
-        if len(g.dyn(v)) == 1 and g.dyn(v)[0].name != outer_axis and (not g.loops or not v.variant)
-    ]
-    seqs = list({id(v): v for v in seqs}.values())
-    # a sequence shorter than a valid Conv1d's filter has no frame on `ctime`: a loop over it runs
-    # no step (stacks nothing, assigns nothing)
-    if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):
-        seqs = [v for v in seqs if "ctime" not in v.dims]
-    if nested:
-        forms = [f for f in forms if f in ("loop_iter", "loop_reversed", "loop_zip")]
-    if not seqs:
-        forms = [f for f in forms if f.startswith("loop_end") or f == "loop_while"]
-    if not forms:
-        return
-    form = r.choice(forms)
-    g.used.add(form)
-    for v in g.visible():  # values from before the loop are invariant in it
-        v.variant = False
-    frames: list[tuple[str, V]] = []  # (name, frame value) bound by the loop header
-    header: str
-    axis: str | None = None
-    if form in ("loop_iter", "loop_reversed", "loop_unstack", "loop_range_index"):
-        s = g.pick(seqs)
-        axis = g.dyn(s)[0].name
-        f = g.fresh("f")
-        frames.append((f, V(f, s.dims - {axis})))
-        it = g.ref(s)
-        if form == "loop_unstack" and g.dims[axis].code:
-            it = f"nc.unstack({g.ref(s)}, axis={g.dims[axis].code})"
-        elif form == "loop_unstack":
-            g.used.discard("loop_unstack")
-        if form == "loop_reversed":
-            it = f"reversed({it})"
-        if form == "loop_range_index":
-            inputs = [v for v in g.scopes[0] if v.name in ("x", "e") and v.seq == axis]
-            if not inputs:
-                form = "loop_iter"
-                g.used.discard("loop_range_index")
-                g.used.add("loop_iter")
-            else:
-                header = f"for ti in range({inputs[0].name}.max_seq_len):"
-                frames.clear()
-        if form != "loop_range_index":
-            header = f"for {f} in {it}:"
-    elif form == "loop_zip":
-        s = g.pick(seqs)
-        axis = g.dyn(s)[0].name
-        others = [v for v in seqs if v is not s and g.dyn(v)[0].name == axis]
-        if not others:
-            others = [s]
-        s2 = g.pick(others)
-        f1, f2 = g.fresh("f"), g.fresh("f")
-        frames += [(f1, V(f1, s.dims - {axis})), (f2, V(f2, s2.dims - {axis}))]
-        header = f"for {f1}, {f2} in zip({g.ref(s)}, {g.ref(s2)}):"
-    else:
-        if form == "loop_end_range":
-            header = f"for _ in range({r.randint(2, 6)}):"
-        elif form == "loop_end_maxlen":
-            header = f"for _ in range({r.randint(1, 2)} * x.max_seq_len + {r.randint(1, 2)}):"
-        else:
-            header = "while True:"
-    end = axis is None
-    # states and lists, bound before the loop
-    states: list[V] = []
-    nstates = 1 + (r.randint(0, 2) if g.on("multi_state", 0.5) else 0)
-    kinds = []
-    for _ in range(nstates):
-        k = r.choice(["plain", "plain", "lstm", "gru", "dyn"])
-        if k == "lstm" and not g.on("tuple_state", 0.6) or k == "gru" and not g.on("gru_cell", 0.6):
-            k = "plain"
-        kinds.append(k)
-    state_specs = []
-    if not nested and form != "loop_reversed" and g.on("cum_concat", 0.5):
-        # a state grown by a frame per step (over a dim of its own), attended over in the step;
-        # only its `cum_concat` reads it (not a visible value)
-        kinds.append("grow")
-    for k in kinds:
-        s_dim = r.choice(g.statics())
-        if k == "grow":
-            grow = g.dim(g.fresh("grow"))
-            name = g.fresh("hist")
-            g.emit(f"{name} = nc.empty(batch, {grow.code}, {s_dim.code})")
-            state_specs.append(("grow", name, (grow, s_dim)))
-            continue
-        if k == "dyn":
-            keys = [v for v in g.floats() if len(g.dyn(v)) == 1 and g.dyn(v)[0].name != axis and g.dyn(v)[0].code]
-            keys = [v for v in keys if v.dims == {"batch", g.dyn(v)[0].name, g.static(v).name}]
-            if end and not g.on("state_dyn_dim_end", 0.7):
-                keys = []
-            if not keys or not g.on("state_dyn_dim", 0.7):
-                k = "plain"
-            else:
-                kv = g.pick(keys)
-                e = g.dyn(kv)[0]
-                name = g.fresh("acc")
-                g.emit(f"{name} = nc.zeros(batch, {e.code})")
-                states.append(V(name, frozenset({"batch", e.name})))
-                state_specs.append(("dyn", name, kv))
-                continue
-        if k == "lstm":
-            h, c = g.fresh("h"), g.fresh("c")
-            g.emit(f"{h} = nc.zeros(batch, {s_dim.code})")
-            g.emit(f"{c} = nc.zeros(batch, {s_dim.code})")
-            states += [V(h, frozenset({"batch", s_dim.name})), V(c, frozenset({"batch", s_dim.name}))]
-            state_specs.append(("lstm", (h, c), s_dim))
-            continue
-        name = g.fresh("h")
-        inits = [v for v in g.floats() if v.dims == {"batch", s_dim.name} and not v.stacked]
-        if inits and g.on("state_from_value", 0.4):
-            g.emit(f"{name} = {g.pick(inits).name}")
-        else:
-            g.emit(f"{name} = nc.zeros(batch, {s_dim.code})")
-        states.append(V(name, frozenset({"batch", s_dim.name})))
-        state_specs.append((k, name, s_dim))
-    counter = None
-    if form == "loop_while" or (end and r.random() < 0.5):
-        counter = g.fresh("n")
-        g.emit(f"{counter} = nc.zeros(batch)")
-    lists = [g.fresh("out") for _ in range(r.randint(1, 2) if g.on("append", 0.85) else 0)]
-    for li in lists:
-        g.emit(f"{li} = []")
-    header_at = len(g.body)  # where a value read after the loop gets bound before it (below)
-    g.emit(header)
-    g.ind += 1
-    g.scopes.append([])
-    lp = Loop(axis, states, end)
-    g.loops.append(lp)
-    if form == "loop_range_index":
-        idx = [v for v in g.visible() if axis in v.dims and len(g.dyn(v)) == 1 and g.static(v)]
-        two = [v for v in g.visible() if axis in v.dims and len(g.dyn(v)) == 2 and v.kind == "float"]
-        for v in g.r.sample(idx, min(len(idx), 2)):
-            frames.append(("", g.new(f"{g.ref(v)}[ti]", v.dims - {axis}, prefix="f")))
-        if two and g.on("index_two_dyn", 0.5):
-            v = g.pick(two)
-            g.new(f"{g.ref(v)}[ti]", v.dims - {axis}, prefix="f")
-    for name, fv in frames:
-        if name:
-            g.add(fv)
-    # a loop over frames reads one in every state update (a loop that reads none of its
-    # frames is a construct of its own: `frame_unused`)
-    step_in = [fv for _, fv in frames if len(fv.dims) == 2 and g.static(fv)]
-    if not step_in or g.on("frame_unused", 0.2):
-        step_in = []
-    for s in states:
-        g.add(s)
-    if counter:
-        g.add(V(counter, frozenset({"batch"})))
-    # in an `end` loop, values computed from the previous state (before its update) are a
-    # construct of their own (`end_prev_state_value`): otherwise the step's work follows the update
-    prev_first = not end or g.on("end_prev_state_value", 0.5)
-    if prev_first:
-        g.ops(r.randint(1, 3))
-    if not nested and not end and g.on("loop_nested", 0.3):
-        inner_loop(g, states)
-    # state updates (before any `end`)
-    for spec in state_specs:
-        kind = spec[0]
-        if kind == "grow":
-            _, name, (grow, sd) = spec
-            # what reads the grown state also reads a value of the step (RETURNN: see grow_rules.py)
-            fl = [
-                v
-                for v in g.floats()
-                if len(v.dims) == 2 and not v.stacked and g.static(v) and "batch" in v.dims and v.variant
-            ]
-            src = step_in[0] if step_in else g.pick(fl) if fl else None
-            if src is None:
-                continue
-            g.emit(f"{name} = nc.cum_concat({name}, nc.tanh(nc.Linear({sd.code})({src.name})), axis={grow.code})")
-            qs = [v for v in g.floats() if v.dims == {"batch", sd.name} and not v.stacked and v.variant]
-            q = g.ref(g.pick(qs)) if qs else f"nc.Linear({sd.code})({src.name})"
-            w = g.new(
-                f"nc.softmax(nc.dot({name}, {q}, reduce={sd.code}), axis={grow.code})",
-                {"batch", grow.name},
-                prefix="w",
-            )
-            g.new(f"nc.dot({w.name}, {name}, reduce={grow.code})", {"batch", sd.name}, prefix="ctx")
-            g.scopes[-1].remove(w)  # a value over the grown dim stays in its step: not read later
-            continue
-        if kind == "dyn":
-            _, name, kv = spec
-            old = next(v for v in g.visible() if v.name == name)
-            qs = [v for v in g.floats() if v.dims == {"batch", g.static(kv).name}]
-            e = g.dyn(kv)[0]
-            if qs:
-                q = g.pick(qs)
-                sk = g.static(kv)
-                g.emit(
-                    f"{name} = {name} + nc.softmax(nc.dot({g.ref(kv)}, {g.ref(q)}, reduce={sk.code}), axis={e.code})"
-                )
-            else:
-                g.emit(f"{name} = 0.9 * {name} + 0.1")
-            g.add(V(name, old.dims))
-            g.new(f"nc.dot({name}, {g.ref(kv)}, reduce={e.code})", kv.dims - {e.name}, prefix="ctx")
-        elif kind == "lstm":
-            _, (h, c), sd = spec
-            ins = [v for v in g.floats() if len(v.dims) == 2 and not v.stacked]
-            x_in = step_in[0].name if step_in else g.pick(ins).name if ins else h
-            g.emit(f"{h}, {c} = nc.LstmCell({sd.code})({x_in}, ({h}, {c}))")
-            g.add(V(h, frozenset({"batch", sd.name})))
-            g.add(V(c, frozenset({"batch", sd.name})))
-        elif kind == "gru":
-            _, h, sd = spec
-            ins = [v for v in g.floats() if len(v.dims) == 2 and not v.stacked]
-            x_in = step_in[0].name if step_in else g.pick(ins).name if ins else h
-            g.emit(f"{h} = nc.GruCell({sd.code})({x_in}, {h})")
-            g.add(V(h, frozenset({"batch", sd.name})))
-        else:
-            _, h, sd = spec
-            old = next(v for v in reversed(g.visible()) if v.name == h)
-            if step_in:
-                f = step_in[0]
-                g.emit(f"{h} = nc.tanh(nc.Linear({sd.code})({f.name}) + nc.Linear({sd.code}, with_bias=False)({h}))")
-            else:
-                g.emit(f"{h} = {g.same_expr(old)}")
-            g.add(V(h, old.dims))
-    if counter:
-        g.emit(f"{counter} = {counter} + 1.0")
-        g.add(V(counter, frozenset({"batch"})))
-    g.ops(r.randint(0, 2) if prev_first else r.randint(1, 3))
-    labels_v = None
-    if g.on("stacked_labels", 0.3):
-        fl = [v for v in g.floats() if len(v.dims) == 2 and v.variant]
-        if fl:
-            labels_v = g.new(
-                f"nc.argmax(nc.Linear(vocab)(nc.tanh({g.pick(fl).name})), axis=vocab)",
-                {"batch"},
-                "labels",
-                "vocab",
-                prefix="lab",
-            )
-            g.used.add("argmax")
-    after_side = end and r.random() < 0.3 and g.on("append_after_end", 1.0)
-    if end:
-        if counter and (form == "loop_while" or r.random() < 0.5):
-            data = [v for v in g.floats(need_static=False) if v.dims == {"batch"} and v.variant and v.name != counter]
-            lim = r.randint(2, 5)
-            if data:
-                cond = f"nc.maximum({counter} - {lim}.5, {g.pick(data).name} - 0.7) > 0.0"
-            else:
-                cond = f"{counter} > {lim}.5"
-        elif labels_v is not None:
-            cond = f"{labels_v.name} == 0"
-        else:
-            fl = [v for v in g.floats() if len(v.dims) == 2 and v.variant]
-            v = g.pick(fl) if fl else states[0]
-            sd = g.static(v)
-            # not 0.2: a softmax's mean over a dim of 5 is 1/5, a tie each framework rounds its own
-            # way (seed 320037); no 1/n is 0.23
-            cond = f"nc.reduce_mean({v.name}, axis={sd.code}) > 0.23" if sd and sd.code else f"{counter} > 2.5"
-        if after_side:
-            g.emit(f"if nc.end({cond}):")
-            g.emit("    break")
-            before_break = {id(v) for v in g.scopes[-1]}
-            g.ops(r.randint(1, 2))
-
-    # appends
-    def stackable_dims(v: V) -> bool:  # an `end` loop stacks values without dynamic dims
-        return not v.stacked and (not g.dyn(v) if end else axis not in v.dims)
-
-    stackable = [v for v in g.scopes[-1] if stackable_dims(v) and v.variant]
-    if g.on("invariant_append", 0.2):
-        inv = [v for v in g.floats() if not v.variant and stackable_dims(v) and v.kind == "float"]
-        if inv:
-            stackable = inv
-    appended: list[tuple[str, V]] = []
-    for li in lists:
-        if li == lists[0] and lp.inner_lists and g.on("list_of_lists", 0.5):  # stacked over both loops
-            v = g.pick(lp.inner_lists)
-            g.emit(f"{li}.append({v.name})")
-            appended.append((li, v))
-            continue
-        cands = stackable
-        if labels_v is not None and li == lists[-1] and labels_v in cands:
-            cands = [labels_v]
-        if not cands:
-            continue
-        v = g.pick(cands)
-        g.emit(f"{li}.append({v.name})")
-        appended.append((li, v))
-    made = axis if not end else g.made_dim(f"{appended[0][0]}_time") if appended else None
-    if end and after_side and made is not None:  # a sequence that ends at its first step stacks nothing
-        g.maybe_empty.add(made)
-    # values read after the loop
-    read_after = []
-    bound = {s.name for s in states} | {name for name, _ in frames}
-    cands = [v for v in g.scopes[-1] if v.variant and not v.stacked and v.name not in bound]
-    if not g.on("own_axis_after", 0.3):
-        cands = [v for v in cands if axis not in v.dims]
-    if g.on("invariant_read_after", 0.15):
-        inv = [v for v in g.floats() if not v.variant and axis not in v.dims and not v.stacked and v.kind == "float"]
-        inv = [v for v in inv if any(v is w for w in g.scopes[-1])]
-        cands = inv or cands
-    if after_side:  # values read after the loop: on the appends' side of the `end` (RETURNN)
-        cands = [v for v in cands if id(v) not in before_break]
-        if not g.on("after_break", 1.0):
-            cands = []
-    if end and not g.on("dyn_read_after_end", 0.5):  # a value with a dynamic dim, after an `end` loop
-        cands = [v for v in cands if not g.dyn(v)]
-    if end and not g.on("read_after_end", 0.7):
-        cands = []
-    if axis in g.maybe_empty:  # a loop that ran no step for a sequence assigned nothing (Python: unbound)
-        cands = []
-    if not g.on("labels_read_after", 0.5):
-        cands = [v for v in cands if v.kind != "labels"]
-    if cands and g.on("read_after", 0.5):
-        v = g.pick(cands)
-        if after_side and id(v) not in before_break:
-            # assigned after the break: a sequence that ends at its first step never assigns it,
-            # so Python (and netc) need it bound before the loop
-            if v.kind != "float" or any(g.dims[d].size is None or not g.dims[d].code for d in v.dims - {"batch"}):
-                v = None
-            else:
-                codes = ", ".join(g.dims[d].code for d in sorted(v.dims - {"batch"}))
-                g.body.insert(header_at, "    " * (g.ind - 1) + f"{v.name} = nc.zeros(batch, {codes})")
-        if v is not None:
-            read_after.append(v)
-    if end and not after_side:
-        g.emit(f"if nc.end({cond}):")
-        g.emit("    break")
-    g.ind -= 1
-    g.scopes.pop()
-    g.loops.pop()
-    final_states = {}
-    for s in states:
-        final_states[s.name] = V(s.name, s.dims, variant=True)
-    for v in final_states.values():
-        g.add(v)
-    for v in read_after:
-        g.add(V(v.name, v.dims, v.kind, v.cls, variant=True))
-    if made is None and appended:
-        return
-    for li, v in appended:
-        g.add(V(li, v.dims | {made}, v.kind, v.cls, variant=True, stacked=True, seq=made))
-    if appended and g.on("stack_op", 0.3):
-        li, v = appended[0]
-        if v.kind == "float":
-            g.new(f"nc.stack({li}) * 2.0", v.dims | {made})
-
-
-def inner_loop(g: Gen, outer_states: list[V]) -> None:
-    """A loop in the step of another, over a sequence from before the outer loop; one result."""
-    outer = g.loops[-1].axis
-    seqs = [v for v in g.floats() if not v.variant and len(g.dyn(v)) == 1 and g.dyn(v)[0].name != outer]
-    seqs = [v for v in seqs if g.dyn(v)[0].code and g.static(v)]
-    if any("ctime" in v.dims for v in seqs) and not g.on("conv_loop", 1.0):  # as in `loop`
-        seqs = [v for v in seqs if "ctime" not in v.dims]
-    if not seqs:
-        return
-    g.used.add("loop_nested")
-    s = g.pick(seqs)
-    e = g.dyn(s)[0]
-    sd = g.r.choice(g.statics())
-    st, f = g.fresh("s"), g.fresh("g")
-    from_outer = [v for v in outer_states if v.dims == {"batch", sd.name}]
-    if from_outer and g.on("inner_state_from_outer", 0.3):
-        g.emit(f"{st} = {from_outer[0].name}")
-    else:
-        g.emit(f"{st} = nc.zeros(batch, {sd.code})")
-    stack = g.r.random() < 0.5
-    lst = g.fresh("inner")
-    if stack:
-        g.emit(f"{lst} = []")
-    g.emit(f"for {f} in {s.name}:")
-    q = [v for v in g.floats() if v.variant and v.dims == {"batch", sd.name}]
-    extra = f" + {q[0].name}" if q else ""
-    g.emit(f"    {st} = nc.tanh(nc.Linear({sd.code})({f}) + nc.Linear({sd.code}, with_bias=False)({st}){extra})")
-    if stack:
-        g.emit(f"    {lst}.append({st})")
-        g.new(f"nc.reduce_mean({lst}, axis={e.code})", {"batch", sd.name}, prefix="m", variant=bool(q))
-        g.loops[-1].inner_lists.append(V(lst, frozenset({"batch", e.name, sd.name}), variant=bool(q)))
-    else:  # the inner loop's result varies with the outer step only if it reads the step's values
-        g.add(V(st, frozenset({"batch", sd.name}), variant=bool(q)))
-
-
-def decoder(g: Gen) -> None:
-    """A `choice` decoder: teacher-forced in training, a beam search when searching."""
-    r = g.r
-    g.search = True
-    enc = [
-        v for v in g.scopes[0] if not v.stacked and v.dims == {"batch", "time", g.static(v).name if g.static(v) else ""}
-    ]
-    for v in g.visible():
-        v.variant = False
-    g.emit("s = nc.zeros(batch, hidden)")
-    cell = r.choice(["plain", "lstm", "gru"])
-    if cell == "lstm" and g.on("tuple_state", 0.8):
-        g.emit("sc = nc.zeros(batch, hidden)")
-    elif cell == "lstm":
-        cell = "plain"
-    if cell == "gru" and not g.on("gru_cell", 0.8):
-        cell = "plain"
-    g.emit(
-        r.choice(
-            [
-                "label = nc.full(batch, value=0, class_dim=vocab)",
-                "label = nc.argmax(nc.zeros(batch, vocab), axis=vocab)",
-            ]
-        )
-    )
-    grow = g.on("cum_concat", 0.4)  # self-attention over the labels so far, reordered by the beam
-    if grow:
-        g.dim("hist")
-        g.emit("keys = nc.empty(batch, hist, emb)")
-    g.emit("logits, labels = [], []")
-    g.emit(f"for _ in range({r.randint(1, 2)} * x.max_seq_len + {r.randint(1, 2)}):")
-    g.ind += 1
-    inp = "nc.Embedding(emb)(label)"
-    if grow:
-        g.emit("keys = nc.cum_concat(keys, nc.tanh(nc.Embedding(emb)(label)), axis=hist)")
-        g.emit("self_att = nc.softmax(nc.dot(keys, nc.Linear(emb)(s), reduce=emb), axis=hist)")
-        inp = f"nc.concat({inp}, nc.dot(self_att, keys, reduce=hist))"
-    if enc and g.on("attention", 0.7):
-        k = g.pick(enc)
-        sk = g.static(k)
-        g.emit(f"att = nc.softmax(nc.dot({k.name}, nc.Linear({sk.code})(s), reduce={sk.code}), axis=time)")
-        g.emit(f"context = nc.dot(att, {k.name}, reduce=time)")
-        inp = f"nc.concat({inp}, context)"
-    if g.on("beam_expand_state", 0.2):
-        g.emit("grid = nc.reduce_max(nc.expand(s, emb) + nc.expand(nc.Embedding(emb)(label), hidden), axis=hidden)")
-        inp = f"nc.concat({inp}, grid)"
-    if cell == "lstm":
-        g.emit(f"s, sc = nc.LstmCell(hidden)({inp}, (s, sc))")
-    elif cell == "gru":
-        g.emit(f"s = nc.GruCell(hidden)({inp}, s)")
-    else:
-        g.emit(f"s = nc.tanh(nc.Linear(hidden)({inp}) + nc.Linear(hidden, with_bias=False)(s))")
-    g.emit("scores = nc.Linear(vocab)(s)")
-    g.emit("logits.append(scores)")
-    g.emit(f"label = nc.choice(scores, target=tgt, beam={r.randint(2, 4)})")
-    g.emit("labels.append(label)")
-    g.emit("if nc.end(label == 0):")
-    g.emit("    break")
-    g.ind -= 1
-    g.emit('nc.mark_as_loss(nc.cross_entropy(logits, tgt, axis=vocab), "dec_ce")')
-    g.add(V("labels", frozenset({"batch", "dec"}), "labels", "vocab", stacked=True))
-    g.add(V("logits", frozenset({"batch", "dec", "vocab"}), stacked=True))
-    g.decoder_outputs += ["labels", "logits"]
-    if g.on("search_extra_loss", 0.3):
-        fl = [v for v in g.scopes[0] if v.kind == "float" and not v.stacked and g.static(v) and g.static(v).code]
-        if fl:
-            v = fl[0]
-            g.emit(f'nc.mark_as_loss(nc.reduce_sum({v.name}, axis={g.static(v).code}), "extra")')
-
-
 def rnnt_loss(g: Gen, seq: list[V]) -> None:
     """An RNN-T loss: a joint network of a sequence over `time` and a prediction network over the
     labels with a begin label (`rp`, a Linear or a recurrence), some blank index."""
@@ -673,6 +235,20 @@ def losses(g: Gen, labels: V | None, ctc: bool, rnnt: bool) -> None:
     if fl and g.on("loss", 0.3):
         v = g.pick(fl)
         g.emit(f'nc.mark_as_loss(nc.reduce_sum({g.ref(v)}, axis={g.static(v).code}) ** 2, "sq")')
+    loss_expand(g)
+
+
+def loss_expand(g: Gen) -> None:
+    """A loss `expand` makes over a dynamic dim (an input's or one an op made): a value of each
+    sequence counted once per frame."""
+    vs = [v for v in g.scopes[0] if v.kind == "float" and not v.stacked and not g.dyn(v)]
+    dyn = {d.name: d for v in g.scopes[0] if v.name in ("x", "e") or g.made_dims & v.dims for d in g.dyn(v)}
+    dyn = {n: d for n, d in dyn.items() if d.code and (n in ("time", "enc") or n in g.made_dims)}
+    if not vs or not dyn or not g.on("loss_expand_dyn", 0.25):
+        return
+    v = g.pick(vs)
+    d = g.r.choice(sorted(dyn))
+    g.emit(f'nc.mark_as_loss(nc.expand(nc.tanh({v.name}), {dyn[d].code}), "{g.fresh("lx")}")')
 
 
 def outputs(g: Gen) -> None:
@@ -682,7 +258,9 @@ def outputs(g: Gen) -> None:
     chosen = r.sample(vs[-6:], min(len(vs[-6:]), r.randint(1, 3)))
     if g.search and not g.on("search_other_outputs", 0.5):  # a searched network: the decoder's outputs
         chosen = []
+    after = list({v.name: v for v in g.after_outputs}.values())  # values read after the decoder
     outs = [f'"o{i}": {v.name}' for i, v in enumerate(chosen)] + [f'"{n}": {n}' for n in g.decoder_outputs]
+    outs += [f'"d{i}": {v.name}' for i, v in enumerate(after) if v not in chosen]
     if not outs:
         outs = ['"o0": x']
     g.emit("return {" + ", ".join(outs) + "}")

@@ -24,119 +24,9 @@ import random
 from dataclasses import dataclass, field
 
 from . import shapes
-from .known import KNOWN_FAILING
+from .features import FEATURES, GREEN
 
-FEATURES = frozenset(
-    {
-        # inputs
-        "second_input",  # a second float input over another dynamic dim
-        "shared_dim_input",  # a second float input over the first one's dim
-        "labels_input",  # a Labels input over the first dim (cross entropy, Embedding)
-        "batch_not_first",  # `Tensor[time, batch, feat]`
-        # whole-sequence ops
-        "linear_nobias",
-        "unary",
-        "binary",
-        "where",
-        "concat",
-        "split",
-        "split_dims",
-        "merge_dims",
-        "reduce_static",
-        "reduce_dyn",
-        "softmax",
-        "attention",  # softmax + dot over a dynamic dim
-        "layer_norm",
-        "bias",  # Bias(dim)(x): a learned parameter added over a static dim
-        "embedding",
-        "argmax",
-        "expand_static",
-        "expand_dyn",
-        "max_pool",
-        "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it, Conv2d
-        "conv_loop",  # a loop over the dim a valid Conv1d made (sequences shorter than its filter: no frame)
-        "transposed_conv",  # ConvTranspose1d (same/valid, filter shorter or longer than its stride) onto `utime`
-        "dropout",
-        "stop_gradient",
-        "lstm_fw",
-        "lstm_bw",
-        "helper",
-        "helper_default",
-        "module",
-        "module_method",
-        "module_shared",  # one instance called from several places
-        "nested_module",
-        "tensor_if",
-        "elif",
-        "stack_op",  # stack(out) * 2.0
-        "training_flag",  # `nc.training()` in `where` or as an `if` condition
-        # loops
-        "loop_iter",
-        "loop_range_index",
-        "loop_unstack",
-        "loop_zip",
-        "loop_reversed",
-        "loop_nested",
-        "loop_end_range",
-        "loop_end_maxlen",
-        "loop_while",
-        "multi_state",
-        "tuple_state",  # LstmCell's (h, c)
-        "gru_cell",
-        "state_from_value",  # a state whose initial value is not zeros
-        "state_dyn_dim",  # accumulated attention weights [batch, enc]
-        "cum_concat",  # a state grown by a frame per step (`empty` + `cum_concat`), attended over
-        "append",
-        "stacked_labels",
-        "read_after",  # a value assigned in the body, read after the loop
-        "attention_in_loop",
-        # losses, decoders
-        "loss",
-        "ce_loss",
-        "label_smoothing",
-        "ctc",
-        "rnnt",  # rnnt_loss over a joint network of a sequence and labels with a begin label
-        "choice",
-        # constructs of known bug classes (see known.py)
-        "invariant_append",
-        "invariant_read_after",
-        "own_axis_after",
-        "nested_stack_state",
-        "inner_state_from_outer",
-        "split_in_if",
-        "expand_pool",
-        "search_extra_loss",
-        "beam_expand_state",
-        "unused_module_result",
-        "index_two_dyn",
-        "list_of_lists",
-        "after_break",
-        "if_zip_bw_lstm",
-        "embedding_class_dim",
-        "unused_submodule",
-        "dyn_read_after_end",  # found: a value with a dynamic dim read after an `end` loop
-        "state_dyn_dim_end",  # found: a state with a dynamic dim in an `end` loop
-        "read_after_end",  # found: a value assigned in an `end` loop, read after it
-        "labels_read_after",  # found: labels (argmax) assigned in a loop, read after it
-        "concat_invariant",  # found: in a loop, a concat of a step's value and a loop-invariant one
-        "end_prev_state_value",  # found: in an `end` loop, a value computed from the previous state
-        "append_after_end",  # found: appends after `if end(...): break` (the ending step dropped)
-        "frame_unused",  # found: a loop over a sequence whose body reads none of its frames
-        "search_other_outputs",  # found: a searched network with outputs besides the decoder's
-        # transformer/conformer ops (shapes.py)
-        "sin_cos",
-        "logsumexp",
-        "one_hot",
-        "range_over",
-        "slice_frames",
-        "pad_frames",
-        "shift_right",
-        "self_attention",
-        "rel_pos",  # relative positions' scores in the self-attention
-        "made_dim_in_loop",  # found: in a loop, a value over a dim an op made (stacked with a state)
-    }
-)
-GREEN = FEATURES - set(KNOWN_FAILING)
+__all__ = ["FEATURES", "GREEN", "Gen", "Program", "generate"]
 
 
 @dataclass
@@ -146,6 +36,8 @@ class Program:
     features: set[str]
     search: bool  # has a `choice` decoder: also check the beam search
     derived_lens: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # dim -> (dim, divisor, plus)
+    # dim -> (dim or None, scale, offset): drawn per sequence within scale * that dim's length + offset
+    bounded_lens: dict[str, tuple[str | None, int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -173,6 +65,7 @@ class Loop:
     states: list[V]
     end: bool = False
     inner_lists: list[V] = field(default_factory=list)  # lists stacked by loops in its step
+    inner_result: V | None = None  # the result of a loop in its step
 
 
 class Gen:
@@ -191,6 +84,11 @@ class Gen:
         self.losses = 0
         self.search = False
         self.derived_lens: dict[str, tuple[str, int, int]] = {}
+        self.bounded_lens: dict[str, tuple[str | None, int, int]] = {}
+        self.dec = None  # decoder.Dec: the `choice` loop's form, target, class dim, beam and bound
+        self.after_outputs: list[V] = []  # values read after the decoder, returned
+        self.stacked_dims: dict[str, frozenset[str]] = {}  # a decoder list -> the dims of its items
+        self.raw_inputs: set[str] = set()  # float inputs annotated in another order than batch, time, feat
         self.modules: list[tuple[str, str, str, frozenset[str]]] = []  # instance, in dim, out dim, dims
         self.params: list[str] = []
         self.decoder_outputs: list[str] = []
@@ -288,6 +186,9 @@ class Gen:
         if not fl:
             return None
         a = self.pick(fl)
+        raw = [v for v in fl if v.name in self.raw_inputs]  # an input annotated in another order, itself
+        if raw and self.r.random() < 0.25:
+            a = self.pick(raw)
         sa = self.static(a)
         ops = ["linear", "linear", "unary", "binary", "binary"]
         for f in (
@@ -338,6 +239,8 @@ class Gen:
                     "nc.clip({}, -0.5, 0.5)",
                 ]
             )
+            if self.on("maximum_scaled", 0.15):  # TensorFlow's grappler made this a leaky ReLU
+                f = f"nc.maximum({{}} * {self.r.choice(['2.0', '0.5', '-1.5'])}, {self.ref(a)})"
             return self.new(f.format(self.ref(a)), a.dims, variant=var)
         if kind == "binary" and self.on("binary", 0.9):
             bs = [b for b in self.floats(need_static=False) if b.dims <= a.dims and b is not a]
@@ -651,4 +554,4 @@ def generate(seed: int, features: set[str] | None = None) -> Program:
     build(g)
     from .prune import prune_source
 
-    return Program(seed, prune_source(g.source()), set(g.used), g.search, g.derived_lens)
+    return Program(seed, prune_source(g.source()), set(g.used), g.search, g.derived_lens, g.bounded_lens)

@@ -20,7 +20,10 @@ def _loads(node: ast.AST) -> set[str]:
 
 
 def _targets(stmt: ast.stmt) -> set[str] | None:
-    """Names a statement defines; None for a root (kept, reads live)."""
+    """Names a statement defines; None for a root (kept, reads live): a `choice` is one, read or
+    not (it makes its loop a decoder)."""
+    if isinstance(stmt, ast.Assign) and _is_choice(stmt.value):
+        return None
     if isinstance(stmt, ast.Assign):
         return {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
@@ -30,6 +33,10 @@ def _targets(stmt: ast.stmt) -> set[str] | None:
         if isinstance(f, ast.Attribute) and f.attr == "append" and isinstance(f.value, ast.Name):
             return {f.value.id}
     return None
+
+
+def _is_choice(e: ast.expr) -> bool:
+    return isinstance(e, ast.Call) and ast.unparse(e.func).split(".")[-1] == "choice"
 
 
 def _reads(stmt: ast.stmt) -> set[str]:

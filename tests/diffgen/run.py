@@ -32,7 +32,7 @@ from netc_runtime.backends import Result, run_eager, run_returnn, run_torch
 from netc_runtime.verify import compare, random_inputs, random_params
 
 from .gen import Program
-from .known import DOCUMENTED_EAGER_ERRORS
+from .known import DOCUMENTED_EAGER_ERRORS, documented
 
 OPTION_SETS: dict[str, PassOptions] = {
     "default": PassOptions(),
@@ -42,6 +42,7 @@ OPTION_SETS: dict[str, PassOptions] = {
     "scan": PassOptions(loops="scan"),  # torch only: RETURNN has no other loop form
 }
 RANK = {"agree": 0, "refused": 1, "mismatch": 2, "traceback": 3, "timeout": 4}
+MODE_RANK = {"agree": 0, "documented": 1, "refused": 2, "mismatch": 3, "traceback": 4, "timeout": 5}
 TIME_LIMIT_S = 300  # generous: RETURNN compiles its native LSTM op on first use
 
 
@@ -60,12 +61,22 @@ class Failure:
     def signature(self) -> str:
         """What identifies a bug class across programs: kind, backend, exception type and its
         first line with names and numbers blanked out (no option set: one bug shows under many)."""
+        mode = " search" if self.search else ""
         if self.kind == "mismatch":
-            return f"mismatch {self.backend}{' search' if 'search' in self.options else ''}"
+            return f"mismatch {self.backend}{mode}"
         text = re.sub(r"`[^`]*`|'[^']*'|\"[^\"]*\"", "_", self.detail)
         text = re.sub(r"\(\(.*\)\)", "(...)", text)
         text = re.sub(r"\d+", "N", text)
-        return f"{self.kind} {self.backend}: {text[:110]}"
+        return f"{self.kind} {self.backend}{mode}: {text[:110]}"
+
+    @property
+    def search(self) -> bool:
+        return "search" in self.options
+
+    @property
+    def counts_as(self) -> str:
+        """The outcome this failure makes: a refusal of a documented limitation is `documented`."""
+        return "documented" if self.kind == "refused" and documented(self.detail) else self.kind
 
 
 @dataclass
@@ -76,10 +87,19 @@ class Report:
     seconds: float = 0.0
     features: frozenset[str] = frozenset()
     times: dict[str, float] = field(default_factory=dict)  # seconds per backend
+    searched: bool = False  # has a `choice`: also checked as a beam search
 
     @property
     def signatures(self) -> list[str]:
-        return sorted({f.signature for f in self.failures if f.kind == self.outcome})
+        """Of every failure, not only the worst kind's (a traceback would hide a mismatch)."""
+        return sorted({f.signature for f in self.failures})
+
+    def mode_outcome(self, search: bool) -> str:
+        """The worst outcome of training (`search=False`) or of the beam search: `agree`,
+        `documented` (refused with a documented limitation), `refused` (another located error),
+        `mismatch`, `traceback` or `timeout` (a timeout or a compiler failure counts for both)."""
+        kinds = [f.counts_as for f in self.failures if f.search == search or f.backend in ("any", "compile")]
+        return max(kinds, key=MODE_RANK.__getitem__, default="agree")
 
 
 @contextlib.contextmanager
@@ -106,8 +126,9 @@ def time_limit(seconds: int) -> Iterator[None]:
 def _first_line(e: BaseException) -> str:
     """Type and first line; an empty message gets the innermost frame's function instead."""
     text = str(e).strip().splitlines()
-    if text and text[0].startswith("Graph execution error"):  # TF: the cause is the last line
-        text = [t for t in text if t.strip() and not t.strip().startswith("[[")][-1:]
+    if text and text[0].startswith("Graph execution error"):  # TF: the cause stands above `[[{{node ...}}]]`
+        cause = [t for t, n in zip(text, text[1:]) if t.strip() and n.strip().startswith("[[")]
+        text = cause[:1] or [t for t in text if t.strip() and not t.strip().startswith(("[[", "File "))][-1:]
     if text:
         return f"{type(e).__name__}: {text[0]}"
     tb = e.__traceback__
@@ -120,7 +141,7 @@ def _first_line(e: BaseException) -> str:
 def lengths(g, prog: Program, rng: np.random.Generator, batch: int = 3, max_len: int = 6) -> dict[str, np.ndarray]:
     """Unequal lengths per dynamic input dim (the first sequence the longest); a dim the program
     derives from another (CTC labels: a third of the frames, so they can be aligned; RNN-T's labels+1
-    dim: its labels' plus one) follows it."""
+    dim: its labels' plus one) follows it; a `choice` target is cut to its loop's bound."""
     from netc.ir.interface import input_dyn_dims
 
     lens: dict[str, np.ndarray] = {}
@@ -130,6 +151,10 @@ def lengths(g, prog: Program, rng: np.random.Generator, batch: int = 3, max_len:
     for d, (base, div, plus) in prog.derived_lens.items():
         if d in lens and base in lens:
             lens[d] = (np.maximum(1, lens[base] // div) + plus).astype(np.int64)
+    for d, (base, scale, offset) in prog.bounded_lens.items():  # a `choice` target within its loop's bound
+        if d in lens and (base is None or base in lens):
+            cap = offset + (scale * lens[base] if base is not None else 0)
+            lens[d] = np.maximum(1, np.minimum(lens[d], cap)).astype(np.int64)
     return lens
 
 
@@ -171,7 +196,8 @@ def check_program(
     except ProgramTimeout as e:
         failures.append(Failure("timeout", "any", "", str(e)))
     outcome = max((f.kind for f in failures), key=RANK.__getitem__, default="agree")
-    return Report(prog.seed, outcome, failures, time.monotonic() - start, frozenset(prog.features), times)
+    seconds = time.monotonic() - start
+    return Report(prog.seed, outcome, failures, seconds, frozenset(prog.features), times, prog.search)
 
 
 def _check(

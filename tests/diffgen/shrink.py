@@ -13,6 +13,7 @@ import ast
 import copy
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 from .gen import Program
 from .prune import prune_source
@@ -41,6 +42,14 @@ def candidates(source: str) -> Iterator[str]:
     """Smaller variants of `source`, biggest cuts first."""
     tree = ast.parse(source)
     fn = _network(tree)
+    # 0. inputs nothing reads (other inputs, other random numbers: kept only if it still fails)
+    read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    unread = [i for i, a in enumerate(fn.args.args) if a.arg not in read]
+    if unread:
+        t = copy.deepcopy(tree)
+        args = _network(t).args.args
+        args[:] = [a for i, a in enumerate(args) if i not in unread]
+        yield ast.unparse(t)
     # 1. statements, outermost first
     n_bodies = len(list(_bodies(fn)))
     for bi in range(n_bodies):
@@ -64,9 +73,10 @@ def candidates(source: str) -> Iterator[str]:
             yield ast.unparse(t)
     # 3. an op call replaced by one of its tensor operands
     calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and n.args]
+    statements = {id(n.value) for n in ast.walk(fn) if isinstance(n, ast.Expr)}  # `out.append(v)`: not `v`
     for ci in range(len(calls)):
         for ai in range(len(calls[ci].args)):
-            if not isinstance(calls[ci].args[ai], ast.Name | ast.Call | ast.BinOp):
+            if not isinstance(calls[ci].args[ai], ast.Name | ast.Call | ast.BinOp) or id(calls[ci]) in statements:
                 continue
             t = copy.deepcopy(tree)
             call = [n for n in ast.walk(_network(t)) if isinstance(n, ast.Call) and n.args][ci]
@@ -96,9 +106,7 @@ def shrink(prog: Program, signature: str, budget: int = 120, max_seconds: float 
     """The smallest variant found that still fails with `signature` (or a signature it begins)."""
     start = time.monotonic()
     backends = backends_of(signature)
-    best = Program(
-        prog.seed, prune_source(prog.source, module_level=True), prog.features, prog.search, prog.derived_lens
-    )
+    best = replace(prog, source=prune_source(prog.source, module_level=True))
 
     def fails(rep) -> bool:
         return any(f.signature.startswith(signature) for f in rep.failures)
@@ -123,7 +131,7 @@ def shrink(prog: Program, signature: str, budget: int = 120, max_seconds: float 
                 continue
             seen.add(src)
             checks += 1
-            trial = Program(prog.seed, src, prog.features, prog.search and "choice" in src, prog.derived_lens)
+            trial = replace(prog, source=src, search=prog.search and "choice" in src)
             rep = check_program(trial, backends=backends)
             if fails(rep):
                 best, resume, accepted = trial, max(0, i - 1), True
