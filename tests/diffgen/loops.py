@@ -417,7 +417,8 @@ def inner_loop(g: Gen, outer_states: list[V]) -> None:
     if outer is not None and g.on("nested_inner_end", 0.25):  # an `end` loop, its state from the outer step's
         x_in = any(v.name == "x" for v in g.scopes[0])
         bound = g.r.choice([str(g.r.randint(2, 4)), "x.max_seq_len" if x_in else "3"])
-        g.emit(f"for _ in range({bound}):")
+        # a name of its own: `_` of an earlier loop holds a Python int before the outer loop
+        g.emit(f"for {g.fresh('_k')} in range({bound}):")
         g.emit(f"    {st} = nc.tanh(nc.Linear({sd.code}, with_bias=False)({st}){extra} + 0.5)")
         g.emit(f"    if nc.end(nc.reduce_sum({st}, axis={sd.code}) > {g.r.choice(['0.0', '0.5'])}):")
         g.emit("        break")

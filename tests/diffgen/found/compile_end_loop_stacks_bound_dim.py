@@ -5,6 +5,7 @@
 # A loop with `end` makes a dim of its own (`att_time`), also when its bound is `range(k * x.max_seq_len + b)`,
 # but the parser takes the bound's dim (`time`) for the loop's axis when checking an append: a value
 # over `time` (attention weights, `x` itself) cannot be stacked. With `range(6)` it verifies.
+# Fixed (an append is checked against the dim the loop makes): tests/models/stack_over_bound_dim.py.
 import netc as nc
 from netc import batch
 

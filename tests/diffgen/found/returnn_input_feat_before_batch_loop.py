@@ -10,6 +10,7 @@
 #   seed 31 [time, feat, batch], the repro's own shape (`for f in x: v = f`, v returned) on diffgen's batch:
 #     "condition [N,N], then [N,N], and else [N,N] must be broadcastable" instead of wrong numbers;
 #   seed 95 [feat, time, batch], `LstmCell` on a frame (--no-hoist): "Expected inputs.shape[-1] to be known, saw shape: (4, None)".
+# Fixed on main by reading such inputs in netc's order (tests/models/batch_position_loops.py).
 import netc as nc
 from netc import batch
 
