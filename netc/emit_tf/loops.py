@@ -428,6 +428,16 @@ class LoopLowering:
         # own layers: zeros made there are RETURNN's `"zeros"`
         in_outer_unit = outer.in_unit and not ref.startswith("base:base:")
         zeros = in_outer_unit and self._static_zeros(init)
+        made = outer.layers.get(outer.layer_of.get(init, ""), {})
+        if zeros and "batch" in self.values[init].dims and not shaped_by_others(unit.layers, name, batched):
+            # but RETURNN's "zeros" have a batch dim only if a layer the state is computed from
+            # has one: nothing in this step has, so the same constant made at the network's top
+            # (which RETURNN builds first)
+            if made.get("class") == "constant" and "from" not in made:
+                root = self.blocks[()]
+                top = root.ns.fresh(f"{name}_initial")
+                root.layers[top] = dict(made)
+                zeros, ref = False, "base:" * len(unit.path) + top
         unit.layers[name]["initial_output"] = "zeros" if zeros else ref
 
     def _held(self, n: Loop, unit: Block, outer: Block, ll: LoopLast, batched: set[str]) -> str:
