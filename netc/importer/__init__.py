@@ -44,7 +44,12 @@ def import_config(
     python: str | None = None,
     no_exec: bool = False,
 ) -> ImportResult:
-    loaded = load_config(path, sets, network, python, no_exec)
+    return import_loaded(load_config(path, sets, network, python, no_exec), network)
+
+
+def import_loaded(loaded, network: str = "network") -> ImportResult:
+    """The model of a config `load_config` loaded."""
+    path = loaded.path
     imp = Importer(loaded)
     imp.run()
     function = identifier(os.path.basename(path).split(".")[0]) or "imported"

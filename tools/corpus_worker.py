@@ -1,0 +1,142 @@
+"""A worker of tools/import_corpus.py: reads jobs (JSON lines) on stdin, writes one result line
+(`@@corpus@@ {...}`) per job on stdout. TensorFlow, once imported, serves every later job."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import traceback
+
+_MARK = "@@corpus@@ "
+
+
+def _slug(rel: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", rel)[-150:]
+
+
+def cause_of(message: str) -> str:
+    """A refusal's or a load error's cause without the names of the config's layers and values."""
+    first = message.splitlines()[0]
+    first = re.sub(r"^.*?:\d+:\d+: error: ", "", first)
+    first = re.sub(r"^[^ ]*: error: ", "", first)
+    m = re.match(r"layer `[^`]*` \(([\w]+)\): (.*)", first)
+    if m:
+        cls, why = m.groups()
+        why = re.sub(r"'[^']*'", "'…'", why)
+        why = re.sub(r"\b\d+\b", "N", why)
+        return f"({cls}) {why}"[:120]
+    first = re.sub(r"'[^']*'", "'…'", first)
+    first = re.sub(r'"[^"]*"', '"…"', first)
+    first = re.sub(r"\b\d+\b", "N", first)
+    return first[:120]
+
+
+def do_import(job: dict, rec: dict) -> str | None:
+    """Import the config (run, else `--no-exec`); the model's file, or None."""
+    from netc.errors import CompileError
+    from netc.importer import import_loaded
+    from netc.importer.load import load_config
+
+    path = job["path"]
+    try:
+        loaded = load_config(path)
+        rec["load"] = "exec"
+    except CompileError as e:
+        rec["load_error"] = e.render() if e.span else str(e)
+        try:
+            loaded = load_config(path, no_exec=True)
+            rec["load"] = "no-exec"
+        except CompileError as e2:
+            rec["outcome"] = "refused"
+            rec["noexec_error"] = e2.render() if e2.span else str(e2)
+            rec["cause"] = "load: " + cause_of(rec["load_error"]) + " / no-exec: " + cause_of(rec["noexec_error"])
+            return None
+    try:
+        result = import_loaded(loaded)
+    except CompileError as e:
+        rec["outcome"] = "refused"
+        rec["error"] = e.render() if e.span else str(e)
+        rec["cause"] = cause_of(rec["error"])
+        return None
+    models = os.path.join(job["out"], "models")
+    os.makedirs(models, exist_ok=True)
+    model = os.path.join(models, _slug(job["config"]) + ".py")
+    with open(model, "w", encoding="utf-8") as f:
+        f.write(result.source)
+    rec["model"] = model
+    if result.errors:
+        rec["outcome"] = "refused"
+        rec["errors"] = [e.render() for e in result.errors]
+        rec["cause"] = cause_of(rec["errors"][0])
+        return None
+    rec["outcome"] = "imported"
+    rec["warnings"] = len(result.warnings)
+    rec["notes"] = list(getattr(result, "notes", []))
+    return model
+
+
+def do_verify(model: str) -> dict:
+    """`netc verify` (training; `--search` too where the model decodes), in this process."""
+    from netc.compiler import compile_graph
+    from netc.errors import CompileError
+    from netc_runtime.failures import error_line
+    from netc.ir.search import search_plan
+    from netc_runtime.verify import verify
+
+    try:
+        g = compile_graph(model)
+    except CompileError as e:
+        return {"status": "compile", "cause": "compile: " + cause_of(str(e))}
+    out = {"status": "ok"}
+    for search in (False, True) if search_plan(g) is not None else (False,):
+        what = "search" if search else "train"
+        try:
+            comps, _ = verify(model, g, search=search)
+        except Exception as e:  # noqa: BLE001 - reported per config
+            return {"status": "fail", "cause": f"{what}: " + cause_of(error_line(e))}
+        bad = [c for c in comps if not c.ok]
+        if bad:
+            worst = max(bad, key=lambda c: c.max_abs_diff)
+            return {"status": "mismatch", "cause": f"{what}: {worst.output} vs {worst.backend}"}
+        out[what] = "ok"
+    return out
+
+
+def run_job(job: dict) -> dict:
+    rec = {"config": job["config"], "folder": job["config"].split("/")[0]}
+    try:
+        model = do_import(job, rec)
+    except Exception as e:  # noqa: BLE001 - a traceback of netc import: the bug this runner looks for
+        rec["outcome"] = "error"
+        rec["cause"] = f"traceback: {type(e).__name__}: {str(e)[:100]}"
+        rec["traceback"] = traceback.format_exc()[-4000:]
+        return rec
+    if model is None:
+        return rec
+    if "verify" in job["stages"]:
+        rec["verify"] = do_verify(model)
+    if "match" in job["stages"] and rec["verify"].get("status") == "ok":
+        from corpus_match import match
+
+        rec["match"] = match(job, rec)
+    return rec
+
+
+def main() -> None:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    real_stdout = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # RETURNN's and TensorFlow's prints go to the log, results to the real stdout
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        job = json.loads(line)
+        print(f"== {job['config']}", file=sys.stderr, flush=True)
+        rec = run_job(job)
+        real_stdout.write(_MARK + json.dumps(rec) + "\n")
+        real_stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
