@@ -81,8 +81,8 @@ def do_verify(model: str) -> dict:
     """`netc verify` (training; `--search` too where the model decodes), in this process."""
     from netc.compiler import compile_graph
     from netc.errors import CompileError
-    from netc_runtime.failures import error_line
     from netc.ir.search import search_plan
+    from netc_runtime.failures import error_line
     from netc_runtime.verify import verify
 
     try:

@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> list[dict]:
     configs = find_configs(args.corpus)
     if args.only:
         configs = [c for c in configs if any(s in c for s in args.only)]
+    if args.every > 1:
+        configs = configs[:: args.every]
     if args.limit:
         configs = configs[: args.limit]
     todo = [c for c in configs if c not in done]
@@ -210,10 +212,13 @@ def main() -> None:
     p.add_argument("corpus", help="the corpus's folder (a checkout of rwth-i6/returnn-experiments)")
     p.add_argument("-j", "--jobs", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per config, all stages (default 300)")
-    p.add_argument("--out", default="corpus-report", help="results.jsonl, table.md, the models (default ./corpus-report)")
+    p.add_argument(
+        "--out", default="corpus-report", help="results.jsonl, table.md, the models (default ./corpus-report)"
+    )
     p.add_argument("--stages", default="import,verify,match", help="of import,verify,match (default all)")
     p.add_argument("--only", action="append", help="only configs whose path contains this (repeatable)")
     p.add_argument("--limit", type=int, default=0, help="only the first N configs")
+    p.add_argument("--every", type=int, default=1, help="every N-th config only (a sample spread over the corpus)")
     p.add_argument("--resume", action="store_true", help="keep the results already in --out, run the rest")
     p.add_argument("--table", action="store_true", help="only write the table of --out's results")
     args = p.parse_args()

@@ -35,6 +35,7 @@ class ImportResult:
     losses: dict[str, str] = field(default_factory=dict)  # original layer (`rec/sub` in units) -> loss name
     errors: list[CompileError] = field(default_factory=list)  # refused layers, located
     warnings: list[CompileError] = field(default_factory=list)  # imported layers RETURNN may compute otherwise
+    notes: list[str] = field(default_factory=list)  # how the config was read, what was left out (one line each)
 
 
 def import_config(
@@ -42,7 +43,7 @@ def import_config(
     sets: list[tuple[str, str]] = (),
     network: str = "network",
     python: str | None = None,
-    no_exec: bool = False,
+    no_exec: bool | None = None,
 ) -> ImportResult:
     return import_loaded(load_config(path, sets, network, python, no_exec), network)
 
@@ -61,6 +62,7 @@ def import_loaded(loaded, network: str = "network") -> ImportResult:
     result = ImportResult(source, function, outputs=imp.outputs, losses=imp.loss_names)
     result.errors = [_locate(path, network, r) for r in imp.refused]
     result.warnings = [_locate(path, network, r) for r in imp.warnings]
+    result.notes = [*loaded.notes, *imp.notes]
     if not imp.refused:
         result.params = _param_map(source, path, model)
     return result

@@ -51,18 +51,55 @@ def _plain(value, dim_ref, depth: int = 0):
     return {"__object__": repr(value)[:200]}
 
 
+def _data_kwargs(config) -> dict:
+    """extern_data key -> its `Tensor` kwargs, as RETURNN's `_extern_data_types_from_config`
+    (returnn.tf.network, which imports TensorFlow) makes them: `extern_data`, else the old
+    `num_outputs` (an int: the target's classes; a dict of ints, `[dim, ndim]` pairs or Tensor
+    kwargs) and `num_inputs` (the `data` input; sparse with `sparse_input`)."""
+    if config.has("extern_data"):
+        extern = config.typed_dict.get("extern_data", config.typed_value("extern_data"))
+        if hasattr(extern, "data") and not isinstance(extern, dict):  # a TensorDict
+            return {k: {kk: vv for kk, vv in v.get_kwargs().items() if kk != "name"} for k, v in extern.data.items()}
+        return {k: dict(v) if isinstance(v, dict) else v for k, v in (extern or {}).items()}
+    from returnn.datasets.basic import convert_data_dims
+
+    num_inputs = config.int("num_inputs", 0)
+    target = config.value("target", "classes")
+    if config.is_typed("num_outputs"):
+        num_outputs = config.typed_value("num_outputs")
+        if not isinstance(num_outputs, dict):
+            num_outputs = {target: num_outputs}
+        num_outputs = convert_data_dims(dict(num_outputs), leave_dict_as_is=True)
+        if "data" in num_outputs:
+            v = num_outputs["data"]
+            num_inputs = v[0] if isinstance(v, list | tuple) else v.get("dim", v.get("shape", [None])[-1])
+    elif config.has("num_outputs"):
+        num_outputs = {target: [config.int("num_outputs", 0), 1]}
+    else:
+        return {}
+    data_dims = dict(num_outputs)
+    data_dims.setdefault(
+        config.value("default_input", "data"), (num_inputs, 1 if config.bool("sparse_input", False) else 2)
+    )
+    out = {}
+    for key, data_type in data_dims.items():
+        if isinstance(data_type, dict):
+            out[key] = dict(data_type)
+            continue
+        dim, ndim = data_type
+        if ndim == 1:
+            out[key] = {"dim": dim, "shape": (None,), "sparse": True}
+        else:
+            out[key] = {"dim": dim, "shape": (None,) * (ndim - 1) + (dim,)}
+    return out
+
+
 def _inputs(config, dim_ref) -> dict:
-    """Each input as RETURNN makes it from `extern_data` (or `num_outputs`)."""
+    """Each input as RETURNN makes it from `extern_data` (or `num_outputs`/`num_inputs`)."""
     from returnn.tensor import Tensor
 
-    extern = config.typed_value("extern_data")
-    if extern is None and config.has("num_outputs"):
-        extern = {}
-        for key, value in (config.typed_value("num_outputs") or {}).items():
-            dim, ndim = value if isinstance(value, list | tuple) else (value, 2)
-            extern[key] = {"dim": dim, "shape": (None, dim) if ndim == 2 else (None,), "sparse": ndim == 1}
     out = {}
-    for key, opts in (extern or {}).items():
+    for key, opts in _data_kwargs(config).items():
         opts = dict(opts)
         for own in ("available_for_inference",):
             opts.pop(own, None)
@@ -128,6 +165,43 @@ def _rebuild(data: dict) -> dict:
     return {k: decode(v) for k, v in data["values"].items()}
 
 
+class _AnsweredFileChecks:
+    """While the config runs, its own file checks (`os.path.exists`, `isfile`, `isdir`, `lexists`,
+    `os.access`, called from the config's code) answer True, as on the cluster the config was
+    written for: a config that asserts its alignments and checkpoints exist still has a network.
+    Other callers (RETURNN, Python's imports) get the real answer. `paths`: those answered."""
+
+    _FUNCS = (("path", "exists"), ("path", "isfile"), ("path", "isdir"), ("path", "lexists"), (None, "access"))
+
+    def __init__(self, path: str):
+        self.file = path
+        self.paths: list[str] = []
+        self.saved: list = []
+
+    def __enter__(self):
+        for mod_name, fn in self._FUNCS:
+            mod = os.path if mod_name else os
+            real = getattr(mod, fn)
+            self.saved.append((mod, fn, real))
+            setattr(mod, fn, self._answer(real))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for mod, fn, real in self.saved:
+            setattr(mod, fn, real)
+
+    def _answer(self, real):
+        def check(p, *args, **kwargs):
+            found = real(p, *args, **kwargs)
+            if not found and sys._getframe(1).f_code.co_filename == self.file:
+                if str(p) not in self.paths:
+                    self.paths.append(str(p))
+                return True
+            return found
+
+        return check
+
+
 def main() -> None:
     request = json.loads(sys.stdin.read())
     path, sets = request["path"], request["set"]
@@ -138,13 +212,15 @@ def main() -> None:
     args = [a for name, value in sets for a in (f"++{name}", value)]
     config = Config()
     set_global_config(config)
+    answered = None
     try:
         if args:
             config.parse_cmd_args(args)
         if "data" in request:  # --no-exec: the file's values, as its run would leave them
             config.typed_dict.update(_rebuild(request["data"]))
         else:
-            config.load_file(path)
+            with _AnsweredFileChecks(path) as answered:
+                config.load_file(path)
         if args:
             config.parse_cmd_args(args)
         table, dim_ref = _dims()
@@ -162,6 +238,7 @@ def main() -> None:
             "default_target": config.value("target", "classes"),  # of a loss without `target`
         }
         result["dims"] = sorted(table.values(), key=lambda d: d["id"])
+        result["answered"] = answered.paths if answered else []
     except BaseException as e:  # noqa: BLE001 - the config's own mistakes, reported at its line
         result = {"error": _config_frame(e, path, offset)}
     sys.stdout.write("\n@@netc-import@@\n" + json.dumps(result))

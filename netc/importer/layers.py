@@ -12,6 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from netc.importer import attention, convnorm, last_state, logic, masked, sharing, transformer, windows
+from netc.importer.defaults import at_default, rejected_by_returnn
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -40,7 +41,10 @@ ACTIVATIONS = {
     "log_softmax": "log_softmax",
 }
 COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
-LSTM_UNITS = {"nativelstm2", "lstm", "nativelstm"}
+# RETURNN's units of a `rec` layer over a sequence that are NativeLSTM2 (`lstmp`, `lstm`: its default
+# LSTM; `LSTMBlock(Fused)`: NativeLSTM2 under TF 2), and the NativeLSTM (v1) unit
+LSTM_UNITS = {"nativelstm2", "lstm", "lstmp", "lstmblock", "lstmblockfused", "nativelstm"}
+CLASS_ALIASES = {"hidden": "linear", "forward": "linear"}  # returnn.tf.layers.basic's aliases
 CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
 
 
@@ -71,6 +75,8 @@ class Importer(
         self.out_vals: dict[str, Val] = {}
         self.refused: list[Refused] = []
         self.warnings: list[Refused] = []  # imported, but RETURNN may compute other numbers
+        self.notes: list[str] = []  # options and layers left out that change nothing in the forward numbers
+        self.dropped: dict[str, list[str]] = {}  # a training-only option -> the layers it was dropped from
         for key, spec in loaded.inputs.items():
             for tag in (*spec.dims, spec.sparse_dim):
                 if tag is not None:
@@ -112,6 +118,14 @@ class Importer(
     # -- the walk
 
     def run(self) -> None:
+        self._walk()
+        for opt, layers in sorted(self.dropped.items()):
+            shown = ", ".join(f"`{x}`" for x in layers[:3]) + (
+                f" and {len(layers) - 3} more" if len(layers) > 3 else ""
+            )
+            self.notes.append(f"`{opt}` dropped on {shown}: {TRAINING_ONLY[opt]} (the forward numbers are the same)")
+
+    def _walk(self) -> None:
         net = self.cfg.network
         roots = [n for n, d in net.items() if n == "output" or _is_root(d)]
         for layer in roots:
@@ -204,6 +218,8 @@ class Importer(
         if not isinstance(d, dict):
             raise Refused(self._full(layer, scope), "?", f"its entry is {type(d).__name__}, not a dict")
         cls = d.get("class")
+        if cls in CLASS_ALIASES:  # RETURNN's other names of a layer class
+            d["class"] = cls = CLASS_ALIASES[cls]
         full = self._full(layer, scope)
         var = scope.names[layer]
         handler = getattr(self, f"_l_{cls}", None)
@@ -214,7 +230,17 @@ class Importer(
         bad = [s for s in sources(d) if not isinstance(s, str)]
         if bad and cls != "concat":
             raise Refused(full, str(cls), f"a source {bad[0]!r} that is not a layer name")
-        extra = set(d) - _KNOWN.get(cls, set()) - _COMMON
+        extra = {k for k in set(d) - _KNOWN.get(cls, set()) - _COMMON if not at_default(cls, k, d[k])}
+        for opt in sorted(extra & set(TRAINING_ONLY)):  # never in the forward numbers
+            self.dropped.setdefault(opt, []).append(full)
+        extra -= set(TRAINING_ONLY)
+        if rejected := sorted(k for k in extra if rejected_by_returnn(cls, k)):
+            raise Refused(
+                full,
+                cls,
+                f"option {rejected[0]} is not an option of RETURNN's `{cls}` layer (RETURNN rejects the layer too;"
+                " an option of its old Theano backend?)",
+            )
         if extra:
             raise Refused(full, cls, f"option{'s' if len(extra) > 1 else ''} {', '.join(sorted(extra))} not supported")
         if d.get("loss") in ("ce", "ctc") and "target" not in d:  # RETURNN's default target
@@ -539,10 +565,27 @@ _COMMON = {
     "is_output_layer",
     "trainable",
     "name_scope",
-    "L2",
     "initial_output",
     "need_last",
     "out_type",
+    # where RETURNN puts or imports the parameters, what it prints: nothing the layer computes
+    "param_device",
+    "collocate_with",
+    "custom_param_importer",
+    "debug_print_layer_output",
+}
+# options RETURNN applies in training only (regularisers, noise, the optimizer's options): dropped
+# from the model with a note naming each and what it changes in training
+TRAINING_ONLY = {
+    "L2": "an L2 penalty on the layer's parameters, added to the training loss",
+    "darc1": "the DARC1 penalty on the layer's output, added to the training loss",
+    "spatial_smoothing": "a smoothness penalty on the layer's parameters, added to the training loss",
+    "param_variational_noise": "Gaussian noise on the layer's parameters in training",
+    "param_dropout": "dropout on the layer's parameters in training",
+    "updater_opts": "the optimizer's options for the layer's parameters",
+    "grad_filter": "a filter on the layer's gradient",
+    "dropout_noise_shape": "the dropout mask shared over some axes (netc's dropout draws each value's own)",
+    "gradient_clip": "a clip of the layer's gradient",
 }
 _LOSS = {"loss", "target", "loss_opts", "loss_scale"}
 _COMMON |= _LOSS  # which losses on which layers: `_loss`
