@@ -39,20 +39,14 @@ def do_import(job: dict, rec: dict) -> str | None:
     from netc.importer import import_loaded
     from netc.importer.load import load_config
 
-    path = job["path"]
     try:
-        loaded = load_config(path)
-        rec["load"] = "exec"
+        loaded = load_config(job["path"])  # run, else --no-exec, as `netc import` does
     except CompileError as e:
-        rec["load_error"] = e.render() if e.span else str(e)
-        try:
-            loaded = load_config(path, no_exec=True)
-            rec["load"] = "no-exec"
-        except CompileError as e2:
-            rec["outcome"] = "refused"
-            rec["noexec_error"] = e2.render() if e2.span else str(e2)
-            rec["cause"] = "load: " + cause_of(rec["load_error"]) + " / no-exec: " + cause_of(rec["noexec_error"])
-            return None
+        rec["outcome"] = "refused"
+        rec["error"] = e.render() if e.span else str(e)
+        rec["cause"] = "load: " + cause_of(rec["error"])
+        return None
+    rec["load"] = "no-exec" if loaded.no_exec else "exec"
     try:
         result = import_loaded(loaded)
     except CompileError as e:
@@ -73,7 +67,7 @@ def do_import(job: dict, rec: dict) -> str | None:
         return None
     rec["outcome"] = "imported"
     rec["warnings"] = len(result.warnings)
-    rec["notes"] = list(getattr(result, "notes", []))
+    rec["notes"] = result.notes
     return model
 
 
