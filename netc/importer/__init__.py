@@ -52,7 +52,7 @@ def import_loaded(loaded, network: str = "network") -> ImportResult:
     """The model of a config `load_config` loaded."""
     path = loaded.path
     imp = Importer(loaded)
-    imp.run()
+    _deep(imp.run, _count_layers(loaded.network))
     function = identifier(os.path.basename(path).split(".")[0]) or "imported"
     if function in imp.used:
         function += "_net"
@@ -66,6 +66,50 @@ def import_loaded(loaded, network: str = "network") -> ImportResult:
     if not imp.refused:
         result.params = _param_map(source, path, model)
     return result
+
+
+def _count_layers(net: dict) -> int:
+    """The layers of a net dict, those of its units and subnetworks too."""
+    n, todo = 0, [net]
+    while todo:
+        layers = todo.pop()
+        for d in layers.values():
+            n += 1
+            if isinstance(d, dict):
+                todo += [v for k in ("unit", "subnetwork") if isinstance(v := d.get(k), dict)]
+    return n
+
+
+def _deep(fn, n_layers: int) -> None:
+    """`fn()` where Python's recursion may go as deep as the network: the importer reads each layer's
+    inputs before the layer (a chain of hundreds of layers), in a thread with a stack for that."""
+    import sys
+    import threading
+
+    limit = max(sys.getrecursionlimit(), 1000 + 60 * n_layers)
+    if limit == sys.getrecursionlimit():
+        fn()
+        return
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            failure.append(e)
+
+    old_limit, old_size = sys.getrecursionlimit(), threading.stack_size()
+    sys.setrecursionlimit(limit)
+    threading.stack_size(min(1 << 30, max(64 << 20, limit * 2048)))
+    try:
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old_size)
+        sys.setrecursionlimit(old_limit)
+    if failure:
+        raise failure[0]
 
 
 def _model(imp: Importer, path: str, function: str) -> Model:
