@@ -12,6 +12,8 @@ evaluated from its syntax (`netc.importer.noexec`), and only they are put into t
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import sys
@@ -103,7 +105,13 @@ def _inputs(config, dim_ref) -> dict:
         opts = dict(opts)
         for own in ("available_for_inference",):
             opts.pop(own, None)
+        same = opts.pop("same_dim_tags_as", None)
         t = Tensor(key, **opts)
+        if same:  # RETURNN's old form of `dims`: these axes' tags (RETURNN's own merging of them recurses)
+            dims = list(t.dims)
+            for axis, tag in same.items():
+                dims[t.get_axis_from_description(axis)] = tag
+            t = Tensor(key, dims=dims, sparse_dim=t.sparse_dim, dtype=t.dtype)
         out[key] = {
             "dims": [dim_ref(d) for d in t.dims],
             "sparse_dim": dim_ref(t.sparse_dim) if t.sparse_dim is not None else None,
@@ -165,6 +173,38 @@ def _rebuild(data: dict) -> dict:
     return {k: decode(v) for k, v in data["values"].items()}
 
 
+def _dimension_tag(kind=None, description=None, dimension=None, **kwargs):
+    """RETURNN's old `DimensionTag(kind=..., description=..., dimension=None)`, whose dimension
+    could be left out (a dynamic dim); today's `Dim` takes it first and requires it."""
+    from returnn.tensor import Dim
+
+    return Dim(dimension, kind=kind or Dim.Types.Unspecified, description=description, **kwargs)
+
+
+class _OldDimensionTag(importlib.abc.MetaPathFinder):
+    """Gives the modules that define `DimensionTag` (`TFUtil`, `returnn.tf.util.data`, ...) the old
+    signature when the config imports them (they import TensorFlow: only when a config does)."""
+
+    MODULES = ("returnn.tf.util.basic", "returnn.tf.util.data")
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self.MODULES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module) -> None:
+            run(module)
+            if hasattr(module, "DimensionTag"):
+                _dimension_tag.Types = module.DimensionTag.Types
+                module.DimensionTag = _dimension_tag
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
 class _AnsweredFileChecks:
     """While the config runs, its own file checks (`os.path.exists`, `isfile`, `isdir`, `lexists`,
     `os.access`, called from the config's code) answer True, as on the cluster the config was
@@ -204,6 +244,7 @@ class _AnsweredFileChecks:
 
 def main() -> None:
     request = json.loads(sys.stdin.read())
+    sys.meta_path.insert(0, _OldDimensionTag())
     path, sets = request["path"], request["set"]
     from returnn.config import Config, set_global_config
 

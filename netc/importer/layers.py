@@ -128,6 +128,14 @@ class Importer(
     def _walk(self) -> None:
         net = self.cfg.network
         roots = [n for n, d in net.items() if n == "output" or _is_root(d)]
+        for n in list(roots):  # built by RETURNN only when it evaluates or searches: not in training
+            d = net[n]
+            if isinstance(d, dict) and (when := [k for k in ("only_on_eval", "only_on_search") if d.get(k)]):
+                roots.remove(n)
+                self.notes.append(
+                    f"layer `{n}` ({d.get('class')}, `{when[0]}`) left out: RETURNN builds it only when it "
+                    f"{'evaluates' if when[0] == 'only_on_eval' else 'searches'} (an error measure, a decoding)"
+                )
         for layer in roots:
             try:
                 val = self.get(layer, self.top)
@@ -586,6 +594,7 @@ TRAINING_ONLY = {
     "grad_filter": "a filter on the layer's gradient",
     "dropout_noise_shape": "the dropout mask shared over some axes (netc's dropout draws each value's own)",
     "gradient_clip": "a clip of the layer's gradient",
+    "back_prop": "whether the gradient flows back through the rec layer",
 }
 _LOSS = {"loss", "target", "loss_opts", "loss_scale"}
 _COMMON |= _LOSS  # which losses on which layers: `_loss`
