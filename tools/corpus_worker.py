@@ -68,6 +68,7 @@ def do_import(job: dict, rec: dict) -> str | None:
     rec["outcome"] = "imported"
     rec["warnings"] = len(result.warnings)
     rec["notes"] = result.notes
+    rec["names"] = {"params": result.params, "outputs": result.outputs, "losses": result.losses}
     return model
 
 
@@ -111,10 +112,17 @@ def run_job(job: dict) -> dict:
         return rec
     if "verify" in job["stages"]:
         rec["verify"] = do_verify(model)
-    if "match" in job["stages"] and rec["verify"].get("status") == "ok":
+    if "match" in job["stages"] and rec.get("verify", {"status": "ok"})["status"] == "ok":
         from corpus_match import match
 
-        rec["match"] = match(job, rec)
+        from netc_runtime.failures import error_line
+
+        try:
+            rec["match"] = match(job["path"], rec["load"] == "no-exec", model, rec["names"])
+        except Exception as e:  # noqa: BLE001 - reported per config
+            rec["match"] = {"status": "fail", "cause": cause_of(error_line(e))}
+            rec["match_traceback"] = traceback.format_exc()[-3000:]
+    rec.pop("names", None)
     return rec
 
 

@@ -206,7 +206,9 @@ class TorchEmitter:
 
     def device(self) -> str:
         """Every tensor forward creates lives on the inputs' device."""
-        return self.once("device", "device", f"{self.var[self.g.inputs[0].value.id]}.device")
+        # the first input this forward takes (a decoder's search takes no labels)
+        first = next(i for i in self.g.inputs if i.value.id in self.var)
+        return self.once("device", "device", f"{self.var[first.value.id]}.device")
 
     def dtype(self) -> str:
         """The float dtype of the computation: the float inputs', else the parameters'."""
