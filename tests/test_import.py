@@ -634,11 +634,11 @@ def test_unsupported_option_names_it(tmp_path):
         #!rnn.py
         extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
         network = {
-            "output": {"class": "linear", "n_out": 3, "param_variational_noise": 0.075},
+            "output": {"class": "linear", "n_out": 3, "batch_norm": True},
         }
         """,
     )
-    _assert_at(proc, path, 4, '"output"', "layer `output` (linear): option param_variational_noise not supported")
+    _assert_at(proc, path, 4, '"output"', "layer `output` (linear): option batch_norm not supported")
 
 
 def test_config_that_fails_to_load_is_located_in_the_config(tmp_path):

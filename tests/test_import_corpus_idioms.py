@@ -87,8 +87,11 @@ def test_config_that_neither_runs_nor_reads_is_one_located_error(tmp_path):
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert f"{cfg}:2:" in proc.stderr or f"{cfg}:4:" in proc.stderr
-    assert "after running the config failed: line 2: FileNotFoundError" in proc.stderr
+    assert proc.stderr.startswith(f"{cfg}:2:")  # where running it failed, and why --no-exec cannot help
+    assert "error: the config fails to load: FileNotFoundError" in proc.stderr
+    assert "(and --no-exec cannot read it either: line 2: --no-exec cannot evaluate a call of the builtin `open`)" in (
+        proc.stderr
+    )
 
 
 @pytest.mark.parametrize(

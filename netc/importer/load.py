@@ -62,10 +62,11 @@ def load_config(
         except CompileError as run_error:
             try:
                 loaded = _load(path, sets, network, python, True)
-            except CompileError as e:
-                e.message += f" (with --no-exec, after running the config failed: {_first_line(run_error)})"
-                e.args = (e.message,)
-                raise
+            except CompileError as e:  # the error of running it, at its line; why --no-exec cannot help
+                where = f"line {e.span.line}: " if e.span else ""
+                run_error.message += f" (and --no-exec cannot read it either: {where}{e.message})"
+                run_error.args = (run_error.message,)
+                raise run_error from None
             loaded.notes.insert(0, f"the config fails to load here ({_first_line(run_error)}): read with --no-exec")
             return loaded
     return _load(path, sets, network, python, no_exec)
