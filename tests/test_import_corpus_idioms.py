@@ -264,3 +264,44 @@ def test_decoder_bounded_by_a_pooled_encoder_verifies(tmp_path):
         out = run_netc("verify", tmp_path / "model.py", *extra)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "verify: ok" in out.stdout
+
+
+SPEC_AUGMENT = """
+#!rnn.py
+num_inputs = 3
+num_outputs = 5
+
+
+def transform(data, network):
+    x = data.placeholder
+    from returnn.tf.compat import v1 as tf
+
+    def get_masked():
+        return x * tf.cast(tf.random.uniform(tf.shape(x)) > 0.1, tf.float32)
+
+    x = network.cond_on_train(get_masked, lambda: x)
+    return x
+
+
+def clipped(data, network):
+    x = data.placeholder
+    x = x * 2.0
+    x = network.cond_on_train(lambda: x + 1.0, lambda: x)
+    return x
+
+
+network = {
+    "source": {"class": "eval", "eval": "self.network.get_config().typed_value('transform')(source(0, as_data=True), network=self.network)"},
+    "output": {"class": "softmax", "loss": "ce", "from": "source"},
+}
+"""
+
+
+def test_spec_augment_recipe_is_its_input_outside_training(tmp_path):
+    proc, model, cfg = _import(tmp_path, SPEC_AUGMENT)
+    assert proc.returncode == 0, proc.stderr
+    assert "note: layer `source` (eval): the config's `transform` (line 7: SpecAugment-style masking)" in proc.stderr
+    assert "source = data" in model
+    # a function that changes its input outside training too is refused, as any other `eval`
+    proc, model, cfg = _import(tmp_path, SPEC_AUGMENT.replace("typed_value('transform')", "typed_value('clipped')"))
+    assert proc.returncode == 1 and "layer `source` (eval): eval" in proc.stderr, proc.stderr

@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from netc.importer import attention, convnorm, last_state, logic, masked, sharing, transformer, windows
-from netc.importer.defaults import at_default, rejected_by_returnn
+from netc.importer.defaults import at_default, rejected_by_returnn, train_only_function
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -400,6 +400,14 @@ class Importer(
         if d.get("eval_locals"):
             raise Refused(full, "eval", "option eval_locals not supported")
         vals = [self.get(s, scope) for s in sources(d)]
+        if (augment := train_only_function(code, self.cfg.path)) and len(vals) == 1 and not d.get("activation"):
+            self.notes.append(
+                f"layer `{full}` (eval): the config's `{augment}` (line {augment.line}: SpecAugment-style masking) "
+                "is applied only in training (`network.cond_on_train`): the imported model reads its input "
+                "unmasked, the same numbers outside training (add masking of your own for training)"
+            )
+            self._emit(scope, var, vals[0].expr, layer)
+            return Val(name(var), vals[0].dims, vals[0].sparse)
         if any(v.sparse is not None for v in vals):
             raise Refused(full, "eval", "labels (sparse) as a source")
         expr, _ = EvalMapper(self, full, code, vals).run()
