@@ -17,11 +17,11 @@ def original_network(path: str, no_exec: bool, network: str = "network"):
     netc evaluated from its syntax), in this process: RETURNN's `Config`, the net dict, and each
     input's `Tensor` kwargs (`same_dim_tags_as` made `dims`)."""
     import json
-    import os
 
     from returnn.config import Config, set_global_config
 
     from netc.importer import _child
+    from netc.importer._as_run import AsRun, network_of
 
     config = Config()
     set_global_config(config)
@@ -30,29 +30,14 @@ def original_network(path: str, no_exec: bool, network: str = "network"):
 
         data = json.loads(json.dumps(evaluate_config(path, [], network)))
         config.typed_dict.update(_child._rebuild(data))
+        net_dict, _ = network_of(config, network)
     else:
-        if not any(isinstance(f, _child._OldDimensionTag) for f in __import__("sys").meta_path):
-            __import__("sys").meta_path.insert(0, _child._OldDimensionTag())
-        with _child._AnsweredFileChecks(os.path.abspath(path)):
-            config.load_file(os.path.abspath(path))
-    from returnn.tensor import Tensor
-
-    inputs = {}
-    for key, opts in _child._data_kwargs(config).items():
-        opts = dict(opts)
-        same = opts.pop("same_dim_tags_as", None)
-        if same:  # as the importer reads it (netc.importer._child._inputs)
-            avail = opts.pop("available_for_inference", None)
-            t = Tensor(key, **opts)
-            dims = list(t.dims)
-            for axis, tag in same.items():
-                dims[t.get_axis_from_description(axis)] = tag
-            opts = {"dims": dims, "sparse_dim": t.sparse_dim, "dtype": t.dtype}
-            if avail is not None:
-                opts["available_for_inference"] = avail
-        inputs[key] = opts
+        with AsRun(path) as run:
+            run.load(config)
+            net_dict, _ = network_of(config, network)
+    inputs = {key: _child.input_kwargs(key, opts) for key, opts in _child._data_kwargs(config).items()}
     config.typed_dict["extern_data"] = inputs
-    return config, config.typed_value(network)
+    return config, net_dict
 
 
 def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:

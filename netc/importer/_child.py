@@ -12,8 +12,6 @@ evaluated from its syntax (`netc.importer.noexec`), and only they are put into t
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import json
 import os
 import sys
@@ -55,14 +53,32 @@ def _plain(value, dim_ref, depth: int = 0):
 
 def _data_kwargs(config) -> dict:
     """extern_data key -> its `Tensor` kwargs, as RETURNN's `_extern_data_types_from_config`
-    (returnn.tf.network, which imports TensorFlow) makes them: `extern_data`, else the old
-    `num_outputs` (an int: the target's classes; a dict of ints, `[dim, ndim]` pairs or Tensor
-    kwargs) and `num_inputs` (the `data` input; sparse with `sparse_input`)."""
+    (returnn.tf.network, which imports TensorFlow) makes them: `extern_data` (Tensor kwargs, or
+    `(dim, ndim)` pairs), else the old `num_outputs` (an int: the target's classes; a dict of ints,
+    `[dim, ndim]` pairs or Tensor kwargs) and `num_inputs` (the `data` input; sparse with
+    `sparse_input`)."""
     if config.has("extern_data"):
         extern = config.typed_dict.get("extern_data", config.typed_value("extern_data"))
         if hasattr(extern, "data") and not isinstance(extern, dict):  # a TensorDict
             return {k: {kk: vv for kk, vv in v.get_kwargs().items() if kk != "name"} for k, v in extern.data.items()}
-        return {k: dict(v) if isinstance(v, dict) else v for k, v in (extern or {}).items()}
+        data_dims = dict(extern or {})
+    else:
+        data_dims = _num_outputs(config)
+    out = {}
+    for key, data_type in data_dims.items():
+        if not isinstance(data_type, list | tuple):
+            out[key] = dict(data_type) if isinstance(data_type, dict) else data_type
+            continue
+        dim, ndim = data_type
+        if ndim == 1:
+            out[key] = {"dim": dim, "shape": (None,), "sparse": True}
+        else:
+            out[key] = {"dim": dim, "shape": (None,) * (ndim - 1) + (dim,)}
+    return out
+
+
+def _num_outputs(config) -> dict:
+    """`num_outputs` and `num_inputs` as `extern_data` (values: Tensor kwargs or `(dim, ndim)`)."""
     from returnn.datasets.basic import convert_data_dims
 
     num_inputs = config.int("num_inputs", 0)
@@ -83,16 +99,28 @@ def _data_kwargs(config) -> dict:
     data_dims.setdefault(
         config.value("default_input", "data"), (num_inputs, 1 if config.bool("sparse_input", False) else 2)
     )
-    out = {}
-    for key, data_type in data_dims.items():
-        if isinstance(data_type, dict):
-            out[key] = dict(data_type)
-            continue
-        dim, ndim = data_type
-        if ndim == 1:
-            out[key] = {"dim": dim, "shape": (None,), "sparse": True}
-        else:
-            out[key] = {"dim": dim, "shape": (None,) * (ndim - 1) + (dim,)}
+    return data_dims
+
+
+def input_kwargs(key: str, opts: dict) -> dict:
+    """An input's `Tensor` kwargs as the importer reads them: `same_dim_tags_as` (RETURNN's old form
+    of `dims`, whose own merging of the tags recurses) made `dims`; `vocab` left out (it names the
+    labels; RETURNN reads its file, which only the config's cluster has)."""
+    from returnn.tensor import Tensor
+
+    opts = dict(opts)
+    opts.pop("vocab", None)
+    same = opts.pop("same_dim_tags_as", None)
+    if not same:
+        return opts
+    avail = opts.pop("available_for_inference", None)
+    t = Tensor(key, **opts)
+    dims = list(t.dims)
+    for axis, tag in same.items():
+        dims[t.get_axis_from_description(axis)] = tag
+    out = {"dims": dims, "sparse_dim": t.sparse_dim, "dtype": t.dtype}
+    if avail is not None:
+        out["available_for_inference"] = avail
     return out
 
 
@@ -102,16 +130,7 @@ def _inputs(config, dim_ref) -> dict:
 
     out = {}
     for key, opts in _data_kwargs(config).items():
-        opts = dict(opts)
-        for own in ("available_for_inference",):
-            opts.pop(own, None)
-        same = opts.pop("same_dim_tags_as", None)
-        t = Tensor(key, **opts)
-        if same:  # RETURNN's old form of `dims`: these axes' tags (RETURNN's own merging of them recurses)
-            dims = list(t.dims)
-            for axis, tag in same.items():
-                dims[t.get_axis_from_description(axis)] = tag
-            t = Tensor(key, dims=dims, sparse_dim=t.sparse_dim, dtype=t.dtype)
+        t = Tensor(key, **input_kwargs(key, opts))
         out[key] = {
             "dims": [dim_ref(d) for d in t.dims],
             "sparse_dim": dim_ref(t.sparse_dim) if t.sparse_dim is not None else None,
@@ -173,99 +192,34 @@ def _rebuild(data: dict) -> dict:
     return {k: decode(v) for k, v in data["values"].items()}
 
 
-def _dimension_tag(kind=None, description=None, dimension=None, **kwargs):
-    """RETURNN's old `DimensionTag(kind=..., description=..., dimension=None)`, whose dimension
-    could be left out (a dynamic dim); today's `Dim` takes it first and requires it."""
-    from returnn.tensor import Dim
-
-    return Dim(dimension, kind=kind or Dim.Types.Unspecified, description=description, **kwargs)
-
-
-class _OldDimensionTag(importlib.abc.MetaPathFinder):
-    """Gives the modules that define `DimensionTag` (`TFUtil`, `returnn.tf.util.data`, ...) the old
-    signature when the config imports them (they import TensorFlow: only when a config does)."""
-
-    MODULES = ("returnn.tf.util.basic", "returnn.tf.util.data")
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname not in self.MODULES:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module) -> None:
-            run(module)
-            if hasattr(module, "DimensionTag"):
-                _dimension_tag.Types = module.DimensionTag.Types
-                module.DimensionTag = _dimension_tag
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-class _AnsweredFileChecks:
-    """While the config runs, its own file checks (`os.path.exists`, `isfile`, `isdir`, `lexists`,
-    `os.access`, called from the config's code) answer True, as on the cluster the config was
-    written for: a config that asserts its alignments and checkpoints exist still has a network.
-    Other callers (RETURNN, Python's imports) get the real answer. `paths`: those answered."""
-
-    _FUNCS = (("path", "exists"), ("path", "isfile"), ("path", "isdir"), ("path", "lexists"), (None, "access"))
-
-    def __init__(self, path: str):
-        self.file = path
-        self.paths: list[str] = []
-        self.saved: list = []
-
-    def __enter__(self):
-        for mod_name, fn in self._FUNCS:
-            mod = os.path if mod_name else os
-            real = getattr(mod, fn)
-            self.saved.append((mod, fn, real))
-            setattr(mod, fn, self._answer(real))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for mod, fn, real in self.saved:
-            setattr(mod, fn, real)
-
-    def _answer(self, real):
-        def check(p, *args, **kwargs):
-            found = real(p, *args, **kwargs)
-            if not found and sys._getframe(1).f_code.co_filename == self.file:
-                if str(p) not in self.paths:
-                    self.paths.append(str(p))
-                return True
-            return found
-
-        return check
-
-
 def main() -> None:
     request = json.loads(sys.stdin.read())
-    sys.meta_path.insert(0, _OldDimensionTag())
     path, sets = request["path"], request["set"]
     from returnn.config import Config, set_global_config
+
+    from netc.importer._as_run import AsRun, network_of
 
     text = open(path, encoding="utf-8").read()
     offset = text[: len(text) - len(text.lstrip())].count("\n")  # RETURNN strips the file first
     args = [a for name, value in sets for a in (f"++{name}", value)]
     config = Config()
     set_global_config(config)
-    answered = None
+    run = None
     try:
         if args:
             config.parse_cmd_args(args)
         if "data" in request:  # --no-exec: the file's values, as its run would leave them
             config.typed_dict.update(_rebuild(request["data"]))
+            if args:
+                config.parse_cmd_args(args)
+            network, how = network_of(config, request["network"])
         else:
-            with _AnsweredFileChecks(path) as answered:
-                config.load_file(path)
-        if args:
-            config.parse_cmd_args(args)
+            with AsRun(path) as run:
+                run.load(config)
+                if args:
+                    config.parse_cmd_args(args)
+                network, how = network_of(config, request["network"])
         table, dim_ref = _dims()
-        network = config.typed_value(request["network"])
         if not isinstance(network, dict) or not all(isinstance(k, str) for k in network):
             what = "defines no" if network is None else "has no dict of layers as"
             result = {"error": {"line": None, "plain": True, "message": f"the config {what} `{request['network']}`"}}
@@ -279,7 +233,10 @@ def main() -> None:
             "default_target": config.value("target", "classes"),  # of a loss without `target`
         }
         result["dims"] = sorted(table.values(), key=lambda d: d["id"])
-        result["answered"] = answered.paths if answered else []
+        result["answered"] = run.answered if run else []
+        result["absent"] = run.absent if run else []
+        result["commands"] = run.commands if run else []
+        result["network_note"] = how
     except BaseException as e:  # noqa: BLE001 - the config's own mistakes, reported at its line
         result = {"error": _config_frame(e, path, offset)}
     sys.stdout.write("\n@@netc-import@@\n" + json.dumps(result))

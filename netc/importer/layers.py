@@ -18,7 +18,7 @@ from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
 from netc.importer.states import States
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num, tuple_
-from netc.importer.values import DIM, Refused, Scope, Val, feature, sources, tf_scope
+from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
 from netc.importer.writer import Assign, ModuleRef
 
 # RETURNN `activation` names -> netc functions (None: the identity)
@@ -44,7 +44,6 @@ COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 # RETURNN's units of a `rec` layer over a sequence that are NativeLSTM2 (`lstmp`, `lstm`: its default
 # LSTM; `LSTMBlock(Fused)`: NativeLSTM2 under TF 2), and the NativeLSTM (v1) unit
 LSTM_UNITS = {"nativelstm2", "lstm", "lstmp", "lstmblock", "lstmblockfused", "nativelstm"}
-CLASS_ALIASES = {"hidden": "linear", "forward": "linear"}  # returnn.tf.layers.basic's aliases
 CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
 
 
@@ -161,6 +160,8 @@ class Importer(
             raise Refused(scope.path or "?", "subnetwork", f"`{ref}` inside it not supported")
         if scope.rec is not None:
             if ref in ("data", "data:source"):
+                if scope.frame is None:  # RETURNN has no `data:source` there either
+                    raise Refused(scope.rec, "rec", f"`{ref}` read in the unit of a rec layer without `from`")
                 return scope.frame
             if ref.startswith("base:"):
                 return self.get(ref[5:], scope.outer)
@@ -238,6 +239,9 @@ class Importer(
         bad = [s for s in sources(d) if not isinstance(s, str)]
         if bad and cls != "concat":
             raise Refused(full, str(cls), f"a source {bad[0]!r} that is not a layer name")
+        for k, v in d.items():  # a handler reads data only
+            if k not in _ANY_VALUE and k not in TRAINING_ONLY and (obj := python_object(v)) is not None:
+                raise Refused(full, str(cls), f"option {k} is a Python object, not data: {obj}")
         extra = {k for k in set(d) - _KNOWN.get(cls, set()) - _COMMON if not at_default(cls, k, d[k])}
         for opt in sorted(extra & set(TRAINING_ONLY)):  # never in the forward numbers
             self.dropped.setdefault(opt, []).append(full)
@@ -604,6 +608,10 @@ TRAINING_ONLY = {
     "gradient_clip": "a clip of the layer's gradient",
     "back_prop": "whether the gradient flows back through the rec layer",
 }
+# options whose value the importer never reads (RETURNN's placement and printing, the output's type),
+# or whose handler says what it takes (`eval`: a string), or layers checked as layers themselves
+_ANY_VALUE = {"out_type", "param_device", "collocate_with", "custom_param_importer", "debug_print_layer_output"}
+_ANY_VALUE |= {"eval", "unit", "subnetwork"}
 _LOSS = {"loss", "target", "loss_opts", "loss_scale"}
 _COMMON |= _LOSS  # which losses on which layers: `_loss`
 # how RETURNN initialises a layer's parameters: nothing the layer computes (the imported model's

@@ -108,13 +108,21 @@ def _load(path: str, sets, network: str, python: str | None, no_exec: bool) -> L
         spec.sparse_dim = spec.sparse_dim["__dim__"] if spec.sparse_dim else None
     notes = []
     if answered := data.get("answered"):
-        shown = ", ".join(repr(p) for p in answered[:2]) + (
-            f" and {len(answered) - 2} more" if len(answered) > 2 else ""
-        )
         notes.append(
-            f"the config ran with its checks of files that are not here answered True ({shown}), "
+            f"the config ran with its checks of files that are not here answered True ({_listed(answered)}), "
             "as on the machines it was written for; datasets are never built"
         )
+    if absent := data.get("absent"):
+        what = "the module" if len(absent) == 1 else "the modules"
+        notes.append(
+            f"the config imports {what} {_listed(absent)}, which only its cluster has: placeholders here "
+            "(a layer that reads one is refused)"
+        )
+    if commands := data.get("commands"):
+        what = "the command" if len(commands) == 1 else "the commands"
+        notes.append(f"the config runs {what} {_listed(commands)}, which only its cluster has: empty output here")
+    if data.get("network_note"):
+        notes.append(data["network_note"])
     return LoadedConfig(
         path,
         data["network"],
@@ -127,6 +135,10 @@ def _load(path: str, sets, network: str, python: str | None, no_exec: bool) -> L
         notes,
         no_exec,
     )
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(repr(p) for p in items[:2]) + (f" and {len(items) - 2} more" if len(items) > 2 else "")
 
 
 def _line(path: str, line: int) -> str:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from netc.importer.dims import BATCH
 from netc.importer.syntax import call, identifier, name, num
-from netc.importer.values import PREV, Refused, Scope, Val, feature, sources
+from netc.importer.values import CLASS_ALIASES, PREV, Refused, Scope, Val, feature, sources, value_sources
 from netc.importer.writer import Assign
 
 # layers whose value has no outer time dim, whatever they read
@@ -63,7 +63,7 @@ class States:
         d = scope.layers[layer]
         if not isinstance(d, dict) or d.get("class") in _DROPS_TIME:
             return ()
-        for src in sources(d):
+        for src in value_sources(d):
             if src.startswith("base:"):
                 own = self.dims.find(scope.time) if scope.time else None  # the loop's own: a frame
                 outer = self.get(src[5:], scope.outer).dims
@@ -87,8 +87,11 @@ class States:
             return found
         if isinstance(d.get("n_out"), int):
             return self.dims.static(d["n_out"], identifier(layer))
+        cls = CLASS_ALIASES.get(d.get("class"), d.get("class"))
+        if not hasattr(self, f"_l_{cls}"):  # not read through a layer netc does not import
+            raise Refused(self._full(layer, scope), str(cls), "this layer class is not supported by `netc import` yet")
         seen = seen | {layer}
-        for src in sources(d):
+        for src in value_sources(d):
             if src.startswith("prev:") or src in seen:
                 continue
             if src in scope.layers and src not in scope.vals and not src.startswith(("base:", "data")):

@@ -13,6 +13,7 @@ from netc.importer.syntax import Expr, call
 
 PREV = "__prev__"  # placeholder names, resolved when the model is written
 DIM = "__dim__"
+CLASS_ALIASES = {"hidden": "linear", "forward": "linear"}  # returnn.tf.layers.basic's aliases
 
 
 class Refused(Exception):
@@ -70,6 +71,25 @@ def tf_scope(layer: str) -> str:
 def sources(d: dict) -> list[str]:
     src = d.get("from", "data")
     return [src] if isinstance(src, str) else list(src) if isinstance(src, list | tuple) else [src]
+
+
+def python_object(value) -> str | None:
+    """The `repr` of the first Python object (not data: a function, a placeholder of a module only the
+    config's cluster has) in an option's value, as `_child` passes them (`{"__object__": repr}`)."""
+    if isinstance(value, dict):
+        if set(value) == {"__object__"}:
+            return str(value["__object__"])
+        value = list(value.values())
+    if isinstance(value, list):
+        return next((r for v in value if (r := python_object(v)) is not None), None)
+    return None
+
+
+def value_sources(d: dict) -> list[str]:
+    """The layers whose values a layer's value is made of (a `switch`: its branches, not `from`)."""
+    if d.get("class") == "switch":
+        return [d[k] for k in ("true_from", "false_from") if isinstance(d.get(k), str)]
+    return sources(d)
 
 
 def feature(val: Val, dims: DimTable) -> str:
