@@ -7,6 +7,8 @@ padding zeros as RETURNN's datasets pad). Outputs on valid frames and losses wit
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 TOLERANCE = 1e-4
@@ -38,6 +40,34 @@ def original_network(path: str, no_exec: bool, network: str = "network"):
     inputs = {key: _child.input_kwargs(key, opts) for key, opts in _child._data_kwargs(config).items()}
     config.typed_dict["extern_data"] = inputs
     return config, net_dict
+
+
+def returnn_error(path: str, no_exec: bool) -> str | None:
+    """RETURNN (TensorFlow, graph mode) building the original config's network for training, then
+    for search (a decoder's scores are built only there): None where both build, else the error's
+    first line (the config is not one this RETURNN builds)."""
+    import tensorflow as tf
+    from returnn.log import log
+    from returnn.tf.native_op import OpMaker
+    from returnn.tf.network import TFNetwork
+
+    tf.compat.v1.disable_eager_execution()
+    log.initialize(verbosity=[0])
+    OpMaker.with_cuda = False
+    for search in (False, True):
+        config, net_dict = original_network(path, no_exec)
+        try:
+            with tf.Graph().as_default():
+                train_flag = tf.compat.v1.placeholder(tf.bool, shape=(), name="train_flag")
+                net = TFNetwork(config=config, train_flag=train_flag, eval_flag=True, search_flag=search)
+                net.construct_from_dict(net_dict)
+        except Exception as e:  # noqa: BLE001 - RETURNN's own refusal of the config
+            import traceback
+
+            last = traceback.extract_tb(e.__traceback__)[-1]
+            where = f" ({os.path.basename(last.filename)}:{last.lineno}: {last.line})"
+            return f"{'search' if search else 'training'}: {type(e).__name__}: {e}".splitlines()[0][:300] + where
+    return None
 
 
 def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:

@@ -45,6 +45,9 @@ def do_import(job: dict, rec: dict) -> str | None:
         rec["outcome"] = "refused"
         rec["error"] = e.render() if e.span else str(e)
         rec["cause"] = "load: " + cause_of(rec["error"])
+        if (broken := _broken(e.message)) is not None:  # it fails on any machine: not a valid config
+            rec["outcome"] = "invalid"
+            rec["invalid"] = broken
         return None
     rec["load"] = "no-exec" if loaded.no_exec else "exec"
     try:
@@ -64,12 +67,35 @@ def do_import(job: dict, rec: dict) -> str | None:
         rec["outcome"] = "refused"
         rec["errors"] = [e.render() for e in result.errors]
         rec["cause"] = cause_of(rec["errors"][0])
+        if "RETURNN rejects" in result.errors[0].message:  # the claim checked: RETURNN builds the original
+            from corpus_match import returnn_error
+
+            rec["returnn_error"] = returnn_error(job["path"], loaded.no_exec)
+            if rec["returnn_error"] is not None:
+                rec["outcome"] = "invalid"
+                rec["invalid"] = f"RETURNN rejects it: {rec['returnn_error']}"
         return None
     rec["outcome"] = "imported"
     rec["warnings"] = len(result.warnings)
     rec["notes"] = result.notes
     rec["names"] = {"params": result.params, "outputs": result.outputs, "losses": result.losses}
     return model
+
+
+# errors of the config's own Python, whichever machine runs it (not its cluster's files or modules);
+# a NameError may be a name the config expects from its command line (`++name value`): not here
+_BROKEN = ("SyntaxError", "IndentationError", "TabError", "UnboundLocalError")
+
+
+def _broken(message: str) -> str | None:
+    """Why a config that fails to load fails on any machine (its own Python), or None."""
+    m = re.match(r"the config fails to load: (\w+): (.*)", message)
+    if m is None:
+        return None
+    kind, why = m.groups()
+    if kind in _BROKEN or (kind == "TypeError" and "got an unexpected keyword argument" in why):
+        return f"its Python fails wherever it runs: {kind}: {why.split(' (and --no-exec')[0]}"
+    return None
 
 
 def do_verify(model: str) -> dict:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -165,6 +166,12 @@ def summary(r: dict) -> str:
     return "; ".join(parts)
 
 
+def cause_of_invalid(r: dict) -> str:
+    """Why RETURNN itself rejects a config, without its names and numbers."""
+    why = r.get("invalid", "?").removeprefix("RETURNN rejects it: ")
+    return re.sub(r"\b\d+\b", "N", re.sub(r"'[^']*'|\([^)]*line \d+\)", "…", why))[:120]
+
+
 def render_table(records: list[dict], stages) -> str:
     """Counts per top-level folder: configs, imported (of them by the `--no-exec` fallback),
     verified, matched, refused, errors; then the refusals and errors by cause."""
@@ -180,13 +187,15 @@ def render_table(records: list[dict], stages) -> str:
             for s in ("verify", "match"):
                 if isinstance(r.get(s), dict) and r[s].get("status") == "ok":
                     c[s] += 1
-        if r["outcome"] != "imported":
+        if r["outcome"] == "invalid":
+            causes["not a config this RETURNN builds: " + cause_of_invalid(r)] += 1
+        elif r["outcome"] != "imported":
             causes[r.get("cause", "?")] += 1
         for s in ("verify", "match"):
             if isinstance(r.get(s), dict) and r[s].get("status") not in ("ok", None):
                 causes[f"{s}: {r[s].get('cause', r[s].get('status'))}"] += 1
-    head = "| folder | configs | imported | (by --no-exec) | refused | errors |"
-    line = "|---|---:|---:|---:|---:|---:|"
+    head = "| folder | configs | imported | (by --no-exec) | refused | not RETURNN's | errors |"
+    line = "|---|---:|---:|---:|---:|---:|---:|"
     if "verify" in stages:
         head += " verified |"
         line += "---:|"
@@ -196,7 +205,7 @@ def render_table(records: list[dict], stages) -> str:
     out = [head, line]
     for key in sorted(rows, key=lambda k: (k == "**all**", k)):
         c = rows[key]
-        row = f"| {key} | {c['configs']} | {c['imported']} | {c['no-exec']} | {c['refused']} | {c['error']} |"
+        row = f"| {key} | {c['configs']} | {c['imported']} | {c['no-exec']} | {c['refused']} | {c['invalid']} | {c['error']} |"
         if "verify" in stages:
             row += f" {c['verify']} |"
         if "match" in stages:

@@ -298,6 +298,8 @@ def network_of(config, name: str = "network") -> tuple[object, str | None]:
     it last. Gives the network and a note saying so (or None)."""
     network = config.typed_value(name)
     get_network = config.typed_dict.get("get_network")
+    if name == "network" and network is not None and config.bool_or_other("pretrain", None):
+        return _after_pretraining(config, network)
     if network is not None or name != "network" or not callable(get_network):
         return network, None
     last = config.int("num_epochs", 5)
@@ -307,3 +309,23 @@ def network_of(config, name: str = "network") -> tuple[object, str | None]:
             where = "its last epoch" if epoch == last else f"epoch {epoch}, the last one it builds a network for"
             return network, f"the network is `get_network(epoch={epoch})`, {where} (`num_epochs` {last})"
     return None, None
+
+
+def _after_pretraining(config, network) -> tuple[object, str | None]:
+    """The network RETURNN trains after pretraining (`Pretrain.get_final_network_json`): `network` with
+    its `WrapEpochValue`s at the last pretraining step's epoch."""
+    from returnn.pretrain import WrapEpochValue, pretrain_from_config
+
+    def wrapped(v) -> bool:
+        if isinstance(v, dict):
+            return any(wrapped(x) for x in v.values())
+        if isinstance(v, list | tuple):
+            return any(wrapped(x) for x in v)
+        return isinstance(v, WrapEpochValue)
+
+    if not wrapped(network):
+        return network, None
+    pretrain = pretrain_from_config(config)
+    final = pretrain.get_final_network_json()
+    n = len(pretrain._step_net_jsons)
+    return final, f"its `WrapEpochValue`s at epoch {n}, pretraining's last (RETURNN's network after pretraining)"

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from netc.importer import attention, convnorm, last_state, logic, masked, sharing, transformer, windows
+from netc.importer import attention, convnorm, last_state, logic, masked, recunits, sharing, transformer, windows
 from netc.importer.defaults import at_default, rejected_by_returnn, train_only_function
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
 from netc.importer.states import States
-from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num, tuple_
+from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
 from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
 from netc.importer.writer import Assign, ModuleRef
 
@@ -41,14 +41,11 @@ ACTIVATIONS = {
     "log_softmax": "log_softmax",
 }
 COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
-# RETURNN's units of a `rec` layer over a sequence that are NativeLSTM2 (`lstmp`, `lstm`: its default
-# LSTM; `LSTMBlock(Fused)`: NativeLSTM2 under TF 2), and the NativeLSTM (v1) unit
-LSTM_UNITS = {"nativelstm2", "lstm", "lstmp", "lstmblock", "lstmblockfused", "nativelstm"}
-CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
 
 
 class Importer(
     LossLayers,
+    recunits.RecUnits,
     States,
     convnorm.ConvNormLayers,
     logic.LogicLayers,
@@ -76,6 +73,7 @@ class Importer(
         self.warnings: list[Refused] = []  # imported, but RETURNN may compute other numbers
         self.notes: list[str] = []  # options and layers left out that change nothing in the forward numbers
         self.dropped: dict[str, list[str]] = {}  # a training-only option -> the layers it was dropped from
+        self.search_dropped: dict[str, list[str]] = {}  # a search-only option -> the layers it was dropped from
         for key, spec in loaded.inputs.items():
             for tag in (*spec.dims, spec.sparse_dim):
                 if tag is not None:
@@ -119,10 +117,13 @@ class Importer(
     def run(self) -> None:
         self._walk()
         for opt, layers in sorted(self.dropped.items()):
-            shown = ", ".join(f"`{x}`" for x in layers[:3]) + (
-                f" and {len(layers) - 3} more" if len(layers) > 3 else ""
+            self.notes.append(
+                f"`{opt}` dropped on {_shown(layers)}: {TRAINING_ONLY[opt]} (the forward numbers are the same)"
             )
-            self.notes.append(f"`{opt}` dropped on {shown}: {TRAINING_ONLY[opt]} (the forward numbers are the same)")
+        for opt, layers in sorted(self.search_dropped.items()):
+            self.notes.append(
+                f"`{opt}` dropped on {_shown(layers)}: {recunits.SEARCH_ONLY[opt]} (training computes the same)"
+            )
 
     def _walk(self) -> None:
         net = self.cfg.network
@@ -464,75 +465,6 @@ class Importer(
             return feature(val, self.dims)
         return None
 
-    def _l_rnn_cell(self, layer, d, scope, var, full) -> Val:
-        unit = str(d.get("unit", "")).lower()
-        if scope.rec is None or unit not in CELL_UNITS or d.get("unit_opts"):
-            raise Refused(full, "rnn_cell", f"unit {d.get('unit')!r} (an LSTM cell in a rec unit is supported)")
-        if getattr(self, "_masks", None):
-            raise Refused(
-                full,
-                "rnn_cell",
-                "an `rnn_cell` under masked_computation (its state is the cell's own; a `rec` LSTM unit's is the loop's)",
-            )
-        src = self._source(d, scope, full)
-        out = self._out_dim(layer, d, full)
-        h, c = var, self.fresh(f"{var}_c")
-        for state in (h, c):
-            scope.outer.stmts.append(
-                Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state")
-            )
-        self.imports |= {"LstmCell", "zeros"}
-        value = call(call("LstmCell", self.dim(out)), src.tensor(), tuple_(name(h), name(c)))
-        comment = f"layer {layer!r}" if layer != var else None
-        scope.stmts.append(
-            Assign(
-                [h, c], value, comment=comment, module=ModuleRef("lstm_cell", self._tf_prefix(layer, d, scope, "/rec"))
-            )
-        )
-        scope.states.setdefault(layer, Val(name(h), (BATCH, out)))
-        return Val(name(h), (BATCH, out))
-
-    def _l_rec(self, layer, d, scope, var, full) -> Val:
-        unit = d.get("unit")
-        if isinstance(unit, str) and unit.lower() in LSTM_UNITS:
-            return self._lstm(layer, d, scope, var, full)
-        if isinstance(unit, dict):
-            return self._loop(layer, d, scope, var, full, unit)
-        raise Refused(full, "rec", f"unit {unit!r} not supported (nativelstm2, lstm or a subnetwork are)")
-
-    def _lstm(self, layer, d, scope, var, full) -> Val:
-        if scope.rec is not None:
-            return self._lstm_step(layer, d, scope, var, full)
-        src = self._source(d, scope, full)
-        out = self._out_dim(layer, d, full)
-        direction = d.get("direction", 1)
-        if direction not in (1, -1) or src.sparse is not None:
-            raise Refused(full, "rec", "direction other than 1/-1, or labels as input")
-        if d.get("initial_state") not in (None, 0, 0.0, "zeros"):
-            raise Refused(
-                full, "rec", "initial_state of an LSTM over a sequence (of one in a rec unit it is supported)"
-            )
-        if self._reads_last_state(layer, scope):
-            return self._lstm_loop(layer, d, scope, var, full, src, out)
-        self.imports.add("Lstm")
-        args = {"direction": num(-1)} if direction == -1 else {}
-        feat = feature(src, self.dims)
-        self._emit(
-            scope,
-            var,
-            call(call("Lstm", self.dim(out), **args), src.tensor()),
-            layer,
-            ModuleRef("lstm", self._tf_prefix(layer, d, scope, "/rec")),
-        )
-        return Val(name(var), (*(x for x in src.dims if x != feat), out))
-
-    def _loop(self, layer, d, scope, var, full, unit: dict) -> Val:
-        from netc.importer.loops import import_loop
-
-        if d.get("initial_state") is not None:
-            raise Refused(full, "rec", "initial_state of a rec layer with a subnetwork unit (use `initial_output`)")
-        return import_loop(self, layer, d, scope, var, full, unit)
-
     def _l_choice(self, layer, d, scope, var, full) -> Val:
         from netc.importer.decoders import choice
 
@@ -607,6 +539,7 @@ TRAINING_ONLY = {
     "dropout_noise_shape": "the dropout mask shared over some axes (netc's dropout draws each value's own)",
     "gradient_clip": "a clip of the layer's gradient",
     "back_prop": "whether the gradient flows back through the rec layer",
+    **{f"unit_opts.{k}": v for k, v in recunits.UNIT_TRAINING_ONLY.items()},
 }
 # options whose value the importer never reads (RETURNN's placement and printing, the output's type),
 # or whose handler says what it takes (`eval`: a string), or layers checked as layers themselves
@@ -627,22 +560,7 @@ _KNOWN = {
     "concat": {"out_dim"},
     "eval": {"eval", "eval_locals", "activation"},
     "reduce": {"mode", "axes", "axis", "keep_dims"},
-    "rnn_cell": {"unit", "n_out", "out_dim"},
     "dot": {"reduce", "var1", "var2"},
-    "rec": {
-        "unit",
-        "n_out",
-        "out_dim",
-        "direction",
-        "dropout",
-        "axis",
-        "max_seq_len",
-        "target",
-        "optimize_move_layers_out",
-        "include_eos",
-        "initial_state",
-    },
-    "choice": {"target", "beam_size", "length_normalization", "input_type"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
     "split_dims": {"axis", "dims"},
     "merge_dims": {"axes"},
@@ -659,8 +577,13 @@ _KNOWN = {
     **last_state.KNOWN,
     **sharing.KNOWN,
     **windows.KNOWN,
+    **recunits.KNOWN,
 }
 _NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC}
+
+
+def _shown(layers: list[str]) -> str:
+    return ", ".join(f"`{x}`" for x in layers[:3]) + (f" and {len(layers) - 3} more" if len(layers) > 3 else "")
 
 
 def _is_root(d: dict) -> bool:

@@ -50,6 +50,10 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
     if len(times) != 1:
         raise Refused(full, "rec", "the sequences it steps over have different time dims")
     inner.time = time = times.pop()
+    if d.get("size_target") is not None:  # the loop's length in training: that of the sequence it steps over
+        size = imp._input(d["size_target"]) if isinstance(d["size_target"], str) else None
+        if size is None or [imp.dims.find(x) for x in size.dims if imp.dims.is_dynamic(x)] != [time]:
+            raise Refused(full, "rec", f"size_target {d['size_target']!r}: another length than its input's")
     frames = []
     for src, unstack_layer in seqs:
         base = identifier(sources(d)[0]) if unstack_layer is None and len(sources(d)) == 1 else var
