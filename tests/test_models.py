@@ -19,6 +19,7 @@ MODELS = [
     "teacher_forced_enc_state.py",
     "ops_pool.py",
     "ops_lstm_cell.py",
+    "ops_layer_norm_eps.py",
     "ops_gru_cell.py",
     "chained_unchanged_state.py",
     "ops_elementwise.py",

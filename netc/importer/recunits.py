@@ -9,6 +9,7 @@ and an `rnn_cell`'s `LSTMBlock`, `BasicLSTM` and `StandardLSTM` to TF's `LSTMCel
 
 from __future__ import annotations
 
+from netc.importer import lnlstm
 from netc.importer.dims import BATCH
 from netc.importer.syntax import call, name, num, tuple_
 from netc.importer.values import Refused, Scope, Val, feature
@@ -19,10 +20,11 @@ LSTM_UNITS = {"nativelstm2", "lstm", "lstmp", "lstmblock", "lstmblockfused", "na
 NATIVE2_UNITS = LSTM_UNITS - {"nativelstm"}  # take NativeLstm2's `unit_opts`
 CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm"}  # an `rnn_cell`'s units that are TF's LSTMCell
 # `unit_opts` of NativeLSTM2 that RETURNN applies in training only: dropped with a note
-UNIT_TRAINING_ONLY = {
+NATIVE2_TRAINING_ONLY = {
     "rec_weight_dropout": "dropout on the LSTM's recurrent weights in training",
     "rec_weight_dropout_shape": "the shape of that dropout's mask",
 }
+UNIT_TRAINING_ONLY = {**NATIVE2_TRAINING_ONLY, **lnlstm.TRAINING_ONLY}  # by unit_opts key, for the notes
 # options of RETURNN's search only (training computes the same): dropped with a note
 SEARCH_ONLY = {
     "cheating": "RETURNN's search keeps the true label in the beam (a search that knows the labels)",
@@ -51,7 +53,7 @@ KNOWN = {
 }
 
 
-class RecUnits:
+class RecUnits(lnlstm.LayerNormLstm):
     """Mixed into `Importer` (netc.importer.layers)."""
 
     def _search_only(self, d: dict, full: str) -> None:
@@ -69,7 +71,7 @@ class RecUnits:
             raise Refused(full, cls, f"unit_opts {opts!r} (a dict of the unit's options)")
         bad = []
         for k, v in opts.items():
-            if k in UNIT_TRAINING_ONLY and unit in NATIVE2_UNITS:
+            if k in NATIVE2_TRAINING_ONLY and unit in NATIVE2_UNITS:
                 self.dropped.setdefault(f"unit_opts.{k}", []).append(full)
             elif k not in takes or v != takes[k] or isinstance(v, bool) != isinstance(takes[k], bool):
                 bad.append(f"{k}: {v!r}")
@@ -78,6 +80,8 @@ class RecUnits:
 
     def _l_rnn_cell(self, layer, d, scope, var, full) -> Val:
         unit = str(d.get("unit", "")).lower()
+        if unit == lnlstm.UNIT and scope.rec is not None:
+            return self._ln_lstm(layer, d, scope, var, full, "rnn_cell")
         if scope.rec is None or unit not in CELL_UNITS:
             raise Refused(
                 full, "rnn_cell", f"unit {d.get('unit')!r} (an LSTMBlock/StandardLSTM cell in a rec unit is supported)"
@@ -116,11 +120,17 @@ class RecUnits:
             if d.get("size_target") is not None:
                 raise Refused(full, "rec", "size_target on an LSTM unit (its length is its input's)")
             return self._lstm(layer, d, scope, var, full)
+        if isinstance(unit, str) and unit.lower() == lnlstm.UNIT:
+            if d.get("size_target") is not None:
+                raise Refused(full, "rec", "size_target on an LSTM unit (its length is its input's)")
+            return self._ln_lstm(layer, d, scope, var, full, "rec")
         if isinstance(unit, dict):
             if d.get("unit_opts"):
                 raise Refused(full, "rec", "unit_opts of a subnetwork unit")
             return self._loop(layer, d, scope, var, full, unit)
-        raise Refused(full, "rec", f"unit {unit!r} not supported (nativelstm2, lstm or a subnetwork are)")
+        raise Refused(
+            full, "rec", f"unit {unit!r} not supported (nativelstm2, lstm, layernormvariantslstm or a subnetwork are)"
+        )
 
     def _lstm(self, layer, d, scope, var, full) -> Val:
         if scope.rec is not None:
