@@ -1,6 +1,6 @@
 """`netc import` of the corpus's recurrent units and decoders (configs written here): `unit_opts`
 (NativeLSTM2's training-only recurrent weight dropout, options at the unit's own values), the
-initialisers of a `rec`/`rnn_cell` layer, the LayerNormVariantsLSTM unit, `cheating` (a search-only option), `size_target` of the
+initialisers of a `rec`/`rnn_cell` layer, the LayerNormVariantsLSTM and ZoneoutLSTM units, `cheating` (a search-only option), `size_target` of the
 decoder's own target, an `end` that is not trained, the state of a `switch` read by `prev:` (a
 traceback before), a unit layer reading `data` in a rec layer without input; and the corpus runner
 (tools/import_corpus.py) on such configs: imported, verified and matched; refused; and not a config
@@ -60,7 +60,7 @@ network = {
 # RETURNN's LayerNormVariantsLSTM unit in its variants: over a sequence (both directions), as an `rnn_cell`
 LAYER_NORM_LSTM = """
 #!rnn.py
-extern_data = {"data": {"dim": 3}, "classes": {"dim": 5, "sparse": True}}
+extern_data = {"data": {"dim": 3}, "classes": {"dim": 5, "shape": (None,), "sparse": True}}
 unit_opts = {'global_norm': False, 'global_norm_joined': True, 'cell_norm': False, "dropout": 0.1}
 network = {
     "l_fw": {"class": "rec", "unit": "layernormvariantslstm", "n_out": 4, "direction": 1, "from": "data"},
@@ -69,11 +69,32 @@ network = {
     "output": {"class": "rec", "from": [], "max_seq_len": "max_len_from('base:enc')", "target": "classes", "unit": {
         "output": {"class": "choice", "target": "classes", "beam_size": 3, "from": "prob", "initial_output": 0},
         "end": {"class": "compare", "from": "output", "value": 0},
-        "s": {"class": "rnn_cell", "unit": "layernormvariantslstm", "unit_opts": unit_opts, "from": ["prev:output_emb"], "n_out": 4},
-        "s2": {"class": "rnn_cell", "unit": "layernormvariantslstm", "unit_opts": {"per_gate_norm": True, "global_norm": False, "hidden_norm": True, "cell_norm_in_output": False}, "from": ["prev:output_emb", "prev:s2"], "n_out": 4},
+        "s": {"class": "rnn_cell", "unit": "layernormvariantslstm", "unit_opts": unit_opts, "from": ["prev:output_emb", "base:enc_mean"], "n_out": 4},
+        "s2": {"class": "rnn_cell", "unit": "layernormvariantslstm", "unit_opts": {"per_gate_norm": True, "global_norm": False, "hidden_norm": True, "cell_norm_in_output": False}, "from": ["prev:output_emb", "prev:s2", "base:enc_mean"], "n_out": 4},
         "output_emb": {"class": "linear", "from": "output", "n_out": 3, "initial_output": 0},
         "prob": {"class": "softmax", "from": ["s", "s2"], "loss": "ce", "target": "classes"}}},
-    "out2": {"class": "softmax", "from": "enc", "loss": "ce", "target": "classes"},
+    "enc_mean": {"class": "reduce", "mode": "mean", "axes": "T", "from": "enc"},
+}
+"""
+
+# ZoneoutLSTM (behavior_version 0: the output is the cell's own h, the state the zoned one; or
+# use_zoneout_output), over a sequence and as an `rnn_cell`
+ZONEOUT_LSTM = """
+#!rnn.py
+extern_data = {"data": {"dim": 3}, "classes": {"dim": 5, "shape": (None,), "sparse": True}}
+zo = {"zoneout_factor_cell": 0.15, "zoneout_factor_output": 0.05}
+network = {
+    "l_fw": {"class": "rec", "unit": "zoneoutlstm", "unit_opts": zo, "n_out": 4, "direction": 1, "from": "data"},
+    "l_bw": {"class": "rec", "unit": "zoneoutlstm", "unit_opts": dict(zo, use_zoneout_output=True), "n_out": 4, "direction": -1, "from": "data"},
+    "enc": {"class": "copy", "from": ["l_fw", "l_bw"]},
+    "output": {"class": "rec", "from": [], "max_seq_len": "max_len_from('base:enc')", "target": "classes", "unit": {
+        "output": {"class": "choice", "target": "classes", "beam_size": 3, "from": "prob", "initial_output": 0},
+        "end": {"class": "compare", "from": "output", "value": 0},
+        "s": {"class": "rnn_cell", "unit": "zoneoutlstm", "unit_opts": zo, "from": ["prev:output_emb", "prev:s", "base:enc_mean"], "n_out": 4},
+        "s2": {"class": "rnn_cell", "unit": "ZoneoutLSTM", "unit_opts": dict(zo, use_zoneout_output=True), "from": ["prev:output_emb", "s"], "n_out": 4},
+        "output_emb": {"class": "linear", "from": "output", "n_out": 3, "initial_output": 0},
+        "prob": {"class": "softmax", "from": ["s", "s2"], "loss": "ce", "target": "classes"}}},
+    "enc_mean": {"class": "reduce", "mode": "mean", "axes": "T", "from": "enc"},
 }
 """
 
@@ -133,6 +154,7 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
     (corpus / "asr" / "broken.config").write_text(DECODER.lstrip().replace('"max_seq_len":', '"max_seq_len" '))
     (corpus / "lm").mkdir()
     (corpus / "lm" / "ln_lstm.config").write_text(LAYER_NORM_LSTM.lstrip())
+    (corpus / "lm" / "zoneout.config").write_text(ZONEOUT_LSTM.lstrip())
     out = tmp_path / "report"
     proc = subprocess.run(
         [sys.executable, ROOT / "tools" / "import_corpus.py", corpus, "--out", out, "-j", "1"],
@@ -141,7 +163,7 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
     )
     assert proc.returncode == 0, proc.stderr
     records = {r["config"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
-    for name in ("asr/dec.config", "lm/ln_lstm.config"):  # the original in RETURNN = the imported model
+    for name in ("asr/dec.config", "lm/ln_lstm.config", "lm/zoneout.config"):  # the original = the imported
         good = records[name]
         assert good["outcome"] == "imported", good
         assert good["verify"] == {"status": "ok", "train": "ok", "search": "ok"}
@@ -158,4 +180,7 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
         in table
     )
     assert "| asr | 3 | 1 | 0 | 0 | 2 | 0 | 1 | 1 |" in table
-    assert "| lm | 1 | 1 | 0 | 0 | 0 | 0 | 1 | 1 |" in table
+    assert "| lm | 2 | 2 | 0 | 0 | 0 | 0 | 2 | 2 |" in table
+    assert "`zoneout` of `l_fw`, `l_bw`, `output/s` and 1 more: each state is (1 - z) * new + z * previous" in " ".join(
+        records["lm/zoneout.config"]["notes"]
+    )

@@ -73,7 +73,7 @@ class Importer(
         self.warnings: list[Refused] = []  # imported, but RETURNN may compute other numbers
         self.notes: list[str] = []  # options and layers left out that change nothing in the forward numbers
         self.dropped: dict[str, list[str]] = {}  # a training-only option -> the layers it was dropped from
-        self.search_dropped: dict[str, list[str]] = {}  # a search-only option -> the layers it was dropped from
+        self.option_notes: dict[str, list[str]] = {}  # recunits.OPTION_NOTES key -> the layers it is about
         for key, spec in loaded.inputs.items():
             for tag in (*spec.dims, spec.sparse_dim):
                 if tag is not None:
@@ -120,9 +120,9 @@ class Importer(
             self.notes.append(
                 f"`{opt}` dropped on {_shown(layers)}: {TRAINING_ONLY[opt]} (the forward numbers are the same)"
             )
-        for opt, layers in sorted(self.search_dropped.items()):
+        for opt, layers in sorted(self.option_notes.items()):
             self.notes.append(
-                f"`{opt}` dropped on {_shown(layers)}: {recunits.SEARCH_ONLY[opt]} (training computes the same)"
+                f"`{opt}` {recunits.OPTION_NOTES[opt][0]} {_shown(layers)}: {recunits.OPTION_NOTES[opt][1]}"
             )
 
     def _walk(self) -> None:

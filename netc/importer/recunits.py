@@ -9,7 +9,7 @@ and an `rnn_cell`'s `LSTMBlock`, `BasicLSTM` and `StandardLSTM` to TF's `LSTMCel
 
 from __future__ import annotations
 
-from netc.importer import lnlstm
+from netc.importer import cells
 from netc.importer.dims import BATCH
 from netc.importer.syntax import call, name, num, tuple_
 from netc.importer.values import Refused, Scope, Val, feature
@@ -24,10 +24,20 @@ NATIVE2_TRAINING_ONLY = {
     "rec_weight_dropout": "dropout on the LSTM's recurrent weights in training",
     "rec_weight_dropout_shape": "the shape of that dropout's mask",
 }
-UNIT_TRAINING_ONLY = {**NATIVE2_TRAINING_ONLY, **lnlstm.TRAINING_ONLY}  # by unit_opts key, for the notes
+UNIT_TRAINING_ONLY = {**NATIVE2_TRAINING_ONLY, **cells.TRAINING_ONLY}  # by unit_opts key, for the notes
 # options of RETURNN's search only (training computes the same): dropped with a note
-SEARCH_ONLY = {
-    "cheating": "RETURNN's search keeps the true label in the beam (a search that knows the labels)",
+SEARCH_ONLY = {"cheating"}
+# notes about options by key (`self.option_notes`): (verb, what it means)
+OPTION_NOTES = {
+    "cheating": (
+        "dropped on",
+        "RETURNN's search keeps the true label in the beam (a search that knows the labels; training computes the same)",
+    ),
+    "zoneout": (
+        "of",
+        "each state is (1 - z) * new + z * previous, RETURNN's form outside training, also in training (RETURNN keeps "
+        "each unit's previous value at random there, with probability z)",
+    ),
 }
 _REC_INIT = {"forward_weights_init", "recurrent_weights_init", "bias_init"}  # parameters' initialisers
 KNOWN = {
@@ -53,13 +63,13 @@ KNOWN = {
 }
 
 
-class RecUnits(lnlstm.LayerNormLstm):
+class RecUnits(cells.WrittenCells):
     """Mixed into `Importer` (netc.importer.layers)."""
 
     def _search_only(self, d: dict, full: str) -> None:
         for opt in SEARCH_ONLY:
             if d.get(opt) not in (None, False):
-                self.search_dropped.setdefault(opt, []).append(full)
+                self.option_notes.setdefault(opt, []).append(full)
 
     def _unit_opts(self, d: dict, full: str, cls: str, unit: str, takes: dict[str, object]) -> None:
         """`unit_opts` of `unit`: each at the value `takes` gives (RETURNN's default, what netc
@@ -80,11 +90,13 @@ class RecUnits(lnlstm.LayerNormLstm):
 
     def _l_rnn_cell(self, layer, d, scope, var, full) -> Val:
         unit = str(d.get("unit", "")).lower()
-        if unit == lnlstm.UNIT and scope.rec is not None:
-            return self._ln_lstm(layer, d, scope, var, full, "rnn_cell")
+        if unit in cells.UNITS and scope.rec is not None:
+            return self._written_cell(layer, d, scope, var, full, "rnn_cell", unit)
         if scope.rec is None or unit not in CELL_UNITS:
             raise Refused(
-                full, "rnn_cell", f"unit {d.get('unit')!r} (an LSTMBlock/StandardLSTM cell in a rec unit is supported)"
+                full,
+                "rnn_cell",
+                f"unit {d.get('unit')!r} (LSTMBlock, StandardLSTM, LayerNormVariantsLSTM, ZoneoutLSTM in a rec unit are supported)",
             )
         self._unit_opts(d, full, "rnn_cell", unit, {"forget_bias": 1.0})
         if getattr(self, "_masks", None):
@@ -120,10 +132,10 @@ class RecUnits(lnlstm.LayerNormLstm):
             if d.get("size_target") is not None:
                 raise Refused(full, "rec", "size_target on an LSTM unit (its length is its input's)")
             return self._lstm(layer, d, scope, var, full)
-        if isinstance(unit, str) and unit.lower() == lnlstm.UNIT:
+        if isinstance(unit, str) and unit.lower() in cells.UNITS:
             if d.get("size_target") is not None:
                 raise Refused(full, "rec", "size_target on an LSTM unit (its length is its input's)")
-            return self._ln_lstm(layer, d, scope, var, full, "rec")
+            return self._written_cell(layer, d, scope, var, full, "rec", unit.lower())
         if isinstance(unit, dict):
             if d.get("unit_opts"):
                 raise Refused(full, "rec", "unit_opts of a subnetwork unit")
