@@ -1,7 +1,7 @@
 """`netc import` of the corpus's recurrent units and decoders (configs written here): `unit_opts`
 (NativeLSTM2's training-only recurrent weight dropout, options at the unit's own values), the
 initialisers of a `rec`/`rnn_cell` layer, the LayerNormVariantsLSTM and ZoneoutLSTM units, `cheating` (a search-only option), `size_target` of the
-decoder's own target, an `end` that is not trained, the state of a `switch` read by `prev:` (a
+decoder's own target, `prev:` of the decoder's `choice` (a label state), `get_last_hidden_state` of `prev:` a cell, an `end` that is not trained, the state of a `switch` read by `prev:` (a
 traceback before), a unit layer reading `data` in a rec layer without input; and the corpus runner
 (tools/import_corpus.py) on such configs: imported, verified and matched; refused; and not a config
 RETURNN builds (an option of its Theano backend, a syntax error), checked by building it in RETURNN."""
@@ -43,10 +43,12 @@ network = {
             "end": {"class": "compare", "from": "output", "kind": "equal", "value": 0, "trainable": False},
             "embed": {"class": "linear", "activation": None, "with_bias": False, "from": "output", "n_out": 4,
                       "initial_output": 0},
-            "att0": {"class": "linear", "activation": "tanh", "from": ["prev:s", "base:enc_mean"], "n_out": 5},
+            "prev_s_state": {"class": "get_last_hidden_state", "from": "prev:s", "n_out": 10},
+            "att0": {"class": "linear", "activation": "tanh", "from": ["prev_s_state", "base:enc_mean"], "n_out": 5},
             "att1": {"class": "linear", "activation": "tanh", "from": "base:enc_mean", "n_out": 5},
             "att": {"class": "switch", "condition": "base:flag", "true_from": "att1", "false_from": "att0"},
-            "s": {"class": "rnn_cell", "unit": "LSTMBlock", "from": ["prev:embed", "prev:att"], "n_out": 5,
+            "prev_emb": {"class": "linear", "activation": None, "with_bias": False, "from": "prev:output", "n_out": 3},
+            "s": {"class": "rnn_cell", "unit": "LSTMBlock", "from": ["prev:embed", "prev:att", "prev_emb"], "n_out": 5,
                   "unit_opts": {"forget_bias": 1.0}, "weights_init": "glorot_uniform"},
             "prob": {"class": "softmax", "from": ["s", "att"], "target": "classes", "loss": "ce"},
         },
@@ -108,7 +110,12 @@ def test_unit_options_cheating_size_target_and_a_switch_state_verify(tmp_path):
     assert "note: `unit_opts.rec_weight_dropout` dropped on `lstm_fw`, `lstm_bw`: dropout on the LSTM's" in proc.stderr
     assert "note: `cheating` dropped on `output/output`: RETURNN's search keeps the true label" in proc.stderr
     text = model.read_text()
-    assert "s, s_c = LstmCell(att1_dim)(concat(embed, att), (s, s_c))" in text
+    assert "s, s_c = LstmCell(att1_dim)(concat(embed, att, prev_emb), (s, s_c))" in text
+    # `prev:output` of the choice: a label state, from the choice's initial output
+    assert "output_output = full(batch, value=0, class_dim=vocab)  # initial state: the label before" in text
+    assert "prev_emb = Embedding(feat)(output_output)" in text
+    # the cell's state after the previous step (RETURNN's (c, h) concatenated)
+    assert "prev_s_state = concat(s_c_prev, s_prev)" in text
     assert "att = where(flag, att1, att0)" in text
     for extra in ([], ["--search"]):
         out = run_netc("verify", model, *extra)
@@ -129,8 +136,8 @@ def test_unit_options_cheating_size_target_and_a_switch_state_verify(tmp_path):
             "layer `output/s` (rnn_cell): unit_opts {forget_bias: 0.5} of unit 'lstmblock' not supported",
         ),
         (
-            '"from": ["prev:s", "base:enc_mean"]',
-            '"from": ["prev:s", "base:enc_mean", "data"]',
+            '"from": ["prev_s_state", "base:enc_mean"]',
+            '"from": ["prev_s_state", "base:enc_mean", "data"]',
             "layer `output` (rec): `data` read in the unit of a rec layer without `from`",
         ),
         ('"size_target": "classes"', '"size_target": "data"', "size_target 'data': another length than its"),

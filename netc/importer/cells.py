@@ -108,7 +108,7 @@ class WrittenCells:
         if scope.rec is not None:  # one step of the rec unit's loop
             if d.get("direction", 1) != 1 or src.sparse is not None or src.is_list:
                 raise Refused(full, cls, "a step in a rec unit of direction 1 over a dense frame is supported")
-            h, c = self.fresh(f"{var}_h") if unit == ZONEOUT_UNIT else var, self.fresh(f"{var}_c")
+            h, c = self._cell_state_vars(layer, scope)
             loop = loop_scope(scope)
             for state in dict.fromkeys((var, h, c)):
                 loop.outer.stmts.append(

@@ -153,7 +153,8 @@ def resolve_prev(scope: Scope) -> list:
                 late.add(n)
     aliases = {n: f"{n}_prev" for n in sorted(late)}
     head = [Assign([a], name(n), comment="the previous step's") for n, a in aliases.items()]
-    renamer = _Rename({PREV + n: aliases.get(n, n) for n in scope.names.values()})
+    read = {n for s in scope.stmts for n in _placeholders(s)}  # a cell's `c` too, not only the layers'
+    renamer = _Rename({PREV + n: aliases.get(n, n) for n in set(scope.names.values()) | read})
     out = []
     for s in head + scope.stmts:
         if isinstance(s, Assign):

@@ -88,6 +88,27 @@ class RecUnits(cells.WrittenCells):
         if bad:
             raise Refused(full, cls, f"unit_opts {{{', '.join(bad)}}} of unit {unit!r} not supported")
 
+    def _cell_state_vars(self, layer: str, scope: Scope) -> tuple[str, str]:
+        """The variables of an LSTM cell's states h and c in a rec unit (h: the layer's own, or with
+        zoneout one of its own), made once: `get_last_hidden_state` of `prev:<cell>` may name them first."""
+        key = self._full(layer, scope)
+        made = self.__dict__.setdefault("_cell_states", {})
+        if key not in made:
+            var, d = scope.names[layer], scope.layers[layer]
+            zoned = str(d.get("unit", "")).lower() == cells.ZONEOUT_UNIT
+            made[key] = (self.fresh(f"{var}_h") if zoned else var, self.fresh(f"{var}_c"))
+        return made[key]
+
+    def _is_cell(self, layer: str, scope: Scope) -> bool:
+        """An LSTM cell whose states `_cell_state_vars` names: an `rnn_cell` or a written cell's step."""
+        d = scope.layers.get(layer)
+        if not isinstance(d, dict) or scope.rec is None:
+            return False
+        unit = str(d.get("unit", "")).lower()
+        return (d.get("class") == "rnn_cell" and unit in CELL_UNITS | set(cells.UNITS)) or (
+            d.get("class") == "rec" and unit in cells.UNITS
+        )
+
     def _l_rnn_cell(self, layer, d, scope, var, full) -> Val:
         unit = str(d.get("unit", "")).lower()
         if unit in cells.UNITS and scope.rec is not None:
@@ -107,7 +128,7 @@ class RecUnits(cells.WrittenCells):
             )
         src = self._source(d, scope, full)
         out = self._out_dim(layer, d, full)
-        h, c = var, self.fresh(f"{var}_c")
+        h, c = self._cell_state_vars(layer, scope)
         for state in (h, c):
             scope.outer.stmts.append(
                 Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state")
