@@ -1,7 +1,7 @@
 """`netc import` of the corpus's recurrent units and decoders (configs written here): `unit_opts`
 (NativeLSTM2's training-only recurrent weight dropout, options at the unit's own values), the
 initialisers of a `rec`/`rnn_cell` layer, the LayerNormVariantsLSTM and ZoneoutLSTM units, `cheating` (a search-only option), `size_target` of the
-decoder's own target, `prev:` of the decoder's `choice` (a label state), `get_last_hidden_state` of `prev:` a cell, an `end` that is not trained, the state of a `switch` read by `prev:` (a
+decoder's own target, `prev:` of the decoder's `choice` (a label state), `get_last_hidden_state` of `prev:` a cell, an `end` that is not trained, the state of a `switch` and of a concatenation read by `prev:` (a
 traceback before), a unit layer reading `data` in a rec layer without input; and the corpus runner
 (tools/import_corpus.py) on such configs: imported, verified and matched; refused; and not a config
 RETURNN builds (an option of its Theano backend, a syntax error), checked by building it in RETURNN."""
@@ -48,7 +48,8 @@ network = {
             "att1": {"class": "linear", "activation": "tanh", "from": "base:enc_mean", "n_out": 5},
             "att": {"class": "switch", "condition": "base:flag", "true_from": "att1", "false_from": "att0"},
             "prev_emb": {"class": "linear", "activation": None, "with_bias": False, "from": "prev:output", "n_out": 3},
-            "s": {"class": "rnn_cell", "unit": "LSTMBlock", "from": ["prev:embed", "prev:att", "prev_emb"], "n_out": 5,
+            "comb": {"class": "copy", "from": ["att", "base:enc_mean"]},
+            "s": {"class": "rnn_cell", "unit": "LSTMBlock", "from": ["prev:embed", "prev:comb", "prev_emb"], "n_out": 5,
                   "unit_opts": {"forget_bias": 1.0}, "weights_init": "glorot_uniform"},
             "prob": {"class": "softmax", "from": ["s", "att"], "target": "classes", "loss": "ce"},
         },
@@ -110,7 +111,8 @@ def test_unit_options_cheating_size_target_and_a_switch_state_verify(tmp_path):
     assert "note: `unit_opts.rec_weight_dropout` dropped on `lstm_fw`, `lstm_bw`: dropout on the LSTM's" in proc.stderr
     assert "note: `cheating` dropped on `output/output`: RETURNN's search keeps the true label" in proc.stderr
     text = model.read_text()
-    assert "s, s_c = LstmCell(att1_dim)(concat(embed, att, prev_emb), (s, s_c))" in text
+    assert "s, s_c = LstmCell(att1_dim)(concat(embed, comb, prev_emb), (s, s_c))" in text
+    assert "comb = zeros(batch, att1_dim + lstm_fw_dim + lstm_fw_dim)  # initial state" in text  # a concat: its dims
     # `prev:output` of the choice: a label state, from the choice's initial output
     assert "output_output = full(batch, value=0, class_dim=vocab)  # initial state: the label before" in text
     assert "prev_emb = Embedding(feat)(output_output)" in text

@@ -11,6 +11,8 @@ from netc.importer.syntax import call, identifier, name, num
 from netc.importer.values import CLASS_ALIASES, PREV, Refused, Scope, Val, feature, sources, value_sources
 from netc.importer.writer import Assign
 
+# layers without `n_out` whose value is their sources concatenated on the feature dim
+_CONCATENATES = {"copy", "activation", "dropout"}
 # layers whose value has no outer time dim, whatever they read
 _DROPS_TIME = {"generic_attention", "reduce", "merge_dims", "rnn_cell", "choice", "rec", "rec_unstack"}
 
@@ -105,6 +107,8 @@ class States:
             raise Refused(self._full(layer, scope), str(cls), "this layer class is not supported by `netc import` yet")
         seen = seen | {layer}
         srcs = value_sources(d)
+        if cls in _CONCATENATES and len(srcs) > 1:  # its sources concatenated: the sum of their dims
+            return self.dims.derived([self._static_out(layer, {**d, "from": [x]}, scope, seen - {layer}) for x in srcs])
         # a `prev:x` has x's dim: read last (the other sources may tell it without a cycle)
         for src in sorted(srcs, key=lambda x: x.startswith("prev:")):
             if src.startswith("prev:") and src[5:] in scope.layers and src[5:] not in seen:
