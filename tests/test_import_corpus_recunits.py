@@ -2,7 +2,7 @@
 (NativeLSTM2's training-only recurrent weight dropout, options at the unit's own values), the
 initialisers of a `rec`/`rnn_cell` layer, the LayerNormVariantsLSTM and ZoneoutLSTM units, `cheating` (a search-only option), `size_target` of the
 decoder's own target, `prev:` of the decoder's `choice` (a label state), `get_last_hidden_state` of `prev:` a cell, an `end` that is not trained, the state of a `switch` and of a concatenation read by `prev:` (a
-traceback before), a unit layer reading `data` in a rec layer without input; and the corpus runner
+traceback before), a unit layer reading `data` in a rec layer without input, attention of one head (weights [batch, time, 1]); and the corpus runner
 (tools/import_corpus.py) on such configs: imported, verified and matched; refused; and not a config
 RETURNN builds (an option of its Theano backend, a syntax error), checked by building it in RETURNN."""
 
@@ -31,6 +31,7 @@ network = {
                 "unit_opts": {"rec_weight_dropout": 0.1}, "bias_init": 0.0},
     "encoder": {"class": "copy", "from": ["lstm_fw", "lstm_bw"]},
     "enc_mean": {"class": "reduce", "mode": "mean", "axes": "T", "from": "encoder"},
+    "enc_ctx": {"class": "linear", "activation": None, "from": "encoder", "n_out": 5},
     "enc_sum": {"class": "reduce", "mode": "sum", "axes": "F", "from": "enc_mean"},
     "flag": {"class": "compare", "kind": "greater", "from": "enc_sum", "value": 0.0},
     "output": {
@@ -51,7 +52,11 @@ network = {
             "comb": {"class": "copy", "from": ["att", "base:enc_mean"]},
             "s": {"class": "rnn_cell", "unit": "LSTMBlock", "from": ["prev:embed", "prev:comb", "prev_emb"], "n_out": 5,
                   "unit_opts": {"forget_bias": 1.0}, "weights_init": "glorot_uniform"},
-            "prob": {"class": "softmax", "from": ["s", "att"], "target": "classes", "loss": "ce"},
+            "energy_in": {"class": "combine", "kind": "add", "from": ["base:enc_ctx", "att0"]},
+            "energy": {"class": "linear", "activation": None, "with_bias": False, "from": "energy_in", "n_out": 1},
+            "att_weights": {"class": "softmax_over_spatial", "from": "energy"},
+            "ctx": {"class": "generic_attention", "weights": "att_weights", "base": "base:encoder"},
+            "prob": {"class": "softmax", "from": ["s", "att", "ctx"], "target": "classes", "loss": "ce"},
         },
         "target": "classes",
         "size_target": "classes",
@@ -119,6 +124,8 @@ def test_unit_options_cheating_size_target_and_a_switch_state_verify(tmp_path):
     # the cell's state after the previous step (RETURNN's (c, h) concatenated)
     assert "prev_s_state = concat(s_c_prev, s_prev)" in text
     assert "att = where(flag, att1, att0)" in text
+    # one head: the weights' dim of size 1 summed away, as RETURNN squeezes it
+    assert "ctx = dot(reduce_sum(att_weights, axis=energy_dim), encoder, reduce=time)" in text
     for extra in ([], ["--search"]):
         out = run_netc("verify", model, *extra)
         assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr

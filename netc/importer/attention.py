@@ -94,7 +94,8 @@ def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full:
 
 
 def generic_attention(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
-    """`dot(weights, base, reduce=T)`: the weights' dims without T, then the base's others."""
+    """`dot(weights, base, reduce=T)`: the weights' dims without T, then the base's others; a weights'
+    dim of size 1 that the base lacks (one head) summed away first, as RETURNN squeezes it."""
     if d.get("from") not in (None, []) or not isinstance(d.get("weights"), str) or not isinstance(d.get("base"), str):
         raise Refused(full, "generic_attention", "`weights` and `base` layers (and no `from`) are supported")
     w, base = imp.get(d["weights"], scope), imp.get(d["base"], scope)
@@ -102,8 +103,15 @@ def generic_attention(imp, layer: str, d: dict, scope: Scope, var: str, full: st
     find = imp.dims.find
     if len(time) != 1 or find(time[0]) not in {find(x) for x in w.dims}:
         raise Refused(full, "generic_attention", "the weights and the base need one time dim in common")
+    wexpr = w.tensor()
+    if d.get("auto_squeeze", True):  # RETURNN's default: a weights' dim of size 1 the base lacks goes
+        ones = [x for x in w.dims if imp.dims.is_static(x) and imp.dims.size(x) == 1]
+        for x in [x for x in ones if find(x) not in {find(y) for y in base.dims}]:
+            imp.imports.add("reduce_sum")
+            wexpr = call("reduce_sum", wexpr, axis=imp.dim(x))  # (the sum of its one value)
+            w = Val(wexpr, tuple(y for y in w.dims if y != x))
     imp.imports.add("dot")
-    imp._emit(scope, var, call("dot", w.tensor(), base.tensor(), reduce=imp.dim(time[0])), layer)
+    imp._emit(scope, var, call("dot", wexpr, base.tensor(), reduce=imp.dim(time[0])), layer)
     wd = [x for x in w.dims if find(x) != find(time[0])]
     dims = wd + [x for x in base.dims if find(x) not in {find(y) for y in w.dims}]
     return Val(name(var), tuple(dims))

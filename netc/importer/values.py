@@ -86,9 +86,12 @@ def python_object(value) -> str | None:
 
 
 def value_sources(d: dict) -> list[str]:
-    """The layers whose values a layer's value is made of (a `switch`: its branches, not `from`)."""
+    """The layers whose values a layer's value is made of (a `switch`: its branches, a
+    `generic_attention`: its `base`; not `from`)."""
     if d.get("class") == "switch":
         return [d[k] for k in ("true_from", "false_from") if isinstance(d.get(k), str)]
+    if d.get("class") == "generic_attention":  # a weighted sum of `base`'s frames
+        return [d["base"]] if isinstance(d.get("base"), str) else []
     return sources(d)
 
 
