@@ -111,7 +111,11 @@ def do_verify(model: str) -> dict:
     except CompileError as e:
         return {"status": "compile", "cause": "compile: " + cause_of(str(e))}
     out = {"status": "ok"}
-    for search in (False, True) if search_plan(g) is not None else (False,):
+    try:
+        searches = search_plan(g) is not None
+    except CompileError as e:  # a model netc can train but not search (two loops with `choice`)
+        return {"status": "compile", "cause": "search: " + cause_of(str(e))}
+    for search in (False, True) if searches else (False,):
         what = "search" if search else "train"
         try:
             comps, _ = verify(model, g, search=search)
