@@ -46,18 +46,19 @@ _POW = 4
 class EvalMapper:
     """One `eval` string of layer `full` over the values `srcs` (`source(i)`)."""
 
-    def __init__(self, imp, full: str, code: str, srcs: list[Val]):
+    def __init__(self, imp, full: str, code: str, srcs: list[Val], shown: str | None = None):
         self.imp, self.full, self.code, self.srcs = imp, full, code, srcs
+        self.shown = shown or repr(code)  # how errors quote the eval (a config function's: what it computes)
 
     def refuse(self, what: str) -> Refused:
-        return Refused(self.full, "eval", f"eval {self.code!r}: {what} not supported")
+        return Refused(self.full, "eval", f"eval {self.shown}: {what} not supported")
 
     def run(self) -> tuple[Expr, bool]:
         """The expression and whether it is a tensor (not a plain number)."""
         try:
             tree = ast.parse(self.code.strip(), mode="eval")
         except SyntaxError as e:
-            raise Refused(self.full, "eval", f"eval {self.code!r} is not a Python expression ({e.msg})") from None
+            raise Refused(self.full, "eval", f"eval {self.shown} is not a Python expression ({e.msg})") from None
         expr, prec, is_tensor = self.expr(tree.body)
         if not is_tensor:
             raise self.refuse("an expression that reads no `source(i)`")
@@ -132,7 +133,7 @@ class EvalMapper:
             raise self.refuse(f"`{ast.unparse(node)}` (`source(i)` with a number i is)")
         i = node.args[0].value
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(self.srcs):
-            raise Refused(self.full, "eval", f"eval {self.code!r}: `source({i!r})` but it has {len(self.srcs)} sources")
+            raise Refused(self.full, "eval", f"eval {self.shown}: `source({i!r})` but it has {len(self.srcs)} sources")
         return i
 
     def tensor_val(self, node: ast.AST) -> Val:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from netc.importer import attention, convnorm, last_state, logic, masked, sharing, transformer, windows
-from netc.importer.defaults import at_default, rejected_by_returnn, train_only_function
+from netc.importer.defaults import at_default, rejected_by_returnn
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -391,30 +391,45 @@ class Importer(
         return Val(name(var), dims)
 
     def _l_eval(self, layer, d, scope, var, full) -> Val:
-        """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`)."""
+        """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`); one
+        calling the config's functions, as what it computes outside training (`config_eval.py`)."""
+        from netc.importer.config_eval import config_eval, reads_config
         from netc.importer.evals import EvalMapper
 
-        code = d.get("eval")
-        if not isinstance(code, str):
-            raise Refused(full, "eval", f"eval {code!r} is not a string (an expression over `source(i)` is)")
+        code, shown = d.get("eval"), None
         if d.get("eval_locals"):
             raise Refused(full, "eval", "option eval_locals not supported")
         vals = [self.get(s, scope) for s in sources(d)]
-        if (augment := train_only_function(code, self.cfg.path)) and len(vals) == 1 and not d.get("activation"):
-            self.notes.append(
-                f"layer `{full}` (eval): the config's `{augment}` (line {augment.line}: SpecAugment-style masking) "
-                "is applied only in training (`network.cond_on_train`): the imported model reads its input "
-                "unmasked, the same numbers outside training (add masking of your own for training)"
-            )
+        if reads_config(code):
+            ce = config_eval(code, self.cfg.path)
+            what = code["__object__"].split(" at ")[0] + ">" if isinstance(code, dict) else repr(code)
+            if ce.code is None:
+                raise Refused(full, "eval", f"eval {what}: {ce.why} not understood (outside training)")
+            shown, code = f"{what} (outside training: {ce.code!r})", ce.code
+            self._note_config_eval(full, ce)
+        if not isinstance(code, str):
+            raise Refused(full, "eval", f"eval {code!r} is not a string (an expression over `source(i)` is)")
+        if code.strip() == "source(0)" and len(vals) == 1 and not d.get("activation"):  # the identity
             self._emit(scope, var, vals[0].expr, layer)
-            return Val(name(var), vals[0].dims, vals[0].sparse)
+            return Val(name(var), vals[0].dims, vals[0].sparse, vals[0].is_list and isinstance(vals[0].expr, cst.Name))
         if any(v.sparse is not None for v in vals):
             raise Refused(full, "eval", "labels (sparse) as a source")
-        expr, _ = EvalMapper(self, full, code, vals).run()
+        expr, _ = EvalMapper(self, full, code, vals, shown).run()
         dims = max((v.dims for v in vals), key=len)
         val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims)
+
+    def _note_config_eval(self, full: str, ce) -> None:
+        fns = ", ".join(f"`{n}` (line {line})" for n, line in ce.functions) or "values"
+        if ce.train_only:
+            what = "its input" if ce.code.strip() == "source(0)" else f"`{ce.code}`"
+            one = len(ce.functions) == 1
+            self.notes.append(
+                f"layer `{full}` (eval): the config's {fns} compute{'s' if one else ''} {what} outside training; "
+                f"what {'it does' if one else 'they do'} in training only (`network.cond_on_train`: SpecAugment-style "
+                "masking) is left out: the same numbers outside training (add masking of your own for training)"
+            )
 
     def _l_reduce(self, layer, d, scope, var, full) -> Val:
         mode = d.get("mode")

@@ -1,0 +1,100 @@
+"""The layer classes a corpus uses, per config (tools/import_corpus.py records them; docs/import.md).
+
+    python tools/corpus_layers.py REPORT_DIR [--min 5]
+
+`usage(network)` is what a worker records for a loaded config: each layer class (units and
+subnetworks too) with the options its layers set. A config that does not load is scanned for its
+`"class": "..."` strings instead (`scan`). The table: per class, the configs using it, whether
+`netc import` has the class, the configs where a layer of that class was refused (any refusal, not
+only the first), and the options most used."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections import Counter, defaultdict
+
+_CLASS = re.compile(r"""["']class["']\s*:\s*["'](\w+)["']""")
+_REFUSED = re.compile(r"error: layer `[^`]*` \((\w+)\): (.*)")
+
+
+def usage(network: dict) -> dict[str, list[str]]:
+    """Each layer class of a net dict (its rec units and subnetworks too) -> the options set on it."""
+    out: dict[str, set[str]] = defaultdict(set)
+    todo = [network]
+    while todo:
+        for d in todo.pop().values():
+            if not isinstance(d, dict):
+                continue
+            cls = d.get("class")
+            if isinstance(cls, str):
+                out[cls] |= {k for k in d if k not in ("class", "from")}
+            for k in ("unit", "subnetwork"):
+                if isinstance(d.get(k), dict):
+                    todo.append(d[k])
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def scan(path: str) -> dict[str, list[str]]:
+    """The classes a config's text names (for one that does not load): options unknown."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    return {c: [] for c in sorted(set(_CLASS.findall(text)))}
+
+
+def imported_classes() -> set[str]:
+    from netc.importer.layers import CLASS_ALIASES, Importer
+
+    return {n[3:] for n in dir(Importer) if n.startswith("_l_")} | set(CLASS_ALIASES)
+
+
+def render(records: list[dict], minimum: int) -> str:
+    uses: Counter = Counter()
+    scanned: Counter = Counter()
+    refused: Counter = Counter()
+    options: dict[str, Counter] = defaultdict(Counter)
+    for r in records:
+        layers = r.get("layers") or {}
+        for cls, opts in layers.items():
+            uses[cls] += 1
+            scanned[cls] += bool(r.get("layers_scanned"))
+            options[cls].update(opts)
+        errors = r.get("errors") or ([r["error"]] if r.get("error") else [])
+        refused.update({m.group(1) for e in errors if (m := _REFUSED.search(e))})
+    have = imported_classes()
+    out = [
+        f"{len(records)} configs; a class is counted once per config (its units and subnetworks too).",
+        "",
+        "| class | configs | (of them scanned) | netc import | refused in | options (configs) |",
+        "|---|---:|---:|---|---:|---|",
+    ]
+    for cls, n in uses.most_common():
+        if n < minimum:
+            break
+        opts = ", ".join(f"{k} {c}" for k, c in options[cls].most_common(8))
+        status = "yes" if cls in have else "no"
+        out.append(f"| {cls} | {n} | {scanned[cls]} | {status} | {refused[cls]} | {opts} |")
+    rare = [f"{c} ({n})" for c, n in sorted(uses.items()) if n < minimum]
+    if rare:
+        out += ["", f"Used by fewer than {minimum} configs: " + ", ".join(rare)]
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("report", help="an --out folder of tools/import_corpus.py")
+    p.add_argument("--min", type=int, default=5, help="list classes used by at least this many configs (default 5)")
+    args = p.parse_args()
+    with open(os.path.join(args.report, "results.jsonl")) as f:
+        records = [json.loads(x) for x in f]
+    sys.stdout.write(render(records, args.min))
+
+
+if __name__ == "__main__":
+    main()
