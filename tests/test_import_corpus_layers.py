@@ -14,6 +14,7 @@ from test_import import CONFIGS, _compare, run_original
 # config, the lengths of each dynamic dim of the inputs (in order of appearance)
 CASES = {
     "spec_augment": ("corpus_spec_augment.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "layers": ("corpus_layers.config", [[6, 3, 5], [6, 3, 5]]),
 }
 
 

@@ -17,6 +17,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 
+_VALUED = ("loss", "activation", "kind", "mode", "unit", "axes", "axis", "padding")  # options counted by value too
 _CLASS = re.compile(r"""["']class["']\s*:\s*["'](\w+)["']""")
 _REFUSED = re.compile(r"error: layer `[^`]*` \((\w+)\): (.*)")
 
@@ -32,6 +33,7 @@ def usage(network: dict) -> dict[str, list[str]]:
             cls = d.get("class")
             if isinstance(cls, str):
                 out[cls] |= {k for k in d if k not in ("class", "from")}
+                out[cls] |= {f"{k}={d[k]}" for k in _VALUED if isinstance(d.get(k), str)}
             for k in ("unit", "subnetwork"):
                 if isinstance(d.get(k), dict):
                     todo.append(d[k])
@@ -39,13 +41,17 @@ def usage(network: dict) -> dict[str, list[str]]:
 
 
 def scan(path: str) -> dict[str, list[str]]:
-    """The classes a config's text names (for one that does not load): options unknown."""
+    """The layer classes a config's text names (for one that does not load): options unknown."""
+    from netc.importer.defaults import returnn_defaults
+    from netc.importer.layers import CLASS_ALIASES
+
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError:
         return {}
-    return {c: [] for c in sorted(set(_CLASS.findall(text)))}
+    known = set(returnn_defaults().get("__accepted__", {})) | set(CLASS_ALIASES)
+    return {c: [] for c in sorted(set(_CLASS.findall(text)) & known)}
 
 
 def imported_classes() -> set[str]:

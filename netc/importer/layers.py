@@ -9,9 +9,11 @@ rec layer. Layers of other classes are collected as refusals."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from netc.importer import attention, convnorm, last_state, logic, masked, sharing, transformer, windows
+from netc.importer import attention, axes, convnorm, last_state, logic, masked, sharing, transformer, windows
 from netc.importer.defaults import at_default, rejected_by_returnn
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
@@ -40,6 +42,16 @@ ACTIVATIONS = {
     "softmax": "softmax",
     "log_softmax": "log_softmax",
 }
+# RETURNN `reduce` modes -> netc functions (`min`/`argmin`: of the negated input)
+_REDUCE = {
+    "sum": "reduce_sum",
+    "mean": "reduce_mean",
+    "max": "reduce_max",
+    "min": "reduce_max",
+    "logsumexp": "logsumexp",
+    "argmax": "argmax",
+    "argmin": "argmax",
+}
 COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 # RETURNN's units of a `rec` layer over a sequence that are NativeLSTM2 (`lstmp`, `lstm`: its default
 # LSTM; `LSTMBlock(Fused)`: NativeLSTM2 under TF 2), and the NativeLSTM (v1) unit
@@ -58,6 +70,7 @@ class Importer(
     last_state.LastStateLayers,
     sharing.SharingLayers,
     windows.WindowLayers,
+    axes.AxesLayers,
 ):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
@@ -432,20 +445,50 @@ class Importer(
             )
 
     def _l_reduce(self, layer, d, scope, var, full) -> Val:
-        mode = d.get("mode")
-        fns = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max", "logsumexp": "logsumexp"}
-        if mode not in fns:
-            raise Refused(full, "reduce", f"mode {mode!r} not supported")
+        """`reduce_sum`/`reduce_mean`/`reduce_max`/`logsumexp`/`argmax` over the axes (padded frames
+        never count, as RETURNN's time mask); `min`/`argmin` of the negated input; `keep_dims`: a
+        dim of size 1 in each static reduced axis' place (RETURNN's)."""
+        mode = str(d.get("mode")).lower()
+        mode = {"avg": "mean"}.get(mode, mode)  # RETURNN's alias
+        if mode not in _REDUCE:
+            raise Refused(full, "reduce", f"mode {d.get('mode')!r} not supported ({', '.join(_REDUCE)} are)")
         src = self._source(d, scope, full)
+        if src.sparse is not None:
+            raise Refused(full, "reduce", "labels (sparse) as the input")
         axes = d.get("axes", d.get("axis"))
-        axes = axes if isinstance(axes, list) else [axes]
+        axes = list(axes) if isinstance(axes, list | tuple) else [axes]
         keys = [self._axis(src, a) for a in axes]
-        if None in keys or not keys:
-            raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags are)")
-        self.imports.add(fns[mode])
+        if None in keys or not keys or any(k not in src.dims for k in keys):
+            raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags of the input are)")
+        fn = _REDUCE[mode]
+        if fn == "argmax" and len(keys) != 1:
+            raise Refused(full, "reduce", f"mode {mode!r} over {len(keys)} axes (RETURNN takes one)")
+        if d.get("keep_dims") and any(self.dims.is_dynamic(k) for k in keys):
+            raise Refused(full, "reduce", "keep_dims over a dynamic axis not supported")
+        self.imports.add(fn)
+        x = src.tensor()
+        if mode in ("min", "argmin"):
+            x = cst.UnaryOperation(cst.Minus(), x)
         axis = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
-        self._emit(scope, var, call(fns[mode], src.tensor(), axis=axis), layer)
-        return Val(name(var), tuple(x for x in src.dims if x not in keys))
+        expr = call(fn, x, axis=axis)
+        if mode == "min":
+            expr = cst.UnaryOperation(cst.Minus(), expr)
+        dims = tuple(x for x in src.dims if x not in keys)
+        if fn == "argmax":  # labels over the reduced axis
+            self._emit(scope, var, expr, layer)
+            return Val(name(var), dims, keys[0])
+        if d.get("keep_dims"):
+            from netc.importer.attention import new_dim
+
+            kept = list(src.dims)
+            for k in keys:
+                one = new_dim(self, 1, f"{identifier(layer)}_kept", set(kept))
+                self.imports.add("expand")
+                expr = call("expand", expr, self.dim(one))
+                kept[kept.index(k)] = one
+            dims = tuple(kept)
+        self._emit(scope, var, expr, layer)
+        return Val(name(var), dims)
 
     def _l_dot(self, layer, d, scope, var, full) -> Val:
         """`dot(a, b, reduce=...)` for the form with `reduce` (dim tags, `T` or `F`) and automatic
@@ -466,13 +509,26 @@ class Importer(
         return Val(name(var), tuple(x for x in dims if self.dims.find(x) not in found))
 
     def _axis(self, val: Val, ax) -> str | None:
-        """An axis description (a dim tag, `T`, `F`) as a dim of `val`."""
+        """An axis description (a dim tag, `T`, `F`, `s:i`/`spatial:i`, `stag:<name>`) as a dim of `val`."""
         if isinstance(ax, dict):
             return self.dims.tag(ax["__dim__"])
-        if str(ax).upper() in ("T", "TIME"):
+        text = str(ax)
+        if text.upper() in ("T", "TIME"):
             return next((x for x in val.dims if self.dims.is_dynamic(x)), None)
-        if str(ax).upper() in ("F", "FEATURE"):
+        if text.upper() in ("F", "FEATURE"):
             return feature(val, self.dims)
+        if m := re.fullmatch(r"(?:s|spatial):(-?\d+)", text, re.IGNORECASE):
+            # RETURNN's spatial axes: all but batch and the feature axis (the last static dim)
+            static = [x for x in val.dims if self.dims.is_static(x)]
+            last = static[-1] if static and val.sparse is None else None
+            spatial = [x for x in val.dims if x != BATCH and x != last]
+            i = int(m.group(1))
+            return spatial[i] if -len(spatial) <= i < len(spatial) else None
+        if text.startswith("stag:"):
+            found = {self.dims.find(x) for x in val.dims}
+            for tid, t in self.dims.tags.items():
+                if t.name == text[5:] and t.kind != "batch" and self.dims.find(self.dims.tag(tid)) in found:
+                    return next(x for x in val.dims if self.dims.find(x) == self.dims.find(self.dims.tag(tid)))
         return None
 
     def _l_rnn_cell(self, layer, d, scope, var, full) -> Val:
@@ -633,7 +689,7 @@ _KNOWN = {
     "combine": {"kind", "activation", "n_out", "out_dim"},
     "concat": {"out_dim"},
     "eval": {"eval", "eval_locals", "activation"},
-    "reduce": {"mode", "axes", "axis", "keep_dims"},
+    "reduce": {"mode", "axes", "axis", "keep_dims", "n_out"},
     "rnn_cell": {"unit", "n_out", "out_dim"},
     "dot": {"reduce", "var1", "var2"},
     "rec": {
@@ -666,6 +722,7 @@ _KNOWN = {
     **last_state.KNOWN,
     **sharing.KNOWN,
     **windows.KNOWN,
+    **axes.KNOWN,
 }
 _NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC}
 

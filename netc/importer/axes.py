@@ -1,0 +1,233 @@
+"""Layers that cut, pad or drop axes, and parameters as layers: `squeeze` (a dim of size 1 summed
+away), `slice` (of a sequence's frames: `slice_frames`; of a static axis: `split` of the feature
+dim, else a one-hot `dot`), `pad`/`postfix_in_time`/`prefix_in_time` (frames of a value before or
+after each sequence's own frames: `pad_frames`), `variable` (`Bias(dims)(zeros(dims))`: the
+parameter itself)."""
+
+from __future__ import annotations
+
+from netc.importer.attention import new_dim
+from netc.importer.dims import BATCH
+from netc.importer.syntax import binop, call, compare, identifier, literal, name, num, tuple_
+from netc.importer.values import Refused, Val, feature, tf_scope
+from netc.importer.writer import ModuleRef
+
+KNOWN = {
+    "squeeze": {"axis", "allow_no_op"},
+    "slice": {"axis", "slice_start", "slice_end", "slice_step"},
+    "pad": {"axes", "padding", "value", "mode", "handle_dynamic_dims"},
+    "postfix_in_time": {"postfix", "repeat", "axis"},
+    "prefix_in_time": {"prefix", "repeat", "axis"},
+    "variable": {"shape", "init", "dtype", "add_batch_axis", "add_time_axis"},
+}
+
+
+def _int(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+class AxesLayers:
+    """Handlers of `Importer` (`_l_<class>`), mixed into it."""
+
+    def _l_squeeze(self, layer, d, scope, var, full) -> Val:
+        """A static dim of size 1 summed away (the one value it holds)."""
+        src = self._source(d, scope, full)
+        axis = self._axis(src, d.get("axis"))
+        if axis is None or axis not in src.dims or src.sparse is not None:
+            raise Refused(full, "squeeze", f"axis {d.get('axis')!r} (F, T or a dim tag of a float input is supported)")
+        if not self.dims.is_static(axis) or self.dims.size(axis) != 1:
+            raise Refused(full, "squeeze", f"axis {d.get('axis')!r}: a static dim of size 1 is supported")
+        sd = scope.layers.get(d.get("from")) if isinstance(d.get("from"), str) else None
+        if isinstance(sd, dict) and sd.get("class") == "compare":
+            raise Refused(full, "squeeze", "of a `compare` (bools) not supported")
+        self.imports.add("reduce_sum")
+        self._emit(scope, var, call("reduce_sum", src.tensor(), axis=self.dim(axis)), layer)
+        return Val(name(var), tuple(x for x in src.dims if x != axis))
+
+    def _l_slice(self, layer, d, scope, var, full) -> Val:
+        src = self._source(d, scope, full)
+        axis = self._axis(src, d.get("axis"))
+        start, end, step = (d.get(k) for k in ("slice_start", "slice_end", "slice_step"))
+        if axis is None or axis not in src.dims or axis == BATCH or src.sparse is not None:
+            raise Refused(full, "slice", f"axis {d.get('axis')!r} (T, F, s:i or a dim tag of a float input)")
+        if any(v is not None and _int(v) is None for v in (start, end, step)):
+            raise Refused(full, "slice", "slice_start, slice_end, slice_step: ints")
+        if self.dims.is_dynamic(axis):
+            return self._slice_frames(layer, d, scope, var, full, src, axis, start, end, step)
+        size = self.dims.size(axis)
+        idx = list(range(size))[slice(start, end, step)]
+        if not idx:
+            raise Refused(full, "slice", f"[{start}:{end}:{step}] of a dim of {size} leaves nothing")
+        out = new_dim(self, len(idx), f"{identifier(layer)}_dim", set(src.dims))
+        first, stride = idx[0], (step or 1)
+        if stride == 1 and axis == _feature_or_none(src, self.dims):  # a part of the feature dim: `split`
+            parts: list[str] = []
+            for i, s in enumerate((first, len(idx), size - first - len(idx))):
+                if s:
+                    parts.append(
+                        out if i == 1 else new_dim(self, s, f"{identifier(layer)}_{i}", {*src.dims, out, *parts})
+                    )
+            value = src.tensor()
+            if len(parts) > 1:
+                self.imports.add("split")
+                value = _subscript(call("split", value, _list(self, parts)), parts.index(out))
+        else:  # [.., out]: a one-hot dot picking position first + i * stride for each i
+            self.imports |= {"dot", "cast", "expand", "range_over"}
+            pos = call("range_over", self.dim(out))
+            if stride != 1:
+                pos = binop("*", pos, num(stride))
+            if first:
+                pos = binop("+", pos, num(first))
+            hit = compare("==", call("expand", pos, self.dim(axis)), call("range_over", self.dim(axis)))
+            value = call("dot", call("cast", hit, literal("float32")), src.tensor(), reduce=self.dim(axis))
+        self._emit(scope, var, value, layer)
+        return Val(name(var), tuple(out if x == axis else x for x in src.dims))
+
+    def _slice_frames(self, layer, d, scope, var, full, src: Val, axis: str, start, end, step) -> Val:
+        """Each sequence's frames [start:end] (end < 0: from its own end, as RETURNN's lengths n - e
+        and frames t + start are)."""
+        if scope.rec is not None:
+            raise Refused(full, "slice", "of the time dim in a rec unit not supported")
+        if step not in (None, 1) or (start is not None and start < 0) or (end is not None and end >= 0):
+            raise Refused(
+                full,
+                "slice",
+                f"[{start}:{end}:{step}] of a dynamic dim (slice_start >= 0 and slice_end < 0 or None, no step)",
+            )
+        if not start and end is None:
+            self._emit(scope, var, src.tensor(), layer)
+            return Val(name(var), src.dims)
+        out = self.dims.fresh(f"{identifier(layer)}_time", None)
+        kwargs = {"axis": self.dim(axis)}
+        if start:
+            kwargs["start"] = num(start)
+        if end is not None:
+            kwargs["stop"] = num(end)
+        kwargs["out_axis"] = self.dim(out)
+        self.imports.add("slice_frames")
+        self._emit(scope, var, call("slice_frames", src.tensor(), **kwargs), layer)
+        return Val(name(var), tuple(out if x == axis else x for x in src.dims))
+
+    def _frames(self, layer, d, scope, var, full, src: Val, axis: str, left: int, right: int, value) -> Val:
+        """`pad_frames`: `left` frames of `value` before each sequence's frames, `right` after."""
+        cls = d.get("class", "?")
+        if scope.rec is not None:
+            raise Refused(full, cls, "in a rec unit not supported")
+        if not _number(value):
+            raise Refused(full, cls, f"value {value!r} (a number is supported)")
+        if not left and not right:
+            self._emit(scope, var, src.tensor(), layer)
+            return Val(name(var), src.dims, src.sparse)
+        out = self.dims.fresh(f"{identifier(layer)}_time", None)
+        kwargs = {"axis": self.dim(axis)}
+        if left:
+            kwargs["left"] = num(left)
+        if right:
+            kwargs["right"] = num(right)
+        if value:
+            kwargs["value"] = num(int(value) if src.sparse is not None else float(value))
+        kwargs["out_axis"] = self.dim(out)
+        self.imports.add("pad_frames")
+        self._emit(scope, var, call("pad_frames", src.tensor(), **kwargs), layer)
+        return Val(name(var), tuple(out if x == axis else x for x in src.dims), src.sparse)
+
+    def _l_postfix_in_time(self, layer, d, scope, var, full) -> Val:
+        return self._in_time(layer, d, scope, var, full, "postfix")
+
+    def _l_prefix_in_time(self, layer, d, scope, var, full) -> Val:
+        return self._in_time(layer, d, scope, var, full, "prefix")
+
+    def _in_time(self, layer, d, scope, var, full, which: str) -> Val:
+        src = self._source(d, scope, full)
+        axis = self._axis(src, d.get("axis", "T"))
+        repeat = _int(d.get("repeat", 1))
+        if axis is None or not self.dims.is_dynamic(axis):
+            raise Refused(full, d["class"], f"axis {d.get('axis')!r} (a dynamic dim is supported)")
+        if repeat is None or repeat < 0:
+            raise Refused(full, d["class"], f"repeat {d.get('repeat')!r} (a number of frames is supported)")
+        left, right = (repeat, 0) if which == "prefix" else (0, repeat)
+        return self._frames(layer, d, scope, var, full, src, axis, left, right, d.get(which, 0.0))
+
+    def _l_pad(self, layer, d, scope, var, full) -> Val:
+        """Padding of one dynamic axis: `pad_frames`. Right padding without `handle_dynamic_dims`
+        (RETURNN's default before behavior version 21) puts the value after the batch's longest
+        sequence; a shorter one then reads its own padded frames there: the same where those are
+        zeros (a raw input) and the value 0."""
+        if str(d.get("mode", "constant")).lower() != "constant":
+            raise Refused(full, "pad", f"mode {d.get('mode')!r} (constant is supported)")
+        src = self._source(d, scope, full)
+        axes = d.get("axes")
+        axes = list(axes) if isinstance(axes, list | tuple) else [axes]
+        padding = d.get("padding")
+        if _int(padding) is not None:
+            padding = [(padding, padding)] * len(axes)
+        elif isinstance(padding, list | tuple) and len(padding) == 2 and all(_int(p) is not None for p in padding):
+            padding = [tuple(padding)] * len(axes)
+        keys = [self._axis(src, a) for a in axes]
+        if len(keys) != 1 or keys[0] is None or not self.dims.is_dynamic(keys[0]) or len(padding) != 1:
+            raise Refused(full, "pad", f"axes {d.get('axes')!r} (one dynamic axis is supported)")
+        left, right = padding[0]
+        if _int(left) is None or _int(right) is None or left < 0 or right < 0:
+            raise Refused(full, "pad", f"padding {d.get('padding')!r} (frames before and after)")
+        dynamic = d.get("handle_dynamic_dims")
+        if dynamic is None:
+            dynamic = self.cfg.behavior_version >= 21
+        value = d.get("value", 0)
+        if right and not dynamic and not (value == 0 and self._zero_padded(d, scope)):
+            raise Refused(
+                full,
+                "pad",
+                "right padding without handle_dynamic_dims (RETURNN pads after the batch's longest sequence; a "
+                "shorter one reads its padded frames there)",
+            )
+        return self._frames(layer, d, scope, var, full, src, keys[0], left, right, value)
+
+    def _l_variable(self, layer, d, scope, var, full) -> Val:
+        """The parameter itself: `Bias(dims)(zeros(dims))` (RETURNN's `<layer>/<layer>`)."""
+        if d.get("from") not in (None, []):
+            raise Refused(full, "variable", "`from` (a variable reads no input)")
+        if d.get("add_batch_axis") or d.get("add_time_axis") or d.get("dtype", "float32") != "float32":
+            raise Refused(full, "variable", "add_batch_axis, add_time_axis or a dtype other than float32")
+        shape = d.get("shape")
+        if not isinstance(shape, list | tuple) or not shape:
+            raise Refused(full, "variable", f"shape {shape!r} (static dims are supported)")
+        keys = []
+        for i, s in enumerate(shape):
+            if isinstance(s, dict):
+                key = self.dims.tag(s["__dim__"])
+            elif _int(s) is not None and s > 0:
+                key = new_dim(self, s, f"{identifier(layer)}_{i}" if len(shape) > 1 else identifier(layer), set(keys))
+            else:
+                key = None
+            if key is None or not self.dims.is_static(key) or key in keys:
+                raise Refused(full, "variable", f"shape {shape!r} (distinct static dims are supported)")
+            keys.append(key)
+        self.imports |= {"Bias", "zeros"}
+        dims = tuple_(*(self.dim(k) for k in keys)) if len(keys) > 1 else self.dim(keys[0])
+        value = call(call("Bias", dims), call("zeros", *(self.dim(k) for k in keys)))
+        ref = ModuleRef("bias", self._tf_prefix(layer, d, scope), {"b": tf_scope(layer)})
+        self._emit(scope, var, value, layer, ref)
+        return Val(name(var), tuple(keys))
+
+
+def _feature_or_none(val: Val, dims) -> str | None:
+    try:
+        return feature(val, dims)
+    except Refused:
+        return None
+
+
+def _list(imp, keys: list[str]):
+    import libcst as cst
+
+    return cst.List([cst.Element(imp.dim(k)) for k in keys])
+
+
+def _subscript(value, i: int):
+    import libcst as cst
+
+    return cst.Subscript(value, [cst.SubscriptElement(cst.Index(num(i)))])
