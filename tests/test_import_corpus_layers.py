@@ -63,3 +63,42 @@ def test_spec_augment_recipes_are_what_they_compute_outside_training(imported):
         "outside training; what it does in training only (`network.cond_on_train`" in proc.stderr
     ), proc.stderr
     assert "layer `plain` (eval): the config's `transform` (line 14) computes its input outside training" in proc.stderr
+
+
+RASR = """
+#!rnn.py
+num_inputs = 6
+num_outputs = {"classes": [5, 1]}
+sprint_opts = {"sprintExecPath": "/cluster/rasr/nn-trainer.linux-x86_64-standard", "minPythonControlVersion": 4}
+network = {
+    "lstm": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "from": "data"},
+    "probs": {"class": "softmax", "n_out": 5, "from": "lstm"},
+    "scores": {"class": "activation", "activation": "log", "from": "probs"},
+    "align": {"class": "fast_bw", "align_target": "sprint", "sprint_opts": sprint_opts, "from": "scores"},
+    "output": {"class": "copy", "from": "probs", "loss": "via_layer",
+               "loss_opts": {"loss_wrt_to_act_in": "softmax", "align_layer": "align"}},
+    "ctc": {"class": "softmax", "n_out": 6, "from": "lstm", "loss": "ctc", "target": "classes",
+            "loss_opts": {"use_native": True}},
+}
+"""
+
+
+def test_rasr_losses_are_left_out_and_their_layers_refused(tmp_path):
+    """A loss RASR computes (through Sprint) is left out with a note, the layer it is on imported; a
+    layer that reads RASR's alignment is refused, saying why."""
+    cfg, model = tmp_path / "hybrid.config", tmp_path / "hybrid.py"
+    cfg.write_text(RASR)
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "note: loss 'via_layer' of layer `output` left out: its gradient is that of another layer's alignment" in (
+        proc.stderr
+    )
+    assert "(`align`), which netc cannot run" in proc.stderr
+    source = model.read_text()
+    assert "output = probs" in source and "ctc_loss(ctc_logits, classes, axis=" in source, source
+    out = verify_in_process(model)
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout
+    cfg.write_text(RASR.replace('"from": "probs", "loss": "via_layer"', '"from": "align", "loss": "via_layer"'))
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 1
+    assert "layer `align` (fast_bw): RASR's full-sum Baum-Welch alignment through Sprint" in proc.stderr, proc.stderr

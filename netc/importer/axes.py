@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from netc.importer.attention import new_dim
 from netc.importer.dims import BATCH
-from netc.importer.syntax import binop, call, compare, identifier, literal, name, num, tuple_
-from netc.importer.values import Refused, Val, feature, tf_scope
-from netc.importer.writer import ModuleRef
+from netc.importer.syntax import binop, call, compare, identifier, literal, name, num
+from netc.importer.values import Refused, Val, feature
 
 KNOWN = {
     "squeeze": {"axis", "allow_no_op"},
@@ -18,7 +17,7 @@ KNOWN = {
     "pad": {"axes", "padding", "value", "mode", "handle_dynamic_dims"},
     "postfix_in_time": {"postfix", "repeat", "axis"},
     "prefix_in_time": {"prefix", "repeat", "axis"},
-    "variable": {"shape", "init", "dtype", "add_batch_axis", "add_time_axis"},
+    "variable": {"shape", "init", "dtype", "add_batch_axis", "add_time_axis", "param_name"},
 }
 
 
@@ -206,12 +205,8 @@ class AxesLayers:
             if key is None or not self.dims.is_static(key) or key in keys:
                 raise Refused(full, "variable", f"shape {shape!r} (distinct static dims are supported)")
             keys.append(key)
-        self.imports |= {"Bias", "zeros"}
-        dims = tuple_(*(self.dim(k) for k in keys)) if len(keys) > 1 else self.dim(keys[0])
-        value = call(call("Bias", dims), call("zeros", *(self.dim(k) for k in keys)))
-        ref = ModuleRef("bias", self._tf_prefix(layer, d, scope), {"b": tf_scope(layer)})
-        self._emit(scope, var, value, layer, ref)
-        return Val(name(var), tuple(keys))
+        param = d.get("param_name") or layer
+        return self._parameter(layer, d, scope, var, keys, param if isinstance(param, str) else layer)
 
 
 def _feature_or_none(val: Val, dims) -> str | None:

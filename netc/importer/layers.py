@@ -13,7 +13,18 @@ import re
 
 import libcst as cst
 
-from netc.importer import attention, axes, convnorm, last_state, logic, masked, sharing, transformer, windows
+from netc.importer import (
+    attention,
+    axes,
+    convnorm,
+    last_state,
+    logic,
+    masked,
+    passthrough,
+    sharing,
+    transformer,
+    windows,
+)
 from netc.importer.defaults import at_default, rejected_by_returnn
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
@@ -71,6 +82,7 @@ class Importer(
     sharing.SharingLayers,
     windows.WindowLayers,
     axes.AxesLayers,
+    passthrough.PassthroughLayers,
 ):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
@@ -675,7 +687,7 @@ TRAINING_ONLY = {
     "gradient_clip": "a clip of the layer's gradient",
     "back_prop": "whether the gradient flows back through the rec layer",
 }
-_LOSS = {"loss", "target", "loss_opts", "loss_scale"}
+_LOSS = {"loss", "target", "loss_opts", "loss_scale", "loss_only_on_non_search"}  # the last: not when searching
 _COMMON |= _LOSS  # which losses on which layers: `_loss`
 # how RETURNN initialises a layer's parameters: nothing the layer computes (the imported model's
 # parameters come from `--checkpoint`, `--params` or its own initialisation)
@@ -723,8 +735,9 @@ _KNOWN = {
     **sharing.KNOWN,
     **windows.KNOWN,
     **axes.KNOWN,
+    **passthrough.KNOWN,
 }
-_NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC}
+_NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC, **passthrough.NOT_NETC}
 
 
 def _is_root(d: dict) -> bool:

@@ -58,8 +58,18 @@ class LossLayers:
     def _loss(self, layer: str, d: dict, scope: Scope, val: Val, full: str) -> None:
         kind = d["loss"]
         logits = val.logits
-        if kind == "edit_distance" and d.get("class") == "decide" and not d.get("loss_opts"):
+        if kind in ("edit_distance", "bleu") and d.get("class") == "decide":
             return  # an error measure only: RETURNN's `get_value` is None, nothing is trained on it
+        if kind in RASR_LOSSES:
+            how = RASR_LOSSES[kind]
+            align = (d.get("loss_opts") or {}).get("align_layer")
+            if align:
+                how += f" (`{align}`)"
+            self.notes.append(
+                f"loss {kind!r} of layer `{full}` left out: {how}, which netc cannot run; the layer itself is "
+                "imported (the same forward numbers): train the model with a loss of your own"
+            )
+            return
         if kind == "as_is" and scope.rec is None and not d.get("loss_opts") and d.get("loss_scale", 1.0) == 1.0:
             loss_name = self._loss_name(layer, kind, layer == "output" or d.get("is_output_layer"))
             self.imports.add("mark_as_loss")
@@ -72,8 +82,14 @@ class LossLayers:
             raise Refused(full, d.get("class", "?"), f"{what} not supported (ce and ctc on `softmax` layers are)")
         opts = dict(d.get("loss_opts") or {})
         smoothing = opts.pop("label_smoothing", 0.0)
+        focal = opts.pop("focal_loss_factor", 0.0) if kind == "ce" else 0.0
+        if not isinstance(focal, int | float) or isinstance(focal, bool) or focal < 0:
+            raise Refused(full, d.get("class", "?"), f"focal_loss_factor {focal!r} (a number >= 0 is supported)")
+        if focal:
+            self._focal = {**getattr(self, "_focal", {}), full: float(focal)}
         if kind == "ctc":
             opts.pop("beam_width", None)  # decoding only
+            opts.pop("use_native", None)  # RETURNN's own implementation of the same loss
             _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"))
         if opts or d.get("loss_scale", 1.0) != 1.0:
             raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts) or ['loss_scale']} not supported")
@@ -125,6 +141,17 @@ class LossLayers:
             if smoothing:
                 kw["label_smoothing"] = num(float(smoothing))
             value = call("cross_entropy", logits.expr, target.expr, **kw)
+            if focal := getattr(self, "_focal", {}).get(full):  # RETURNN: times (1 - p(target)) ** factor
+                self.imports.add("exp")
+                # p(target): of the logits themselves (without label smoothing)
+                ce = call("cross_entropy", logits.expr, target.expr, axis=self.dim(out))
+                p = call("exp", cst.UnaryOperation(cst.Minus(), ce))
+                weight = cst.BinaryOperation(
+                    cst.BinaryOperation(num(1.0), cst.Subtract(), p, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]),
+                    cst.Power(),
+                    num(focal),
+                )
+                value = cst.BinaryOperation(value, cst.Multiply(), weight)
         else:
             self.imports.add("ctc_loss")
             value = call("ctc_loss", logits.expr, target.expr, axis=self.dim(out))
@@ -133,6 +160,12 @@ class LossLayers:
         self.loss_names[layer] = loss_name
 
 
+# losses computed by RASR (through Sprint) from an alignment netc cannot make: left out, with a note
+RASR_LOSSES = {
+    "via_layer": "its gradient is that of another layer's alignment, RASR's through Sprint (`fast_bw`)",
+    "fast_bw": "its alignment is RASR's full-sum Baum-Welch through Sprint",
+    "sprint": "it is computed by RASR through Sprint",
+}
 # `tf.nn.ctc_loss` options of RETURNN's `ctc_opts` that give netc's loss: TF's defaults, and
 # `ignore_longer_outputs_than_inputs` (it only changes sequences whose labels do not fit).
 _CTC_OPTS = {"preprocess_collapse_repeated": False, "ctc_merge_repeated": True}
