@@ -1,6 +1,7 @@
 """`eval` layers: the `eval` string parsed with `ast` (never evaluated) and mapped to netc
 expressions. Only a restricted language is understood: `source(i)`, numbers, `+ - * / **`
-(a number as exponent), unary minus, and the TF functions of `FUNCTIONS`; anything else is a
+(a number as exponent), unary minus, the TF functions of `UNARY`, `BINARY`, `SOFTMAX` and RETURNN's
+`safe_log`; anything else is a
 refusal naming the layer and the part of the string it does not understand."""
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class EvalMapper:
         fn = ast.unparse(node.func)
         if fn == "source":
             return self.source(node), 9, True
+        if fn == "safe_log" and len(node.args) == 1 and not node.keywords:
+            return self.safe_log(node.args[0]), 9, True
         if not fn.startswith("tf.") or node.keywords:
             raise self.refuse(f"`{ast.unparse(node)}`")
         fn, args = fn[3:], node.args
@@ -122,6 +125,17 @@ class EvalMapper:
             axis = self.imp.dim(feature(src, self.imp.dims))
             return call(SOFTMAX[fn], self.tensor(args[0]), axis=axis), 9, True
         raise self.refuse(f"`tf.{fn}` with {len(args)} argument{'s' if len(args) != 1 else ''}")
+
+    def safe_log(self, arg: ast.AST) -> Expr:
+        """RETURNN's `safe_log`: of a softmax, its log-softmax (of the logits); else log(max(x, 1e-20))."""
+        if isinstance(arg, ast.Call) and ast.unparse(arg.func) == "source":
+            val = self.srcs[self.source_index(arg)]
+            if val.logits is not None:
+                self.imp.imports.add("log_softmax")
+                return call("log_softmax", val.logits.tensor(), axis=self.imp.dim(feature(val, self.imp.dims)))
+        x = self.tensor(arg)
+        self.imp.imports |= {"log", "maximum"}
+        return call("log", call("maximum", x, num(1e-20)))
 
     def source(self, node: ast.Call) -> Expr:
         return self.srcs[self.source_index(node)].tensor()

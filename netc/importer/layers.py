@@ -14,6 +14,7 @@ import re
 import libcst as cst
 
 from netc.importer import (
+    arith,
     attention,
     axes,
     convnorm,
@@ -30,40 +31,10 @@ from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
 from netc.importer.states import States
-from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num, tuple_
+from netc.importer.syntax import Expr, call, identifier, literal, name, num, tuple_
 from netc.importer.values import DIM, Refused, Scope, Val, feature, sources, tf_scope
 from netc.importer.writer import Assign, ModuleRef
 
-# RETURNN `activation` names -> netc functions (None: the identity)
-ACTIVATIONS = {
-    None: None,
-    "identity": None,
-    "linear": None,
-    "tanh": "tanh",
-    "sigmoid": "sigmoid",
-    "relu": "relu",
-    "exp": "exp",
-    "log": "log",
-    "sqrt": "sqrt",
-    "sin": "sin",
-    "cos": "cos",
-    "abs": "abs",
-    "swish": "silu",
-    "silu": "silu",
-    "softmax": "softmax",
-    "log_softmax": "log_softmax",
-}
-# RETURNN `reduce` modes -> netc functions (`min`/`argmin`: of the negated input)
-_REDUCE = {
-    "sum": "reduce_sum",
-    "mean": "reduce_mean",
-    "max": "reduce_max",
-    "min": "reduce_max",
-    "logsumexp": "logsumexp",
-    "argmax": "argmax",
-    "argmin": "argmax",
-}
-COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 # RETURNN's units of a `rec` layer over a sequence that are NativeLSTM2 (`lstmp`, `lstm`: its default
 # LSTM; `LSTMBlock(Fused)`: NativeLSTM2 under TF 2), and the NativeLSTM (v1) unit
 LSTM_UNITS = {"nativelstm2", "lstm", "lstmp", "lstmblock", "lstmblockfused", "nativelstm"}
@@ -72,6 +43,7 @@ CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
 
 
 class Importer(
+    arith.ArithLayers,
     LossLayers,
     States,
     convnorm.ConvNormLayers,
@@ -278,6 +250,7 @@ class Importer(
             raise Refused(full, cls, f"option{'s' if len(extra) > 1 else ''} {', '.join(sorted(extra))} not supported")
         if d.get("loss") in ("ce", "ctc") and "target" not in d:  # RETURNN's default target
             d["target"] = self.cfg.default_target
+        self._pre_activation: list = []  # (variable, value): what an activation reads twice, bound first
         val = handler(layer, d, scope, var, full)
         if "loss" in d and d["loss"] is not None:
             self._loss(layer, d, scope, val, full)
@@ -287,6 +260,11 @@ class Importer(
         comment = f"layer {layer!r}" if layer != var else None
         if scope.sub and scope.path:  # inlined from a subnetwork: its full name
             comment = f"layer {scope.path + '/' + layer!r}"
+        for pre, before in getattr(self, "_pre_activation", []):  # what an activation reads twice, bound first
+            note = f"layer {layer!r} before its activation"
+            scope.stmts.append(Assign([pre], before, comment=note, module=module))
+            module = None
+        self._pre_activation = []
         scope.stmts.append(Assign([var], value, comment=comment, module=module))
 
     def _source(self, d: dict, scope: Scope, full: str) -> Val:
@@ -308,17 +286,6 @@ class Importer(
         self.imports.add("concat")
         out = self.dims.derived(feats)
         return Val(call("concat", *[v.expr for v in vals]), (*rest[0], out))
-
-    def _activation(self, val: Val, act, full: str, cls: str) -> Val:
-        if act not in ACTIVATIONS:
-            raise Refused(full, cls, f"activation {act!r} not supported")
-        fn = ACTIVATIONS[act]
-        if fn is None:
-            return val
-        self.imports.add(fn)
-        if fn in ("softmax", "log_softmax"):
-            return Val(call(fn, val.tensor(), axis=self.dim(feature(val, self.dims))), val.dims)
-        return Val(call(fn, val.tensor()), val.dims)
 
     def _tf_prefix(self, layer: str, d: dict, scope: Scope, own: str = "") -> str:
         """Where RETURNN keeps the layer's variables: its `name_scope` ("/a/b" absolute), else its
@@ -368,11 +335,6 @@ class Importer(
         self._emit(scope, var, val.expr, layer, ref)
         return Val(name(var), dims)
 
-    def _l_activation(self, layer, d, scope, var, full) -> Val:
-        val = self._activation(self._source(d, scope, full), d.get("activation"), full, "activation")
-        self._emit(scope, var, val.expr, layer)
-        return Val(name(var), val.dims, val.sparse, False)
-
     def _l_copy(self, layer, d, scope, var, full) -> Val:
         val = self._source(d, scope, full)
         self._emit(scope, var, val.expr, layer)
@@ -393,132 +355,6 @@ class Importer(
         val = self._concat(vals, full, d)
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), val.dims)
-
-    def _l_combine(self, layer, d, scope, var, full) -> Val:
-        kind = d.get("kind", "add")
-        vals = [self.get(s, scope) for s in sources(d)]
-        if not vals:
-            raise Refused(full, "combine", "it has no input")
-        dims = max((v.dims for v in vals), key=len)
-        if kind in COMBINE:
-            expr = vals[0].tensor()
-            for v in vals[1:]:
-                expr = binop(COMBINE[kind], expr, v.tensor())
-        elif kind in ("maximum", "minimum"):
-            self.imports.add(kind)
-            expr = vals[0].tensor()
-            for v in vals[1:]:
-                expr = call(kind, expr, v.tensor())
-        else:
-            raise Refused(full, "combine", f"kind {kind!r} not supported")
-        val = self._activation(Val(expr, dims), d.get("activation"), full, "combine")
-        self._emit(scope, var, val.expr, layer)
-        return Val(name(var), dims)
-
-    def _l_eval(self, layer, d, scope, var, full) -> Val:
-        """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`); one
-        calling the config's functions, as what it computes outside training (`config_eval.py`)."""
-        from netc.importer.config_eval import config_eval, reads_config
-        from netc.importer.evals import EvalMapper
-
-        code, shown = d.get("eval"), None
-        if d.get("eval_locals"):
-            raise Refused(full, "eval", "option eval_locals not supported")
-        vals = [self.get(s, scope) for s in sources(d)]
-        if reads_config(code):
-            ce = config_eval(code, self.cfg.path)
-            what = code["__object__"].split(" at ")[0] + ">" if isinstance(code, dict) else repr(code)
-            if ce.code is None:
-                raise Refused(full, "eval", f"eval {what}: {ce.why} not understood (outside training)")
-            shown, code = f"{what} (outside training: {ce.code!r})", ce.code
-            self._note_config_eval(full, ce)
-        if not isinstance(code, str):
-            raise Refused(full, "eval", f"eval {code!r} is not a string (an expression over `source(i)` is)")
-        if code.strip() == "source(0)" and len(vals) == 1 and not d.get("activation"):  # the identity
-            self._emit(scope, var, vals[0].expr, layer)
-            return Val(name(var), vals[0].dims, vals[0].sparse, vals[0].is_list and isinstance(vals[0].expr, cst.Name))
-        if any(v.sparse is not None for v in vals):
-            raise Refused(full, "eval", "labels (sparse) as a source")
-        expr, _ = EvalMapper(self, full, code, vals, shown).run()
-        dims = max((v.dims for v in vals), key=len)
-        val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
-        self._emit(scope, var, val.expr, layer)
-        return Val(name(var), dims)
-
-    def _note_config_eval(self, full: str, ce) -> None:
-        fns = ", ".join(f"`{n}` (line {line})" for n, line in ce.functions) or "values"
-        if ce.train_only:
-            what = "its input" if ce.code.strip() == "source(0)" else f"`{ce.code}`"
-            one = len(ce.functions) == 1
-            self.notes.append(
-                f"layer `{full}` (eval): the config's {fns} compute{'s' if one else ''} {what} outside training; "
-                f"what {'it does' if one else 'they do'} in training only (`network.cond_on_train`: SpecAugment-style "
-                "masking) is left out: the same numbers outside training (add masking of your own for training)"
-            )
-
-    def _l_reduce(self, layer, d, scope, var, full) -> Val:
-        """`reduce_sum`/`reduce_mean`/`reduce_max`/`logsumexp`/`argmax` over the axes (padded frames
-        never count, as RETURNN's time mask); `min`/`argmin` of the negated input; `keep_dims`: a
-        dim of size 1 in each static reduced axis' place (RETURNN's)."""
-        mode = str(d.get("mode")).lower()
-        mode = {"avg": "mean"}.get(mode, mode)  # RETURNN's alias
-        if mode not in _REDUCE:
-            raise Refused(full, "reduce", f"mode {d.get('mode')!r} not supported ({', '.join(_REDUCE)} are)")
-        src = self._source(d, scope, full)
-        if src.sparse is not None:
-            raise Refused(full, "reduce", "labels (sparse) as the input")
-        axes = d.get("axes", d.get("axis"))
-        axes = list(axes) if isinstance(axes, list | tuple) else [axes]
-        keys = [self._axis(src, a) for a in axes]
-        if None in keys or not keys or any(k not in src.dims for k in keys):
-            raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags of the input are)")
-        fn = _REDUCE[mode]
-        if fn == "argmax" and len(keys) != 1:
-            raise Refused(full, "reduce", f"mode {mode!r} over {len(keys)} axes (RETURNN takes one)")
-        if d.get("keep_dims") and any(self.dims.is_dynamic(k) for k in keys):
-            raise Refused(full, "reduce", "keep_dims over a dynamic axis not supported")
-        self.imports.add(fn)
-        x = src.tensor()
-        if mode in ("min", "argmin"):
-            x = cst.UnaryOperation(cst.Minus(), x)
-        axis = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
-        expr = call(fn, x, axis=axis)
-        if mode == "min":
-            expr = cst.UnaryOperation(cst.Minus(), expr)
-        dims = tuple(x for x in src.dims if x not in keys)
-        if fn == "argmax":  # labels over the reduced axis
-            self._emit(scope, var, expr, layer)
-            return Val(name(var), dims, keys[0])
-        if d.get("keep_dims"):
-            from netc.importer.attention import new_dim
-
-            kept = list(src.dims)
-            for k in keys:
-                one = new_dim(self, 1, f"{identifier(layer)}_kept", set(kept))
-                self.imports.add("expand")
-                expr = call("expand", expr, self.dim(one))
-                kept[kept.index(k)] = one
-            dims = tuple(kept)
-        self._emit(scope, var, expr, layer)
-        return Val(name(var), dims)
-
-    def _l_dot(self, layer, d, scope, var, full) -> Val:
-        """`dot(a, b, reduce=...)` for the form with `reduce` (dim tags, `T` or `F`) and automatic
-        `var1`/`var2`: every other dim is kept (RETURNN's `red1`/`red2` forms are refused)."""
-        srcs = sources(d)
-        if len(srcs) != 2 or "reduce" not in d or any(d.get(v, "auto") != "auto" for v in ("var1", "var2")):
-            raise Refused(full, "dot", "only two sources with `reduce` (and `var1`/`var2` auto) are supported")
-        a, b = (self.get(x, scope) for x in srcs)
-        axes = d["reduce"] if isinstance(d["reduce"], list) else [d["reduce"]]
-        keys = [self._axis(a, ax) for ax in axes]
-        if None in keys or any(self.dims.find(k) not in {self.dims.find(x) for x in b.dims} for k in keys):
-            raise Refused(full, "dot", f"reduce {d['reduce']!r}: a dim of both sources (tags, T or F)")
-        self.imports.add("dot")
-        reduce = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
-        self._emit(scope, var, call("dot", a.tensor(), b.tensor(), reduce=reduce), layer)
-        found = {self.dims.find(k) for k in keys}
-        dims = list(a.dims) + [x for x in b.dims if self.dims.find(x) not in {self.dims.find(y) for y in a.dims}]
-        return Val(name(var), tuple(x for x in dims if self.dims.find(x) not in found))
 
     def _axis(self, val: Val, ax) -> str | None:
         """An axis description (a dim tag, `T`, `F`, `s:i`/`spatial:i`, `stag:<name>`) as a dim of `val`."""
@@ -698,7 +534,7 @@ _KNOWN = {
     "activation": {"activation", "dropout"},
     "copy": {"dropout", "n_out", "out_dim"},
     "dropout": {"dropout"},
-    "combine": {"kind", "activation", "n_out", "out_dim"},
+    "combine": {"kind", "activation", "n_out", "out_dim", "eval", "eval_locals", "eval_for_output_loss"},
     "concat": {"out_dim"},
     "eval": {"eval", "eval_locals", "activation"},
     "reduce": {"mode", "axes", "axis", "keep_dims", "n_out"},
