@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from netc.importer.dims import BATCH
-from netc.importer.syntax import Expr, call, identifier, name, num
+from netc.importer.syntax import Expr, binop, call, identifier, name, num
 from netc.importer.values import Refused, Scope, Val, feature, sources
 
 
@@ -84,13 +84,52 @@ def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> V
 
 
 def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    """`softmax(x * energy_factor, axis=time)` (padded frames get no weight); frames outside
+    [`start`, ...) and [`window_start`, `window_start` + `window_size`) get -1e30 first (exp gives 0,
+    as of RETURNN's -inf); `log_space`: `log_softmax`."""
     src = imp._source(d, scope, full)
     axis = imp._axis(src, d.get("axis", "T"))
     if axis is None or not imp.dims.is_dynamic(axis):
         raise Refused(full, "softmax_over_spatial", f"axis {d.get('axis')!r} (a dynamic dim is supported)")
-    imp.imports.add("softmax")
-    imp._emit(scope, var, call("softmax", src.tensor(), axis=imp.dim(axis)), layer)
+    if d.get("use_time_mask") is False:
+        raise Refused(full, "softmax_over_spatial", "use_time_mask False (the padded frames weighted) not supported")
+    x = src.tensor()
+    factor = d.get("energy_factor")
+    if factor is not None:
+        if not isinstance(factor, int | float) or isinstance(factor, bool):
+            raise Refused(full, "softmax_over_spatial", f"energy_factor {factor!r} (a number is supported)")
+        x = binop("*", x, num(float(factor)))
+    positions = call("range_over", imp.dim(axis))
+    bounds = []  # (position >= lower) and (position < upper)
+    if d.get("start") is not None:
+        bounds.append((">=", _int_or_layer(imp, d["start"], scope, full)))
+    if d.get("window_start") is not None:
+        if d.get("window_size") is None:
+            raise Refused(full, "softmax_over_spatial", "window_start without window_size (RETURNN needs it)")
+        if not isinstance(d["window_start"], str):
+            raise Refused(full, "softmax_over_spatial", "window_start: a layer (RETURNN takes no number)")
+        ws = _int_or_layer(imp, d["window_start"], scope, full)
+        size = _int_or_layer(imp, d["window_size"], scope, full)
+        bounds += [(">=", ws), ("<", binop("+", ws, size))]
+    for op, bound in bounds:
+        imp.imports |= {"where", "range_over"}
+        cmp = {">=": cst.GreaterThanEqual, "<": cst.LessThan}[op]()
+        x = call("where", cst.Comparison(positions, [cst.ComparisonTarget(cmp, bound)]), x, num(-1e30))
+    fn = "log_softmax" if d.get("log_space") else "softmax"
+    imp.imports.add(fn)
+    imp._emit(scope, var, call(fn, x, axis=imp.dim(axis)), layer)
     return Val(name(var), src.dims)
+
+
+def _int_or_layer(imp, v, scope: Scope, full: str) -> Expr:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return num(v)
+    if isinstance(v, str):
+        val = imp.get(v, scope)
+        if val.sparse is not None or any(imp.dims.is_static(x) for x in val.dims):
+            raise Refused(full, "softmax_over_spatial", f"`{v}`: one int per sequence is supported")
+        return val.tensor()
+    raise Refused(full, "softmax_over_spatial", f"{v!r} (an int or a layer is supported)")
 
 
 def generic_attention(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
