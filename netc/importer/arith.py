@@ -298,19 +298,77 @@ class ArithLayers:
         return Val(name(var), dims)
 
     def _l_dot(self, layer, d, scope, var, full) -> Val:
-        """`dot(a, b, reduce=...)` for the form with `reduce` (dim tags, `T` or `F`) and automatic
-        `var1`/`var2`: every other dim is kept (RETURNN's `red1`/`red2` forms are refused)."""
+        """`dot(a, b, reduce=...)`: every other dim is kept. RETURNN's forms: `reduce` (dim tags, `T`,
+        `F`) with automatic `var1`/`var2`, or `red1`/`red2` (the reduced axes of each) with
+        `var1`/`var2` (each source's own axes; the others are the dims both have); before behavior
+        version 3, an empty `var2` adds a dim of size 1 (`add_var2_if_empty`)."""
         srcs = sources(d)
-        if len(srcs) != 2 or "reduce" not in d or any(d.get(v, "auto") != "auto" for v in ("var1", "var2")):
-            raise Refused(full, "dot", "only two sources with `reduce` (and `var1`/`var2` auto) are supported")
+        if len(srcs) != 2:
+            raise Refused(full, "dot", "two sources are supported")
         a, b = (self.get(x, scope) for x in srcs)
-        axes = d["reduce"] if isinstance(d["reduce"], list) else [d["reduce"]]
-        keys = [self._axis(a, ax) for ax in axes]
-        if None in keys or any(self.dims.find(k) not in {self.dims.find(x) for x in b.dims} for k in keys):
-            raise Refused(full, "dot", f"reduce {d['reduce']!r}: a dim of both sources (tags, T or F)")
+        if a.sparse is not None or b.sparse is not None:
+            raise Refused(full, "dot", "labels (sparse) as a source not supported")
+        find = self.dims.find
+        old_form, legacy = "reduce" not in d, False
+        if not old_form:
+            if any(d.get(v, "auto") != "auto" for v in ("var1", "var2")):
+                raise Refused(full, "dot", "`reduce` with `var1`/`var2` other than auto not supported")
+            axes = d["reduce"] if isinstance(d["reduce"], list) else [d["reduce"]]
+            keys = [self._axis(a, ax) for ax in axes]
+            if None in keys or any(find(k) not in {find(x) for x in b.dims} for k in keys):
+                raise Refused(full, "dot", f"reduce {d['reduce']!r}: a dim of both sources (tags, T or F)")
+        else:
+            legacy = self.cfg.behavior_version < 3 and d.get("var1") != "auto" and d.get("var2") != "auto"
+            red1, red2 = (d.get(k, default if legacy else None) for k, default in (("red1", -1), ("red2", -2)))
+            var1, var2 = (d.get(k, default if legacy else "auto") for k, default in (("var1", -2), ("var2", -1)))
+            keys, keys2 = self._dot_axes(a, red1, full, "red1"), self._dot_axes(b, red2, full, "red2")
+            own1, own2 = self._dot_axes(a, var1, full, "var1"), self._dot_axes(b, var2, full, "var2")
+            if var1 == "auto" or var2 == "auto":  # RETURNN's automatic: each source's dims the other has not
+                own1 = [x for x in a.dims if x not in keys and find(x) not in {find(y) for y in b.dims}]
+                own2 = [x for x in b.dims if x not in keys2 and find(x) not in {find(y) for y in a.dims}]
+            rest1 = [x for x in a.dims if x not in keys + own1]
+            rest2 = [x for x in b.dims if x not in keys2 + own2]
+            if not keys or [find(k) for k in keys] != [find(k) for k in keys2]:
+                raise Refused(full, "dot", f"red1 {red1!r} and red2 {red2!r}: the same dims of both sources")
+            if {find(x) for x in rest1} != {find(x) for x in rest2}:
+                raise Refused(full, "dot", "the sources' other dims (not red/var) differ")
+            if {find(x) for x in own1} & {find(x) for x in b.dims} or {find(x) for x in own2} & {
+                find(x) for x in a.dims
+            }:
+                raise Refused(
+                    full, "dot", "var1 and var2: dims of one source only (the same dim in both not supported)"
+                )
         self.imports.add("dot")
         reduce = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
-        self._emit(scope, var, call("dot", a.tensor(), b.tensor(), reduce=reduce), layer)
-        found = {self.dims.find(k) for k in keys}
-        dims = list(a.dims) + [x for x in b.dims if self.dims.find(x) not in {self.dims.find(y) for y in a.dims}]
-        return Val(name(var), tuple(x for x in dims if self.dims.find(x) not in found))
+        expr = call("dot", a.tensor(), b.tensor(), reduce=reduce)
+        found = {find(k) for k in keys}
+        dims = list(a.dims) + [x for x in b.dims if find(x) not in {find(y) for y in a.dims}]
+        dims = [x for x in dims if find(x) not in found]
+        if old_form and legacy and not own2 and d.get("add_var2_if_empty", True):
+            from netc.importer.attention import new_dim
+
+            one = new_dim(self, 1, f"{identifier(layer)}_var2", set(dims))
+            self.imports.add("expand")
+            expr, dims = call("expand", expr, self.dim(one)), [*dims, one]
+        self._emit(scope, var, expr, layer)
+        return Val(name(var), tuple(dims))
+
+    def _dot_axes(self, val: Val, desc, full: str, opt: str) -> list[str]:
+        """`red1`/`red2`/`var1`/`var2` of a `dot` as dims of `val`: None, an axis description, `T?`
+        (the time dim, if any), -1 (RETURNN's feature axis: the last static dim) or a list of them."""
+        if desc is None or desc == "auto":
+            return []
+        out = []
+        for ax in desc if isinstance(desc, list | tuple) else [desc]:
+            if ax == "T?":
+                out += [x for x in val.dims if self.dims.is_dynamic(x)][:1]
+                continue
+            if ax == -1 and not isinstance(ax, bool):
+                static = [x for x in val.dims if self.dims.is_static(x)]
+                key = static[-1] if static else None
+            else:
+                key = self._axis(val, ax) if isinstance(ax, str | dict) else None
+            if key is None or key not in val.dims:
+                raise Refused(full, "dot", f"{opt} {desc!r} (T, T?, F, static:i, -1 or dim tags of the source)")
+            out.append(key)
+        return out

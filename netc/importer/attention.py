@@ -12,6 +12,7 @@ import libcst as cst
 from netc.importer.dims import BATCH
 from netc.importer.syntax import Expr, binop, call, identifier, name, num
 from netc.importer.values import Refused, Scope, Val, feature, sources
+from netc.importer.writer import Assign
 
 
 def _tuple(imp, keys: list[str]) -> Expr:
@@ -89,8 +90,11 @@ def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full:
     as of RETURNN's -inf); `log_space`: `log_softmax`."""
     src = imp._source(d, scope, full)
     axis = imp._axis(src, d.get("axis", "T"))
-    if axis is None or not imp.dims.is_dynamic(axis):
-        raise Refused(full, "softmax_over_spatial", f"axis {d.get('axis')!r} (a dynamic dim is supported)")
+    if axis is None or axis not in src.dims or axis == BATCH:
+        raise Refused(full, "softmax_over_spatial", f"axis {d.get('axis')!r} (a dim of the input is supported)")
+    windowed = any(d.get(k) is not None for k in ("start", "window_start", "window_size"))
+    if windowed and not imp.dims.is_dynamic(axis):
+        raise Refused(full, "softmax_over_spatial", "start or a window over a static axis (RETURNN rejects it)")
     if d.get("use_time_mask") is False:
         raise Refused(full, "softmax_over_spatial", "use_time_mask False (the padded frames weighted) not supported")
     x = src.tensor()
@@ -116,6 +120,21 @@ def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full:
         cmp = {">=": cst.GreaterThanEqual, "<": cst.LessThan}[op]()
         x = call("where", cst.Comparison(positions, [cst.ComparisonTarget(cmp, bound)]), x, num(-1e30))
     fn = "log_softmax" if d.get("log_space") else "softmax"
+    if imp.dims.is_static(axis) and sum(imp.dims.is_static(k) for k in src.dims) > 1:
+        # netc's softmax over a static dim needs it to be the only one: exp(x - max) / sum, as TF computes it
+        if not isinstance(x, cst.Name):
+            scaled = imp.fresh(f"{var}_energy")
+            scope.stmts.append(Assign([scaled], x))
+            x = name(scaled)
+        imp.imports |= {"exp", "reduce_max", "reduce_sum", "log"}
+        shifted = binop("-", x, call("reduce_max", x, axis=imp.dim(axis)))
+        total = call("reduce_sum", call("exp", shifted), axis=imp.dim(axis))
+        if fn == "softmax":
+            value = binop("/", call("exp", shifted), total)
+        else:
+            value = binop("-", shifted, call("log", total))
+        imp._emit(scope, var, value, layer)
+        return Val(name(var), src.dims)
     imp.imports.add(fn)
     imp._emit(scope, var, call(fn, x, axis=imp.dim(axis)), layer)
     return Val(name(var), src.dims)

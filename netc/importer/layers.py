@@ -365,6 +365,10 @@ class Importer(
             return next((x for x in val.dims if self.dims.is_dynamic(x)), None)
         if text.upper() in ("F", "FEATURE"):
             return feature(val, self.dims)
+        if m := re.fullmatch(r"static:(-?\d+)", text, re.IGNORECASE):
+            static = [x for x in val.dims if self.dims.is_static(x)]
+            i = int(m.group(1))
+            return static[i] if -len(static) <= i < len(static) else None
         if m := re.fullmatch(r"(?:s|spatial):(-?\d+)", text, re.IGNORECASE):
             # RETURNN's spatial axes: all but batch and the feature axis (the last static dim)
             static = [x for x in val.dims if self.dims.is_static(x)]
@@ -539,7 +543,7 @@ _KNOWN = {
     "eval": {"eval", "eval_locals", "activation"},
     "reduce": {"mode", "axes", "axis", "keep_dims", "n_out"},
     "rnn_cell": {"unit", "n_out", "out_dim"},
-    "dot": {"reduce", "var1", "var2"},
+    "dot": {"reduce", "var1", "var2", "red1", "red2", "add_var2_if_empty"},
     "rec": {
         "unit",
         "n_out",
