@@ -54,10 +54,14 @@ def scan(path: str) -> dict[str, list[str]]:
     return {c: [] for c in sorted(set(_CLASS.findall(text)) & known)}
 
 
-def imported_classes() -> set[str]:
-    from netc.importer.layers import CLASS_ALIASES, Importer
+def status(cls: str) -> str:
+    """Whether `netc import` has the class: "yes", "refused" (with the reason RETURNN's semantics
+    cannot be expressed: netc.importer.layers._NOT_NETC), or "no"."""
+    from netc.importer.layers import _NOT_NETC, CLASS_ALIASES, Importer
 
-    return {n[3:] for n in dir(Importer) if n.startswith("_l_")} | set(CLASS_ALIASES)
+    if cls in _NOT_NETC:
+        return f"refused: {_NOT_NETC[cls]}"
+    return "yes" if hasattr(Importer, f"_l_{cls}") or cls in CLASS_ALIASES else "no"
 
 
 def render(records: list[dict], minimum: int) -> str:
@@ -73,7 +77,6 @@ def render(records: list[dict], minimum: int) -> str:
             options[cls].update(opts)
         errors = r.get("errors") or ([r["error"]] if r.get("error") else [])
         refused.update({m.group(1) for e in errors if (m := _REFUSED.search(e))})
-    have = imported_classes()
     out = [
         f"{len(records)} configs; a class is counted once per config (its units and subnetworks too).",
         "",
@@ -84,8 +87,7 @@ def render(records: list[dict], minimum: int) -> str:
         if n < minimum:
             break
         opts = ", ".join(f"{k} {c}" for k, c in options[cls].most_common(8))
-        status = "yes" if cls in have else "no"
-        out.append(f"| {cls} | {n} | {scanned[cls]} | {status} | {refused[cls]} | {opts} |")
+        out.append(f"| {cls} | {n} | {scanned[cls]} | {status(cls)} | {refused[cls]} | {opts} |")
     rare = [f"{c} ({n})" for c, n in sorted(uses.items()) if n < minimum]
     if rare:
         out += ["", f"Used by fewer than {minimum} configs: " + ", ".join(rare)]

@@ -17,6 +17,8 @@ KNOWN = {
     "pad": {"axes", "padding", "value", "mode", "handle_dynamic_dims"},
     "postfix_in_time": {"postfix", "repeat", "axis"},
     "prefix_in_time": {"prefix", "repeat", "axis"},
+    "scatter_nd": {"position", "position_axis", "output_dim_via_time_from", "filter_invalid_indices"},
+    "swap_axes": {"axis1", "axis2"},
     "variable": {"shape", "init", "dtype", "add_batch_axis", "add_time_axis", "param_name"},
 }
 
@@ -184,6 +186,49 @@ class AxesLayers:
                 "shorter one reads its padded frames there)",
             )
         return self._frames(layer, d, scope, var, full, src, keys[0], left, right, value)
+
+    def _l_scatter_nd(self, layer, d, scope, var, full) -> Val:
+        """The input's values put at the positions of `position` along a new axis (the time dim of
+        `output_dim_via_time_from`), summed where positions meet (`tf.scatter_nd`): a one-hot of the
+        positions times the input, summed over `position_axis`; positions outside the axis give nothing."""
+        src = self._source(d, scope, full)
+        pos_name, via = d.get("position"), d.get("output_dim_via_time_from")
+        if not isinstance(pos_name, str) or not isinstance(via, str) or src.sparse is not None:
+            raise Refused(full, "scatter_nd", "a `position` layer and `output_dim_via_time_from` of a float input")
+        pos = self.get(pos_name, scope)
+        axis = self._axis(pos, d.get("position_axis"))
+        out = next((x for x in self.get(via, scope).dims if self.dims.is_dynamic(x)), None)
+        if axis is None or axis not in pos.dims or out is None or self.dims.find(out) in map(self.dims.find, pos.dims):
+            raise Refused(
+                full, "scatter_nd", f"position_axis {d.get('position_axis')!r} (a dim of the positions) over a time dim"
+            )
+        self.imports |= {"cast", "expand", "range_over"}
+        hit = compare("==", call("expand", pos.tensor(), self.dim(out)), call("range_over", self.dim(out)))
+        onehot = call("cast", hit, literal("float32"))
+        if axis in src.dims:  # each position's own value
+            self.imports.add("dot")
+            value = call("dot", onehot, src.tensor(), reduce=self.dim(axis))
+        else:  # one value for all positions along the axis: times how many of them hit
+            self.imports.add("reduce_sum")
+            value = binop(
+                "*", call("expand", src.tensor(), self.dim(out)), call("reduce_sum", onehot, axis=self.dim(axis))
+            )
+        self._emit(scope, var, value, layer)
+        find = self.dims.find
+        dims = [x for x in (*pos.dims, out) if x != axis]
+        dims += [x for x in src.dims if find(x) not in {find(y) for y in dims} and x != axis]
+        return Val(name(var), tuple(dims))
+
+    def _l_swap_axes(self, layer, d, scope, var, full) -> Val:
+        """Two static axes swapped: the same values (netc's dims are named); which is RETURNN's
+        feature axis (the last) changes."""
+        src = self._source(d, scope, full)
+        a, b = self._axis(src, d.get("axis1")), self._axis(src, d.get("axis2"))
+        if a is None or b is None or a == b or not (self.dims.is_static(a) and self.dims.is_static(b)):
+            raise Refused(full, "swap_axes", "two static axes of the input are supported")
+        self._emit(scope, var, src.tensor(), layer)
+        swapped = {a: b, b: a}
+        return Val(name(var), tuple(swapped.get(x, x) for x in src.dims))
 
     def _l_variable(self, layer, d, scope, var, full) -> Val:
         """The parameter itself: `Bias(dims)(zeros(dims))` (RETURNN's `<layer>/<layer>`)."""

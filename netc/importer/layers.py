@@ -209,6 +209,10 @@ class Importer(
             return self.inputs[key]
         spec = self.cfg.inputs.get(key)
         if spec is None:
+            # a layer's output RETURNN adds to the inputs (`register_as_extern_data`): that layer's value
+            for layer, ld in self.cfg.network.items():
+                if isinstance(ld, dict) and ld.get("register_as_extern_data") == key:
+                    return self.get(layer, self.top)
             raise Refused(f"data:{key}", "extern_data", f"the config has no input `{key}` in `extern_data`")
         dims = tuple(self.dims.tag(t, key) for t in spec.dims)
         sparse = self.dims.tag(spec.sparse_dim, key) if spec.sparse_dim is not None else None
@@ -363,8 +367,9 @@ class Importer(
         text = str(ax)
         if text.upper() in ("T", "TIME"):
             return next((x for x in val.dims if self.dims.is_dynamic(x)), None)
-        if text.upper() in ("F", "FEATURE"):
-            return feature(val, self.dims)
+        if text.upper() in ("F", "FEATURE"):  # RETURNN's feature axis: the last (static) one
+            static = [x for x in val.dims if self.dims.is_static(x)]
+            return static[-1] if len(static) > 1 and val.sparse is None else feature(val, self.dims)
         if m := re.fullmatch(r"static:(-?\d+)", text, re.IGNORECASE):
             static = [x for x in val.dims if self.dims.is_static(x)]
             i = int(m.group(1))
@@ -512,6 +517,7 @@ _COMMON = {
     "collocate_with",
     "custom_param_importer",
     "debug_print_layer_output",
+    "register_as_extern_data",  # its output also an input (`_input`)
 }
 # options RETURNN applies in training only (regularisers, noise, the optimizer's options): dropped
 # from the model with a note naming each and what it changes in training
