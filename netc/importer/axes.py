@@ -19,6 +19,7 @@ KNOWN = {
     "prefix_in_time": {"prefix", "repeat", "axis"},
     "scatter_nd": {"position", "position_axis", "output_dim_via_time_from", "filter_invalid_indices"},
     "swap_axes": {"axis1", "axis2"},
+    "slice_nd": {"start", "size", "axis", "min_size"},
     "variable": {"shape", "init", "dtype", "add_batch_axis", "add_time_axis", "param_name"},
 }
 
@@ -218,6 +219,38 @@ class AxesLayers:
         dims = [x for x in (*pos.dims, out) if x != axis]
         dims += [x for x in src.dims if find(x) not in {find(y) for y in dims} and x != axis]
         return Val(name(var), tuple(dims))
+
+    def _l_slice_nd(self, layer, d, scope, var, full) -> Val:
+        """`size` frames from each sequence's `start` on (a layer of one position per sequence, or per
+        frame of the query): a one-hot `dot` over the time dim, zeros outside the input's frames."""
+        src = self._source(d, scope, full)
+        size, start = d.get("size"), d.get("start")
+        time = self._axis(src, d.get("axis", "T"))
+        if _int(size) is None or size < 1 or not isinstance(start, str) or time is None:
+            raise Refused(full, "slice_nd", "a `start` layer and a number `size` over the time dim are supported")
+        if not self.dims.is_dynamic(time) or src.sparse is not None:
+            raise Refused(full, "slice_nd", "of the time dim of a float input is supported")
+        pos = self.get(start, scope)
+        if pos.sparse is not None or any(self.dims.is_static(x) for x in pos.dims) or time in pos.dims:
+            raise Refused(full, "slice_nd", f"start `{start}`: one int per sequence (or per query frame)")
+        win = new_dim(self, size, f"{identifier(layer)}_window", set(src.dims) | set(pos.dims))
+        self.imports |= {"dot", "cast", "expand", "range_over"}
+        at = binop("+", call("expand", pos.tensor(), self.dim(win)), call("range_over", self.dim(win)))
+        hit = compare("==", call("expand", at, self.dim(time)), call("range_over", self.dim(time)))
+        self._emit(
+            scope, var, call("dot", call("cast", hit, literal("float32")), src.tensor(), reduce=self.dim(time)), layer
+        )
+        if not self._zero_padded(d, scope):
+            why = (
+                "RETURNN's slice_nd reads the frames after a shorter sequence's end (up to the batch's longest), "
+                "where its input (not a raw input) may be nonzero; netc's reads zeros there, so the numbers of "
+                "windows reaching past a sequence's end may differ"
+            )
+            self.warnings.append(Refused(full, "slice_nd", why))
+            scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
+        i = src.dims.index(time)
+        dims = [*src.dims[:i], win, *src.dims[i + 1 :]]
+        return Val(name(var), tuple(dict.fromkeys([*pos.dims, *dims])))
 
     def _l_swap_axes(self, layer, d, scope, var, full) -> Val:
         """Two static axes swapped: the same values (netc's dims are named); which is RETURNN's
