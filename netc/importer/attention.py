@@ -79,6 +79,8 @@ def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> V
         forms = "`except_batch`, or `except_time`/`static` of [batch, time, ...]: static dims"
         raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} ({forms} are supported)")
     out = merge_out(imp, layer, merged)
+    if d.get("n_out") is not None and d["n_out"] != imp.dims.size(out):
+        raise Refused(full, "merge_dims", f"n_out {d['n_out']!r}: the merged dims have {imp.dims.size(out)}")
     imp.imports.add("merge_dims")
     imp._emit(scope, var, call("merge_dims", src.tensor(), dims=_tuple(imp, merged), out_dim=imp.dim(out)), layer)
     return Val(name(var), (*(x for x in src.dims if x not in merged), out))

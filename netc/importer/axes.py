@@ -267,8 +267,8 @@ class AxesLayers:
         """The parameter itself: `Bias(dims)(zeros(dims))` (RETURNN's `<layer>/<layer>`)."""
         if d.get("from") not in (None, []):
             raise Refused(full, "variable", "`from` (a variable reads no input)")
-        if d.get("add_batch_axis") or d.get("add_time_axis") or d.get("dtype", "float32") != "float32":
-            raise Refused(full, "variable", "add_batch_axis, add_time_axis or a dtype other than float32")
+        if d.get("add_time_axis") or d.get("dtype", "float32") != "float32" or d.get("init_by_layer"):
+            raise Refused(full, "variable", "add_time_axis, init_by_layer or a dtype other than float32")
         shape = d.get("shape")
         if not isinstance(shape, list | tuple) or not shape:
             raise Refused(full, "variable", f"shape {shape!r} (static dims are supported)")
@@ -284,7 +284,8 @@ class AxesLayers:
                 raise Refused(full, "variable", f"shape {shape!r} (distinct static dims are supported)")
             keys.append(key)
         param = d.get("param_name") or layer
-        return self._parameter(layer, d, scope, var, keys, param if isinstance(param, str) else layer)
+        param = param if isinstance(param, str) else layer
+        return self._parameter(layer, d, scope, var, keys, param, batch=bool(d.get("add_batch_axis")))
 
 
 def _feature_or_none(val: Val, dims) -> str | None:

@@ -566,7 +566,7 @@ _KNOWN = {
     "choice": {"target", "beam_size", "length_normalization", "input_type"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
     "split_dims": {"axis", "dims"},
-    "merge_dims": {"axes"},
+    "merge_dims": {"axes", "n_out"},  # n_out: RETURNN checks it is the merged size
     "softmax_over_spatial": {
         "axis",
         "energy_factor",

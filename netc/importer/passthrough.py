@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from netc.importer.dims import BATCH
 from netc.importer.syntax import call, name, tuple_
 from netc.importer.values import Refused, Val, sources
 from netc.importer.writer import ModuleRef
@@ -57,10 +58,12 @@ class PassthroughLayers:
         # RETURNN's `tf.Variable(name="mean")` in a scope whose reduction has taken `mean`: `mean_1`
         return self._parameter(layer, d, scope, var, kept, "mean_1")
 
-    def _parameter(self, layer, d, scope, var, keys: list[str], tf_name: str) -> Val:
-        """`Bias(dims)(zeros(dims))`: a parameter over `keys`, RETURNN's `<layer scope>/<tf_name>`."""
+    def _parameter(self, layer, d, scope, var, keys: list[str], tf_name: str, batch: bool = False) -> Val:
+        """`Bias(dims)(zeros(dims))`: a parameter over `keys`, RETURNN's `<layer scope>/<tf_name>`
+        (`batch`: the same for each sequence, `zeros(batch, dims)`)."""
         self.imports |= {"Bias", "zeros"}
         dims = tuple_(*(self.dim(k) for k in keys)) if len(keys) > 1 else self.dim(keys[0])
-        value = call(call("Bias", dims), call("zeros", *(self.dim(k) for k in keys)))
+        shape = [BATCH, *keys] if batch else keys
+        value = call(call("Bias", dims), call("zeros", *(self.dim(k) for k in shape)))
         self._emit(scope, var, value, layer, ModuleRef("bias", self._tf_prefix(layer, d, scope), {"b": tf_name}))
-        return Val(name(var), tuple(keys))
+        return Val(name(var), tuple(shape))
