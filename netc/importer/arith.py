@@ -326,6 +326,11 @@ class ArithLayers:
             if var1 == "auto" or var2 == "auto":  # RETURNN's automatic: each source's dims the other has not
                 own1 = [x for x in a.dims if x not in keys and find(x) not in {find(y) for y in b.dims}]
                 own2 = [x for x in b.dims if x not in keys2 and find(x) not in {find(y) for y in a.dims}]
+            for k1, k2 in zip(keys, keys2):  # RETURNN reduces dims of one size: they are one dim
+                in_a, in_b = {find(x) for x in a.dims}, {find(x) for x in b.dims}
+                same_size = self.dims.size(k1) == self.dims.size(k2) and self.dims.is_static(k1)
+                if find(k1) != find(k2) and same_size and find(k2) not in in_a and find(k1) not in in_b:
+                    self.dims.join(k1, k2)
             rest1 = [x for x in a.dims if x not in keys + own1]
             rest2 = [x for x in b.dims if x not in keys2 + own2]
             if not keys or [find(k) for k in keys] != [find(k) for k in keys2]:

@@ -73,11 +73,17 @@ def merge_out(imp, layer: str, dims: list[str]) -> str:
 def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     src = imp._source(d, scope, full)
     merged = [x for x in src.dims if imp.dims.is_static(x)]
-    # `except_time` (a window's frames and features): every dim but batch and the one time dim
-    kept = {"except_batch": 1, "except_time": 2, "static": 2}.get(d.get("axes"))
-    if kept is None or len(merged) != len(src.dims) - kept or src.dims[0] != BATCH:
-        forms = "`except_batch`, or `except_time`/`static` of [batch, time, ...]: static dims"
+    dynamic = [x for x in src.dims if imp.dims.is_dynamic(x)]
+    # `static`: every static dim; `except_time` (a window's frames and features): every dim but batch
+    # and the time dim (all but batch where there is none); `except_batch`: all but batch
+    axes = d.get("axes")
+    ok = {"except_batch": not dynamic, "except_time": len(dynamic) <= 1, "static": True}.get(axes)
+    if not ok or src.dims[0] != BATCH or src.sparse is not None or not merged:
+        forms = "`static`, `except_batch` or `except_time` of [batch, time, ...] where the rest are static dims"
         raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} ({forms} are supported)")
+    if len(merged) == 1:  # one dim: itself
+        imp._emit(scope, var, src.tensor(), layer)
+        return Val(name(var), src.dims)
     out = merge_out(imp, layer, merged)
     if d.get("n_out") is not None and d["n_out"] != imp.dims.size(out):
         raise Refused(full, "merge_dims", f"n_out {d['n_out']!r}: the merged dims have {imp.dims.size(out)}")
