@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT, netc_in_process, run_netc, verify_in_process
 
 from netc.compiler import compile_graph
+from netc.importer.checkpoint import model_value
 from netc.ir.interface import interface
 from netc.naming import lens_name
 from netc_runtime.backends import run_backend
@@ -188,7 +189,7 @@ def test_imported_model_gives_the_originals_numbers(imported, case, backend):
 
 def _compare(case: str, model: Path, names: dict, orig: dict, backend: str) -> None:
     g = compile_graph(str(model))
-    params = {names["params"][k]["returnn"]: v for k, v in orig["params"].items()}
+    params = {names["params"][k]["returnn"]: model_value(v, names["params"][k]) for k, v in orig["params"].items()}
     assert len(params) == len(orig["params"]) == len(g.params), (sorted(orig["params"]), names["params"])
     inputs, lens = _inputs(g, orig)
     res = run_backend(backend, str(model), inputs, lens, params, g)
@@ -247,7 +248,7 @@ def test_rna_search_gives_the_originals_best_labels(imported, backend):
     orig = {**orig, "params": params}
     theirs = run_original_search(CONFIGS / "rna_search.config", orig)
     g = compile_graph(str(model))
-    params = {names["params"][k]["returnn"]: v for k, v in orig["params"].items()}
+    params = {names["params"][k]["returnn"]: model_value(v, names["params"][k]) for k, v in orig["params"].items()}
     inputs, lens = _inputs(g, orig)
     res = run_backend(backend, str(model), inputs, lens, params, g, search=True)
     n = orig["lens"]["data"]

@@ -102,3 +102,53 @@ def test_rasr_losses_are_left_out_and_their_layers_refused(tmp_path):
     proc = netc_in_process("import", cfg, "-o", model)
     assert proc.returncode == 1
     assert "layer `align` (fast_bw): RASR's full-sum Baum-Welch alignment through Sprint" in proc.stderr, proc.stderr
+
+
+def test_checkpoint_of_transposed_weights_is_carried_transposed():
+    """`use_transposed_weights` keeps W as [out, in] in TF: the name map says so, and a checkpoint's
+    value is carried as the model's [in, out]; a shape that fits neither is an error naming it."""
+    import numpy as np
+
+    from netc.errors import CompileError
+    from netc.importer.checkpoint import carry
+
+    params = {
+        "out/W": {"returnn": "out/W", "shape": [4, 3], "transposed": True},
+        "out/b": {"returnn": "out/b", "shape": [3]},
+    }
+    w, b = np.arange(12, dtype=np.float32).reshape(3, 4), np.ones(3, np.float32)
+    values = carry({"out/W": w, "out/b": b}, params, "ckpt")
+    assert values["out/W"].shape == (4, 3) and (values["out/W"] == w.T).all()
+    with pytest.raises(
+        CompileError, match=r"variable out/W has shape \[4, 3\], .* has \[4, 3\] \(transposed: \[3, 4\]\)"
+    ):
+        carry({"out/W": w.T, "out/b": b}, params, "ckpt")
+
+
+SAMPLED = """
+#!rnn.py
+num_inputs = 6
+num_outputs = {"classes": [5, 1]}
+network = {
+    "output": {"class": "softmax", "use_transposed_weights": True, "from": "data", "loss": "sampling_loss",
+               "target": "classes", "loss_opts": {"num_sampled": 2, "nce_loss": True}},
+}
+"""
+
+
+def test_sampled_loss_is_left_out_and_a_size_read_at_run_time_refused(tmp_path):
+    cfg, model = tmp_path / "lm.config", tmp_path / "lm.py"
+    cfg.write_text(SAMPLED)
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (
+        "note: loss 'sampling_loss' of layer `output` left out: a random estimate of the cross entropy" in proc.stderr
+    )
+    assert "mark_as_loss" not in model.read_text()
+    # a class dim of size 0: the config reads it from its command line (`++ext_num_classes`)
+    cfg.write_text(SAMPLED.replace("[5, 1]", "[int(config.value('ext_num_classes', 0)), 1]"))
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 1
+    assert "its dim `classes:sparse-dim` has size 0 (a size the config reads from its command line" in proc.stderr
+    proc = netc_in_process("import", cfg, "-o", model, "--set", "ext_num_classes=5")
+    assert proc.returncode == 0, proc.stderr

@@ -214,6 +214,15 @@ class Importer(
                 if isinstance(ld, dict) and ld.get("register_as_extern_data") == key:
                     return self.get(layer, self.top)
             raise Refused(f"data:{key}", "extern_data", f"the config has no input `{key}` in `extern_data`")
+        for t in (*spec.dims, spec.sparse_dim):
+            tag = self.dims.tags.get(t) if t is not None else None
+            if tag is not None and tag.kind == "static" and (tag.size or 0) < 1:
+                raise Refused(
+                    f"data:{key}",
+                    "extern_data",
+                    f"its dim `{tag.name}` has size {tag.size} (a size the config reads from its command line, "
+                    "`config.value(...)`, not given? give it with --set)",
+                )
         dims = tuple(self.dims.tag(t, key) for t in spec.dims)
         sparse = self.dims.tag(spec.sparse_dim, key) if spec.sparse_dim is not None else None
         val = Val(name(identifier(key)), dims, sparse)
@@ -302,17 +311,22 @@ class Importer(
     def _out_dim(self, layer: str, d: dict, full: str) -> str:
         if isinstance(d.get("out_dim"), dict):
             return self.dims.tag(d["out_dim"]["__dim__"])
-        if isinstance(d.get("n_out"), int):
+        if isinstance(d.get("n_out"), int) and not isinstance(d["n_out"], bool):
+            if d["n_out"] < 1:
+                raise Refused(full, d.get("class", "?"), f"n_out {d['n_out']} (a size the config reads at run time?)")
             return self.dims.static(d["n_out"], identifier(layer))
         raise Refused(full, d.get("class", "?"), "give `n_out` or `out_dim`")
 
     def _linear_expr(
         self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val
     ) -> tuple[Expr, tuple, ModuleRef]:
+        transposed = frozenset({"W"}) if d.get("use_transposed_weights") else frozenset()  # W [out, in] in TF
         if d.get("reuse_params") is not None or self._reused(layer, scope):
+            if transposed:
+                raise Refused(full, d.get("class", "?"), "use_transposed_weights with reuse_params not supported")
             return self._shared_linear(layer, d, scope, full, out, src)
         with_bias = d.get("with_bias", True)
-        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope))
+        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope), transposed=transposed)
         if src.sparse is not None:  # a lookup: the rows of W for the labels
             if with_bias:
                 self.imports |= {"Linear", "one_hot"}
@@ -320,7 +334,7 @@ class Importer(
             else:
                 self.imports.add("Embedding")
                 expr = call(call("Embedding", self.dim(out)), src.expr)
-                ref = ModuleRef("embedding", ref.tf_prefix)
+                ref = ModuleRef("embedding", ref.tf_prefix, transposed=transposed)
             return expr, (*src.dims, out), ref
         self.imports.add("Linear")
         args = {} if with_bias else {"with_bias": literal(False)}
@@ -539,8 +553,14 @@ _COMMON |= _LOSS  # which losses on which layers: `_loss`
 # parameters come from `--checkpoint`, `--params` or its own initialisation)
 _INIT = {"forward_weights_init", "bias_init"}
 _KNOWN = {
-    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS | _INIT,
-    "softmax": {"n_out", "out_dim", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS | _INIT,
+    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout", "use_transposed_weights"}
+    | _LOSS
+    | sharing.SHARED_OPTS
+    | _INIT,
+    "softmax": {"n_out", "out_dim", "with_bias", "dropout", "use_transposed_weights"}
+    | _LOSS
+    | sharing.SHARED_OPTS
+    | _INIT,
     "activation": {"activation", "dropout"},
     "copy": {"dropout", "n_out", "out_dim"},
     "dropout": {"dropout"},

@@ -60,6 +60,19 @@ class LossLayers:
         logits = val.logits
         if kind in ("edit_distance", "bleu") and d.get("class") == "decide":
             return  # an error measure only: RETURNN's `get_value` is None, nothing is trained on it
+        if kind == "sampling_loss":  # RETURNN's sampled softmax / NCE loss of a softmax layer
+            opts = dict(d.get("loss_opts") or {})
+            if opts.get("use_full_softmax"):  # the full softmax's cross entropy, in training too
+                kept = {"label_smoothing"} & set(opts)
+                d = {**d, "loss": "ce", "loss_opts": {k: opts[k] for k in kept}}
+                kind = "ce"
+            else:
+                self.notes.append(
+                    f"loss 'sampling_loss' of layer `{full}` left out: a random estimate of the cross entropy from "
+                    "sampled classes (sampled softmax or NCE), which netc does not draw; the layer itself is imported "
+                    "(its full softmax: the same forward numbers): train the model with a loss of your own"
+                )
+                return
         if kind in RASR_LOSSES:
             how = RASR_LOSSES[kind]
             align = (d.get("loss_opts") or {}).get("align_layer")
