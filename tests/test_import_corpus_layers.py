@@ -48,7 +48,7 @@ def test_imported_layers_verify(imported, case):
     assert proc.returncode == 0 and "verify: ok" in proc.stdout, proc.stdout
 
 
-def test_spec_augment_recipes_are_what_they_compute_outside_training(imported):
+def test_spec_augment_recipes_are_what_they_compute_outside_training(imported, tmp_path):
     model, _, _, proc = imported("spec_augment")
     source = model.read_text()
     for line in (
@@ -63,6 +63,16 @@ def test_spec_augment_recipes_are_what_they_compute_outside_training(imported):
         "outside training; what it does in training only (`network.cond_on_train`" in proc.stderr
     ), proc.stderr
     assert "layer `plain` (eval): the config's `transform` (line 14) computes its input outside training" in proc.stderr
+    # the function itself as the eval (RETURNN calls it with `source` and `self`)
+    cfg = tmp_path / "fn.config"
+    cfg.write_text(
+        (CONFIGS / "corpus_spec_augment.config")
+        .read_text()
+        .replace("\"self.network.get_config().typed_value('transform_kw')(source, self=self)\"", "transform_kw")
+    )
+    assert '"eval": transform_kw}' in cfg.read_text()
+    proc = netc_in_process("import", cfg, "-o", tmp_path / "fn.py")
+    assert proc.returncode == 0 and "kw = data * 2.0" in (tmp_path / "fn.py").read_text(), proc.stderr
 
 
 RASR = """
