@@ -89,7 +89,7 @@ def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3, sa
         feed, inputs, lens, tag_lens = {train_flag: False}, {}, {}, {}
         for key, data in net.extern_data.data.items():
             dyn = [d for d in data.dim_tags if d.is_dynamic() and not d.is_batch_dim()]
-            if not dyn:
+            if not dyn or data.placeholder.op.type != "Placeholder":  # a layer's (`register_as_extern_data`)
                 continue
             tag = dyn[0]
             if tag not in tag_lens:

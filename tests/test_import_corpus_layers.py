@@ -15,6 +15,7 @@ from test_import import CONFIGS, _compare, run_original
 CASES = {
     "spec_augment": ("corpus_spec_augment.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "layers": ("corpus_layers.config", [[6, 3, 5], [6, 3, 5]]),
+    "ctc": ("corpus_ctc.config", [[7, 4, 6], [3, 2, 2]]),
 }
 
 

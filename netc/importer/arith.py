@@ -106,6 +106,10 @@ _REDUCE = {
 COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 
 
+def _is_log_softmax(e: Expr) -> bool:
+    return isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value == "log_softmax"
+
+
 def _with_locals(code, local: dict, full: str, cls: str) -> str:
     """The eval string with its `eval_locals` (numbers) in place of their names."""
     import ast
@@ -183,7 +187,7 @@ class ArithLayers:
     def _l_activation(self, layer, d, scope, var, full) -> Val:
         val = self._activation(self._source(d, scope, full), d.get("activation"), full, "activation")
         self._emit(scope, var, val.expr, layer)
-        return Val(name(var), val.dims, val.sparse, False)
+        return Val(name(var), val.dims, val.sparse, False, log_probs=_is_log_softmax(val.expr))
 
     def _l_combine(self, layer, d, scope, var, full) -> Val:
         kind = d.get("kind", "add")
@@ -238,7 +242,7 @@ class ArithLayers:
         dims = max((v.dims for v in vals), key=len)
         val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
         self._emit(scope, var, val.expr, layer)
-        return Val(name(var), dims)
+        return Val(name(var), dims, log_probs=_is_log_softmax(val.expr))
 
     def _note_config_eval(self, full: str, ce) -> None:
         fns = ", ".join(f"`{n}` (line {line})" for n, line in ce.functions) or "values"

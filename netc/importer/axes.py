@@ -54,8 +54,13 @@ class AxesLayers:
         src = self._source(d, scope, full)
         axis = self._axis(src, d.get("axis"))
         start, end, step = (d.get(k) for k in ("slice_start", "slice_end", "slice_step"))
-        if axis is None or axis not in src.dims or axis == BATCH or src.sparse is not None:
-            raise Refused(full, "slice", f"axis {d.get('axis')!r} (T, F, s:i or a dim tag of a float input)")
+        if (
+            axis is None
+            or axis not in src.dims
+            or axis == BATCH
+            or (src.sparse is not None and not self.dims.is_dynamic(axis))
+        ):
+            raise Refused(full, "slice", f"axis {d.get('axis')!r} (T, F, s:i or a dim tag; of labels: T)")
         if any(v is not None and _int(v) is None for v in (start, end, step)):
             raise Refused(full, "slice", "slice_start, slice_end, slice_step: ints")
         if self.dims.is_dynamic(axis):
@@ -102,7 +107,7 @@ class AxesLayers:
             )
         if not start and end is None:
             self._emit(scope, var, src.tensor(), layer)
-            return Val(name(var), src.dims)
+            return Val(name(var), src.dims, src.sparse)
         out = self.dims.fresh(f"{identifier(layer)}_time", None)
         kwargs = {"axis": self.dim(axis)}
         if start:
@@ -112,7 +117,7 @@ class AxesLayers:
         kwargs["out_axis"] = self.dim(out)
         self.imports.add("slice_frames")
         self._emit(scope, var, call("slice_frames", src.tensor(), **kwargs), layer)
-        return Val(name(var), tuple(out if x == axis else x for x in src.dims))
+        return Val(name(var), tuple(out if x == axis else x for x in src.dims), src.sparse)
 
     def _frames(self, layer, d, scope, var, full, src: Val, axis: str, left: int, right: int, value) -> Val:
         """`pad_frames`: `left` frames of `value` before each sequence's frames, `right` after."""

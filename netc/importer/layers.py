@@ -356,7 +356,8 @@ class Importer(
     def _l_copy(self, layer, d, scope, var, full) -> Val:
         val = self._source(d, scope, full)
         self._emit(scope, var, val.expr, layer)
-        return Val(name(var), val.dims, val.sparse, val.is_list and isinstance(val.expr, cst.Name))
+        is_list = val.is_list and isinstance(val.expr, cst.Name)
+        return Val(name(var), val.dims, val.sparse, is_list, log_probs=val.log_probs and len(sources(d)) == 1)
 
     def _l_dropout(self, layer, d, scope, var, full) -> Val:
         d = {**d, "dropout": d.get("dropout", 0.0)}

@@ -38,6 +38,16 @@ class LossLayers:
         self._emit(scope, var, call("softmax", name(logits), axis=self.dim(out)), layer)
         return Val(name(var), dims, logits=Val(name(logits), dims))
 
+    def _ctc_log_probs(self, val: Val, d: dict, full: str) -> Val:
+        """Log-probabilities over a dim of the target's classes plus one: that dim is the CTC's
+        (`vocab + blank`, the blank last)."""
+        feat = feature(val, self.dims)
+        ctc = self._ctc_dim(d, full)
+        if self.dims.size(feat) != self.dims.size(ctc):
+            raise Refused(full, d.get("class", "?"), "a CTC loss needs one class more than its target")
+        self.dims.join(ctc, feat)
+        return val
+
     def _ctc_dim(self, d: dict, full: str) -> str:
         target = self._target(d, full)
         # CTC's blank is a dim of its own, not the dim of size 1 of the model's features (heads)
@@ -90,6 +100,12 @@ class LossLayers:
             scope.stmts.append(MarkLoss(val.tensor(), loss_name, comment=comment))
             self.loss_names[layer] = loss_name
             return
+        opts = dict(d.get("loss_opts") or {})
+        if kind == "ctc" and logits is None and val.log_probs and opts.get("output_in_log_space"):
+            # RETURNN's CTC of log-probabilities (`output_in_log_space`): netc's CTC normalises them
+            # again, which leaves log-probabilities as they are
+            logits = self._ctc_log_probs(val, d, full)
+            d = {**d, "loss_opts": {k: v for k, v in opts.items() if k != "output_in_log_space"}}
         if kind not in ("ce", "ctc") or logits is None:
             what = f"loss {kind!r}" if kind not in ("ce", "ctc") else f"a {kind} loss on a `{d.get('class')}` layer"
             raise Refused(full, d.get("class", "?"), f"{what} not supported (ce and ctc on `softmax` layers are)")
@@ -103,7 +119,7 @@ class LossLayers:
         if kind == "ctc":
             opts.pop("beam_width", None)  # decoding only
             opts.pop("use_native", None)  # RETURNN's own implementation of the same loss
-            _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"))
+            _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"), normalized=val.log_probs)
         if opts or d.get("loss_scale", 1.0) != 1.0:
             raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts) or ['loss_scale']} not supported")
         target = self._target(d, full)
@@ -184,8 +200,12 @@ RASR_LOSSES = {
 _CTC_OPTS = {"preprocess_collapse_repeated": False, "ctc_merge_repeated": True}
 
 
-def _check_ctc_opts(ctc_opts: dict, full: str, cls: str) -> None:
+def _check_ctc_opts(ctc_opts: dict, full: str, cls: str, normalized: bool = False) -> None:
+    """`normalized`: of log-probabilities, whether the loss normalises them again changes nothing,
+    nor does where its gradient is taken."""
     for key, value in ctc_opts.items():
         if key == "ignore_longer_outputs_than_inputs" or (key in _CTC_OPTS and value == _CTC_OPTS[key]):
+            continue
+        if normalized and key in ("logits_normalize", "grad_wrt_softmax_in"):
             continue
         raise Refused(full, cls, f"ctc_opts {key}={value!r} not supported (netc's CTC loss is TF's default)")
