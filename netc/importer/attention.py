@@ -168,8 +168,18 @@ def generic_attention(imp, layer: str, d: dict, scope: Scope, var: str, full: st
     find = imp.dims.find
     if len(time) != 1 or find(time[0]) not in {find(x) for x in w.dims}:
         raise Refused(full, "generic_attention", "the weights and the base need one time dim in common")
+    weights = w.tensor()
+    if d.get("auto_squeeze", True):  # RETURNN's: the weights' dims of size 1 the base has not, summed away
+        for x in [
+            x
+            for x in w.dims
+            if imp.dims.is_static(x) and imp.dims.size(x) == 1 and find(x) not in {find(y) for y in base.dims}
+        ]:
+            imp.imports.add("reduce_sum")
+            weights = call("reduce_sum", weights, axis=imp.dim(x))
+            w = Val(w.expr, tuple(y for y in w.dims if y != x))
     imp.imports.add("dot")
-    imp._emit(scope, var, call("dot", w.tensor(), base.tensor(), reduce=imp.dim(time[0])), layer)
+    imp._emit(scope, var, call("dot", weights, base.tensor(), reduce=imp.dim(time[0])), layer)
     wd = [x for x in w.dims if find(x) != find(time[0])]
     dims = wd + [x for x in base.dims if find(x) not in {find(y) for y in w.dims}]
     return Val(name(var), tuple(dims))

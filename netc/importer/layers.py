@@ -597,7 +597,7 @@ _KNOWN = {
         "use_time_mask",
         "log_space",
     },
-    "generic_attention": {"weights", "base"},
+    "generic_attention": {"weights", "base", "auto_squeeze"},
     "reduce_out": {"mode", "num_pieces"},
     "decide": set(),
     "pool": {"mode", "padding", "pool_size", "strides", "dilation_rate", "dropout"},
