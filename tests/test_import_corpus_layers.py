@@ -163,3 +163,31 @@ def test_sampled_loss_is_left_out_and_a_size_read_at_run_time_refused(tmp_path):
     assert "its dim `classes:sparse-dim` has size 0 (a size the config reads from its command line" in proc.stderr
     proc = netc_in_process("import", cfg, "-o", model, "--set", "ext_num_classes=5")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_corpus_layer_count_counts_each_class_once_per_config():
+    """tools/corpus_layers.py: classes of units and subnetworks counted once per config, with their
+    options (string values too), the import status of each (refused classes with their reason)."""
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from corpus_layers import render, usage
+
+    net = {
+        "lin": {"class": "linear", "activation": "tanh", "n_out": 3, "from": "data"},
+        "output": {
+            "class": "rec",
+            "from": "lin",
+            "unit": {"output": {"class": "linear", "n_out": 2, "from": "data:source"}, "bw": {"class": "fast_bw"}},
+        },
+    }
+    layers = usage(net)
+    assert layers["linear"] == ["activation", "activation=tanh", "n_out"] and "unit" in layers["rec"]
+    error = "cfg.config:3:5: error: layer `output/bw` (fast_bw): RASR's ..."
+    table = render([{"layers": layers, "errors": [error]}, {"layers": {"linear": ["n_out"]}}], minimum=1, brief=True)
+    assert "| `linear` | 2 | yes | 0 |" in table
+    assert (
+        "| `fast_bw` | 1 | refused: RASR's full-sum Baum-Welch alignment through Sprint" in table and "| 1 |" in table
+    )

@@ -1,6 +1,6 @@
 """The layer classes a corpus uses, per config (tools/import_corpus.py records them; docs/import.md).
 
-    python tools/corpus_layers.py REPORT_DIR [--min 5]
+    python tools/corpus_layers.py REPORT_DIR [--min 5] [--brief]
 
 `usage(network)` is what a worker records for a loaded config: each layer class (units and
 subnetworks too) with the options its layers set. A config that does not load is scanned for its
@@ -64,7 +64,7 @@ def status(cls: str) -> str:
     return "yes" if hasattr(Importer, f"_l_{cls}") or cls in CLASS_ALIASES else "no"
 
 
-def render(records: list[dict], minimum: int) -> str:
+def render(records: list[dict], minimum: int, brief: bool = False) -> str:
     uses: Counter = Counter()
     scanned: Counter = Counter()
     refused: Counter = Counter()
@@ -77,15 +77,20 @@ def render(records: list[dict], minimum: int) -> str:
             options[cls].update(opts)
         errors = r.get("errors") or ([r["error"]] if r.get("error") else [])
         refused.update({m.group(1) for e in errors if (m := _REFUSED.search(e))})
-    out = [
-        f"{len(records)} configs; a class is counted once per config (its units and subnetworks too).",
-        "",
-        "| class | configs | (of them scanned) | netc import | refused in | options (configs) |",
-        "|---|---:|---:|---|---:|---|",
-    ]
+    out = [f"{len(records)} configs; a class is counted once per config (its units and subnetworks too).", ""]
+    if brief:  # the table of docs/import.md
+        out += ["| class | configs | netc import | a layer of it refused in |", "|---|---:|---|---:|"]
+    else:
+        out += [
+            "| class | configs | (of them scanned) | netc import | refused in | options (configs) |",
+            "|---|---:|---:|---|---:|---|",
+        ]
     for cls, n in uses.most_common():
         if n < minimum:
             break
+        if brief:
+            out.append(f"| `{cls}` | {n} | {status(cls)} | {refused[cls]} |")
+            continue
         opts = ", ".join(f"{k} {c}" for k, c in options[cls].most_common(8))
         out.append(f"| {cls} | {n} | {scanned[cls]} | {status(cls)} | {refused[cls]} | {opts} |")
     rare = [f"{c} ({n})" for c, n in sorted(uses.items()) if n < minimum]
@@ -98,10 +103,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("report", help="an --out folder of tools/import_corpus.py")
     p.add_argument("--min", type=int, default=5, help="list classes used by at least this many configs (default 5)")
+    p.add_argument("--brief", action="store_true", help="without the options (the table of docs/import.md)")
     args = p.parse_args()
     with open(os.path.join(args.report, "results.jsonl")) as f:
         records = [json.loads(x) for x in f]
-    sys.stdout.write(render(records, args.min))
+    sys.stdout.write(render(records, args.min, args.brief))
 
 
 if __name__ == "__main__":
