@@ -283,11 +283,16 @@ def transform(data, network):
     return x
 
 
-def clipped(data, network):
+def scaled(data, network):
     x = data.placeholder
     x = x * 2.0
     x = network.cond_on_train(lambda: x + 1.0, lambda: x)
     return x
+
+
+def stepped(data, network):
+    x = data.placeholder
+    return network.cond_on_train(lambda: x, lambda: x * tf.cast(network.global_train_step, tf.float32))
 
 
 network = {
@@ -300,8 +305,15 @@ network = {
 def test_spec_augment_recipe_is_its_input_outside_training(tmp_path):
     proc, model, cfg = _import(tmp_path, SPEC_AUGMENT)
     assert proc.returncode == 0, proc.stderr
-    assert "note: layer `source` (eval): the config's `transform` (line 7: SpecAugment-style masking)" in proc.stderr
+    assert (
+        "note: layer `source` (eval): the config's `transform` (line 7) computes its input outside training"
+        in proc.stderr
+    )
     assert "source = data" in model
-    # a function that changes its input outside training too is refused, as any other `eval`
-    proc, model, cfg = _import(tmp_path, SPEC_AUGMENT.replace("typed_value('transform')", "typed_value('clipped')"))
-    assert proc.returncode == 1 and "layer `source` (eval): eval" in proc.stderr, proc.stderr
+    # a function that changes its input outside training too: what it computes there
+    proc, model, cfg = _import(tmp_path, SPEC_AUGMENT.replace("typed_value('transform')", "typed_value('scaled')"))
+    assert proc.returncode == 0 and "source = data * 2.0" in model, proc.stderr
+    # one whose result outside training reads what netc cannot know: refused, naming it
+    proc, model, cfg = _import(tmp_path, SPEC_AUGMENT.replace("typed_value('transform')", "typed_value('stepped')"))
+    assert proc.returncode == 1, proc.stderr
+    assert "`global_train_step` of the network not understood (outside training)" in proc.stderr, proc.stderr

@@ -78,6 +78,7 @@ MODELS = [
     "held_value_first_result.py",
     "sink_outer_broadcast.py",
     "dot_own_dims_one_size.py",
+    "dot_own_dim_size_one.py",
     "ops_transposed_conv.py",
 ]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also

@@ -121,6 +121,7 @@ def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:
 def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> dict:
     """Original = imported on one batch: {"status": "ok" | "differs" | "fail", "cause", "max"}."""
     from netc.compiler import compile_graph
+    from netc.importer.checkpoint import model_value
     from netc_runtime.backends import run_backend
     from netc_runtime.verify import random_inputs, random_lengths
 
@@ -152,7 +153,7 @@ def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> d
     for tf_name, value in orig["params"].items():
         if tf_name not in names["params"]:
             return {"status": "fail", "cause": "a parameter of the original that the name map lacks"}
-        params[names["params"][tf_name]["returnn"]] = value
+        params[names["params"][tf_name]["returnn"]] = model_value(value, names["params"][tf_name])
     diffs = {}
     for backend in ("returnn", "torch"):
         res = run_backend(backend, model, netc_inputs, lens, params, g)

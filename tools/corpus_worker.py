@@ -35,6 +35,8 @@ def cause_of(message: str) -> str:
 
 def do_import(job: dict, rec: dict) -> str | None:
     """Import the config (run, else `--no-exec`); the model's file, or None."""
+    from corpus_layers import scan, usage
+
     from netc.errors import CompileError
     from netc.importer import import_loaded
     from netc.importer.load import load_config
@@ -42,6 +44,7 @@ def do_import(job: dict, rec: dict) -> str | None:
     try:
         loaded = load_config(job["path"])  # run, else --no-exec, as `netc import` does
     except CompileError as e:
+        rec["layers"], rec["layers_scanned"] = scan(job["path"]), True
         rec["outcome"] = "refused"
         rec["error"] = e.render() if e.span else str(e)
         rec["cause"] = "load: " + cause_of(rec["error"])
@@ -50,6 +53,7 @@ def do_import(job: dict, rec: dict) -> str | None:
             rec["invalid"] = broken
         return None
     rec["load"] = "no-exec" if loaded.no_exec else "exec"
+    rec["layers"] = usage(loaded.network)
     try:
         result = import_loaded(loaded)
     except CompileError as e:

@@ -30,7 +30,7 @@ class ImportResult:
     function: str
     params: dict[str, dict] = field(
         default_factory=dict
-    )  # original TF variable -> {"netc", "returnn", "torch", "shape"}
+    )  # original TF variable -> {"netc", "returnn", "torch", "shape"[, "transposed": the variable is the transpose]}
     outputs: dict[str, str] = field(default_factory=dict)  # original layer -> output name
     losses: dict[str, str] = field(default_factory=dict)  # original layer (`rec/sub` in units) -> loss name
     errors: list[CompileError] = field(default_factory=list)  # refused layers, located
@@ -233,12 +233,15 @@ def _param_map(source: str, path: str, model: Model) -> dict[str, dict]:
     out = {}
     for p in g.params:
         ref = model.module_paths[tuple(line for line, _ in p.call_path)]
-        out[f"{ref.tf_prefix}/{ref.tf_names.get(p.role, p.role)}"] = {
+        entry = {
             "netc": f"{p.path}/{p.role}",
             "returnn": p.name,
             "torch": attrs[(p.path, p.role)],
             "shape": [g.dim(d).size for d in p.dims],
         }
+        if p.role in ref.transposed:  # RETURNN's `use_transposed_weights`: [out, in]
+            entry["transposed"] = True
+        out[f"{ref.tf_prefix}/{ref.tf_names.get(p.role, p.role)}"] = entry
     return out
 
 

@@ -9,7 +9,6 @@ import functools
 import importlib.util
 import json
 import os
-import re
 
 _NO_DEFAULT = object()
 
@@ -132,72 +131,3 @@ def _mro(name: str, classes: dict, seen: frozenset = frozenset()) -> list[str]:
     for base in classes[name][0]:
         out += [b for b in _mro(base, classes, seen | {name}) if b not in out]
     return out
-
-
-class _Name(str):
-    line: int = 0
-
-
-# RETURNN setups' SpecAugment recipe: an `eval` layer calling a function of the config on its source
-_CONFIG_FUNCTION = re.compile(
-    r"^\s*self\.network\.(?:get_config\(\)\.typed_value|_config\.typed_dict\.get)\(['\"](\w+)['\"]\)"
-    r"\(source\(0(?:, *as_data=True)?\), *network=self\.network(?:, *\w+=[\w.]+)*\)\s*$"
-)
-
-
-def train_only_function(code: str, config_path: str) -> _Name | None:
-    """The config's function an `eval` string applies to its source (RETURNN setups' SpecAugment:
-    `self.network.get_config().typed_value('transform')(source(0, as_data=True), network=self.network)`)
-    where that function returns `network.cond_on_train(..., lambda: x)`: its input unchanged outside
-    training. The function's name (with its line), else None."""
-    m = _CONFIG_FUNCTION.match(code)
-    if not m:
-        return None
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == m.group(1) and node.args.args:
-            data = node.args.args[0].arg
-            for ret in (n for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None):
-                if _identity_outside_training(node, ret.value, data):
-                    out = _Name(node.name)
-                    out.line = node.lineno
-                    return out
-    return None
-
-
-def _identity_outside_training(fn: ast.FunctionDef, value: ast.expr, data: str) -> bool:
-    """`return x` where `x = network.cond_on_train(f, lambda: x)` and x is `data.placeholder`
-    (or `data`) before it; or `return network.cond_on_train(f, lambda: data...)`."""
-    if isinstance(value, ast.Name):
-        assigns = [n for n in ast.walk(fn) if isinstance(n, ast.Assign) and _binds(n, value.id)]
-        if not assigns or not _is_cond_on_train(assigns[-1].value):
-            return False
-        # the value before it is the input itself (nothing else changes it outside training)
-        return len(assigns) >= 2 and _is_input(assigns[-2].value, data) and _lambda_returns(assigns[-1].value, value.id)
-    return _is_cond_on_train(value) and any(_lambda_returns(value, n) for n in (data,))
-
-
-def _binds(node: ast.Assign, var: str) -> bool:
-    return any(isinstance(t, ast.Name) and t.id == var for t in node.targets)
-
-
-def _is_cond_on_train(v: ast.expr) -> bool:
-    return isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "cond_on_train"
-
-
-def _is_input(v: ast.expr, data: str) -> bool:
-    return (isinstance(v, ast.Name) and v.id == data) or (
-        isinstance(v, ast.Attribute)
-        and v.attr == "placeholder"
-        and isinstance(v.value, ast.Name)
-        and v.value.id == data
-    )
-
-
-def _lambda_returns(call: ast.Call, var: str) -> bool:
-    other = call.args[1] if len(call.args) > 1 else None
-    return isinstance(other, ast.Lambda) and isinstance(other.body, ast.Name) and other.body.id == var

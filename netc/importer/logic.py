@@ -153,8 +153,6 @@ class LogicLayers:
         ok = isinstance(axis, int) and not isinstance(axis, bool)
         if not ok and str(axis).lower() not in ("f", "feature", "t", "time", "spatial"):
             raise Refused(full, "expand_dims", f"axis {axis!r} (F, T, spatial or a number is supported)")
-        if src.sparse is not None:
-            raise Refused(full, "expand_dims", "labels (sparse) as input")
         if isinstance(size, dict):
             key = self.dims.tag(size["__dim__"])
             if key == BATCH or self.dims.find(key) in {self.dims.find(x) for x in src.dims}:
@@ -165,7 +163,7 @@ class LogicLayers:
             raise Refused(full, "expand_dims", f"dim {size!r} (a size or a dim tag is supported)")
         self.imports.add("expand")
         self._emit(scope, var, call("expand", src.tensor(), self.dim(key)), layer)
-        return Val(name(var), (*src.dims, key))
+        return Val(name(var), (*src.dims, key), src.sparse)  # labels stay labels
 
     def _l_split(self, layer, d, scope, var, full) -> Val:
         """`x_0, x_1 = split(x, [a, b])` over the feature dim; `<layer>/<i>` reads part i. The

@@ -33,6 +33,7 @@ class Val:
     sparse: str | None = None  # labels: their class dim
     is_list: bool = False  # a list stacked by a loop
     logits: Val | None = None  # a `softmax` layer's logits, for its loss
+    log_probs: bool = False  # log-probabilities over the feature dim (a log_softmax): a CTC loss reads them
 
     def tensor(self) -> Expr:
         """The value where an operator needs a tensor (a stacked list: `stack(...)`)."""
