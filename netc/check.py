@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
+from netc import tf_quiet
 from netc.build import Cache, Compiled
 from netc.progress import step
 from netc.project import ConfigError, ModelJob
@@ -116,7 +117,7 @@ def _runtime_versions() -> str:
 def construct_all(checks: list[ModelCheck], compiled: list[Compiled], cache: Cache) -> None:
     """Construct every current target in this one process (TensorFlow is imported once).
     A success is remembered in the cache by the hash of the file and the runtime versions."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    tf_quiet.quiet()
     from netc.ir.json import graph_from_json
 
     targets = {tc.target for mc in checks for tc in mc.targets}

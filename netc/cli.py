@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from netc import tf_quiet
 from netc.cli_common import (
     _TARGETS,
     _fail,
@@ -21,19 +22,21 @@ from netc.cli_common import (
     _loops_option,
     _one_line,
     _pass_options,
+    _progress_on,
     _project_options,
-    _quiet_tf,
     _verbose,
     _write,
 )
 from netc.cli_export import export  # its own file: this one is long
 from netc.errors import CompileError
+from netc.outputs import OutputError, prepare, write_text
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="netc")
 def main() -> None:
     """netc: compile plain-Python network loops to RETURNN configs and PyTorch modules."""
+    tf_quiet.quiet()  # any command may import TensorFlow, or start a process that does
 
 
 @main.command()
@@ -138,7 +141,7 @@ def _compile_project(jobs: int | None, no_cache: bool) -> None:
 
     project = _load_project()
     results = compile_all(project.models, None if no_cache else project.cache_dir, jobs or os.cpu_count() or 1)
-    wrote = unchanged = 0
+    wrote = unchanged = not_written = 0
     for c in results:
         if c.error is not None:
             click.echo(c.error.render(), err=True)
@@ -148,17 +151,27 @@ def _compile_project(jobs: int | None, no_cache: bool) -> None:
             if out.is_file() and out.read_bytes() == c.texts[target].encode("utf-8"):
                 unchanged += 1  # not rewritten: its time stamp stays, so build tools see no change
                 continue
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(c.texts[target], encoding="utf-8")
+            try:
+                write_text(out, c.texts[target])
+            except OutputError as e:
+                click.echo(f"error: {e}", err=True)
+                not_written += 1
+                continue
             click.echo(f"wrote {path}")
             wrote += 1
     failed = sum(c.error is not None for c in results)
+    files = sum(len(c.job.outputs) for c in results if c.error is None)
     click.echo(
-        f"netc compile --all: {len(results)} models, {wrote} written, {unchanged} unchanged"
-        + (f", {failed} models with errors" if failed else "")
+        f"netc compile --all: {_count(len(results), 'model')}{f' ({failed} with errors)' if failed else ''}, "
+        f"{_count(files, 'file')}: {wrote} written, {unchanged} unchanged"
+        + (f", {not_written} not written" if not_written else "")
     )
-    if failed:
+    if failed or not_written:
         sys.exit(1)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
 
 
 @main.command()
@@ -243,7 +256,7 @@ def check(
     compiled = compile_all(models, cache_dir, jobs or os.cpu_count() or 1)
     checks = [check_outputs(c, regen) for c in compiled]
     if construct:
-        _quiet_tf()
+        _progress_on()
         try:
             construct_all(checks, compiled, Cache(cache_dir))
         except ConfigError as e:
@@ -376,11 +389,13 @@ def run(
             raise click.UsageError("--template writes an input file: give no --backend, --inputs, --params or --search")
     elif not (backend and inputs_path):
         raise click.UsageError("give --backend and --inputs (or --template to write an input file)")
-    _quiet_tf()
+    _progress_on()
     with _one_line("run", verbose, user_errors=(KeyError, ValueError, OSError)):  # the npz files' mistakes
         from netc_runtime.npz import run_npz, write_template
 
         g = _graph(model, network)
+        if output != "-":
+            prepare(output)  # before the run: a path that cannot be written fails at once
         if template:
             write_template(g, output, seed, batch, max_len)
         else:
@@ -504,14 +519,14 @@ def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | 
     OUTPUT is a TensorFlow checkpoint prefix (e.g. net-model/network.005). CHECKPOINT a TensorFlow
     checkpoint prefix: OUTPUT is a .pt file in RETURNN's PyTorch format.
     """
-    _quiet_tf()
+    _progress_on()
     from netc_runtime.checkpoint import CheckpointError
     from netc_runtime.checkpoint import convert_checkpoint as convert
 
     g = _graph(model, network)
     try:
         click.echo(convert(g, checkpoint, output))
-    except CheckpointError as e:
+    except (CheckpointError, OutputError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
 
@@ -553,7 +568,7 @@ def verify(
     verbose: bool,
 ) -> None:
     """Run eager, torch and RETURNN on one padded batch; compare every valid frame."""
-    _quiet_tf()
+    _progress_on()
     with _one_line("verify", verbose, user_errors=(ValueError,)):  # e.g. --search without `choice`, --params
         from netc_runtime.npz import read_params
         from netc_runtime.verify import TOLERANCE

@@ -5,13 +5,12 @@ commands in other files (`cli_export`) need not import `netc.cli`, which imports
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
-from pathlib import Path
 
 import click
 
 from netc.errors import CompileError
+from netc.outputs import OutputError, write_text
 
 _TARGETS = ("returnn", "torch", "returnn-torch")
 
@@ -47,6 +46,8 @@ def _one_line(command: str, verbose: bool, user_errors: tuple[type[Exception], .
             click.echo(error_detail(e), err=True, nl=False)
         if isinstance(e, BackendError):
             line = f"{command}: {e}"
+        elif isinstance(e, OSError):  # a file the command reads or writes: its name and why
+            line = f"error: {e.filename}: {e.strerror}" if e.filename and e.strerror else f"error: {e}"
         elif isinstance(e, user_errors):
             line = f"error: {e.args[0] if e.args else e}"
         elif isinstance(e, Mismatch):
@@ -124,18 +125,15 @@ def _write(output: str | None, text: str) -> None:
     if output is None or output == "-":
         click.echo(text, nl=False)
         return
-    path = Path(output)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        click.echo(f"error: cannot write {output}: {e.strerror or e}", err=True)
+        write_text(output, text)
+    except OutputError as e:
+        click.echo(f"error: {e}", err=True)
         sys.exit(1)
 
 
-def _quiet_tf() -> None:
-    """Before a command runs models: TensorFlow's C++ logging off, netc's progress lines on."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+def _progress_on() -> None:
+    """Before a command runs models: netc's progress lines on stderr."""
     from netc import progress
 
     progress.enable(lambda message: click.echo(f"netc: {message}", err=True))

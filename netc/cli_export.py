@@ -45,10 +45,11 @@ def export(
     left dynamic, taking the inputs and `<dim>_lens`, returning the outputs (and the lengths of
     dims its loops make), no losses. The file is then run on a batch of another size and length
     and compared with the torch module."""
-    from netc.cli_common import _graph, _one_line, _quiet_tf
+    from netc.cli_common import _graph, _one_line, _progress_on
 
-    _quiet_tf()
+    _progress_on()
     with _one_line("export", verbose, user_errors=(KeyError, ValueError, OSError)):  # --params' or -o's mistakes
+        from netc.outputs import prepare
         from netc_runtime.export import check
         from netc_runtime.export import export as run_export
 
@@ -56,6 +57,7 @@ def export(
         # LSTM's native op runs over: it runs as its loop); the other formats script the module
         scan = fmt == "torch-export"
         g = _graph(model, network, hoist, whole_sequence, fuse and not scan, loops="scan" if scan else "python")
+        prepare(output)  # before the export: a path that cannot be written fails at once
         sig = run_export(g, fmt, output, params_path, seed, search)
         try:
             checked = check(g, fmt, output, params_path, seed, search)
@@ -68,6 +70,14 @@ def export(
     def show(items):
         return ", ".join(f"{n}[{', '.join(d if sizes[d] is None else str(sizes[d]) for d in ds)}]" for n, ds in items)
 
-    click.echo(f"wrote {output} ({fmt}): ({show(sig.inputs)}) -> ({show(sig.outputs)})")
+    inputs = [(n, ds) for n, ds in sig.inputs if n not in sig.left_out]
+    outputs = [(sig.renamed.get(n, n), ds) for n, ds in sig.outputs]
+    click.echo(f"wrote {output} ({fmt}): ({show(inputs)}) -> ({show(outputs)})")
+    for name, there in sig.renamed.items():
+        click.echo(f"note: the result `{name}` is `{there}` in the file (an input has its name)")
+    if sig.left_out:
+        left = ", ".join(f"`{n}`" for n in sig.left_out)
+        verb = "is not an input" if len(sig.left_out) == 1 else "are not inputs"
+        click.echo(f"note: {left} {verb} of the file (nothing it computes reads them)")
     lens = ", ".join(f"{d}={v}" for d, v in checked.lens.items())
     click.echo(f"checked: batch 4{', lengths ' + lens if lens else ''}: max|Δ| = {checked.max_abs_diff:.3e} vs torch")

@@ -130,7 +130,7 @@ def run_torch(
     outs = {k: v.cpu().numpy() for k, v in outs.items()}
     if search:
         plan = search_plan(g)
-        dims, made = search_dims(g), {plan.loop.axis: outs[plan.lens]}
+        dims, made = search_dims(g), {d: outs[key] for d, key in plan.made_lens.items()}
     else:
         dims = dict(model.output_dims)
         dims.update({name: [] for name in model.losses})
@@ -206,8 +206,10 @@ def returnn_session(
     cfg.load_file(path)
     plan = search_plan(g) if search else None
     dims = search_dims(g) if search else output_dims(g)
+    fed = lens  # a search that takes no input is fed its target: the batch size (see below)
     if plan:  # a search makes the lengths of its loop's axis; the targets' are not given
         lens = {d: v for d, v in lens.items() if d in plan.input_dims}
+        fed = fed if not plan.inputs else lens
     OpMaker.with_cuda = False  # CPU only: native ops (`nativelstm2`) must compile without CUDA
     OpMaker.log_stream = CurrentStdout()  # its compiler lines go where stdout is redirected
     with tf.Graph().as_default() as graph, _stdout_kept_for_errors():
@@ -217,8 +219,7 @@ def returnn_session(
         )
         layers = cfg.typed_value("network")
         if search:  # as the config's get_network() does for RETURNN's search task
-            skip = cfg.typed_value("netc_target_layers")
-            layers = {name: layer for name, layer in cfg.typed_value("search_network").items() if name not in skip}
+            layers = cfg.typed_value("search_network")
         net.construct_from_dict(layers)
 
         config_dims = dim_vars(g)
@@ -244,9 +245,11 @@ def returnn_session(
             fetch[SCORES] = tf.reduce_max(beam_scores, axis=1)
         feed = {}
         for inp in g.inputs:
-            if plan is None or inp.name not in plan.targets:
+            # a search that takes no input has the batch size of its target (its labels unread),
+            # as RETURNN's search task reads the target from the data for it
+            if plan is None or inp.name not in plan.targets or not plan.inputs:
                 feed[net.extern_data.data[inp.name].placeholder] = inputs[inp.name]
-        for d, v in lens.items():
+        for d, v in fed.items():
             feed[dim_obj(d).dyn_size_ext.placeholder] = np.asarray(v, dtype=np.int32)
         with tf.compat.v1.Session(graph=graph, config=session_config) as session:
             net.initialize_params(session)

@@ -22,6 +22,7 @@ import numpy as np
 
 from netc.emit_torch.emitter import param_attrs
 from netc.ir.model import Graph
+from netc.outputs import prepare
 
 GLOBAL_STEP = "global_step"  # RETURNN's step counter in a TF checkpoint
 
@@ -43,8 +44,7 @@ def write_tf_checkpoint(params: Mapping[str, np.ndarray], prefix: str, global_st
     the variables by RETURNN name as float32, `global_step`, and the `.meta` file RETURNN looks for."""
     import tensorflow as tf
 
-    if os.path.dirname(prefix):
-        os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    prepare(prefix)
     with tf.Graph().as_default() as graph:  # graph mode whatever mode the process is in
         variables = {name: tf.compat.v1.Variable(np.asarray(v, dtype=np.float32)) for name, v in params.items()}
         variables[GLOBAL_STEP] = tf.compat.v1.Variable(np.int64(global_step))
@@ -85,8 +85,7 @@ def write_torch_checkpoint(state: Mapping[str, np.ndarray], path: str, epoch: in
     `torch.load(path)["model"]` is the module's `state_dict`."""
     import torch
 
-    if os.path.dirname(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+    prepare(path)
     out: dict = {"model": {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in state.items()}}
     if epoch is not None:
         out["epoch"] = epoch

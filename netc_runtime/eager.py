@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from netc.errors import CompileError
-from netc.ir.model import Graph, Value
+from netc.ir.model import Graph, Loop, Value
 from netc.ops import REGISTRY, OpDef
 from netc_runtime.beam import Beam
 from netc_runtime.eager_loops import PKG_DIRS as _PKG_DIRS
@@ -52,7 +52,9 @@ class _Run:
     losses: dict[str, ETensor] = field(default_factory=dict)
     searching: bool = False  # a beam search: `choice` runs one, the targets are absent
     beam: Beam | None = None  # made by the first `choice` when searching
+    search_loop: LoopTag | None = None  # searching: the choice loop's run (known at its first `end`)
     choice_step: int = 0  # training: which frame of its target the next `choice` gives
+    choice_loop: LoopTag | None = None  # training: the run of the loop with `choice` (a `range` loop)
     target_len: int = 0  # training: the length of that target
 
     def check_target_covered(self) -> None:
@@ -77,6 +79,25 @@ class _Run:
                 a = ETensor(a.data.index_select(0, rows), a.dims, a.frames, a.sparse_dim, version, a.serial)
             out.append(a)
         return out, version
+
+    def search_axis(self) -> str:
+        """The axis of the loop with `choice`."""
+        return next(n.axis for n in self.graph().body if isinstance(n, Loop) and n.target is not None)
+
+    def beam_bool(self, cond: ETensor) -> bool:
+        """An `if` on a value with a row per hypothesis (see `ETensor.__bool__`)."""
+        assert self.beam is not None
+        (cond,), _ = self.align([cond], self.beam.version)
+        rows = cond.data.reshape(-1).to(torch.bool)
+        if self.search_loop is not None and self.search_loop.finished:  # after the search: its best decides
+            return bool(rows[self.beam.best()[0]])
+        if bool(rows.all()) or not bool(rows.any()):
+            return bool(rows[0])
+        raise CompileError(
+            user_span(),
+            "eager mode runs one branch of an `if` on a tensor, and the hypotheses of this beam search "
+            "disagree on it; select with `where(cond, a, b)` in the searched loop instead",
+        )
 
     def tag(self, axis: str, backward: bool) -> LoopTag:
         self.count += 1
@@ -183,7 +204,11 @@ class ETensor:
         return self._binary("div", o, True)
 
     def __bool__(self) -> bool:
-        """`if cond:` in eager mode: one sequence at a time, so one bool."""
+        """`if cond:` in eager mode: one sequence at a time, so one bool. Searching, a value has a
+        row per hypothesis (`batch`): after the search, the best one's; in its loop, the one all
+        hypotheses agree on (Python runs one branch)."""
+        if set(self.dims) <= {"batch"} and self.data.numel() > 1 and _run().beam is not None:
+            return _run().beam_bool(self)
         if self.data.numel() != 1:
             raise TypeError(f"`if` on a tensor needs one value per sequence, got dims [{', '.join(self.dims)}]")
         return bool(self.data.item())
@@ -273,7 +298,7 @@ def stack_list(items: list, output: str | None = None, outer: LoopTag | None = N
     if not all(isinstance(i, ETensor) for i in items):
         raise TypeError("only a non-empty list of tensors appended in a loop can be used as a tensor")
     run = _run()
-    if len(items) == run.choice_step:  # the stack of a loop with `choice`, read after it ended early
+    if run.target_len and _made_in_finished(items, run.choice_loop):  # the choice loop's, which stopped early
         run.check_target_covered()
     if len({i.dims for i in items}) != 1:
         raise TypeError(f"list items have different dims {[i.dims for i in items]}")
@@ -291,6 +316,11 @@ def stack_list(items: list, output: str | None = None, outer: LoopTag | None = N
     out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
     return ETensor(data, out_dims, frames, items[0].sparse_dim, version)
+
+
+def _made_in_finished(items: list, loop: LoopTag | None) -> bool:
+    """Whether `items` were made in the run `loop`, which has finished."""
+    return loop is not None and loop.finished and any(loop in getattr(i, "frames", ()) for i in items)
 
 
 def _empty_stack(items: list) -> ETensor:
@@ -385,7 +415,9 @@ def mark_as_loss(value, name: str) -> None:
 def end(cond) -> bool:
     run = _run()
     ended = _ends(run, cond)
-    end_step(run, ended)
+    tag = end_step(run, ended)
+    if run.beam is not None and run.search_loop is None and tag is not None and tag.axis == run.search_axis():
+        run.search_loop = tag  # (not a loop with `end` nested in it)
     return ended
 
 
@@ -405,6 +437,7 @@ def choice(logits, target, beam: int, length_normalization: bool = True) -> ETen
     """Training: the target's label at this step. Searching: one step of the beam search."""
     run = _run()
     if not run.searching:
+        run.choice_loop = run.loops[-1] if run.loops else None
         axis = run.net.dims.dynamic(target.dims)[0]
         run.target_len = target.data.shape[target.dims.index(axis)]
         run.choice_step += 1

@@ -166,20 +166,20 @@ def _tag_for(run: _Run, loops: list[Loop]) -> LoopTag | None:
     return tag
 
 
-def end_step(run: _Run, ended: bool) -> None:
+def end_step(run: _Run, ended: bool) -> LoopTag | None:
     """`end(...)` ran at a step of its loop: a `while True` loop gets its tag here (the values of
     its first step made before this are not tagged; they need not be), and each `end` counts a
-    step of it; any loop it ends records that it ended early."""
+    step of it; any loop it ends records that it ended early. The loop's tag, if found."""
     line = caller_line()
     around = [n for n in _loops(run.graph()) if n.end is not None and n.span.line <= line <= n.span.end_line]
     if not around:
-        return
+        return None
     start = max(n.span.line for n in around)
     tag = run.loops[-1] if run.loops else None
     if tag is None or tag.line != start:  # the first step of a `while True` loop
         tag = _tag_for(run, [n for n in around if n.span.line == start])
         if tag is None:
-            return
+            return None
         tag.by_end = True
         run.loops.append(tag)
         run.while_loops[tag.seq] = tag
@@ -189,6 +189,7 @@ def end_step(run: _Run, ended: bool) -> None:
         tag.ended = True
         if tag.by_end:
             _finish(run, tag)
+    return tag
 
 
 def caller_line() -> int:

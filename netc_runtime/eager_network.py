@@ -13,7 +13,7 @@ import torch
 from netc.ir.dims import DimTable
 from netc.ir.interface import interface
 from netc.ir.model import Graph
-from netc.ir.search import SCORES, SearchPlan, search_dims, search_plan
+from netc.ir.search import BATCH_SIZE, SCORES, SearchPlan, search_dims, search_plan
 from netc.ir.uses import values_by_id
 from netc.naming import lens_name
 from netc.ops.align import align_tensor
@@ -119,7 +119,7 @@ class Network:
         `search=True` decodes with the beam: what the torch module's `search` returns."""
         out, lens = self.run(*args, search=search, **kwargs)
         plan = search_plan(self.graph) if search else None
-        made = {plan.loop.axis: plan.lens} if plan else interface(self.graph).made_lens
+        made = plan.made_lens if plan else interface(self.graph).made_lens
         for per_dim in lens.values():
             for d, ls in per_dim.items():
                 if d in made:
@@ -142,8 +142,7 @@ class Network:
             raise TypeError(f"missing inputs: {', '.join(missing)}")
         per_seq: list[dict[str, ETensor]] = []
         per_seq_losses: list[dict[str, torch.Tensor]] = []
-        first = g.inputs[0]
-        batch = torch.as_tensor(bound[first.name]).shape[first.annotated_dims.index("batch")]
+        batch = _batch_size(g, plan, bound)
         # an oracle for forward values: eager parameters are plain tensors, nothing to differentiate
         with torch.no_grad():
             for b in range(batch):
@@ -212,6 +211,20 @@ class Network:
             out[name] = ETensor(data, v.dims, sparse_dim=v.sparse_dim)
         out[SCORES] = ETensor(torch.tensor([score]), ("batch",))
         return out
+
+
+def _batch_size(g: Graph, plan: SearchPlan | None, bound: dict[str, Any]) -> int:
+    """The batch size: the first input's; a search that takes no input (its inputs are targets)
+    is given `batch_size`, else it takes its target's, as the torch module's `forward` does."""
+    taken = [i for i in g.inputs if plan is None or i.name in plan.inputs]
+    if not taken:
+        if bound.get(BATCH_SIZE) is not None:
+            return int(bound[BATCH_SIZE])
+        taken = [i for i in g.inputs if i.name in bound]
+        if not taken:
+            raise TypeError(f"search needs {BATCH_SIZE} (or {g.inputs[0].name}, whose batch size it takes)")
+    first = taken[0]
+    return torch.as_tensor(bound[first.name]).shape[first.annotated_dims.index("batch")]
 
 
 def _pad(per_seq: list[dict[str, ETensor]], out_dims: dict[str, list[str]], dt: DimTable):

@@ -24,16 +24,17 @@ import copy
 import importlib.util
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from netc.ir.interface import input_dyn_dims, interface
 from netc.ir.model import Graph, Loop, Op
-from netc.ir.search import SCORES, search_dims, search_plan
+from netc.ir.search import BATCH_SIZE, SCORES, search_dims, search_plan
 from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
+from netc.outputs import write_bytes
 from netc.passes.inference import inference_graph
 from netc_runtime.backends import load_torch_module, valid_mask
 from netc_runtime.failures import Mismatch, failing_as
@@ -53,6 +54,10 @@ class Signature:
     outputs: list[tuple[str, list[str]]]  # result -> dims
     dyn: list[str]  # dynamic input dims (each has a lengths input)
     search: bool
+    # where the file differs (ONNX): the inputs it does not take (nothing it computes reads them),
+    # and results named otherwise there (result -> its name there)
+    left_out: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)
 
 
 def signature(g: Graph, search: bool = False) -> Signature:
@@ -65,7 +70,8 @@ def signature(g: Graph, search: bool = False) -> Signature:
         names, dyn = set(plan.inputs), list(plan.input_dims)
         out_dims = search_dims(g)
         scores = out_dims.pop(SCORES)
-        outputs = [(k, v) for k, v in out_dims.items()] + [(plan.lens, ["batch"]), (SCORES, scores)]
+        outputs = [(k, v) for k, v in out_dims.items()] + [(key, ["batch"]) for key in plan.made_lens.values()]
+        outputs.append((SCORES, scores))
     else:
         iface, values = interface(g), values_by_id(g)
         names, dyn = set(iface.inputs), input_dyn_dims(g)
@@ -73,13 +79,17 @@ def signature(g: Graph, search: bool = False) -> Signature:
         outputs += [(lens, ["batch"]) for lens in iface.made_lens.values()]
     inputs = [(i.name, [d for d in i.annotated_dims if d != i.value.sparse_dim]) for i in g.inputs if i.name in names]
     inputs += [(lens_name(d), ["batch"]) for d in dyn]
+    if search and not inputs:  # a search that takes no input: its batch size, an int64 scalar
+        inputs = [(BATCH_SIZE, [])]
     return Signature(inputs, outputs, dyn, search)
 
 
 def _wrapper_source(g: Graph, sig: Signature, as_dict: bool) -> str:
     """A module around the emitted one whose forward takes the inputs and returns the results."""
     args = ", ".join(f"{n}: torch.Tensor" for n, _ in sig.inputs)
-    if sig.search:
+    if sig.search and [n for n, _ in sig.inputs] == [BATCH_SIZE]:
+        call = f"self.model.search(int({BATCH_SIZE}))"
+    elif sig.search:
         call = f"self.model.search({', '.join(n for n, _ in sig.inputs)})"
     else:
         call = f"self.model({', '.join(f'{n}={n}' for n, _ in sig.inputs)})"
@@ -130,6 +140,7 @@ def example_inputs(g: Graph, sig: Signature, batch: int, max_len: int, seed: int
     rng = np.random.default_rng(seed)
     lens = random_lengths(g, batch, max_len, rng)
     arrays = {**random_inputs(g, lens, rng), **{lens_name(d): v.astype(np.int64) for d, v in lens.items()}}
+    arrays[BATCH_SIZE] = np.asarray(batch, dtype=np.int64)
     return {n: arrays[n] for n, _ in sig.inputs}
 
 
@@ -202,6 +213,13 @@ def _refuse_loops(g: Graph, search: bool) -> None:
     from netc.errors import CompileError
     from netc.passes.scan_loops import blocker, empty_dims, while_dims
 
+    plan = search_plan(g) if search else None
+    if plan is not None and not plan.inputs:
+        raise CompileError(
+            plan.loop.span,
+            f"--format torch-export: this search takes no input, so its batch size is a number (`{BATCH_SIZE}`), "
+            "which torch.export cannot keep dynamic; use --format onnx or torchscript",
+        )
     g = g.search if search and g.search is not None else g
     for n in g.body:
         if isinstance(n, Loop) and search and n.scan and n.target is not None and not beam_while(n):
@@ -308,8 +326,9 @@ def export(
     seed: int = 0,
     search: bool = False,
 ) -> Signature:
-    """Write `g`'s module in format `fmt` to `output`; the example inputs that tracing needs are
-    a batch of 3 with unequal lengths (batch and dynamic dims stay dynamic)."""
+    """Write `g`'s module in format `fmt` to `output` and return the file's signature; the example
+    inputs that tracing needs are a batch of 3 with unequal lengths (batch and dynamic dims stay
+    dynamic)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     if fmt == "torch-export":
@@ -336,22 +355,27 @@ def export(
             torch.jit.save(torch.jit.script(wrapped), buffer)
         elif fmt == "onnx":
             with _printed_as_note():
-                _onnx(g, sig, torch.jit.script(wrapped), example, buffer, torch)
+                taken = _onnx(g, sig, torch.jit.script(wrapped), example, buffer, torch)
+            names = onnx_output_names(sig)
+            left_out = [n for n, _ in sig.inputs if n not in taken]
+            sig = replace(sig, left_out=left_out, renamed={n: o for o, (n, _) in zip(names, sig.outputs) if o != n})
         else:
             _torch_export(g, sig, wrapped, example, buffer, torch)
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    Path(output).write_bytes(buffer.getvalue())
+    write_bytes(output, buffer.getvalue())
     return sig
 
 
 def onnx_output_names(sig: Signature) -> list[str]:
-    """The results' names in the ONNX graph, where names are unique: a search's lengths of an
-    input's dim (`time_lens`) is `time_lens_out` there."""
+    """The results' names in the ONNX graph, where inputs and outputs share one name space: a
+    result named as an input (a state passed in and returned, a search's lengths of an input's
+    dim `time_lens`) is `<name>_out` there."""
     taken = {n for n, _ in sig.inputs}
     return [f"{n}_out" if n in taken else n for n, _ in sig.outputs]
 
 
-def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
+def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> set[str]:
+    """Write the ONNX graph to `buffer`; returns the names of its inputs (the exporter leaves
+    out an input nothing reads)."""
     import onnx
 
     from netc_runtime.onnx_symbolics import register
@@ -376,7 +400,20 @@ def _onnx(g: Graph, sig: Signature, scripted, example, buffer, torch) -> None:
     outs = scripted(*args)
     for out, value in zip(model.graph.output, outs):
         out.type.tensor_type.elem_type = onnx.helper.np_dtype_to_tensor_dtype(value.numpy().dtype)
+    # the shapes as the signature has them: the exporter's guesses for results are wrong where
+    # its graph does not carry a shape (a loop's last state) and name static sizes it lost
+    sizes = {d.name: d.size for graph in (g, g.search) if graph is not None for d in graph.dims}
+    declared = dict([*sig.inputs, *zip(onnx_output_names(sig), (d for _, d in sig.outputs))])
+    for value in [*model.graph.input, *model.graph.output]:
+        shape = value.type.tensor_type.shape
+        shape.ClearField("dim")
+        for d in declared[value.name]:
+            if sizes.get(d) is not None:
+                shape.dim.add().dim_value = sizes[d]
+            else:
+                shape.dim.add().dim_param = d
     buffer.write(model.SerializeToString())
+    return {i.name for i in model.graph.input}
 
 
 def _torch_export(g: Graph, sig: Signature, wrapped, example, buffer, torch) -> None:

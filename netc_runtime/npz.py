@@ -9,30 +9,55 @@ from __future__ import annotations
 
 import io
 import sys
-from pathlib import Path
+import zipfile
+import zlib
 
 import numpy as np
 
 from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
 from netc.ir.search import search_plan
+from netc.outputs import write_bytes
+from netc.suggest import did_you_mean, listing
 from netc_runtime.backends import run_backend
 from netc_runtime.failures import failing_as
 from netc_runtime.verify import random_inputs, random_lengths, random_params
 
 
-def _params(g: Graph, params_path: str | None, inputs_npz, seed: int) -> dict[str, np.ndarray]:
+def load_npz(path: str) -> dict[str, np.ndarray]:
+    """Every array of the npz file at `path`; a file that is not one (text, cut short, damaged,
+    Python objects) is a ValueError naming it."""
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not a readable npz file (numpy.savez writes one; `netc run --template` an example)")
+    try:
+        with np.load(path, allow_pickle=False) as src:
+            return {k: src[k] for k in src.files}
+    except ValueError as e:
+        if "allow_pickle" in str(e):
+            raise ValueError(f"{path}: holds Python objects, not arrays of numbers") from None
+        raise ValueError(f"{path}: a damaged npz file ({e})") from None
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        raise ValueError(f"{path}: a damaged npz file ({e})") from None
+
+
+def _params(
+    g: Graph, params_path: str | None, inputs: tuple[str, dict[str, np.ndarray]] | None, seed: int
+) -> dict[str, np.ndarray]:
+    """The parameters drawn from `seed`, those given in the inputs file (path, arrays) and in
+    `params_path` instead; an unknown name is a KeyError naming the file."""
     params = random_params(g, np.random.default_rng(seed))
     known = set(params)
-    for src in (inputs_npz, np.load(params_path) if params_path else None):
-        if src is None:
-            continue
-        for k in src.files:
+    sources = [inputs] if inputs else []
+    if params_path:
+        sources.append((params_path, load_npz(params_path)))
+    for path, src in sources:
+        for k, value in src.items():
             if k.startswith("param:"):
                 name = k[len("param:") :]
                 if name not in known:
-                    raise KeyError(f"unknown parameter {name!r} (known: {', '.join(sorted(known))})")
-                params[name] = src[k]
+                    close = did_you_mean(name, known)
+                    raise KeyError(f"{path}: unknown parameter {name!r}{close} (known: {', '.join(sorted(known))})")
+                params[name] = value
     return params
 
 
@@ -40,8 +65,7 @@ def read_params(g: Graph, path: str) -> dict[str, np.ndarray]:
     """The `param:<RETURNN name>` entries of an npz (`netc verify --params`); an unknown name or
     another shape than the model's is a ValueError naming the parameter."""
     shapes = {p.name: tuple(g.dim(d).size for d in p.dims) for p in g.params}
-    with np.load(path) as src:
-        out = {k[len("param:") :]: src[k] for k in src.files if k.startswith("param:")}
+    out = {k[len("param:") :]: v for k, v in load_npz(path).items() if k.startswith("param:")}
     for name, value in out.items():
         if name not in shapes:
             raise ValueError(f"{path}: unknown parameter {name!r} (known: {', '.join(sorted(shapes))})")
@@ -58,8 +82,9 @@ def _save(output: str, arrays: dict[str, np.ndarray]) -> None:
         sys.stdout.buffer.write(buffer.getvalue())
         sys.stdout.flush()
     else:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        np.savez(output, **arrays)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        write_bytes(output if output.endswith(".npz") else output + ".npz", buffer.getvalue())  # as np.savez names it
 
 
 def _shape(a: np.ndarray) -> str:
@@ -86,6 +111,15 @@ def check_inputs(g: Graph, inputs: dict[str, np.ndarray], lens: dict[str, np.nda
             raise ValueError(f"{path}: in:{inp.name} is {_shape(x)}, expected {want}")
         if inp.value.sparse_dim and not np.issubdtype(x.dtype, np.integer):
             raise ValueError(f"{path}: in:{inp.name} holds {x.dtype} values, expected integer labels")
+        classes = sizes[inp.value.sparse_dim] if inp.value.sparse_dim else None
+        if classes is not None and x.size and not 0 <= int(x.min()) <= int(x.max()) < classes:
+            at = tuple(int(i[0]) for i in np.nonzero((x < 0) | (x >= classes)))
+            raise ValueError(
+                f"{path}: in:{inp.name} has label {int(x[at])} at {list(at)}: labels of the class dim "
+                f"`{inp.value.sparse_dim}` are 0..{classes - 1} (in padded frames too)"
+            )
+        if not inp.value.sparse_dim and not np.issubdtype(x.dtype, np.floating):
+            raise ValueError(f"{path}: in:{inp.name} holds {x.dtype} values, expected floats (float32)")
         for d, n in zip(dims, x.shape):
             if d == "batch":
                 batch[f"in:{inp.name}"] = n
@@ -106,6 +140,29 @@ def write_template(g: Graph, output: str, seed: int, batch: int, max_len: int) -
     _save(output, {**{f"in:{k}": v for k, v in inputs.items()}, **{f"len:{d}": v for d, v in lens.items()}})
 
 
+def check_keys(g: Graph, data: dict[str, np.ndarray], path: str) -> None:
+    """Each key of an inputs file names an input, a dynamic dim of the inputs or a parameter
+    (checked with the parameters): a name the model does not have is a ValueError (a typo
+    would otherwise leave the value out unnoticed)."""
+    known = {
+        "in": [i.name for i in g.inputs],
+        "len": input_dyn_dims(g),
+    }
+    what = {"in": "input", "len": "dynamic input dim"}
+    for key in data:
+        kind, sep, name = key.partition(":")
+        if sep and kind == "param":
+            continue
+        if not sep or kind not in known:
+            raise ValueError(f"{path}: {key!r} is none of in:<input>, len:<dim>, param:<RETURNN name>")
+        if name not in known[kind]:
+            others = [f"{kind}:{n}" for n in known[kind]]
+            raise ValueError(
+                f"{path}: {key}: {g.network} has no {what[kind]} `{name}`{did_you_mean(key, others)}"
+                + listing(f"{what[kind]}s", others)
+            )
+
+
 def run_npz(
     model: str,
     g: Graph,
@@ -116,25 +173,32 @@ def run_npz(
     seed: int,
     search: bool = False,
 ) -> None:
-    data = np.load(inputs_path)
+    data = load_npz(inputs_path)
+    check_keys(g, data, inputs_path)
     plan = search_plan(g) if search else None
     if search and plan is None:
         raise ValueError(f"{g.network} has no `choice`: there is nothing to search")
     inputs, lens = {}, {}
+    # a search has no targets, unless it takes no input: then its target gives the batch size
+    without_targets = plan is not None and bool(plan.inputs)
     for inp in g.inputs:
         key = f"in:{inp.name}"
-        if plan is not None and inp.name in plan.targets:
+        if without_targets and inp.name in plan.targets:
             continue  # a search has no targets
-        if key not in data.files:
+        if key not in data:
             raise KeyError(f"{inputs_path} has no {key!r}")
         inputs[inp.name] = data[key]
-    for d in plan.input_dims if plan else input_dyn_dims(g):
+    for d in plan.input_dims if without_targets else input_dyn_dims(g):
         key = f"len:{d}"
-        if key not in data.files:
+        if key not in data:
             raise KeyError(f"{inputs_path} has no {key!r}")
         lens[d] = data[key].astype(np.int64)
     check_inputs(g, inputs, lens, inputs_path)
-    params = _params(g, params_path, data, seed)
+    # every backend gets what the module takes: float32 values, int64 labels (the torch module,
+    # as any, fails on another dtype; eager and RETURNN would cast)
+    sparse = {i.name for i in g.inputs if i.value.sparse_dim}
+    inputs = {k: v.astype(np.int64 if k in sparse else np.float32, copy=False) for k, v in inputs.items()}
+    params = _params(g, params_path, (inputs_path, data), seed)
     with failing_as(backend):
         res = run_backend(backend, model, inputs, lens, params, g, search=search)
     out = {}

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from netc import tf_quiet
 from netc.emit_returnn_torch.emitter import emit_returnn_torch
 from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph
@@ -89,10 +90,12 @@ def run_entry_points(config_text: str, batch: dict[str, np.ndarray], params, wor
             **{f"param:{k}": np.asarray(v, dtype=np.float32) for k, v in params.items()},
         )
         cmd = [sys.executable, "-m", "netc_runtime.returnn_torch", config, batch_file, out_file]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, timeout=600)
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, timeout=600, env=tf_quiet.env())
         if proc.returncode != 0:
             line = Path(out_file + ".error").read_text("utf-8") if os.path.exists(out_file + ".error") else ""
-            raise ForeignError("RETURNN (PyTorch) failed on the config", line, proc.stderr[-20000:])
+            raise ForeignError(
+                "RETURNN (PyTorch) failed on the config", line, tf_quiet.strip_notices(proc.stderr)[-20000:]
+            )
         found = np.load(out_file)
         names = json.loads(found["names"].tobytes().decode("utf-8"))
     outs, losses = names["outputs"], names["losses"]
@@ -155,6 +158,7 @@ def _run(config_path: str, batch_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
+    tf_quiet.quiet()
     try:
         _run(*sys.argv[1:4])
     except Exception as e:  # the caller's one line: what RETURNN or the config raised

@@ -86,17 +86,20 @@ def _draw(top: int, batch: int, rng: np.random.Generator) -> list[int]:
     )
 
 
-def choice_target_bounds(g: Graph) -> dict[str, tuple[str, int, int]]:
+def choice_target_bounds(g: Graph) -> dict[str, tuple[str | None, int, int]]:
     """For every loop with `choice` whose target's dim is a dynamic input dim and whose bound is
     `scale * x.max_seq_len + offset` over another dim (an input's, or one an op makes of it, as a
-    pooled encoder's time): that dim -> (the bound's dim, scale, offset).
-    Training runs over the target's frames, which the bound must cover."""
+    pooled encoder's time), or a constant `range(n)`: that dim -> (the bound's dim, scale, offset),
+    or (None, 0, n). Training runs over the target's frames, which the bound must cover."""
     dyn = set(input_dyn_dims(g))
     g = g.search or g  # training has made the loop one over its target (`teacher_forcing`)
     made = {o.id: n for n in g.body if not isinstance(n, Loop) for o in n.outs}
-    out = {}
+    out: dict[str, tuple[str | None, int, int]] = {}
     for loop in g.body:
         if not isinstance(loop, Loop) or loop.target is None or loop.axis not in dyn:
+            continue
+        if loop.max_steps is not None:
+            out[loop.axis] = (None, 0, loop.max_steps)
             continue
         scale, offset, v = 1, 0, loop.bound
         while v in made and made[v].op in ("mul", "add") and isinstance(made[v].attrs.get("scalar"), int):
@@ -145,6 +148,9 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
         ls = [first] + sorted((int(rng.integers(1, hi + 1)) if hi >= 1 else 1 for hi in rest), reverse=True)
         lens[d] = [max(1, min(n, cap)) for n, cap in zip(ls, caps)]
     for d, (frames, scale, offset) in choice_target_bounds(g).items():  # within the loop's bound
+        if frames is None:  # a constant bound: drawn again within it, unequal as any
+            lens[d] = _draw(max(1, min(lens[d][0], offset)), batch, rng)
+            continue
         known = made_lengths(g, {k: v for k, v in lens.items() if k != d})  # e.g. a pooled encoder's time
         if frames in known:
             lens[d] = [max(1, min(n, scale * m + offset)) for n, m in zip(lens[d], known[frames])]

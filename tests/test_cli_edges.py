@@ -112,6 +112,78 @@ def test_run_template_and_input_mistakes(tmp_path, netc):
     assert np.load(io.BytesIO(proc.stdout))["in:x"].shape[2] == 40
 
 
+def test_run_and_export_errors_name_the_file_and_the_input(tmp_path, netc):
+    """One line naming the file (and the input) for each mistake, the same on every backend."""
+    inp = tmp_path / "in.npz"
+    netc("run", "--template", ELMAN, "-o", inp, check=True)
+    data = dict(np.load(inp))
+    # -o under a path that is a file
+    for args in (
+        ("run", ELMAN, "--backend", "torch", "--inputs", inp),
+        ("run", "--template", ELMAN),
+        ("export", ELMAN, "--format", "onnx"),
+        ("compile", ELMAN),
+    ):
+        proc = netc(*args, "-o", inp / "out.x")
+        assert (
+            proc.returncode == 1 and proc.stderr == f"error: cannot write {inp}/out.x: {inp} is a file, not a folder\n"
+        )
+    # files that are no npz: text, cut short, with Python objects
+    (tmp_path / "text.npz").write_text("hello\n")
+    (tmp_path / "short.npz").write_bytes(inp.read_bytes()[:100])
+    np.savez(tmp_path / "objects.npz", **{**data, "in:x": np.array([{"a": 1}], dtype=object)})
+    cases = {
+        "text.npz": "not a readable npz file (numpy.savez writes one; `netc run --template` an example)",
+        "short.npz": "not a readable npz file (numpy.savez writes one; `netc run --template` an example)",
+        "objects.npz": "holds Python objects, not arrays of numbers",
+    }
+    for name, message in cases.items():
+        for flag in ("--inputs", "--params"):
+            args = ("--inputs", inp) if flag == "--params" else ()
+            proc = netc("run", ELMAN, "--backend", "eager", flag, tmp_path / name, *args, "-o", tmp_path / "o.npz")
+            assert proc.returncode == 1 and proc.stderr == f"error: {tmp_path / name}: {message}\n", proc.stderr
+        proc = netc("export", ELMAN, "--format", "onnx", "--params", tmp_path / name, "-o", tmp_path / "m.onnx")
+        assert proc.returncode == 1 and proc.stderr == f"error: {tmp_path / name}: {message}\n", proc.stderr
+        proc = netc("verify", ELMAN, "--params", tmp_path / name)
+        assert proc.returncode == 1 and proc.stderr.endswith(f"error: {tmp_path / name}: {message}\n"), proc.stderr
+    # names the model does not have, wrong dtypes, labels out of range
+    attention = EXAMPLES / "attention.py"
+    netc("run", "--template", attention, "-o", tmp_path / "a.npz", check=True)
+    labels = dict(np.load(tmp_path / "a.npz"))
+    high, low = labels["in:y"].copy(), labels["in:y"].copy()
+    high[1, 2], low[0, 0] = 12, -1
+    vocab = "labels of the class dim `vocab` are 0..11 (in padded frames too)"
+    cases = {
+        "typo.npz": (ELMAN, {**data, "in:xx": data["in:x"]}, "in:xx: elman has no input `xx`; did you mean `in:x`?"),
+        "dim.npz": (ELMAN, {**data, "len:tme": data["len:time"]}, "len:tme: elman has no dynamic input dim `tme`"),
+        "key.npz": (ELMAN, {**data, "x": data["in:x"]}, "'x' is none of in:<input>, len:<dim>, param:<RETURNN name>"),
+        "param.npz": (ELMAN, {**data, "param:out/rec/h/w": np.zeros(3)}, "unknown parameter 'out/rec/h/w'; did you"),
+        "int.npz": (ELMAN, {**data, "in:x": data["in:x"].astype(np.int32)}, "in:x holds int32 values, expected floats"),
+        "high.npz": (attention, {**labels, "in:y": high}, f"in:y has label 12 at [1, 2]: {vocab}"),
+        "low.npz": (attention, {**labels, "in:y": low}, f"in:y has label -1 at [0, 0]: {vocab}"),
+    }
+    for name, (model, arrays, message) in cases.items():
+        np.savez(tmp_path / name, **arrays)
+        # each backend failed its own way on these (torch's "index out of range in self", RETURNN's
+        # "Graph execution error", torch's dtype error in a matmul), or ignored the value
+        for backend in ("eager", "torch", "returnn") if name in ("high.npz", "int.npz") else ("torch",):
+            proc = netc("run", model, "--backend", backend, "--inputs", tmp_path / name, "-o", tmp_path / "o.npz")
+            assert proc.returncode == 1 and proc.stderr.startswith(f"error: {tmp_path / name}: {message}"), proc.stderr
+            assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    # float64 and float16 features and int32 labels: cast to what the module takes, on every backend
+    np.savez(tmp_path / "wide.npz", **{**labels, "in:x": labels["in:x"].astype(np.float64)})
+    np.savez(tmp_path / "half.npz", **{**labels, "in:x": labels["in:x"].astype(np.float16), "in:y": high % 12})
+    for name in ("wide.npz", "half.npz"):
+        outs = []
+        for backend in ("eager", "torch", "returnn"):
+            out = tmp_path / f"{backend}.npz"
+            netc("run", attention, "--backend", backend, "--inputs", tmp_path / name, "-o", out, check=True)
+            found = np.load(out)
+            valid = np.arange(found["out:output"].shape[1])[None, :] < found["outlen:output:dec_time"][:, None]
+            outs.append(found["out:output"][valid])
+        assert outs[0].dtype == np.float32 and all(np.abs(o - outs[0]).max() < 1e-4 for o in outs), name
+
+
 def test_commands_leave_tmpdir_as_they_found_it(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()

@@ -819,6 +819,46 @@ LOOP_CASES += [
         2,
         6,
     ),
+    (  # a model with `choice` is called with `search=...` (eager mode, the torch module)
+        "input_named_search",
+        """
+        from netc import Labels, choice, full
+        vocab = Dim("vocab", 5)
+        @network
+        def f(search: Tensor[batch, time, feat], y: Labels[batch, time, vocab]):
+            label = full(batch, value=0, class_dim=vocab)
+            out = []
+            for _ in range(5):
+                label = choice(Linear(vocab)(reduce_sum(search, axis=time)), target=y, beam=2)
+                out.append(label)
+                if end(label == 0):
+                    break
+            return out
+        """,
+        "input `search` has the same name as the argument `search` of a model with `choice`; rename the input",
+        4,
+        6,
+    ),
+    (  # a search whose only input is its target is given `batch_size`
+        "target_named_batch_size",
+        """
+        from netc import Labels, choice, full
+        vocab = Dim("vocab", 5)
+        @network
+        def f(batch_size: Labels[batch, time, vocab]):
+            label = full(batch, value=0, class_dim=vocab)
+            out = []
+            for _ in range(5):
+                label = choice(Linear(vocab)(zeros(batch, hidden)), target=batch_size, beam=2)
+                out.append(label)
+                if end(label == 0):
+                    break
+            return out
+        """,
+        "input `batch_size` has the same name as the argument `batch_size` of a search that takes no input",
+        4,
+        6,
+    ),
 ]
 CASES += LOOP_CASES
 

@@ -101,6 +101,70 @@ async def test_hover_and_definition(client: LanguageClient, tmp_path):
     assert where.uri == uri and (where.range.start.line, where.range.start.character) == (6, 0)
 
 
+async def _hover(client: LanguageClient, uri: str, text: str, line: int, at: str, offset: int = 0) -> str | None:
+    """The hover at the first occurrence of `at` on 1-based `line`, `offset` characters into it."""
+    col = text.splitlines()[line - 1].index(at) + offset
+    doc = t.TextDocumentIdentifier(uri=uri)
+    found = await client.text_document_hover_async(
+        t.HoverParams(text_document=doc, position=t.Position(line=line - 1, character=col))
+    )
+    return found.contents.value if found is not None else None
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_in_a_decoder_loop_shows_the_value_read_there(client: LanguageClient, tmp_path):
+    """A name read in a loop before the loop assigns it is the previous step's value: the loop
+    state, or the state teacher forcing shifted out of the loop (whose node is where the body
+    assigns it, not the whole loop); read after its assignment, the new value."""
+    text = (EXAMPLES / "attention.py").read_text()
+    uri = _open(client, tmp_path / "attention.py", text)
+    await _diagnostics(client, uri)
+    read_before = await _hover(client, uri, text, 42, "(s)", 1)  # query = Linear(key)(s)
+    assert read_before.startswith("**s**: [batch, hidden] float32\n\nloop state"), read_before
+    read_after = await _hover(client, uri, text, 47, "s, context")  # logits.append(...concat(s, context))
+    assert read_after.startswith("**s**: [batch, hidden] float32\n\nstacked over"), read_after
+    assert "torch.tanh" in read_after
+    previous = await _hover(client, uri, text, 46, "prev_emb")  # the embedding of the previous label
+    assert "layer `prev_emb_2` (`shift_axis`)" in previous and "# line 48" in previous, previous
+    text = (EXAMPLES / "beam_search.py").read_text()
+    uri = _open(client, tmp_path / "beam_search.py", text)
+    await _diagnostics(client, uri)
+    for line in (42, 45):  # read as the previous label; where the body assigns it
+        label = await _hover(client, uri, text, line, "label")
+        assert label.startswith("**label**: [batch, dec_time] int32") and "(`shift_axis`)" in label, label
+    # a word no value is named by, in the loop's body: the expression there, not the loop-wide shift
+    append = await _hover(client, uri, text, 44, "append")
+    assert append is None or "shift_axis" not in append, append
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_on_derived_and_tuple_dims_module_attributes_and_the_users_names(client: LanguageClient, tmp_path):
+    text = (EXAMPLES / "librispeech_2018.py").read_text()
+    uri = _open(client, tmp_path / "librispeech_2018.py", text)
+    await _diagnostics(client, uri)
+    assert await _hover(client, uri, text, 52, "enc") == "**dim** `lstm+lstm` (`enc`): static, size 64"
+    assert await _hover(client, uri, text, 59, "half") == "**dim** `half`: static, size 16"
+    assert await _hover(client, uri, text, 59, "pieces") == "**dim** `pieces`: static, size 2"
+    text = (EXAMPLES / "conformer_ctc.py").read_text()
+    uri = _open(client, tmp_path / "conformer_ctc.py", text)
+    await _diagnostics(client, uri)
+    for line in (125, 135):  # where it is assigned, where it is read: each instance's dim
+        assert await _hover(client, uri, text, line, "kv_axis") == (
+            "**self.kv_axis**: attribute of `RelPosSelfAttention`\n\n"
+            "- `block1/self_att`: dim `kv_time1` (dynamic)\n- `block2/self_att`: dim `kv_time2` (dynamic)"
+        )
+    layer = await _hover(client, uri, text, 116, "linear_ff")
+    assert layer.startswith("**self.linear_ff**: attribute of `FeedForward`\n\n- `block1/ffn1`: `Linear`: ")
+    assert "`block1/ffn1/linear_ff/W` [model, 4*model], `block1/ffn1/linear_ff/b` [4*model]" in layer
+    text = (EXAMPLES / "conformer_aed.py").read_text()
+    uri = _open(client, tmp_path / "conformer_aed.py", text)
+    await _diagnostics(client, uri)
+    # `scores`, moved out of the decoder loop, is the value stacked as `logits`
+    scores = await _hover(client, uri, text, 254, "scores")
+    assert scores.startswith("**logits**: [batch, dec_time, vocab] float32"), scores
+    assert "self.scores.W" in scores
+
+
 @pytest.mark.asyncio(loop_scope="module")
 async def test_show_in_preview_opens_the_live_page_at_the_cursor(client: LanguageClient, tmp_path):
     uri = _open(client, tmp_path / "elman.py", ELMAN)

@@ -80,9 +80,24 @@ MODELS = [
     "dot_own_dims_one_size.py",
     "dot_own_dim_size_one.py",
     "ops_transposed_conv.py",
+    "conv_same_after_empty.py",
+    "choice_reads_encoder_list.py",
+    "search_const_bound.py",
+    "maximum_of_scaled.py",
 ]
-# RETURNN's loop lowering: values no step changes, the loop's own axis, nested states (also
-# verified without hoisting: what stays in the loop must not change how it is lowered)
+# decoders, trained here and beam-searched in test_decoders_searched (their search on RETURNN too)
+SEARCHED = [
+    "search_no_inputs.py",
+    "search_beam_above_vocab.py",
+    "search_made_dims.py",
+    "search_const_bound.py",
+    "choice_reads_encoder_list.py",
+    "choice_label_unread.py",
+    "search_if_after_loop.py",
+]
+MODELS += [m for m in SEARCHED if m not in MODELS]
+# RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
+# batch anywhere (also verified without hoisting: what stays in the loop must not change how it is lowered)
 LOOP_LOWERING = [
     "invariant_results.py",
     "invariant_end_stack.py",
@@ -102,6 +117,13 @@ LOOP_LOWERING = [
     "output_state_other_dynamic_dim.py",
     "nested_reads_outer_frame.py",
     "nested_reads_split_part.py",
+    "batch_position_loops.py",
+    "batch_position_nested.py",
+    "end_invariant_appends_after.py",
+    "end_loop_after_nested_values.py",
+    "loss_expand_batch_only.py",
+    "nested_inner_loop_kept.py",
+    "nested_inner_loop_kept_forms.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)
@@ -113,6 +135,14 @@ AFTER_BREAK = [
 ]
 # (in training, the target's last frame is the ending step)
 MODELS += LOOP_LOWERING + AFTER_BREAK + ["choice_after_break.py"]
+# searched decoders' values that do not depend on the labels, and values after the loop (their
+# searches: tests/test_search_values.py)
+MODELS += [
+    "search_state_ignores_label.py",
+    "search_counter_returned.py",
+    "search_rna_stacks_frame.py",
+    "search_state_after_loop.py",
+]
 # also verified with the loops' bodies as written (nothing moved out by netc): a bug that shows
 # only so, and how RETURNN's loops are lowered must not depend on what hoisting left in them
 # a state grown by `cum_concat`: training and beam search (what hoisting leaves in the loop
@@ -163,6 +193,19 @@ def test_decoder_searched(verify, hoist):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "labels           eager vs returnn" in proc.stdout
+
+
+@pytest.mark.parametrize("model", SEARCHED)
+def test_decoders_searched(verify, model):
+    """Searches every target agrees on: an unconditional LM (no input: the target's batch size),
+    a beam above the class dim, results over dims ops made (their lengths returned), a constant
+    bound, a decoder reading the encoder's list, a `choice` whose label nothing reads (it still
+    searches), an `if` on the last label after the searched loop (eagerly the best hypothesis'
+    branch)."""
+    proc = verify(ROOT / "tests" / "models" / model, "--seed", "2", "--search")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "scores           eager vs returnn" in proc.stdout and "scores           eager vs torch" in proc.stdout
 
 
 def test_loss_is_reported_by_every_backend(netc):

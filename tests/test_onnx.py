@@ -78,10 +78,10 @@ def test_onnx_runs_with_another_batch_and_length(tmp_path, path, network, search
     assert proc.stdout.startswith(f"wrote {out} (onnx): (") and "checked: batch 4" in proc.stdout, proc.stdout
     g = compile_graph(str(path), network=network)
     model = onnx.load(str(out))
-    graph_inputs = {
-        i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input
-    }
+    graph_inputs, graph_outputs = _declared(model.graph.input), _declared(model.graph.output)
     assert all(dims[0] == "batch" for dims in graph_inputs.values()), graph_inputs
+    # the line says the graph's own inputs and outputs, with their declared shapes
+    assert proc.stdout.splitlines()[0] == f"wrote {out} (onnx): ({_show(graph_inputs)}) -> ({_show(graph_outputs)})"
     # a loop over time is an ONNX Loop, or a fused one an ONNX LSTM or GRU, not unrolled
     kinds = {n.op_type for n in model.graph.node}
     looped = compile_graph(str(path), network=network, options=PassOptions(fuse=False)).body
@@ -91,7 +91,50 @@ def test_onnx_runs_with_another_batch_and_length(tmp_path, path, network, search
     for batch, max_len in ((6, 9), (1, 2)):
         inputs = example_inputs(g, sig, batch, max_len, seed=batch)
         ref, sig = _reference(g, inputs, search)
-        _compare(g, sig, inputs, ref, _run_onnx(out, inputs))
+        got = _run_onnx(out, inputs)
+        _compare(g, sig, inputs, ref, got)
+        _assert_shapes_as_declared(graph_inputs, graph_outputs, inputs, got)
+
+
+def _declared(values) -> dict[str, list[str | int]]:
+    """An ONNX graph's inputs or outputs: name -> declared dims (a size, or a dim's name)."""
+    return {v.name: [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim] for v in values}
+
+
+def _show(values: dict[str, list[str | int]]) -> str:
+    return ", ".join(f"{n}[{', '.join(map(str, dims))}]" for n, dims in values.items())
+
+
+def _assert_shapes_as_declared(declared_in, declared_out, inputs, got) -> None:
+    """Every tensor of a run has its declared shape: each size where one is declared, and the
+    same size wherever a dim's name is (the inputs' sizes bind them first)."""
+    bound: dict[str, int] = {}
+    for kind, declared, arrays in (("input", declared_in, inputs), ("output", declared_out, got)):
+        for name, dims in declared.items():
+            shape = arrays[name].shape
+            assert len(shape) == len(dims), (kind, name, dims, shape)
+            for d, n in zip(dims, shape):
+                assert n == (d if isinstance(d, int) else bound.setdefault(d, n)), (kind, name, dims, shape)
+
+
+def test_the_signature_is_the_graphs(tmp_path):
+    """A target only a loss reads is no input of the ONNX graph, and an output named as an input
+    (a state passed in and returned) is `<name>_out` there: the lines say both."""
+    (tmp_path / "m.py").write_text((MODELS / "state_in_out.py").read_text())
+    proc = run_netc("export", "m.py", "--format", "onnx", "-o", "m.onnx", cwd=tmp_path, check=True)
+    assert proc.stdout.splitlines()[:3] == [
+        "wrote m.onnx (onnx): (x[batch, time, 4], s[batch, 4], time_lens[batch]) -> (out[batch, time, 4], s_out[batch, 4])",
+        "note: the result `s` is `s_out` in the file (an input has its name)",
+        "note: `y`, `label_time_lens` are not inputs of the file (nothing it computes reads them)",
+    ], proc.stdout
+    session = onnxruntime.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["x", "s", "time_lens"]
+    assert [o.name for o in session.get_outputs()] == ["out", "s_out"]
+    model = onnx.load(str(tmp_path / "m.onnx"))
+    g = compile_graph(str(tmp_path / "m.py"))
+    inputs = example_inputs(g, build(g)[1], 5, 6, seed=1)
+    declared_in, declared_out = _declared(model.graph.input), _declared(model.graph.output)
+    _assert_shapes_as_declared(declared_in, declared_out, inputs, _run_onnx(tmp_path / "m.onnx", inputs))
 
 
 def test_params_file_as_netc_run_reads_it(tmp_path):
@@ -163,6 +206,7 @@ def test_refusals_are_located_errors(tmp_path):
 def test_failures_are_one_line(tmp_path):
     np.savez(tmp_path / "p.npz", **{"param:nope": np.zeros(3)})
     proc = run_netc("export", EXAMPLES / "elman.py", "--format", "onnx", "--params", tmp_path / "p.npz", "-o", "m.onnx")
-    assert proc.returncode == 1 and proc.stderr.startswith("error: unknown parameter 'nope'"), proc.stderr
+    message = f"error: {tmp_path / 'p.npz'}: unknown parameter 'nope'"
+    assert proc.returncode == 1 and proc.stderr.startswith(message), proc.stderr
     proc = run_netc("export", EXAMPLES / "elman.py", "--format", "onnx", "--search", "-o", tmp_path / "m.onnx")
     assert proc.returncode == 1 and proc.stderr == "error: elman has no `choice`: there is nothing to search\n"

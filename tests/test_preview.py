@@ -4,6 +4,7 @@ test_preview_browser.py."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -11,6 +12,7 @@ import subprocess
 import pytest
 from conftest import EXAMPLES, ROOT, example_network
 
+from netc.parser.source import read_source
 from netc.preview import load_preview
 from netc.preview.dot import to_dot
 from netc.preview.model import Preview, json_schema
@@ -102,7 +104,8 @@ def test_page_is_self_contained_and_deterministic(tmp_path, netc):
     assert a.read_bytes() == b.read_bytes()
     html = a.read_text()
     assert not re.search(r"""(src|href|url)\s*[=(]\s*["']?(https?:)?//""", html)  # nothing fetched
-    assert html.count("<svg") == 2 and html.count("<script") == 2
+    # two drawings; Graphviz for laying one out again, the data, the page's script
+    assert html.count('<div class="view"') == 2 and html.count("<script") == 3
 
 
 def test_user_strings_cannot_break_the_page_or_the_dot_text(tmp_path, netc):
@@ -111,7 +114,7 @@ def test_user_strings_cannot_break_the_page_or_the_dot_text(tmp_path, netc):
     page = tmp_path / "hostile.html"
     netc("preview", model, "-o", page, check=True)
     html = page.read_text()
-    assert html.count("<script") == 2 and html.count("</script>") == 2  # only netc's own elements
+    assert html.count("<script") == 3 and html.count("</script>") == 3  # only netc's own elements
     assert "&lt;/script&gt;&lt;script&gt;window.__pwned = 2" in html  # in the SVG: escaped text
     assert "[batch, h&quot;\\n\\l]" in html
     assert "\\u003c/script\\u003e\\u003cscript\\u003ewindow.__pwned = 3" in html  # in the JSON
@@ -147,9 +150,29 @@ def test_readme_shows_compile_check_and_preview_with_a_screenshot():
 MODELS = sorted(EXAMPLES.glob("*.py")) + sorted((ROOT / "tests" / "models").glob("*.py"))
 
 
+def _expression_spans(path) -> dict[tuple[int, int, int, int], type]:
+    """The source's expressions, loops and `if`s by span (as netc counts columns)."""
+    src = read_source(str(path))
+    found = {}
+    for node in ast.walk(src.parse()):
+        if isinstance(node, ast.expr | ast.For | ast.While | ast.If):
+            s = src.node_span(node)
+            found.setdefault((s.line, s.col, s.end_line, s.end_col), type(node))
+    return found
+
+
 @pytest.mark.parametrize("model", MODELS, ids=lambda p: p.stem)
 def test_every_model_previews_with_consistent_provenance(model):
     p = load_preview(str(model), example_network(model))
+    # each op's source is its own expression's: a loop only for a loop fused into one op, an `if`
+    # only for the value that merges its branches (not, say, a loop's state moved out of it)
+    spans = _expression_spans(model)
+    for n in p.nodes:
+        if n.kind == "op":
+            s = n.source.span
+            kind = spans.get((s.line, s.col, s.end_line, s.end_col))
+            assert kind is not None and kind not in (ast.For, ast.While) or n.fused, (n.id, n.label, n.op, s)
+            assert kind is not ast.If or n.op == "where", (n.id, n.label, n.op, s)
     ids = [n.id for n in p.nodes] + [c.id for c in p.clusters]
     assert len(ids) == len(set(ids))
     assert all(e.src in ids and e.dst in ids for e in p.edges)

@@ -99,7 +99,7 @@ def test_hostile_names_are_shown_as_text_and_never_run(tmp_path, netc, browser):
     d = browser.driver
     d.get(page.as_uri())
     assert browser.errors() == []
-    assert d.execute_script("return window.__pwned === undefined && document.scripts.length === 2")
+    assert d.execute_script("return window.__pwned === undefined && document.scripts.length === 3")
     output = d.find_element(By.CSS_SELECTOR, "#view-returnn g.netc-node.output")
     output.click()
     assert _text(d, "detail-title") == "output (output)"
@@ -108,6 +108,11 @@ def test_hostile_names_are_shown_as_text_and_never_run(tmp_path, netc, browser):
     d.find_element(By.ID, f"r-{tanh}").click()
     assert "# </script><script>window.__pwned = 3</script>" in _text(d, "detail-source")
     assert d.execute_script("return window.__pwned === undefined")
+    # the loop collapsed: laid out again in the page, its label (a hostile dim name) as text
+    d.execute_script("window.netcPreview.toggleCollapse('c0')")
+    _laid_out(d)
+    assert "loop over </script><script>window.__pwned = 2</script>" in d.find_element(By.ID, "r-c0").text
+    assert d.execute_script("return window.__pwned === undefined") and browser.errors() == []
 
 
 def _watch(model) -> subprocess.Popen:
@@ -359,30 +364,77 @@ def test_search_centres_and_selects_and_enter_cycles(librispeech, browser):
     assert browser.errors() == []
 
 
-def test_collapsing_a_loop_and_a_module_hides_their_nodes(librispeech, browser):
+def _laid_out(d, view: str = "returnn") -> None:
+    """Wait until the page has drawn the current collapsed boxes (Graphviz runs in the page)."""
+    key = d.execute_script(
+        "const s = JSON.parse(sessionStorage.getItem(arguments[0])); return s.collapsed.slice().sort().join(',')",
+        _key(d),
+    )
+    WebDriverWait(d, WAIT).until(
+        lambda d: d.find_element(By.ID, "graph").get_attribute("data-layout") == f"{view}:{key}"
+    )
+
+
+def _graph_size(d, view: str = "returnn") -> tuple[float, float]:
+    """The drawing's size in graph units (its SVG's viewBox)."""
+    return tuple(
+        d.execute_script(
+            "const b = document.querySelector(arguments[0]).viewBox.baseVal; return [b.width, b.height]",
+            f"#view-{view} svg",
+        )
+    )
+
+
+def test_collapsing_a_loop_or_a_module_lays_it_out_as_one_node(librispeech, browser):
     page, data = librispeech
     d = _open(browser, page.as_uri())
     loop = {n["id"] for n in data["nodes"] if n["cluster"] == "c0"}
     in_loop = [f"r-{i}" for i in _ids(d, "#view-returnn g.netc-node") if i in loop]
     assert len(in_loop) >= 15
+    width, height = _graph_size(d)
+    node_h = max(_rect(d, "#r-v3 > path, #r-v3 > polygon")["h"], 1) / float(
+        d.find_element(By.ID, "graph").get_attribute("data-scale")
+    )
     d.execute_script("window.netcPreview.goTo('c0')")
+    loop_h = _rect(d, "#r-c0 > path, #r-c0 > polygon")["h"] / float(
+        d.find_element(By.ID, "graph").get_attribute("data-scale")
+    )
     label = d.find_element(By.CSS_SELECTOR, "#r-c0 > text")
     ActionChains(d).double_click(label).perform()
-    assert not any(_shown(d, in_loop))
-    assert "nodes collapsed" in d.find_element(By.CSS_SELECTOR, "#r-c0 text.placeholder").text
+    _laid_out(d)
+    # the loop is one node, laid out again: the box is a node's size, and the drawing shorter
+    assert _count(d, "#view-returnn g.netc-collapsed") == 1 and _count(d, "#r-c0.netc-cluster") == 0
+    assert "nodes collapsed" in d.find_element(By.CSS_SELECTOR, "#r-c0").text
+    collapsed_h = _rect(d, "#r-c0 > path, #r-c0 > polygon")["h"] / float(
+        d.find_element(By.ID, "graph").get_attribute("data-scale")
+    )
+    assert collapsed_h < 2.5 * node_h < loop_h, (collapsed_h, node_h, loop_h)
+    assert _graph_size(d)[1] < height - 4 * node_h, (_graph_size(d), height, node_h)
+    assert all(_count(d, f"#{i}") == 0 for i in in_loop)  # not drawn
     assert all(_shown(d, ["r-v3", "r-i0", "r-l0"]))  # outside the loop
-    assert d.find_element(By.ID, "collapse").text == "expand"
+    assert _selected(d) == "c0" and d.find_element(By.ID, "collapse").text == "expand"
     d.find_element(By.ID, "collapse").click()
-    assert all(_shown(d, in_loop)) and _count(d, "text.placeholder") == 0
+    _laid_out(d)
+    assert _count(d, "#view-returnn g.netc-collapsed") == 0 and _graph_size(d) == pytest.approx((width, height))
+    assert all(_shown(d, in_loop))
 
-    # a module: lstm1's two layers
+    # a module: lstm1's two layers, in the torch view too
     module = next(m for m in data["modules"] if m["path"] == "lstm1")
     d.execute_script("window.netcPreview.goTo(arguments[0])", module["id"])
     assert _text(d, "detail-title") == "module lstm1 (module)"
     d.find_element(By.ID, "collapse").click()
-    assert not any(_shown(d, [f"r-{i}" for i in module["nodes"] if i not in data["boxes"]]))
+    _laid_out(d)
+    assert _count(d, f"#r-{module['id']}.netc-collapsed") == 1
+    assert not any(_count(d, f"#r-{i}") for i in module["nodes"] if i not in data["boxes"])
+    d.find_element(By.CSS_SELECTOR, '.toggle button[data-view="torch"]').click()
+    _laid_out(d, "torch")
+    assert _count(d, f"#t-{module['id']}.netc-collapsed") == 1 and not any(
+        _count(d, f"#t-{i}") for i in module["nodes"]
+    )
+    d.find_element(By.CSS_SELECTOR, '.toggle button[data-view="returnn"]').click()
     # searching a hidden node expands what hides it
     d.find_element(By.ID, "search-input").send_keys("lstm1_fw", Keys.ENTER)
+    _laid_out(d)
     assert _shown(d, [f"r-{_selected(d)}"]) == [True] and _centred(d, f"#r-{_selected(d)}")
     assert browser.errors() == []
 
@@ -419,6 +471,7 @@ def test_watch_reload_keeps_zoom_pan_selection_and_collapsed_loops(tmp_path, bro
         d.execute_script("window.netcPreview.zoomAt(1.5, 100, 100)")
         d.execute_script("window.netcPreview.goTo('m1')")
         d.find_element(By.ID, "collapse").click()  # collapse a module
+        _laid_out(d)
         d.execute_script("window.netcPreview.goTo('v3')")
         d.execute_script("window.netcPreview.zoomAt(0.9, 10, 10)")
         cam = _cam(d)
@@ -427,9 +480,34 @@ def test_watch_reload_keeps_zoom_pan_selection_and_collapsed_loops(tmp_path, bro
         wait.until(lambda d: d.execute_script("return window.__before_reload === undefined && !!window.netcPreview"))
         assert _cam(d) == pytest.approx(cam)
         assert _selected(d) == "v3" and d.find_element(By.ID, "r-v3").get_attribute("class").endswith("selected")
-        assert _count(d, "#view-returnn g.netc-module.collapsed") == 1 and _text(d, "detail-title").startswith("source")
+        _laid_out(d)
+        assert _count(d, "#view-returnn g.netc-collapsed") == 1 and _text(d, "detail-title").startswith("source")
         assert browser.errors() == []
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=WAIT)
     assert proc.returncode == 0
+
+
+def test_fragment_in_a_decoder_loop_and_finding_the_users_own_name(tmp_path, browser):
+    """In a decoder, `#at=` on the loop's head is the loop, on the label the body assigns the
+    label's state (moved out of the loop as a shift of the target: its place is that name, not
+    the whole loop); `#find=` finds a value by the variable the source assigns it to (`scores`,
+    stacked after the loop as `logits`)."""
+    page = tmp_path / "aed.html"
+    run_netc("preview", EXAMPLES / "conformer_aed.py", "-o", page, check=True)
+    data = json.loads(page.read_text().split('id="netc_data">', 1)[1].split("</script>", 1)[0])
+    nodes = {n["id"]: n for n in data["nodes"]}
+    lines = (EXAMPLES / "conformer_aed.py").read_text().splitlines()
+    head = next(i for i, text in enumerate(lines, 1) if "for _ in range(2 * x.max_seq_len)" in text)
+    assigned = next(i for i, text in enumerate(lines, 1) if "label = choice(" in text)
+    d = _open(browser, page.as_uri() + f"#at={head}:9")  # on `for`
+    assert _selected(d) == "c0" and _text(d, "detail-title").startswith("loop over dec_time")
+    d.get(page.as_uri() + f"#at={assigned}:10")  # on `label` of `label = choice(...)`
+    sel = nodes[_selected(d)]
+    assert sel["op"] == "shift_frames" and sel["label"] == "label" and sel["source"]["span"]["line"] == assigned
+    d.get(page.as_uri() + "#find=scores")
+    sel = nodes[_selected(d)]
+    assert sel["op"] == "linear" and sel["label"] == "logits" and sel["names"] == ["scores"]
+    assert _text(d, "search-count") == "1/1" and _centred(d, f"#r-{data['boxes'].get(sel['id'], sel['id'])}")
+    assert browser.errors() == []

@@ -68,11 +68,13 @@ def test_compile_all_writes_what_is_declared_and_check_passes(tmp_path, netc):
     out = netc("compile", "--all", cwd=root, check=True).stdout
     written = sorted(p.relative_to(root).as_posix() for p in (root / "gen").iterdir())
     assert written == ["gen/elman_config.py", "gen/elman_torch.py", "gen/rnn_gru_torch.py", "gen/rnn_lstm_torch.py"]
-    assert "wrote gen/rnn_gru_torch.py" in out and "4 written, 0 unchanged" in out
+    assert "wrote gen/rnn_gru_torch.py" in out
+    assert out.splitlines()[-1] == "netc compile --all: 3 models, 4 files: 4 written, 0 unchanged"
     # the same bytes as compiling each model alone
     alone = netc("compile", root / "models" / "rnn_gru.py", "--target", "torch", check=True).stdout
     assert (root / "gen" / "rnn_gru_torch.py").read_text() == alone
-    assert "3 models, 0 written, 4 unchanged" in netc("compile", "--all", cwd=root, check=True).stdout
+    again = netc("compile", "--all", cwd=root, check=True).stdout
+    assert again == "netc compile --all: 3 models, 4 files: 0 written, 4 unchanged\n"
     ok = netc("check", cwd=root)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.splitlines() == [
@@ -130,7 +132,21 @@ def test_compile_errors_are_reported_with_their_location(project, netc):
     # --all writes the other models and fails for this one
     proc = netc("compile", "--all", cwd=project)
     assert proc.returncode == 1 and "models/rnn_bad.py:12:40: error:" in proc.stderr
-    assert "1 models with errors" in proc.stdout
+    assert (
+        proc.stdout.splitlines()[-1] == "netc compile --all: 4 models (1 with errors), 4 files: 0 written, 4 unchanged"
+    )
+    # one model, and an output that cannot be written (a file where its folder would be)
+    (project / "one").mkdir()
+    (project / "one" / "pyproject.toml").write_text(
+        '[[tool.netc.models]]\nsource = "../models/elman.py"\ntorch = "gen/elman.py"\nreturnn = "x/elman.config"\n'
+    )
+    (project / "one" / "x").write_text("")
+    proc = netc("compile", "--all", cwd=project / "one")
+    assert proc.returncode == 1 and proc.stderr == "error: cannot write x/elman.config: x is a file, not a folder\n"
+    assert proc.stdout.splitlines() == [
+        "wrote gen/elman.py",
+        "netc compile --all: 1 model, 2 files: 1 written, 0 unchanged, 1 not written",
+    ]
 
 
 def test_cache_skips_unchanged_sources_and_parallel_compiles_give_the_same_bytes(project, netc):

@@ -104,3 +104,16 @@ def test_choice_targets_fit_their_loops_bound(model, network, bounds):
         assert (lens[target] <= scale * lens[frames] + offset).all(), (seed, lens)
         at_bound += int((lens[target][1:] == scale * lens[frames][1:] + offset).sum())
     assert at_bound > 0  # cut to the bound
+
+
+def test_choice_targets_fit_a_constant_bound():
+    """`for _ in range(4)`: every target is drawn within 4 frames, still of unequal lengths."""
+    g = compile_graph(str(ROOT / "tests" / "models" / "search_const_bound.py"))
+    assert choice_target_bounds(g) == {"time": (None, 0, 4)}
+    unequal = 0
+    for seed in range(20):
+        lens = random_lengths(g, 4, 7, np.random.default_rng(seed))
+        assert lens["time"].max() <= 4 and lens["time"].min() >= 1, (seed, lens)
+        assert lens["time"][0] == lens["time"].max()  # the first sequence the longest, as for any dim
+        unequal += len(set(lens["time"].tolist())) > 1
+    assert unequal >= 15

@@ -27,6 +27,8 @@ from collections import Counter, defaultdict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from corpus_find import find_configs  # noqa: E402
 
+from netc import tf_quiet  # noqa: E402
+
 _MARK = "@@corpus@@ "
 STAGES = ("import", "verify", "match")
 
@@ -36,7 +38,7 @@ class Worker:
 
     def __init__(self, args: argparse.Namespace):
         cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_worker.py")]
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+        env = dict(tf_quiet.env(), CUDA_VISIBLE_DEVICES="")  # oneDNN off: RETURNN's numbers as netc verify's
         log = open(os.path.join(args.out, "workers.log"), "a")  # noqa: SIM115 - the worker's own output
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True

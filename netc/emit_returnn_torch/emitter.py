@@ -20,7 +20,7 @@ from netc.emit_torch.module import render_module_body
 from netc.errors import CompileError
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Input
-from netc.ir.search import search_dims, search_plan
+from netc.ir.search import BATCH_SIZE, search_dims, search_plan
 from netc.ir.uses import values_by_id
 from netc.naming import Namespace, lens_name, plain_text, py_literal, py_str
 
@@ -79,8 +79,9 @@ class _Step:
     def emit(self, line: str) -> None:
         self.lines.append(_INDENT + line)
 
-    def call(self, method: str, inputs: list[Input], lens_dims: list[str]) -> str:
-        """`out = model(...)` (or `model.<method>(...)`) with the inputs and lengths it takes."""
+    def call(self, method: str, inputs: list[Input], lens_dims: list[str], batch_of: Input | None = None) -> str:
+        """`out = model(...)` (or `model.<method>(...)`) with the inputs and lengths it takes, and
+        `batch_of`'s batch size as `batch_size` (a search that takes no input: its target's)."""
         for inp in inputs:
             self.data[inp.name] = self.ns.fresh(inp.name)
             self.emit(f"{self.data[inp.name]} = extern_data[{py_str(inp.name)}]")
@@ -96,6 +97,10 @@ class _Step:
                 raw += f".permute({', '.join(map(str, perm))})"
             args.append(f"{inp.name}={raw}")
         args += [f"{lens_name(d)}={self.lens[d]}" for d in lens_dims]
+        if batch_of is not None:
+            data = self.ns.fresh(batch_of.name)
+            self.emit(f"{data} = extern_data[{py_str(batch_of.name)}]  # its batch size (its labels unread)")
+            args.append(f"{BATCH_SIZE}={data}.raw_tensor.shape[0]")
         out = self.ns.fresh("out")
         target = "model" if method == "forward" else f"model.{method}"
         self.emit(f"{out} = {target}({', '.join(args)})")
@@ -158,8 +163,11 @@ def _forward_step(g: Graph, dims: dict[str, str], reserved: frozenset[str]) -> s
         # no user text in a docstring: a quoted name could hold the quotes that end it
         doc = "A beam search (`choice`), no targets: the best hypothesis' `search_outputs` and `scores`."
         inputs = [i for i in g.inputs if i.name in plan.inputs]
-        out = step.call("search", inputs, list(plan.input_dims))
-        step.made_dim(plan.loop.axis, f"{out}[{py_str(plan.lens)}]")
+        # a search that takes no input has its target's batch size, as in RETURNN's search task
+        target = None if inputs else next(i for i in g.inputs if i.name in plan.targets)
+        out = step.call("search", inputs, list(plan.input_dims), target)
+        for d, key in plan.made_lens.items():
+            step.made_dim(d, f"{out}[{py_str(key)}]")
         marked = search_dims(g)
     else:
         api = interface(g)

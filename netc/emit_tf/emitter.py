@@ -195,7 +195,6 @@ class ReturnnEmitter(LoopLowering):
             # each function after two blank lines, and two before `extern_data`
             helpers="".join(f"\n\n{h.strip()}\n" for h in self.helpers.values()) + ("\n" if self.helpers else ""),
             search_output=py_str(plan.outputs[0]) if plan is not None else None,
-            target_layers=py_literal(_needing(search_layers or layers, plan.targets)) if plan is not None else None,
             target=py_str(sorted(plan.targets)[0]) if plan is not None else None,
             default_input=py_str(fed[0]) if plan is not None and (fed := _fed(g, plan)) else None,
         )
@@ -210,6 +209,15 @@ class ReturnnEmitter(LoopLowering):
         )
         for inp in g.inputs:
             root.refs[inp.value.id] = f"data:{inp.name}"
+            if tuple(inp.annotated_dims) != inp.value.dims:
+                # read in netc's own order, as every layer after it is: RETURNN takes a loop's last
+                # frame of a layer it moves out batch-major but labels it with the layer's template
+                # (wrong numbers when a dim stood before batch), and a state's template from the
+                # order of its operands' dims, which must match its previous value's
+                name = root.ns.fresh(f"{inp.name}_batch_major")
+                perm = [Code(root.dims[d]) for d in inp.value.dims]
+                root.layers[name] = {"class": "transpose", "from": f"data:{inp.name}", "perm": perm}
+                root.refs[inp.value.id] = name
             self.values[inp.value.id] = inp.value
             self.dim_source.update({d: "" for d in inp.value.dims})  # lengths known from the start
         # an output or loss made by a top-level layer is that layer itself, named after it
@@ -250,9 +258,6 @@ class ReturnnEmitter(LoopLowering):
         moved = fold(root.layers, self.helpers)
         # an output folded into a loss layer is that layer (the runtime fetches it by this map)
         self.output_layers = {o.name: moved[o.name] for o in g.outputs if moved.get(o.name)}
-        if plan is not None:  # a search has no targets (and computes no loss): RETURNN drops these losses
-            for name in self.output_layers.values():
-                root.layers[name]["loss_only_on_non_search"] = True
         for vid, path in self.op_layers.items():  # provenance follows a layer's work
             if len(path) == 1 and path[0] in moved:
                 into = moved[path[0]]
@@ -377,39 +382,12 @@ def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False, t
             entry["dtype"] = "int32"
         # inputs feed the network (RETURNN would hold back a key named `classes` as a target);
         # a `choice` target is the exception: a search does without it (unless `target_read`: the
-        # network is training's, which reads it in the loop)
-        entry["available_for_inference"] = plan is None or inp.name not in plan.targets or target_read
+        # network is training's, which reads it in the loop; or the search takes no input: the
+        # target gives its batch size)
+        given = plan is None or inp.name not in plan.targets or not plan.inputs
+        entry["available_for_inference"] = given or target_read
         extern[inp.name] = entry
     return extern
-
-
-def _needing(layers: dict[str, dict], targets: frozenset[str]) -> list[str]:
-    """Top-level layers that read a target (`data:y`), directly or through other layers: a
-    search, which has no targets, builds the network without them. A choice names its target
-    by data key (`'target': 'y'`), which is not a read. In a rec unit, a plain name is one of
-    the unit's layers; `base:` reaches one level out."""
-    needing: set[str] = set()
-
-    def reads(v, level: int) -> bool:
-        if isinstance(v, dict):
-            return any(reads(x, level + (k in ("unit", "subnetwork"))) for k, x in v.items() if k != "target")
-        if isinstance(v, (list, tuple)):
-            return any(reads(x, level) for x in v)
-        if not isinstance(v, str) or isinstance(v, Code):
-            return False
-        ref, up = v, 0
-        while ref.startswith("base:"):
-            ref, up = ref[len("base:") :], up + 1
-        if ref.startswith("data:"):
-            return ref[len("data:") :] in targets
-        return up == level and ref.split("/")[0] in needing
-
-    changed = True
-    while changed:
-        new = {name for name, layer in layers.items() if name not in needing and reads(layer, 0)}
-        needing |= new
-        changed = bool(new)
-    return [name for name in layers if name in needing]
 
 
 def emit_returnn(g: Graph) -> str:

@@ -66,15 +66,29 @@ def per_step(name: str, src: str, stepped: bool, beam: str | None = None) -> dic
     use: reading its own previous value (and ignoring it) keeps it in the loop. Its template is
     `src`'s dims afresh (`STEP_TYPE_HELPER`): a copy of an outer value's would keep that value's
     lack of a time axis when RETURNN adds the loop's (it reads a state's frames after the loop
-    that way). The initial value is never read (sparse values need one given). In a search,
-    `beam` is a layer with the beam (the choice), read too: the stack is over hypotheses."""
+    that way). The initial value is never read (sparse values need one given).
+
+    In a search, `beam` is the choice's layer: read too, it gives the layer the beam (its frames
+    are per hypothesis, as the loop's lengths are), and being collocated with it keeps the layer
+    in the loop (RETURNN never moves a choice). Its own previous value is not read there: with
+    both, RETURNN compares the previous step's choice with this one's, and its trace of the
+    previous choice through a state reading its own previous value can miss it ("search choices
+    cannot be compared"). `src` may then change from step to step (`stepped` false for it): a
+    value that does not read the choice (a counter) has no beam of its own."""
     if stepped:
         return {"class": "copy", "from": src}
-    extra = [f"prev:{name}", *([beam] if beam else [])]
+    if beam:
+        return {
+            "class": "eval",
+            "from": [src, beam],
+            "eval": "(source(1), source(0))[-1]",
+            "out_type": Code(STEP_TYPE_HELPER),
+            "collocate_with": [beam],
+        }
     return {
         "class": "eval",
-        "from": [src, *extra],
-        "eval": f"({', '.join(f'source({i + 1})' for i in range(len(extra)))}, source(0))[-1]",
+        "from": [src, f"prev:{name}"],
+        "eval": "(source(1), source(0))[-1]",
         "out_type": Code(STEP_TYPE_HELPER),
         "initial_output": "zeros",
     }

@@ -50,11 +50,13 @@ class Block:
         self.retagged: dict[tuple, str] = {}  # (value id, tag changes) -> its `reinterpret_data` layer
         self.carries: dict[int, Carry] = {}  # carried value id -> its initial and next value
         self.read: Counter = Counter()  # in a unit: reads of the body's values (count_uses_in_loop)
+        # in a unit: its inner loops' rec layers to keep in its loop (`LoopLowering.loop`)
+        self.keep_nested: set[str] = set()
 
 
-def _depends_on(n: Loop, vid: int, source: int) -> bool:
-    """Whether body value `vid` of loop `n` is computed from body value `source`, within a step or
-    through the loop's states (a state whose next value depends on it, read at the next step)."""
+def _computed_from(n: Loop, source: int) -> set[int]:
+    """The body values of loop `n` computed from body value `source` (and itself), within a step
+    or through the loop's states (a state whose next value depends on it, read at the next step)."""
     deps, changed = {source}, True
     while changed:
         changed = False
@@ -67,7 +69,7 @@ def _depends_on(n: Loop, vid: int, source: int) -> bool:
             if c.next in deps and c.inner.id not in deps:
                 deps.add(c.inner.id)
                 changed = True
-    return vid in deps
+    return deps
 
 
 REVERSE_HELPER = "reverse_in_length"
@@ -201,6 +203,16 @@ class LoopLowering:
         for i in n.invariants:
             self.values[i.inner.id] = i.inner
             unit.refs[i.inner.id] = base[i.outer]
+        # RETURNN moves an inner loop's rec layer that no state needs out of this loop and runs it
+        # over the stacked frames of the values of this loop's step it reads: its unit's templates
+        # then put this loop's axis elsewhere than its layers do (an assertion). Kept in the loop
+        unit.keep_nested = {
+            nd.name
+            for nd in n.body
+            if isinstance(nd, Loop)
+            and any(r.id in stepped for r in nd.results())
+            and not any(r.id in in_loop for r in nd.results())
+        }
         self.block(n.body, unit, reserved)
         # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
         beam = next((unit.refs[nd.outs[0].id] for nd in n.body if isinstance(nd, Op) and nd.op == "choice"), None)
@@ -259,12 +271,23 @@ class LoopLowering:
         result_layers: list[str] = []
         kept = ""  # with `trim`: the layer of each sequence's kept steps (`_kept`)
         held: dict[int, str] = {}  # a value no step changes -> its layer that each step computes
+        # searching, RETURNN stacks a layer per hypothesis only if it has the beam, which a layer
+        # has when it reads the choice (in this step or through a state): the frames of one that
+        # does not (a counter, a state ignoring the labels, an encoder frame) are one per sequence,
+        # while the loop's lengths are per hypothesis. Such a result is read through a layer that
+        # also reads the choice (`per_step` with `beam`): a copy per hypothesis
+        chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
+        beamed = _computed_from(n, chosen[0]) if chosen else set()
+
+        def without_beam(v: int | str) -> bool:
+            return bool(chosen) and isinstance(v, int) and v not in beamed
+
         for value, out, hint, kind in results:
             if kind == "held":
                 name, kind = value, "last"  # its own state layer
             elif kind == "state" and value not in stepped:
                 name = hint  # the state's own layer, kept in the loop above
-            elif value in stepped and not (kind == "last" and self._dynamic(value)):
+            elif value in stepped and not (kind == "last" and self._dynamic(value)) and not without_beam(value):
                 name = self._own_layer(unit, value, hint)
             else:  # also a last value with a dynamic dim: RETURNN may take the last frame along it
                 if value not in held:
@@ -287,6 +310,10 @@ class LoopLowering:
                     # a sequence without a frame along the axis keeps the state's initial value
                     init = next((outer.refs[c.init] for c in n.carries if c.out is out), None)
                     ref = self._gather_last(outer, rec, out, n.axis, init)
+                if rec in outer.keep_nested:  # by a layer reading its own previous value (`per_step`)
+                    step = outer.ns.fresh(f"{ref}_step")
+                    outer.layers[step] = self._per_step(step, ref, False)
+                    ref = step
             elif kind == "stack":
                 unit.layers[name]["is_output_layer"] = True
                 ref = f"{rec}/{name}"
@@ -313,7 +340,6 @@ class LoopLowering:
             self._note_dims(outer, out, outer.refs[out.id])
         if "output" not in unit.layers:
             # searching, RETURNN takes the rec layer's hypotheses from its output: the choice
-            chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
             first = self._own_layer(unit, chosen[0], "out") if chosen else result_layers[0]
             unit.layers["output"] = {"class": "copy", "from": first}
 
@@ -391,7 +417,7 @@ class LoopLowering:
         """The unit's `end` layer: the user's condition, or the sequence's step limit reached."""
         cond = unit.refs[n.end]
         chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
-        if chosen and not _depends_on(n, n.end, chosen[0]):
+        if chosen and n.end not in _computed_from(n, chosen[0]):
             # a search takes the beam its hypotheses end in from the `end` layer's dependencies (it
             # asserts they reach the choice): an end of the frames alone (a transducer's last frame)
             # reads the choice through a comparison that never holds
@@ -467,7 +493,14 @@ class LoopLowering:
         axis `trim` whose appends stand after the `break`: a sequence stopped by its bound ran its
         last step whole (no frame dropped), one stopped by the user's condition drops that step."""
         ended = unit.ns.fresh("ended")
-        unit.layers[ended] = {"class": "cast", "from": unit.refs[n.end], "dtype": "int32", "need_last": True}
+        unit.layers[ended] = {"class": "cast", "from": unit.refs[n.end], "dtype": "int32"}
+        if n.end not in stepped_values(n):
+            # a condition no step changes: RETURNN would move the cast out before the loop, where
+            # it has no time axis to take the last frame along (an assertion); kept in the loop
+            cast = unit.ns.fresh("ended_cast")
+            unit.layers[cast] = unit.layers.pop(ended)
+            unit.layers[ended] = self._per_step(ended, cast, False)
+        unit.layers[ended]["need_last"] = True
         last, steps = outer.ns.fresh(f"{rec}_ended"), outer.ns.fresh(f"{rec}_steps")
         outer.layers[last] = {"class": "rec_last_output", "rec_layer": rec, "sub_layer_name": ended}
         outer.layers[steps] = {"class": "length", "from": rec, "axis": Code(trim)}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from netc.emit_torch.scan import scan_loop
-from netc.ir.interface import interface
+from netc.ir.interface import interface, search_arguments
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_str
 from netc.ops import REGISTRY
@@ -163,6 +163,8 @@ class TorchEmitter:
         if self.direct:
             for n in public:
                 self.ns.reserve(n)
+        for n in search_arguments(g):  # `forward`'s own arguments besides the inputs
+            self.ns.reserve(n)
         self.values: dict[int, Value] = {}
         self.var: dict[int, str] = {}
         self.lines: list[str] = []
@@ -173,6 +175,7 @@ class TorchEmitter:
         self.prelude: dict[str, str] = {}  # key -> variable defined once at the top of the method
         self.prelude_at = 0  # where those definitions are inserted
         self.float_input: str | None = None
+        self.first_input: str | None = None  # the first input the method takes (`start`)
         self.zero_padded: set[int] = set()  # values known to hold zeros in padded frames
         self.op_lines: dict[int, str] = {}  # an op's first value id -> its line, for `netc preview`'s provenance
         self.top_masks = set(self.api.input_lens)  # dims whose lengths are known at the top of the method
@@ -205,10 +208,15 @@ class TorchEmitter:
         return self.prelude[key]
 
     def device(self) -> str:
-        """Every tensor forward creates lives on the inputs' device."""
-        # the first input this forward takes (a decoder's search takes no labels)
-        first = next(i for i in self.g.inputs if i.value.id in self.var)
-        return self.once("device", "device", f"{self.var[first.value.id]}.device")
+        """Every tensor the method creates lives on its inputs' device (with none: the parameters')."""
+        if self.first_input is not None:
+            src = f"{self.first_input}.device"
+        elif self.g.params:
+            p = self.g.params[0]
+            src = f"self.{self.param_attr[(p.path, p.role)]}.device"
+        else:
+            src = 'torch.device("cpu")'
+        return self.once("device", "device", src)
 
     def dtype(self) -> str:
         """The float dtype of the computation: the float inputs', else the parameters'."""
@@ -247,8 +255,10 @@ class TorchEmitter:
 
     # --- the module --------------------------------------------------------------------
 
-    def start(self, inputs: list[Input], dyn_dims: list[str]) -> list[str]:
-        """Inputs to canonical order, batch and dim sizes; the method's parameters (as named here)."""
+    def start(self, inputs: list[Input], dyn_dims: list[str], batch_arg: str | None = None) -> list[str]:
+        """Inputs to canonical order, batch and dim sizes; the method's parameters (as named here).
+        `batch_arg`: the argument giving the batch size, where the method takes no input (a search
+        whose only inputs are its targets)."""
         for inp in inputs:  # the input's own name (reserved above), else a fresh one
             self.values[inp.value.id] = inp.value
             self.var[inp.value.id] = inp.name if self.direct else self.ns.fresh(inp.name)
@@ -256,6 +266,9 @@ class TorchEmitter:
             arg = lens_name(d)
             self.lens_var[d] = arg if self.direct else self.ns.fresh(arg)
         params = [self.var[i.value.id] for i in inputs] + [self.lens_var[d] for d in dyn_dims]
+        if batch_arg is not None:
+            params.append(batch_arg if self.direct else self.ns.fresh(batch_arg))
+        self.first_input = self.var[inputs[0].value.id] if inputs else None
         for inp in inputs:
             x = self.var[inp.value.id]
             perm = [inp.annotated_dims.index(d) for d in inp.value.dims]
@@ -265,9 +278,12 @@ class TorchEmitter:
                 self.emit(f"{x} = {x}.long()")
             elif self.float_input is None:
                 self.float_input = x
-        first = inputs[0]
         self.size_var["batch"] = self.ns.fresh("B")
-        self.emit(f"{self.size_var['batch']} = {self.var[first.value.id]}.shape[{first.value.dims.index('batch')}]")
+        if inputs:
+            first = inputs[0]
+            self.emit(f"{self.size_var['batch']} = {self.var[first.value.id]}.shape[{first.value.dims.index('batch')}]")
+        else:
+            self.emit(f"{self.size_var['batch']} = {params[-1]}")
         for d in dyn_dims:
             src = next(i for i in inputs if d in i.value.dims)
             self.size_var[d] = self.ns.fresh(f"{d}_size")

@@ -16,7 +16,7 @@ from netc.emit_torch.scan import SCAN_HELPER, WHILE_HELPER, beam_while, scan_hel
 from netc.emit_torch.search import SearchEmitter
 from netc.ir.interface import interface
 from netc.ir.model import Graph, Loop, Node
-from netc.ir.search import search_plan
+from netc.ir.search import BATCH_SIZE, search_plan
 from netc.naming import Namespace, lens_name, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
 from netc.ops.search import torch_beam_step, torch_beam_step_scan
@@ -150,12 +150,22 @@ def _module_context(g: Graph, reserved: frozenset[str], inference: bool = False)
                 f"            if {' or '.join(f'{p} is None' for p in missing)}:\n"
                 f"                raise TypeError({py_str('search needs ' + ', '.join(missing))})\n"
             )
+        if not plan.inputs:  # the search takes no input: its batch size, given or the target's
+            public.append(f"{BATCH_SIZE}: int | None = None")
+            search_public.append(f"{BATCH_SIZE}: int")
+            target = next(i for i in g.inputs if i.name in plan.targets)
+            head += (
+                f"            if {BATCH_SIZE} is None:\n"
+                f"                if {target.name} is None:\n"
+                f"                    raise TypeError({py_str(f'search needs {BATCH_SIZE} (or {target.name}, whose batch size it takes)')})\n"
+                f"                {BATCH_SIZE} = {target.name}.shape[{target.annotated_dims.index('batch')}]\n"
+            )
         head += (
-            f"            return self.search({', '.join(search_public)})\n"
+            f"            return self.search({', '.join(arg_name(p) for p in search_public)})\n"
             f"        if {' or '.join(f'{p} is None' for p in optional)}:\n"
             f"            raise TypeError({py_str('training needs ' + ', '.join(optional) + ' (or search=True)')})\n"
         )
-        searcher = SearchEmitter(g.search or g, names, search_public, plan)
+        searcher = SearchEmitter(g.search or g, names, [arg_name(p) for p in search_public], plan)
         search_params, search_body = searcher.search()
         search_body = free_after_last_use(search_body, searcher.kept(search_params))
         search_method = method("search", search_public, search_params, search_body, searcher.direct)

@@ -17,7 +17,7 @@ import re
 from netc.emit_torch.emitter import ModuleNames, TorchEmitter, _OpCtx, zeroed
 from netc.emit_torch.scan import beam_buffers, beam_while
 from netc.ir.model import Graph, Loop, Op
-from netc.ir.search import SCORES, SearchPlan
+from netc.ir.search import BATCH_SIZE, SCORES, SearchPlan
 from netc.ir.uses import node_uses
 from netc.naming import lens_name, plain_text, py_str
 from netc.ops import REGISTRY
@@ -41,10 +41,12 @@ class SearchEmitter(TorchEmitter):
         # values the beam loop reads from before it: their one row per sequence (not per hypothesis)
         self.per_sequence: dict[int, str] = {}
         self.expanded: set[str] = set()  # their copies per hypothesis
+        self.seq_lens: dict[str, str] = {}  # the lengths known before the beam loop, one row per sequence
 
     def search(self) -> tuple[list[str], str]:
         g, plan = self.g, self.plan
-        params = self.start([i for i in g.inputs if i.name in plan.inputs], list(plan.input_dims))
+        inputs = [i for i in g.inputs if i.name in plan.inputs]
+        params = self.start(inputs, list(plan.input_dims), None if inputs else BATCH_SIZE)
         needed = _needed(g.body, plan.loop)
         for n in g.body:
             if n is plan.loop:
@@ -160,9 +162,12 @@ class SearchEmitter(TorchEmitter):
         self.block(n.body)
         # a hypothesis ends where the loop's end holds, or at its sequence's bound
         end = self.ref(n.end)
-        if bound is not None:
+        if bound is not None:  # `choice` loops keep the ending step
             at = self.ns.fresh("at_limit")
-            self.emit(f"{at} = {end} | ({beam.step} + 1 >= {bound})")  # `choice` loops keep the ending step
+            limit = f"({beam.step} + 1 >= {bound})"
+            if n.bound is None:  # a constant: not a Python bool (with a tensor, `|` is int64 in TorchScript)
+                limit = f"(torch.full_like({beam.lens}, {beam.step} + 1) >= {bound})"
+            self.emit(f"{at} = {end} | {limit}")
             end = at
         self.emit(f"{beam.lens} = {beam.lens} + (~{beam.ended}).long()  # steps each hypothesis ran")
         self.emit(f"{beam.ended} = {beam.ended} | {end}")
@@ -191,6 +196,7 @@ class SearchEmitter(TorchEmitter):
             self.expanded.add(name)
             return name
 
+        self.seq_lens = dict(self.lens_var)
         for d in list(self.lens_var):
             self.lens_var[d] = expand(self.lens_var[d], lens_name(d))
             self.beam_masks[d] = self.ns.fresh(f"{d}_mask_beam")
@@ -217,19 +223,32 @@ class SearchEmitter(TorchEmitter):
             return expand(self.var[n.bound], self.var[n.bound])
         return str(n.max_steps) if n.max_steps is not None else None
 
+    def leave_beam(self, axis: str) -> list[tuple[str, str]]:
+        """After the beam loop, the lengths of each sequence again (not of each hypothesis); the
+        results that give those of the dims the search returns besides the loop's `axis`."""
+        self.lens_var.update(self.seq_lens)
+        self.beam_masks.clear()
+        # the target's dim may also be a searched input's (a transducer's alignment over the encoder's
+        # frames): from here on its mask is the best hypotheses', not the input's
+        self.top_masks.discard(axis)
+        return [(key, self.seq_lens[d]) for d, key in self.plan.made_lens.items() if d != axis]
+
+    def zero_padding(self, name: str, dims: tuple[str, ...], dtype: str) -> None:
+        """A result with zeros in the padded frames of each of its dynamic dims."""
+        for d in dims:
+            if self.g.dim(d).kind == "dynamic":
+                self.emit(f"{name} = {zeroed(name, self.mask(d, dims), dtype)}  # zero padded frames")
+
     def _best(self, n: Loop, beam: _Beam, outputs: dict, steps: dict[int, str], choice: Op) -> list[tuple[str, str]]:
         """Each sequence's best hypothesis, followed back step by step."""
         axis, batch, size = n.axis, self.size_var["batch"], beam.size
+        made = self.leave_beam(axis)
         hyp, best = self.ns.fresh("hyp"), self.ns.fresh("best")
         self.emit(f"{best} = torch.arange({batch}, device={self.device()}) * {size} + {beam.scores}.argmax(dim=1)")
         self.lens_var[axis] = lens = self.ns.fresh(lens_name(axis))
         self.emit(f"{lens} = {beam.lens}[{best}]")
         self.size_var[axis] = self.ns.fresh(f"{axis}_size")
         self.emit(f"{self.size_var[axis]} = len({beam.srcs})")
-        # the target's dim may also be a searched input's (a transducer's alignment over the encoder's
-        # frames): from here on its mask is the best hypotheses', not the input's
-        self.beam_masks.pop(axis, None)
-        self.top_masks.discard(axis)
         frames = {out: self.ns.fresh(f"{s.name}_best") for out, s in outputs.items()}
         for name in frames.values():
             self.emit(f"{name} = []")
@@ -244,14 +263,14 @@ class SearchEmitter(TorchEmitter):
             name = self.ns.fresh(s.name)
             pos = s.out.dims.index(axis)  # stacked from the last step back, then flipped (ONNX cannot reverse a list)
             self.emit(f"{name} = torch.stack({frames[out]}, dim={pos}).flip({pos})")
-            self.emit(f"{name} = {zeroed(name, self.mask(axis, s.out.dims), s.out.dtype)}  # zero padded frames")
+            self.zero_padding(name, s.out.dims, s.out.dtype)
             results.append((out, name))
         scores = self.ns.fresh("scores")
         if choice.attrs["length_normalization"]:  # as RETURNN: the sum of log-probabilities per step
             self.emit(f"{scores} = {beam.scores}.amax(dim=1) / {beam.step}  # the best hypotheses' scores")
         else:
             self.emit(f"{scores} = {beam.scores}.amax(dim=1)  # the best hypotheses' scores")
-        return [*results, (lens_name(axis), lens), (SCORES, scores)]
+        return [*results, (lens_name(axis), lens), *made, (SCORES, scores)]
 
 
 class _Beam:
@@ -273,10 +292,27 @@ def _grown(n: Loop) -> dict[int, Op]:
 
 
 def _needed(body: list, loop: Loop) -> set[int]:
-    """Top-level values the loop needs, directly or not."""
+    """Top-level values the loop needs, directly or not: what it reads, and what gives the
+    lengths of the dims its values have (a `max_pool` whose result only an `expand` names)."""
     needed = set(node_uses(loop))
+    dims = _dims_of([loop])
     for n in reversed(body[: body.index(loop)]):
         outs = n.results() if isinstance(n, Loop) else n.outs
-        if any(o.id in needed for o in outs):
+        makes = isinstance(n, Op) and bool(set(REGISTRY[n.op].makes_dims(n.attrs)) & dims)
+        if makes or any(o.id in needed for o in outs):
+            needed.update(o.id for o in outs)
             needed.update(node_uses(n))
+            dims |= _dims_of([n])
     return needed
+
+
+def _dims_of(nodes: list) -> set[str]:
+    """The dims of the values these nodes (and their loops' bodies) make."""
+    out: set[str] = set()
+    for n in nodes:
+        if isinstance(n, Loop):
+            out |= _dims_of(n.body)
+            out |= {d for v in n.results() for d in v.dims}
+        else:
+            out |= {d for v in n.outs for d in v.dims}
+    return out

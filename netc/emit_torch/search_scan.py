@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from netc.emit_torch.emitter import zeroed
 from netc.emit_torch.scan import WHILE_HELPER, _paren, _unpack, beam_while
 from netc.ir.model import Loop, Op
 from netc.ir.search import SCORES
@@ -110,16 +109,13 @@ def beam_while_loop(
 def _best(em: SearchEmitter, n: Loop, beam: _Beam, limit: str, srcs: str, outputs: dict, choice: Op):
     """Each sequence's best hypothesis, followed back from the last step by a second `while_loop`."""
     axis, batch, size, device = n.axis, em.size_var["batch"], beam.size, em.device()
+    made = em.leave_beam(axis)
     best = em.ns.fresh("best")
     em.emit(f"{best} = torch.arange({batch}, device={device}) * {size} + {beam.scores}.argmax(dim=1)")
     em.lens_var[axis] = lens = em.ns.fresh(lens_name(axis))
     em.emit(f"{lens} = {beam.lens}[{best}]")
     steps = em.size_var[axis] = em.ns.fresh(f"{axis}_size")
     em.emit(f"{steps} = {beam.step}.item()  # the steps the search ran")
-    # the target's dim may also be a searched input's (a transducer's alignment over the encoder's
-    # frames): from here on its mask is the best hypotheses', not the input's
-    em.beam_masks.pop(axis, None)
-    em.top_masks.discard(axis)
     frames = {}
     for out, (s, _) in outputs.items():
         frames[out] = em.ns.fresh(f"{s.name}_best")
@@ -154,14 +150,14 @@ def _best(em: SearchEmitter, n: Loop, beam: _Beam, limit: str, srcs: str, output
         name = em.ns.fresh(s.name)
         frame = align_code(f"{frames[out]}.narrow(0, 0, {steps})", (axis, "batch", *_rest(s, axis)), s.out.dims)
         em.emit(f"{name} = {frame}")
-        em.emit(f"{name} = {zeroed(name, em.mask(axis, s.out.dims), s.out.dtype)}  # zero padded frames")
+        em.zero_padding(name, s.out.dims, s.out.dtype)
         results.append((out, name))
     scores = em.ns.fresh("scores")
     if choice.attrs["length_normalization"]:  # as RETURNN: the sum of log-probabilities per step
         em.emit(f"{scores} = {beam.scores}.amax(dim=1) / {beam.step}  # the best hypotheses' scores")
     else:
         em.emit(f"{scores} = {beam.scores}.amax(dim=1)  # the best hypotheses' scores")
-    return [*results, (lens_name(axis), lens), (SCORES, scores)]
+    return [*results, (lens_name(axis), lens), *made, (SCORES, scores)]
 
 
 def _rest(s, axis: str) -> tuple[str, ...]:

@@ -243,4 +243,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from netc import tf_quiet
+
+    tf_quiet.quiet()
     main()

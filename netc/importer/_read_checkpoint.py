@@ -8,7 +8,6 @@ is imported here only, in the interpreter RETURNN runs in, never in netc's compi
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 
@@ -29,5 +28,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from netc import tf_quiet
+
+    tf_quiet.quiet()
     main()

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from netc import tf_quiet
 from netc.errors import CompileError
 
 _MARK = "\n@@netc-checkpoint@@\n"
@@ -31,16 +32,15 @@ def read_checkpoint(prefix: str, python: str | None = None) -> dict[str, np.ndar
         raise CompileError(None, f"no TF checkpoint here: {prefix}.index is missing{where}", file=prefix)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "variables.npz")
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         proc = subprocess.run(
             [python or sys.executable, "-m", "netc.importer._read_checkpoint"],
             input=json.dumps({"prefix": os.path.abspath(prefix), "out": out}),
             capture_output=True,
             text=True,
-            env=env,
+            env=tf_quiet.env(),
         )
         if _MARK not in proc.stdout:
-            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            tail = (tf_quiet.strip_notices(proc.stderr).strip().splitlines() or ["no output"])[-1]
             raise CompileError(None, f"cannot read the TF checkpoint: {tail}", file=prefix)
         data = json.loads(proc.stdout.split(_MARK, 1)[1])
         if "error" in data:

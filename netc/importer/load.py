@@ -11,6 +11,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from netc import tf_quiet
 from netc.errors import CompileError, Span
 
 _MARK = "\n@@netc-import@@\n"
@@ -84,12 +85,15 @@ def _load(path: str, sets, network: str, python: str | None, no_exec: bool) -> L
 
         req["data"] = evaluate_config(path, list(sets), network)
     request = json.dumps(req)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run(
-        [python or sys.executable, "-m", "netc.importer._child"], input=request, capture_output=True, text=True, env=env
+        [python or sys.executable, "-m", "netc.importer._child"],
+        input=request,
+        capture_output=True,
+        text=True,
+        env=tf_quiet.env(),
     )  # the request on stdin: --no-exec's values may be larger than a command line takes
     if _MARK not in proc.stdout:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = (tf_quiet.strip_notices(proc.stderr).strip().splitlines() or ["no output"])[-1]
         raise CompileError(None, f"RETURNN could not load the config: {tail}", file=path)
     data = json.loads(proc.stdout.split(_MARK, 1)[1])
     if "error" in data:

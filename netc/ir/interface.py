@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netc.errors import CompileError, Span
-from netc.ir.model import Graph
+from netc.ir.model import Graph, Loop
+from netc.ir.search import BATCH_SIZE
 from netc.ir.uses import values_by_id
 from netc.naming import lens_name
 
@@ -39,6 +40,19 @@ def made_dims(g: Graph) -> list[str]:
     return [d.name for d in g.dims if d.kind == "dynamic" and d.name in used and d.name not in from_inputs]
 
 
+def search_arguments(g: Graph) -> dict[str, str]:
+    """The arguments a model with `choice` takes besides its inputs (eager mode, the torch module):
+    `search`, and `batch_size` where a search takes no input (its only inputs are targets)."""
+    searched = g.search or g  # training's graph has made the loop one over its target
+    targets = {n.target for n in searched.body if isinstance(n, Loop) and n.target is not None}
+    if not targets:
+        return {}
+    out = {"search": "the argument `search` of a model with `choice`"}
+    if all(i.value.id in targets for i in g.inputs):
+        out[BATCH_SIZE] = f"the argument `{BATCH_SIZE}` of a search that takes no input"
+    return out
+
+
 def interface(g: Graph) -> Interface:
     return Interface(
         inputs=[i.name for i in g.inputs],
@@ -51,11 +65,13 @@ def interface(g: Graph) -> Interface:
 
 def check_interface(g: Graph) -> None:
     """Argument names are unique, and so are result names (raises a located CompileError)."""
-    taken: dict[str, str] = {}
+    fixed = search_arguments(g)  # netc's own arguments: the user's name is the one to change
+    taken: dict[str, str] = dict(fixed)
 
     def claim(name: str, what: str, span: Span | None) -> None:
         if name in taken:
-            raise CompileError(span, f"{what} has the same name as {taken[name]}; rename one of them")
+            rename = "rename the input" if name in fixed else "rename one of them"
+            raise CompileError(span, f"{what} has the same name as {taken[name]}; {rename}")
         taken[name] = what
 
     values = values_by_id(g)

@@ -118,6 +118,9 @@ class LoopCarry:
     # sequence's last step is `out`
     frozen: bool = False
     from_stack: int | None = None
+    # where the body binds the state (its first assignment's target, `h` of `h = ...`): the
+    # place of an op made for the state itself (`shift_frames`), which has no expression of its own
+    span: Span | None = None
 
 
 @dataclass(slots=True, kw_only=True)

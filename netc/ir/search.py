@@ -17,6 +17,7 @@ from netc.ir.uses import node_uses, values_by_id
 from netc.naming import lens_name
 
 SCORES = "scores"
+BATCH_SIZE = "batch_size"  # what a search that takes no input (its inputs are targets) is given instead
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,9 @@ class SearchPlan:
     outputs: tuple[str, ...]  # outputs stacked in the choice loop: what a search returns
     needs_target: frozenset[int]  # top-level values that only exist with the targets given
     lens: str  # the result holding each best hypothesis' length
+    # every dim of what a search returns whose lengths it returns (`<dim>_lens`): the loop's axis,
+    # and the other dynamic dims no input has (made by an op: `max_pool`'s `out_axis`)
+    made_lens: dict[str, str]
     inputs: tuple[str, ...]  # the inputs a search takes
     input_dims: tuple[str, ...]  # dynamic input dims whose lengths a search takes
 
@@ -60,12 +64,17 @@ def search_plan(g: Graph) -> SearchPlan | None:
     search_inputs = [i for i in g.inputs if i.name not in targets]
     used = {d for i in search_inputs for d in i.value.dims}
     input_dims = tuple(d.name for d in g.dims if d.kind == "dynamic" and d.name in used)
+    values = values_by_id(g)
+    returned = {d for o in g.outputs if o.name in outputs for d in values[o.value].dims}
+    made = [d.name for d in g.dims if d.kind == "dynamic" and d.name in returned and d.name not in input_dims]
+    made_lens = {loop.axis: lens_name(loop.axis)} | {d: lens_name(d) for d in made}
     return SearchPlan(
         loop=loop,
         targets=targets,
         outputs=outputs,
         needs_target=frozenset(needs),
         lens=lens_name(loop.axis),
+        made_lens=made_lens,
         inputs=tuple(i.name for i in search_inputs),
         input_dims=input_dims,
     )

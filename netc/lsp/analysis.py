@@ -13,7 +13,8 @@ import ast
 from dataclasses import dataclass, field
 
 from netc.errors import CompileError, Span
-from netc.ir.model import Graph
+from netc.ir.model import DimDef, Graph
+from netc.parser.facts import AttrValue, module_attributes, module_dims
 from netc.parser.source import Source, network_functions, read_source
 from netc.preview.model import Preview, PreviewNode
 
@@ -35,6 +36,31 @@ class Analysis:
     networks: list[Network] = field(default_factory=list)
     tree: ast.Module | None = None
     source: Source | None = None  # the parser's view of `text`: spans of tree nodes in the file
+    # asked for on hover, once: module-level names -> the dims they hold; modules' attributes
+    _dims: dict[str, DimDef] | None = None
+    _attrs: dict[tuple[int, int], list[AttrValue]] | None = None
+
+    def module_dims(self) -> dict[str, DimDef]:
+        if self._dims is None:
+            try:
+                self._dims = module_dims(self.path, self.text)
+            except CompileError:  # a file the parser cannot read: the diagnostics say why
+                self._dims = {}
+        return self._dims
+
+    def attributes(self) -> dict[tuple[int, int], list[AttrValue]]:
+        """What each `self.<name> = ...` assigned, over every network of the file."""
+        if self._attrs is None:
+            self._attrs = {}
+            for net in self.networks:
+                try:
+                    found = module_attributes(self.path, self.text, net.name)
+                except CompileError:
+                    continue
+                for key, values in found.items():
+                    known = self._attrs.setdefault(key, [])
+                    known += [v for v in values if v not in known]
+        return self._attrs
 
     def network_at(self, line: int) -> Network | None:
         inside = [n for n in self.networks if n.first_line <= line <= n.last_line]
@@ -174,58 +200,128 @@ def definition(a: Analysis, line: int, col: int) -> Span | None:
 # --- hover ---------------------------------------------------------------------------------
 
 
-def _dim_vars(a: Analysis) -> dict[str, str]:
-    """Module-level `name = Dim("dim", ...)`: Python name -> dim name."""
-    out = {}
-    for stmt in a.tree.body if a.tree is not None else []:
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(stmt.value, ast.Call)
-            and getattr(stmt.value.func, "id", getattr(stmt.value.func, "attr", None)) == "Dim"
-            and stmt.value.args
-            and isinstance(stmt.value.args[0], ast.Constant)
-        ):
-            out[stmt.targets[0].id] = str(stmt.value.args[0].value)
-    return out
-
-
 def _inside(span: Span, line: int, col: int) -> bool:
     return (span.line, span.col) <= (line, col) < (span.end_line, span.end_col) or (
         span.line == span.end_line == line and span.col <= col <= span.end_col
     )
 
 
+def _within(inner: Span, outer: Span) -> bool:
+    return (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (
+        outer.end_line,
+        outer.end_col,
+    )
+
+
+def _value_read(p: Preview, named: list[PreviewNode], line: int, col: int) -> PreviewNode | None:
+    """The value a name read at (line, col) holds, as Python runs the loops around it: its last
+    assignment before the position in the innermost loop that assigns it; where that loop
+    assigns it only later, the previous step's value (the loop's state, or the state a shift
+    made of it); outside every loop, the last assignment before the position."""
+    loops = [c for c in p.clusters if _inside(c.source.span, line, col)]
+    loops.sort(key=lambda c: (c.source.span.line, c.source.span.col), reverse=True)  # innermost first
+    start = line
+    for loop in [*loops, None]:
+        inside = [n for n in named if loop is None or _within(n.source.span, loop.source.span)]
+        before = [n for n in inside if n.source.span.line < start]
+        if before:  # the new value rather than the state where both stand on one line
+            return max(before, key=lambda n: (n.source.span.line, n.kind != "state"))
+        if inside and loop is not None:  # assigned later in this loop: the previous step's value
+            state = [n for n in inside if n.kind == "state" and n.cluster == loop.id]
+            shifted = [n for n in inside if n.op == "shift_frames" and n.hoisted_from == loop.id]
+            return (state or shifted or inside)[0]
+        if loop is not None:
+            start = loop.source.span.line  # not assigned in it: as read where the loop starts
+    return None
+
+
 def node_at(p: Preview, word: str | None, line: int, col: int) -> PreviewNode | None:
-    """The node a position shows: a value of that name (assigned on this line, else the last
-    one assigned before it: the value read there), else the innermost node whose source span
-    contains the position."""
+    """The node a position shows: a value of that name (the user's variable names included)
+    assigned on this line, else the value the name holds there (`_value_read`), else the
+    innermost node whose source span contains the position."""
     if word:
-        named = [n for n in p.nodes if n.label == word and n.kind in ("op", "state", "input")]
+        named = [
+            n
+            for n in p.nodes
+            if (n.label == word or word in n.names) and n.kind in ("op", "state", "input") and n.source is not None
+        ]
         here = [n for n in named if n.source.span.line == line]
-        before = [n for n in named if n.source.span.line < line]
-        if here or before:
-            return (here or sorted(before, key=lambda n: n.source.span.line))[-1 if not here else 0]
-    containing = [n for n in p.nodes if _inside(n.source.span, line, col)]
+        if here:
+            return here[0]
+        read = _value_read(p, named, line, col)
+        if read is not None:
+            return read
+    containing = [n for n in p.nodes if n.source is not None and _inside(n.source.span, line, col)]
     if not containing:
         return None
     return min(containing, key=lambda n: (n.source.span.end_line - n.source.span.line, len(n.source.text)))
 
 
+def _module_level(a: Analysis, line: int, col: int) -> bool:
+    """Whether the name at (line, col) is bound at module level (not a local of a function)."""
+    where = definition(a, line, col)
+    if where is None or a.tree is None:
+        return False
+    return not any(
+        isinstance(s, ast.FunctionDef | ast.ClassDef) and s.lineno <= where.line <= (s.end_lineno or s.lineno)
+        for s in a.tree.body
+    )
+
+
+def _dim_text(d: DimDef) -> str:
+    return f"static, size {d.size}" if d.kind == "static" else d.kind
+
+
+def _attribute_hover(a: Analysis, word: str, line: int, col: int) -> str | None:
+    """`self.<word>`: what each instance of the module holds there (a layer with its parameters,
+    a dim, a sub-module, a number), as the networks of the file built them."""
+    where = definition(a, line, col)
+    if where is None:
+        return None
+    values = a.attributes().get(where.key(), [])
+    cls = next(
+        (s.name for s in ast.walk(a.tree) if isinstance(s, ast.ClassDef) and s.lineno <= where.line <= s.end_lineno),
+        None,
+    )
+    head = f"**self.{word}**" + (f": attribute of `{cls}`" if cls else "")
+    if not values:
+        return head
+    graphs = [n.graph for n in a.networks if n.graph is not None]
+    dims = {d.name: d for g in graphs for d in g.dims}
+    params = {}
+    for g in graphs:
+        for prm in [*g.params, *(g.search.params if g.search is not None else [])]:
+            params.setdefault(prm.path, {})[prm.name] = prm.dims
+    lines = []
+    for v in values[:MAX_INSTANCES]:
+        text = v.text
+        if v.dim is not None and v.dim in dims:
+            text += f" ({_dim_text(dims[v.dim])})"
+        if v.param_path in params:
+            text += ": " + ", ".join(f"`{n}` [{', '.join(ds)}]" for n, ds in params[v.param_path].items())
+        lines.append(f"- `{v.instance}`: {text}")
+    if len(values) > MAX_INSTANCES:
+        lines.append(f"- ... and {len(values) - MAX_INSTANCES} more")
+    return head + "\n\n" + "\n".join(lines)
+
+
+MAX_INSTANCES = 6  # instances a module attribute's hover lists
+
+
 def hover(a: Analysis, line: int, col: int) -> str | None:
-    """Markdown for the position: a dim's kind and size; a value's dims and dtype, whether it is
-    loop state, stacked or hoisted, its RETURNN layer and torch line."""
+    """Markdown for the position: a dim's kind and size; a module attribute's value in each
+    instance; a value's dims and dtype, whether it is loop state, stacked or hoisted, its
+    RETURNN layer and torch line."""
     w = word_at(a.text, line, col)
     word = w[0] if w else None
     net = a.network_at(line)
     if net is None or net.graph is None:
         return None
-    dims = {d.name: d for d in net.graph.dims}
-    if word is not None and word in _dim_vars(a) and _dim_vars(a)[word] in dims:
-        d = dims[_dim_vars(a)[word]]
-        kind = f"static, size {d.size}" if d.kind == "static" else d.kind
-        return f"**dim** `{d.name}`: {kind}"
+    if word is not None and a.text.splitlines()[line - 1][: w[1]].rstrip().endswith("self."):
+        return _attribute_hover(a, word, line, col)
+    if word is not None and word in a.module_dims() and _module_level(a, line, col):
+        d = a.module_dims()[word]
+        return f"**dim** `{d.name}`" + (f" (`{word}`)" if word != d.name else "") + f": {_dim_text(d)}"
     if net.preview is None:  # a target refused the model (see the diagnostics): what the IR says
         from netc.ir.uses import values_by_id
 

@@ -106,6 +106,9 @@ class OpDef:
     # a state it grows (along `attrs["axis"]`, from no frames) can be a buffer as long as a beam
     # search's step limit, written at each step (`torch_preallocated`)
     preallocates: bool = False
+    # it decides how its loop runs (`choice`: teacher forcing, the beam search): `dce` keeps it
+    # also when nothing reads its result
+    shapes_loop: bool = False
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
 
     def api(self, x):  # noqa: D401 - the signature is the point

@@ -225,10 +225,10 @@ class Conv1d(OpDef):
         w = ctx.param("W").permute(2, 1, 0)
         b = ctx.param("bias") if attrs["with_bias"] else None
         total = self.span(attrs) - 1
+        if x.shape[-1] == 0 or (attrs["padding"] == "valid" and x.shape[-1] <= total):
+            return x.new_zeros(x.shape[0], 0, w.shape[0])  # no frame in, or shorter than the filter: none out
         if attrs["padding"] == "same":
             x = torch.nn.functional.pad(x, (total // 2, total - total // 2))
-        elif x.shape[-1] <= total:  # shorter than the filter: no frame
-            return x.new_zeros(x.shape[0], 0, w.shape[0])
         y = torch.nn.functional.conv1d(x, w, b, attrs["stride"], 0, attrs["dilation"], attrs["groups"])
         return y.transpose(1, 2)
 
@@ -447,7 +447,11 @@ class Conv2d(OpDef):
         x = args[0]
         chan = self.channel(x.dims, attrs)
         t = align_tensor(x.data, x.dims, ("batch", chan, attrs["axis"], attrs["feature_axis"]))
+        w = ctx.param("W").permute(3, 2, 0, 1)
+        if t.shape[2] == 0:  # no frame in: none out (torch's conv2d needs the filter's span)
+            y = t.new_zeros(t.shape[0], w.shape[0], 0, t.shape[3])
+            return align_tensor(y, ("batch", attrs["out_dim"], attrs["axis"], attrs["feature_axis"]), outs[0].dims)
         t = torch.nn.functional.pad(t, self._pads(attrs))
         b = ctx.param("bias") if attrs["with_bias"] else None
-        y = torch.nn.functional.conv2d(t, ctx.param("W").permute(3, 2, 0, 1), b, 1, 0, 1, attrs["groups"])
+        y = torch.nn.functional.conv2d(t, w, b, 1, 0, 1, attrs["groups"])
         return align_tensor(y, ("batch", attrs["out_dim"], attrs["axis"], attrs["feature_axis"]), outs[0].dims)

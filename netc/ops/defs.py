@@ -517,28 +517,42 @@ class Expand(OpDef):
         return [OutType(dt.canonical((*x.dims, d)), x.dtype, sparse_dim=x.sparse_dim)]
 
     def returnn(self, ctx, op):
-        # last: RETURNN counts an int axis batch-major, and a layer it moves out of a loop has the
-        # loop's axis too (a count from the front would put the dim elsewhere than the frames' template)
         d = op.attrs["dim"]
         dep = ctx.dim_source(d) if ctx.is_dynamic(d) else None
+        # A dynamic dim goes where RETURNN's time axis is ("T"), a static one last (RETURNN counts an
+        # int axis batch-major, and a layer it moves out of a loop has the loop's axis too: a count
+        # from the front would put the dim elsewhere than the frames' template). A value of batch
+        # alone has no time axis: "T" puts the new dim first, as its feature axis. In a unit the
+        # dim goes last too (first, the frames' template would differ from the layer RETURNN
+        # moves out of the loop); at the top level it is made the time axis: a loss over it has
+        # none to sum the valid frames along otherwise ("Loss flattening not implemented")
+        alone = ctx.in_dims(0) == ("batch",)
+        as_time = ctx.is_dynamic(d) and alone and not ctx.in_unit
         if not dep:
-            # an int axis needs a batch dim (RETURNN counts it batch-major); "f" puts the new axis
-            # after the feature axis or last, for a value without batch (`range_over(half)`)
-            axis = ("T" if ctx.is_dynamic(d) else -1) if "batch" in ctx.in_dims(0) else "f"
-            return {"class": "expand_dims", "from": ctx.src(0), "axis": axis, "dim": ctx.dim(d)}
-        # a dim made by an op or a loop gets its lengths when that layer is built, which must come
-        # first (`expand_dims` has no `shape_deps`): a `switch` on a mask over the dim that has them
-        mask = {
-            "class": "constant",
-            "value": True,
-            "dtype": "bool",
-            "shape": [ctx.dim(d)],
-            "shape_deps": [f"base:{dep}"],
-        }
-        sub = {
-            "mask": mask,
-            "output": {"class": "switch", "condition": "mask", "true_from": "data", "false_from": "data"},
-        }
+            # an int axis needs a batch dim; "f" puts the new axis after the feature axis or last,
+            # for a value without batch (`range_over(half)`)
+            axis = ("T" if ctx.is_dynamic(d) and not alone else -1) if "batch" in ctx.in_dims(0) else "f"
+            layer = {"class": "expand_dims", "from": ctx.src(0), "axis": axis, "dim": ctx.dim(d)}
+            if not as_time:
+                return layer
+            sub = {"expanded": {**layer, "from": "data"}}
+        else:
+            # a dim made by an op or a loop gets its lengths when that layer is built, which must come
+            # first (`expand_dims` has no `shape_deps`): a `switch` on a mask over the dim that has them
+            mask = {
+                "class": "constant",
+                "value": True,
+                "dtype": "bool",
+                "shape": [ctx.dim(d)],
+                "shape_deps": [f"base:{dep}"],
+            }
+            switch = {"class": "switch", "condition": "mask", "true_from": "data", "false_from": "data"}
+            sub = {"mask": mask, "expanded": switch}
+        if as_time:
+            axes = {"T": ctx.dim(d), "F": None}
+            sub["output"] = {"class": "reinterpret_data", "from": "expanded", "set_axes": axes}
+        else:
+            sub["output"] = sub.pop("expanded")
         return {"class": "subnetwork", "from": ctx.src(0), "subnetwork": sub}
 
     def torch(self, ctx, op):

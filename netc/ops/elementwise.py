@@ -47,6 +47,11 @@ class _Extremum(_Binary):
     def returnn(self, ctx, op):
         if "scalar" in op.attrs:  # symmetric: the number's side does not matter
             return {"class": "eval", "from": [ctx.src(0)], "eval": f"tf.{self.name}(source(0), {op.attrs['scalar']!r})"}
+        if self.name == "maximum" and op.outs[0].dtype == "float32":
+            # TensorFlow's graph optimizer (grappler's remapper) rewrites `maximum(x * c, x)` into
+            # `LeakyRelu(x, alpha=c)`, which for c > 1 gives x where x > 0: the same maximum through
+            # `minimum` of the negated operands, which it leaves alone (and which is exact)
+            return {"class": "eval", "from": [ctx.src(0), ctx.src(1)], "eval": "-tf.minimum(-source(0), -source(1))"}
         return {"class": "combine", "kind": self.name, "from": [ctx.src(0), ctx.src(1)]}
 
     def torch(self, ctx, op):

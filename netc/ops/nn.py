@@ -180,7 +180,12 @@ class Argmax(OpDef):
         return f"{x}.argmax(dim={dims.index(axis)})"
 
     def eager(self, ctx, args, attrs, outs):
-        return args[0].data.argmax(dim=args[0].dims.index(attrs["axis"]))
+        import torch
+
+        x, ax = args[0].data, args[0].dims.index(attrs["axis"])
+        if x.shape[ax] == 0:  # a sequence with no frame along it: 0, as the targets' argmax of all -inf
+            return x.new_zeros(x.shape[:ax] + x.shape[ax + 1 :], dtype=torch.int64)
+        return x.argmax(dim=ax)
 
 
 # --- selection and casts ---------------------------------------------------------------

@@ -11,7 +11,12 @@ RETURNN's `ChoiceLayer` (`returnn/tf/layers/rec.py`) does it, so the three targe
   that had ended is multiplied by (t + 1) / t, so ended and running hypotheses compare by
   score per step;
 - the first step expands only the first hypothesis (all start equal); then the top `beam`
-  of (hypothesis, label) pairs by score survive, ties to the lower flat index;
+  of (hypothesis, label) pairs by score survive, ties to the lower flat index; where there are
+  fewer pairs than `beam` (the first step with a beam above the class dim's size), the others
+  continue the first hypothesis with label 0 at score -inf (RETURNN's `beam_search`), so they
+  never win and drop out once enough pairs exist (a pair at -inf taken at a later step, still
+  too few, is made such a continuation too; RETURNN takes the first pair at -inf, which can
+  change how many steps the search runs, never what it returns);
 - in the end, each sequence's best hypothesis is the one with the highest score (`decide`);
   with `length_normalization` the scores are then divided by the number of steps the search
   ran, which makes each the sum of its log-probabilities divided by its length.
@@ -30,6 +35,7 @@ class Choice(OpDef):
     name = "choice"  # called as `choice(...)`, which the parser handles (it shapes the loop)
     tensors = ("logp", "frame")
     pure = False  # a search step: never moved out of its loop
+    shapes_loop = True  # a search with a label nothing reads still searches (and trains on the target)
 
     def infer(self, dt, args, attrs):
         logp, frame = args
@@ -68,7 +74,13 @@ def torch_beam_step(name: str) -> str:
     combined = scores[:, :, None] + logp
     if t == 0:  # all hypotheses start equal: continue the first only
         combined = combined[:, :1]
-    scores, best = combined.flatten(1).topk(beam, dim=1)
+    k = min(beam, combined.shape[1] * labels)  # fewer continuations than the beam: the first step
+    scores, best = combined.flatten(1).topk(k, dim=1)
+    if k < beam:  # as RETURNN: the others continue the first hypothesis with label 0 at score -inf
+        rest = (batch, beam - k)
+        scores = torch.cat([scores, torch.full(rest, float("-inf"), dtype=scores.dtype, device=logp.device)], 1)
+        best = torch.cat([best, torch.zeros(rest, dtype=best.dtype, device=logp.device)], 1)
+    best = torch.where(scores == float("-inf"), torch.zeros_like(best), best)  # such ones, whatever ties say
     first = torch.arange(batch, device=logp.device)[:, None] * beam
     return (best % labels).flatten(), scores, (best // labels + first).flatten()'''
 
@@ -76,7 +88,8 @@ def torch_beam_step(name: str) -> str:
 def torch_beam_step_scan(name: str) -> str:
     """The beam search step of a search emitted with `--loops scan` (torch's `while_loop`): the
     step `t` is a tensor there, so its two cases are `torch.where`s, not Python branches (the
-    same numbers: the first step's other hypotheses score -inf, which `topk` never takes)."""
+    same numbers: the first step's other hypotheses score -inf, which `topk` takes only where
+    there are fewer continuations than the beam)."""
     return f'''def {name}(logp, scores, ended, t: torch.Tensor, beam: int, length_normalization: bool):
     """One step of RETURNN's beam search (its `choice` layer) for [batch * beam] hypotheses:
     the labels, scores [batch, beam] and source hypotheses of the best `beam` continuations."""
@@ -92,5 +105,8 @@ def torch_beam_step_scan(name: str) -> str:
     others = (t == 0) & (torch.arange(combined.shape[1], device=logp.device) > 0)
     combined = torch.where(others[None, :, None], float("-inf"), combined)
     scores, best = combined.flatten(1).topk(beam, dim=1)
+    # fewer continuations than the beam (its first step): the others continue the first
+    # hypothesis with label 0 at score -inf, as RETURNN pads them, whichever ties topk took
+    best = torch.where(scores == float("-inf"), torch.zeros_like(best), best)
     first = torch.arange(batch, device=logp.device)[:, None] * beam
     return (best % labels).flatten(), scores, (best // labels + first).flatten()'''

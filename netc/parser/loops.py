@@ -291,7 +291,8 @@ class LoopBuilder:
             if name in env and isinstance(env[name], V.TV) and name not in target_names:
                 init = self.capture(env[name], outer, assigned[name])
                 inner = t.new_value(init.dims, init.value.dtype, name=name, sparse_dim=init.value.sparse_dim)
-                loop.carries.append(LoopCarry(name=name, init=init.value.id, inner=inner, next=-1))
+                span = t.span(assigned[name])
+                loop.carries.append(LoopCarry(name=name, init=init.value.id, inner=inner, next=-1, span=span))
                 env[name] = V.TV(inner, body)
         python_bound = {n for n in assigned if n in env and not isinstance(env[n], V.TV) and n not in target_names}
         return _LoopCtx(

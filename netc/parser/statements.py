@@ -156,6 +156,8 @@ class Statements:
             if isinstance(value, V.TV) and value.value.name is None:
                 value.value.name = target.attr
             obj.attrs[target.attr] = value
+            if self.attr_log is not None:
+                self.attr_log.setdefault(self.span(target).key(), []).append((obj, value))
         else:
             raise self.error(target, "unsupported assignment target")
 

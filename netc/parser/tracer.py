@@ -52,6 +52,8 @@ class Tracer(Statements, Expressions, Calls):
         self.tensor_if_depth = 0  # inside `if` on a tensor: both branches run, so no appends there
         self.budget = Budget(self.error)
         self.clock = 0
+        # `module_attributes`: what each `self.<name> = ...` assigned, by the target's place
+        self.attr_log: dict[tuple[int, int], list[tuple[V.ModuleInstance, Any]]] | None = None
 
     def close(self) -> None:
         """Drop the helpers that refer back to the tracer: that reference cycle would keep the

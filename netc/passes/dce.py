@@ -106,7 +106,7 @@ def _sweep(nodes: list[Node], uses, dim_uses: Counter) -> bool:
             n.seqs = used or n.seqs[:1]
             changed |= before != _interface(n)
             keep.append(n)
-        elif any(uses[o.id] for o in n.outs) or _makes_used_dims(n, dim_uses):
+        elif any(uses[o.id] for o in n.outs) or _makes_used_dims(n, dim_uses) or REGISTRY[n.op].shapes_loop:
             keep.append(n)
         else:
             changed = True

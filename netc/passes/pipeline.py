@@ -22,6 +22,7 @@ from netc.passes import (
     rec_state,
     returnn_names,
     scan_loops,
+    search_results,
     shift_states,
     sink_stacks,
     split_linear,
@@ -61,7 +62,8 @@ def run_passes(g: Graph, options: PassOptions = DEFAULT_OPTIONS) -> Graph:
     #    search keeps the loop as written, training sees an ordinary loop over the labels (so
     #    more can move out of it); both keep every parameter either uses
     params = g.params
-    search = _optimise(copy.deepcopy(g), options)
+    # a search computes what it returns: the outputs stacked in the loop (no values after it, no loss)
+    search = _optimise(_run(dce, _run(search_results, copy.deepcopy(g))), options)
     # 9. a search-only network computes its step limit in the loop (training's has none)
     search = _run(bound_ops, search)
     g = _optimise(_run(dce, _run(teacher_forcing, g)), options)

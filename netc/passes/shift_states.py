@@ -65,7 +65,8 @@ class _Shifter:
             outer = self.values[s.outer]
             whole = Value(id=self.next_id, dims=outer.dims, dtype=outer.dtype, name=c.name, sparse_dim=outer.sparse_dim)
             self.next_id += 1
-            moved.append(Op(op="shift_frames", args=[s.outer], attrs={"axis": loop.axis}, outs=[whole], span=loop.span))
+            span = c.span or loop.span  # the state's own place: where the body assigns it
+            moved.append(Op(op="shift_frames", args=[s.outer], attrs={"axis": loop.axis}, outs=[whole], span=span))
             loop.seqs.append(LoopSeq(outer=whole.id, inner=c.inner))
             if c.out is not None:
                 loop.lasts.append(LoopLast(name=c.name, value=c.next, out=c.out))

@@ -41,7 +41,9 @@ def transform(g: Graph) -> tuple[Graph, bool]:
                 )
                 next_id += 1
                 init = next(i.outer for i in loop.invariants if i.inner.id == ll.init)
-                loop.carries.append(LoopCarry(name=ll.name, init=init, inner=prev, next=ll.value))
+                made = (n.span for n in loop.body if isinstance(n, Op) and any(o.id == ll.value for o in n.outs))
+                span = next(made, None)  # the op assigning it, where one in the body does
+                loop.carries.append(LoopCarry(name=ll.name, init=init, inner=prev, next=ll.value, span=span))
                 ll.value, ll.after_end, ll.init = prev.id, False, None
         loop.target = loop.end = loop.bound = loop.max_steps = None
         loop.include_eos = True

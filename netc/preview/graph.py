@@ -3,6 +3,7 @@ what both emitters made of it (read from the emitters' provenance, never re-deri
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 
@@ -22,6 +23,33 @@ def build_preview(g: Graph, source: str) -> Preview:
     returnn_text = returnn.render()
     torch_text, torch = render_module(g)
     return _Builder(g, source, returnn, returnn_text, torch, torch_text).build()
+
+
+def _assigned_names(path: str, source: str) -> dict[tuple[int, int, int, int], list[str]]:
+    """Each expression the source assigns to names (`scores = ...`, `a, b = f(x), g(x)`,
+    `self.h = ...`), by its span: those names."""
+    from netc.parser.source import read_source
+
+    src = read_source(path, source)
+    out: dict[tuple[int, int, int, int], list[str]] = {}
+
+    def bind(target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List):
+            for t, v in zip(target.elts, value.elts):
+                bind(t, v)
+            return
+        name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+        if name is not None:
+            s = src.node_span(value)
+            out.setdefault((s.line, s.col, s.end_line, s.end_col), []).append(name)
+
+    for node in ast.walk(src.parse()):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                bind(target, node.value)
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and node.value is not None:
+            bind(node.target, node.value)
+    return out
 
 
 def _contains(outer: Span, inner: Span) -> bool:
@@ -50,6 +78,7 @@ class _Builder:
         self.parent: dict[str, str | None] = {}
         self.values = values_by_id(g)
         self.torch_loop_at = 0  # where the next loop's lines start in the torch module
+        self.assigned = _assigned_names(g.source_file, source)
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -162,11 +191,15 @@ class _Builder:
         line = self.tem.op_lines[first]
         expr = line.split(" = ", 1)[1]
         call = re.match(r"[\w.]+(?=\()", expr)
+        label = op.outs[0].name or op.op
+        s = op.span
+        names = [n for n in self.assigned.get((s.line, s.col, s.end_line, s.end_col), []) if n != label]
         self.add(
             PreviewNode(
                 id=nid,
                 kind="op",
-                label=op.outs[0].name or op.op,
+                label=label,
+                names=list(dict.fromkeys(names)),
                 op=op.op,
                 value=first,
                 dims=[list(v.dims) for v in op.outs],

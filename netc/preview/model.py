@@ -39,6 +39,11 @@ class PreviewNode(BaseModel):
     id: str
     kind: NodeKind
     label: str = Field(description="The user's name for it, else the op.")
+    names: list[str] = Field(
+        default_factory=list,
+        description="The variables the source assigns its expression to (`scores = ...`), where one is not "
+        "the label (a per-step value moved out of its loop is labelled by the list it is stacked into).",
+    )
     op: str | None = Field(None, description="The op's registry key (kind `op`).")
     value: int | None = Field(None, description="The IR value id it defines (its first, for several).")
     dims: list[list[str]] = Field(default_factory=list, description="Dims of each value it defines.")

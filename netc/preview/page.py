@@ -56,6 +56,8 @@ def _page(**fields) -> str:
     return _TEMPLATES.get_template("page.html.j2").render(
         css=Markup((_HERE / "static" / "page.css").read_text(encoding="utf-8")),
         js=Markup((_HERE / "static" / "page.js").read_text(encoding="utf-8")),
+        # Graphviz as WebAssembly (viz.js, MIT; Graphviz, EPL): lays a drawing out again in the page
+        viz=Markup((_HERE / "static" / "viz-global.js").read_text(encoding="utf-8")) if fields["network"] else None,
         **fields,
     )
 
@@ -70,11 +72,13 @@ def render_page(p: Preview, live_version: str | None = None) -> str:
     # for the script: which box draws a node in the RETURNN view, and the module boxes
     data["boxes"] = {k: v for k, v in returnn_boxes(p).items() if k != v}
     data["modules"] = [{"id": m.id, "path": m.path, "cluster": m.cluster, "nodes": m.nodes} for m in module_groups(p)]
+    # each view's dot text: a collapsed loop or module is laid out again in the page, as one node
+    data["dots"] = {v: to_dot(p, v) for v in VIEWS}
     return _page(
         title=f"netc preview: {p.network} ({p.source_file})",
         network=p.network,
         source_file=p.source_file,
-        views=[(v, Markup(render_svg(to_dot(p, v)))) for v in VIEWS],
+        views=[(v, Markup(render_svg(data["dots"][v]))) for v in VIEWS],
         data=script_json(data),
         error=None,
         live=_live(live_version),

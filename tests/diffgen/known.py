@@ -19,4 +19,5 @@ DOCUMENTED_EAGER_ERRORS: tuple[str, ...] = (
     "cannot tell which loop this list of",
     "eager mode cannot use an empty list as a tensor",
     "is assigned only in the body of a loop that ran no step for it",
+    "the hypotheses of this beam search disagree on it",
 )

@@ -195,41 +195,96 @@
     });
   }
 
-  // --- collapsing a loop or a module: its contents hidden, its box kept with a placeholder ---
-  function collapsedIn(v, id) { // the collapsed boxes around a node or box of a drawing
-    const geo = geometry(v);
-    return state.collapsed.filter((c) => c !== id && geo.clusters.has(c) &&
-      (geo.clusters.get(c).nodes.includes(id) || geo.clusters.get(c).inner.includes(id)));
-  }
-  function drawCollapsed(v) {
-    const geo = geometry(v);
-    const hidden = new Set();
-    for (const c of state.collapsed) {
-      const cl = geo.clusters.get(c);
-      if (cl) { cl.nodes.forEach((id) => hidden.add(id)); cl.inner.forEach((id) => hidden.add(id)); }
-    }
-    for (const [id, n] of geo.nodes) n.g.classList.toggle("folded", hidden.has(id));
-    for (const [id, cl] of geo.clusters) {
-      cl.g.classList.toggle("folded", hidden.has(id));
-      const on = state.collapsed.includes(id) && !hidden.has(id);
-      cl.g.classList.toggle("collapsed", on);
-      let ph = cl.g.querySelector(".placeholder");
-      if (on && !ph) {
-        ph = document.createElementNS("http://www.w3.org/2000/svg", "text");
-        ph.setAttribute("class", "placeholder");
-        ph.setAttribute("x", String(cl.b.x + cl.b.w / 2));
-        ph.setAttribute("y", String(cl.b.y + cl.b.h / 2));
-        ph.setAttribute("text-anchor", "middle");
-        ph.textContent = "▸ " + cl.nodes.length + " nodes collapsed (double-click to expand)";
-        cl.g.appendChild(ph);
-      } else if (!on && ph) {
-        ph.remove();
+  // --- collapsing a loop or a module: the drawing laid out again by Graphviz (in the page, as
+  // WebAssembly) with the box as one node, so it takes one node's space; with nothing collapsed,
+  // the drawing netc made. Ids stay those of the data: a collapsed box is a node of its id ---
+  const nesting = {}; // view -> node or box id -> the boxes around it in the dot text, outermost first
+  function boxesAround(view, id) {
+    if (!nesting[view]) {
+      const around = new Map(), open = [];
+      for (const line of data.dots[view].split("\n")) {
+        const c = /^\s*subgraph "cluster_([^"]+)" \{$/.exec(line);
+        if (c) { around.set(c[1], open.slice()); open.push(c[1]); continue; }
+        if (line.trim() === "}") { open.pop(); continue; }
+        const n = /^\s*"([^"]+)" \[id=/.exec(line);
+        if (n) around.set(n[1], open.slice());
       }
+      nesting[view] = around;
     }
-    for (const e of geo.edges) {
-      e.g.classList.toggle("folded", hidden.has(e.src) && hidden.has(e.dst));
-      e.g.classList.toggle("into-folded", hidden.has(e.dst) && !hidden.has(e.src)); // no arrowhead in the box
+    return nesting[view].get(id) || [];
+  }
+  const dotString = (s) => '"' + String(s).replace(/\\/g, "\\\\").replace(/"/g, '\\"') + '"';
+  function collapsedDot(view, collapsed) { // the view's dot text, each collapsed box one node
+    const out = [], into = new Map(), seen = new Set();
+    let box = null, depth = 0, count = 0, indent = "";
+    for (const line of data.dots[view].split("\n")) {
+      if (box !== null) { // inside a collapsed box: its nodes and boxes are left out
+        if (/^\s*subgraph "cluster_/.test(line)) depth++;
+        else if (line.trim() === "}") depth--;
+        const n = /^\s*"([^"]+)" \[id=/.exec(line);
+        if (n) { into.set(n[1], box); count++; }
+        if (depth === 0) {
+          const item = items.get(box);
+          const label = "▸ " + item.label + "\n" + count + " nodes collapsed (double-click to expand)";
+          out.push(indent + dotString(box) + ' [id="' + view[0] + "-" + box + '", class="netc-node netc-collapsed", ' +
+            'shape=box, style="rounded,filled,bold", fillcolor="#e3e5f3", color="#3c4190", fontcolor="#3c4190", ' +
+            "label=" + dotString(label).replace(/\n/g, "\\n") + "];");
+          box = null;
+        }
+        continue;
+      }
+      const c = /^(\s*)subgraph "cluster_([^"]+)" \{$/.exec(line);
+      if (c && collapsed.includes(c[2])) { box = c[2]; indent = c[1]; depth = 1; count = 0; continue; }
+      const e = /^(\s*)"([^"]+)" -> "([^"]+)"(.*)$/.exec(line);
+      if (e) { // an edge into or out of a collapsed box ends at it; one inside it is left out
+        const a = into.get(e[2]) || e[2], b = into.get(e[3]) || e[3];
+        const edge = e[1] + dotString(a) + " -> " + dotString(b) + e[4];
+        if (a !== b && !seen.has(edge)) { seen.add(edge); out.push(edge); }
+        continue;
+      }
+      out.push(line);
     }
+    return out.join("\n");
+  }
+  let viz = null; // Graphviz, made on the first collapse
+  function bind(svg) {
+    if (svg.dataset.bound) return;
+    svg.dataset.bound = "1";
+    svg.querySelectorAll("g.netc-node, g.netc-cluster").forEach((g) => {
+      g.addEventListener("click", (e) => { e.stopPropagation(); select(g.id.slice(2)); });
+    });
+    svg.querySelectorAll("g.netc-cluster, g.netc-collapsed").forEach((g) => {
+      g.addEventListener("dblclick", (e) => { e.stopPropagation(); toggleCollapse(g.id.slice(2)); });
+    });
+  }
+  function install(view, svg) {
+    const v = views[view];
+    if (svg !== v.svg) v.svg.replaceWith(svg);
+    const vb = svg.viewBox.baseVal;
+    Object.assign(v, { svg, root: svg.querySelector("g.graph"), box: { x: vb.x, y: vb.y, w: vb.width, h: vb.height }, geo: null });
+    svg.setAttribute("width", String(vb.width));
+    svg.setAttribute("height", String(vb.height));
+    bind(svg);
+    svg.querySelectorAll("g.selected").forEach((g) => g.classList.remove("selected"));
+    if (state.selected) svg.querySelectorAll("#" + view[0] + "-" + boxOf(state.selected, view)).forEach((g) => g.classList.add("selected"));
+    if (mini) mini.dataset.view = "";
+  }
+  // the current collapsed boxes drawn in `view` (a promise: Graphviz lays them out asynchronously)
+  function render(view) {
+    const v = views[view];
+    const collapsed = state.collapsed.filter((id) => boxesAround(view, id).every((c) => !state.collapsed.includes(c)) &&
+      data.dots[view].includes('subgraph "cluster_' + id + '" {'));
+    const key = collapsed.slice().sort().join(",");
+    if (v.key === key) return Promise.resolve();
+    v.key = key;
+    const svg = key === "" ? Promise.resolve(v.original)
+      : (viz || (viz = Viz.instance())).then((g) => g.renderSVGElement(collapsedDot(view, collapsed)));
+    return svg.then((el) => {
+      if (v.key !== key) return;
+      install(view, el);
+      document.getElementById("graph").dataset.layout = view + ":" + key; // for tests: drawn
+      if (view === current && state.cams[view]) apply();
+    });
   }
   function toggleCollapse(id, collapse) {
     const on = state.collapsed.includes(id);
@@ -237,13 +292,9 @@
     if (collapse && !on) state.collapsed.push(id);
     if (!collapse) state.collapsed = state.collapsed.filter((c) => c !== id);
     save();
-    drawCollapsed(views[current]);
     const sel = state.selected && items.get(state.selected);
     if (sel && sel.id === id) select(id);
-  }
-  function reveal(id) { // expands the collapsed boxes around a node of the current drawing
-    const inside = collapsedIn(views[current], boxOf(id, current));
-    if (inside.length) { state.collapsed = state.collapsed.filter((c) => !inside.includes(c)); save(); drawCollapsed(views[current]); }
+    return render(current).then(() => centreOnItem(id, false));
   }
 
   // --- selection and its detail panel ---
@@ -289,22 +340,28 @@
     text("detail-torch", item.torch ? item.torch.code : "");
   }
   document.getElementById("collapse").addEventListener("click", () => { if (state.selected) toggleCollapse(state.selected); });
-  // selects a node, loop or module, shows it (expanding what hides it) and centres it, readable
+  // selects a node, loop or module, shows it (expanding the collapsed boxes that hide it) and
+  // centres it, readable
   function goTo(id) {
     if (!items.has(id)) return false;
-    reveal(id);
+    const hiding = boxesAround(current, boxOf(id, current)).filter((c) => state.collapsed.includes(c));
+    if (hiding.length) { state.collapsed = state.collapsed.filter((c) => !hiding.includes(c)); save(); }
     select(id);
+    render(current).then(() => centreOnItem(id, true));
+    return true;
+  }
+  function centreOnItem(id, readable) { // `readable`: at least scale 1 (a loop or module: all of it, or its top)
     const v = views[current], geo = geometry(v), box = boxOf(id, current);
-    if (geo.nodes.has(box)) centreOn(graphBox(v, geo.nodes.get(box).b), 1);
-    else if (geo.clusters.has(box)) { // a loop or module: all of it, or its top where it is too tall
+    if (geo.nodes.has(box)) centreOn(graphBox(v, geo.nodes.get(box).b), readable ? 1 : 0);
+    else if (geo.clusters.has(box)) {
       const b = graphBox(v, geo.clusters.get(box).b);
+      if (!readable) return centreOn(b);
       const W = graph.clientWidth, H = graph.clientHeight;
       const s = Math.max(MIN_FIT, Math.min(1.5, (W - 2 * PAD) / b.w, (H - 2 * PAD) / b.h));
       state.cams[current] = { cx: b.cx, cy: Math.max(b.cy, b.y + (H / 2 - PAD) / s), s };
       if (b.h * s > H - 2 * PAD) state.cams[current].cy = b.y + (H / 2 - PAD) / s;
       apply();
     }
-    return true;
   }
 
   // --- search: layer names, torch variables, the user's names, ops; Enter goes to the next ---
@@ -315,7 +372,8 @@
     const scored = [];
     let order = 0;
     for (const item of items.values()) {
-      const names = [item.label, item.op, item.returnn && item.returnn.name, item.torch && item.torch.name, item.path];
+      // the label, and the variables the source assigns it to (`scores`, whose value is stacked as `logits`)
+      const names = [item.label, ...(item.names || []), item.op, item.returnn && item.returnn.name, item.torch && item.torch.name, item.path];
       if (item.returnn) names.push(item.returnn.name.split("/").pop());
       let best = 3;
       for (const name of names) {
@@ -389,8 +447,8 @@
     document.querySelectorAll(".toggle button").forEach((b) => {
       b.setAttribute("aria-pressed", String(b.dataset.view === view));
     });
-    drawCollapsed(views[view]);
     if (state.cams[view]) apply(); else fit();
+    render(view);
   }
   document.querySelectorAll(".zoom button").forEach((b) => {
     b.addEventListener("click", () => (b.dataset.zoom === "fit" ? fit() : zoomAt(Number(b.dataset.zoom))));
@@ -404,15 +462,10 @@
     else return;
   });
   document.querySelectorAll(".toggle button").forEach((b) => b.addEventListener("click", () => show(b.dataset.view)));
-  document.querySelectorAll("#graph g.netc-node, #graph g.netc-cluster").forEach((g) => {
-    g.addEventListener("click", (e) => { e.stopPropagation(); select(g.id.slice(2)); });
-  });
-  document.querySelectorAll("#graph g.netc-cluster").forEach((g) => {
-    g.addEventListener("dblclick", (e) => { e.stopPropagation(); toggleCollapse(g.id.slice(2)); });
-  });
+  for (const v of Object.values(views)) { v.original = v.svg; v.key = ""; bind(v.svg); }
   window.addEventListener("hashchange", () => applyHash(true));
   show(views[state.view] ? state.view : "returnn");
   if (state.selected && items.has(state.selected)) select(state.selected);
   applyHash(false);
-  window.netcPreview = { fit, zoomAt, goTo, cam: () => Object.assign({ view: current }, cam()) }; // for tests
+  window.netcPreview = { fit, zoomAt, goTo, toggleCollapse, cam: () => Object.assign({ view: current }, cam()) }; // for tests
 })();
