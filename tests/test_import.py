@@ -763,10 +763,10 @@ network = {
         ),
         (
             '"from": ["prev:emb", "base:enc"]',
-            '"from": ["prev:output", "base:enc"]',
-            9,
-            '"output"',
-            "layer `output/output` (choice): `prev:` of a `choice` not supported (read `prev:` of its embedding)",
+            '"from": ["prev:output", "base:enc"]',  # `prev:output` is a label state: read with `enc`
+            12,
+            '"prob"',
+            "layer `output/prob` (softmax): labels (sparse) among several inputs (RETURNN rejects it too)",
         ),
         (
             '"target": "classes",\n        "max_seq_len"',

@@ -297,9 +297,11 @@ class Importer(
         return val
 
     def _concat(self, vals: list[Val], full: str, d: dict) -> Val:
+        if any(v.sparse for v in vals):  # RETURNN's concat_sources: "sparse concat not supported"
+            raise Refused(full, d.get("class", "?"), "labels (sparse) among several inputs (RETURNN rejects it too)")
         feats = [feature(v, self.dims) for v in vals]
         rest = [tuple(x for x in v.dims if x != f) for v, f in zip(vals, feats)]
-        if any(v.sparse for v in vals) or any(r != rest[0] for r in rest):
+        if any(r != rest[0] for r in rest):
             raise Refused(full, d.get("class", "?"), "its inputs differ in dims other than the feature dim")
         self.imports.add("concat")
         out = self.dims.derived(feats)
