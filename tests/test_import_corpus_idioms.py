@@ -7,11 +7,13 @@ encoder (`max_len_from`), which `netc verify` must draw targets for within that 
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import run_netc
+from test_import import _compare, run_original
 
 NET = """
 network = {
@@ -317,3 +319,35 @@ def test_spec_augment_recipe_is_its_input_outside_training(tmp_path):
     proc, model, cfg = _import(tmp_path, SPEC_AUGMENT.replace("typed_value('transform')", "typed_value('stepped')"))
     assert proc.returncode == 1, proc.stderr
     assert "`global_train_step` of the network not understood (outside training)" in proc.stderr, proc.stderr
+
+
+SPARSE_DIM = """
+#!rnn.py
+num_inputs = 3
+num_outputs = {"classes": [5, 1]}
+network = {
+    "scores": {"class": "linear", "activation": None, "n_out": 4, "from": "data"},
+    "best": {"class": "reduce", "mode": "argmax", "axes": "F", "from": "scores"},
+    "wide": {"class": "reinterpret_data", "set_sparse_dim": 6, "from": "best"},
+    "emb": {"class": "linear", "activation": None, "with_bias": False, "n_out": 2, "from": "wide"},
+    "both": {"class": "copy", "from": ["emb", "data"]},
+    "output": {"class": "softmax", "loss": "ce", "from": "both"},
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["returnn", "torch"])
+def test_reinterpret_data_set_sparse_dim_reads_labels_over_another_class_dim(tmp_path, backend):
+    # RETURNN's transducers mask the blank away and read the labels over the classes without it; here
+    # 4 classes read as 6, whose embedding has 6 rows (the original's parameters carried across)
+    cfg = tmp_path / "sparse.config"
+    cfg.write_text(SPARSE_DIM)
+    model, names = tmp_path / "model.py", tmp_path / "names.json"
+    proc = run_netc("import", cfg, "-o", model, "--param-map", names)
+    assert proc.returncode == 0, proc.stderr
+    assert 'wide = cast(best, "int32", class_dim=wide_classes)' in model.read_text()
+    orig = run_original(cfg, [], [[6, 3, 5], [6, 3, 5]])
+    _compare("set_sparse_dim", model, json.loads(names.read_text()), orig, backend)
+    # of an input that is not labels: refused at the layer
+    proc, _, _ = _import(tmp_path, SPARSE_DIM.replace('"from": "best"}', '"from": "scores"}'))
+    assert proc.returncode == 1 and "set_sparse_dim of an input that is not labels (sparse)" in proc.stderr

@@ -49,6 +49,7 @@ MODELS = [
     "rnnt_linear.py",
     "rna_decoder.py",
     "where_labels_number.py",
+    "cast_class_dim.py",
     "transducer_time_sync.py",
     "training_flag.py",
     "grow_self_attention.py",

@@ -2,7 +2,7 @@
 `constant` → a number or `full`, `length` → a sum of ones over the time dim, `cast`,
 `expand_dims` → `expand`, `split` (its sub-layers `split/0`, ...) → `split`, and the forms of
 `reinterpret_data` that only rename: a copy, `size_base` (the two time dims are one), a new dim
-tag for a dynamic dim (`replace_dim`)."""
+tag for a dynamic dim (`replace_dim`), labels over another class dim (`set_sparse_dim`: `cast`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import libcst as cst
 from netc.importer.attention import new_dim
 from netc.importer.dims import BATCH
 from netc.importer.syntax import Expr, call, identifier, literal, name, num
-from netc.importer.values import Refused, Val, feature, sources
+from netc.importer.values import DIM, Refused, Val, feature, sources
 from netc.importer.writer import Assign
 
 KNOWN = {
@@ -22,7 +22,7 @@ KNOWN = {
     "cast": {"dtype"},
     "expand_dims": {"axis", "dim"},
     "split": {"axis", "size_splits", "num_splits", "out_dims"},
-    "reinterpret_data": {"size_base", "set_dim_tags", "enforce_batch_major", "enforce_time_major"},
+    "reinterpret_data": {"size_base", "set_dim_tags", "enforce_batch_major", "enforce_time_major", "set_sparse_dim"},
 }
 _COMPARE = {
     "equal": cst.Equal,
@@ -232,5 +232,27 @@ class LogicLayers:
             self.imports.add("replace_dim")
             value = call("replace_dim", value, axis=self.dim(old), out_axis=self.dim(new))
             dims = tuple(new if x == old else x for x in dims)
+        sparse = src.sparse
+        if d.get("set_sparse_dim") is not None:  # the labels read over another class dim
+            sparse = self._set_sparse_dim(layer, d, src, full)
+            if self.dims.find(sparse) != self.dims.find(src.sparse):
+                self.imports.add("cast")
+                value = call("cast", value, literal("int32"), class_dim=self.dim(sparse))
         self._emit(scope, var, value, layer)
-        return Val(name(var), dims, src.sparse)
+        return Val(name(var), dims, sparse)
+
+    def _set_sparse_dim(self, layer: str, d: dict, src: Val, full: str) -> str:
+        """`set_sparse_dim` (a number of classes or a dim tag) of labels: their new class dim (their
+        values kept, as RETURNN keeps them: a transducer's labels with the blank masked away)."""
+        new = d["set_sparse_dim"]
+        if src.sparse is None:
+            raise Refused(full, "reinterpret_data", "set_sparse_dim of an input that is not labels (sparse)")
+        if isinstance(new, dict) and DIM in new:
+            tag = self.dims.tag(new[DIM])
+        elif isinstance(new, int) and not isinstance(new, bool) and new >= 1:
+            tag = self.dims.static(new, identifier(f"{layer}_classes"))
+        else:
+            raise Refused(full, "reinterpret_data", f"set_sparse_dim {new!r} (a number of classes or a dim tag)")
+        if not self.dims.is_static(tag):
+            raise Refused(full, "reinterpret_data", f"set_sparse_dim {new!r}: a static dim")
+        return tag

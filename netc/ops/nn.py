@@ -283,21 +283,44 @@ class Where(OpDef):
 
 @register
 class Cast(OpDef):
-    """`cast(x, dtype)` to "float32", "int32" or "bool" (float → int truncates toward zero)."""
+    """`cast(x, dtype)` to "float32", "int32" or "bool" (float → int truncates toward zero).
+    `cast(x, "int32", class_dim=vocab)`: int32 labels over the class dim `vocab` (the values are
+    kept: RETURNN's `reinterpret_data` with `set_sparse_dim`, which does not check them either)."""
 
     name = fn_name = "cast"
 
-    def api(self, x, dtype):
+    def api(self, x, dtype, class_dim=None):
         pass
 
+    def bind(self, args, kwargs):
+        tensors, attrs = super().bind(args, kwargs)
+        if attrs.get("class_dim") is None:  # the plain cast's attributes as before
+            attrs.pop("class_dim", None)
+        return tensors, attrs
+
     def infer(self, dt, args, attrs):
-        x, dtype = args[0], attrs["dtype"]
+        x, dtype, class_dim = args[0], attrs["dtype"], attrs.get("class_dim")
         if dtype not in DTYPES:
             raise DimError(f"`cast` dtype must be one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
+        if class_dim is not None:
+            if dtype != "int32":
+                raise DimError(f"`cast` with a class dim makes int32 labels, not {dtype}")
+            if not isinstance(class_dim, str) or class_dim not in dt.dims or dt[class_dim].kind != "static":
+                raise DimError("`cast` needs `class_dim` to be a static dim")
+            if class_dim in x.dims:
+                raise DimError(f"the class dim `{class_dim}` cannot also be a dim of the labels")
+            return [OutType(x.dims, dtype, sparse_dim=class_dim)]
         sparse = x.sparse_dim if dtype == "int32" else None  # labels stay labels
         return [OutType(x.dims, dtype, sparse_dim=sparse)]
 
     def returnn(self, ctx, op):
+        if "class_dim" in op.attrs:  # an `eval` gives the result its class dim (as `where` of labels)
+            return {
+                "class": "eval",
+                "from": ctx.src(0),
+                "eval": "tf.cast(source(0), tf.int32)",
+                "out_type": {"dtype": "int32", "sparse_dim": ctx.dim(op.attrs["class_dim"])},
+            }
         return {"class": "cast", "from": ctx.src(0), "dtype": op.attrs["dtype"]}
 
     def torch(self, ctx, op):
