@@ -328,7 +328,7 @@ num_outputs = {"classes": [5, 1]}
 network = {
     "scores": {"class": "linear", "activation": None, "n_out": 4, "from": "data"},
     "best": {"class": "reduce", "mode": "argmax", "axes": "F", "from": "scores"},
-    "wide": {"class": "reinterpret_data", "set_sparse_dim": 6, "from": "best"},
+    "wide": {"class": "reinterpret_data", "set_sparse": True, "set_sparse_dim": 6, "from": "best"},
     "emb": {"class": "linear", "activation": None, "with_bias": False, "n_out": 2, "from": "wide"},
     "both": {"class": "copy", "from": ["emb", "data"]},
     "output": {"class": "softmax", "loss": "ce", "from": "both"},
@@ -350,4 +350,11 @@ def test_reinterpret_data_set_sparse_dim_reads_labels_over_another_class_dim(tmp
     _compare("set_sparse_dim", model, json.loads(names.read_text()), orig, backend)
     # of an input that is not labels: refused at the layer
     proc, _, _ = _import(tmp_path, SPARSE_DIM.replace('"from": "best"}', '"from": "scores"}'))
+    assert proc.returncode == 1 and "set_sparse True (True of labels, no change, is)" in proc.stderr
+    proc, _, _ = _import(
+        tmp_path, SPARSE_DIM.replace('"set_sparse": True, ', "").replace('"from": "best"}', '"from": "scores"}')
+    )
     assert proc.returncode == 1 and "set_sparse_dim of an input that is not labels (sparse)" in proc.stderr
+    # None: RETURNN makes the labels dense int32, which no netc layer reads as RETURNN would
+    proc, _, _ = _import(tmp_path, SPARSE_DIM.replace('"set_sparse_dim": 6', '"set_sparse_dim": None'))
+    assert proc.returncode == 1 and "set_sparse_dim None (a number of classes or a dim tag)" in proc.stderr

@@ -22,7 +22,14 @@ KNOWN = {
     "cast": {"dtype"},
     "expand_dims": {"axis", "dim"},
     "split": {"axis", "size_splits", "num_splits", "out_dims"},
-    "reinterpret_data": {"size_base", "set_dim_tags", "enforce_batch_major", "enforce_time_major", "set_sparse_dim"},
+    "reinterpret_data": {
+        "size_base",
+        "set_dim_tags",
+        "enforce_batch_major",
+        "enforce_time_major",
+        "set_sparse",
+        "set_sparse_dim",
+    },
 }
 _COMPARE = {
     "equal": cst.Equal,
@@ -233,7 +240,9 @@ class LogicLayers:
             value = call("replace_dim", value, axis=self.dim(old), out_axis=self.dim(new))
             dims = tuple(new if x == old else x for x in dims)
         sparse = src.sparse
-        if d.get("set_sparse_dim") is not None:  # the labels read over another class dim
+        if d.get("set_sparse") is not None and (d["set_sparse"] is not True or src.sparse is None):
+            raise Refused(full, "reinterpret_data", f"set_sparse {d['set_sparse']!r} (True of labels, no change, is)")
+        if "set_sparse_dim" in d:  # the labels read over another class dim
             sparse = self._set_sparse_dim(layer, d, src, full)
             if self.dims.find(sparse) != self.dims.find(src.sparse):
                 self.imports.add("cast")
