@@ -358,3 +358,37 @@ def test_reinterpret_data_set_sparse_dim_reads_labels_over_another_class_dim(tmp
     # None: RETURNN makes the labels dense int32, which no netc layer reads as RETURNN would
     proc, _, _ = _import(tmp_path, SPARSE_DIM.replace('"set_sparse_dim": 6', '"set_sparse_dim": None'))
     assert proc.returncode == 1 and "set_sparse_dim None (a number of classes or a dim tag)" in proc.stderr
+
+
+LOAD_ON_INIT = """
+#!rnn.py
+num_inputs = 3
+num_outputs = {"classes": [5, 1]}
+network = {
+    "lm": {
+        "class": "subnetwork",
+        "from": "data",
+        "load_on_init": "/cluster/lm/net-model/network.028",  # a checkpoint only the cluster has
+        "n_out": 4,
+        "subnetwork": {
+            "hidden": {"class": "linear", "activation": "tanh", "n_out": 4, "from": "data"},
+            "output": {"class": "copy", "from": "hidden"},
+        },
+    },
+    "output": {"class": "softmax", "loss": "ce", "from": "lm"},
+}
+"""
+
+
+def test_subnetwork_loaded_on_init_is_imported_with_a_note(tmp_path):
+    # RETURNN setups fuse a language model trained before (`load_on_init` its checkpoint): how the
+    # parameters start, not what the layer computes
+    proc, model, cfg = _import(tmp_path, LOAD_ON_INIT)
+    assert proc.returncode == 0, proc.stderr
+    assert "note: layer `lm` (subnetwork): RETURNN initialises its parameters from `load_on_init`" in proc.stderr
+    assert "lm = lm_output" in model, model
+    # `n_out` is checked against the subnetwork's output, as RETURNN checks it
+    proc, _, _ = _import(
+        tmp_path, LOAD_ON_INIT.replace('"n_out": 4,\n        "subnetwork"', '"n_out": 7,\n        "subnetwork"')
+    )
+    assert proc.returncode == 1 and "layer `lm` (subnetwork): n_out 7, but its `output` has 4" in proc.stderr
