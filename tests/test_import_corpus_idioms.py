@@ -392,3 +392,30 @@ def test_subnetwork_loaded_on_init_is_imported_with_a_note(tmp_path):
         tmp_path, LOAD_ON_INIT.replace('"n_out": 4,\n        "subnetwork"', '"n_out": 7,\n        "subnetwork"')
     )
     assert proc.returncode == 1 and "layer `lm` (subnetwork): n_out 7, but its `output` has 4" in proc.stderr
+
+
+CELL_DROPOUT = """
+#!rnn.py
+num_inputs = 3
+num_outputs = {"classes": [5, 1]}
+network = {
+    "rec": {
+        "class": "rec",
+        "from": "data",
+        "unit": {
+            "cell": {"class": "rnn_cell", "unit": "LSTMBlock", "n_out": 4, "dropout": 0.1, "from": "data:source"},
+            "output": {"class": "copy", "from": "cell"},
+        },
+    },
+    "output": {"class": "softmax", "loss": "ce", "from": "rec"},
+}
+"""
+
+
+def test_rnn_cell_dropout_is_dropout_of_its_input(tmp_path):
+    # RETURNN's rnn_cell, as every layer of its inputs, drops out its input in training
+    proc, model, cfg = _import(tmp_path, CELL_DROPOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert "LstmCell(cell_dim)(dropout(data_t, 0.1), (cell, cell_c))" in model, model
+    out = run_netc("verify", tmp_path / "model.py")
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr

@@ -42,7 +42,7 @@ OPTION_NOTES = {
 _REC_INIT = {"forward_weights_init", "recurrent_weights_init", "bias_init"}  # parameters' initialisers
 KNOWN = {
     "choice": {"target", "beam_size", "length_normalization", "input_type", "cheating"},
-    "rnn_cell": {"unit", "n_out", "out_dim", "unit_opts", "weights_init"},
+    "rnn_cell": {"unit", "n_out", "out_dim", "unit_opts", "weights_init", "dropout"},  # dropout: of its input
     "rec": {
         "unit",
         "unit_opts",
