@@ -42,6 +42,17 @@ def original_network(path: str, no_exec: bool, network: str = "network"):
     return config, net_dict
 
 
+def as_tf1() -> None:
+    """The corpus's configs were written for TensorFlow 1: the top-level names TF 2 keeps only in
+    `tf.compat.v1` (`tf.random_uniform`, `tf.to_float`, ...) given back, as on their cluster, so that
+    RETURNN builds the original (a SpecAugment function's training branch calls them)."""
+    import tensorflow as tf
+
+    for key in dir(tf.compat.v1):
+        if not key.startswith("_") and not hasattr(tf, key):
+            setattr(tf, key, getattr(tf.compat.v1, key))
+
+
 def returnn_error(path: str, no_exec: bool) -> str | None:
     """RETURNN (TensorFlow, graph mode) building the original config's network for training, then
     for search (a decoder's scores are built only there): None where both build, else the error's
@@ -52,6 +63,7 @@ def returnn_error(path: str, no_exec: bool) -> str | None:
     from returnn.tf.network import TFNetwork
 
     tf.compat.v1.disable_eager_execution()
+    as_tf1()
     log.initialize(verbosity=[0])
     OpMaker.with_cuda = False
     for search in (False, True):
@@ -80,6 +92,7 @@ def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:
     from returnn.tf.network import TFNetwork
 
     tf.compat.v1.disable_eager_execution()
+    as_tf1()
     log.initialize(verbosity=[0])
     OpMaker.with_cuda = False
     rng = np.random.default_rng(seed)
