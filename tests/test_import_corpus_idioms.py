@@ -419,3 +419,34 @@ def test_rnn_cell_dropout_is_dropout_of_its_input(tmp_path):
     assert "LstmCell(cell_dim)(dropout(data_t, 0.1), (cell, cell_c))" in model, model
     out = run_netc("verify", tmp_path / "model.py")
     assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
+
+
+SWITCH_OF_CONTEXTS = """
+#!rnn.py
+num_inputs = 3
+num_outputs = {"classes": [5, 1]}
+network = {
+    "fw0": {"class": "linear", "activation": "tanh", "n_out": 2, "from": "data"},
+    "bw0": {"class": "linear", "activation": "tanh", "n_out": 4, "from": "data"},
+    "fw1": {"class": "linear", "activation": "tanh", "n_out": 3, "from": "data"},
+    "bw1": {"class": "linear", "activation": "tanh", "n_out": 3, "from": "data"},
+    "model0_att": {"class": "copy", "from": ["fw0", "bw0"]},
+    "model1_att": {"class": "copy", "from": ["fw1", "bw1"]},
+    "short": {"class": "compare", "kind": "less", "value": 0.0, "from": "first"},
+    "first": {"class": "reduce", "mode": "sum", "axes": ["T", "F"], "from": "data"},
+    "att": {"class": "switch", "condition": "short", "true_from": "model1_att", "false_from": "model0_att"},
+    "output": {"class": "softmax", "loss": "ce", "from": "att"},
+}
+"""
+
+
+def test_switch_of_values_over_different_dims_of_one_size_is_refused_at_the_layer(tmp_path):
+    # the corpus's multi-encoder models pick one attention context per sequence, each over the
+    # concatenation of its own encoder's dims: RETURNN matches them by size, netc's dims differ
+    # (the importer wrote a model that did not compile before)
+    proc, model, cfg = _import(tmp_path, SWITCH_OF_CONTEXTS)
+    assert proc.returncode == 1 and "does not compile" not in proc.stderr, proc.stderr
+    assert (
+        "cfg.config:14:5: error: layer `att` (switch): branches over different dims (`feat+feat` and "
+        "`fw0+bw0`: of one size, made apart) not supported" in proc.stderr
+    ), proc.stderr

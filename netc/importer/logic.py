@@ -49,6 +49,17 @@ def _number(v) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _shown(imp, dims: list[str]) -> str:
+    """Dims as the model writes them (a concatenation's: `a+b`)."""
+    table = imp.dims.dims
+
+    def one(key: str) -> str:
+        d = table[imp.dims.find(key)]
+        return "+".join(one(p) for p in d.parts) if d.parts else d.name
+
+    return ", ".join(f"`{one(x)}`" for x in dims)
+
+
 def _union(imp, vals: list[Val]) -> tuple[str, ...]:
     """The dims of an elementwise result: the operands' dims, in their order of appearance."""
     out: list[str] = []
@@ -98,6 +109,19 @@ class LogicLayers:
         if not isinstance(cond, str):
             raise Refused(full, "switch", f"condition {cond!r} (a layer or a bool is supported)")
         c = self.get(cond, scope)
+        if len(branches) == 2 and all(b.dims for b in branches):
+            find = self.dims.find
+            a_only, b_only = (
+                [x for x in v.dims if self.dims.is_static(x) and find(x) not in {find(y) for y in w.dims}]
+                for v, w in (branches, branches[::-1])
+            )
+            if a_only and b_only:  # RETURNN matches them by size; netc's dims of concatenations differ
+                raise Refused(
+                    full,
+                    "switch",
+                    f"branches over different dims ({_shown(self, a_only)} and {_shown(self, b_only)}: "
+                    "of one size, made apart) not supported",
+                )
         self.imports.add("where")
         self._emit(scope, var, call("where", c.tensor(), *(b.tensor() for b in branches)), layer)
         sparse = {b.sparse for b in branches if b.dims or b.sparse}
