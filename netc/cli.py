@@ -463,7 +463,7 @@ def import_(
     if checkpoint is not None and (output is None or output == "-") and not (params_out and state_dict_out):
         raise click.UsageError("--checkpoint without -o FILE needs --params-out and --state-dict-out")
     try:
-        result = import_config(config, pairs, network_var, no_exec=no_exec)
+        result = import_config(config, pairs, network_var, no_exec=True if no_exec else None)
         if checkpoint is not None and not result.errors:
             from netc.importer.checkpoint import carry, read_checkpoint, write_params
 
@@ -483,6 +483,8 @@ def import_(
     if param_map:
         mapping = {"params": result.params, "outputs": result.outputs, "losses": result.losses}
         _write(param_map, json.dumps(mapping, indent=1) + "\n")
+    for note in result.notes:
+        click.echo(f"{config}: note: {note}", err=True)
     for w in result.warnings:
         click.echo(w.render().replace(": error: ", ": warning: ", 1), err=True)
     for e in result.errors:

@@ -88,9 +88,9 @@ def _draw(top: int, batch: int, rng: np.random.Generator) -> list[int]:
 
 def choice_target_bounds(g: Graph) -> dict[str, tuple[str | None, int, int]]:
     """For every loop with `choice` whose target's dim is a dynamic input dim and whose bound is
-    `scale * x.max_seq_len + offset` over another one, or a constant `range(n)`: that dim -> (the
-    bound's dim, scale, offset), or (None, 0, n). Training runs over the target's frames, which
-    the bound must cover."""
+    `scale * x.max_seq_len + offset` over another dim (an input's, or one an op makes of it, as a
+    pooled encoder's time), or a constant `range(n)`: that dim -> (the bound's dim, scale, offset),
+    or (None, 0, n). Training runs over the target's frames, which the bound must cover."""
     dyn = set(input_dyn_dims(g))
     g = g.search or g  # training has made the loop one over its target (`teacher_forcing`)
     made = {o.id: n for n in g.body if not isinstance(n, Loop) for o in n.outs}
@@ -112,7 +112,7 @@ def choice_target_bounds(g: Graph) -> dict[str, tuple[str | None, int, int]]:
                 offset += scale * op.attrs["scalar"]
             v = op.args[0]
         op = made.get(v)
-        if op is not None and op.op == "seq_lens" and op.attrs["axis"] in dyn and op.attrs["axis"] != loop.axis:
+        if op is not None and op.op == "seq_lens" and op.attrs["axis"] != loop.axis:  # an input's dim or one made of it
             out[loop.axis] = (op.attrs["axis"], scale, offset)
     return out
 
@@ -151,7 +151,9 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
         if frames is None:  # a constant bound: drawn again within it, unequal as any
             lens[d] = _draw(max(1, min(lens[d][0], offset)), batch, rng)
             continue
-        lens[d] = [max(1, min(n, scale * m + offset)) for n, m in zip(lens[d], lens[frames])]
+        known = made_lengths(g, {k: v for k, v in lens.items() if k != d})  # e.g. a pooled encoder's time
+        if frames in known:
+            lens[d] = [max(1, min(n, scale * m + offset)) for n, m in zip(lens[d], known[frames])]
     for pred, label_dim in rnnt_pred_dims(g).items():  # one frame more than the labels
         lens[pred] = [n + 1 for n in lens[label_dim]]
     return {d: np.asarray(lens[d], dtype=np.int64) for d in dyn}

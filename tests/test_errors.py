@@ -94,6 +94,33 @@ CASES = [
         8,
     ),
     (
+        # `cast(..., class_dim=)` makes labels: int32 over a static dim that is not one of theirs
+        "cast_class_dim_not_int",
+        """
+        from netc import Labels, cast
+        vocab = Dim("vocab", 5)
+        @network
+        def f(y: Labels[batch, time, vocab]):
+            return cast(y, "float32", class_dim=hidden)
+        """,
+        "`cast` with a class dim makes int32 labels, not float32",
+        5,
+        None,
+    ),
+    (
+        "cast_class_dim_of_the_labels",
+        """
+        from netc import Labels, cast
+        vocab = Dim("vocab", 5)
+        @network
+        def f(y: Labels[batch, feat, vocab]):
+            return cast(y, "int32", class_dim=feat)
+        """,
+        "the class dim `feat` cannot also be a dim of the labels",
+        5,
+        None,
+    ),
+    (
         "linear_needs_a_dim",
         """
         @network

@@ -171,10 +171,14 @@ def test_what_the_network_does_not_need_is_skipped(tmp_path):
         network = {"output": {"class": "linear", "activation": "tanh", "n_out": 3, "from": "data"}}
         """,
     )
+    # run, its file check is answered as on its cluster, the module only the cluster has a placeholder
+    # (the datasets that use it are never built), saying so; --no-exec gives the same model
     proc = run_netc("import", path.name, "-o", "exec.py", cwd=tmp_path)
-    assert_located_error(proc, src, path.name, 5, "assert", "the config fails to load: AssertionError: no corpus")
+    assert proc.returncode == 0, proc.stderr
+    assert "note: the config imports the module 'my_setup', which only its cluster has" in proc.stderr
     run_netc("import", path.name, "--no-exec", "-o", "noexec.py", cwd=tmp_path, check=True)
     assert "output = tanh(Linear(" in (tmp_path / "noexec.py").read_text()
+    assert (tmp_path / "exec.py").read_text() == (tmp_path / "noexec.py").read_text()
 
 
 @pytest.mark.parametrize(

@@ -96,6 +96,7 @@ def _log_softmax(z, axis=-1):
     [
         ("ops_embedding.py", {"e/W": ("vocab", "emb"), "steps/rec/lookup/W": ("vocab", "emb")}),
         ("ops_layer_norm.py", {"y/scale": ("hidden",), "y/bias": ("hidden",)}),
+        ("ops_layer_norm_eps.py", {"y/scale": ("hidden",), "out/rec/h/scale": ("hidden",)}),
         (
             "ops_bias.py",
             {"pos_bias_u/b": ("heads", "head_feat"), "pos_bias_v/b": ("head_feat", "heads"), "out/rec/h/b": ("feat",)},
@@ -135,6 +136,21 @@ def test_layer_norm_matches_returnn_formula():
     mean = h.mean(-1, keepdims=True)
     var = ((h - mean) ** 2).mean(-1, keepdims=True)
     want = (h - mean) / np.sqrt(var + 1e-6) * params["y/scale"] + params["y/bias"]
+    for b, r in res.items():
+        mask = _mask(g, r, "output")
+        np.testing.assert_allclose(
+            np.where(mask, r.outputs["output"], 0), np.where(mask, want, 0), atol=1e-5, err_msg=b
+        )
+
+
+def test_layer_norm_with_its_epsilon_and_without_bias():
+    """(x - mean) / sqrt(var + eps) * scale: `LayerNorm(eps=0.5, with_bias=False)` (RETURNN's `norm`)."""
+    g, inputs, lens, params, res = _all("ops_layer_norm_eps.py")
+    assert "y/bias" not in params
+    h = inputs["x"] @ params["lin/W"] + params["lin/b"]
+    mean = h.mean(-1, keepdims=True)
+    var = ((h - mean) ** 2).mean(-1, keepdims=True)
+    want = (h - mean) / np.sqrt(var + 0.5) * params["y/scale"]
     for b, r in res.items():
         mask = _mask(g, r, "output")
         np.testing.assert_allclose(

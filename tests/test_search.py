@@ -154,6 +154,15 @@ def test_verify_decoders_whose_networks_use_some_parameters(model, search):
     assert ("scores           eager vs returnn" in proc.stdout) == search
 
 
+def test_verify_search_of_a_dim_only_the_search_network_has():
+    """A `concat` of the decoder's state and an invariant over a made dim, which the search's passes
+    split: the part's dim (`feat + hid`) exists only in the search network (the RETURNN emitter's
+    KeyError before)."""
+    proc = verify_in_process(ROOT / "tests" / "models" / "search_concat_made_dim.py", "--search")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "scores           eager vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
+
+
 def test_run_search_with_an_auxiliary_loss_through_the_cli(tmp_path):
     """`netc run --search` with every parameter of the model given, the CTC's included."""
     model = ROOT / "tests" / "models" / "search_aux_ctc.py"

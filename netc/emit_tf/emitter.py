@@ -47,11 +47,21 @@ _LAYER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _CONFIG_NAMES = {"Dim", "batch_dim", "extern_data", "network", "reverse_in_length", "netc_step_type"}
 
 
+def config_dims(g: Graph) -> list:
+    """The dims of the config: the training graph's, then those only its search graph has (a
+    `concat` of a loop's state and an invariant, which the search's own passes split)."""
+    dims = list(g.dims)
+    if g.search is not None:
+        seen = {d.name for d in dims}
+        dims += [d for d in g.search.dims if d.name not in seen]
+    return dims
+
+
 def dim_vars(g: Graph) -> dict[str, str]:
     """The config's variable for each dim (`dim_2xhidden`); `batch` is RETURNN's `batch_dim`."""
     ns = Namespace(_CONFIG_NAMES)
     out = {"batch": "batch_dim"}
-    for d in g.dims:
+    for d in config_dims(g):
         if d.kind != "batch":
             out[d.name] = ns.fresh("dim_" + d.name.replace("*", "x").replace("/", "_div_").replace("+", "_plus_"))
     return out
@@ -175,7 +185,7 @@ class ReturnnEmitter(LoopLowering):
         # training's network reads a `choice` target in its loop (teacher forcing) when the model
         # has a search network: RETURNN would build dummies of the layers that depend on it
         extern = extern_data(g, self.dim_vars, target_read=g.search is not None)
-        dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in g.dims if d.kind != "batch"]
+        dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in config_dims(g) if d.kind != "batch"]
         dims += [(var, py_str(name), None) for var, name in self.whole_dims]
         return _TEMPLATES.get_template("config.py.j2").render(
             source=plain_text(os.path.basename(g.source_file)),

@@ -30,11 +30,12 @@ class ImportResult:
     function: str
     params: dict[str, dict] = field(
         default_factory=dict
-    )  # original TF variable -> {"netc", "returnn", "torch", "shape"}
+    )  # original TF variable -> {"netc", "returnn", "torch", "shape"[, "transposed": the variable is the transpose]}
     outputs: dict[str, str] = field(default_factory=dict)  # original layer -> output name
     losses: dict[str, str] = field(default_factory=dict)  # original layer (`rec/sub` in units) -> loss name
     errors: list[CompileError] = field(default_factory=list)  # refused layers, located
     warnings: list[CompileError] = field(default_factory=list)  # imported layers RETURNN may compute otherwise
+    notes: list[str] = field(default_factory=list)  # how the config was read, what was left out (one line each)
 
 
 def import_config(
@@ -42,11 +43,16 @@ def import_config(
     sets: list[tuple[str, str]] = (),
     network: str = "network",
     python: str | None = None,
-    no_exec: bool = False,
+    no_exec: bool | None = None,
 ) -> ImportResult:
-    loaded = load_config(path, sets, network, python, no_exec)
+    return import_loaded(load_config(path, sets, network, python, no_exec), network)
+
+
+def import_loaded(loaded, network: str = "network") -> ImportResult:
+    """The model of a config `load_config` loaded."""
+    path = loaded.path
     imp = Importer(loaded)
-    imp.run()
+    _deep(imp.run, _count_layers(loaded.network))
     function = identifier(os.path.basename(path).split(".")[0]) or "imported"
     if function in imp.used:
         function += "_net"
@@ -56,9 +62,54 @@ def import_config(
     result = ImportResult(source, function, outputs=imp.outputs, losses=imp.loss_names)
     result.errors = [_locate(path, network, r) for r in imp.refused]
     result.warnings = [_locate(path, network, r) for r in imp.warnings]
+    result.notes = [*loaded.notes, *imp.notes]
     if not imp.refused:
         result.params = _param_map(source, path, model)
     return result
+
+
+def _count_layers(net: dict) -> int:
+    """The layers of a net dict, those of its units and subnetworks too."""
+    n, todo = 0, [net]
+    while todo:
+        layers = todo.pop()
+        for d in layers.values():
+            n += 1
+            if isinstance(d, dict):
+                todo += [v for k in ("unit", "subnetwork") if isinstance(v := d.get(k), dict)]
+    return n
+
+
+def _deep(fn, n_layers: int) -> None:
+    """`fn()` where Python's recursion may go as deep as the network: the importer reads each layer's
+    inputs before the layer (a chain of hundreds of layers), in a thread with a stack for that."""
+    import sys
+    import threading
+
+    limit = max(sys.getrecursionlimit(), 1000 + 60 * n_layers)
+    if limit == sys.getrecursionlimit():
+        fn()
+        return
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            failure.append(e)
+
+    old_limit, old_size = sys.getrecursionlimit(), threading.stack_size()
+    sys.setrecursionlimit(limit)
+    threading.stack_size(min(1 << 30, max(64 << 20, limit * 2048)))
+    try:
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old_size)
+        sys.setrecursionlimit(old_limit)
+    if failure:
+        raise failure[0]
 
 
 def _model(imp: Importer, path: str, function: str) -> Model:
@@ -182,12 +233,15 @@ def _param_map(source: str, path: str, model: Model) -> dict[str, dict]:
     out = {}
     for p in g.params:
         ref = model.module_paths[tuple(line for line, _ in p.call_path)]
-        out[f"{ref.tf_prefix}/{ref.tf_names.get(p.role, p.role)}"] = {
+        entry = {
             "netc": f"{p.path}/{p.role}",
             "returnn": p.name,
             "torch": attrs[(p.path, p.role)],
             "shape": [g.dim(d).size for d in p.dims],
         }
+        if p.role in ref.transposed:  # RETURNN's `use_transposed_weights`: [out, in]
+            entry["transposed"] = True
+        out[f"{ref.tf_prefix}/{ref.tf_names.get(p.role, p.role)}"] = entry
     return out
 
 

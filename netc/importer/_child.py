@@ -51,22 +51,86 @@ def _plain(value, dim_ref, depth: int = 0):
     return {"__object__": repr(value)[:200]}
 
 
-def _inputs(config, dim_ref) -> dict:
-    """Each input as RETURNN makes it from `extern_data` (or `num_outputs`)."""
+def _data_kwargs(config) -> dict:
+    """extern_data key -> its `Tensor` kwargs, as RETURNN's `_extern_data_types_from_config`
+    (returnn.tf.network, which imports TensorFlow) makes them: `extern_data` (Tensor kwargs, or
+    `(dim, ndim)` pairs), else the old `num_outputs` (an int: the target's classes; a dict of ints,
+    `[dim, ndim]` pairs or Tensor kwargs) and `num_inputs` (the `data` input; sparse with
+    `sparse_input`)."""
+    if config.has("extern_data"):
+        extern = config.typed_dict.get("extern_data", config.typed_value("extern_data"))
+        if hasattr(extern, "data") and not isinstance(extern, dict):  # a TensorDict
+            return {k: {kk: vv for kk, vv in v.get_kwargs().items() if kk != "name"} for k, v in extern.data.items()}
+        data_dims = dict(extern or {})
+    else:
+        data_dims = _num_outputs(config)
+    out = {}
+    for key, data_type in data_dims.items():
+        if not isinstance(data_type, list | tuple):
+            out[key] = dict(data_type) if isinstance(data_type, dict) else data_type
+            continue
+        dim, ndim = data_type
+        if ndim == 1:
+            out[key] = {"dim": dim, "shape": (None,), "sparse": True}
+        else:
+            out[key] = {"dim": dim, "shape": (None,) * (ndim - 1) + (dim,)}
+    return out
+
+
+def _num_outputs(config) -> dict:
+    """`num_outputs` and `num_inputs` as `extern_data` (values: Tensor kwargs or `(dim, ndim)`)."""
+    from returnn.datasets.basic import convert_data_dims
+
+    num_inputs = config.int("num_inputs", 0)
+    target = config.value("target", "classes")
+    if config.is_typed("num_outputs"):
+        num_outputs = config.typed_value("num_outputs")
+        if not isinstance(num_outputs, dict):
+            num_outputs = {target: num_outputs}
+        num_outputs = convert_data_dims(dict(num_outputs), leave_dict_as_is=True)
+        if "data" in num_outputs:
+            v = num_outputs["data"]
+            num_inputs = v[0] if isinstance(v, list | tuple) else v.get("dim", v.get("shape", [None])[-1])
+    elif config.has("num_outputs"):
+        num_outputs = {target: [config.int("num_outputs", 0), 1]}
+    else:
+        return {}
+    data_dims = dict(num_outputs)
+    data_dims.setdefault(
+        config.value("default_input", "data"), (num_inputs, 1 if config.bool("sparse_input", False) else 2)
+    )
+    return data_dims
+
+
+def input_kwargs(key: str, opts: dict) -> dict:
+    """An input's `Tensor` kwargs as the importer reads them: `same_dim_tags_as` (RETURNN's old form
+    of `dims`, whose own merging of the tags recurses) made `dims`; `vocab` left out (it names the
+    labels; RETURNN reads its file, which only the config's cluster has)."""
     from returnn.tensor import Tensor
 
-    extern = config.typed_value("extern_data")
-    if extern is None and config.has("num_outputs"):
-        extern = {}
-        for key, value in (config.typed_value("num_outputs") or {}).items():
-            dim, ndim = value if isinstance(value, list | tuple) else (value, 2)
-            extern[key] = {"dim": dim, "shape": (None, dim) if ndim == 2 else (None,), "sparse": ndim == 1}
+    opts = dict(opts)
+    opts.pop("vocab", None)
+    same = opts.pop("same_dim_tags_as", None)
+    if not same:
+        return opts
+    avail = opts.pop("available_for_inference", None)
+    t = Tensor(key, **opts)
+    dims = list(t.dims)
+    for axis, tag in same.items():
+        dims[t.get_axis_from_description(axis)] = tag
+    out = {"dims": dims, "sparse_dim": t.sparse_dim, "dtype": t.dtype}
+    if avail is not None:
+        out["available_for_inference"] = avail
+    return out
+
+
+def _inputs(config, dim_ref) -> dict:
+    """Each input as RETURNN makes it from `extern_data` (or `num_outputs`/`num_inputs`)."""
+    from returnn.tensor import Tensor
+
     out = {}
-    for key, opts in (extern or {}).items():
-        opts = dict(opts)
-        for own in ("available_for_inference",):
-            opts.pop(own, None)
-        t = Tensor(key, **opts)
+    for key, opts in _data_kwargs(config).items():
+        t = Tensor(key, **input_kwargs(key, opts))
         out[key] = {
             "dims": [dim_ref(d) for d in t.dims],
             "sparse_dim": dim_ref(t.sparse_dim) if t.sparse_dim is not None else None,
@@ -133,22 +197,29 @@ def main() -> None:
     path, sets = request["path"], request["set"]
     from returnn.config import Config, set_global_config
 
+    from netc.importer._as_run import AsRun, network_of
+
     text = open(path, encoding="utf-8").read()
     offset = text[: len(text) - len(text.lstrip())].count("\n")  # RETURNN strips the file first
     args = [a for name, value in sets for a in (f"++{name}", value)]
     config = Config()
     set_global_config(config)
+    run = None
     try:
         if args:
             config.parse_cmd_args(args)
         if "data" in request:  # --no-exec: the file's values, as its run would leave them
             config.typed_dict.update(_rebuild(request["data"]))
+            if args:
+                config.parse_cmd_args(args)
+            network, how = network_of(config, request["network"])
         else:
-            config.load_file(path)
-        if args:
-            config.parse_cmd_args(args)
+            with AsRun(path) as run:
+                run.load(config)
+                if args:
+                    config.parse_cmd_args(args)
+                network, how = network_of(config, request["network"])
         table, dim_ref = _dims()
-        network = config.typed_value(request["network"])
         if not isinstance(network, dict) or not all(isinstance(k, str) for k in network):
             what = "defines no" if network is None else "has no dict of layers as"
             result = {"error": {"line": None, "plain": True, "message": f"the config {what} `{request['network']}`"}}
@@ -162,6 +233,10 @@ def main() -> None:
             "default_target": config.value("target", "classes"),  # of a loss without `target`
         }
         result["dims"] = sorted(table.values(), key=lambda d: d["id"])
+        result["answered"] = run.answered if run else []
+        result["absent"] = run.absent if run else []
+        result["commands"] = run.commands if run else []
+        result["network_note"] = how
     except BaseException as e:  # noqa: BLE001 - the config's own mistakes, reported at its line
         result = {"error": _config_frame(e, path, offset)}
     sys.stdout.write("\n@@netc-import@@\n" + json.dumps(result))

@@ -10,8 +10,9 @@ from __future__ import annotations
 import libcst as cst
 
 from netc.importer.dims import BATCH
-from netc.importer.syntax import Expr, call, identifier, name, num
+from netc.importer.syntax import Expr, binop, call, identifier, name, num
 from netc.importer.values import Refused, Scope, Val, feature, sources
+from netc.importer.writer import Assign
 
 
 def _tuple(imp, keys: list[str]) -> Expr:
@@ -72,29 +73,95 @@ def merge_out(imp, layer: str, dims: list[str]) -> str:
 def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     src = imp._source(d, scope, full)
     merged = [x for x in src.dims if imp.dims.is_static(x)]
-    # `except_time` (a window's frames and features): every dim but batch and the one time dim
-    kept = {"except_batch": 1, "except_time": 2, "static": 2}.get(d.get("axes"))
-    if kept is None or len(merged) != len(src.dims) - kept or src.dims[0] != BATCH:
-        forms = "`except_batch`, or `except_time`/`static` of [batch, time, ...]: static dims"
+    dynamic = [x for x in src.dims if imp.dims.is_dynamic(x)]
+    # `static`: every static dim; `except_time` (a window's frames and features): every dim but batch
+    # and the time dim (all but batch where there is none); `except_batch`: all but batch
+    axes = d.get("axes")
+    ok = {"except_batch": not dynamic, "except_time": len(dynamic) <= 1, "static": True}.get(axes)
+    if not ok or src.dims[0] != BATCH or src.sparse is not None or not merged:
+        forms = "`static`, `except_batch` or `except_time` of [batch, time, ...] where the rest are static dims"
         raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} ({forms} are supported)")
+    if len(merged) == 1:  # one dim: itself
+        imp._emit(scope, var, src.tensor(), layer)
+        return Val(name(var), src.dims)
     out = merge_out(imp, layer, merged)
+    if d.get("n_out") is not None and d["n_out"] != imp.dims.size(out):
+        raise Refused(full, "merge_dims", f"n_out {d['n_out']!r}: the merged dims have {imp.dims.size(out)}")
     imp.imports.add("merge_dims")
     imp._emit(scope, var, call("merge_dims", src.tensor(), dims=_tuple(imp, merged), out_dim=imp.dim(out)), layer)
     return Val(name(var), (*(x for x in src.dims if x not in merged), out))
 
 
 def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+    """`softmax(x * energy_factor, axis=time)` (padded frames get no weight); frames outside
+    [`start`, ...) and [`window_start`, `window_start` + `window_size`) get -1e30 first (exp gives 0,
+    as of RETURNN's -inf); `log_space`: `log_softmax`."""
     src = imp._source(d, scope, full)
     axis = imp._axis(src, d.get("axis", "T"))
-    if axis is None or not imp.dims.is_dynamic(axis):
-        raise Refused(full, "softmax_over_spatial", f"axis {d.get('axis')!r} (a dynamic dim is supported)")
-    imp.imports.add("softmax")
-    imp._emit(scope, var, call("softmax", src.tensor(), axis=imp.dim(axis)), layer)
+    if axis is None or axis not in src.dims or axis == BATCH:
+        raise Refused(full, "softmax_over_spatial", f"axis {d.get('axis')!r} (a dim of the input is supported)")
+    windowed = any(d.get(k) is not None for k in ("start", "window_start", "window_size"))
+    if windowed and not imp.dims.is_dynamic(axis):
+        raise Refused(full, "softmax_over_spatial", "start or a window over a static axis (RETURNN rejects it)")
+    if d.get("use_time_mask") is False:
+        raise Refused(full, "softmax_over_spatial", "use_time_mask False (the padded frames weighted) not supported")
+    x = src.tensor()
+    factor = d.get("energy_factor")
+    if factor is not None:
+        if not isinstance(factor, int | float) or isinstance(factor, bool):
+            raise Refused(full, "softmax_over_spatial", f"energy_factor {factor!r} (a number is supported)")
+        x = binop("*", x, num(float(factor)))
+    positions = call("range_over", imp.dim(axis))
+    bounds = []  # (position >= lower) and (position < upper)
+    if d.get("start") is not None:
+        bounds.append((">=", _int_or_layer(imp, d["start"], scope, full)))
+    if d.get("window_start") is not None:
+        if d.get("window_size") is None:
+            raise Refused(full, "softmax_over_spatial", "window_start without window_size (RETURNN needs it)")
+        if not isinstance(d["window_start"], str):
+            raise Refused(full, "softmax_over_spatial", "window_start: a layer (RETURNN takes no number)")
+        ws = _int_or_layer(imp, d["window_start"], scope, full)
+        size = _int_or_layer(imp, d["window_size"], scope, full)
+        bounds += [(">=", ws), ("<", binop("+", ws, size))]
+    for op, bound in bounds:
+        imp.imports |= {"where", "range_over"}
+        cmp = {">=": cst.GreaterThanEqual, "<": cst.LessThan}[op]()
+        x = call("where", cst.Comparison(positions, [cst.ComparisonTarget(cmp, bound)]), x, num(-1e30))
+    fn = "log_softmax" if d.get("log_space") else "softmax"
+    if imp.dims.is_static(axis) and sum(imp.dims.is_static(k) for k in src.dims) > 1:
+        # netc's softmax over a static dim needs it to be the only one: exp(x - max) / sum, as TF computes it
+        if not isinstance(x, cst.Name):
+            scaled = imp.fresh(f"{var}_energy")
+            scope.stmts.append(Assign([scaled], x))
+            x = name(scaled)
+        imp.imports |= {"exp", "reduce_max", "reduce_sum", "log"}
+        shifted = binop("-", x, call("reduce_max", x, axis=imp.dim(axis)))
+        total = call("reduce_sum", call("exp", shifted), axis=imp.dim(axis))
+        if fn == "softmax":
+            value = binop("/", call("exp", shifted), total)
+        else:
+            value = binop("-", shifted, call("log", total))
+        imp._emit(scope, var, value, layer)
+        return Val(name(var), src.dims)
+    imp.imports.add(fn)
+    imp._emit(scope, var, call(fn, x, axis=imp.dim(axis)), layer)
     return Val(name(var), src.dims)
 
 
+def _int_or_layer(imp, v, scope: Scope, full: str) -> Expr:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return num(v)
+    if isinstance(v, str):
+        val = imp.get(v, scope)
+        if val.sparse is not None or any(imp.dims.is_static(x) for x in val.dims):
+            raise Refused(full, "softmax_over_spatial", f"`{v}`: one int per sequence is supported")
+        return val.tensor()
+    raise Refused(full, "softmax_over_spatial", f"{v!r} (an int or a layer is supported)")
+
+
 def generic_attention(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
-    """`dot(weights, base, reduce=T)`: the weights' dims without T, then the base's others."""
+    """`dot(weights, base, reduce=T)`: the weights' dims without T, then the base's others; a weights'
+    dim of size 1 that the base lacks (one head) summed away first, as RETURNN squeezes it."""
     if d.get("from") not in (None, []) or not isinstance(d.get("weights"), str) or not isinstance(d.get("base"), str):
         raise Refused(full, "generic_attention", "`weights` and `base` layers (and no `from`) are supported")
     w, base = imp.get(d["weights"], scope), imp.get(d["base"], scope)
@@ -102,8 +169,15 @@ def generic_attention(imp, layer: str, d: dict, scope: Scope, var: str, full: st
     find = imp.dims.find
     if len(time) != 1 or find(time[0]) not in {find(x) for x in w.dims}:
         raise Refused(full, "generic_attention", "the weights and the base need one time dim in common")
+    wexpr = w.tensor()
+    if d.get("auto_squeeze", True):  # RETURNN's default: a weights' dim of size 1 the base lacks goes
+        ones = [x for x in w.dims if imp.dims.is_static(x) and imp.dims.size(x) == 1]
+        for x in [x for x in ones if find(x) not in {find(y) for y in base.dims}]:
+            imp.imports.add("reduce_sum")
+            wexpr = call("reduce_sum", wexpr, axis=imp.dim(x))  # (the sum of its one value)
+            w = Val(wexpr, tuple(y for y in w.dims if y != x))
     imp.imports.add("dot")
-    imp._emit(scope, var, call("dot", w.tensor(), base.tensor(), reduce=imp.dim(time[0])), layer)
+    imp._emit(scope, var, call("dot", wexpr, base.tensor(), reduce=imp.dim(time[0])), layer)
     wd = [x for x in w.dims if find(x) != find(time[0])]
     dims = wd + [x for x in base.dims if find(x) not in {find(y) for y in w.dims}]
     return Val(name(var), tuple(dims))

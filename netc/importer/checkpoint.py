@@ -66,15 +66,22 @@ def carry(variables: Mapping[str, np.ndarray], params: Mapping[str, dict], prefi
     out = {}
     for name, p in params.items():
         value = variables[name]
-        if list(value.shape) != list(p["shape"]):
+        want = list(p["shape"])[::-1] if p.get("transposed") else list(p["shape"])  # RETURNN's layout
+        if list(value.shape) != want:
             raise CompileError(
                 None,
                 f"variable {name} has shape {list(value.shape)}, the imported model's {p['returnn']} has "
-                f"{list(p['shape'])}",
+                f"{list(p['shape'])}" + (f" (transposed: {want})" if p.get("transposed") else ""),
                 file=prefix,
             )
-        out[name] = np.asarray(value, dtype=np.float32)
+        out[name] = np.asarray(model_value(value, p), dtype=np.float32)
     return out
+
+
+def model_value(value: np.ndarray, entry: Mapping) -> np.ndarray:
+    """A TF variable's value as the model's parameter of the name map's `entry` (transposed where
+    RETURNN keeps it so: `use_transposed_weights`)."""
+    return np.asarray(value).T if entry.get("transposed") else value
 
 
 def write_params(values: Mapping[str, np.ndarray], params: Mapping[str, dict], npz: str, pt: str) -> None:

@@ -32,6 +32,7 @@ KNOWN = {
         "dropout",
     },
     "transposed_conv": {
+        "reuse_params",
         "filter_size",
         "strides",
         "padding",
@@ -191,15 +192,14 @@ class ConvNormLayers:
         if not d.get("with_bias", True):
             kwargs["with_bias"] = literal(False)
         self.imports.add("ConvTranspose1d")
-        expr = call(
-            call("ConvTranspose1d", self.dim(out), num(k), **kwargs),
-            src.tensor(),
-            axis=self.dim(time),
-            out_axis=self.dim(up),
-        )
+        module = call("ConvTranspose1d", self.dim(out), num(k), **kwargs)
+        ref = ModuleRef("transposed_conv", self._tf_prefix(layer, d, scope))
+        if d.get("reuse_params") is not None or self._reused(layer, scope):  # the owner's module, shared
+            module, ref = self._shared_module(layer, d, scope, full, module, "transposed_conv", feat), None
+        expr = call(module, src.tensor(), axis=self.dim(time), out_axis=self.dim(up))
         dims = (BATCH, up, out)
         val = self._activation(Val(expr, dims), d.get("activation"), full, "transposed_conv")
-        self._emit(scope, var, val.expr, layer, ModuleRef("transposed_conv", self._tf_prefix(layer, d, scope)))
+        self._emit(scope, var, val.expr, layer, ref)
         if k > stride and not d.get("use_time_mask") and not self._zero_padded(d, scope):
             why = (
                 "RETURNN's transposed_conv without `use_time_mask: True` spreads the frame after a shorter "

@@ -49,6 +49,8 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
     ch = unit["output"]
     if d.get("target") not in (None, ch.get("target")):
         raise Refused(full, "rec", f"its target {d.get('target')!r} is not its choice's {ch.get('target')!r}")
+    if d.get("size_target") not in (None, ch.get("target")):  # the choice's own: the length it has anyway
+        raise Refused(full, "rec", f"size_target {d['size_target']!r}: another length than its choice's target's")
     end = unit.get("end")
     target = imp._target(ch, f"{layer}/output")
     dyn = [x for x in target.dims if imp.dims.is_dynamic(x)]
@@ -79,6 +81,7 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
 def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     if scope.rec is None or layer != "output":
         raise Refused(full, "choice", "`choice` only as the `output` of a rec unit")
+    imp._search_only(d, full)
     srcs = sources(d)
     if len(srcs) != 1:
         raise Refused(full, "choice", "`choice` of one `softmax` layer")
@@ -149,7 +152,8 @@ def _end(imp, d: dict, inner: Scope, full: str) -> Expr:
     srcs = sources(d)
     ok = d.get("class") == "compare" and d.get("kind", "equal") == "equal" and len(srcs) == 1
     value = d.get("value")
-    if not ok or not isinstance(value, int) or isinstance(value, bool) or set(d) - {"class", "from", "kind", "value"}:
+    known = {"class", "from", "kind", "value", "trainable", "is_output_layer"}  # (nothing to train, an output)
+    if not ok or not isinstance(value, int) or isinstance(value, bool) or set(d) - known:
         raise Refused(full, str(d.get("class")), "`end` other than `compare` of one layer with an integer `value`")
     val = imp.get(srcs[0], inner)
     return compare("==", val.expr, num(value))

@@ -1,6 +1,7 @@
 """`eval` layers: the `eval` string parsed with `ast` (never evaluated) and mapped to netc
 expressions. Only a restricted language is understood: `source(i)`, numbers, `+ - * / **`
-(a number as exponent), unary minus, and the TF functions of `FUNCTIONS`; anything else is a
+(a number as exponent), unary minus, the TF functions of `UNARY`, `BINARY`, `SOFTMAX` and RETURNN's
+`safe_log`; anything else is a
 refusal naming the layer and the part of the string it does not understand."""
 
 from __future__ import annotations
@@ -46,18 +47,19 @@ _POW = 4
 class EvalMapper:
     """One `eval` string of layer `full` over the values `srcs` (`source(i)`)."""
 
-    def __init__(self, imp, full: str, code: str, srcs: list[Val]):
+    def __init__(self, imp, full: str, code: str, srcs: list[Val], shown: str | None = None):
         self.imp, self.full, self.code, self.srcs = imp, full, code, srcs
+        self.shown = shown or repr(code)  # how errors quote the eval (a config function's: what it computes)
 
     def refuse(self, what: str) -> Refused:
-        return Refused(self.full, "eval", f"eval {self.code!r}: {what} not supported")
+        return Refused(self.full, "eval", f"eval {self.shown}: {what} not supported")
 
     def run(self) -> tuple[Expr, bool]:
         """The expression and whether it is a tensor (not a plain number)."""
         try:
             tree = ast.parse(self.code.strip(), mode="eval")
         except SyntaxError as e:
-            raise Refused(self.full, "eval", f"eval {self.code!r} is not a Python expression ({e.msg})") from None
+            raise Refused(self.full, "eval", f"eval {self.shown} is not a Python expression ({e.msg})") from None
         expr, prec, is_tensor = self.expr(tree.body)
         if not is_tensor:
             raise self.refuse("an expression that reads no `source(i)`")
@@ -93,6 +95,8 @@ class EvalMapper:
         fn = ast.unparse(node.func)
         if fn == "source":
             return self.source(node), 9, True
+        if fn == "safe_log" and len(node.args) == 1 and not node.keywords:
+            return self.safe_log(node.args[0]), 9, True
         if not fn.startswith("tf.") or node.keywords:
             raise self.refuse(f"`{ast.unparse(node)}`")
         fn, args = fn[3:], node.args
@@ -122,6 +126,17 @@ class EvalMapper:
             return call(SOFTMAX[fn], self.tensor(args[0]), axis=axis), 9, True
         raise self.refuse(f"`tf.{fn}` with {len(args)} argument{'s' if len(args) != 1 else ''}")
 
+    def safe_log(self, arg: ast.AST) -> Expr:
+        """RETURNN's `safe_log`: of a softmax, its log-softmax (of the logits); else log(max(x, 1e-20))."""
+        if isinstance(arg, ast.Call) and ast.unparse(arg.func) == "source":
+            val = self.srcs[self.source_index(arg)]
+            if val.logits is not None:
+                self.imp.imports.add("log_softmax")
+                return call("log_softmax", val.logits.tensor(), axis=self.imp.dim(feature(val, self.imp.dims)))
+        x = self.tensor(arg)
+        self.imp.imports |= {"log", "maximum"}
+        return call("log", call("maximum", x, num(1e-20)))
+
     def source(self, node: ast.Call) -> Expr:
         return self.srcs[self.source_index(node)].tensor()
 
@@ -132,7 +147,7 @@ class EvalMapper:
             raise self.refuse(f"`{ast.unparse(node)}` (`source(i)` with a number i is)")
         i = node.args[0].value
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(self.srcs):
-            raise Refused(self.full, "eval", f"eval {self.code!r}: `source({i!r})` but it has {len(self.srcs)} sources")
+            raise Refused(self.full, "eval", f"eval {self.shown}: `source({i!r})` but it has {len(self.srcs)} sources")
         return i
 
     def tensor_val(self, node: ast.AST) -> Val:

@@ -21,7 +21,7 @@ import libcst as cst
 
 from netc.importer.dims import BATCH
 from netc.importer.syntax import call, identifier, name
-from netc.importer.values import Refused, Scope, Val, feature, sources
+from netc.importer.values import PREV, Refused, Scope, Val, feature, sources
 from netc.importer.writer import Append, Assign, Loop
 
 KNOWN = {"get_last_hidden_state": {"n_out", "out_dim", "key", "combine"}}
@@ -59,12 +59,43 @@ class LastStateLayers:
         self.last_states[self._full(layer, scope)] = (h, c, out)
         return Val(name(var), (*(x for x in src.dims if x != feature(src, self.dims)), out), is_list=True)
 
+    def _cell_last_state(self, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
+        """In a rec unit: the state of an LSTM cell of the unit, after this step (`x`) or the previous
+        one (`prev:x`): its states' variables (`prev:` of them)."""
+        srcs = sources(d)
+        src = srcs[0] if len(srcs) == 1 and isinstance(srcs[0], str) else None
+        cell = src[5:] if src and src.startswith("prev:") else src
+        if cell is None or not self._is_cell(cell, scope):
+            raise Refused(
+                full, "get_last_hidden_state", "in a rec unit: only of an LSTM cell of the unit (`x`, `prev:x`)"
+            )
+        key = d.get("key", "*")
+        if key not in KEYS:
+            raise Refused(full, "get_last_hidden_state", f"key {key!r} not supported (`*`, `c`, `h` are)")
+        h_val = self.get(src, scope)  # the cell (a state where `prev:`)
+        h, c = self._cell_state_vars(cell, scope)
+        dim = feature(h_val, self.dims)
+        if src.startswith("prev:"):
+            h, c = PREV + h, PREV + c
+        if key == "*":
+            self.imports.add("concat")
+            value, out = call("concat", name(c), name(h)), self.dims.derived([dim, dim])
+        else:
+            value, out = name(h if key == "h" else c), dim
+        want = d["out_dim"]["__dim__"] if isinstance(d.get("out_dim"), dict) else None
+        size = self.dims.size(self.dims.tag(want)) if want is not None else d.get("n_out")
+        if size is not None and size != self.dims.size(out):
+            raise Refused(full, "get_last_hidden_state", f"n_out {size!r}: the state {key!r} has {self.dims.size(out)}")
+        comment = f"layer {layer!r}: the cell's state" + (" (c, h)" if key == "*" else f" {key}")
+        scope.stmts.append(Assign([var], value, comment=comment))
+        return Val(name(var), (BATCH, out))
+
     def _l_get_last_hidden_state(self, layer, d, scope, var, full) -> Val:
         """The LSTM's last state: `c`, `h`, or `*` both concatenated as RETURNN's state tuple
         (c, h) is; one source (`combine` joins several)."""
         srcs = sources(d)
         if scope.rec is not None:
-            raise Refused(full, "get_last_hidden_state", "in a rec unit not supported")
+            return self._cell_last_state(layer, d, scope, var, full)
         if len(srcs) != 1:
             raise Refused(full, "get_last_hidden_state", "of several layers (`combine`) not supported, of one is")
         src_d = scope.layers.get(srcs[0])

@@ -9,43 +9,38 @@ rec layer. Layers of other classes are collected as refusals."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from netc.importer import attention, convnorm, last_state, logic, masked, sharing, transformer, windows
+from netc.importer import (
+    arith,
+    attention,
+    axes,
+    convnorm,
+    last_state,
+    logic,
+    masked,
+    passthrough,
+    recunits,
+    sharing,
+    transformer,
+    windows,
+)
+from netc.importer.defaults import at_default, rejected_by_returnn
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
 from netc.importer.states import States
-from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num, tuple_
-from netc.importer.values import DIM, Refused, Scope, Val, feature, sources, tf_scope
+from netc.importer.syntax import Expr, call, identifier, literal, name, num
+from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
 from netc.importer.writer import Assign, ModuleRef
-
-# RETURNN `activation` names -> netc functions (None: the identity)
-ACTIVATIONS = {
-    None: None,
-    "identity": None,
-    "linear": None,
-    "tanh": "tanh",
-    "sigmoid": "sigmoid",
-    "relu": "relu",
-    "exp": "exp",
-    "log": "log",
-    "sqrt": "sqrt",
-    "sin": "sin",
-    "cos": "cos",
-    "abs": "abs",
-    "swish": "silu",
-    "silu": "silu",
-    "softmax": "softmax",
-    "log_softmax": "log_softmax",
-}
-COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
-LSTM_UNITS = {"nativelstm2", "lstm", "nativelstm"}
-CELL_UNITS = {"lstmblock", "standardlstm", "basiclstm", "lstm"}
 
 
 class Importer(
+    arith.ArithLayers,
     LossLayers,
+    recunits.RecUnits,
     States,
     convnorm.ConvNormLayers,
     logic.LogicLayers,
@@ -54,6 +49,8 @@ class Importer(
     last_state.LastStateLayers,
     sharing.SharingLayers,
     windows.WindowLayers,
+    axes.AxesLayers,
+    passthrough.PassthroughLayers,
 ):
     def __init__(self, loaded: LoadedConfig):
         self.cfg = loaded
@@ -71,6 +68,9 @@ class Importer(
         self.out_vals: dict[str, Val] = {}
         self.refused: list[Refused] = []
         self.warnings: list[Refused] = []  # imported, but RETURNN may compute other numbers
+        self.notes: list[str] = []  # options and layers left out that change nothing in the forward numbers
+        self.dropped: dict[str, list[str]] = {}  # a training-only option -> the layers it was dropped from
+        self.option_notes: dict[str, list[str]] = {}  # recunits.OPTION_NOTES key -> the layers it is about
         for key, spec in loaded.inputs.items():
             for tag in (*spec.dims, spec.sparse_dim):
                 if tag is not None:
@@ -112,8 +112,27 @@ class Importer(
     # -- the walk
 
     def run(self) -> None:
+        self._walk()
+        for opt, layers in sorted(self.dropped.items()):
+            self.notes.append(
+                f"`{opt}` dropped on {_shown(layers)}: {TRAINING_ONLY[opt]} (the forward numbers are the same)"
+            )
+        for opt, layers in sorted(self.option_notes.items()):
+            self.notes.append(
+                f"`{opt}` {recunits.OPTION_NOTES[opt][0]} {_shown(layers)}: {recunits.OPTION_NOTES[opt][1]}"
+            )
+
+    def _walk(self) -> None:
         net = self.cfg.network
         roots = [n for n, d in net.items() if n == "output" or _is_root(d)]
+        for n in list(roots):  # built by RETURNN only when it evaluates or searches: not in training
+            d = net[n]
+            if isinstance(d, dict) and (when := [k for k in ("only_on_eval", "only_on_search") if d.get(k)]):
+                roots.remove(n)
+                self.notes.append(
+                    f"layer `{n}` ({d.get('class')}, `{when[0]}`) left out: RETURNN builds it only when it "
+                    f"{'evaluates' if when[0] == 'only_on_eval' else 'searches'} (an error measure, a decoding)"
+                )
         for layer in roots:
             try:
                 val = self.get(layer, self.top)
@@ -139,6 +158,8 @@ class Importer(
             raise Refused(scope.path or "?", "subnetwork", f"`{ref}` inside it not supported")
         if scope.rec is not None:
             if ref in ("data", "data:source"):
+                if scope.frame is None:  # RETURNN has no `data:source` there either
+                    raise Refused(scope.rec, "rec", f"`{ref}` read in the unit of a rec layer without `from`")
                 return scope.frame
             if ref.startswith("base:"):
                 return self.get(ref[5:], scope.outer)
@@ -190,7 +211,20 @@ class Importer(
             return self.inputs[key]
         spec = self.cfg.inputs.get(key)
         if spec is None:
+            # a layer's output RETURNN adds to the inputs (`register_as_extern_data`): that layer's value
+            for layer, ld in self.cfg.network.items():
+                if isinstance(ld, dict) and ld.get("register_as_extern_data") == key:
+                    return self.get(layer, self.top)
             raise Refused(f"data:{key}", "extern_data", f"the config has no input `{key}` in `extern_data`")
+        for t in (*spec.dims, spec.sparse_dim):
+            tag = self.dims.tags.get(t) if t is not None else None
+            if tag is not None and tag.kind == "static" and (tag.size or 0) < 1:
+                raise Refused(
+                    f"data:{key}",
+                    "extern_data",
+                    f"its dim `{tag.name}` has size {tag.size} (a size the config reads from its command line, "
+                    "`config.value(...)`, not given? give it with --set)",
+                )
         dims = tuple(self.dims.tag(t, key) for t in spec.dims)
         sparse = self.dims.tag(spec.sparse_dim, key) if spec.sparse_dim is not None else None
         val = Val(name(identifier(key)), dims, sparse)
@@ -204,6 +238,8 @@ class Importer(
         if not isinstance(d, dict):
             raise Refused(self._full(layer, scope), "?", f"its entry is {type(d).__name__}, not a dict")
         cls = d.get("class")
+        if cls in CLASS_ALIASES:  # RETURNN's other names of a layer class
+            d["class"] = cls = CLASS_ALIASES[cls]
         full = self._full(layer, scope)
         var = scope.names[layer]
         handler = getattr(self, f"_l_{cls}", None)
@@ -214,11 +250,25 @@ class Importer(
         bad = [s for s in sources(d) if not isinstance(s, str)]
         if bad and cls != "concat":
             raise Refused(full, str(cls), f"a source {bad[0]!r} that is not a layer name")
-        extra = set(d) - _KNOWN.get(cls, set()) - _COMMON
+        for k, v in d.items():  # a handler reads data only
+            if k not in _ANY_VALUE and k not in TRAINING_ONLY and (obj := python_object(v)) is not None:
+                raise Refused(full, str(cls), f"option {k} is a Python object, not data: {obj}")
+        extra = {k for k in set(d) - _KNOWN.get(cls, set()) - _COMMON if not at_default(cls, k, d[k])}
+        for opt in sorted(extra & set(TRAINING_ONLY)):  # never in the forward numbers
+            self.dropped.setdefault(opt, []).append(full)
+        extra -= set(TRAINING_ONLY)
+        if rejected := sorted(k for k in extra if rejected_by_returnn(cls, k)):
+            raise Refused(
+                full,
+                cls,
+                f"option {rejected[0]} is not an option of RETURNN's `{cls}` layer (RETURNN rejects the layer too;"
+                " an option of its old Theano backend?)",
+            )
         if extra:
             raise Refused(full, cls, f"option{'s' if len(extra) > 1 else ''} {', '.join(sorted(extra))} not supported")
         if d.get("loss") in ("ce", "ctc") and "target" not in d:  # RETURNN's default target
             d["target"] = self.cfg.default_target
+        self._pre_activation: list = []  # (variable, value): what an activation reads twice, bound first
         val = handler(layer, d, scope, var, full)
         if "loss" in d and d["loss"] is not None:
             self._loss(layer, d, scope, val, full)
@@ -228,6 +278,11 @@ class Importer(
         comment = f"layer {layer!r}" if layer != var else None
         if scope.sub and scope.path:  # inlined from a subnetwork: its full name
             comment = f"layer {scope.path + '/' + layer!r}"
+        for pre, before in getattr(self, "_pre_activation", []):  # what an activation reads twice, bound first
+            note = f"layer {layer!r} before its activation"
+            scope.stmts.append(Assign([pre], before, comment=note, module=module))
+            module = None
+        self._pre_activation = []
         scope.stmts.append(Assign([var], value, comment=comment, module=module))
 
     def _source(self, d: dict, scope: Scope, full: str) -> Val:
@@ -242,24 +297,15 @@ class Importer(
         return val
 
     def _concat(self, vals: list[Val], full: str, d: dict) -> Val:
+        if any(v.sparse for v in vals):  # RETURNN's concat_sources: "sparse concat not supported"
+            raise Refused(full, d.get("class", "?"), "labels (sparse) among several inputs (RETURNN rejects it too)")
         feats = [feature(v, self.dims) for v in vals]
         rest = [tuple(x for x in v.dims if x != f) for v, f in zip(vals, feats)]
-        if any(v.sparse for v in vals) or any(r != rest[0] for r in rest):
+        if any(r != rest[0] for r in rest):
             raise Refused(full, d.get("class", "?"), "its inputs differ in dims other than the feature dim")
         self.imports.add("concat")
         out = self.dims.derived(feats)
         return Val(call("concat", *[v.expr for v in vals]), (*rest[0], out))
-
-    def _activation(self, val: Val, act, full: str, cls: str) -> Val:
-        if act not in ACTIVATIONS:
-            raise Refused(full, cls, f"activation {act!r} not supported")
-        fn = ACTIVATIONS[act]
-        if fn is None:
-            return val
-        self.imports.add(fn)
-        if fn in ("softmax", "log_softmax"):
-            return Val(call(fn, val.tensor(), axis=self.dim(feature(val, self.dims))), val.dims)
-        return Val(call(fn, val.tensor()), val.dims)
 
     def _tf_prefix(self, layer: str, d: dict, scope: Scope, own: str = "") -> str:
         """Where RETURNN keeps the layer's variables: its `name_scope` ("/a/b" absolute), else its
@@ -272,17 +318,22 @@ class Importer(
     def _out_dim(self, layer: str, d: dict, full: str) -> str:
         if isinstance(d.get("out_dim"), dict):
             return self.dims.tag(d["out_dim"]["__dim__"])
-        if isinstance(d.get("n_out"), int):
+        if isinstance(d.get("n_out"), int) and not isinstance(d["n_out"], bool):
+            if d["n_out"] < 1:
+                raise Refused(full, d.get("class", "?"), f"n_out {d['n_out']} (a size the config reads at run time?)")
             return self.dims.static(d["n_out"], identifier(layer))
         raise Refused(full, d.get("class", "?"), "give `n_out` or `out_dim`")
 
     def _linear_expr(
         self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val
     ) -> tuple[Expr, tuple, ModuleRef]:
+        transposed = frozenset({"W"}) if d.get("use_transposed_weights") else frozenset()  # W [out, in] in TF
         if d.get("reuse_params") is not None or self._reused(layer, scope):
+            if transposed:
+                raise Refused(full, d.get("class", "?"), "use_transposed_weights with reuse_params not supported")
             return self._shared_linear(layer, d, scope, full, out, src)
         with_bias = d.get("with_bias", True)
-        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope))
+        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope), transposed=transposed)
         if src.sparse is not None:  # a lookup: the rows of W for the labels
             if with_bias:
                 self.imports |= {"Linear", "one_hot"}
@@ -290,7 +341,7 @@ class Importer(
             else:
                 self.imports.add("Embedding")
                 expr = call(call("Embedding", self.dim(out)), src.expr)
-                ref = ModuleRef("embedding", ref.tf_prefix)
+                ref = ModuleRef("embedding", ref.tf_prefix, transposed=transposed)
             return expr, (*src.dims, out), ref
         self.imports.add("Linear")
         args = {} if with_bias else {"with_bias": literal(False)}
@@ -309,15 +360,11 @@ class Importer(
         self._emit(scope, var, val.expr, layer, ref)
         return Val(name(var), dims)
 
-    def _l_activation(self, layer, d, scope, var, full) -> Val:
-        val = self._activation(self._source(d, scope, full), d.get("activation"), full, "activation")
-        self._emit(scope, var, val.expr, layer)
-        return Val(name(var), val.dims, val.sparse, False)
-
     def _l_copy(self, layer, d, scope, var, full) -> Val:
         val = self._source(d, scope, full)
         self._emit(scope, var, val.expr, layer)
-        return Val(name(var), val.dims, val.sparse, val.is_list and isinstance(val.expr, cst.Name))
+        is_list = val.is_list and isinstance(val.expr, cst.Name)
+        return Val(name(var), val.dims, val.sparse, is_list, log_probs=val.log_probs and len(sources(d)) == 1)
 
     def _l_dropout(self, layer, d, scope, var, full) -> Val:
         d = {**d, "dropout": d.get("dropout", 0.0)}
@@ -335,157 +382,33 @@ class Importer(
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), val.dims)
 
-    def _l_combine(self, layer, d, scope, var, full) -> Val:
-        kind = d.get("kind", "add")
-        vals = [self.get(s, scope) for s in sources(d)]
-        if not vals:
-            raise Refused(full, "combine", "it has no input")
-        dims = max((v.dims for v in vals), key=len)
-        if kind in COMBINE:
-            expr = vals[0].tensor()
-            for v in vals[1:]:
-                expr = binop(COMBINE[kind], expr, v.tensor())
-        elif kind in ("maximum", "minimum"):
-            self.imports.add(kind)
-            expr = vals[0].tensor()
-            for v in vals[1:]:
-                expr = call(kind, expr, v.tensor())
-        else:
-            raise Refused(full, "combine", f"kind {kind!r} not supported")
-        val = self._activation(Val(expr, dims), d.get("activation"), full, "combine")
-        self._emit(scope, var, val.expr, layer)
-        return Val(name(var), dims)
-
-    def _l_eval(self, layer, d, scope, var, full) -> Val:
-        """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`)."""
-        from netc.importer.evals import EvalMapper
-
-        code = d.get("eval")
-        if not isinstance(code, str):
-            raise Refused(full, "eval", f"eval {code!r} is not a string (an expression over `source(i)` is)")
-        if d.get("eval_locals"):
-            raise Refused(full, "eval", "option eval_locals not supported")
-        vals = [self.get(s, scope) for s in sources(d)]
-        if any(v.sparse is not None for v in vals):
-            raise Refused(full, "eval", "labels (sparse) as a source")
-        expr, _ = EvalMapper(self, full, code, vals).run()
-        dims = max((v.dims for v in vals), key=len)
-        val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
-        self._emit(scope, var, val.expr, layer)
-        return Val(name(var), dims)
-
-    def _l_reduce(self, layer, d, scope, var, full) -> Val:
-        mode = d.get("mode")
-        fns = {"sum": "reduce_sum", "mean": "reduce_mean", "max": "reduce_max", "logsumexp": "logsumexp"}
-        if mode not in fns:
-            raise Refused(full, "reduce", f"mode {mode!r} not supported")
-        src = self._source(d, scope, full)
-        axes = d.get("axes", d.get("axis"))
-        axes = axes if isinstance(axes, list) else [axes]
-        keys = [self._axis(src, a) for a in axes]
-        if None in keys or not keys:
-            raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags are)")
-        self.imports.add(fns[mode])
-        axis = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
-        self._emit(scope, var, call(fns[mode], src.tensor(), axis=axis), layer)
-        return Val(name(var), tuple(x for x in src.dims if x not in keys))
-
-    def _l_dot(self, layer, d, scope, var, full) -> Val:
-        """`dot(a, b, reduce=...)` for the form with `reduce` (dim tags, `T` or `F`) and automatic
-        `var1`/`var2`: every other dim is kept (RETURNN's `red1`/`red2` forms are refused)."""
-        srcs = sources(d)
-        if len(srcs) != 2 or "reduce" not in d or any(d.get(v, "auto") != "auto" for v in ("var1", "var2")):
-            raise Refused(full, "dot", "only two sources with `reduce` (and `var1`/`var2` auto) are supported")
-        a, b = (self.get(x, scope) for x in srcs)
-        axes = d["reduce"] if isinstance(d["reduce"], list) else [d["reduce"]]
-        keys = [self._axis(a, ax) for ax in axes]
-        if None in keys or any(self.dims.find(k) not in {self.dims.find(x) for x in b.dims} for k in keys):
-            raise Refused(full, "dot", f"reduce {d['reduce']!r}: a dim of both sources (tags, T or F)")
-        self.imports.add("dot")
-        reduce = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
-        self._emit(scope, var, call("dot", a.tensor(), b.tensor(), reduce=reduce), layer)
-        found = {self.dims.find(k) for k in keys}
-        dims = list(a.dims) + [x for x in b.dims if self.dims.find(x) not in {self.dims.find(y) for y in a.dims}]
-        return Val(name(var), tuple(x for x in dims if self.dims.find(x) not in found))
-
     def _axis(self, val: Val, ax) -> str | None:
-        """An axis description (a dim tag, `T`, `F`) as a dim of `val`."""
+        """An axis description (a dim tag, `T`, `F`, `s:i`/`spatial:i`, `stag:<name>`) as a dim of `val`."""
         if isinstance(ax, dict):
             return self.dims.tag(ax["__dim__"])
-        if str(ax).upper() in ("T", "TIME"):
+        text = str(ax)
+        if text.upper() in ("T", "TIME"):
             return next((x for x in val.dims if self.dims.is_dynamic(x)), None)
-        if str(ax).upper() in ("F", "FEATURE"):
-            return feature(val, self.dims)
+        if text.upper() in ("F", "FEATURE"):  # RETURNN's feature axis: the last (static) one
+            static = [x for x in val.dims if self.dims.is_static(x)]
+            return static[-1] if len(static) > 1 and val.sparse is None else feature(val, self.dims)
+        if m := re.fullmatch(r"static:(-?\d+)", text, re.IGNORECASE):
+            static = [x for x in val.dims if self.dims.is_static(x)]
+            i = int(m.group(1))
+            return static[i] if -len(static) <= i < len(static) else None
+        if m := re.fullmatch(r"(?:s|spatial):(-?\d+)", text, re.IGNORECASE):
+            # RETURNN's spatial axes: all but batch and the feature axis (the last static dim)
+            static = [x for x in val.dims if self.dims.is_static(x)]
+            last = static[-1] if static and val.sparse is None else None
+            spatial = [x for x in val.dims if x != BATCH and x != last]
+            i = int(m.group(1))
+            return spatial[i] if -len(spatial) <= i < len(spatial) else None
+        if text.startswith("stag:"):
+            found = {self.dims.find(x) for x in val.dims}
+            for tid, t in self.dims.tags.items():
+                if t.name == text[5:] and t.kind != "batch" and self.dims.find(self.dims.tag(tid)) in found:
+                    return next(x for x in val.dims if self.dims.find(x) == self.dims.find(self.dims.tag(tid)))
         return None
-
-    def _l_rnn_cell(self, layer, d, scope, var, full) -> Val:
-        unit = str(d.get("unit", "")).lower()
-        if scope.rec is None or unit not in CELL_UNITS or d.get("unit_opts"):
-            raise Refused(full, "rnn_cell", f"unit {d.get('unit')!r} (an LSTM cell in a rec unit is supported)")
-        if getattr(self, "_masks", None):
-            raise Refused(
-                full,
-                "rnn_cell",
-                "an `rnn_cell` under masked_computation (its state is the cell's own; a `rec` LSTM unit's is the loop's)",
-            )
-        src = self._source(d, scope, full)
-        out = self._out_dim(layer, d, full)
-        h, c = var, self.fresh(f"{var}_c")
-        for state in (h, c):
-            scope.outer.stmts.append(
-                Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state")
-            )
-        self.imports |= {"LstmCell", "zeros"}
-        value = call(call("LstmCell", self.dim(out)), src.tensor(), tuple_(name(h), name(c)))
-        comment = f"layer {layer!r}" if layer != var else None
-        scope.stmts.append(
-            Assign(
-                [h, c], value, comment=comment, module=ModuleRef("lstm_cell", self._tf_prefix(layer, d, scope, "/rec"))
-            )
-        )
-        scope.states.setdefault(layer, Val(name(h), (BATCH, out)))
-        return Val(name(h), (BATCH, out))
-
-    def _l_rec(self, layer, d, scope, var, full) -> Val:
-        unit = d.get("unit")
-        if isinstance(unit, str) and unit.lower() in LSTM_UNITS:
-            return self._lstm(layer, d, scope, var, full)
-        if isinstance(unit, dict):
-            return self._loop(layer, d, scope, var, full, unit)
-        raise Refused(full, "rec", f"unit {unit!r} not supported (nativelstm2, lstm or a subnetwork are)")
-
-    def _lstm(self, layer, d, scope, var, full) -> Val:
-        if scope.rec is not None:
-            return self._lstm_step(layer, d, scope, var, full)
-        src = self._source(d, scope, full)
-        out = self._out_dim(layer, d, full)
-        direction = d.get("direction", 1)
-        if direction not in (1, -1) or src.sparse is not None:
-            raise Refused(full, "rec", "direction other than 1/-1, or labels as input")
-        if d.get("initial_state") not in (None, 0, 0.0, "zeros"):
-            raise Refused(
-                full, "rec", "initial_state of an LSTM over a sequence (of one in a rec unit it is supported)"
-            )
-        if self._reads_last_state(layer, scope):
-            return self._lstm_loop(layer, d, scope, var, full, src, out)
-        self.imports.add("Lstm")
-        args = {"direction": num(-1)} if direction == -1 else {}
-        feat = feature(src, self.dims)
-        self._emit(
-            scope,
-            var,
-            call(call("Lstm", self.dim(out), **args), src.tensor()),
-            layer,
-            ModuleRef("lstm", self._tf_prefix(layer, d, scope, "/rec")),
-        )
-        return Val(name(var), (*(x for x in src.dims if x != feat), out))
-
-    def _loop(self, layer, d, scope, var, full, unit: dict) -> Val:
-        from netc.importer.loops import import_loop
-
-        if d.get("initial_state") is not None:
-            raise Refused(full, "rec", "initial_state of a rec layer with a subnetwork unit (use `initial_output`)")
-        return import_loop(self, layer, d, scope, var, full, unit)
 
     def _l_choice(self, layer, d, scope, var, full) -> Val:
         from netc.importer.decoders import choice
@@ -539,47 +462,70 @@ _COMMON = {
     "is_output_layer",
     "trainable",
     "name_scope",
-    "L2",
     "initial_output",
     "need_last",
     "out_type",
+    # where RETURNN puts or imports the parameters, what it prints: nothing the layer computes
+    "param_device",
+    "collocate_with",
+    "custom_param_importer",
+    "debug_print_layer_output",
+    "register_as_extern_data",  # its output also an input (`_input`)
 }
-_LOSS = {"loss", "target", "loss_opts", "loss_scale"}
+# options RETURNN applies in training only (regularisers, noise, the optimizer's options): dropped
+# from the model with a note naming each and what it changes in training
+TRAINING_ONLY = {
+    "L2": "an L2 penalty on the layer's parameters, added to the training loss",
+    "darc1": "the DARC1 penalty on the layer's output, added to the training loss",
+    "spatial_smoothing": "a smoothness penalty on the layer's parameters, added to the training loss",
+    "param_variational_noise": "Gaussian noise on the layer's parameters in training",
+    "param_dropout": "dropout on the layer's parameters in training",
+    "updater_opts": "the optimizer's options for the layer's parameters",
+    "grad_filter": "a filter on the layer's gradient",
+    "dropout_noise_shape": "the dropout mask shared over some axes (netc's dropout draws each value's own)",
+    "gradient_clip": "a clip of the layer's gradient",
+    "back_prop": "whether the gradient flows back through the rec layer",
+    **{f"unit_opts.{k}": v for k, v in recunits.UNIT_TRAINING_ONLY.items()},
+}
+# options whose value the importer never reads (RETURNN's placement and printing, the output's type),
+# or whose handler says what it takes (`eval`: a string), or layers checked as layers themselves
+_ANY_VALUE = {"out_type", "param_device", "collocate_with", "custom_param_importer", "debug_print_layer_output"}
+_ANY_VALUE |= {"eval", "unit", "subnetwork"}
+_LOSS = {"loss", "target", "loss_opts", "loss_scale", "loss_only_on_non_search"}  # the last: not when searching
 _COMMON |= _LOSS  # which losses on which layers: `_loss`
 # how RETURNN initialises a layer's parameters: nothing the layer computes (the imported model's
 # parameters come from `--checkpoint`, `--params` or its own initialisation)
 _INIT = {"forward_weights_init", "bias_init"}
 _KNOWN = {
-    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS | _INIT,
-    "softmax": {"n_out", "out_dim", "with_bias", "dropout"} | _LOSS | sharing.SHARED_OPTS | _INIT,
+    "linear": {"n_out", "out_dim", "activation", "with_bias", "dropout", "use_transposed_weights"}
+    | _LOSS
+    | sharing.SHARED_OPTS
+    | _INIT,
+    "softmax": {"n_out", "out_dim", "with_bias", "dropout", "use_transposed_weights"}
+    | _LOSS
+    | sharing.SHARED_OPTS
+    | _INIT,
     "activation": {"activation", "dropout"},
     "copy": {"dropout", "n_out", "out_dim"},
     "dropout": {"dropout"},
-    "combine": {"kind", "activation", "n_out", "out_dim"},
+    "combine": {"kind", "activation", "n_out", "out_dim", "eval", "eval_locals", "eval_for_output_loss"},
     "concat": {"out_dim"},
     "eval": {"eval", "eval_locals", "activation"},
-    "reduce": {"mode", "axes", "axis", "keep_dims"},
-    "rnn_cell": {"unit", "n_out", "out_dim"},
-    "dot": {"reduce", "var1", "var2"},
-    "rec": {
-        "unit",
-        "n_out",
-        "out_dim",
-        "direction",
-        "dropout",
-        "axis",
-        "max_seq_len",
-        "target",
-        "optimize_move_layers_out",
-        "include_eos",
-        "initial_state",
-    },
-    "choice": {"target", "beam_size", "length_normalization", "input_type"},
+    "reduce": {"mode", "axes", "axis", "keep_dims", "n_out"},
+    "dot": {"reduce", "var1", "var2", "red1", "red2", "add_var2_if_empty"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
     "split_dims": {"axis", "dims"},
-    "merge_dims": {"axes"},
-    "softmax_over_spatial": {"axis"},
-    "generic_attention": {"weights", "base"},
+    "merge_dims": {"axes", "n_out"},  # n_out: RETURNN checks it is the merged size
+    "softmax_over_spatial": {
+        "axis",
+        "energy_factor",
+        "start",
+        "window_start",
+        "window_size",
+        "use_time_mask",
+        "log_space",
+    },
+    "generic_attention": {"weights", "base", "auto_squeeze"},
     "reduce_out": {"mode", "num_pieces"},
     "decide": set(),
     "pool": {"mode", "padding", "pool_size", "strides", "dilation_rate", "dropout"},
@@ -591,8 +537,15 @@ _KNOWN = {
     **last_state.KNOWN,
     **sharing.KNOWN,
     **windows.KNOWN,
+    **recunits.KNOWN,
+    **axes.KNOWN,
+    **passthrough.KNOWN,
 }
-_NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC}
+_NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC, **passthrough.NOT_NETC}
+
+
+def _shown(layers: list[str]) -> str:
+    return ", ".join(f"`{x}`" for x in layers[:3]) + (f" and {len(layers) - 3} more" if len(layers) > 3 else "")
 
 
 def _is_root(d: dict) -> bool:

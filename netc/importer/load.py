@@ -42,6 +42,8 @@ class LoadedConfig:
     sets: list[tuple[str, str]] = field(default_factory=list)
     behavior_version: int = 0  # RETURNN's `behavior_version` of the config
     default_target: str = "classes"  # the target of a loss without `target` (RETURNN's config `target`)
+    notes: list[str] = field(default_factory=list)  # how it was loaded, for the user (one line each)
+    no_exec: bool = False  # read with --no-exec (asked for, or the fallback)
 
 
 def load_config(
@@ -49,11 +51,34 @@ def load_config(
     sets: list[tuple[str, str]] = (),
     network: str = "network",
     python: str | None = None,
-    no_exec: bool = False,
+    no_exec: bool | None = None,
 ) -> LoadedConfig:
     """The config at `path` as RETURNN loads it, `sets` as `++name value` options; a config that
     fails to load is a `CompileError` at the failing line of the config (or about the file).
-    `no_exec`: the file is not run; its values are evaluated from its syntax (`noexec`)."""
+    `no_exec`: the file is not run; its values are evaluated from its syntax (`noexec`). None:
+    run it, and where that fails, read it so (with a note saying why)."""
+    if no_exec is None:
+        try:
+            return _load(path, sets, network, python, False)
+        except CompileError as run_error:
+            try:
+                loaded = _load(path, sets, network, python, True)
+            except CompileError as e:  # the error of running it, at its line; why --no-exec cannot help
+                where = f"line {e.span.line}: " if e.span else ""
+                run_error.message += f" (and --no-exec cannot read it either: {where}{e.message})"
+                run_error.args = (run_error.message,)
+                raise run_error from None
+            loaded.notes.insert(0, f"the config fails to load here ({_first_line(run_error)}): read with --no-exec")
+            return loaded
+    return _load(path, sets, network, python, no_exec)
+
+
+def _first_line(e: CompileError) -> str:
+    where = f"line {e.span.line}: " if e.span else ""
+    return where + e.message.removeprefix("the config fails to load: ")
+
+
+def _load(path: str, sets, network: str, python: str | None, no_exec: bool) -> LoadedConfig:
     req = {"path": os.path.abspath(path), "set": list(sets), "network": network}
     if no_exec:
         from netc.importer.noexec import evaluate_config
@@ -85,6 +110,23 @@ def load_config(
     for spec in inputs.values():  # references -> ids
         spec.dims = [d["__dim__"] for d in spec.dims]
         spec.sparse_dim = spec.sparse_dim["__dim__"] if spec.sparse_dim else None
+    notes = []
+    if answered := data.get("answered"):
+        notes.append(
+            f"the config ran with its checks of files that are not here answered True ({_listed(answered)}), "
+            "as on the machines it was written for; datasets are never built"
+        )
+    if absent := data.get("absent"):
+        what = "the module" if len(absent) == 1 else "the modules"
+        notes.append(
+            f"the config imports {what} {_listed(absent)}, which only its cluster has: placeholders here "
+            "(a layer that reads one is refused)"
+        )
+    if commands := data.get("commands"):
+        what = "the command" if len(commands) == 1 else "the commands"
+        notes.append(f"the config runs {what} {_listed(commands)}, which only its cluster has: empty output here")
+    if data.get("network_note"):
+        notes.append(data["network_note"])
     return LoadedConfig(
         path,
         data["network"],
@@ -94,7 +136,13 @@ def load_config(
         list(sets),
         data.get("behavior_version", 0),
         data.get("default_target", "classes"),
+        notes,
+        no_exec,
     )
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(repr(p) for p in items[:2]) + (f" and {len(items) - 2} more" if len(items) > 2 else "")
 
 
 def _line(path: str, line: int) -> str:

@@ -2,7 +2,7 @@
 `constant` → a number or `full`, `length` → a sum of ones over the time dim, `cast`,
 `expand_dims` → `expand`, `split` (its sub-layers `split/0`, ...) → `split`, and the forms of
 `reinterpret_data` that only rename: a copy, `size_base` (the two time dims are one), a new dim
-tag for a dynamic dim (`replace_dim`)."""
+tag for a dynamic dim (`replace_dim`), labels over another class dim (`set_sparse_dim`: `cast`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import libcst as cst
 from netc.importer.attention import new_dim
 from netc.importer.dims import BATCH
 from netc.importer.syntax import Expr, call, identifier, literal, name, num
-from netc.importer.values import Refused, Val, feature, sources
+from netc.importer.values import DIM, Refused, Val, feature, sources
 from netc.importer.writer import Assign
 
 KNOWN = {
@@ -22,7 +22,14 @@ KNOWN = {
     "cast": {"dtype"},
     "expand_dims": {"axis", "dim"},
     "split": {"axis", "size_splits", "num_splits", "out_dims"},
-    "reinterpret_data": {"size_base", "set_dim_tags", "enforce_batch_major", "enforce_time_major"},
+    "reinterpret_data": {
+        "size_base",
+        "set_dim_tags",
+        "enforce_batch_major",
+        "enforce_time_major",
+        "set_sparse",
+        "set_sparse_dim",
+    },
 }
 _COMPARE = {
     "equal": cst.Equal,
@@ -40,6 +47,17 @@ NOT_NETC: dict[str, str] = {}
 
 def _number(v) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _shown(imp, dims: list[str]) -> str:
+    """Dims as the model writes them (a concatenation's: `a+b`)."""
+    table = imp.dims.dims
+
+    def one(key: str) -> str:
+        d = table[imp.dims.find(key)]
+        return "+".join(one(p) for p in d.parts) if d.parts else d.name
+
+    return ", ".join(f"`{one(x)}`" for x in dims)
 
 
 def _union(imp, vals: list[Val]) -> tuple[str, ...]:
@@ -91,6 +109,19 @@ class LogicLayers:
         if not isinstance(cond, str):
             raise Refused(full, "switch", f"condition {cond!r} (a layer or a bool is supported)")
         c = self.get(cond, scope)
+        if len(branches) == 2 and all(b.dims for b in branches):
+            find = self.dims.find
+            a_only, b_only = (
+                [x for x in v.dims if self.dims.is_static(x) and find(x) not in {find(y) for y in w.dims}]
+                for v, w in (branches, branches[::-1])
+            )
+            if a_only and b_only:  # RETURNN matches them by size; netc's dims of concatenations differ
+                raise Refused(
+                    full,
+                    "switch",
+                    f"branches over different dims ({_shown(self, a_only)} and {_shown(self, b_only)}: "
+                    "of one size, made apart) not supported",
+                )
         self.imports.add("where")
         self._emit(scope, var, call("where", c.tensor(), *(b.tensor() for b in branches)), layer)
         sparse = {b.sparse for b in branches if b.dims or b.sparse}
@@ -153,8 +184,6 @@ class LogicLayers:
         ok = isinstance(axis, int) and not isinstance(axis, bool)
         if not ok and str(axis).lower() not in ("f", "feature", "t", "time", "spatial"):
             raise Refused(full, "expand_dims", f"axis {axis!r} (F, T, spatial or a number is supported)")
-        if src.sparse is not None:
-            raise Refused(full, "expand_dims", "labels (sparse) as input")
         if isinstance(size, dict):
             key = self.dims.tag(size["__dim__"])
             if key == BATCH or self.dims.find(key) in {self.dims.find(x) for x in src.dims}:
@@ -165,7 +194,7 @@ class LogicLayers:
             raise Refused(full, "expand_dims", f"dim {size!r} (a size or a dim tag is supported)")
         self.imports.add("expand")
         self._emit(scope, var, call("expand", src.tensor(), self.dim(key)), layer)
-        return Val(name(var), (*src.dims, key))
+        return Val(name(var), (*src.dims, key), src.sparse)  # labels stay labels
 
     def _l_split(self, layer, d, scope, var, full) -> Val:
         """`x_0, x_1 = split(x, [a, b])` over the feature dim; `<layer>/<i>` reads part i. The
@@ -234,5 +263,29 @@ class LogicLayers:
             self.imports.add("replace_dim")
             value = call("replace_dim", value, axis=self.dim(old), out_axis=self.dim(new))
             dims = tuple(new if x == old else x for x in dims)
+        sparse = src.sparse
+        if d.get("set_sparse") is not None and (d["set_sparse"] is not True or src.sparse is None):
+            raise Refused(full, "reinterpret_data", f"set_sparse {d['set_sparse']!r} (True of labels, no change, is)")
+        if "set_sparse_dim" in d:  # the labels read over another class dim
+            sparse = self._set_sparse_dim(layer, d, src, full)
+            if self.dims.find(sparse) != self.dims.find(src.sparse):
+                self.imports.add("cast")
+                value = call("cast", value, literal("int32"), class_dim=self.dim(sparse))
         self._emit(scope, var, value, layer)
-        return Val(name(var), dims, src.sparse)
+        return Val(name(var), dims, sparse)
+
+    def _set_sparse_dim(self, layer: str, d: dict, src: Val, full: str) -> str:
+        """`set_sparse_dim` (a number of classes or a dim tag) of labels: their new class dim (their
+        values kept, as RETURNN keeps them: a transducer's labels with the blank masked away)."""
+        new = d["set_sparse_dim"]
+        if src.sparse is None:
+            raise Refused(full, "reinterpret_data", "set_sparse_dim of an input that is not labels (sparse)")
+        if isinstance(new, dict) and DIM in new:
+            tag = self.dims.tag(new[DIM])
+        elif isinstance(new, int) and not isinstance(new, bool) and new >= 1:
+            tag = self.dims.static(new, identifier(f"{layer}_classes"))
+        else:
+            raise Refused(full, "reinterpret_data", f"set_sparse_dim {new!r} (a number of classes or a dim tag)")
+        if not self.dims.is_static(tag):
+            raise Refused(full, "reinterpret_data", f"set_sparse_dim {new!r}: a static dim")
+        return tag

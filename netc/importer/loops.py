@@ -50,6 +50,10 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
     if len(times) != 1:
         raise Refused(full, "rec", "the sequences it steps over have different time dims")
     inner.time = time = times.pop()
+    if d.get("size_target") is not None:  # the loop's length in training: that of the sequence it steps over
+        size = imp._input(d["size_target"]) if isinstance(d["size_target"], str) else None
+        if size is None or [imp.dims.find(x) for x in size.dims if imp.dims.is_dynamic(x)] != [time]:
+            raise Refused(full, "rec", f"size_target {d['size_target']!r}: another length than its input's")
     frames = []
     for src, unstack_layer in seqs:
         base = identifier(sources(d)[0]) if unstack_layer is None and len(sources(d)) == 1 else var
@@ -149,7 +153,8 @@ def resolve_prev(scope: Scope) -> list:
                 late.add(n)
     aliases = {n: f"{n}_prev" for n in sorted(late)}
     head = [Assign([a], name(n), comment="the previous step's") for n, a in aliases.items()]
-    renamer = _Rename({PREV + n: aliases.get(n, n) for n in scope.names.values()})
+    read = {n for s in scope.stmts for n in _placeholders(s)}  # a cell's `c` too, not only the layers'
+    renamer = _Rename({PREV + n: aliases.get(n, n) for n in set(scope.names.values()) | read})
     out = []
     for s in head + scope.stmts:
         if isinstance(s, Assign):

@@ -38,6 +38,16 @@ class LossLayers:
         self._emit(scope, var, call("softmax", name(logits), axis=self.dim(out)), layer)
         return Val(name(var), dims, logits=Val(name(logits), dims))
 
+    def _ctc_log_probs(self, val: Val, d: dict, full: str) -> Val:
+        """Log-probabilities over a dim of the target's classes plus one: that dim is the CTC's
+        (`vocab + blank`, the blank last)."""
+        feat = feature(val, self.dims)
+        ctc = self._ctc_dim(d, full)
+        if self.dims.size(feat) != self.dims.size(ctc):
+            raise Refused(full, d.get("class", "?"), "a CTC loss needs one class more than its target")
+        self.dims.join(ctc, feat)
+        return val
+
     def _ctc_dim(self, d: dict, full: str) -> str:
         target = self._target(d, full)
         # CTC's blank is a dim of its own, not the dim of size 1 of the model's features (heads)
@@ -58,8 +68,31 @@ class LossLayers:
     def _loss(self, layer: str, d: dict, scope: Scope, val: Val, full: str) -> None:
         kind = d["loss"]
         logits = val.logits
-        if kind == "edit_distance" and d.get("class") == "decide" and not d.get("loss_opts"):
+        if kind in ("edit_distance", "bleu") and d.get("class") == "decide":
             return  # an error measure only: RETURNN's `get_value` is None, nothing is trained on it
+        if kind == "sampling_loss":  # RETURNN's sampled softmax / NCE loss of a softmax layer
+            opts = dict(d.get("loss_opts") or {})
+            if opts.get("use_full_softmax"):  # the full softmax's cross entropy, in training too
+                kept = {"label_smoothing"} & set(opts)
+                d = {**d, "loss": "ce", "loss_opts": {k: opts[k] for k in kept}}
+                kind = "ce"
+            else:
+                self.notes.append(
+                    f"loss 'sampling_loss' of layer `{full}` left out: a random estimate of the cross entropy from "
+                    "sampled classes (sampled softmax or NCE), which netc does not draw; the layer itself is imported "
+                    "(its full softmax: the same forward numbers): train the model with a loss of your own"
+                )
+                return
+        if kind in RASR_LOSSES:
+            how = RASR_LOSSES[kind]
+            align = (d.get("loss_opts") or {}).get("align_layer")
+            if align:
+                how += f" (`{align}`)"
+            self.notes.append(
+                f"loss {kind!r} of layer `{full}` left out: {how}, which netc cannot run; the layer itself is "
+                "imported (the same forward numbers): train the model with a loss of your own"
+            )
+            return
         if kind == "as_is" and scope.rec is None and not d.get("loss_opts") and d.get("loss_scale", 1.0) == 1.0:
             loss_name = self._loss_name(layer, kind, layer == "output" or d.get("is_output_layer"))
             self.imports.add("mark_as_loss")
@@ -67,14 +100,26 @@ class LossLayers:
             scope.stmts.append(MarkLoss(val.tensor(), loss_name, comment=comment))
             self.loss_names[layer] = loss_name
             return
+        opts = dict(d.get("loss_opts") or {})
+        if kind == "ctc" and logits is None and val.log_probs and opts.get("output_in_log_space"):
+            # RETURNN's CTC of log-probabilities (`output_in_log_space`): netc's CTC normalises them
+            # again, which leaves log-probabilities as they are
+            logits = self._ctc_log_probs(val, d, full)
+            d = {**d, "loss_opts": {k: v for k, v in opts.items() if k != "output_in_log_space"}}
         if kind not in ("ce", "ctc") or logits is None:
             what = f"loss {kind!r}" if kind not in ("ce", "ctc") else f"a {kind} loss on a `{d.get('class')}` layer"
             raise Refused(full, d.get("class", "?"), f"{what} not supported (ce and ctc on `softmax` layers are)")
         opts = dict(d.get("loss_opts") or {})
         smoothing = opts.pop("label_smoothing", 0.0)
+        focal = opts.pop("focal_loss_factor", 0.0) if kind == "ce" else 0.0
+        if not isinstance(focal, int | float) or isinstance(focal, bool) or focal < 0:
+            raise Refused(full, d.get("class", "?"), f"focal_loss_factor {focal!r} (a number >= 0 is supported)")
+        if focal:
+            self._focal = {**getattr(self, "_focal", {}), full: float(focal)}
         if kind == "ctc":
             opts.pop("beam_width", None)  # decoding only
-            _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"))
+            opts.pop("use_native", None)  # RETURNN's own implementation of the same loss
+            _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"), normalized=val.log_probs)
         if opts or d.get("loss_scale", 1.0) != 1.0:
             raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts) or ['loss_scale']} not supported")
         target = self._target(d, full)
@@ -125,6 +170,17 @@ class LossLayers:
             if smoothing:
                 kw["label_smoothing"] = num(float(smoothing))
             value = call("cross_entropy", logits.expr, target.expr, **kw)
+            if focal := getattr(self, "_focal", {}).get(full):  # RETURNN: times (1 - p(target)) ** factor
+                self.imports.add("exp")
+                # p(target): of the logits themselves (without label smoothing)
+                ce = call("cross_entropy", logits.expr, target.expr, axis=self.dim(out))
+                p = call("exp", cst.UnaryOperation(cst.Minus(), ce))
+                weight = cst.BinaryOperation(
+                    cst.BinaryOperation(num(1.0), cst.Subtract(), p, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]),
+                    cst.Power(),
+                    num(focal),
+                )
+                value = cst.BinaryOperation(value, cst.Multiply(), weight)
         else:
             self.imports.add("ctc_loss")
             value = call("ctc_loss", logits.expr, target.expr, axis=self.dim(out))
@@ -133,13 +189,23 @@ class LossLayers:
         self.loss_names[layer] = loss_name
 
 
+# losses computed by RASR (through Sprint) from an alignment netc cannot make: left out, with a note
+RASR_LOSSES = {
+    "via_layer": "its gradient is that of another layer's alignment, RASR's through Sprint (`fast_bw`)",
+    "fast_bw": "its alignment is RASR's full-sum Baum-Welch through Sprint",
+    "sprint": "it is computed by RASR through Sprint",
+}
 # `tf.nn.ctc_loss` options of RETURNN's `ctc_opts` that give netc's loss: TF's defaults, and
 # `ignore_longer_outputs_than_inputs` (it only changes sequences whose labels do not fit).
 _CTC_OPTS = {"preprocess_collapse_repeated": False, "ctc_merge_repeated": True}
 
 
-def _check_ctc_opts(ctc_opts: dict, full: str, cls: str) -> None:
+def _check_ctc_opts(ctc_opts: dict, full: str, cls: str, normalized: bool = False) -> None:
+    """`normalized`: of log-probabilities, whether the loss normalises them again changes nothing,
+    nor does where its gradient is taken."""
     for key, value in ctc_opts.items():
         if key == "ignore_longer_outputs_than_inputs" or (key in _CTC_OPTS and value == _CTC_OPTS[key]):
+            continue
+        if normalized and key in ("logits_normalize", "grad_wrt_softmax_in"):
             continue
         raise Refused(full, cls, f"ctc_opts {key}={value!r} not supported (netc's CTC loss is TF's default)")

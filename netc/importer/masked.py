@@ -14,7 +14,7 @@ from netc.importer.values import Refused, Scope, Val, feature, sources
 from netc.importer.writer import Assign, ModuleRef
 
 KNOWN = {
-    "subnetwork": {"subnetwork", "concat_sources", "dropout"},
+    "subnetwork": {"subnetwork", "concat_sources", "dropout", "load_on_init", "n_out"},
     "masked_computation": {"mask", "unit", "masked_from", "in_spatial_dim", "out_spatial_dim"},
     "unmask": {"mask"},
 }
@@ -55,6 +55,18 @@ class MaskedLayers:
                 raise Refused(f"{full}/{name_}", str(ld.get("class")), "a loss or output layer inside a `subnetwork`")
         if sub["output"].get("loss") if isinstance(sub["output"], dict) else False:
             raise Refused(f"{full}/output", "?", "a loss inside a `subnetwork`")
+        if isinstance(d.get("n_out"), int):  # RETURNN checks it is the output's
+            size = self.dims.size(out.sparse) if out.sparse is not None else None
+            feats = [x for x in out.dims if self.dims.is_static(x)]
+            size = size if size is not None else self.dims.size(feats[-1]) if feats else None
+            if size != d["n_out"]:
+                raise Refused(full, "subnetwork", f"n_out {d['n_out']}, but its `output` has {size}")
+        if d.get("load_on_init") is not None:  # how RETURNN initialises the parameters, as `forward_weights_init`
+            self.notes.append(
+                f"layer `{full}` (subnetwork): RETURNN initialises its parameters from `load_on_init` "
+                f"({d['load_on_init']!r}); the imported model's come from --checkpoint or --params "
+                "(a checkpoint of the trained network has them), else its own initialisation"
+            )
         self._emit(scope, var, out.expr, layer)
         return Val(name(var), out.dims, out.sparse, out.is_list)
 

@@ -58,14 +58,17 @@ def evaluate_config(path: str, sets: list[tuple[str, str]], network: str) -> dic
     values = _Evaluator(path, text, tree, sets).run(roots)
     if "extern_data" not in values:
         values = _Evaluator(path, text, tree, sets).run(roots | {"num_outputs"})
-    for key in ("task", "target"):  # `target`: the default target of losses
+    # `target`: the default target of losses (and of an int `num_outputs`); `num_inputs`,
+    # `sparse_input`, `default_input`: the old form of the input `data` beside `num_outputs`
+    old_inputs = ("num_inputs", "sparse_input", "default_input") if "extern_data" not in values else ()
+    for key in ("task", "target", *old_inputs):
         if key == network:
             continue
         # the config's own value where --no-exec can evaluate it (one outside the language is no
         # error), else RETURNN's: `--set`, or the default ("train", "classes")
         try:
             value = _Evaluator(path, text, tree, sets).run({key})
-            if isinstance(value.get(key), str):
+            if isinstance(value.get(key), str | int | bool):
                 values[key] = value[key]
         except CompileError:
             pass

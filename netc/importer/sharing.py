@@ -5,6 +5,8 @@ called by both, as netc shares a module's parameters); layers netc has no op for
 
 from __future__ import annotations
 
+import libcst as cst
+
 from netc.importer.dims import BATCH
 from netc.importer.syntax import Expr, call, compare, literal, name
 from netc.importer.values import Refused, Scope, Val, feature
@@ -72,6 +74,35 @@ class SharingLayers:
             and not scope.sub
             and any(isinstance(ld, dict) and ld.get("reuse_params") == layer for ld in scope.layers.values())
         )
+
+    def _shared_module(self, layer: str, d: dict, scope: Scope, full: str, ctor, kind: str, in_dim: str) -> Expr:
+        """The module a layer whose parameters another reads, or that reads another's, calls: `ctor`
+        (the module's construction, e.g. `ConvTranspose1d(dim, 3, stride=3)`) constructed once as
+        `<owner>_<kind> = ...` where RETURNN keeps the owner's variables. The owner must be of the
+        layer's class and constructed alike (the same sizes, strides, padding, bias, input dim)."""
+        cls = str(d.get("class"))
+        owner = d.get("reuse_params", layer)
+        if scope.rec is not None or scope.sub:
+            raise Refused(full, cls, "reuse_params in a rec unit or subnetwork not supported")
+        od = scope.layers.get(owner) if isinstance(owner, str) else None
+        if not isinstance(od, dict) or od.get("class") != cls or od.get("reuse_params"):
+            raise Refused(full, cls, f"reuse_params {owner!r} (the name of a `{cls}` layer is supported)")
+        modules = getattr(self, "_shared_modules", None)
+        if modules is None:
+            modules = self._shared_modules = {}
+        code = f"{cst.Module([]).code_for_node(ctor)} of {self.dims.dims[self.dims.find(in_dim)].name}"
+        if owner in modules:
+            if modules[owner][1] != code:
+                raise Refused(
+                    full, cls, f"reuse_params of `{owner}`, constructed otherwise ({modules[owner][1]} and {code})"
+                )
+            return name(modules[owner][0])
+        mod = self.fresh(f"{scope.names[owner]}_{kind}")
+        modules[owner] = (mod, code)
+        ref = ModuleRef(kind, self._tf_prefix(owner, od, scope))
+        comment = f"the parameters of layer {owner!r}, also those of the layers with reuse_params"
+        scope.stmts.append(Assign([mod], ctor, comment=comment, module=ref))
+        return name(mod)
 
     def _shared_linear(self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val):
         """The `Linear` of a layer whose parameters another reads, or that reads another's:

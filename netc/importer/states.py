@@ -8,9 +8,11 @@ import libcst as cst
 
 from netc.importer.dims import BATCH
 from netc.importer.syntax import call, identifier, name, num
-from netc.importer.values import PREV, Refused, Scope, Val, feature, sources
+from netc.importer.values import CLASS_ALIASES, PREV, Refused, Scope, Val, feature, sources, value_sources
 from netc.importer.writer import Assign
 
+# layers without `n_out` whose value is their sources concatenated on the feature dim
+_CONCATENATES = {"copy", "activation", "dropout"}
 # layers whose value has no outer time dim, whatever they read
 _DROPS_TIME = {"generic_attention", "reduce", "merge_dims", "rnn_cell", "choice", "rec", "rec_unstack"}
 
@@ -24,12 +26,8 @@ class States:
             raise Refused(f"prev:{layer}", "?", f"no layer `{layer}` in the unit of `{scope.rec}`")
         if layer not in scope.states:
             d = scope.layers[layer]
-            if isinstance(d, dict) and d.get("class") == "choice":  # a label state: read its embedding's
-                raise Refused(
-                    self._full(layer, scope),
-                    "choice",
-                    "`prev:` of a `choice` not supported (read `prev:` of its embedding)",
-                )
+            if isinstance(d, dict) and d.get("class") == "choice":  # a label state
+                return self._label_state(layer, d, scope)
             init = d.get("initial_output", 0)
             if isinstance(init, bool):  # a bool state (a mask): one per sequence
                 return self._bool_state(layer, d, scope, init)
@@ -57,13 +55,30 @@ class States:
             scope.outer.stmts.append(Assign([var], value, comment="initial state"))
         return Val(name(PREV + scope.names[layer]), scope.states[layer].dims)
 
+    def _label_state(self, layer: str, d: dict, scope: Scope) -> Val:
+        """`prev:` of the unit's `choice`: the previous step's label, before the first step the
+        layer's `initial_output` (a label; RETURNN's default 0): `full(batch, value=k, class_dim=vocab)`."""
+        full = self._full(layer, scope)
+        init = d.get("initial_output", 0)
+        init = 0 if init in ("zeros", None) else init
+        target = self._target(d, full)
+        size = self.dims.size(target.sparse)
+        if isinstance(init, bool) or not isinstance(init, int) or not 0 <= init < (size or 0):
+            raise Refused(full, "choice", f"initial_output {init!r} (a label of the target's classes)")
+        var = scope.names[layer]
+        self.imports.add("full")
+        value = call("full", name("batch"), value=num(init), class_dim=self.dim(target.sparse))
+        scope.states[layer] = Val(name(var), (BATCH,), target.sparse)
+        scope.outer.stmts.append(Assign([var], value, comment="initial state: the label before the first step"))
+        return Val(name(PREV + var), (BATCH,), target.sparse)
+
     def _state_time(self, layer: str, scope: Scope, seen: set) -> tuple[str, ...]:
         """The outer time dim a unit layer's value has (read through `base:`), for its state:
         `accum_att_weights` [batch, enc_time, heads]."""
         d = scope.layers[layer]
         if not isinstance(d, dict) or d.get("class") in _DROPS_TIME:
             return ()
-        for src in sources(d):
+        for src in value_sources(d):
             if src.startswith("base:"):
                 own = self.dims.find(scope.time) if scope.time else None  # the loop's own: a frame
                 outer = self.get(src[5:], scope.outer).dims
@@ -87,8 +102,19 @@ class States:
             return found
         if isinstance(d.get("n_out"), int):
             return self.dims.static(d["n_out"], identifier(layer))
+        cls = CLASS_ALIASES.get(d.get("class"), d.get("class"))
+        if not hasattr(self, f"_l_{cls}"):  # not read through a layer netc does not import
+            raise Refused(self._full(layer, scope), str(cls), "this layer class is not supported by `netc import` yet")
         seen = seen | {layer}
-        for src in sources(d):
+        srcs = value_sources(d)
+        if cls in _CONCATENATES and len(srcs) > 1:  # its sources concatenated: the sum of their dims
+            return self.dims.derived([self._static_out(layer, {**d, "from": [x]}, scope, seen - {layer}) for x in srcs])
+        # a `prev:x` has x's dim: read last (the other sources may tell it without a cycle)
+        for src in sorted(srcs, key=lambda x: x.startswith("prev:")):
+            if src.startswith("prev:") and src[5:] in scope.layers and src[5:] not in seen:
+                src_d = scope.layers[src[5:]]
+                if isinstance(src_d, dict) and src_d.get("class") != "choice":
+                    return self._static_out(src[5:], src_d, scope, seen)
             if src.startswith("prev:") or src in seen:
                 continue
             if src in scope.layers and src not in scope.vals and not src.startswith(("base:", "data")):

@@ -40,16 +40,19 @@ class TransformerLayers:
         """RETURNN's `get_positional_encoding` over the time dim: for D channels and h = D // 2
         timescales, angles `pos * exp(i * -log(1e4) / (h - 1))` [batch, time, h], then `sin` of
         them in the first h channels and `cos` in the last h (`concat`, laid into the layer's dim
-        by `split_dims`/`merge_dims` as two halves); `add_to_input` adds the input."""
+        by `split_dims`/`merge_dims` as two halves); `add_to_input` adds the input. In a rec unit
+        the position is the step's (a loop state from 0, one more each step, as RETURNN's)."""
         src = self._source(d, scope, full)
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
-        if scope.rec is not None or len(dyn) != 1 or BATCH not in src.dims or len(src.dims) != 3 or src.sparse:
-            raise Refused(full, "positional_encoding", "of [batch, time, feature] outside rec units")
+        step = scope.rec is not None and not dyn
+        if src.sparse or BATCH not in src.dims or len(src.dims) != (2 if step else 3) or (not step and len(dyn) != 1):
+            raise Refused(full, "positional_encoding", "of [batch, time, feature] (in a rec unit: [batch, feature])")
+        if scope.rec is not None and not step:
+            raise Refused(full, "positional_encoding", "over a time dim in a rec unit not supported")
         if d.get("constant", -1) != -1 or d.get("offset") is not None:
             raise Refused(full, "positional_encoding", "`constant` and `offset` not supported")
-        if "axis" in d and self._axis(src, d["axis"]) != dyn[0]:
+        if "axis" in d and not step and self._axis(src, d["axis"]) != dyn[0]:
             raise Refused(full, "positional_encoding", f"axis {d['axis']!r} (the time dim is supported)")
-        time = dyn[0]
         if d.get("add_to_input"):
             out = feature(src, self.dims)
         else:
@@ -63,7 +66,13 @@ class TransformerLayers:
         increment = math.log(1.0e4) / float(size // 2 - 1)
         self.imports |= {"range_over", "exp", "expand", "sin", "cos", "concat", "split_dims", "merge_dims"}
         angles = self.fresh(f"{var}_angles")
-        positions = call("expand", call("range_over", self.dim(time), dtype=literal("float32")), self.dim(half))
+        if step:  # the step's position: a state of the loop
+            position = self.fresh(f"{var}_position")
+            self.imports.add("zeros")
+            scope.outer.stmts.append(Assign([position], call("zeros", name("batch")), comment="initial state"))
+            positions = call("expand", name(position), self.dim(half))
+        else:
+            positions = call("expand", call("range_over", self.dim(dyn[0]), dtype=literal("float32")), self.dim(half))
         inv = call("exp", binop("*", call("range_over", self.dim(half), dtype=literal("float32")), num(-increment)))
         comment = f"layer {layer!r}: position / 10000 ** (i / {size // 2 - 1})"
         scope.stmts.append(Assign([angles], binop("*", positions, inv), comment=comment))
@@ -74,7 +83,11 @@ class TransformerLayers:
         if d.get("add_to_input"):
             value = binop("+", src.tensor(), value)
         self._emit(scope, var, value, layer)
-        return Val(name(var), src.dims if d.get("add_to_input") else (BATCH, time, out))
+        if step:
+            scope.stmts.append(Assign([position], binop("+", name(position), num(1.0)), comment="the next step's"))
+        if d.get("add_to_input"):
+            return Val(name(var), src.dims)
+        return Val(name(var), (BATCH, out) if step else (BATCH, dyn[0], out))
 
     def _l_self_attention(self, layer, d, scope, var, full) -> Val:
         """RETURNN's multi-head self-attention over the time dim, head by head: one `QKV` matrix

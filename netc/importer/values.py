@@ -13,6 +13,7 @@ from netc.importer.syntax import Expr, call
 
 PREV = "__prev__"  # placeholder names, resolved when the model is written
 DIM = "__dim__"
+CLASS_ALIASES = {"hidden": "linear", "forward": "linear"}  # returnn.tf.layers.basic's aliases
 
 
 class Refused(Exception):
@@ -32,6 +33,7 @@ class Val:
     sparse: str | None = None  # labels: their class dim
     is_list: bool = False  # a list stacked by a loop
     logits: Val | None = None  # a `softmax` layer's logits, for its loss
+    log_probs: bool = False  # log-probabilities over the feature dim (a log_softmax): a CTC loss reads them
 
     def tensor(self) -> Expr:
         """The value where an operator needs a tensor (a stacked list: `stack(...)`)."""
@@ -70,6 +72,28 @@ def tf_scope(layer: str) -> str:
 def sources(d: dict) -> list[str]:
     src = d.get("from", "data")
     return [src] if isinstance(src, str) else list(src) if isinstance(src, list | tuple) else [src]
+
+
+def python_object(value) -> str | None:
+    """The `repr` of the first Python object (not data: a function, a placeholder of a module only the
+    config's cluster has) in an option's value, as `_child` passes them (`{"__object__": repr}`)."""
+    if isinstance(value, dict):
+        if set(value) == {"__object__"}:
+            return str(value["__object__"])
+        value = list(value.values())
+    if isinstance(value, list):
+        return next((r for v in value if (r := python_object(v)) is not None), None)
+    return None
+
+
+def value_sources(d: dict) -> list[str]:
+    """The layers whose values a layer's value is made of (a `switch`: its branches, a
+    `generic_attention`: its `base`; not `from`)."""
+    if d.get("class") == "switch":
+        return [d[k] for k in ("true_from", "false_from") if isinstance(d.get(k), str)]
+    if d.get("class") == "generic_attention":  # a weighted sum of `base`'s frames
+        return [d["base"]] if isinstance(d.get("base"), str) else []
+    return sources(d)
 
 
 def feature(val: Val, dims: DimTable) -> str:

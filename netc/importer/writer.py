@@ -19,6 +19,7 @@ class ModuleRef:
     kind: str  # "linear", "embedding", "lstm", "lstm_cell"
     tf_prefix: str  # e.g. "enc_ctx", "lstm0_fw/rec", "output/rec/s/rec"
     tf_names: dict[str, str] = field(default_factory=dict)  # a role whose TF variable is named otherwise
+    transposed: frozenset[str] = frozenset()  # roles whose TF variable is the parameter transposed
 
 
 @dataclass

@@ -97,9 +97,11 @@ class Embedding(OpDef):
 
 @register
 class LayerNorm(OpDef):
-    """`LayerNorm()(x)`: normalise over the feature dim, then `* scale + bias`.
+    """`LayerNorm(eps=1e-6, with_bias=True)(x)`: normalise over the feature dim (biased variance,
+    `eps` added to it), then `* scale + bias` (`* scale` without bias).
 
-    RETURNN `layer_norm` (variables `scale`, `bias`; epsilon 1e-6, biased variance).
+    RETURNN `layer_norm` (variables `scale`, `bias`; its epsilon 1e-6 by default); without bias a
+    `norm` layer over the feature dim with `bias: False` (variable `scale`).
     """
 
     name = "layer_norm"
@@ -107,37 +109,45 @@ class LayerNorm(OpDef):
     module = True
     param_init = {"scale": "ones", "bias": "zeros"}  # RETURNN's initialisers
 
-    def ctor(self):
+    def ctor(self, eps=LAYER_NORM_EPS, with_bias=True):
         pass
 
     def infer(self, dt, args, attrs):
         _float("LayerNorm", args[0])
         dt.feature(args[0].dims)
+        eps = attrs.get("eps", LAYER_NORM_EPS)
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or eps < 0:
+            raise DimError(f"`LayerNorm` needs `eps` to be a number >= 0, got {eps!r}")
         return [OutType(args[0].dims)]
 
     def params(self, dt, args, attrs):
         feat = dt.feature(args[0].dims)
-        return {"scale": (feat,), "bias": (feat,)}
+        return {"scale": (feat,), "bias": (feat,)} if attrs.get("with_bias", True) else {"scale": (feat,)}
 
     def returnn(self, ctx, op):
         feat = ctx.in_dims(0)[-1]  # canonical order: the one static (feature) dim is last
-        return {"class": "layer_norm", "from": ctx.src(0), "in_dim": ctx.dim(feat), "epsilon": LAYER_NORM_EPS}
+        eps = float(op.attrs.get("eps", LAYER_NORM_EPS))
+        if not op.attrs.get("with_bias", True):
+            return {"class": "norm", "from": ctx.src(0), "axis": ctx.dim(feat), "bias": False, "epsilon": eps}
+        return {"class": "layer_norm", "from": ctx.src(0), "in_dim": ctx.dim(feat), "epsilon": eps}
 
     # canonical order keeps the one static (feature) dim last
     def torch(self, ctx, op):
         feat = op.outs[0].dims[-1]
+        bias = ctx.param("bias") if op.attrs.get("with_bias", True) else "None"
+        eps = float(op.attrs.get("eps", LAYER_NORM_EPS))
         return (
             f"torch.nn.functional.layer_norm({ctx.arg(0)}, ({ctx.size(feat)},), "
-            f"{ctx.param('scale')}, {ctx.param('bias')}, eps={LAYER_NORM_EPS!r})"
+            f"{ctx.param('scale')}, {bias}, eps={eps!r})"
         )
 
     def eager(self, ctx, args, attrs, outs):
         import torch
 
         x = args[0].data
-        return torch.nn.functional.layer_norm(
-            x, (x.shape[-1],), ctx.param("scale"), ctx.param("bias"), eps=LAYER_NORM_EPS
-        )
+        bias = ctx.param("bias") if attrs.get("with_bias", True) else None
+        eps = float(attrs.get("eps", LAYER_NORM_EPS))
+        return torch.nn.functional.layer_norm(x, (x.shape[-1],), ctx.param("scale"), bias, eps=eps)
 
 
 # --- labels ----------------------------------------------------------------------------
@@ -273,21 +283,44 @@ class Where(OpDef):
 
 @register
 class Cast(OpDef):
-    """`cast(x, dtype)` to "float32", "int32" or "bool" (float → int truncates toward zero)."""
+    """`cast(x, dtype)` to "float32", "int32" or "bool" (float → int truncates toward zero).
+    `cast(x, "int32", class_dim=vocab)`: int32 labels over the class dim `vocab` (the values are
+    kept: RETURNN's `reinterpret_data` with `set_sparse_dim`, which does not check them either)."""
 
     name = fn_name = "cast"
 
-    def api(self, x, dtype):
+    def api(self, x, dtype, class_dim=None):
         pass
 
+    def bind(self, args, kwargs):
+        tensors, attrs = super().bind(args, kwargs)
+        if attrs.get("class_dim") is None:  # the plain cast's attributes as before
+            attrs.pop("class_dim", None)
+        return tensors, attrs
+
     def infer(self, dt, args, attrs):
-        x, dtype = args[0], attrs["dtype"]
+        x, dtype, class_dim = args[0], attrs["dtype"], attrs.get("class_dim")
         if dtype not in DTYPES:
             raise DimError(f"`cast` dtype must be one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
+        if class_dim is not None:
+            if dtype != "int32":
+                raise DimError(f"`cast` with a class dim makes int32 labels, not {dtype}")
+            if not isinstance(class_dim, str) or class_dim not in dt.dims or dt[class_dim].kind != "static":
+                raise DimError("`cast` needs `class_dim` to be a static dim")
+            if class_dim in x.dims:
+                raise DimError(f"the class dim `{class_dim}` cannot also be a dim of the labels")
+            return [OutType(x.dims, dtype, sparse_dim=class_dim)]
         sparse = x.sparse_dim if dtype == "int32" else None  # labels stay labels
         return [OutType(x.dims, dtype, sparse_dim=sparse)]
 
     def returnn(self, ctx, op):
+        if "class_dim" in op.attrs:  # an `eval` gives the result its class dim (as `where` of labels)
+            return {
+                "class": "eval",
+                "from": ctx.src(0),
+                "eval": "tf.cast(source(0), tf.int32)",
+                "out_type": {"dtype": "int32", "sparse_dim": ctx.dim(op.attrs["class_dim"])},
+            }
         return {"class": "cast", "from": ctx.src(0), "dtype": op.attrs["dtype"]}
 
     def torch(self, ctx, op):

@@ -144,17 +144,24 @@ class Dot(OpDef):
         own1 = [d for d in a_dims if d not in axes and d not in b_dims]
         own2 = [d for d in b_dims if d not in axes and d not in a_dims]
         g = ctx.em.g
-        if any(g.dim(x).size is not None and g.dim(x).size == g.dim(y).size for x in own1 for y in own2):
-            # "auto" (behavior version < 14) matches two static dims of one size as one, kept as a
-            # shared dim, not multiplied out: each operand's own dims are named instead
+        static = [x for x in dict.fromkeys([*a_dims, *b_dims]) if g.dim(x).size is not None]
+        if any(
+            g.dim(x).size is not None and g.dim(x).size == g.dim(y).size for x in own1 + own2 for y in static if y != x
+        ):
+            # "auto" (behavior version < 14) matches two static dims of one size as one (an operand's
+            # own dim with the other's, or with a shared one: two dims of size 1), kept as a shared dim,
+            # not multiplied out: each operand's own dims are named instead
             var1, var2 = [ctx.dim(d) for d in own1], [ctx.dim(d) for d in own2]
-        return {
+        layer = {
             "class": "dot",
             "from": [ctx.src(0), ctx.src(1)],
             "reduce": [ctx.dim(a) for a in axes],
             "var1": var1,
             "var2": var2,
         }
+        if var2 == []:  # named (not auto): no dim of size 1 for the empty var2 (RETURNN's old default)
+            layer["add_var2_if_empty"] = False
+        return layer
 
     def torch(self, ctx, op):
         axes = dims_attr_names(op.attrs["reduce"])

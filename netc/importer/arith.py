@@ -1,0 +1,383 @@
+"""Layers of arithmetic over their inputs: `activation` (and every layer's `activation` option),
+`combine`, `eval` (the restricted language of `evals.py`; calling the config's functions:
+`config_eval.py`), `reduce`, `dot`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from netc.importer.syntax import Expr, binop, call, identifier, name, num
+from netc.importer.values import Refused, Val, feature, sources
+
+# RETURNN `activation` names -> netc functions (None: the identity)
+ACTIVATIONS = {
+    None: None,
+    "identity": None,
+    "linear": None,
+    "tanh": "tanh",
+    "sigmoid": "sigmoid",
+    "relu": "relu",
+    "exp": "exp",
+    "log": "log",
+    "sqrt": "sqrt",
+    "sin": "sin",
+    "cos": "cos",
+    "abs": "abs",
+    "swish": "silu",
+    "silu": "silu",
+    "softmax": "softmax",
+    "log_softmax": "log_softmax",
+    "gelu": "gelu",  # TF's `tf.nn.gelu` (RETURNN looks there first): exact (erf), as netc's
+}
+
+
+def _p(e: Expr) -> Expr:
+    """`e` in parentheses where an operator next to it would bind otherwise."""
+    if isinstance(e, cst.BinaryOperation | cst.UnaryOperation | cst.Comparison) and not e.lpar:
+        return e.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return e
+
+
+def _neg(e: Expr) -> Expr:
+    return cst.UnaryOperation(cst.Minus(), _p(e))
+
+
+def _number(text: str) -> float | int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        try:
+            return float(text.strip())
+        except ValueError:
+            return None
+
+
+# activations netc has no function of its own for, as expressions of x (TF's `tf.nn.<name>` and
+# `tf.math.<name>`), and the netc functions they use
+_ACTIVATION_FORMS = {
+    # softplus without overflow: max(x, 0) + log(1 + exp(-|x|))
+    "softplus": (
+        lambda x: binop(
+            "+", call("maximum", x, num(0.0)), call("log", binop("+", num(1.0), call("exp", _neg(call("abs", x)))))
+        ),
+        {"maximum", "log", "exp", "abs"},
+    ),
+    "log_sigmoid": (
+        lambda x: _neg(
+            _p(
+                binop(
+                    "+",
+                    call("maximum", _neg(x), num(0.0)),
+                    call("log", binop("+", num(1.0), call("exp", _neg(call("abs", x))))),
+                )
+            )
+        ),
+        {"maximum", "log", "exp", "abs"},
+    ),
+    "square": (lambda x: cst.BinaryOperation(x, cst.Power(), num(2)), set()),
+    "negative": (_neg, set()),
+    "neg": (_neg, set()),
+    "relu6": (lambda x: call("minimum", call("relu", x), num(6.0)), {"minimum", "relu"}),
+    "elu": (
+        lambda x: call(
+            "where",
+            cst.Comparison(x, [cst.ComparisonTarget(cst.GreaterThan(), num(0.0))]),
+            x,
+            binop("-", call("exp", call("minimum", x, num(0.0))), num(1.0)),
+        ),
+        {"where", "exp", "minimum"},
+    ),
+    "leaky_relu": (lambda x: call("maximum", x, binop("*", num(0.2), x)), {"maximum"}),  # TF's alpha 0.2
+    "softsign": (lambda x: binop("/", x, _p(binop("+", num(1.0), call("abs", x)))), {"abs"}),
+    "reciprocal": (lambda x: binop("/", num(1.0), x), set()),
+    "rsqrt": (lambda x: binop("/", num(1.0), call("sqrt", x)), {"sqrt"}),
+}
+_ONCE = {"square", "negative", "neg", "relu6", "reciprocal", "rsqrt"}  # forms reading x once
+# RETURNN `reduce` modes -> netc functions (`min`/`argmin`: of the negated input)
+_REDUCE = {
+    "sum": "reduce_sum",
+    "mean": "reduce_mean",
+    "max": "reduce_max",
+    "min": "reduce_max",
+    "logsumexp": "logsumexp",
+    "argmax": "argmax",
+    "argmin": "argmax",
+}
+COMBINE = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
+
+
+def _is_log_softmax(e: Expr) -> bool:
+    return isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value == "log_softmax"
+
+
+def _with_locals(code, local: dict, full: str, cls: str) -> str:
+    """The eval string with its `eval_locals` (numbers) in place of their names."""
+    import ast
+
+    bad = [k for k, v in local.items() if not isinstance(v, int | float) or isinstance(v, bool)]
+    if bad or not isinstance(code, str):
+        what = repr(local[bad[0]])[:60] if bad else repr(code)
+        raise Refused(full, cls, f"eval_locals {bad[0] if bad else ''}: {what} (numbers are supported)")
+
+    class Put(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return ast.Constant(local[node.id]) if node.id in local else node
+
+    try:
+        return ast.unparse(Put().visit(ast.parse(code.strip(), mode="eval")))
+    except SyntaxError:
+        return code  # the mapper says why
+
+
+class ArithLayers:
+    """Handlers of `Importer` (`_l_<class>`), mixed into it."""
+
+    def _activation(self, val: Val, act, full: str, cls: str) -> Val:
+        """`act` (RETURNN's activation string) applied; None where it is the identity."""
+        if act in ACTIVATIONS and ACTIVATIONS[act] is None:
+            return val
+        expr = self._act(val, val.tensor(), act) if isinstance(act, str) else None
+        if expr is None:
+            raise Refused(full, cls, f"activation {act!r} not supported")
+        return Val(expr, val.dims)
+
+    def _act(self, val: Val, x: Expr, act: str) -> Expr | None:
+        """RETURNN's `get_activation_function(act)` of x: a name (TF's `tf.nn.<name>` first), or
+        two of them or numbers joined by one of `+ - * /` ("2 * sigmoid"); None: not known."""
+        act = act.strip()
+        if act in ACTIVATIONS:
+            fn = ACTIVATIONS[act]
+            if fn is None:
+                return x
+            self.imports.add(fn)
+            if fn in ("softmax", "log_softmax"):
+                return call(fn, x, axis=self.dim(feature(val, self.dims)))
+            return call(fn, x)
+        if act in _ACTIVATION_FORMS:
+            form, uses = _ACTIVATION_FORMS[act]
+            self.imports |= uses
+            if not isinstance(x, cst.Name) and act not in _ONCE:  # x read twice: bound to a variable first
+                x = self._bind(x)
+            return form(_p(x))
+        for op in "+-*/":  # RETURNN's `_get_act_func_with_op`: the first operator it finds, once
+            if op in act:
+                parts = act.split(op)
+                if len(parts) != 2:
+                    return None
+                numbers = [_number(p) for p in parts]
+                if None not in numbers:
+                    return None
+                if numbers.count(None) == 2 and not isinstance(x, cst.Name):  # x read twice: bound first
+                    x = self._bind(x)
+                sides = [num(v) if v is not None else self._act(val, x, p) for v, p in zip(numbers, parts)]
+                if any(side is None for side in sides):
+                    return None
+                return binop(op, _p(sides[0]), _p(sides[1]))
+        return None
+
+    def _bind(self, x: Expr) -> cst.Name:
+        """x as a variable, assigned (with the layer's module) before the layer's statement."""
+        for pre, value in self._pre_activation:
+            if value is x:
+                return name(pre)
+        pre = self.fresh("pre_activation")
+        self._pre_activation.append((pre, x))
+        return name(pre)
+
+    def _l_activation(self, layer, d, scope, var, full) -> Val:
+        val = self._activation(self._source(d, scope, full), d.get("activation"), full, "activation")
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), val.dims, val.sparse, False, log_probs=_is_log_softmax(val.expr))
+
+    def _l_combine(self, layer, d, scope, var, full) -> Val:
+        kind = d.get("kind", "add")
+        if kind == "eval":  # RETURNN's `eval` layer is this `combine`
+            if d.get("eval_for_output_loss") and d.get("loss"):
+                raise Refused(full, "combine", "eval_for_output_loss with a loss not supported")
+            return self._l_eval(layer, d, scope, var, full)
+        vals = [self.get(s, scope) for s in sources(d)]
+        if not vals:
+            raise Refused(full, "combine", "it has no input")
+        dims = max((v.dims for v in vals), key=len)
+        if kind in COMBINE:
+            expr = vals[0].tensor()
+            for v in vals[1:]:
+                expr = binop(COMBINE[kind], expr, v.tensor())
+        elif kind in ("maximum", "minimum"):
+            self.imports.add(kind)
+            expr = vals[0].tensor()
+            for v in vals[1:]:
+                expr = call(kind, expr, v.tensor())
+        else:
+            raise Refused(full, "combine", f"kind {kind!r} not supported")
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "combine")
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), dims)
+
+    def _l_eval(self, layer, d, scope, var, full) -> Val:
+        """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`); one
+        calling the config's functions, as what it computes outside training (`config_eval.py`)."""
+        from netc.importer.config_eval import config_eval, reads_config
+        from netc.importer.evals import EvalMapper
+
+        code, shown = d.get("eval"), None
+        if d.get("eval_locals"):
+            code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
+        vals = [self.get(s, scope) for s in sources(d)]
+        if reads_config(code):
+            ce = config_eval(code, self.cfg.path)
+            what = code["__object__"].split(" at ")[0] + ">" if isinstance(code, dict) else repr(code)
+            if ce.code is None:
+                raise Refused(full, "eval", f"eval {what}: {ce.why} not understood (outside training)")
+            shown, code = f"{what} (outside training: {ce.code!r})", ce.code
+            self._note_config_eval(full, ce)
+        if not isinstance(code, str):
+            raise Refused(full, "eval", f"eval {code!r} is not a string (an expression over `source(i)` is)")
+        if code.strip() == "source(0)" and len(vals) == 1 and not d.get("activation"):  # the identity
+            self._emit(scope, var, vals[0].expr, layer)
+            return Val(name(var), vals[0].dims, vals[0].sparse, vals[0].is_list and isinstance(vals[0].expr, cst.Name))
+        if any(v.sparse is not None for v in vals):
+            raise Refused(full, "eval", "labels (sparse) as a source")
+        expr, _ = EvalMapper(self, full, code, vals, shown).run()
+        dims = max((v.dims for v in vals), key=len)
+        val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
+        self._emit(scope, var, val.expr, layer)
+        return Val(name(var), dims, log_probs=_is_log_softmax(val.expr))
+
+    def _note_config_eval(self, full: str, ce) -> None:
+        fns = ", ".join(f"`{n}` (line {line})" for n, line in ce.functions) or "values"
+        if ce.train_only:
+            what = "its input" if ce.code.strip() == "source(0)" else f"`{ce.code}`"
+            one = len(ce.functions) == 1
+            self.notes.append(
+                f"layer `{full}` (eval): the config's {fns} compute{'s' if one else ''} {what} outside training; "
+                f"what {'it does' if one else 'they do'} in training only (`network.cond_on_train`: SpecAugment-style "
+                "masking) is left out: the same numbers outside training (add masking of your own for training)"
+            )
+
+    def _l_reduce(self, layer, d, scope, var, full) -> Val:
+        """`reduce_sum`/`reduce_mean`/`reduce_max`/`logsumexp`/`argmax` over the axes (padded frames
+        never count, as RETURNN's time mask); `min`/`argmin` of the negated input; `keep_dims`: a
+        dim of size 1 in each static reduced axis' place (RETURNN's)."""
+        mode = str(d.get("mode")).lower()
+        mode = {"avg": "mean"}.get(mode, mode)  # RETURNN's alias
+        if mode not in _REDUCE:
+            raise Refused(full, "reduce", f"mode {d.get('mode')!r} not supported ({', '.join(_REDUCE)} are)")
+        src = self._source(d, scope, full)
+        if src.sparse is not None:
+            raise Refused(full, "reduce", "labels (sparse) as the input")
+        axes = d.get("axes", d.get("axis"))
+        axes = list(axes) if isinstance(axes, list | tuple) else [axes]
+        keys = [self._axis(src, a) for a in axes]
+        if None in keys or not keys or any(k not in src.dims for k in keys):
+            raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags of the input are)")
+        fn = _REDUCE[mode]
+        if fn == "argmax" and len(keys) != 1:
+            raise Refused(full, "reduce", f"mode {mode!r} over {len(keys)} axes (RETURNN takes one)")
+        if d.get("keep_dims") and any(self.dims.is_dynamic(k) for k in keys):
+            raise Refused(full, "reduce", "keep_dims over a dynamic axis not supported")
+        self.imports.add(fn)
+        x = src.tensor()
+        if mode in ("min", "argmin"):
+            x = cst.UnaryOperation(cst.Minus(), x)
+        axis = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
+        expr = call(fn, x, axis=axis)
+        if mode == "min":
+            expr = cst.UnaryOperation(cst.Minus(), expr)
+        dims = tuple(x for x in src.dims if x not in keys)
+        if fn == "argmax":  # labels over the reduced axis
+            self._emit(scope, var, expr, layer)
+            return Val(name(var), dims, keys[0])
+        if d.get("keep_dims"):
+            from netc.importer.attention import new_dim
+
+            kept = list(src.dims)
+            for k in keys:
+                one = new_dim(self, 1, f"{identifier(layer)}_kept", set(kept))
+                self.imports.add("expand")
+                expr = call("expand", expr, self.dim(one))
+                kept[kept.index(k)] = one
+            dims = tuple(kept)
+        self._emit(scope, var, expr, layer)
+        return Val(name(var), dims)
+
+    def _l_dot(self, layer, d, scope, var, full) -> Val:
+        """`dot(a, b, reduce=...)`: every other dim is kept. RETURNN's forms: `reduce` (dim tags, `T`,
+        `F`) with automatic `var1`/`var2`, or `red1`/`red2` (the reduced axes of each) with
+        `var1`/`var2` (each source's own axes; the others are the dims both have); before behavior
+        version 3, an empty `var2` adds a dim of size 1 (`add_var2_if_empty`)."""
+        srcs = sources(d)
+        if len(srcs) != 2:
+            raise Refused(full, "dot", "two sources are supported")
+        a, b = (self.get(x, scope) for x in srcs)
+        if a.sparse is not None or b.sparse is not None:
+            raise Refused(full, "dot", "labels (sparse) as a source not supported")
+        find = self.dims.find
+        old_form, legacy = "reduce" not in d, False
+        if not old_form:
+            if any(d.get(v, "auto") != "auto" for v in ("var1", "var2")):
+                raise Refused(full, "dot", "`reduce` with `var1`/`var2` other than auto not supported")
+            axes = d["reduce"] if isinstance(d["reduce"], list) else [d["reduce"]]
+            keys = [self._axis(a, ax) for ax in axes]
+            if None in keys or any(find(k) not in {find(x) for x in b.dims} for k in keys):
+                raise Refused(full, "dot", f"reduce {d['reduce']!r}: a dim of both sources (tags, T or F)")
+        else:
+            legacy = self.cfg.behavior_version < 3 and d.get("var1") != "auto" and d.get("var2") != "auto"
+            red1, red2 = (d.get(k, default if legacy else None) for k, default in (("red1", -1), ("red2", -2)))
+            var1, var2 = (d.get(k, default if legacy else "auto") for k, default in (("var1", -2), ("var2", -1)))
+            keys, keys2 = self._dot_axes(a, red1, full, "red1"), self._dot_axes(b, red2, full, "red2")
+            own1, own2 = self._dot_axes(a, var1, full, "var1"), self._dot_axes(b, var2, full, "var2")
+            if var1 == "auto" or var2 == "auto":  # RETURNN's automatic: each source's dims the other has not
+                own1 = [x for x in a.dims if x not in keys and find(x) not in {find(y) for y in b.dims}]
+                own2 = [x for x in b.dims if x not in keys2 and find(x) not in {find(y) for y in a.dims}]
+            for k1, k2 in zip(keys, keys2):  # RETURNN reduces dims of one size: they are one dim
+                in_a, in_b = {find(x) for x in a.dims}, {find(x) for x in b.dims}
+                same_size = self.dims.size(k1) == self.dims.size(k2) and self.dims.is_static(k1)
+                if find(k1) != find(k2) and same_size and find(k2) not in in_a and find(k1) not in in_b:
+                    self.dims.join(k1, k2)
+            rest1 = [x for x in a.dims if x not in keys + own1]
+            rest2 = [x for x in b.dims if x not in keys2 + own2]
+            if not keys or [find(k) for k in keys] != [find(k) for k in keys2]:
+                raise Refused(full, "dot", f"red1 {red1!r} and red2 {red2!r}: the same dims of both sources")
+            if {find(x) for x in rest1} != {find(x) for x in rest2}:
+                raise Refused(full, "dot", "the sources' other dims (not red/var) differ")
+            if {find(x) for x in own1} & {find(x) for x in b.dims} or {find(x) for x in own2} & {
+                find(x) for x in a.dims
+            }:
+                raise Refused(
+                    full, "dot", "var1 and var2: dims of one source only (the same dim in both not supported)"
+                )
+        self.imports.add("dot")
+        reduce = self.dim(keys[0]) if len(keys) == 1 else cst.List([cst.Element(self.dim(k)) for k in keys])
+        expr = call("dot", a.tensor(), b.tensor(), reduce=reduce)
+        found = {find(k) for k in keys}
+        dims = list(a.dims) + [x for x in b.dims if find(x) not in {find(y) for y in a.dims}]
+        dims = [x for x in dims if find(x) not in found]
+        if old_form and legacy and not own2 and d.get("add_var2_if_empty", True):
+            from netc.importer.attention import new_dim
+
+            one = new_dim(self, 1, f"{identifier(layer)}_var2", set(dims))
+            self.imports.add("expand")
+            expr, dims = call("expand", expr, self.dim(one)), [*dims, one]
+        self._emit(scope, var, expr, layer)
+        return Val(name(var), tuple(dims))
+
+    def _dot_axes(self, val: Val, desc, full: str, opt: str) -> list[str]:
+        """`red1`/`red2`/`var1`/`var2` of a `dot` as dims of `val`: None, an axis description, `T?`
+        (the time dim, if any), -1 (RETURNN's feature axis: the last static dim) or a list of them."""
+        if desc is None or desc == "auto":
+            return []
+        out = []
+        for ax in desc if isinstance(desc, list | tuple) else [desc]:
+            if ax == "T?":
+                out += [x for x in val.dims if self.dims.is_dynamic(x)][:1]
+                continue
+            if ax == -1 and not isinstance(ax, bool):
+                static = [x for x in val.dims if self.dims.is_static(x)]
+                key = static[-1] if static else None
+            else:
+                key = self._axis(val, ax) if isinstance(ax, str | dict) else None
+            if key is None or key not in val.dims:
+                raise Refused(full, "dot", f"{opt} {desc!r} (T, T?, F, static:i, -1 or dim tags of the source)")
+            out.append(key)
+        return out

@@ -1,0 +1,452 @@
+"""`netc import` on the idioms of real RETURNN configs (the public corpus's, in configs written
+here): configs that check their cluster's files or cannot run here at all, the old forms of the
+inputs (`num_outputs`/`num_inputs`, `DimensionTag`, `same_dim_tags_as`), options at RETURNN's
+defaults and training-only ones, layers RETURNN builds only when evaluating, old names of layer
+classes and units, networks deeper than Python's recursion limit, and a decoder bounded by a pooled
+encoder (`max_len_from`), which `netc verify` must draw targets for within that bound."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import run_netc
+from test_import import _compare, run_original
+
+NET = """
+network = {
+    "lstm_fw": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "direction": 1, "from": "data"},
+    "output": {"class": "softmax", "loss": "ce", "from": "lstm_fw"},
+}
+"""
+
+
+def _d(text: str, net: str = NET) -> str:
+    return textwrap.dedent(text).lstrip() + net
+
+
+def _import(tmp_path: Path, text: str, name: str = "cfg.config"):
+    cfg = tmp_path / name
+    cfg.write_text(text)
+    model = tmp_path / "model.py"
+    proc = run_netc("import", cfg, "-o", model)
+    return proc, (model.read_text() if model.exists() else ""), cfg
+
+
+def test_file_checks_of_the_config_are_answered_as_on_its_cluster(tmp_path):
+    proc, model, cfg = _import(
+        tmp_path,
+        _d(
+            """
+        #!rnn.py
+        import os
+        alignment = "/cluster/work/align.hdf"
+        assert os.path.exists(alignment), "alignment %r does not exist" % alignment
+        if not os.path.isfile("/cluster/work/cart.xml"):
+            raise Exception("no CART")
+        num_inputs = 3
+        num_outputs = 5
+        """
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "note: the config ran with its checks of files that are not here answered True" in proc.stderr
+    assert "'/cluster/work/align.hdf', '/cluster/work/cart.xml'" in proc.stderr
+    assert "lstm_fw = Lstm(" in model
+
+
+def test_config_that_cannot_run_here_is_read_without_running_it(tmp_path):
+    proc, model, cfg = _import(
+        tmp_path,
+        _d(
+            """
+        #!rnn.py
+        vocab = open("/cluster/work/vocab.txt").read().split()  # a file only the cluster has
+        num_inputs = 3
+        num_outputs = {"classes": [5, 1]}
+        """
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "note: the config fails to load here (line 2: FileNotFoundError" in proc.stderr
+    assert "read with --no-exec" in proc.stderr
+    assert "lstm_fw = Lstm(" in model
+
+
+def test_config_that_neither_runs_nor_reads_is_one_located_error(tmp_path):
+    proc, model, cfg = _import(
+        tmp_path,
+        _d(
+            """
+        #!rnn.py
+        sizes = open("/cluster/work/sizes.txt").read().split()
+        num_inputs = 3
+        num_outputs = int(sizes[0])
+        """
+        ),
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"{cfg}:2:")  # where running it failed, and why --no-exec cannot help
+    assert "error: the config fails to load: FileNotFoundError" in proc.stderr
+    assert "(and --no-exec cannot read it either: line 2: --no-exec cannot evaluate a call of the builtin `open`)" in (
+        proc.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        "num_inputs = 3\nnum_outputs = 5",  # an int: the target's classes
+        'num_outputs = {"classes": 5, "data": 3}',  # ints by key: labels, and data dense
+        'num_outputs = {"classes": [5, 1], "data": [3, 2]}',  # [dim, ndim]
+        'num_outputs = {"classes": {"dim": 5, "shape": (None,), "sparse": True}, "data": [3, 2]}',  # Data kwargs
+        'target = "labels"\nnum_inputs = 3\nnum_outputs = 5',  # the int is the config's `target`'s
+    ],
+)
+def test_num_outputs_in_each_form_returnn_accepts(tmp_path, inputs):
+    net = NET.replace('"loss": "ce",', '"loss": "ce", "target": "labels",') if "labels" in inputs else NET
+    proc, model, cfg = _import(tmp_path, "#!rnn.py\n" + inputs + "\n" + net)
+    assert proc.returncode == 0, proc.stderr
+    labels = "labels" if "labels" in inputs else "classes"
+    assert f"{labels}: Labels[batch, time, vocab]" in model
+    assert 'feat = Dim("feat", 3)' in model and 'vocab = Dim("vocab", 5)' in model
+
+
+def test_json_config_with_num_outputs(tmp_path):
+    proc, model, cfg = _import(
+        tmp_path,
+        _d(
+            """
+        {
+        // RETURNN's older config format
+        "num_inputs": 3,
+        "num_outputs": 5,
+        "network": {
+        "l1": {"class": "hidden", "activation": "tanh", "n_out": 4},
+        "lstm_fw": {"class": "rec", "unit": "lstmp", "n_out": 4, "from": ["l1"]},
+        "output": {"class": "softmax", "loss": "ce", "from": ["lstm_fw"]}
+        }
+        }
+        """,
+            "",
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "l1 = tanh(Linear(" in model and "lstm_fw = Lstm(" in model  # `hidden` is `linear`, `lstmp` NativeLSTM2
+
+
+def test_options_at_defaults_and_training_only_options(tmp_path):
+    proc, model, cfg = _import(
+        tmp_path,
+        _d(
+            """
+        #!rnn.py
+        num_inputs = 3
+        num_outputs = 5
+        network = {
+            "l1": {"class": "linear", "activation": "tanh", "n_out": 4, "L2": 0.01, "darc1": None,
+                   "spatial_smoothing": 0.0, "batch_norm": False, "dropout_on_forward": False},
+            "lstm": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "from": "l1",
+                     "cheating": config.bool("cheating", False), "back_prop": True, "L2": 0.01},
+            "output": {"class": "softmax", "loss": "ce", "from": "lstm", "param_variational_noise": 0.075},
+            "error": {"class": "copy", "from": "output", "only_on_eval": True, "is_output_layer": True},
+        }
+        """,
+            "",
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "note: `L2` dropped on `lstm`, `l1`: an L2 penalty" in proc.stderr  # in the order read
+    assert "note: `param_variational_noise` dropped on `output`: Gaussian noise" in proc.stderr
+    assert "note: `back_prop` dropped on `lstm`" in proc.stderr
+    assert "note: layer `error` (copy, `only_on_eval`) left out" in proc.stderr
+    assert "darc1" not in proc.stderr and "cheating" not in proc.stderr  # at RETURNN's defaults: no difference
+    assert "error" not in model.split("@network")[1]
+
+
+def test_option_returnns_layers_do_not_take_is_refused_as_such(tmp_path):
+    proc, model, cfg = _import(
+        tmp_path,
+        _d(
+            """
+        #!rnn.py
+        num_inputs = 3
+        num_outputs = 5
+        network = {
+            "lstm_fw": {"class": "rec", "unit": "lstmp", "n_out": 4, "sampling": 1},
+            "output": {"class": "softmax", "loss": "ce", "from": "lstm_fw"},
+        }
+        """,
+            "",
+        ),
+    )
+    assert proc.returncode == 1
+    assert f"{cfg}:5:5: error: layer `lstm_fw` (rec): option sampling is not an option of RETURNN's `rec` layer" in (
+        proc.stderr
+    )
+
+
+def test_network_deeper_than_pythons_recursion_limit(tmp_path):
+    layers = "".join(
+        f'    "l{i}": {{"class": "linear", "activation": "tanh", "n_out": 3, "from": "{f"l{i - 1}" if i else "data"}"}},\n'
+        for i in range(700)
+    )
+    text = f'#!rnn.py\nnum_inputs = 3\nnum_outputs = 5\nnetwork = {{\n{layers}    "output": {{"class": "softmax", "loss": "ce", "from": "l699"}},\n}}\n'
+    proc, model, cfg = _import(tmp_path, text)
+    assert proc.returncode == 0, proc.stderr
+    assert "l699 = tanh(Linear(" in model
+
+
+def test_old_dimension_tag_and_same_dim_tags_as(tmp_path):
+    """`TFUtil.DimensionTag(kind=..., description=...)` (RETURNN's old signature, no dimension) and
+    `same_dim_tags_as` in extern_data: a frame-wise alignment over the features' time dim."""
+    proc, model, cfg = _import(
+        tmp_path,
+        _d(
+            """
+        #!rnn.py
+        from TFUtil import DimensionTag
+        time_tag = DimensionTag(kind=DimensionTag.Types.Spatial, description="time")
+        extern_data = {
+            "data": {"dim": 3, "same_dim_tags_as": {"t": time_tag}},
+            "alignment": {"dim": 5, "sparse": True, "same_dim_tags_as": {"t": time_tag}},
+        }
+        network = {
+            "lstm_fw": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "from": "data"},
+            "output": {"class": "softmax", "loss": "ce", "target": "alignment", "from": "lstm_fw"},
+        }
+        """,
+            "",
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "data: Tensor[batch, time, feat]" in model and "alignment: Labels[batch, time, vocab]" in model
+
+
+DECODER = """
+#!rnn.py
+# A decoder bounded by `max_len_from` a pooled encoder; the labels come first in extern_data.
+extern_data = {
+    "classes": {"dim": 6, "shape": (None,), "sparse": True},
+    "data": {"dim": 3, "shape": (None, 3)},
+}
+network = {
+    "lstm_fw": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "direction": 1, "from": "data"},
+    "lstm_bw": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "direction": -1, "from": "data"},
+    "pool": {"class": "pool", "mode": "max", "padding": "same", "pool_size": (2,), "from": ["lstm_fw", "lstm_bw"]},
+    "encoder": {"class": "copy", "from": "pool"},
+    "enc_mean": {"class": "reduce", "mode": "mean", "axes": "T", "from": "encoder"},
+    "output": {
+        "class": "rec",
+        "from": [],
+        "unit": {
+            "output": {"class": "choice", "target": "classes", "beam_size": 3, "from": "prob", "initial_output": 0},
+            "end": {"class": "compare", "from": "output", "value": 0},
+            "embed": {"class": "linear", "activation": None, "with_bias": False, "from": "output", "n_out": 4,
+                      "initial_output": 0},
+            "s": {"class": "rnn_cell", "unit": "LSTMBlock", "from": ["prev:embed", "base:enc_mean"], "n_out": 5},
+            "prob": {"class": "softmax", "from": "s", "target": "classes", "loss": "ce"},
+        },
+        "target": "classes",
+        "max_seq_len": "max_len_from('base:encoder')",
+    },
+}
+"""
+
+
+def test_decoder_bounded_by_a_pooled_encoder_verifies(tmp_path):
+    proc, model, cfg = _import(tmp_path, DECODER)
+    assert proc.returncode == 0, proc.stderr
+    assert "for _ in range(encoder.max_seq_len):" in model
+    # verify draws each target within its encoder's pooled frames (training runs over the target)
+    for extra in ([], ["--search"]):
+        out = run_netc("verify", tmp_path / "model.py", *extra)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "verify: ok" in out.stdout
+
+
+SPEC_AUGMENT = """
+#!rnn.py
+num_inputs = 3
+num_outputs = 5
+
+
+def transform(data, network):
+    x = data.placeholder
+    from returnn.tf.compat import v1 as tf
+
+    def get_masked():
+        return x * tf.cast(tf.random.uniform(tf.shape(x)) > 0.1, tf.float32)
+
+    x = network.cond_on_train(get_masked, lambda: x)
+    return x
+
+
+def scaled(data, network):
+    x = data.placeholder
+    x = x * 2.0
+    x = network.cond_on_train(lambda: x + 1.0, lambda: x)
+    return x
+
+
+def stepped(data, network):
+    x = data.placeholder
+    return network.cond_on_train(lambda: x, lambda: x * tf.cast(network.global_train_step, tf.float32))
+
+
+network = {
+    "source": {"class": "eval", "eval": "self.network.get_config().typed_value('transform')(source(0, as_data=True), network=self.network)"},
+    "output": {"class": "softmax", "loss": "ce", "from": "source"},
+}
+"""
+
+
+def test_spec_augment_recipe_is_its_input_outside_training(tmp_path):
+    proc, model, cfg = _import(tmp_path, SPEC_AUGMENT)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "note: layer `source` (eval): the config's `transform` (line 7) computes its input outside training"
+        in proc.stderr
+    )
+    assert "source = data" in model
+    # a function that changes its input outside training too: what it computes there
+    proc, model, cfg = _import(tmp_path, SPEC_AUGMENT.replace("typed_value('transform')", "typed_value('scaled')"))
+    assert proc.returncode == 0 and "source = data * 2.0" in model, proc.stderr
+    # one whose result outside training reads what netc cannot know: refused, naming it
+    proc, model, cfg = _import(tmp_path, SPEC_AUGMENT.replace("typed_value('transform')", "typed_value('stepped')"))
+    assert proc.returncode == 1, proc.stderr
+    assert "`global_train_step` of the network not understood (outside training)" in proc.stderr, proc.stderr
+
+
+SPARSE_DIM = """
+#!rnn.py
+num_inputs = 3
+num_outputs = {"classes": [5, 1]}
+network = {
+    "scores": {"class": "linear", "activation": None, "n_out": 4, "from": "data"},
+    "best": {"class": "reduce", "mode": "argmax", "axes": "F", "from": "scores"},
+    "wide": {"class": "reinterpret_data", "set_sparse": True, "set_sparse_dim": 6, "from": "best"},
+    "emb": {"class": "linear", "activation": None, "with_bias": False, "n_out": 2, "from": "wide"},
+    "both": {"class": "copy", "from": ["emb", "data"]},
+    "output": {"class": "softmax", "loss": "ce", "from": "both"},
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["returnn", "torch"])
+def test_reinterpret_data_set_sparse_dim_reads_labels_over_another_class_dim(tmp_path, backend):
+    # RETURNN's transducers mask the blank away and read the labels over the classes without it; here
+    # 4 classes read as 6, whose embedding has 6 rows (the original's parameters carried across)
+    cfg = tmp_path / "sparse.config"
+    cfg.write_text(SPARSE_DIM)
+    model, names = tmp_path / "model.py", tmp_path / "names.json"
+    proc = run_netc("import", cfg, "-o", model, "--param-map", names)
+    assert proc.returncode == 0, proc.stderr
+    assert 'wide = cast(best, "int32", class_dim=wide_classes)' in model.read_text()
+    orig = run_original(cfg, [], [[6, 3, 5], [6, 3, 5]])
+    _compare("set_sparse_dim", model, json.loads(names.read_text()), orig, backend)
+    # of an input that is not labels: refused at the layer
+    proc, _, _ = _import(tmp_path, SPARSE_DIM.replace('"from": "best"}', '"from": "scores"}'))
+    assert proc.returncode == 1 and "set_sparse True (True of labels, no change, is)" in proc.stderr
+    proc, _, _ = _import(
+        tmp_path, SPARSE_DIM.replace('"set_sparse": True, ', "").replace('"from": "best"}', '"from": "scores"}')
+    )
+    assert proc.returncode == 1 and "set_sparse_dim of an input that is not labels (sparse)" in proc.stderr
+    # None: RETURNN makes the labels dense int32, which no netc layer reads as RETURNN would
+    proc, _, _ = _import(tmp_path, SPARSE_DIM.replace('"set_sparse_dim": 6', '"set_sparse_dim": None'))
+    assert proc.returncode == 1 and "set_sparse_dim None (a number of classes or a dim tag)" in proc.stderr
+
+
+LOAD_ON_INIT = """
+#!rnn.py
+num_inputs = 3
+num_outputs = {"classes": [5, 1]}
+network = {
+    "lm": {
+        "class": "subnetwork",
+        "from": "data",
+        "load_on_init": "/cluster/lm/net-model/network.028",  # a checkpoint only the cluster has
+        "n_out": 4,
+        "subnetwork": {
+            "hidden": {"class": "linear", "activation": "tanh", "n_out": 4, "from": "data"},
+            "output": {"class": "copy", "from": "hidden"},
+        },
+    },
+    "output": {"class": "softmax", "loss": "ce", "from": "lm"},
+}
+"""
+
+
+def test_subnetwork_loaded_on_init_is_imported_with_a_note(tmp_path):
+    # RETURNN setups fuse a language model trained before (`load_on_init` its checkpoint): how the
+    # parameters start, not what the layer computes
+    proc, model, cfg = _import(tmp_path, LOAD_ON_INIT)
+    assert proc.returncode == 0, proc.stderr
+    assert "note: layer `lm` (subnetwork): RETURNN initialises its parameters from `load_on_init`" in proc.stderr
+    assert "lm = lm_output" in model, model
+    # `n_out` is checked against the subnetwork's output, as RETURNN checks it
+    proc, _, _ = _import(
+        tmp_path, LOAD_ON_INIT.replace('"n_out": 4,\n        "subnetwork"', '"n_out": 7,\n        "subnetwork"')
+    )
+    assert proc.returncode == 1 and "layer `lm` (subnetwork): n_out 7, but its `output` has 4" in proc.stderr
+
+
+CELL_DROPOUT = """
+#!rnn.py
+num_inputs = 3
+num_outputs = {"classes": [5, 1]}
+network = {
+    "rec": {
+        "class": "rec",
+        "from": "data",
+        "unit": {
+            "cell": {"class": "rnn_cell", "unit": "LSTMBlock", "n_out": 4, "dropout": 0.1, "from": "data:source"},
+            "output": {"class": "copy", "from": "cell"},
+        },
+    },
+    "output": {"class": "softmax", "loss": "ce", "from": "rec"},
+}
+"""
+
+
+def test_rnn_cell_dropout_is_dropout_of_its_input(tmp_path):
+    # RETURNN's rnn_cell, as every layer of its inputs, drops out its input in training
+    proc, model, cfg = _import(tmp_path, CELL_DROPOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert "LstmCell(cell_dim)(dropout(data_t, 0.1), (cell, cell_c))" in model, model
+    out = run_netc("verify", tmp_path / "model.py")
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
+
+
+SWITCH_OF_CONTEXTS = """
+#!rnn.py
+num_inputs = 3
+num_outputs = {"classes": [5, 1]}
+network = {
+    "fw0": {"class": "linear", "activation": "tanh", "n_out": 2, "from": "data"},
+    "bw0": {"class": "linear", "activation": "tanh", "n_out": 4, "from": "data"},
+    "fw1": {"class": "linear", "activation": "tanh", "n_out": 3, "from": "data"},
+    "bw1": {"class": "linear", "activation": "tanh", "n_out": 3, "from": "data"},
+    "model0_att": {"class": "copy", "from": ["fw0", "bw0"]},
+    "model1_att": {"class": "copy", "from": ["fw1", "bw1"]},
+    "short": {"class": "compare", "kind": "less", "value": 0.0, "from": "first"},
+    "first": {"class": "reduce", "mode": "sum", "axes": ["T", "F"], "from": "data"},
+    "att": {"class": "switch", "condition": "short", "true_from": "model1_att", "false_from": "model0_att"},
+    "output": {"class": "softmax", "loss": "ce", "from": "att"},
+}
+"""
+
+
+def test_switch_of_values_over_different_dims_of_one_size_is_refused_at_the_layer(tmp_path):
+    # the corpus's multi-encoder models pick one attention context per sequence, each over the
+    # concatenation of its own encoder's dims: RETURNN matches them by size, netc's dims differ
+    # (the importer wrote a model that did not compile before)
+    proc, model, cfg = _import(tmp_path, SWITCH_OF_CONTEXTS)
+    assert proc.returncode == 1 and "does not compile" not in proc.stderr, proc.stderr
+    assert (
+        "cfg.config:14:5: error: layer `att` (switch): branches over different dims (`feat+feat` and "
+        "`fw0+bw0`: of one size, made apart) not supported" in proc.stderr
+    ), proc.stderr

@@ -1,0 +1,193 @@
+"""`netc import` on the layers of the public corpus (docs/import.md, "The public corpus"), in
+configs written here: each built in real RETURNN with random parameters, run on a padded batch of
+unequal lengths, and the imported model (its parameters carried across) run on netc's RETURNN
+config and torch module must give the same outputs and losses; and it verifies as any netc model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import netc_in_process, verify_in_process
+from test_import import CONFIGS, _compare, run_original
+
+# config, the lengths of each dynamic dim of the inputs (in order of appearance)
+CASES = {
+    "spec_augment": ("corpus_spec_augment.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "layers": ("corpus_layers.config", [[6, 3, 5], [6, 3, 5]]),
+    "ctc": ("corpus_ctc.config", [[7, 4, 6], [3, 2, 2]]),
+}
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """Each case imported by the CLI (model, name map, notes) and run in RETURNN, once."""
+    cache = {}
+
+    def get(case: str):
+        if case not in cache:
+            file, lengths = CASES[case]
+            tmp = tmp_path_factory.mktemp(case)
+            model, names = tmp / f"{case}.py", tmp / "names.json"
+            proc = netc_in_process("import", CONFIGS / file, "-o", model, "--param-map", names, check=True)
+            cache[case] = (model, json.loads(names.read_text()), run_original(CONFIGS / file, [], lengths), proc)
+        return cache[case]
+
+    return get
+
+
+@pytest.mark.parametrize("backend", ["returnn", "torch"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_imported_layers_give_the_originals_numbers(imported, case, backend):
+    model, names, orig, _ = imported(case)
+    _compare(case, model, names, orig, backend)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_imported_layers_verify(imported, case):
+    proc = verify_in_process(imported(case)[0])
+    assert proc.returncode == 0 and "verify: ok" in proc.stdout, proc.stdout
+
+
+def test_spec_augment_recipes_are_what_they_compute_outside_training(imported, tmp_path):
+    model, _, _, proc = imported("spec_augment")
+    source = model.read_text()
+    for line in (
+        "clipped = clip(data, -0.5, 0.5)",
+        "plain = data",
+        "tensor = clip(data, -1.0, 1.0)",
+        "kw = data * 2.0",
+    ):
+        assert line in source, source
+    assert (
+        "layer `clipped` (eval): the config's `transform` (line 14) computes `tf.clip_by_value(source(0), -0.5, 0.5)` "
+        "outside training; what it does in training only (`network.cond_on_train`" in proc.stderr
+    ), proc.stderr
+    assert "layer `plain` (eval): the config's `transform` (line 14) computes its input outside training" in proc.stderr
+    # the function itself as the eval (RETURNN calls it with `source` and `self`)
+    cfg = tmp_path / "fn.config"
+    cfg.write_text(
+        (CONFIGS / "corpus_spec_augment.config")
+        .read_text()
+        .replace("\"self.network.get_config().typed_value('transform_kw')(source, self=self)\"", "transform_kw")
+    )
+    assert '"eval": transform_kw}' in cfg.read_text()
+    proc = netc_in_process("import", cfg, "-o", tmp_path / "fn.py")
+    assert proc.returncode == 0 and "kw = data * 2.0" in (tmp_path / "fn.py").read_text(), proc.stderr
+
+
+RASR = """
+#!rnn.py
+num_inputs = 6
+num_outputs = {"classes": [5, 1]}
+sprint_opts = {"sprintExecPath": "/cluster/rasr/nn-trainer.linux-x86_64-standard", "minPythonControlVersion": 4}
+network = {
+    "lstm": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "from": "data"},
+    "probs": {"class": "softmax", "n_out": 5, "from": "lstm"},
+    "scores": {"class": "activation", "activation": "log", "from": "probs"},
+    "align": {"class": "fast_bw", "align_target": "sprint", "sprint_opts": sprint_opts, "from": "scores"},
+    "output": {"class": "copy", "from": "probs", "loss": "via_layer",
+               "loss_opts": {"loss_wrt_to_act_in": "softmax", "align_layer": "align"}},
+    "ctc": {"class": "softmax", "n_out": 6, "from": "lstm", "loss": "ctc", "target": "classes",
+            "loss_opts": {"use_native": True}},
+}
+"""
+
+
+def test_rasr_losses_are_left_out_and_their_layers_refused(tmp_path):
+    """A loss RASR computes (through Sprint) is left out with a note, the layer it is on imported; a
+    layer that reads RASR's alignment is refused, saying why."""
+    cfg, model = tmp_path / "hybrid.config", tmp_path / "hybrid.py"
+    cfg.write_text(RASR)
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "note: loss 'via_layer' of layer `output` left out: its gradient is that of another layer's alignment" in (
+        proc.stderr
+    )
+    assert "(`align`), which netc cannot run" in proc.stderr
+    source = model.read_text()
+    assert "output = probs" in source and "ctc_loss(ctc_logits, classes, axis=" in source, source
+    out = verify_in_process(model)
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout
+    cfg.write_text(RASR.replace('"from": "probs", "loss": "via_layer"', '"from": "align", "loss": "via_layer"'))
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 1
+    assert "layer `align` (fast_bw): RASR's full-sum Baum-Welch alignment through Sprint" in proc.stderr, proc.stderr
+
+
+def test_checkpoint_of_transposed_weights_is_carried_transposed():
+    """`use_transposed_weights` keeps W as [out, in] in TF: the name map says so, and a checkpoint's
+    value is carried as the model's [in, out]; a shape that fits neither is an error naming it."""
+    import numpy as np
+
+    from netc.errors import CompileError
+    from netc.importer.checkpoint import carry
+
+    params = {
+        "out/W": {"returnn": "out/W", "shape": [4, 3], "transposed": True},
+        "out/b": {"returnn": "out/b", "shape": [3]},
+    }
+    w, b = np.arange(12, dtype=np.float32).reshape(3, 4), np.ones(3, np.float32)
+    values = carry({"out/W": w, "out/b": b}, params, "ckpt")
+    assert values["out/W"].shape == (4, 3) and (values["out/W"] == w.T).all()
+    with pytest.raises(
+        CompileError, match=r"variable out/W has shape \[4, 3\], .* has \[4, 3\] \(transposed: \[3, 4\]\)"
+    ):
+        carry({"out/W": w.T, "out/b": b}, params, "ckpt")
+
+
+SAMPLED = """
+#!rnn.py
+num_inputs = 6
+num_outputs = {"classes": [5, 1]}
+network = {
+    "output": {"class": "softmax", "use_transposed_weights": True, "from": "data", "loss": "sampling_loss",
+               "target": "classes", "loss_opts": {"num_sampled": 2, "nce_loss": True}},
+}
+"""
+
+
+def test_sampled_loss_is_left_out_and_a_size_read_at_run_time_refused(tmp_path):
+    cfg, model = tmp_path / "lm.config", tmp_path / "lm.py"
+    cfg.write_text(SAMPLED)
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (
+        "note: loss 'sampling_loss' of layer `output` left out: a random estimate of the cross entropy" in proc.stderr
+    )
+    assert "mark_as_loss" not in model.read_text()
+    # a class dim of size 0: the config reads it from its command line (`++ext_num_classes`)
+    cfg.write_text(SAMPLED.replace("[5, 1]", "[int(config.value('ext_num_classes', 0)), 1]"))
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 1
+    assert "its dim `classes:sparse-dim` has size 0 (a size the config reads from its command line" in proc.stderr
+    proc = netc_in_process("import", cfg, "-o", model, "--set", "ext_num_classes=5")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_corpus_layer_count_counts_each_class_once_per_config():
+    """tools/corpus_layers.py: classes of units and subnetworks counted once per config, with their
+    options (string values too), the import status of each (refused classes with their reason)."""
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from corpus_layers import render, usage
+
+    net = {
+        "lin": {"class": "linear", "activation": "tanh", "n_out": 3, "from": "data"},
+        "output": {
+            "class": "rec",
+            "from": "lin",
+            "unit": {"output": {"class": "linear", "n_out": 2, "from": "data:source"}, "bw": {"class": "fast_bw"}},
+        },
+    }
+    layers = usage(net)
+    assert layers["linear"] == ["activation", "activation=tanh", "n_out"] and "unit" in layers["rec"]
+    error = "cfg.config:3:5: error: layer `output/bw` (fast_bw): RASR's ..."
+    table = render([{"layers": layers, "errors": [error]}, {"layers": {"linear": ["n_out"]}}], minimum=1, brief=True)
+    assert "| `linear` | 2 | yes | 0 |" in table
+    assert (
+        "| `fast_bw` | 1 | refused: RASR's full-sum Baum-Welch alignment through Sprint" in table and "| 1 |" in table
+    )

@@ -1,0 +1,202 @@
+"""`netc import` of the corpus's recurrent units and decoders (configs written here): `unit_opts`
+(NativeLSTM2's training-only recurrent weight dropout, options at the unit's own values), the
+initialisers of a `rec`/`rnn_cell` layer, the LayerNormVariantsLSTM and ZoneoutLSTM units, `cheating` (a search-only option), `size_target` of the
+decoder's own target, `prev:` of the decoder's `choice` (a label state), `get_last_hidden_state` of `prev:` a cell, an `end` that is not trained, the state of a `switch` and of a concatenation read by `prev:` (a
+traceback before), a unit layer reading `data` in a rec layer without input, attention of one head (weights [batch, time, 1]); and the corpus runner
+(tools/import_corpus.py) on such configs: imported, verified and matched; refused; and not a config
+RETURNN builds (an option of its Theano backend, a syntax error), checked by building it in RETURNN."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_netc
+
+ROOT = Path(__file__).resolve().parent.parent
+DECODER = """
+#!rnn.py
+extern_data = {
+    "classes": {"dim": 6, "shape": (None,), "sparse": True},
+    "data": {"dim": 3, "shape": (None, 3)},
+}
+network = {
+    "lstm_fw": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "direction": 1, "from": "data",
+                "unit_opts": {"rec_weight_dropout": 0.1, "forget_bias": 0.0},
+                "forward_weights_init": "random_normal_initializer(stddev=0.1)", "recurrent_weights_init": "glorot_uniform"},
+    "lstm_bw": {"class": "rec", "unit": "lstmp", "n_out": 4, "direction": -1, "from": "data",
+                "unit_opts": {"rec_weight_dropout": 0.1}, "bias_init": 0.0},
+    "encoder": {"class": "copy", "from": ["lstm_fw", "lstm_bw"]},
+    "enc_mean": {"class": "reduce", "mode": "mean", "axes": "T", "from": "encoder"},
+    "enc_ctx": {"class": "linear", "activation": None, "from": "encoder", "n_out": 5},
+    "enc_sum": {"class": "reduce", "mode": "sum", "axes": "F", "from": "enc_mean"},
+    "flag": {"class": "compare", "kind": "greater", "from": "enc_sum", "value": 0.0},
+    "output": {
+        "class": "rec",
+        "from": [],
+        "cheating": False,
+        "unit": {
+            "output": {"class": "choice", "target": "classes", "beam_size": 3, "from": "prob", "initial_output": 0,
+                       "cheating": "exclusive"},
+            "end": {"class": "compare", "from": "output", "kind": "equal", "value": 0, "trainable": False},
+            "embed": {"class": "linear", "activation": None, "with_bias": False, "from": "output", "n_out": 4,
+                      "initial_output": 0},
+            "prev_s_state": {"class": "get_last_hidden_state", "from": "prev:s", "n_out": 10},
+            "att0": {"class": "linear", "activation": "tanh", "from": ["prev_s_state", "base:enc_mean"], "n_out": 5},
+            "att1": {"class": "linear", "activation": "tanh", "from": "base:enc_mean", "n_out": 5},
+            "att": {"class": "switch", "condition": "base:flag", "true_from": "att1", "false_from": "att0"},
+            "prev_emb": {"class": "linear", "activation": None, "with_bias": False, "from": "prev:output", "n_out": 3},
+            "comb": {"class": "copy", "from": ["att", "base:enc_mean"]},
+            "s": {"class": "rnn_cell", "unit": "LSTMBlock", "from": ["prev:embed", "prev:comb", "prev_emb"], "n_out": 5,
+                  "unit_opts": {"forget_bias": 1.0}, "weights_init": "glorot_uniform"},
+            "energy_in": {"class": "combine", "kind": "add", "from": ["base:enc_ctx", "att0"]},
+            "energy": {"class": "linear", "activation": None, "with_bias": False, "from": "energy_in", "n_out": 1},
+            "att_weights": {"class": "softmax_over_spatial", "from": "energy"},
+            "ctx": {"class": "generic_attention", "weights": "att_weights", "base": "base:encoder"},
+            "prob": {"class": "softmax", "from": ["s", "att", "ctx"], "target": "classes", "loss": "ce"},
+        },
+        "target": "classes",
+        "size_target": "classes",
+        "max_seq_len": "max_len_from('base:encoder')",
+    },
+}
+"""
+
+# RETURNN's LayerNormVariantsLSTM unit in its variants: over a sequence (both directions), as an `rnn_cell`
+LAYER_NORM_LSTM = """
+#!rnn.py
+extern_data = {"data": {"dim": 3}, "classes": {"dim": 5, "shape": (None,), "sparse": True}}
+unit_opts = {'global_norm': False, 'global_norm_joined': True, 'cell_norm': False, "dropout": 0.1}
+network = {
+    "l_fw": {"class": "rec", "unit": "layernormvariantslstm", "n_out": 4, "direction": 1, "from": "data"},
+    "l_bw": {"class": "rec", "unit": "layernormvariantslstm", "unit_opts": unit_opts, "n_out": 4, "direction": -1, "from": "data"},
+    "enc": {"class": "copy", "from": ["l_fw", "l_bw"]},
+    "output": {"class": "rec", "from": [], "max_seq_len": "max_len_from('base:enc')", "target": "classes", "unit": {
+        "output": {"class": "choice", "target": "classes", "beam_size": 3, "from": "prob", "initial_output": 0},
+        "end": {"class": "compare", "from": "output", "value": 0},
+        "s": {"class": "rnn_cell", "unit": "layernormvariantslstm", "unit_opts": unit_opts, "from": ["prev:output_emb", "base:enc_mean"], "n_out": 4},
+        "s2": {"class": "rnn_cell", "unit": "layernormvariantslstm", "unit_opts": {"per_gate_norm": True, "global_norm": False, "hidden_norm": True, "cell_norm_in_output": False}, "from": ["prev:output_emb", "prev:s2", "base:enc_mean"], "n_out": 4},
+        "output_emb": {"class": "linear", "from": "output", "n_out": 3, "initial_output": 0},
+        "prob": {"class": "softmax", "from": ["s", "s2"], "loss": "ce", "target": "classes"}}},
+    "enc_mean": {"class": "reduce", "mode": "mean", "axes": "T", "from": "enc"},
+}
+"""
+
+# ZoneoutLSTM (behavior_version 0: the output is the cell's own h, the state the zoned one; or
+# use_zoneout_output), over a sequence and as an `rnn_cell`
+ZONEOUT_LSTM = """
+#!rnn.py
+extern_data = {"data": {"dim": 3}, "classes": {"dim": 5, "shape": (None,), "sparse": True}}
+zo = {"zoneout_factor_cell": 0.15, "zoneout_factor_output": 0.05}
+network = {
+    "l_fw": {"class": "rec", "unit": "zoneoutlstm", "unit_opts": zo, "n_out": 4, "direction": 1, "from": "data"},
+    "l_bw": {"class": "rec", "unit": "zoneoutlstm", "unit_opts": dict(zo, use_zoneout_output=True), "n_out": 4, "direction": -1, "from": "data"},
+    "enc": {"class": "copy", "from": ["l_fw", "l_bw"]},
+    "output": {"class": "rec", "from": [], "max_seq_len": "max_len_from('base:enc')", "target": "classes", "unit": {
+        "output": {"class": "choice", "target": "classes", "beam_size": 3, "from": "prob", "initial_output": 0},
+        "end": {"class": "compare", "from": "output", "value": 0},
+        "s": {"class": "rnn_cell", "unit": "zoneoutlstm", "unit_opts": zo, "from": ["prev:output_emb", "prev:s", "base:enc_mean"], "n_out": 4},
+        "s2": {"class": "rnn_cell", "unit": "ZoneoutLSTM", "unit_opts": dict(zo, use_zoneout_output=True), "from": ["prev:output_emb", "s"], "n_out": 4},
+        "output_emb": {"class": "linear", "from": "output", "n_out": 3, "initial_output": 0},
+        "prob": {"class": "softmax", "from": ["s", "s2"], "loss": "ce", "target": "classes"}}},
+    "enc_mean": {"class": "reduce", "mode": "mean", "axes": "T", "from": "enc"},
+}
+"""
+
+
+def test_unit_options_cheating_size_target_and_a_switch_state_verify(tmp_path):
+    cfg = tmp_path / "dec.config"
+    cfg.write_text(DECODER.lstrip())
+    model = tmp_path / "model.py"
+    proc = run_netc("import", cfg, "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    assert "note: `unit_opts.rec_weight_dropout` dropped on `lstm_fw`, `lstm_bw`: dropout on the LSTM's" in proc.stderr
+    assert "note: `cheating` dropped on `output/output`: RETURNN's search keeps the true label" in proc.stderr
+    text = model.read_text()
+    assert "s, s_c = LstmCell(att1_dim)(concat(embed, comb, prev_emb), (s, s_c))" in text
+    assert "comb = zeros(batch, att1_dim + lstm_fw_dim + lstm_fw_dim)  # initial state" in text  # a concat: its dims
+    # `prev:output` of the choice: a label state, from the choice's initial output
+    assert "output_output = full(batch, value=0, class_dim=vocab)  # initial state: the label before" in text
+    assert "prev_emb = Embedding(feat)(output_output)" in text
+    # the cell's state after the previous step (RETURNN's (c, h) concatenated)
+    assert "prev_s_state = concat(s_c_prev, s_prev)" in text
+    assert "att = where(flag, att1, att0)" in text
+    # one head: the weights' dim of size 1 summed away, as RETURNN squeezes it
+    assert "ctx = dot(reduce_sum(att_weights, axis=energy_dim), encoder, reduce=time)" in text
+    for extra in ([], ["--search"]):
+        out = run_netc("verify", model, *extra)
+        assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize(
+    "old, new, error",
+    [
+        (
+            '"unit_opts": {"rec_weight_dropout": 0.1}, ',
+            '"unit_opts": {"use_peepholes": True}, ',
+            "layer `lstm_bw` (rec): unit_opts {use_peepholes: True} of unit 'lstmp' not supported",
+        ),
+        (
+            '"unit_opts": {"forget_bias": 1.0}',
+            '"unit_opts": {"forget_bias": 0.5}',
+            "layer `output/s` (rnn_cell): unit_opts {forget_bias: 0.5} of unit 'lstmblock' not supported",
+        ),
+        (
+            '"from": ["prev_s_state", "base:enc_mean"]',
+            '"from": ["prev_s_state", "base:enc_mean", "data"]',
+            "layer `output` (rec): `data` read in the unit of a rec layer without `from`",
+        ),
+        ('"size_target": "classes"', '"size_target": "data"', "size_target 'data': another length than its"),
+    ],
+)
+def test_unit_options_netc_does_not_compute_are_refused_by_name(tmp_path, old, new, error):
+    cfg = tmp_path / "dec.config"
+    assert old in DECODER
+    cfg.write_text(DECODER.lstrip().replace(old, new))
+    proc = run_netc("import", cfg, "-o", tmp_path / "model.py")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert error in proc.stderr, proc.stderr
+
+
+def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_rejects(tmp_path):
+    corpus = tmp_path / "corpus"
+    (corpus / "asr").mkdir(parents=True)
+    (corpus / "asr" / "dec.config").write_text(DECODER.lstrip())
+    theano = DECODER.lstrip().replace('"bias_init": 0.0}', '"bias_init": 0.0, "sampling": 2}')
+    (corpus / "asr" / "theano.config").write_text(theano)
+    (corpus / "asr" / "broken.config").write_text(DECODER.lstrip().replace('"max_seq_len":', '"max_seq_len" '))
+    (corpus / "lm").mkdir()
+    (corpus / "lm" / "ln_lstm.config").write_text(LAYER_NORM_LSTM.lstrip())
+    (corpus / "lm" / "zoneout.config").write_text(ZONEOUT_LSTM.lstrip())
+    out = tmp_path / "report"
+    proc = subprocess.run(
+        [sys.executable, ROOT / "tools" / "import_corpus.py", corpus, "--out", out, "-j", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = {r["config"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    for name in ("asr/dec.config", "lm/ln_lstm.config", "lm/zoneout.config"):  # the original = the imported
+        good = records[name]
+        assert good["outcome"] == "imported", good
+        assert good["verify"] == {"status": "ok", "train": "ok", "search": "ok"}
+        assert good["match"]["status"] == "ok", good
+    assert "`unit_opts.dropout` dropped on `l_bw`, `output/s`" in " ".join(records["lm/ln_lstm.config"]["notes"])
+    theano = records["asr/theano.config"]
+    assert theano["outcome"] == "invalid", theano  # RETURNN built it and failed at the option
+    assert "unexpected keyword argument 'sampling'" in theano["returnn_error"]
+    broken = records["asr/broken.config"]
+    assert broken["outcome"] == "invalid" and "SyntaxError" in broken["invalid"], broken
+    table = (out / "table.md").read_text()
+    assert (
+        "| folder | configs | imported | (by --no-exec) | refused | not RETURNN's | errors | verified | matched |"
+        in table
+    )
+    assert "| asr | 3 | 1 | 0 | 0 | 2 | 0 | 1 | 1 |" in table
+    assert "| lm | 2 | 2 | 0 | 0 | 0 | 0 | 2 | 2 |" in table
+    assert "`zoneout` of `l_fw`, `l_bw`, `output/s` and 1 more: each state is (1 - z) * new + z * previous" in " ".join(
+        records["lm/zoneout.config"]["notes"]
+    )

@@ -1,0 +1,202 @@
+"""The "matched" stage of tools/import_corpus.py: the original config's network built by RETURNN
+(TensorFlow, graph mode, training network with dropout off) with random parameters, against the
+imported model on netc's RETURNN config and its torch module, the original's parameters carried
+by the importer's name map; on one padded batch with unequal lengths (netc verify's lengths,
+padding zeros as RETURNN's datasets pad). Outputs on valid frames and losses within `TOLERANCE`
+(a loss relative to its size)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+TOLERANCE = 1e-4
+
+
+def original_network(path: str, no_exec: bool, network: str = "network"):
+    """The config as the importer loaded it (its file checks answered; with `no_exec` the values
+    netc evaluated from its syntax), in this process: RETURNN's `Config`, the net dict, and each
+    input's `Tensor` kwargs (`same_dim_tags_as` made `dims`)."""
+    import json
+
+    from returnn.config import Config, set_global_config
+
+    from netc.importer import _child
+    from netc.importer._as_run import AsRun, network_of
+
+    config = Config()
+    set_global_config(config)
+    if no_exec:
+        from netc.importer.noexec import evaluate_config
+
+        data = json.loads(json.dumps(evaluate_config(path, [], network)))
+        config.typed_dict.update(_child._rebuild(data))
+        net_dict, _ = network_of(config, network)
+    else:
+        with AsRun(path) as run:
+            run.load(config)
+            net_dict, _ = network_of(config, network)
+    inputs = {key: _child.input_kwargs(key, opts) for key, opts in _child._data_kwargs(config).items()}
+    config.typed_dict["extern_data"] = inputs
+    return config, net_dict
+
+
+def as_tf1() -> None:
+    """The corpus's configs were written for TensorFlow 1: the top-level names TF 2 keeps only in
+    `tf.compat.v1` (`tf.random_uniform`, `tf.to_float`, ...) given back, as on their cluster, so that
+    RETURNN builds the original (a SpecAugment function's training branch calls them)."""
+    import tensorflow as tf
+
+    for key in dir(tf.compat.v1):
+        if not key.startswith("_") and not hasattr(tf, key):
+            setattr(tf, key, getattr(tf.compat.v1, key))
+
+
+def returnn_error(path: str, no_exec: bool) -> str | None:
+    """RETURNN (TensorFlow, graph mode) building the original config's network for training, then
+    for search (a decoder's scores are built only there): None where both build, else the error's
+    first line (the config is not one this RETURNN builds)."""
+    import tensorflow as tf
+    from returnn.log import log
+    from returnn.tf.native_op import OpMaker
+    from returnn.tf.network import TFNetwork
+
+    tf.compat.v1.disable_eager_execution()
+    as_tf1()
+    log.initialize(verbosity=[0])
+    OpMaker.with_cuda = False
+    for search in (False, True):
+        config, net_dict = original_network(path, no_exec)
+        try:
+            with tf.Graph().as_default():
+                train_flag = tf.compat.v1.placeholder(tf.bool, shape=(), name="train_flag")
+                net = TFNetwork(config=config, train_flag=train_flag, eval_flag=True, search_flag=search)
+                net.construct_from_dict(net_dict)
+        except Exception as e:  # noqa: BLE001 - RETURNN's own refusal of the config
+            import traceback
+
+            last = traceback.extract_tb(e.__traceback__)[-1]
+            where = f" ({os.path.basename(last.filename)}:{last.lineno}: {last.line})"
+            return f"{'search' if search else 'training'}: {type(e).__name__}: {e}".splitlines()[0][:300] + where
+    return None
+
+
+def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:
+    """The network in RETURNN on `batch` (extern_data key -> (values, lengths)): the outputs of
+    `output` and the output layers, the losses, the parameters (random, also where RETURNN starts
+    from a constant)."""
+    import tensorflow as tf
+    from returnn.log import log
+    from returnn.tf.native_op import OpMaker
+    from returnn.tf.network import TFNetwork
+
+    tf.compat.v1.disable_eager_execution()
+    as_tf1()
+    log.initialize(verbosity=[0])
+    OpMaker.with_cuda = False
+    rng = np.random.default_rng(seed)
+    with tf.Graph().as_default() as graph:
+        train_flag = tf.compat.v1.placeholder(tf.bool, shape=(), name="train_flag")
+        net = TFNetwork(config=config, train_flag=train_flag)
+        net.construct_from_dict(net_dict)
+        feed = {train_flag: False}
+        for key, data in net.extern_data.data.items():
+            if key not in batch:
+                continue
+            x, n = batch[key]
+            feed[data.placeholder] = x
+            dyn = [i for i, d in enumerate(data.dims) if d.is_dynamic() and not d.is_batch_dim()]
+            if dyn:
+                feed[data.get_sequence_lengths()] = n
+        losses, _, _ = net.get_losses_initialized()
+        names = [n for n, layer in net.layers.items() if n == "output" or layer.is_output_layer()]
+        fetch = {f"out:{n}": net.get_layer(n).output.copy_as_batch_major().placeholder for n in names}
+        for n, loss in losses.items():
+            if (v := loss.get_loss_value()) is not None:
+                fetch[f"loss:{n}"] = v
+        with tf.compat.v1.Session(graph=graph) as session:
+            net.initialize_params(session)
+            for v in net.get_params_list():
+                value = session.run(v)
+                if value.size > 1 and np.all(value == value.flat[0]):
+                    new = (
+                        rng.uniform(0.5, 1.5, value.shape)
+                        if "variance" in v.name
+                        else value + 0.5 * rng.standard_normal(value.shape)
+                    )
+                    v.load(new.astype(value.dtype), session)
+            out = session.run(fetch, feed_dict=feed)
+            params = {v.name[:-2]: session.run(v) for v in net.get_params_list()}
+    return {"fetch": out, "params": params}
+
+
+def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> dict:
+    """Original = imported on one batch: {"status": "ok" | "differs" | "fail", "cause", "max"}."""
+    from netc.compiler import compile_graph
+    from netc.importer.checkpoint import model_value
+    from netc_runtime.backends import run_backend
+    from netc_runtime.verify import random_inputs, random_lengths
+
+    g = compile_graph(model)
+    rng = np.random.default_rng(seed)
+    lens = random_lengths(g, 3, 7, rng)
+    inputs = random_inputs(g, lens, rng)
+    kinds = {d.name: d.kind for d in g.dims}
+    batch, netc_inputs = {}, {}
+    by_name = {inp.name: inp for inp in g.inputs}
+    config, net_dict = original_network(path, no_exec)
+    for key in config.typed_dict["extern_data"]:
+        from netc.importer.syntax import identifier
+
+        inp = by_name.get(identifier(key))
+        if inp is None:
+            continue
+        x = inputs[inp.name]
+        dyn = [d for d in inp.annotated_dims if kinds.get(d) == "dynamic"]
+        n = lens[dyn[0]].astype(np.int32) if dyn else None
+        if n is not None:  # padding zeros, as RETURNN's datasets pad
+            x = x.copy()
+            for i, k in enumerate(n):
+                x[i, k:] = 0
+        batch[key] = (x, n)
+        netc_inputs[inp.name] = x
+    orig = run_original(config, net_dict, batch)
+    params = {}
+    for tf_name, value in orig["params"].items():
+        if tf_name not in names["params"]:
+            return {"status": "fail", "cause": "a parameter of the original that the name map lacks"}
+        params[names["params"][tf_name]["returnn"]] = model_value(value, names["params"][tf_name])
+    diffs = {}
+    for backend in ("returnn", "torch"):
+        res = run_backend(backend, model, netc_inputs, lens, params, g)
+        for layer, out in names["outputs"].items():
+            ours, theirs = res.outputs[out], orig["fetch"].get(f"out:{layer}")
+            if theirs is None:
+                continue
+            dyn = [d for d in res.dims[out] if d in res.lens.get(out, {})]
+            if ours.shape[0] != theirs.shape[0] or ours.shape[2:] != theirs.shape[2:]:
+                return {
+                    "status": "differs",
+                    "cause": f"{backend}: output {layer}: shape {ours.shape} vs {theirs.shape}",
+                }
+            if dyn:
+                n = res.lens[out][dyn[0]]
+                d = max(
+                    float(np.abs(ours[i, :k].astype(np.float64) - theirs[i, :k]).max(initial=0))
+                    for i, k in enumerate(n)
+                )
+            else:
+                d = float(np.abs(ours - theirs).max(initial=0))
+            diffs[f"{backend} {layer}"] = d
+        for layer, loss in names["losses"].items():
+            theirs = orig["fetch"].get(f"loss:{layer}")
+            if theirs is not None:
+                diffs[f"{backend} loss {layer}"] = abs(float(res.outputs[loss]) - float(theirs)) / max(
+                    1.0, abs(float(theirs))
+                )
+    if not diffs:
+        return {"status": "fail", "cause": "nothing to compare"}
+    worst = max(diffs, key=diffs.get)
+    status = "ok" if diffs[worst] <= TOLERANCE else "differs"
+    return {"status": status, "max": diffs[worst], "cause": f"{worst}: {diffs[worst]:.2e}"}
