@@ -1,6 +1,6 @@
 """IR → a RETURNN config (text): dims, `extern_data` and the `network` dict.
 
-A loop becomes a `rec` layer with a subnetwork unit: sequences are `rec_unstack` layers,
+A loop becomes a `rec` layer with a subnetwork unit (`loops.RecLowering`): sequences are `rec_unstack` layers,
 outer values `base:` references, carried state `prev:` references with `initial_output`,
 stacked results `rec/<layer>` (marked `is_output_layer`), last frames `need_last` +
 `rec_last_output`. Parameterised layers get an absolute `name_scope` so TF variables are
@@ -15,17 +15,9 @@ from pathlib import Path
 
 import jinja2
 
+from netc.emit_tf.block import Block, loop_names
 from netc.emit_tf.fold import fold
-from netc.emit_tf.loop_rules import (
-    STEP_TYPE_HELPER,
-    STEP_TYPE_HELPER_SOURCE,
-    per_step,
-)
-from netc.emit_tf.loops import (
-    Block,
-    LoopLowering,
-    loop_names,
-)
+from netc.emit_tf.loops import RecLowering
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
@@ -140,7 +132,7 @@ class _OpCtx:
         return tuple(self.em.g.dim(d).size or 0 for d in self._param(role).dims)
 
 
-class ReturnnEmitter(LoopLowering):
+class ReturnnEmitter:
     def __init__(self, g: Graph):
         self.g = g
         self.values: dict[int, Value] = {}
@@ -272,7 +264,7 @@ class ReturnnEmitter(LoopLowering):
     def block(self, nodes: list[Node], blk: Block, reserved: dict[int, str] | None = None) -> None:
         for n in nodes:
             if isinstance(n, Loop):
-                self.loop(n, blk, reserved or {})
+                RecLowering(self, n, blk, reserved or {}).lower()
             elif blk.in_unit or n.outs[0].id not in self.in_units:
                 self.op(n, blk, reserved or {})
 
@@ -333,37 +325,14 @@ class ReturnnEmitter(LoopLowering):
             blk.refs[v.id] = ref
             if ref in blk.layers:
                 blk.layer_of[v.id] = ref
-            self._note_dims(blk, v, ref)
+            self.note_dims(blk, v, ref)
 
-    def _note_dims(self, blk: Block, v: Value, ref: str) -> None:
+    def note_dims(self, blk: Block, v: Value, ref: str) -> None:
         """Remember a top-level layer for each dynamic dim first seen here (made by an op or loop)."""
         if not blk.in_unit:
             for d in v.dims:
                 if self.g.dim(d).kind == "dynamic":
                     self.dim_source.setdefault(d, ref)
-
-    def _own_layer(self, blk: Block, vid: int, hint: str) -> str:
-        """A layer of this block holding value `vid` (a copy when it is a reference)."""
-        if vid in blk.layer_of:
-            return blk.layer_of[vid]
-        name = blk.ns.fresh(hint)
-        blk.layers[name] = {"class": "copy", "from": blk.refs[vid]}
-        blk.layer_of[vid] = name
-        return name
-
-    def _dynamic(self, vid: int) -> bool:
-        """Value `vid` has a dynamic dim (besides batch)."""
-        return any(self.g.dim(d).kind == "dynamic" for d in self.values[vid].dims)
-
-    def _per_step(self, name: str, src: str, stepped: bool, beam: str | None = None) -> dict:
-        """`loop_rules.per_step`, with the config's helper it may call."""
-        if not stepped:
-            self.helpers[STEP_TYPE_HELPER] = STEP_TYPE_HELPER_SOURCE
-        return per_step(name, src, stepped, beam)
-
-    def _static_zeros(self, vid: int) -> bool:
-        """Value `vid` is made by `zeros(...)` over the batch and static dims only."""
-        return vid in self.zeros and all(self.g.dim(d).kind != "dynamic" for d in self.values[vid].dims)
 
 
 def _fed(g: Graph, plan: SearchPlan) -> list[str]:

@@ -10,7 +10,12 @@ move out of reach (see docs/design.md, "How loops are lowered to RETURNN").
 
 from __future__ import annotations
 
-from netc.ir.model import Loop, Op
+from collections.abc import Callable
+
+from netc.emit_tf.block import Block
+from netc.errors import CompileError
+from netc.ir.model import Loop, LoopCarry, Op, Value
+from netc.ir.uses import node_uses
 from netc.naming import Code
 
 
@@ -58,6 +63,70 @@ def readers(n: Loop, vid: int) -> set[int]:
         elif vid in {*(s.outer for s in nd.seqs), *(i.outer for i in nd.invariants), *(c.init for c in nd.carries)}:
             out.update(v.id for v in nd.results())
     return out
+
+
+def computed_from(n: Loop, source: int | set[int]) -> set[int]:
+    """The body values of loop `n` computed from body value(s) `source` (and these), within a step
+    or through the loop's states (a state whose next value depends on it, read at the next step)."""
+    deps, changed = set(source) if isinstance(source, set) else {source}, True
+    while changed:
+        changed = False
+        for nd in n.body:
+            outs = nd.outs if isinstance(nd, Op) else nd.results()
+            if any(a in deps for a in node_uses(nd)) and any(o.id not in deps for o in outs):
+                deps.update(o.id for o in outs)
+                changed = True
+        for c in n.carries:
+            if c.next in deps and c.inner.id not in deps:
+                deps.add(c.inner.id)
+                changed = True
+    return deps
+
+
+def check_inner_states_searched(n: Loop) -> None:
+    """RETURNN's search cannot follow the beam into the state of a rec layer nested in the searched
+    unit: at each inner step it looks the outer `prev:output` (where a value computed from the
+    previous label takes its hypotheses from) up among the inner unit's layers (an AttributeError
+    or KeyError while it builds the loop). Stacks and values read after an inner loop pass."""
+    chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
+    if not chosen:
+        return
+    beamed = computed_from(n, chosen[0])
+    for nd in n.body:
+        if not isinstance(nd, Loop) or not nd.carries:
+            continue
+        sources = {i.inner.id for i in nd.invariants if i.outer in beamed}
+        sources |= {s.inner.id for s in nd.seqs if s.outer in beamed}
+        sources |= {c.inner.id for c in nd.carries if c.init in beamed}
+        inner = computed_from(nd, sources) if sources else set()
+        state = next((c for c in nd.carries if c.inner.id in inner), None)
+        if state is not None:
+            raise CompileError(
+                nd.span,
+                f"RETURNN target: in a loop with `choice`, an inner loop's state (`{state.name}`) cannot be "
+                "computed from the chosen labels (RETURNN's beam search cannot follow the hypotheses into "
+                "it); stack the inner loop's values with `append` instead, or search with the torch target",
+            )
+
+
+def output_carry(n: Loop, single: set[int], outer: Block, unfit: Callable[[Value], bool]) -> LoopCarry | None:
+    """The state whose layer is the unit's `output` (`prev:output`). RETURNN computes a unit's
+    `output` after the loop when no layer of the unit reads it: a state's layer stays in the loop.
+    With a `choice`, only the state the choice gives, if any (RETURNN's search follows the unit's
+    output: else the output is a copy of the choice); without, the first state computed by a layer
+    of its own; in a loop inside a loop, the state that is the loop's result (its output is all
+    the outer unit can read), unless it starts from a layer of the outer unit (RETURNN looks for an
+    inner unit's `output`'s initial value before the outer unit has built its layers)."""
+    own = [c for c in n.carries if c.next in single and (outer.in_unit or not unfit(c.inner))]
+    if outer.in_unit:
+        results = [c for c in n.carries if c.out is not None]
+        if len(results) != 1 or results[0] not in own or n.stacks or n.lasts:
+            return None
+        return results[0] if outer.refs[results[0].init].startswith("base:") else None
+    chosen = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"}
+    if chosen:  # a search follows the output: the choice's layer, or a copy of it
+        return next((c for c in own if c.next in chosen), None)
+    return own[0] if own else None
 
 
 def per_step(name: str, src: str, stepped: bool, beam: str | None = None) -> dict:
