@@ -245,7 +245,8 @@ class RecLowering:
                 self.prev_layers[c.inner.id] = prev
 
     def has_other(self, v: Value) -> bool:
-        """Value `v` of the step has a dynamic dim, in a loop other than a `choice`'s in training.
+        """Value `v` has a dynamic dim besides batch that RETURNN may take for the loop's axis (not in
+        a `choice`'s loop in training, which runs over its target's frames).
 
         RETURNN takes the loop's axis from the unit's `output`: a loop with `end` has no lengths
         before it runs, and it takes them from the output's first dynamic dim if that has another
