@@ -399,6 +399,15 @@ class LoopLowering:
         # own layers: zeros made there are RETURNN's `"zeros"`
         in_outer_unit = outer.in_unit and not ref.startswith("base:base:")
         zeros = in_outer_unit and self._static_zeros(init)
+        made = outer.layers.get(ref.removeprefix("base:"))
+        if zeros and "batch" in self.values[init].dims and made and not shaped_by_others(unit.layers, name, batched):
+            # nothing else of the inner unit has the batch dim (a loop reading no outer value):
+            # RETURNN's "zeros" would have none; the same constant at the top level, which the
+            # inner unit may read
+            root = self.blocks[()]
+            top = root.ns.fresh(f"{name}_init")
+            root.layers[top] = dict(made)
+            ref, zeros = "base:" * len(unit.path) + top, False
         unit.layers[name]["initial_output"] = "zeros" if zeros else ref
 
     def _held(self, n: Loop, unit: Block, outer: Block, ll: LoopLast, batched: set[str]) -> str:
