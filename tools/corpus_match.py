@@ -144,15 +144,27 @@ def pool_factors(g) -> dict[str, int]:
     return {d.name: factor(d.name) for d in g.dims}
 
 
-def pooled_lengths(g, lens: dict) -> dict:
+def pooled_lengths(g, lens: dict, rng: np.random.Generator) -> dict:
     """`lens` with each dim that a `max_pool` pools made a multiple of its pools' factor: RETURNN's
     `pool` (no `use_time_mask`) lets the padded frame after a shorter sequence into its last window
     (0 after an LSTM: max(last frame, 0)), a number of the batch that netc's `max_pool` is not
     (docs/import.md, `pool`; the importer warns). On multiples the windows hold a sequence's own
-    frames only, and original = imported is a claim about the import. The lengths made from them
-    (a decoder's bound over the pooled time) are the drawn ones."""
+    frames only, and original = imported is a claim about the import. A decoder's target bounded by
+    the pooled time is drawn again within the bound the scaled lengths give (else a pooled 1-frame
+    encoder would leave it 1 label long)."""
+    from netc_runtime.verify import _draw, choice_target_bounds, made_lengths
+
     factors = pool_factors(g)
-    return {d: np.asarray(n) * factors.get(d, 1) for d, n in lens.items()}
+    out = {d: np.asarray(n) * factors.get(d, 1) for d, n in lens.items()}
+    if all(f == 1 for f in factors.values()):
+        return out
+    for d, (frames, scale, offset) in choice_target_bounds(g).items():
+        known = made_lengths(g, {k: list(v) for k, v in out.items() if k != d})
+        if frames in known and d in out:
+            top = max(int(out[d].max()), min(7, scale * max(known[frames]) + offset))  # as verify's: at most 7
+            drawn = _draw(top, len(out[d]), rng)
+            out[d] = np.asarray([max(1, min(n, scale * m + offset)) for n, m in zip(drawn, known[frames])])
+    return out
 
 
 def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> dict:
@@ -164,7 +176,7 @@ def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> d
 
     g = compile_graph(model)
     rng = np.random.default_rng(seed)
-    lens = pooled_lengths(g, random_lengths(g, 3, 7, rng))
+    lens = pooled_lengths(g, random_lengths(g, 3, 7, rng), rng)
     inputs = random_inputs(g, lens, rng)
     kinds = {d.name: d.kind for d in g.dims}
     batch, netc_inputs = {}, {}
