@@ -501,3 +501,32 @@ def test_pool_after_lstms_matches_on_multiples_and_differs_where_returnn_reads_p
     diff = np.abs(ours[:, :4] - theirs[:, :4]).max(axis=-1)  # [batch, pooled frame]
     assert diff[0].max() < 1e-5 and diff[2, :2].max() < 1e-5 and diff[1, :2].max() < 1e-5, diff
     assert diff[1, 2] > 1e-3, diff  # the window [4, 5] of the 5 frames: max(frame 4, 0) in RETURNN
+
+
+# the corpus's 12-layer residual layer-norm BLSTM (2019-asr-layer-norm-lstm/hybrid), small: each
+# LSTM a rec unit in netc's RETURNN config, 624 layers in all
+DEEP_LN_LSTM = """
+#!rnn.py
+extern_data = {"data": {"dim": 3}, "classes": {"dim": 5, "sparse": True}}
+network = {"output": {"class": "softmax", "loss": "ce", "from": "out11"}}
+for i in range(12):
+    inp = "data" if i == 0 else "out%i" % (i - 1)
+    for name, direction in (("fw", 1), ("bw", -1)):
+        network["lstm%i_%s" % (i, name)] = {
+            "class": "rec", "unit": "layernormvariantslstm", "n_out": 4, "direction": direction, "from": inp}
+    network["out%i" % i] = {"class": "copy", "from": ["lstm%i_fw" % i, "lstm%i_bw" % i]}
+    if i > 0:
+        network["concat%i" % i] = network["out%i" % i]
+        network["out%i" % i] = {"class": "combine", "kind": "add", "from": ["concat%i" % i, inp]}
+"""
+
+
+def test_deep_network_builds_in_returnn(tmp_path):
+    # RETURNN builds a layer's sources first, recursively: the netc config of this network went past
+    # Python's recursion limit of 1000 (a RecursionError in RETURNN); it now raises the limit
+    proc, model, cfg = _import(tmp_path, DEEP_LN_LSTM)
+    assert proc.returncode == 0, proc.stderr
+    config = run_netc("compile", tmp_path / "model.py", check=True).stdout
+    assert "sys.setrecursionlimit(max(sys.getrecursionlimit(), 3496))" in config  # a chain of 312
+    out = run_netc("verify", tmp_path / "model.py")
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
