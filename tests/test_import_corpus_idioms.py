@@ -11,6 +11,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import run_netc
 from test_import import _compare, run_original
@@ -450,3 +451,82 @@ def test_switch_of_values_over_different_dims_of_one_size_is_refused_at_the_laye
         "cfg.config:14:5: error: layer `att` (switch): branches over different dims (`feat+feat` and "
         "`fw0+bw0`: of one size, made apart) not supported" in proc.stderr
     ), proc.stderr
+
+
+# The corpus's layer-norm LSTM encoders (2019-asr-layer-norm-lstm): BLSTMs of LayerNormVariantsLSTM
+# units (`global_norm_joined`, `per_gate_norm`) with max-pooling over time between them
+LN_LSTM_POOL = """
+#!rnn.py
+extern_data = {"data": {"dim": 3}, "classes": {"dim": 5, "shape": (None,), "sparse": True}}
+gnj = {"global_norm": False, "global_norm_joined": True, "cell_norm": False}
+pgn = {"global_norm": False, "per_gate_norm": True}
+network = {
+    "l0_fw": {"class": "rec", "unit": "layernormvariantslstm", "unit_opts": gnj, "n_out": 4, "direction": 1, "from": "data"},
+    "l0_bw": {"class": "rec", "unit": "layernormvariantslstm", "unit_opts": pgn, "n_out": 4, "direction": -1, "from": "data"},
+    "l0_pool": {"class": "pool", "mode": "max", "padding": "same", "pool_size": (2,), "from": ["l0_fw", "l0_bw"]},
+    "l1_fw": {"class": "rec", "unit": "layernormvariantslstm", "unit_opts": gnj, "n_out": 4, "direction": 1, "from": "l0_pool"},
+    "output": {"class": "softmax", "from": "l1_fw", "loss": "ctc", "target": "classes"},
+}
+"""
+
+
+def test_pool_after_lstms_matches_on_multiples_and_differs_where_returnn_reads_padding(tmp_path):
+    """RETURNN's `pool` (no `use_time_mask`) lets the padded frame after a shorter sequence of odd
+    length into its last window, where RETURNN's LSTMs leave 0: max(last frame, 0), a number of
+    the batch (the longest sequence's window has no such frame). netc's `max_pool` takes the
+    sequence's own frames: the importer warns at the layer; the numbers agree on even lengths and
+    differ at exactly those windows (the corpus runner's match stage draws multiples; it reported
+    the corpus's layer-norm LSTM encoders as differing before)."""
+    from test_import import _inputs
+
+    from netc.compiler import compile_graph
+    from netc.importer.checkpoint import model_value
+    from netc_runtime.backends import run_backend
+
+    cfg, names = tmp_path / "ln_pool.config", tmp_path / "names.json"
+    cfg.write_text(LN_LSTM_POOL.lstrip())
+    proc = run_netc("import", cfg, "-o", tmp_path / "model.py", "--param-map", names, check=True)
+    assert f"{cfg}:8:5: warning: layer `l0_pool` (pool): RETURNN's pool without `use_time_mask: True`" in proc.stderr
+    names = json.loads(names.read_text())
+    even = run_original(cfg, [], [[8, 6, 4], [3, 2, 1]])
+    for backend in ("returnn", "torch"):
+        _compare("ln_lstm_pool", tmp_path / "model.py", names, even, backend)
+    # lengths 7 (the longest), 5 (shorter, odd: its third window reads the padding), 4
+    odd = run_original(cfg, [], [[7, 5, 4], [3, 2, 1]])
+    g = compile_graph(str(tmp_path / "model.py"))
+    params = {names["params"][k]["returnn"]: model_value(v, names["params"][k]) for k, v in odd["params"].items()}
+    inputs, lens = _inputs(g, odd)
+    res = run_backend("torch", str(tmp_path / "model.py"), inputs, lens, params, g)
+    ours, theirs = res.outputs[names["outputs"]["output"]], odd["fetch"]["out:output"]
+    diff = np.abs(ours[:, :4] - theirs[:, :4]).max(axis=-1)  # [batch, pooled frame]
+    assert diff[0].max() < 1e-5 and diff[2, :2].max() < 1e-5 and diff[1, :2].max() < 1e-5, diff
+    assert diff[1, 2] > 1e-3, diff  # the window [4, 5] of the 5 frames: max(frame 4, 0) in RETURNN
+
+
+# the corpus's 12-layer residual layer-norm BLSTM (2019-asr-layer-norm-lstm/hybrid), small: each
+# LSTM a rec unit in netc's RETURNN config, 624 layers in all
+DEEP_LN_LSTM = """
+#!rnn.py
+extern_data = {"data": {"dim": 3}, "classes": {"dim": 5, "sparse": True}}
+network = {"output": {"class": "softmax", "loss": "ce", "from": "out11"}}
+for i in range(12):
+    inp = "data" if i == 0 else "out%i" % (i - 1)
+    for name, direction in (("fw", 1), ("bw", -1)):
+        network["lstm%i_%s" % (i, name)] = {
+            "class": "rec", "unit": "layernormvariantslstm", "n_out": 4, "direction": direction, "from": inp}
+    network["out%i" % i] = {"class": "copy", "from": ["lstm%i_fw" % i, "lstm%i_bw" % i]}
+    if i > 0:
+        network["concat%i" % i] = network["out%i" % i]
+        network["out%i" % i] = {"class": "combine", "kind": "add", "from": ["concat%i" % i, inp]}
+"""
+
+
+def test_deep_network_builds_in_returnn(tmp_path):
+    # RETURNN builds a layer's sources first, recursively: the netc config of this network went past
+    # Python's recursion limit of 1000 (a RecursionError in RETURNN); it now raises the limit
+    proc, model, cfg = _import(tmp_path, DEEP_LN_LSTM)
+    assert proc.returncode == 0, proc.stderr
+    config = run_netc("compile", tmp_path / "model.py", check=True).stdout
+    assert "sys.setrecursionlimit(max(sys.getrecursionlimit(), 3496))" in config  # a chain of 312
+    out = run_netc("verify", tmp_path / "model.py")
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr

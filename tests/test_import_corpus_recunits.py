@@ -3,7 +3,8 @@
 initialisers of a `rec`/`rnn_cell` layer, the LayerNormVariantsLSTM and ZoneoutLSTM units, `cheating` (a search-only option), `size_target` of the
 decoder's own target, `prev:` of the decoder's `choice` (a label state), `get_last_hidden_state` of `prev:` a cell, an `end` that is not trained, the state of a `switch` and of a concatenation read by `prev:` (a
 traceback before), a unit layer reading `data` in a rec layer without input, attention of one head (weights [batch, time, 1]); and the corpus runner
-(tools/import_corpus.py) on such configs: imported, verified and matched; refused; and not a config
+(tools/import_corpus.py) on such configs: imported, verified and matched (after pools: on lengths where
+RETURNN's `pool` is exact); refused; and not a config
 RETURNN builds (an option of its Theano backend, a syntax error), checked by building it in RETURNN."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_netc
+from test_import_corpus_idioms import LN_LSTM_POOL
 
 ROOT = Path(__file__).resolve().parent.parent
 DECODER = """
@@ -161,6 +163,13 @@ def test_unit_options_netc_does_not_compute_are_refused_by_name(tmp_path, old, n
     assert error in proc.stderr, proc.stderr
 
 
+LN_LSTM_TWO_POOLS = LN_LSTM_POOL.replace(
+    '"output": {"class": "softmax", "from": "l1_fw"',
+    '"l1_pool": {"class": "pool", "mode": "max", "padding": "same", "pool_size": (2,), "from": "l1_fw"},\n'
+    '    "output": {"class": "softmax", "from": "l1_pool"',
+)
+
+
 def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_rejects(tmp_path):
     corpus = tmp_path / "corpus"
     (corpus / "asr").mkdir(parents=True)
@@ -171,6 +180,9 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
     (corpus / "lm").mkdir()
     (corpus / "lm" / "ln_lstm.config").write_text(LAYER_NORM_LSTM.lstrip())
     (corpus / "lm" / "zoneout.config").write_text(ZONEOUT_LSTM.lstrip())
+    # two pools after layer-norm LSTMs: on the runner's drawn lengths (7, 6, 4) the second pool's
+    # 3 frames read RETURNN's padding (differs by 4e-2); the match stage draws multiples of 4
+    (corpus / "lm" / "ln_pool.config").write_text(LN_LSTM_TWO_POOLS.lstrip())
     out = tmp_path / "report"
     proc = subprocess.run(
         [sys.executable, ROOT / "tools" / "import_corpus.py", corpus, "--out", out, "-j", "1"],
@@ -184,6 +196,9 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
         assert good["outcome"] == "imported", good
         assert good["verify"] == {"status": "ok", "train": "ok", "search": "ok"}
         assert good["match"]["status"] == "ok", good
+    pooled = records["lm/ln_pool.config"]
+    assert pooled["verify"] == {"status": "ok", "train": "ok"} and pooled["match"]["status"] == "ok", pooled
+    assert pooled["warnings"] == 2  # each pool's: RETURNN's reads the padding
     assert "`unit_opts.dropout` dropped on `l_bw`, `output/s`" in " ".join(records["lm/ln_lstm.config"]["notes"])
     theano = records["asr/theano.config"]
     assert theano["outcome"] == "invalid", theano  # RETURNN built it and failed at the option
@@ -196,7 +211,7 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
         in table
     )
     assert "| asr | 3 | 1 | 0 | 0 | 2 | 0 | 1 | 1 |" in table
-    assert "| lm | 2 | 2 | 0 | 0 | 0 | 0 | 2 | 2 |" in table
+    assert "| lm | 3 | 3 | 0 | 0 | 0 | 0 | 3 | 3 |" in table
     assert "`zoneout` of `l_fw`, `l_bw`, `output/s` and 1 more: each state is (1 - z) * new + z * previous" in " ".join(
         records["lm/zoneout.config"]["notes"]
     )

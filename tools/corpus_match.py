@@ -131,6 +131,42 @@ def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:
     return {"fetch": out, "params": params}
 
 
+def pool_factors(g) -> dict[str, int]:
+    """Each dim's frames per frame of the last `max_pool` over it (through chains of pools; 1 where
+    none pools it)."""
+    from netc_runtime.verify import _ops
+
+    pools = [op.attrs for op in _ops(g.body) if op.op == "max_pool"]
+
+    def factor(dim: str) -> int:
+        return max((a["size"] * factor(a["out_axis"]) for a in pools if a["axis"] == dim), default=1)
+
+    return {d.name: factor(d.name) for d in g.dims}
+
+
+def pooled_lengths(g, lens: dict, rng: np.random.Generator) -> dict:
+    """`lens` with each dim that a `max_pool` pools made a multiple of its pools' factor: RETURNN's
+    `pool` (no `use_time_mask`) lets the padded frame after a shorter sequence into its last window
+    (0 after an LSTM: max(last frame, 0)), a number of the batch that netc's `max_pool` is not
+    (docs/import.md, `pool`; the importer warns). On multiples the windows hold a sequence's own
+    frames only, and original = imported is a claim about the import. A decoder's target bounded by
+    the pooled time is drawn again within the bound the scaled lengths give (else a pooled 1-frame
+    encoder would leave it 1 label long)."""
+    from netc_runtime.verify import _draw, choice_target_bounds, made_lengths
+
+    factors = pool_factors(g)
+    out = {d: np.asarray(n) * factors.get(d, 1) for d, n in lens.items()}
+    if all(f == 1 for f in factors.values()):
+        return out
+    for d, (frames, scale, offset) in choice_target_bounds(g).items():
+        known = made_lengths(g, {k: list(v) for k, v in out.items() if k != d})
+        if frames in known and d in out:
+            top = max(int(out[d].max()), min(7, scale * max(known[frames]) + offset))  # as verify's: at most 7
+            drawn = _draw(top, len(out[d]), rng)
+            out[d] = np.asarray([max(1, min(n, scale * m + offset)) for n, m in zip(drawn, known[frames])])
+    return out
+
+
 def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> dict:
     """Original = imported on one batch: {"status": "ok" | "differs" | "fail", "cause", "max"}."""
     from netc.compiler import compile_graph
@@ -140,7 +176,7 @@ def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> d
 
     g = compile_graph(model)
     rng = np.random.default_rng(seed)
-    lens = random_lengths(g, 3, 7, rng)
+    lens = pooled_lengths(g, random_lengths(g, 3, 7, rng), rng)
     inputs = random_inputs(g, lens, rng)
     kinds = {d.name: d.kind for d in g.dims}
     batch, netc_inputs = {}, {}

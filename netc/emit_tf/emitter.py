@@ -179,7 +179,10 @@ class ReturnnEmitter:
         extern = extern_data(g, self.dim_vars, target_read=g.search is not None)
         dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in config_dims(g) if d.kind != "batch"]
         dims += [(var, py_str(name), None) for var, name in self.whole_dims]
+        chain = max(_chain(layers), _chain(search_layers or {}))
         return _TEMPLATES.get_template("config.py.j2").render(
+            recursion_limit=1000 + FRAMES_PER_LAYER * chain if chain > DEEP_CHAIN else None,
+            chain=chain,
             source=plain_text(os.path.basename(g.source_file)),
             network=plain_text(g.network),
             dims=dims,
@@ -364,3 +367,56 @@ def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False, t
 
 def emit_returnn(g: Graph) -> str:
     return ReturnnEmitter(g).render()
+
+
+# RETURNN constructs a layer's sources (and a rec unit's layers) first, recursively: about 3.5
+# Python frames per layer of the longest chain (`_chain`; measured: a chain of 312, 12 residual
+# BLSTMs of LayerNormVariantsLSTM steps, needs about 1100). A chain longer than DEEP_CHAIN (some 900
+# frames of Python's default 1000) raises Python's recursion limit as the config is loaded.
+DEEP_CHAIN, FRAMES_PER_LAYER = 250, 8
+
+
+def _chain(net: dict) -> int:
+    """The longest chain of layers of a net dict through the layers each one names (`from`, `base`,
+    ...: any string option that is a layer's name or `<layer>/<sub>`, `prev:` stripped; in a rec unit or subnetwork its
+    `base:` names), a rec unit or subnetwork counted with all its layers (at most its chain)."""
+    refs: dict[str, set[str]] = {}
+    inner: dict[str, int] = {}
+
+    def names(v, outer: bool = False) -> set[str]:
+        """The layers of `net` that `v` names (`outer`: in a unit, where they are `base:`'s)."""
+        if isinstance(v, str):
+            if outer and not v.startswith("base:"):
+                return set()
+            return {v.split(":", 1)[-1].split("/")[0]} & net.keys()  # `rec/sub`: the rec layer
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list | tuple):
+            return set().union(*(names(x, outer) for x in v))
+        return set()
+
+    for name, d in net.items():
+        if isinstance(d, dict) and "class" in d:
+            units = ("unit", "subnetwork")
+            own = [names(v) for k, v in d.items() if k not in units]
+            refs[name] = set().union(*own, *(names(d[k], True) for k in units if isinstance(d.get(k), dict)))
+            refs[name].discard(name)
+            inner[name] = sum(_count_layers(d[k]) for k in ("unit", "subnetwork") if isinstance(d.get(k), dict))
+    memo: dict[str, int] = {}
+
+    def depth(name: str, seen: frozenset) -> int:
+        if name not in memo:
+            below = [depth(r, seen | {name}) for r in refs.get(name, ()) if r not in seen]
+            memo[name] = 1 + inner.get(name, 0) + max(below, default=0)
+        return memo[name]
+
+    return max((depth(n, frozenset()) for n in refs), default=0)
+
+
+def _count_layers(net: dict) -> int:
+    """Layers of a net dict, those of rec units and subnetworks included."""
+    n = 0
+    for d in net.values():
+        if isinstance(d, dict) and "class" in d:
+            n += 1 + sum(_count_layers(d[k]) for k in ("unit", "subnetwork") if isinstance(d.get(k), dict))
+    return n

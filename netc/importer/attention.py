@@ -231,7 +231,29 @@ def pool(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     imp.imports.add("max_pool")
     value = call("max_pool", src.tensor(), axis=imp.dim(dyn[0]), size=num(size), out_axis=imp.dim(out))
     imp._emit(scope, var, value, layer)
+    _warn_pool_padding(imp, layer, d, scope, full, size)
     return Val(name(var), tuple(out if x == dyn[0] else x for x in src.dims))
+
+
+def _warn_pool_padding(imp, layer: str, d: dict, scope: Scope, full: str, size: int) -> None:
+    """RETURNN's numbers at a shorter sequence's last window depend on the batch where netc's do not:
+    a warning at the layer (as for a "same" conv), unless `use_time_mask: True` with k <= 2."""
+    whys = []
+    if not d.get("use_time_mask"):
+        whys.append(
+            "RETURNN's pool without `use_time_mask: True` lets the padded frame after a shorter sequence "
+            f"whose length is not a multiple of {size} into its last window (after an LSTM a 0 there: "
+            "max(last frame, 0)); netc's max_pool takes the sequence's own frames only"
+        )
+    if size >= 3:
+        whys.append(
+            "TensorFlow's 'same' padding starts RETURNN's windows one frame early where the batch's longest "
+            f"length is one more than a multiple of {size}"
+        )
+    if whys:
+        why = "; ".join(whys) + f", so the numbers differ there (they agree on lengths that are multiples of {size})"
+        imp.warnings.append(Refused(full, "pool", why))
+        scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
 
 
 def _pool_feature(imp, layer: str, d: dict, scope: Scope, var: str, full: str, src: Val) -> Val:

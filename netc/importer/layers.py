@@ -528,7 +528,7 @@ _KNOWN = {
     "generic_attention": {"weights", "base", "auto_squeeze"},
     "reduce_out": {"mode", "num_pieces"},
     "decide": set(),
-    "pool": {"mode", "padding", "pool_size", "strides", "dilation_rate", "dropout"},
+    "pool": {"mode", "padding", "pool_size", "strides", "dilation_rate", "dropout", "use_time_mask"},
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
     **convnorm.KNOWN,
     **logic.KNOWN,
