@@ -106,6 +106,7 @@ SEARCHED = [
     "search_target_dim_after_loop.py",
     "stack_over_bound_dim_attention.py",
     "search_appends_encoder_state.py",
+    "search_scores_before_label.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
@@ -216,7 +217,8 @@ def test_decoders_searched(verify, model):
     a beam above the class dim, results over dims ops made (their lengths returned), a constant
     bound, a decoder reading the encoder's list, a `choice` whose label nothing reads (it still
     searches), an `if` on the last label after the searched loop (eagerly the best hypothesis'
-    branch), a returned list of the encoder's final state appended at each step."""
+    branch), a returned list of the encoder's final state appended at each step, scores made
+    before the step reads the last label."""
     proc = verify(ROOT / "tests" / "models" / model, "--seed", "2", "--search")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
