@@ -211,6 +211,16 @@ def test_decoder_searched(verify, hoist):
     assert "labels           eager vs returnn" in proc.stdout
 
 
+def test_search_ends_on_the_label_before_the_choice(verify):
+    """`end` on the label before the step's choice is of the hypotheses before it: each current
+    hypothesis ends by the row it continues (`--seed 8` draws a batch where eagerly taking the
+    rows as they are ended the wrong hypotheses: other lengths, other labels)."""
+    proc = verify(ROOT / "tests" / "models" / "search_scores_before_label.py", "--seed", "8", "--search")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "labels           eager vs returnn" in proc.stdout
+
+
 @pytest.mark.parametrize("model", SEARCHED)
 def test_decoders_searched(verify, model):
     """Searches every target agrees on: an unconditional LM (no input: the target's batch size),
