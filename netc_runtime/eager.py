@@ -441,7 +441,8 @@ def end(cond) -> bool:
 
 def _ends(run: _Run, cond) -> bool:
     if run.beam is not None:  # searching: each hypothesis ends on its own; stop when all have
-        (cond,), _ = run.align([cond])
+        # (rows of the current hypotheses: `cond` may be of an older version, made before the last choice)
+        (cond,), _ = run.align([cond], run.beam.version)
         return run.beam.end(cond.data.reshape(-1))
     if run.target_len:  # training a loop with `choice`: it runs over the target's frames
         if run.choice_step < run.target_len:
@@ -462,7 +463,9 @@ def choice(logits, target, beam: int, length_normalization: bool = True) -> ETen
         return target._frame(axis, run.choice_step - 1)
     if run.beam is None:
         run.beam = Beam(beam, length_normalization)
-    (logits,), _ = run.align([stack_list(logits) if isinstance(logits, list) else logits])
+    # rows of the current hypotheses: scores made before the last choice (not reading its label,
+    # e.g. from a state the step updates after them) are of an older version, a row per hypothesis it had
+    (logits,), _ = run.align([stack_list(logits) if isinstance(logits, list) else logits], run.beam.version)
     logp = torch.log_softmax(logits.data, dim=logits.dims.index(target.sparse_dim))
     labels = run.beam.choose(logp)
     return ETensor(labels, ("batch",), run.frames(), target.sparse_dim, run.beam.version)

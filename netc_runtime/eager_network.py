@@ -228,7 +228,9 @@ class Network:
         axis = plan.loop.axis
         out = {}
         for name in plan.outputs:
-            v = stack_list(res[name]) if isinstance(res[name], list) else res[name]
+            # by its name, as training's outputs: the graph says which loop stacks it (its items'
+            # loop can mislead: one value of an earlier loop of one step, appended once)
+            v = stack_list(res[name], output=name) if isinstance(res[name], list) else res[name]
             (v,), _ = run.align([v], run.beam.version)  # the hypotheses the search ended with
             data = v.data[row : row + 1].narrow(v.dims.index(axis), 0, length)
             out[name] = ETensor(data, v.dims, sparse_dim=v.sparse_dim)

@@ -105,6 +105,8 @@ SEARCHED = [
     "search_stacks_combined.py",
     "search_target_dim_after_loop.py",
     "stack_over_bound_dim_attention.py",
+    "search_appends_encoder_state.py",
+    "search_scores_before_label.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
@@ -209,13 +211,24 @@ def test_decoder_searched(verify, hoist):
     assert "labels           eager vs returnn" in proc.stdout
 
 
+def test_search_ends_on_the_label_before_the_choice(verify):
+    """`end` on the label before the step's choice is of the hypotheses before it: each current
+    hypothesis ends by the row it continues (`--seed 8` draws a batch where eagerly taking the
+    rows as they are ended the wrong hypotheses: other lengths, other labels)."""
+    proc = verify(ROOT / "tests" / "models" / "search_scores_before_label.py", "--seed", "8", "--search")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+    assert "labels           eager vs returnn" in proc.stdout
+
+
 @pytest.mark.parametrize("model", SEARCHED)
 def test_decoders_searched(verify, model):
     """Searches every target agrees on: an unconditional LM (no input: the target's batch size),
     a beam above the class dim, results over dims ops made (their lengths returned), a constant
     bound, a decoder reading the encoder's list, a `choice` whose label nothing reads (it still
     searches), an `if` on the last label after the searched loop (eagerly the best hypothesis'
-    branch)."""
+    branch), a returned list of the encoder's final state appended at each step, scores made
+    before the step reads the last label."""
     proc = verify(ROOT / "tests" / "models" / model, "--seed", "2", "--search")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
