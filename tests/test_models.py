@@ -88,6 +88,7 @@ MODELS = [
     "loss_expand_static_dims.py",
     "end_loop_list_of_lists.py",
     "fused_cells_no_frames.py",
+    "fused_lstm_no_frames.py",
 ]
 # decoders, trained here and beam-searched in test_decoders_searched (their search on RETURNN too)
 SEARCHED = [
@@ -287,25 +288,6 @@ def test_values_after_the_break_of_a_first_step_end(tmp_path, netc, model, stack
     y = outs["eager"]["out:y"]
     assert not np.allclose(y[1], 0.0)  # the value before the loop, not zeros
     assert not np.allclose(y[0], y[1])
-
-
-def test_fused_lstm_over_no_frame(tmp_path, netc):
-    """A fused LSTM over a stack no sequence has a frame of: torch gives the initial h and c, as
-    eager does (torch's `lstm` refuses a time of 0). Not RETURNN: its LSTM over no frame gives
-    another h (a known bug)."""
-    import numpy as np
-
-    x = np.random.default_rng(3).standard_normal((3, 5, 4)).astype(np.float32)
-    np.savez(tmp_path / "in.npz", **{"in:x": x, "len:time": np.array([5, 3, 2])})
-    outs = {}
-    for backend in ("eager", "torch"):
-        out = tmp_path / f"{backend}.npz"
-        model = ROOT / "tests" / "models" / "fused_lstm_no_frames.py"
-        netc("run", model, "--backend", backend, "--inputs", tmp_path / "in.npz", "-o", out, check=True)
-        outs[backend] = dict(np.load(out))
-    for name in ("h", "c"):
-        assert not np.allclose(outs["eager"][f"out:{name}"], 0.0)
-        np.testing.assert_allclose(outs["torch"][f"out:{name}"], outs["eager"][f"out:{name}"], atol=1e-5)
 
 
 def test_search_dots_with_values_from_before_the_loop(verify):

@@ -2,8 +2,7 @@
 a loop with `end` whose appends stand after the `break` ends at its first step everywhere (diffgen
 seed 900552). torch's RNN ops refuse a time of 0 (and packing an empty batch): each cell's result
 is its initial state. (Its stacks are not returned: stacking no frame at all fails in torch's
-unfused loops and RETURNN's `rec` layers, a separate bug; so does RETURNN's LSTM over no frame:
-the fused LSTM's case is tests/models/fused_lstm_no_frames.py, eager against torch.)"""
+unfused loops and RETURNN's `rec` layers, a separate bug. The LSTM's case: fused_lstm_no_frames.py.)"""
 
 from netc import Dim, GruCell, Linear, Tensor, batch, end, network, reduce_sum, stack, tanh, zeros
 
