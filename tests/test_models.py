@@ -87,6 +87,8 @@ MODELS = [
     "maximum_of_scaled.py",
     "loss_expand_static_dims.py",
     "end_loop_list_of_lists.py",
+    "fused_cells_no_frames.py",
+    "fused_lstm_no_frames.py",
 ]
 # decoders, trained here and beam-searched in test_decoders_searched (their search on RETURNN too)
 SEARCHED = [
@@ -140,6 +142,7 @@ LOOP_LOWERING = [
     "nested_end_bound_in_step.py",
     "nested_zeros_state_unbatched_step.py",
     "nested_end_loop_invariant.py",
+    "nested_reads_whole_made_dim.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)

@@ -194,7 +194,11 @@ class RecLowering:
         key = (vid, tuple(changes.items()))
         if key not in blk.retagged:
             name = blk.ns.fresh(f"{values[vid].name or 'x'}_{'_'.join(changes.values())}")
-            blk.layers[name] = {"class": "reinterpret_data", "from": src, "set_dim_tags": changes}
+            # pairs, not a dict keyed by dims: TF flattens a layer's options, and such a dict's keys
+            # hash anew once RETURNN has merged a dim with another (a dim read first from a nested
+            # loop: "Dictionary was modified during iteration over it")
+            pairs = list(changes.items())
+            blk.layers[name] = {"class": "reinterpret_data", "from": src, "set_dim_tags": pairs}
             blk.retagged[key] = name
         return blk.retagged[key]
 

@@ -289,6 +289,9 @@ class LstmCell(OpDef):
         out = ctx.dim(op.attrs["out_dim"])
         h, c = fresh(f"{layer}_h"), fresh(f"{layer}_c")
         own["collocate_with"] = [c, h]  # see STATE_C_HELPER_SOURCE
+        # h and c are read after the loop as these layers' last frames: a sequence without one
+        # has the loop's initial state
+        init_h, init_c = ctx.carry(1), ctx.carry(2)
         return {
             # `rnn_cell` makes its own feature dim (`<layer>:rnn_cell_feat`): h gets out_dim's, by a
             # template of its own: the cell's has no batch dim when its input is computed from `prev:h`
@@ -301,7 +304,7 @@ class LstmCell(OpDef):
                     "from": [layer, f"prev:{h}"],
                     "eval": "(source(1), source(0))[-1]",
                     "out_type": {"dim_tags": [Code("batch_dim"), out]},
-                    "initial_output": "zeros",
+                    "initial_output": "zeros" if init_h.init_zero else init_h.init,
                 },
             ),
             # c through a helper that also reads its own `prev:` value: see STATE_C_HELPER_SOURCE
@@ -312,6 +315,7 @@ class LstmCell(OpDef):
                     "from": [layer, f"prev:{c}"],
                     "eval": Code(STATE_C_HELPER),
                     "out_type": {"dim_tags": [Code("batch_dim"), out]},
+                    **({} if init_c.init_zero else {"initial_output": init_c.init}),
                 },
             ),
         }

@@ -26,8 +26,13 @@ from netc.ops.base import OpDef, register
 from netc.ops.cells import torch_forget_bias
 from netc.ops.param_parts import param_part, returnn_helpers
 
-# the helpers' shared parts: inputs each reversed within its length for a backward loop; h
-# after each sequence's last frame from the outputs, which are put back in the frames' order
+# the helpers' shared parts: no frame in the batch (torch's RNN ops and packing refuse a time
+# of 0: a loop over a stack with `end` whose appends follow the `break` can have none); inputs
+# each reversed within its length for a backward loop; h after each sequence's last frame from
+# the outputs, which are put back in the frames' order
+_EMPTY = """    if x.shape[1] == 0:  # no frame in any sequence: the initial state, nothing stacked
+        return x.new_zeros(x.shape[0], 0, h0.shape[-1]), h0{c0}
+"""
 _REVERSE = """    valid = torch.arange(x.shape[1], device=x.device)[None, :] < lens[:, None]
     order: torch.Tensor | None = None
     if reverse:  # each sequence's valid frames reversed (padding stays)
@@ -54,7 +59,7 @@ def _lstm_helper(name: str) -> str:
     last backwards with `reverse`. Returns h per frame (zeros on padded frames) and h, c after
     each sequence's last frame (h0, c0 when it has none); c only with `need_c`. `train`: the
     module's `training`, as nn.LSTM passes it (cuDNN keeps what its backward needs only then)."""
-{_REVERSE}    if need_c:
+{_EMPTY.format(c0=", c0")}{_REVERSE}    if need_c:
         # padded frames keep c: an extra input, 1 on them only, drives the forget gate (torch's
         # block 1) to exactly 1 and the input gate (block 0) to exactly 0 (padded frames of x
         # zeroed: their gates stay far from the threshold)
@@ -81,7 +86,7 @@ def _gru_helper(name: str) -> str:
     last backwards with `reverse`. Returns h per frame (anything on padded frames) and h after
     each sequence's last frame (h0 when it has none). `train`: the module's `training`, as
     nn.GRU passes it (cuDNN keeps what its backward needs only then)."""
-{_REVERSE}    bias = len(weights) == 4
+{_EMPTY.format(c0="")}{_REVERSE}    bias = len(weights) == 4
     if x.device.type == "meta":  # no lengths to pack by: the padded batch, every frame
 {textwrap.indent(_GRU_PADDED, " " * 8)}    else:  # valid frames only, as nn.GRU on a packed sequence (a sequence without any runs one)
         packed = nn.utils.rnn.pack_padded_sequence(x, lens.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
