@@ -64,7 +64,7 @@ class Network:
         if g.search is None:
             return g
         if self._loops_graph is None:
-            searched = {n.span.line: n for n in g.search.body if isinstance(n, Loop)}
+            searched = {n.span.line: n for n in g.search.body if isinstance(n, Loop) and n.target is not None}
             body = [searched.pop(n.span.line, n) if isinstance(n, Loop) else n for n in g.body]
             names = {o.name for o in g.search.outputs}
             self._loops_graph = dataclasses.replace(

@@ -107,6 +107,7 @@ SEARCHED = [
     "search_stacks_combined.py",
     "search_target_dim_after_loop.py",
     "stack_over_bound_dim_attention.py",
+    "search_reads_loop_last.py",
     "search_appends_encoder_state.py",
     "search_scores_before_label.py",
 ]
