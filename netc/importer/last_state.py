@@ -77,18 +77,7 @@ class LastStateLayers:
         dim = feature(h_val, self.dims)
         if src.startswith("prev:"):
             h, c = PREV + h, PREV + c
-        if key == "*":
-            self.imports.add("concat")
-            value, out = call("concat", name(c), name(h)), self.dims.derived([dim, dim])
-        else:
-            value, out = name(h if key == "h" else c), dim
-        want = d["out_dim"]["__dim__"] if isinstance(d.get("out_dim"), dict) else None
-        size = self.dims.size(self.dims.tag(want)) if want is not None else d.get("n_out")
-        if size is not None and size != self.dims.size(out):
-            raise Refused(full, "get_last_hidden_state", f"n_out {size!r}: the state {key!r} has {self.dims.size(out)}")
-        comment = f"layer {layer!r}: the cell's state" + (" (c, h)" if key == "*" else f" {key}")
-        scope.stmts.append(Assign([var], value, comment=comment))
-        return Val(name(var), (BATCH, out))
+        return self._state_of(layer, d, scope, var, full, (h, c, dim), "the cell's state", size_given=False)
 
     def _l_get_last_hidden_state(self, layer, d, scope, var, full) -> Val:
         """The LSTM's last state: `c`, `h`, or `*` both concatenated as RETURNN's state tuple
@@ -106,7 +95,17 @@ class LastStateLayers:
         if key not in KEYS:
             raise Refused(full, "get_last_hidden_state", f"key {key!r} not supported (`*`, `c`, `h` are)")
         self.get(srcs[0], scope)
-        h, c, dim = self.last_states[self._full(srcs[0], scope)]
+        state = self.last_states[self._full(srcs[0], scope)]
+        return self._state_of(layer, d, scope, var, full, state, "the last state", size_given=True)
+
+    def _state_of(
+        self, layer: str, d: dict, scope: Scope, var: str, full: str, state: tuple, what: str, size_given: bool
+    ) -> Val:
+        """`var` = the state `key` picks of `state` (h, c, their dim): `c`, `h`, or `*` both
+        concatenated as RETURNN's state tuple (c, h) is; checked against the layer's `n_out` /
+        `out_dim` (`size_given`: the layer must give one)."""
+        h, c, dim = state
+        key = d.get("key", "*")
         if key == "*":
             self.imports.add("concat")
             value, out = call("concat", name(c), name(h)), self.dims.derived([dim, dim])
@@ -114,8 +113,8 @@ class LastStateLayers:
             value, out = name(h if key == "h" else c), dim
         want = d["out_dim"]["__dim__"] if isinstance(d.get("out_dim"), dict) else None
         size = self.dims.size(self.dims.tag(want)) if want is not None else d.get("n_out")
-        if size != self.dims.size(out):
+        if (size_given or size is not None) and size != self.dims.size(out):
             raise Refused(full, "get_last_hidden_state", f"n_out {size!r}: the state {key!r} has {self.dims.size(out)}")
-        comment = f"layer {layer!r}: the last state" + (" (c, h)" if key == "*" else f" {key}")
+        comment = f"layer {layer!r}: {what}" + (" (c, h)" if key == "*" else f" {key}")
         scope.stmts.append(Assign([var], value, comment=comment))
         return Val(name(var), (BATCH, out))
