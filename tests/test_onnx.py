@@ -83,7 +83,7 @@ def test_onnx_runs_with_another_batch_and_length(tmp_path, path, network, search
     # the line says the graph's own inputs and outputs, with their declared shapes
     assert proc.stdout.splitlines()[0] == f"wrote {out} (onnx): ({_show(graph_inputs)}) -> ({_show(graph_outputs)})"
     # a loop over time is an ONNX Loop, or a fused one an ONNX LSTM or GRU, not unrolled
-    kinds = {n.op_type for n in model.graph.node}
+    kinds = _op_types(model.graph)
     looped = compile_graph(str(path), network=network, options=PassOptions(fuse=False)).body
     assert bool(kinds & {"Loop", "LSTM", "GRU"}) == any(isinstance(n, Loop) for n in looped), kinds
     assert "GRU" in kinds or path.name != "fuse_gru_forms.py", kinds
@@ -94,6 +94,17 @@ def test_onnx_runs_with_another_batch_and_length(tmp_path, path, network, search
         got = _run_onnx(out, inputs)
         _compare(g, sig, inputs, ref, got)
         _assert_shapes_as_declared(graph_inputs, graph_outputs, inputs, got)
+
+
+def _op_types(graph) -> set[str]:
+    """The graph's node kinds, those of its subgraphs (an `If`'s branches, a `Loop`'s body) too."""
+    kinds = set()
+    for n in graph.node:
+        kinds.add(n.op_type)
+        for a in n.attribute:
+            for sub in [a.g] if a.HasField("g") else list(a.graphs):
+                kinds |= _op_types(sub)
+    return kinds
 
 
 def _declared(values) -> dict[str, list[str | int]]:

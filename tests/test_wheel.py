@@ -17,7 +17,9 @@ TARGETS = ("returnn", "torch", "returnn-torch")
 
 
 def _run(*args, cwd=None) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, cwd=cwd)
+    # as a user runs it: a PYTHONPATH of the developer's (a checkout) would win over the install
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, cwd=cwd, env=env)
     assert proc.returncode == 0, f"{' '.join(map(str, args))}:\n{proc.stdout}\n{proc.stderr}"
     return proc
 
