@@ -209,25 +209,20 @@ class TorchEmitter:
 
     def device(self) -> str:
         """Every tensor the method creates lives on its inputs' device (with none: the parameters')."""
-        if self.first_input is not None:
-            src = f"{self.first_input}.device"
-        elif self.g.params:
-            p = self.g.params[0]
-            src = f"self.{self.param_attr[(p.path, p.role)]}.device"
-        else:
-            src = 'torch.device("cpu")'
-        return self.once("device", "device", src)
+        return self.once("device", "device", self._like(self.first_input, "device", 'torch.device("cpu")'))
 
     def dtype(self) -> str:
         """The float dtype of the computation: the float inputs', else the parameters'."""
-        if self.float_input is not None:
-            src = f"{self.float_input}.dtype"
-        elif self.g.params:
+        return self.once("dtype", "dtype", self._like(self.float_input, "dtype", "torch.get_default_dtype()"))
+
+    def _like(self, tensor: str | None, attr: str, default: str) -> str:
+        """`attr` of `tensor` (an input), else of the first parameter, else `default`."""
+        if tensor is not None:
+            return f"{tensor}.{attr}"
+        if self.g.params:
             p = self.g.params[0]
-            src = f"self.{self.param_attr[(p.path, p.role)]}.dtype"
-        else:
-            src = "torch.get_default_dtype()"
-        return self.once("dtype", "dtype", src)
+            return f"self.{self.param_attr[(p.path, p.role)]}.{attr}"
+        return default
 
     def size(self, dim: str) -> str:
         d = self.g.dim(dim)
