@@ -124,7 +124,15 @@ def _op_module(name: str) -> type:
     def __call__(self, *args, **kwargs):
         return self._impl(*args, **kwargs)
 
-    return type(name, (), {"__init__": __init__, "__call__": __call__, "__module__": __name__})
+    def __getattr__(self, attr):  # `emb.weight`: a parameter to pass as another module's `weight=`
+        role = BY_FN_NAME[name].weights.get(attr)
+        if role is None or attr.startswith("_"):
+            raise AttributeError(f"`{name}` has no attribute `{attr}`")
+        return _eager().ParamRef(self._impl, role)
+
+    return type(
+        name, (), {"__init__": __init__, "__call__": __call__, "__getattr__": __getattr__, "__module__": __name__}
+    )
 
 
 OPS: dict[str, Any] = {

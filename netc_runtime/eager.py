@@ -517,17 +517,49 @@ class OpModule:
 
         self.opdef = BY_FN_NAME[name]
         run = _run()
+        # `weight=emb.weight`: roles that are another module's parameter (the compiler checked them)
+        self.tied: dict[str, ParamRef] = {role: kwargs.pop(k) for k, role in self.opdef.weights.items() if k in kwargs}
         bound = inspect.signature(self.opdef.ctor).bind(*args, **kwargs)
         bound.apply_defaults()
         self.attrs = {k: _attr(v) for k, v in bound.arguments.items()}
         # none when the module's result is never read: the compiler dropped its parameters
         self.params: dict[str, torch.Tensor] | None = run.net.params_by_path.get(_call_path(run.net))
+        self.dims: dict[str, tuple[str, ...]] = {}  # each parameter's dims, from the first call
 
     def __call__(self, *args, **kwargs) -> ETensor | tuple[ETensor, ...]:
         tensors, call_attrs = self.opdef.module_call(args, kwargs)
         xs = [stack_list(x) if isinstance(x, list) else x for x in tensors]
         attrs = {**self.attrs, **{k: _attr(v) for k, v in call_attrs.items()}}
-        if self.params is None:
+        if any(isinstance(x, Absent) for x in xs):  # searching: what needs a target does not exist
+            return ABSENT
+        if self.params is None or not self.dims:
             vals = [Value(id=0, dims=x.dims, dtype=_dtype(x.data), sparse_dim=x.sparse_dim) for x in xs]
-            self.params = throwaway_params(self.opdef, _run().net.dims, vals, attrs)
-        return _apply(self.opdef, xs, attrs, self.params)
+            self.dims = self.opdef.params(_run().net.dims, vals, attrs)
+            if self.params is None:
+                self.params = throwaway_params(self.opdef, _run().net.dims, vals, attrs)
+        params = self.params
+        if self.tied:  # the owner's tensor itself (its gradient is the owner's), transposed as the dims say
+            params = dict(params)
+            for role, ref in self.tied.items():
+                t, dims = ref.module.param(ref.role)
+                want = self.dims[role]
+                same = dims == want if dims else tuple(t.shape) == tuple(_run().net.dims[d].size for d in want)
+                params[role] = t if same else t.t()
+        return _apply(self.opdef, xs, attrs, params)
+
+    def param(self, role: str) -> tuple[torch.Tensor, tuple[str, ...]]:
+        """The tensor the module's parameter `role` is and its dims (another module's if tied)."""
+        if role in self.tied:
+            ref = self.tied[role]
+            return ref.module.param(ref.role)
+        assert self.params is not None, "a tied parameter's module is called first (the compiler checks it)"
+        # no dims when its calls so far were on what a search does not have (a target): by shape
+        return self.params[role], self.dims.get(role, ())
+
+
+@dataclass(frozen=True)
+class ParamRef:
+    """`emb.weight` in eager mode: one parameter of a module, to pass as another's `weight=`."""
+
+    module: OpModule
+    role: str

@@ -89,6 +89,7 @@ MODELS = [
     "end_loop_list_of_lists.py",
     "fused_cells_no_frames.py",
     "fused_lstm_no_frames.py",
+    "tied_lm.py",
 ]
 # decoders, trained here and beam-searched in test_decoders_searched (their search on RETURNN too)
 SEARCHED = [
@@ -110,6 +111,7 @@ SEARCHED = [
     "search_reads_loop_last.py",
     "search_appends_encoder_state.py",
     "search_scores_before_label.py",
+    "tied_decoder.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

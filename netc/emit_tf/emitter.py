@@ -286,7 +286,7 @@ class ReturnnEmitter:
             loop = next(n for n in op.unfused if isinstance(n, Loop))
             self.op_layers[op.outs[0].id] = (*blk.path, loop.name)
             return
-        if op.param:
+        if op.param in self.param_scope:  # (a module whose parameters are all another's has none)
             layer["name_scope"] = f"/{self.param_scope[op.param]}"
         self.helpers.update(opdef.returnn_helpers(op))
         if op.op == "zeros":

@@ -103,7 +103,8 @@ class _OpCtx:
         return align_code(f"{self.em.lens_var[dim]}.to({self.em.dtype()})", ("batch",), dims)
 
     def param(self, role: str) -> str:
-        return f"self.{self.em.param_attr[self.op.param_key(role)]}"
+        p = f"self.{self.em.param_attr[self.op.param_key(role)]}"
+        return f"{p}.t()" if self.op.transposed(role) else p  # another module's, held [out, in]
 
     def helper(self, key: str) -> str:
         return self.em.names.helpers[key]

@@ -65,14 +65,24 @@ class Op:
         if "params" in self.attrs:
             path, own_role = self.attrs["params"][role]
             return path, own_role
+        tied = self.attrs.get("tied", {}).get(role)
+        if tied is not None:  # another module's parameter (`Linear(vocab, weight=emb.weight)`)
+            return tied[0], tied[1]
         assert self.param is not None, self.op
         return self.param, role
+
+    def transposed(self, role: str) -> bool:
+        """Whether the parameter the op calls `role` is held transposed: another module's 2-d
+        parameter whose dims are the op's own in the other order (`attrs["tied"]`)."""
+        tied = self.attrs.get("tied", {}).get(role)
+        return bool(tied and tied[2])
 
     def param_paths(self) -> set[str]:
         """Module paths of the parameters the op uses."""
         if "params" in self.attrs:
             return {ref[0] for ref in self.attrs["params"].values() if ref is not None}
-        return {self.param} if self.param else set()
+        tied = {ref[0] for ref in self.attrs.get("tied", {}).values()}
+        return ({self.param} if self.param else set()) | tied
 
     def hint(self) -> str:
         """A name for the result in emitted code: the user's variable, else the path of the

@@ -115,6 +115,9 @@ class OpDef:
     # it decides how its loop runs (`choice`: teacher forcing, the beam search): `dce` keeps it
     # also when nothing reads its result
     shapes_loop: bool = False
+    # a module's parameters the source may name (`emb.weight`) and pass to another module of a
+    # kind with the same (`Linear(vocab, weight=emb.weight)`): attribute and keyword -> role
+    weights: dict[str, str] = {}
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
 
     def api(self, x):  # noqa: D401 - the signature is the point

@@ -12,7 +12,7 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
 from netc.ops.align import align_tensor
 from netc.ops.base import OpDef, OutType, register
-from netc.ops.param_parts import param_part
+from netc.ops.param_parts import param_part, tied_params
 from netc.ops.param_parts import returnn_helpers as param_returnn_helpers
 from netc.ops.rules import broadcast, check_out_dim
 
@@ -339,6 +339,7 @@ class Linear(OpDef):
     name = "linear"
     fn_name = "Linear"
     module = True
+    weights = {"weight": "W"}
 
     def ctor(self, out_dim, with_bias=True):
         pass
@@ -373,16 +374,18 @@ class Linear(OpDef):
             if layer["with_bias"]:
                 parts["b"] = param_part(ctx.variable("b"), list(ctx.param_shape("b")))
             layer["reuse_params"] = {"map": parts}
-        return layer
+        return tied_params(ctx, op, layer, ["W", "b"] if layer["with_bias"] else ["W"])
 
     def returnn_helpers(self, op):
-        return param_returnn_helpers() if "rows" in op.attrs else {}
+        return param_returnn_helpers() if "rows" in op.attrs or "tied" in op.attrs else {}
 
     # canonical order keeps the one static (feature) dim last: a plain matmul contracts it;
     # with a bias, `linear` adds it in the same matrix multiply (addmm), W [in, out] seen as [out, in]
     def torch(self, ctx, op):
         if op.attrs.get("with_bias", True):
-            return f"torch.nn.functional.linear({ctx.arg(0)}, {self.weight(ctx, op)}.t(), {ctx.param('b')})"
+            w = self.weight(ctx, op)  # [out, in] for `linear`: an embedding's table as it is
+            w = w.removesuffix(".t()") if op.transposed("W") else f"{w}.t()"
+            return f"torch.nn.functional.linear({ctx.arg(0)}, {w}, {ctx.param('b')})"
         return f"torch.matmul({ctx.arg(0)}, {self.weight(ctx, op)})"
 
     def weight(self, ctx, op) -> str:

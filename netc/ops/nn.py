@@ -13,6 +13,8 @@ from netc.ir.model import Value
 from netc.naming import Code
 from netc.ops.align import align_code, align_tensor, where_valid
 from netc.ops.base import OpDef, OutType, register, signature
+from netc.ops.param_parts import returnn_helpers as param_returnn_helpers
+from netc.ops.param_parts import tied_params
 from netc.ops.rules import broadcast, check_out_dim
 
 DTYPES = ("float32", "int32", "bool")
@@ -58,6 +60,7 @@ class Embedding(OpDef):
     name = "embedding"
     fn_name = "Embedding"
     module = True
+    weights = {"weight": "W"}
 
     def ctor(self, out_dim):
         pass
@@ -76,13 +79,17 @@ class Embedding(OpDef):
         out = ctx.dim(op.attrs["out_dim"])
         # `out_type` dim: labels from a layer (e.g. `reduce` argmax) say "no feature axis",
         # which the linear layer would otherwise carry over to its dense output
-        return {
+        layer = {
             "class": "linear",
             "from": ctx.src(0),
             "out_dim": out,
             "with_bias": False,
             "out_type": {"dim": Code(f"{out}.dimension")},
         }
+        return tied_params(ctx, op, layer, ["W"])
+
+    def returnn_helpers(self, op):
+        return param_returnn_helpers() if "tied" in op.attrs else {}
 
     def torch(self, ctx, op):
         src = (*ctx.in_dims(0), op.attrs["out_dim"])

@@ -47,3 +47,16 @@ def param_part(name: str | None, shape: list[int] | None = None, **part) -> dict
 
 def returnn_helpers() -> dict[str, str]:
     return {RETURNN_PARAM_HELPER: RETURNN_PARAM_HELPER_SOURCE}
+
+
+def tied_params(ctx, op, layer: dict, roles: list[str]) -> dict:
+    """`layer` (a `linear`) with `roles` read through `reuse_params` where one of them is another
+    module's variable (`attrs["tied"]`): one TF variable, made by whichever layer RETURNN builds
+    first. A W held transposed ([out, in], an embedding's [vocab, model]) is RETURNN's own
+    `use_transposed_weights`."""
+    if "tied" not in op.attrs:
+        return layer
+    layer["reuse_params"] = {"map": {r: param_part(ctx.variable(r), list(ctx.param_shape(r))) for r in roles}}
+    if op.transposed("W"):
+        layer["use_transposed_weights"] = True
+    return layer

@@ -163,6 +163,18 @@ class Calls:
             raise self.error(node, str(e)) from None
 
     def construct_op_module(self, opdef: OpDef, args, kwargs, node: ast.Call) -> V.OpModule:
+        tied: dict[str, V.ParamRef] = {}
+        for key, role in opdef.weights.items():  # `weight=emb.weight`: another module's parameter
+            if key not in kwargs:
+                continue
+            ref = kwargs.pop(key)
+            if not isinstance(ref, V.ParamRef):
+                raise self.error(
+                    node,
+                    f"`{opdef.fn_name}(..., {key}=...)` takes another module's parameter, e.g. `emb.weight`, "
+                    f"got {describe(ref)}",
+                )
+            tied[role] = ref
         try:
             bound = signature(opdef.ctor).bind(*args, **kwargs)
         except TypeError as e:
@@ -172,7 +184,7 @@ class Calls:
         base = self.stmt_target or opdef.name
         path = self.namer.module_path(self.scope, base)
         span = self.span(node)
-        return V.OpModule(op=opdef.name, attrs=attrs, path=path, call_path=(*self.call_path, span.key()))
+        return V.OpModule(op=opdef.name, attrs=attrs, path=path, call_path=(*self.call_path, span.key()), tied=tied)
 
     def call_op_module(self, mod: V.OpModule, args, kwargs, node) -> V.TV | tuple[V.TV, ...]:
         opdef = REGISTRY[mod.op]

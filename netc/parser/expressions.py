@@ -41,6 +41,15 @@ class Expressions:
             raise self.error(
                 node, f"module `{obj.path or obj.cls.node.name}` has no attribute `{attr}`" + did_you_mean(attr, known)
             )
+        if isinstance(obj, V.OpModule):
+            weights = REGISTRY[obj.op].weights
+            if attr in weights:
+                return V.ParamRef(obj, weights[attr], attr)
+            raise self.error(
+                node,
+                f"module `{obj.path}` has no attribute `{attr}`"
+                + (did_you_mean(attr, list(weights)) if weights else ""),
+            )
         if isinstance(obj, V.TV):
             if attr == "max_seq_len":
                 dyn = self.dims.dynamic(obj.dims)

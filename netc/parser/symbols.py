@@ -103,6 +103,10 @@ def describe(v: Any) -> str:
         return f"`{v.node.name}`"
     if isinstance(v, V.NetcSym):
         return f"`{v.name}`"
+    if isinstance(v, V.ParamRef):
+        return f"the parameter `{v.module.path}.{v.attr}` (only a module's `{v.attr}=` takes it)"
+    if isinstance(v, V.OpModule):
+        return f"module `{v.path}`"
     return f"`{v!r}`" if isinstance(v, (int, float, str, bool)) or v is None else type(v).__name__
 
 

@@ -16,7 +16,7 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.interface import check_interface
 from netc.ir.model import Graph, Input, Op, Output, ParamDef, Value
 from netc.naming import mangled
-from netc.ops import BY_FN_NAME, OpDef
+from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.parser import values as V
 from netc.parser.budget import Budget
 from netc.parser.calls import Calls
@@ -122,10 +122,14 @@ class Tracer(Statements, Expressions, Calls):
             roles = opdef.params(self.dims, [a.value for a in args], attrs) if param is not None else {}
         except DimError as e:
             raise self.error(node, str(e)) from None
+        if param is not None and param.tied:
+            attrs = {**attrs, "tied": self.tie(param, roles, node)}
         if param is not None:
             if param.params is None:
                 param.params = roles
                 for role, dims in roles.items():
+                    if role in param.tied:  # another module's parameter: no variable of its own
+                        continue
                     init = opdef.init_of(role, dims)
                     self.params.append(
                         ParamDef(
@@ -155,6 +159,40 @@ class Tracer(Statements, Expressions, Calls):
             )
         )
         return [V.TV(v, self.block) for v in vals]
+
+    def tie(self, mod: V.OpModule, roles: dict[str, tuple[str, ...]], node: ast.AST) -> dict[str, list]:
+        """For each role of `mod` that is another module's parameter (`weight=emb.weight`):
+        [module path, role, transposed] of the variable it is. The dims must be the same (the
+        named dims give the orientation: `Linear`'s W [model, vocab] is an `Embedding`'s
+        [vocab, model] transposed)."""
+        out: dict[str, list] = {}
+        for role, ref in mod.tied.items():
+            owner, orole = ref.module, ref.role
+            while orole in owner.tied and owner is not mod:  # a parameter tied in turn: its variable
+                owner, orole = owner.tied[orole].module, owner.tied[orole].role
+            what = f"`{ref.module.path}.{ref.attr}`"
+            if owner is mod:
+                raise self.error(node, f"module `{mod.path}` cannot take {what}: that is its own parameter")
+            if owner.params is None:
+                raise self.error(
+                    node,
+                    f"{what} is used before `{owner.path}` is called: its shape comes from its first call, "
+                    f"so call `{owner.path}` first",
+                )
+            have, want = owner.params[orole], roles[role]
+            fn = REGISTRY[mod.op].fn_name
+            if len(set(want)) != len(want):
+                raise self.error(
+                    node, f"`{fn}`'s {ref.attr} would be [{', '.join(want)}], a dim twice: it cannot be {what}"
+                )
+            if sorted(have) != sorted(want):
+                raise self.error(
+                    node,
+                    f"`{fn}`'s {ref.attr} would be [{', '.join(want)}] but {what} is [{', '.join(have)}]: "
+                    "a shared parameter needs the same dims (in either order)",
+                )
+            out[role] = [owner.path, orole, tuple(have) != tuple(want)]
+        return out
 
     # --- module level ------------------------------------------------------------------
 

@@ -103,6 +103,18 @@ class OpModule:
     path: str
     call_path: tuple[tuple[int, int], ...]
     params: dict[str, tuple[str, ...]] | None = None  # fixed at the first call
+    # roles whose parameter is another module's (`Linear(vocab, weight=emb.weight)`)
+    tied: dict[str, ParamRef] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class ParamRef:
+    """One parameter of a constructed op, `emb.weight`: its module, its role (`W`) and the
+    attribute the source names it by."""
+
+    module: OpModule
+    role: str
+    attr: str
 
 
 @dataclass(eq=False)

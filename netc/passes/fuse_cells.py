@@ -69,6 +69,8 @@ class _Body:
         op = self.defs.get(vid)
         if op is None or op.op != kind or (nargs is not None and (len(op.args) != nargs or "scalar" in op.attrs)):
             return None
+        if "tied" in op.attrs:  # a projection with another module's weight: no cell's own kernel
+            return None
         self.used.add(op.outs[0].id)
         return op
 
@@ -284,7 +286,7 @@ def _input_blocks(b: _Body, parts: list[int], like: Value) -> tuple[_Proj, list[
     if gates is None or any(b.uses[v] != 1 for v in outer):
         return None
     lin = b.outer.get(split.args[0])
-    if lin is None or lin.op != "linear" or b.uses[split.args[0]] != 1:
+    if lin is None or lin.op != "linear" or "tied" in lin.attrs or b.uses[split.args[0]] != 1:
         return None
     return _Proj(lin.param, _has_bias(lin), _rows(lin), source=lin.args[0], absorbed=[lin, split]), gates
 
@@ -321,7 +323,7 @@ def _projection(b: _Body, v: int, src: int) -> _Proj | None:
     if v != seq.inner.id or src != seq.inner.id:
         return None
     outer = b.outer.get(seq.outer)
-    if outer is None or outer.op != "linear":
+    if outer is None or outer.op != "linear" or "tied" in outer.attrs:
         return None
     absorbed = [outer] if b.uses[seq.outer] == 1 else []  # read by this loop only
     return _Proj(outer.param, _has_bias(outer), _rows(outer), source=outer.args[0], absorbed=absorbed)

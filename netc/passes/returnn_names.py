@@ -37,8 +37,9 @@ def _block(nodes: list[Node], prefix: str, ns: Namespace, owner: dict[str, str])
     for n in loops:
         n.name = ns.fresh(_hint(n), "loop")
     for n in nodes:  # top-level uses first: a module used there is owned there
-        if not isinstance(n, Loop) and n.param and n.param not in owner:
-            owner[n.param] = prefix
+        if not isinstance(n, Loop):  # (a tied parameter's use counts as its module's)
+            for path in sorted(n.param_paths()):
+                owner.setdefault(path, prefix)
     for n in loops:
         _block(n.body, f"{prefix}{n.name}/rec/", Namespace(UNIT_RESERVED, python=False, letter_first=True), owner)
 

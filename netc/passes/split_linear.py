@@ -61,7 +61,8 @@ class _Splitter:
             if isinstance(n, Op):
                 made.update((o.id, n) for o in n.outs)
                 self.values.update((o.id, o) for o in n.outs)
-                cat = made.get(n.args[0]) if n.op == "linear" else None
+                # (not a Linear with another module's weight: its parts would be the other's rows)
+                cat = made.get(n.args[0]) if n.op == "linear" and "tied" not in n.attrs else None
                 runs = self._runs(cat, kinds) if cat is not None else None
                 if runs is not None and uses is None:
                     uses = count_uses_in_loop(loop)
