@@ -8,8 +8,8 @@ smoothing) and searches with a beam otherwise, ending at EOS.
 
 The encoder (front end, two blocks) is the same code as in examples/conformer_ctc.py, whose
 encoder tests/test_conformer_rf.py checks against RETURNN frontend's `rf.ConformerEncoder`.
-The decoder is rf's default `TransformerDecoder` (but for its own logits' weights, not the
-embedding's): tests/test_transformer_rf.py checks it, teacher-forced, through
+The decoder is rf's `TransformerDecoder` with `share_embedding=True` (the logits' weight is the
+label embedding's, transposed): tests/test_transformer_rf.py checks it, teacher-forced, through
 tests/models/transformer_decoder.py, this decoder's code on a given encoder output.
 """
 
@@ -242,16 +242,18 @@ def conformer_aed(x: Tensor[batch, time, feat], y: Labels[batch, dec_time, vocab
 
     layer1 = DecoderLayer(hist1)
     layer2 = DecoderLayer(hist2)
+    input_embedding = Embedding(model)
+    output_logits = Linear(vocab, with_bias=False, weight=input_embedding.weight)  # the embedding's, transposed
     keys1, values1 = empty(batch, hist1, heads, head_feat), empty(batch, hist1, heads, head_feat)
     keys2, values2 = empty(batch, hist2, heads, head_feat), empty(batch, hist2, heads, head_feat)
     label = full(batch, value=EOS, class_dim=vocab)  # the begin label
     pos = zeros(batch)
     logits, labels = [], []
     for _ in range(2 * x.max_seq_len):  # training: y's frames; searching: until EOS, at most this
-        d = dropout(Embedding(model)(label) * MODEL_SIZE**0.5 + abs_pos_encoding(pos), DROPOUT)
+        d = dropout(input_embedding(label) * MODEL_SIZE**0.5 + abs_pos_encoding(pos), DROPOUT)
         d, keys1, values1 = layer1(d, keys1, values1, encoder)
         d, keys2, values2 = layer2(d, keys2, values2, encoder)
-        scores = Linear(vocab, with_bias=False)(LayerNorm()(d))
+        scores = output_logits(LayerNorm()(d))
         logits.append(scores)
         label = choice(scores, target=y, beam=4)
         labels.append(label)

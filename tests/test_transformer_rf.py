@@ -8,9 +8,9 @@ netc runs tests/models/transformer_decoder.py, the example's decoder code (check
 the example's, character for character) with the encoder output as an input. rf is configured
 as the example is written: 2 pre-norm layers (causal self-attention, cross-attention, a ReLU
 feed-forward of 4 * model), 2 heads, the sinusoidal positional encoding of the steps, the
-embedding scaled by sqrt(model), a final layer norm, logits without a bias, and no dropout. The
-one option set apart from rf's default is `share_embedding=False`: netc's `Embedding` and the
-logits' `Linear` have their own weights."""
+embedding scaled by sqrt(model), a final layer norm, logits without a bias whose weight is the
+embedding's (`share_embedding=True`: netc's `Linear(vocab, weight=input_embedding.weight)`, one
+parameter), and no dropout."""
 
 from __future__ import annotations
 
@@ -86,8 +86,9 @@ def _rf_decoder(enc: np.ndarray, enc_lens, labels: np.ndarray, lens, seed: int):
         att_dropout=0.0,
         input_dropout=0.0,
         input_embedding_scale=MODEL_DIM**0.5,
-        share_embedding=False,
+        share_embedding=True,
     )
+    assert dec.logits.weight is dec.input_embedding.weight
     rng = np.random.default_rng(seed)
     for _, p in dec.named_parameters():
         p.raw_tensor = torch.tensor(rng.normal(0, 0.3, p.raw_tensor.shape), dtype=torch.float32)
@@ -110,10 +111,9 @@ def _rf_decoder(enc: np.ndarray, enc_lens, labels: np.ndarray, lens, seed: int):
     def raw(p, *dims) -> np.ndarray:
         return (p.copy_transpose(list(dims)) if dims else p).raw_tensor.detach().numpy()
 
-    params = {"d/W": raw(dec.input_embedding.weight, vocab, model)}
-    params["scores_2/scale"] = raw(dec.final_layer_norm.scale)
-    params["scores_2/bias"] = raw(dec.final_layer_norm.bias)
-    params["scores/W"] = raw(dec.logits.weight, model, vocab)
+    params = {"input_embedding/W": raw(dec.input_embedding.weight, vocab, model)}  # also the logits'
+    params["scores/scale"] = raw(dec.final_layer_norm.scale)
+    params["scores/bias"] = raw(dec.final_layer_norm.bias)
     for i, (_, layer) in enumerate(dec.layers.items()):
         pre = f"layer{i + 1}"
         for norm in ("self_att_layer_norm", "cross_att_layer_norm", "ff_layer_norm"):

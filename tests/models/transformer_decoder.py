@@ -104,16 +104,18 @@ class DecoderLayer(Module):
 def transformer_decoder(encoder: Tensor[batch, enc_time, model], y: Labels[batch, dec_time, vocab]):
     layer1 = DecoderLayer(hist1)
     layer2 = DecoderLayer(hist2)
+    input_embedding = Embedding(model)
+    output_logits = Linear(vocab, with_bias=False, weight=input_embedding.weight)  # the embedding's, transposed
     keys1, values1 = empty(batch, hist1, heads, head_feat), empty(batch, hist1, heads, head_feat)
     keys2, values2 = empty(batch, hist2, heads, head_feat), empty(batch, hist2, heads, head_feat)
     label = full(batch, value=EOS, class_dim=vocab)  # the begin label
     pos = zeros(batch)
     logits, labels = [], []
     for _ in range(2 * encoder.max_seq_len):  # training: y's frames; searching: until EOS, at most this
-        d = dropout(Embedding(model)(label) * MODEL_SIZE**0.5 + abs_pos_encoding(pos), DROPOUT)
+        d = dropout(input_embedding(label) * MODEL_SIZE**0.5 + abs_pos_encoding(pos), DROPOUT)
         d, keys1, values1 = layer1(d, keys1, values1, encoder)
         d, keys2, values2 = layer2(d, keys2, values2, encoder)
-        scores = Linear(vocab, with_bias=False)(LayerNorm()(d))
+        scores = output_logits(LayerNorm()(d))
         logits.append(scores)
         label = choice(scores, target=y, beam=4)
         labels.append(label)
