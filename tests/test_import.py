@@ -45,6 +45,8 @@ CASES = {
     "front_ends": ("front_ends.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
     "fold_stacks": ("fold_stacks.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "tied_lm": ("tied_lm.config", [], [[7, 5, 2]]),  # the output layer's W is the embedding's (reuse_params)
+    "tied_rec_lm": ("tied_rec_lm.config", [], [[7, 5, 2]]),  # the same in a rec unit
     # RETURNN's documented examples (its docs' and demos' networks), frame-wise targets but the decoder's
     "doc_feedforward": ("doc_feedforward.config", [], [[5, 2, 4]]),
     "doc_rec_relu": ("doc_rec_relu.config", [], [[5, 2, 4]]),
@@ -257,7 +259,7 @@ def test_rna_search_gives_the_originals_best_labels(imported, backend):
     assert np.abs(res.outputs["scores"] - theirs["scores"]).max() <= TOLERANCE, (res.outputs["scores"], theirs)
 
 
-@pytest.mark.parametrize("case", ["conformer", "lstm_lm"])
+@pytest.mark.parametrize("case", ["conformer", "lstm_lm", "tied_lm"])
 def test_checkpoint_drives_the_imported_model(tmp_path, case):
     """`netc import --checkpoint`: the original's TF checkpoint (saved as training leaves it) gives
     the model's parameters; with the npz `netc run` gives the original's outputs and losses on
@@ -640,6 +642,31 @@ def test_unsupported_option_names_it(tmp_path):
         """,
     )
     _assert_at(proc, path, 4, '"output"', "layer `output` (linear): option batch_norm not supported")
+
+
+@pytest.mark.parametrize(
+    ("tie", "message"),
+    [
+        ('{"map": {"W": {"reuse_layer": "emb", "custom": None}, "b": None}}', "reuse_params {'map': "),
+        ('{"map": {"W": "emb"}}', "reuse_params map without `b` for a layer with a bias"),
+        ('{"map": {"W": "hid", "b": None}}', "reuse_params of 'hid''s W, whose dims differ from this layer's"),
+    ],
+)
+def test_tied_weights_not_supported_are_refused_at_the_layer(tmp_path, tie, message):
+    """A `reuse_params` map netc cannot write as `weight=` is a located refusal, not a bad model."""
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 5, "sparse": True, "shape": (None,)}}}}
+        network = {{
+            "emb": {{"class": "linear", "n_out": 4, "with_bias": False, "from": "data"}},
+            "hid": {{"class": "linear", "n_out": 3, "from": "emb"}},
+            "output": {{"class": "linear", "n_out": 5, "from": "emb", "use_transposed_weights": True, "reuse_params": {tie}}},
+        }}
+        """,
+    )
+    _assert_at(proc, path, 6, '"output"', "layer `output` (linear): " + message)
 
 
 def test_config_that_fails_to_load_is_located_in_the_config(tmp_path):

@@ -328,6 +328,11 @@ class Importer(
         self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val
     ) -> tuple[Expr, tuple, ModuleRef]:
         transposed = frozenset({"W"}) if d.get("use_transposed_weights") else frozenset()  # W [out, in] in TF
+        owner = self._tied_to(d, full)  # `reuse_params: {"map": {"W": ...}}`: another layer's W
+        if owner is not None:
+            return self._tied_linear(layer, d, scope, full, out, src, owner)
+        if self._tie_owner(layer, scope):  # a layer whose W others read: its module constructed first
+            return self._owner_linear(layer, d, scope, full, out, src, transposed)
         if d.get("reuse_params") is not None or self._reused(layer, scope):
             if transposed:
                 raise Refused(full, d.get("class", "?"), "use_transposed_weights with reuse_params not supported")

@@ -1,7 +1,10 @@
 """`gather` (one position of an axis, a number or a layer's per sequence: a one-hot `dot`; also
 RETURNN's deprecated `gather_nd`, the same along the time dim) and
 `reuse_params` (a `linear` layer with another's parameters: one module constructed once and
-called by both, as netc shares a module's parameters); layers netc has no op for, refused."""
+called by both, as netc shares a module's parameters; a `linear`/`softmax` layer whose W is
+another `linear` layer's, `{"map": {"W": {"reuse_layer": L}, "b": None}}`, with
+`use_transposed_weights` where it is read [out, in]: `Linear(dim, weight=<L's module>.weight)`);
+layers netc has no op for, refused."""
 
 from __future__ import annotations
 
@@ -132,3 +135,83 @@ class SharingLayers:
         feat = feature(src, self.dims)
         dims = (*(x for x in src.dims if x != feat), out)
         return call(name(modules[owner]), src.tensor()), dims, None
+
+    # --- a W read from another layer: netc's tied parameter ---------------------------------
+
+    def _tied_to(self, d: dict, full: str) -> str | None:
+        """The layer whose W this one's is (`reuse_params: {"map": {"W": {"reuse_layer": L}, "b":
+        None}}`, `"W": L` alike; `b` left out without a bias), else None."""
+        rp = d.get("reuse_params")
+        if not isinstance(rp, dict) or "map" not in rp:
+            return None
+        cls = str(d.get("class"))
+        form = "{'map': {'W': {'reuse_layer': layer}, 'b': None}} (a W of another layer, its own bias)"
+        m = rp["map"]
+        if set(rp) != {"map"} or not isinstance(m, dict) or not set(m) <= {"W", "b"} or "W" not in m:
+            raise Refused(full, cls, f"reuse_params {rp!r} (supported: {form})")
+        w = m["W"]
+        owner = w.get("reuse_layer") if isinstance(w, dict) and set(w) == {"reuse_layer"} else w
+        if not isinstance(owner, str) or m.get("b") is not None:
+            raise Refused(full, cls, f"reuse_params {rp!r} (supported: {form})")
+        if d.get("with_bias", True) and "b" not in m:  # RETURNN: every parameter of the layer in the map
+            raise Refused(full, cls, "reuse_params map without `b` for a layer with a bias (RETURNN rejects it too)")
+        return owner
+
+    def _tie_owner(self, layer: str, scope: Scope) -> bool:
+        """Whether a layer of the scope reads `layer`'s W (`reuse_params` map)."""
+        for ld in scope.layers.values():
+            rp = ld.get("reuse_params") if isinstance(ld, dict) else None
+            w = rp.get("map", {}).get("W") if isinstance(rp, dict) and isinstance(rp.get("map"), dict) else None
+            if (w.get("reuse_layer") if isinstance(w, dict) else w) == layer:
+                return True
+        return False
+
+    def _owner_linear(self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val, transposed):
+        """A `linear` layer whose W others read: `<layer>_mod = Linear(dim)` (an `Embedding` on
+        labels) where RETURNN keeps its variables, then called."""
+        if src.sparse is not None and d.get("with_bias", True):
+            raise Refused(full, str(d.get("class")), "a lookup with a bias whose W another layer reads not supported")
+        kind = "embedding" if src.sparse is not None else "linear"
+        args = {} if d.get("with_bias", True) or kind == "embedding" else {"with_bias": literal(False)}
+        ctor = call("Embedding" if kind == "embedding" else "Linear", self.dim(out), **args)
+        self.imports.add("Embedding" if kind == "embedding" else "Linear")
+        mod = self.fresh(f"{scope.names[layer]}_{kind}")
+        ref = ModuleRef(kind, self._tf_prefix(layer, d, scope), transposed=transposed)
+        comment = f"the parameters of layer {layer!r}; other layers read its W (reuse_params)"
+        scope.stmts.append(Assign([mod], ctor, comment=comment, module=ref))
+        if not hasattr(self, "_tie_modules"):
+            self._tie_modules = {}
+        self._tie_modules[(id(scope), layer)] = (mod, src, out)
+        feat = src.sparse if src.sparse is not None else feature(src, self.dims)
+        dims = (*src.dims, out) if src.sparse is not None else (*(x for x in src.dims if x != feat), out)
+        return call(name(mod), src.tensor() if src.sparse is None else src.expr), dims, None
+
+    def _tied_linear(self, layer: str, d: dict, scope: Scope, full: str, out: str, src: Val, owner: str):
+        """`Linear(out, weight=<owner's module>.weight)(x)`: the owner (a `linear` layer of the same
+        network or unit) is imported first, its W has this layer's dims (netc reads it transposed
+        where the dims say so, as RETURNN's `use_transposed_weights` does)."""
+        cls = str(d.get("class"))
+        od = scope.layers.get(owner)
+        if not isinstance(od, dict) or od.get("class") != "linear" or od.get("reuse_params") is not None:
+            raise Refused(full, cls, f"reuse_params of {owner!r} (a `linear` layer of the same network is supported)")
+        if src.sparse is not None:
+            raise Refused(full, cls, "reuse_params map of a lookup (labels as input) not supported")
+        self.get(owner, scope)  # called before this layer reads its W
+        mod, osrc, oout = self._tie_modules[(id(scope), owner)]
+        find = self.dims.find
+        have = {find(osrc.sparse if osrc.sparse is not None else feature(osrc, self.dims)), find(oout)}
+        feat = feature(src, self.dims)
+        if have != {find(feat), find(out)} or len(have) != 2:
+            raise Refused(
+                full, cls, f"reuse_params of {owner!r}'s W, whose dims differ from this layer's (or are one dim)"
+            )
+        args = {"weight": cst.Attribute(value=name(mod), attr=name("weight"))}
+        if not d.get("with_bias", True):
+            args["with_bias"] = literal(False)
+        self.imports.add("Linear")
+        ref = ModuleRef("linear", self._tf_prefix(layer, d, scope))  # its own bias
+        return (
+            call(call("Linear", self.dim(out), **args), src.tensor()),
+            (*(x for x in src.dims if x != feat), out),
+            ref,
+        )
