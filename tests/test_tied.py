@@ -102,6 +102,12 @@ ERRORS = [
         "Linear(vocab",
     ),
     (
+        ["emb = Embedding(model)", "out = Linear(vocab)", "out.weight = emb.weight", "return out(emb(y))"],
+        "a module's parameters are fixed at its construction: tie them there, `out = Linear(..., weight=emb.weight)`",
+        3,
+        "out.weight",
+    ),
+    (
         ["emb = Embedding(model)", "e = emb(y)", "return Linear(vocab, weight=emb.bias)(e)"],
         "module `emb` has no attribute `bias`",
         3,

@@ -151,6 +151,12 @@ class Statements:
                 self.assign(el, v)
         elif isinstance(target, ast.Attribute):
             obj = self.eval_expr(target.value)
+            if isinstance(obj, V.OpModule) and isinstance(value, V.ParamRef):  # PyTorch's way of tying
+                raise self.error(
+                    target,
+                    f"a module's parameters are fixed at its construction: tie them there, "
+                    f"`{obj.path} = {REGISTRY[obj.op].fn_name}(..., {target.attr}={value.module.path}.{value.attr})`",
+                )
             if not isinstance(obj, V.ModuleInstance):
                 raise self.error(target, "only `self.<name> = ...` attributes of Modules can be assigned")
             if isinstance(value, V.TV) and value.value.name is None:
