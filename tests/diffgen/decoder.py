@@ -145,6 +145,10 @@ def decoder(g: Gen) -> None:
     lists = ["logits"] + (["labels"] if label_read else [])
     extra = [g.fresh("dout") for _ in range(r.randint(1, 2))]
     g.emit(f"{', '.join(lists + extra)} = {', '.join('[]' for _ in lists + extra)}")
+    # the scores' weight is the label embedding's (transposed), as in a Transformer LM
+    tied = label_read and d.form != "rna" and g.on("tied", 0.4)
+    if tied:
+        g.emit("dec_emb = nc.Embedding(hidden)")
     g.emit(f"for _ in range({d.bound}):")
     g.ind += 1
     step_start = len(g.body)
@@ -154,7 +158,7 @@ def decoder(g: Gen) -> None:
     stack_dyn: list[V] = []  # values over dynamic dims the step may stack
     parts = []
     if label_read and d.form != "rna":
-        parts.append("nc.Embedding(emb)(label)")
+        parts.append("dec_emb(label)" if tied else "nc.Embedding(emb)(label)")
     if d.form == "rna" and rna_enc:
         k = g.pick(rna_enc)
         g.emit(f'enc_t = nc.dot(nc.cast(positions == pos, "float32"), {k.name}, reduce=time)')
@@ -211,7 +215,7 @@ def decoder(g: Gen) -> None:
         src = "s" if not srcs or r.random() < 0.6 else g.pick(srcs).name
         if not label_read and invariant and r.random() < 0.5:  # scores no step reads
             src = g.pick(invariant).name
-        scores = f"nc.Linear({d.cls})({src})"
+        scores = f"nc.Linear({d.cls}, weight=dec_emb.weight)(s)" if tied else f"nc.Linear({d.cls})({src})"
     g.emit(f"scores = {scores}")
     g.emit("logits.append(scores)")
     g.emit(f"label = nc.choice(scores, target={d.target}, beam={d.beam})")

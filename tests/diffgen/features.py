@@ -31,6 +31,7 @@ FEATURES = frozenset(
         "layer_norm",
         "bias",  # Bias(dim)(x): a learned parameter added over a static dim
         "embedding",
+        "tied",  # `Linear(vocab, weight=emb.weight)`: an output layer with the embedding's weight (also in a decoder)
         "argmax",
         "expand_static",
         "expand_dyn",

@@ -417,7 +417,17 @@ class Gen:
         if self.on("embedding_class_dim", 0.2):
             return self.new(f"nc.Embedding({lab.cls})({lab.name})", lab.dims | {lab.cls}, variant=lab.variant)
         emb = self.dims["emb"]
-        return self.new(f"nc.Embedding(emb)({lab.name})", lab.dims | {emb.name}, variant=lab.variant)
+        if not self.on("tied", 0.3):
+            return self.new(f"nc.Embedding(emb)({lab.name})", lab.dims | {emb.name}, variant=lab.variant)
+        # an output layer whose weight is the embedding's, transposed (a Transformer LM's logits)
+        m = self.fresh("tied_emb")
+        self.emit(f"{m} = nc.Embedding(emb)")
+        e = self.new(f"{m}({lab.name})", lab.dims | {emb.name}, variant=lab.variant)
+        cls = self.dims[lab.cls]
+        self.new(
+            f"nc.Linear({cls.code}, weight={m}.weight)(nc.tanh({e.name}))", lab.dims | {cls.name}, variant=e.variant
+        )
+        return e
 
     def helper(self, a: V) -> V:
         sa = self.static(a)
