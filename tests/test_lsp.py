@@ -159,10 +159,12 @@ async def test_hover_on_derived_and_tuple_dims_module_attributes_and_the_users_n
     text = (EXAMPLES / "conformer_aed.py").read_text()
     uri = _open(client, tmp_path / "conformer_aed.py", text)
     await _diagnostics(client, uri)
-    # `scores`, moved out of the decoder loop, is the value stacked as `logits`
-    scores = await _hover(client, uri, text, 254, "scores")
+    # `scores`, moved out of the decoder loop, is the value stacked as `logits`; its weight is the
+    # label embedding's (tied)
+    line = 1 + text.splitlines().index("        scores = output_logits(LayerNorm()(d))")
+    scores = await _hover(client, uri, text, line, "scores")
     assert scores.startswith("**logits**: [batch, dec_time, vocab] float32"), scores
-    assert "self.scores.W" in scores
+    assert "self.input_embedding.W" in scores, scores
 
 
 @pytest.mark.asyncio(loop_scope="module")
