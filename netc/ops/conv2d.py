@@ -215,11 +215,11 @@ class Conv2d(OpDef):
             "length": {"class": "length", "from": "data", "axis": axis},
             "new_length": {"class": "eval", "from": "length", "eval": f"(source(0) + {st - 1}) // {st}"},
             # `range_from_length` gives the new dim its lengths and marks them as its size
-            "positions": {"class": "range_from_length", "from": "new_length", "out_spatial_dim": out},
+            "steps": {"class": "range_from_length", "from": "new_length", "out_spatial_dim": out},
             "frames": {
                 "class": "combine",
                 "kind": "eval",
-                "from": ["positions", "length"],
+                "from": ["steps", "length"],
                 "eval": f"tf.minimum(source(0) * {st} + {(kt - 1) // 2} - {left}, tf.maximum(source(1) - 1, 0))",
                 "out_type": {"dtype": "int32"},
             },
@@ -274,7 +274,8 @@ class Conv2d(OpDef):
             x = f"{ctx.helper(TAKE_HELPER)}({x}, ({idx})[:, None, :, None], 2)"
         w = ctx.once(f"{ctx.param('W')}.permute(3, 2, 0, 1)", f"{op.param}_W")  # torch's [out, in/groups, kt, kf]
         b = ctx.param("bias") if a["with_bias"] else "None"
-        y = f"torch.nn.functional.conv2d({x}, {w}, {b}, {(st, sf)}, 0, 1, {a['groups']})"
+        stride = 1 if (st, sf) == (1, 1) else (st, sf)
+        y = f"torch.nn.functional.conv2d({x}, {w}, {b}, {stride}, 0, 1, {a['groups']})"
         time = a["out_axis"] if self.new_time(a) else a["axis"]
         return align_code(y, ("batch", a["out_dim"], time, self.feat_out(a)), op.outs[0].dims)
 
