@@ -6,8 +6,10 @@ cross-attention over the encoder and a feed-forward part, then a final `LayerNor
 label scores. `choice` takes the reference label in training (cross entropy with label
 smoothing) and searches with a beam otherwise, ending at EOS.
 
-The encoder (front end, two blocks) is the same code as in examples/conformer_ctc.py, whose
-encoder tests/test_conformer_rf.py checks against RETURNN frontend's `rf.ConformerEncoder`.
+The encoder's two blocks are the same code as in examples/conformer_ctc.py, whose encoder
+tests/test_conformer_rf.py checks against RETURNN frontend's `rf.ConformerEncoder`; its front end
+subsamples time by a strided convolution (tests/test_conformer_aed_frontend_rf.py checks it against
+rf's `ConformerConvSubsample` with strides).
 The decoder is rf's `TransformerDecoder` with `share_embedding=True` (the logits' weight is the
 label embedding's, transposed): tests/test_transformer_rf.py checks it, teacher-forced, through
 tests/models/transformer_decoder.py, this decoder's code on a given encoder output.
@@ -40,7 +42,6 @@ from netc import (
     full,
     glu,
     mark_as_loss,
-    max_pool,
     merge_dims,
     network,
     range_over,
@@ -65,7 +66,7 @@ DROPOUT = 0.1
 EOS = 0
 
 time = Dim("time")  # input frames
-enc_time = Dim("enc_time")  # after the front end's pool: ceil(time / 2)
+enc_time = Dim("enc_time")  # after the front end's time stride 2: ceil(time / 2)
 rel_time = Dim("rel_time")  # relative positions -(n-1) .. n-1 of enc_time: 2n - 1
 kv_time1 = Dim("kv_time1")  # each block's keys: its own view of enc_time
 kv_time2 = Dim("kv_time2")
@@ -78,7 +79,6 @@ chan1 = Dim("chan1", 4)
 chan2 = Dim("chan2", 4)
 feat_half = Dim("feat_half", 8)  # features after the pool
 pair = Dim("pair", 2)
-pooled = Dim("pooled", 32)  # feat_half * chan1
 conv_out = Dim("conv_out", 32)  # feat_half * chan2: the front end's output
 model = Dim("model", MODEL_SIZE)
 pos_half = Dim("pos_half", 8)  # sin and cos halves of the positional encodings
@@ -90,19 +90,19 @@ vocab = Dim("vocab", 10)  # EOS = 0, also the begin label
 
 class FrontEnd(Module):
     """`ConformerConvSubsample(out_dims=[chan1, chan2], filter_sizes=[(3, 3), (3, 3)],
-    pool_sizes=[(2, 2)])`: conv, ReLU, max pool, conv, ReLU; then the input projection."""
+    strides=[(1, 1), (2, 1)], pool_sizes=[(1, 2)])`: conv, ReLU, max pool over the features,
+    conv with time stride 2 ("same": each sequence padded by its own length), ReLU; then the
+    input projection."""
 
     def __init__(self):
         self.conv1 = Conv2d(chan1, filter_size=(3, 3))
-        self.conv2 = Conv2d(chan2, filter_size=(3, 3))
+        self.conv2 = Conv2d(chan2, filter_size=(3, 3), stride=(2, 1))
         self.proj = Linear(model, with_bias=False)
 
     def __call__(self, x):
         h = relu(self.conv1(expand(x, one), axis=time, feature_axis=feat))  # [batch, time, feat, chan1]
         h = reduce_max_pairs(h)  # [batch, time, feat_half, chan1]
-        h = max_pool(merge_dims(h, dims=(feat_half, chan1), out_dim=pooled), axis=time, size=2, out_axis=enc_time)
-        h = split_dims(h, axis=pooled, dims=(feat_half, chan1))
-        h = relu(self.conv2(h, axis=enc_time, feature_axis=feat_half))  # [batch, enc_time, feat_half, chan2]
+        h = relu(self.conv2(h, axis=time, feature_axis=feat_half, out_axis=enc_time))  # [batch, enc_time, ...]
         return self.proj(merge_dims(h, dims=(feat_half, chan2), out_dim=conv_out))
 
 

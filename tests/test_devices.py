@@ -40,6 +40,7 @@ MODELS = sorted(EXAMPLES.glob("*.py")) + [
         "ops_conv.py",
         "ops_batch_norm.py",
         "ops_conv2d.py",
+        "ops_conv2d_strided.py",
         "ops_bias.py",
         "ops_transposed_conv.py",
     )

@@ -43,6 +43,9 @@ CASES = {
     "transformer_class": ("transformer_class.config", [], [[7, 4, 6], [7, 4, 6]]),  # frame-wise targets
     "pretrain": ("pretrain.config", [], [[16, 12, 20], [3, 2, 2]]),  # multiples of 4: two pools of 2
     "front_ends": ("front_ends.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    # strided 2-D convs: "same" with time stride 2 agrees on lengths congruent to the longest's modulo 2
+    "conv2d_strided": ("conv2d_strided.config", [], [[9, 7, 3], [2, 1, 1]]),
+    "conv2d_strided_even": ("conv2d_strided.config", [], [[10, 8, 4], [2, 1, 1]]),
     "pretrain_2": ("pretrain.config", [("enc_num_layers", "2")], [[16, 12, 20], [3, 2, 2]]),
     "fold_stacks": ("fold_stacks.config", [], [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "tied_lm": ("tied_lm.config", [], [[7, 5, 2]]),  # the output layer's W is the embedding's (reuse_params)
@@ -878,12 +881,12 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ('{"class": "conv", "filter_size": (3, 3, 3), "padding": "same", "n_out": 4}', "filter_size [3, 3, 3] (one"),
         ('{"class": "conv", "filter_size": (3, 3), "padding": "same", "n_out": 4}', "a 2-D conv of [batch, time, fea"),
         (
-            '{"class": "conv", "filter_size": (3, 3), "padding": "valid", "n_out": 4}',
-            "padding 'valid' (a 2-D conv: 'same",
+            '{"class": "conv", "filter_size": (3, 3), "padding": "causal", "n_out": 4}',
+            "padding 'causal' ('same' or 'valid' are supported)",
         ),
         (
-            '{"class": "conv", "filter_size": (3, 3), "padding": "same", "strides": (1, 2), "n_out": 4}',
-            "strides [1, 2] (a 2-D conv: 1 is supported)",
+            '{"class": "conv", "filter_size": (3, 3), "padding": "same", "dilation_rate": (1, 2), "n_out": 4}',
+            "dilation_rate [1, 2] (a 2-D conv: 1 is supported)",
         ),
         ('{"class": "pool", "mode": "max", "padding": "same", "pool_size": (1, 2)}', "of [batch, time, feature, chan"),
         ('{"class": "split_dims", "axis": "F", "dims": (-1, -1)}', "dims [-1, -1]: sizes (positive, one may be -1)"),

@@ -56,6 +56,7 @@ MODELS = [
     "ops_conv.py",
     "ops_batch_norm.py",
     "ops_conv2d.py",
+    "ops_conv2d_strided.py",
     "append_value_of_while_loop.py",
     "frames_time_major.py",
     "dead_state.py",
@@ -187,6 +188,18 @@ def test_model_verifies(verify, model, flags):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "eager vs returnn" in proc.stdout and "eager vs torch" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "lengths"),
+    [(("--max-len", "8"), "[8, 6, 3, 3, 2, 1]"), (("--max-len", "9"), "[9, 7, 4, 3, 3, 1]")],
+)
+def test_conv2d_strided_lengths(verify, flags, lengths):
+    """Strided and "valid" `Conv2d`: sequences shorter than the filters, odd and even lengths,
+    lengths not congruent to the longest's modulo the time strides (each its own "same" padding)."""
+    proc = verify(ROOT / "tests" / "models" / "ops_conv2d_strided.py", "--seed", "2", "--batch", "6", *flags)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"lengths time={lengths}" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok")
 
 
 @pytest.mark.parametrize("hoist", ["--hoist", "--no-hoist"])

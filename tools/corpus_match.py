@@ -132,14 +132,20 @@ def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:
 
 
 def pool_factors(g) -> dict[str, int]:
-    """Each dim's frames per frame of the last `max_pool` over it (through chains of pools; 1 where
-    none pools it)."""
+    """Each dim's frames per frame of the last `max_pool` or "same" `Conv2d` with a time stride over
+    it (through chains of them; 1 where none subsamples it): RETURNN's windows of both depend on the
+    batch's longest length unless every length is a multiple."""
     from netc_runtime.verify import _ops
 
-    pools = [op.attrs for op in _ops(g.body) if op.op == "max_pool"]
+    pools = [(a["axis"], a["size"], a["out_axis"]) for op in _ops(g.body) if op.op == "max_pool" for a in [op.attrs]]
+    for op in _ops(g.body):
+        a = op.attrs
+        if op.op == "conv2d" and a["padding"] == "same" and a["out_axis"] is not None:
+            stride = a["stride"] if isinstance(a["stride"], int) else a["stride"][0]
+            pools.append((a["axis"], stride, a["out_axis"]))
 
     def factor(dim: str) -> int:
-        return max((a["size"] * factor(a["out_axis"]) for a in pools if a["axis"] == dim), default=1)
+        return max((size * factor(out) for axis, size, out in pools if axis == dim), default=1)
 
     return {d.name: factor(d.name) for d in g.dims}
 
@@ -148,7 +154,8 @@ def pooled_lengths(g, lens: dict, rng: np.random.Generator) -> dict:
     """`lens` with each dim that a `max_pool` pools made a multiple of its pools' factor: RETURNN's
     `pool` (no `use_time_mask`) lets the padded frame after a shorter sequence into its last window
     (0 after an LSTM: max(last frame, 0)), a number of the batch that netc's `max_pool` is not
-    (docs/import.md, `pool`; the importer warns). On multiples the windows hold a sequence's own
+    (docs/import.md, `pool`; the importer warns); a "same" conv with a time stride pads by the
+    batch's longest length (the importer warns; a strided `Conv2d` counts as a pool of its stride). On multiples the windows hold a sequence's own
     frames only, and original = imported is a claim about the import. A decoder's target bounded by
     the pooled time is drawn again within the bound the scaled lengths give (else a pooled 1-frame
     encoder would leave it 1 label long)."""

@@ -237,17 +237,24 @@ class ConvNormLayers:
 
     def _conv2d(self, layer, d, scope, var, full) -> Val:
         """A 2-D conv over time and a feature axis of [batch, time, feature, channel] (a CNN front
-        end): `Conv2d(dim, filter_size=(kt, kf))(x, axis=time, feature_axis=f)`, padding "same",
-        stride 1; RETURNN's `W` [kt, kf, in/groups, out] and `bias`."""
+        end): `Conv2d(dim, filter_size=(kt, kf), padding=p, stride=(st, sf))(x, axis=time,
+        feature_axis=f)`; padding "valid" or a time stride makes a new dynamic dim (`out_axis`), a
+        feature axis of another size a static one (`out_feature_axis`); RETURNN's `W` [kt, kf,
+        in/groups, out] and `bias`."""
         kt, kf = (_int(x) for x in d["filter_size"])
         if kt is None or kf is None or kt < 1 or kf < 1:
             raise Refused(full, "conv", f"filter_size {d['filter_size']!r} (two positive ints)")
-        if str(d.get("padding")).lower() != "same":
-            raise Refused(full, "conv", f"padding {d.get('padding')!r} (a 2-D conv: 'same' is supported)")
-        for opt in ("strides", "dilation_rate"):
-            v = d.get(opt, 1)
-            if not (v == 1 or (isinstance(v, list | tuple) and all(x == 1 for x in v))):
-                raise Refused(full, "conv", f"{opt} {v!r} (a 2-D conv: 1 is supported)")
+        padding = str(d.get("padding")).lower()
+        if padding not in ("same", "valid"):
+            raise Refused(full, "conv", f"padding {d.get('padding')!r} ('same' or 'valid' are supported)")
+        v = d.get("strides", 1)
+        strides = [v, v] if isinstance(v, int) else list(v) if isinstance(v, list | tuple) else None
+        if not (strides and len(strides) == 2 and all(_int(x) is not None and x >= 1 for x in strides)):
+            raise Refused(full, "conv", f"strides {v!r} (one positive int or one per axis: time, feature)")
+        st, sf = strides
+        v = d.get("dilation_rate", 1)
+        if not (v == 1 or (isinstance(v, list | tuple) and all(x == 1 for x in v))):
+            raise Refused(full, "conv", f"dilation_rate {v!r} (a 2-D conv: 1 is supported)")
         src = self._source(d, scope, full)
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
         static = [x for x in src.dims if self.dims.is_static(x)]
@@ -268,21 +275,73 @@ class ConvNormLayers:
             raise Refused(full, "conv", f"groups {groups!r} (dividing the input's and output's channels)")
         if self.dims.find(out) in (self.dims.find(time), self.dims.find(spatial)):
             raise Refused(full, "conv", "n_out/out_dim: the feature axis' own dim")
+        f = self.dims.size(spatial)
+        fsize = -(-f // sf) if padding == "same" else (f - kf) // sf + 1  # TF's
+        if fsize < 1:
+            raise Refused(full, "conv", f"filter_size {kf} over the feature axis of {self.dims.size(spatial)}")
+        new_time = padding == "valid" or st > 1
+        out_time, out_feat = self._conv2d_out_dims(layer, d, full, src, new_time, fsize, out)
         kwargs = {"filter_size": tuple_(num(kt), num(kf))}
+        if padding == "valid":
+            kwargs["padding"] = literal("valid")
+        if (st, sf) != (1, 1):
+            kwargs["stride"] = tuple_(num(st), num(sf))
         if groups != 1:
             kwargs["groups"] = num(groups)
         if not d.get("with_bias", self.cfg.behavior_version >= 10):
             kwargs["with_bias"] = literal(False)
+        at = {"axis": self.dim(time), "feature_axis": self.dim(spatial)}
+        if new_time:
+            at["out_axis"] = self.dim(out_time)
+        if self.dims.find(out_feat) != self.dims.find(spatial):
+            at["out_feature_axis"] = self.dim(out_feat)
         self.imports.add("Conv2d")
-        expr = call(
-            call("Conv2d", self.dim(out), **kwargs), src.tensor(), axis=self.dim(time), feature_axis=self.dim(spatial)
-        )
-        dims = tuple(out if x == channel else x for x in src.dims)
+        expr = call(call("Conv2d", self.dim(out), **kwargs), src.tensor(), **at)
+        new = {time: out_time, spatial: out_feat, channel: out}
+        dims = tuple(new.get(x, x) for x in src.dims)
         val = self._activation(Val(expr, dims), d.get("activation"), full, "conv")
         self._emit(scope, var, val.expr, layer, ModuleRef("conv", self._tf_prefix(layer, d, scope)))
-        if kt > 1:
+        if padding == "same" and st > 1:
+            why = (
+                f"RETURNN's 'same' conv with time stride {st} pads by the batch's longest length (TensorFlow's "
+                "'same'), netc's Conv2d by each sequence's own, so a sequence's windows differ where its length "
+                f"is not congruent to the longest's modulo {st} (they agree where it is)"
+            )
+            self.warnings.append(Refused(full, "conv", why))
+            scope.stmts[-1].note = f"warning: layer {layer!r}: {why}"
+        if padding == "same" and kt > 1:
             self._warn_same_conv(layer, d, scope, full, "Conv2d")
         return Val(name(var), dims)
+
+    def _conv2d_out_dims(self, layer, d, full, src: Val, new_time: bool, fsize: int, out: str) -> tuple[str, str]:
+        """A 2-D conv's time and feature dims out: a new dynamic dim where it makes one (its
+        `out_spatial_dims` tag, else one of its own), the feature axis' static dim of its new size."""
+        from netc.importer.attention import new_dim
+
+        time = next(x for x in src.dims if self.dims.is_dynamic(x))
+        spatial = next(x for x in src.dims if self.dims.is_static(x))
+        given = d.get("out_spatial_dims")
+        if given is not None and not (isinstance(given, list | tuple) and len(given) == 2):
+            raise Refused(full, "conv", f"out_spatial_dims {given!r} (the time dim, then the feature axis)")
+        out_time = time
+        if new_time:
+            out_time = self._conv_out_time(layer, {"out_spatial_dims": given[0]} if given else {}, full)
+        elif given is not None and (not isinstance(given[0], dict) or self.dims.tag(given[0]["__dim__"]) != time):
+            raise Refused(full, "conv", f"out_spatial_dims {given!r} (the input's time dim, then the feature axis)")
+        if fsize == self.dims.size(spatial):
+            out_feat = spatial
+        else:
+            out_feat = new_dim(self, fsize, f"{identifier(layer)}_feature", set(src.dims) | {out})
+        if given is not None:
+            tag = given[1]
+            key = self.dims.tag(tag["__dim__"]) if isinstance(tag, dict) else None
+            if key is None or self.dims.size(key) != fsize:
+                raise Refused(full, "conv", f"out_spatial_dims {given!r} (a static feature dim of {fsize})")
+            if self.dims.find(key) != self.dims.find(out_feat):
+                if self.dims.find(key) in {self.dims.find(x) for x in (*src.dims, out) if x != spatial}:
+                    raise Refused(full, "conv", f"out_spatial_dims {given!r} (a feature dim of its own)")
+                out_feat = key
+        return out_time, out_feat
 
     def _conv_out_time(self, layer, d, full) -> str:
         """The dynamic dim a "valid" conv makes: its `out_spatial_dims` tag, else one of its own."""

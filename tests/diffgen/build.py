@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import shapes
 from .decoder import declare, decoder, labels_annotation
-from .gen import Gen, V
+from .gen import D, Gen, V
 from .loops import loop
 
 
@@ -154,6 +154,35 @@ def conv(g: Gen) -> None:
         k = (r.choice([1, 2, 3]), r.choice([1, 2, 3]))
         conv2d = f"nc.Conv2d({c.code}, filter_size={k})(nc.expand({a.name}, one), axis=time, feature_axis={s.code})"
         g.new(f"nc.reduce_sum({conv2d}, axis={c.code})", a.dims)
+    if s.code and "c2time" not in g.dims and g.on("conv2d_strided", 0.5):
+        conv2d_strided(g, a, s)
+
+
+def conv2d_strided(g: Gen, a: V, s: D) -> None:
+    """A `Conv2d` over (time, feature) of [batch, time, feature] with a channel dim of 1, with a
+    time stride ("same": each sequence padded by its own length) or 'valid' padding, onto a new
+    dim `c2time`; its feature axis onto `c2feat` where a stride or 'valid' changes its size."""
+    r = g.r
+    g.dim("one", 1)
+    c = r.choice([d for d in g.statics() if d.name != s.name])
+    padding = r.choice(["same", "valid"])
+    kt, kf = r.choice([1, 2, 3, 4]), min(r.choice([1, 2, 3]), s.size)
+    st, sf = r.choice([1, 2, 3]), r.choice([1, 1, 2])
+    if padding == "same" and st == 1:
+        st = r.choice([2, 3])
+    size = -(-s.size // sf) if padding == "same" else (s.size - kf) // sf + 1
+    opts = f"filter_size=({kt}, {kf}), stride=({st}, {sf})" + (", padding='valid'" if padding == "valid" else "")
+    if r.random() < 0.3:
+        opts += ", with_bias=False"
+    g.dim("c2time")
+    fout = s if size == s.size else g.dim("c2feat", size)
+    call = f"nc.Conv2d({c.code}, {opts})(nc.expand({a.name}, one), axis=time, feature_axis={s.code}, out_axis=c2time"
+    call += ")" if fout is s else ", out_feature_axis=c2feat)"
+    v = f"nc.reduce_sum({call}, axis={c.code})"
+    g.new(v if fout is s else f"nc.Linear({s.code})({v})", {"batch", "c2time", s.name})
+    g.made_dims.add("c2time")
+    if padding == "valid" and kt > 1:  # a sequence shorter than the filter: no frame
+        g.maybe_empty.add("c2time")
 
 
 def transposed_conv(g: Gen) -> None:

@@ -37,6 +37,7 @@ FEATURES = frozenset(
         "expand_dyn",
         "max_pool",
         "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it, Conv2d
+        "conv2d_strided",  # Conv2d with a time stride ("same": each sequence's own padding) or "valid", onto `c2time`
         "conv_loop",  # a loop over the dim a valid Conv1d made (sequences shorter than its filter: no frame)
         "transposed_conv",  # ConvTranspose1d (same/valid, filter shorter or longer than its stride) onto `utime`
         "dropout",

@@ -92,10 +92,12 @@ def prune_function(fn: ast.FunctionDef) -> None:
 
 
 def _makes_live_dim(s: ast.stmt, live: set[str]) -> bool:
-    """A `max_pool` gives its new dim lengths, which `zeros(batch, new_time)` may need."""
-    if not (isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)):
+    """A `max_pool` gives its new dim lengths, which `zeros(batch, new_time)` may need (also a
+    call within the assigned expression: `reduce_sum(Conv2d(...)(x, ..., out_axis=t), ...)`)."""
+    if not isinstance(s, ast.Assign):
         return False
-    return any(k.arg == "out_axis" and _loads(k.value) & live for k in s.value.keywords)
+    calls = [c for c in ast.walk(s.value) if isinstance(c, ast.Call)]
+    return any(k.arg == "out_axis" and _loads(k.value) & live for c in calls for k in c.keywords)
 
 
 def _has_live(s: ast.stmt, live: set[str]) -> bool:
