@@ -3,6 +3,7 @@
 from netc.ops import bias as _bias  # noqa: F401  (Bias)
 from netc.ops import cells as _cells  # noqa: F401  (registers the recurrent cells)
 from netc.ops import conv as _conv  # noqa: F401  (silu, glu, Conv1d, BatchNorm)
+from netc.ops import ctc_decode as _ctc_decode  # noqa: F401  (ctc_greedy, ctc_prefix_search)
 from netc.ops import defs as _defs  # noqa: F401  (elementwise, creation, Linear, structure)
 from netc.ops import elementwise as _elementwise  # noqa: F401  (maximum, minimum, clip, abs, pow)
 from netc.ops import frames as _frames  # noqa: F401  (slice_frames, pad_frames, shift_right, replace_dim)
