@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 import torch
+from conftest import EXAMPLES
 from ctc_reference import exhaustive, greedy, prefix_beam_search
 
+from netc.compiler import compile_graph
 from netc.ops.ctc_search import ctc_greedy_decode, ctc_prefix_beam_search
+from netc_runtime.backends import BACKENDS, run_backend
+from netc_runtime.verify import random_inputs, random_params
 
 
 def _case(rng: random.Random, frames: int, classes: int, scale: float = 2.0) -> list[list[float]]:
@@ -89,3 +94,35 @@ def test_batch_with_padding_is_each_sequence():
         assert float(scores[b]) == pytest.approx(ref_score, abs=1e-9)
         assert g_labels[b, : g_lens[b]].tolist() == greedy(seq)
         assert (labels[b, out_lens[b] :] == 0).all() and (g_labels[b, g_lens[b] :] == 0).all()
+
+
+def test_conformer_example_decodes_as_the_reference():
+    """examples/conformer_ctc.py's decoder, with a training network's parameters, on each
+    backend: greedy and prefix search labels (and the score) as the references find them from its
+    log probabilities; the beam finds another prefix than greedy somewhere, never a worse one."""
+    example = EXAMPLES / "conformer_ctc.py"
+    train = compile_graph(str(example), network="conformer_ctc")
+    g = compile_graph(str(example), network="conformer_ctc_decode")
+    sizes = {d.name: d.size for d in g.dims}
+    assert {p.name: p.dims for p in g.params} == {p.name: p.dims for p in train.params}
+    rng = np.random.default_rng(7)
+    params = random_params(train, rng)
+    params["logits/W"] *= 0.5  # flatter frames: prefixes whose alignments add up beat the best path
+    lens = {"time": np.array([40, 23, 31, 9])}
+    x = {"x": random_inputs(g, lens, rng)["x"]}
+    frames = [(n + 1) // 2 for n in lens["time"]]
+    differs = False
+    for backend in BACKENDS:
+        res = run_backend(backend, str(example), x, lens, params, g)
+        for b, n in enumerate(frames):
+            logp = res.outputs["output"][b, :n].astype(np.float64).tolist()
+            assert len(logp[0]) == sizes["vocab+blank"]
+            greedy_n = res.lens["greedy"]["greedy_time"][b]
+            assert res.outputs["greedy"][b, :greedy_n].tolist() == greedy(logp), backend
+            labels, score = prefix_beam_search(logp, 4)
+            n_labels = res.lens["labels"]["search_time"][b]
+            assert res.outputs["labels"][b, :n_labels].tolist() == labels, backend
+            assert abs(float(res.outputs["score"][b]) - score) <= 1e-4, backend
+            differs |= labels != greedy(logp)
+            assert score >= prefix_beam_search(logp, 1)[1] - 1e-9
+    assert differs
