@@ -12,12 +12,24 @@ used: it gives other scores in some cases (1 in 200 random small cases differed 
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Callable
+from pathlib import Path
+
 from netc.ir.dims import DimError
 from netc.naming import Code
 from netc.ops.base import OpDef, OutType, register
-from netc.ops.ctc_search import ctc_greedy_decode, ctc_prefix_beam_search, helper_source
 from netc.ops.ctc_tf import GREEDY_TF, SEARCH_TF, TF_HELPERS
 from netc.ops.nn import _float, _one_dim
+
+
+def helper_source(name: str) -> Callable[[str], str]:
+    """A torch module helper: the function `name` of netc.ops.ctc_search, renamed (its source read
+    from the file: importing it would import torch)."""
+    text = (Path(__file__).parent / "ctc_search.py").read_text(encoding="utf-8")
+    fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    src = ast.get_source_segment(text, fn) or ""
+    return lambda new: src.replace(f"def {name}(", f"def {new}(", 1)
 
 
 def _check(op: str, dt, args, attrs) -> tuple[str, str]:
@@ -96,7 +108,7 @@ class CtcGreedy(OpDef):
         return _labels_layers(ctx, op, locals_, [ctx.src(0)], GREEDY_TF)
 
     def torch_helpers(self, op):
-        return {"ctc_greedy": helper_source(ctc_greedy_decode)}
+        return {"ctc_greedy": helper_source("ctc_greedy_decode")}
 
     def torch_first(self, ctx, op):
         time = next(d for d in ctx.in_dims(0) if ctx.is_dynamic(d))
@@ -115,6 +127,8 @@ class CtcGreedy(OpDef):
         x = args[0]
         time = next(d for d in x.dims if d not in ("batch", attrs["axis"]))
         logits = x.data.permute([x.dims.index(d) for d in ("batch", time, attrs["axis"])])
+        from netc.ops.ctc_search import ctc_greedy_decode
+
         return ctc_greedy_decode(logits, torch.tensor([logits.shape[1]]))[0]
 
 
@@ -195,7 +209,7 @@ class CtcPrefixSearch(OpDef):
         return {1: (f"{layer}_score", score)}
 
     def torch_helpers(self, op):
-        return {"ctc_prefix_search": helper_source(ctc_prefix_beam_search)}
+        return {"ctc_prefix_search": helper_source("ctc_prefix_beam_search")}
 
     def torch_first(self, ctx, op):
         a = op.attrs
@@ -229,6 +243,8 @@ class CtcPrefixSearch(OpDef):
             ]
             lm = args[1].data.permute(order)
             lm = lm if "batch" in dims else lm[None]
+        from netc.ops.ctc_search import ctc_prefix_beam_search
+
         labels, _, score = ctc_prefix_beam_search(
             logits, torch.tensor([logits.shape[1]]), attrs["beam"], lm, float(attrs["lm_weight"])
         )

@@ -1,33 +1,33 @@
 """The CTC decoding algorithms, as self-contained functions: eager mode calls them, and the torch
 module gets their source as helpers (one definition, so eager and torch agree bit for bit; the
-plain-Python reference in tests/ checks them). Blank is the last class, as in `ctc_loss`."""
+plain-Python reference in tests/ checks them). Blank is the last class, as in `ctc_loss`. They
+script with TorchScript (no `from __future__ import annotations` here: TorchScript reads the
+annotations); `netc.ops.ctc_decode` imports this module only where it runs them (eager mode), and
+reads their source from this file, so compiling does not import torch."""
 
-from __future__ import annotations
-
-import inspect
-from collections.abc import Callable
+import torch
 
 
-def ctc_greedy_decode(logits, lens):
+def ctc_greedy_decode(logits: torch.Tensor, lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Best path: the argmax class per frame, repeats collapsed, blanks dropped. logits [batch,
     time, classes], lens [batch] -> (labels [batch, n] int64, zero-padded; their lengths [batch])."""
-    import torch
-
     best = logits.argmax(dim=-1)
     blank = logits.shape[-1] - 1
     valid = torch.arange(best.shape[1], device=best.device)[None, :] < lens[:, None]
-    prev = torch.nn.functional.pad(best, (1, 0), value=blank)[:, :-1]
+    prev = torch.cat([torch.full_like(best[:, :1], blank), best[:, :-1]], dim=1)
     keep = valid & (best != blank) & (best != prev)
     out_lens = keep.sum(dim=1)
     # kept frames first, in order (a stable sort of "not kept"), then the first max(lengths)
     order = torch.sort((~keep).to(torch.uint8), dim=1, stable=True).indices
-    size = int(out_lens.max()) if out_lens.numel() else 0
+    size = int(out_lens.max()) if out_lens.numel() > 0 else 0
     labels = best.gather(1, order)[:, :size]
     pos = torch.arange(size, device=best.device)[None, :]
     return torch.where(pos < out_lens[:, None], labels, 0), out_lens
 
 
-def ctc_prefix_beam_search(logits, lens, beam: int, lm, lm_weight: float):
+def ctc_prefix_beam_search(
+    logits: torch.Tensor, lens: torch.Tensor, beam: int, lm: torch.Tensor | None, lm_weight: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """CTC prefix beam search: the label sequence (prefix) of highest probability summed over its
     alignments, keeping `beam` prefixes per frame, each with its probability of ending in a blank
     (pb) or in its last label (pnb), in log space (float64). A prefix extended by label c gets
@@ -39,10 +39,8 @@ def ctc_prefix_beam_search(logits, lens, beam: int, lm, lm_weight: float):
     probability are kept, ties to the earlier candidate (a stable sort). Returns (labels [batch, n]
     int64 zero-padded, lengths [batch], score [batch]: log p of the best prefix, plus its LM part).
     """
-    import torch
-
     logp = torch.log_softmax(logits.to(torch.float64), dim=-1)
-    n_batch, n_time, n_classes = logp.shape
+    n_batch, n_time, n_classes = logp.shape[0], logp.shape[1], logp.shape[2]
     blank, vocab, dev = n_classes - 1, n_classes - 1, logp.device
     neg_inf = torch.tensor(float("-inf"), dtype=torch.float64, device=dev)
     seqs = torch.zeros(n_batch, beam, n_time, dtype=torch.long, device=dev)
@@ -84,16 +82,10 @@ def ctc_prefix_beam_search(logits, lens, beam: int, lm, lm_weight: float):
         n_pnb = torch.where(ext, e_pnb.flatten(1).gather(1, (idx - beam).clamp_min(0)), u_pnb.gather(1, k))
         n_last = torch.where(ext, c, last.gather(1, k))
         n_plen = n_plen + ext.long()
-        on = (t < lens)[:, None]  # a sequence's frames only
+        on = (lens > t)[:, None]  # a sequence's frames only
         seqs = torch.where(on[:, :, None], n_seqs, seqs)
         plen, last = torch.where(on, n_plen, plen), torch.where(on, n_last, last)
         pb, pnb = torch.where(on, n_pb, pb), torch.where(on, n_pnb, pnb)
     out_lens = plen[:, 0]
-    size = int(out_lens.max()) if n_batch else 0
+    size = int(out_lens.max()) if n_batch > 0 else 0
     return seqs[:, 0, :size], out_lens, torch.logaddexp(pb[:, 0], pnb[:, 0])
-
-
-def helper_source(fn: Callable) -> Callable[[str], str]:
-    """A torch module helper from one of the functions above: its source, renamed."""
-    src = inspect.getsource(fn)
-    return lambda name: src.replace(f"def {fn.__name__}(", f"def {name}(", 1)
