@@ -11,6 +11,9 @@ and gets the same encoder output):
   twice the model dim, GLU, depthwise `Conv1d`, `BatchNorm`, swish, pointwise `Linear`), a
   second feed-forward half step, a final `LayerNorm`; every part pre-normed, with a residual;
 - a `Linear` to the labels plus the blank, and a CTC loss.
+
+`conformer_ctc_decode` decodes with the training network's modules and parameters: greedy (the
+best path) and CTC prefix beam search (`BEAM` prefixes).
 """
 
 from netc import (
@@ -27,7 +30,9 @@ from netc import (
     batch,
     concat,
     cos,
+    ctc_greedy,
     ctc_loss,
+    ctc_prefix_search,
     dot,
     dropout,
     exp,
@@ -54,6 +59,7 @@ MODEL_SIZE, HEAD_SIZE = 16, 8  # 512 and 64 in the paper
 CONV_KERNEL = 7  # the depthwise convolution's filter (32 in the paper)
 LOG_STEP = -2.0 * 9.210340371976184 / MODEL_SIZE  # -2 log(10000) / |model|
 DROPOUT = 0.1
+BEAM = 4  # prefixes the decoder's prefix beam search keeps
 
 time = Dim("time")  # input frames
 enc_time = Dim("enc_time")  # after the front end's pool: ceil(time / 2)
@@ -61,6 +67,8 @@ rel_time = Dim("rel_time")  # relative positions -(n-1) .. n-1 of enc_time: 2n -
 kv_time1 = Dim("kv_time1")  # each block's keys: its own view of enc_time
 kv_time2 = Dim("kv_time2")
 label_time = Dim("label_time")
+greedy_time = Dim("greedy_time")  # the decoder's labels: greedy
+search_time = Dim("search_time")  # and by prefix beam search
 feat = Dim("feat", 16)  # e.g. log-mel features
 one = Dim("one", 1)  # the front end's single input channel
 chan1 = Dim("chan1", 4)
@@ -177,14 +185,32 @@ class ConformerBlock(Module):
         return self.final_layer_norm(x)
 
 
+def encode(frontend, block1, block2, x):
+    h = dropout(frontend(x), DROPOUT)  # [batch, enc_time, model]
+    pos_enc = rel_pos_encoding()  # shared by the blocks, as rf caches it
+    return block2(block1(h, pos_enc), pos_enc)
+
+
 @network
 def conformer_ctc(x: Tensor[batch, time, feat], y: Labels[batch, label_time, vocab]):
     frontend = FrontEnd()
     block1 = ConformerBlock(kv_time1)
     block2 = ConformerBlock(kv_time2)
-    h = dropout(frontend(x), DROPOUT)  # [batch, enc_time, model]
-    pos_enc = rel_pos_encoding()  # shared by the blocks, as rf caches it
-    encoder = block2(block1(h, pos_enc), pos_enc)
+    encoder = encode(frontend, block1, block2, x)
     logits = Linear(vocab + blank)(encoder)
     mark_as_loss(ctc_loss(logits, y, axis=vocab + blank), "ctc")
     return {"output": log_softmax(logits, axis=vocab + blank), "encoder": encoder}
+
+
+@network
+def conformer_ctc_decode(x: Tensor[batch, time, feat]):
+    """The training network's encoder and logits, decoded: `greedy` the best path's labels,
+    `labels` and `score` the prefix beam search's best prefix and its log probability."""
+    frontend = FrontEnd()
+    block1 = ConformerBlock(kv_time1)
+    block2 = ConformerBlock(kv_time2)
+    encoder = encode(frontend, block1, block2, x)
+    logits = Linear(vocab + blank)(encoder)
+    greedy = ctc_greedy(logits, axis=vocab + blank, out_axis=greedy_time)
+    labels, score = ctc_prefix_search(logits, axis=vocab + blank, beam=BEAM, out_axis=search_time)
+    return {"greedy": greedy, "labels": labels, "score": score, "output": log_softmax(logits, axis=vocab + blank)}

@@ -240,15 +240,25 @@ def _refuse_loops(g: Graph, search: bool) -> None:
             )
 
 
+_CTC_DECODING = (
+    "CTC decoding gives a number of labels that depends on values and searches in a Python loop over the "
+    "frames, which {} would fix at the example's lengths; use --format torchscript"
+)
 _NO_ONNX = {  # ops whose torch code ONNX cannot express
     "ctc_loss": "ONNX has no CTC loss operator",
     "rnnt_loss": "ONNX has no RNN-T loss operator",
+    "ctc_greedy": _CTC_DECODING.format("the traced graph"),
+    "ctc_prefix_search": _CTC_DECODING.format("the traced graph"),
+}
+_NO_TORCH_EXPORT = {  # ops whose torch code torch.export cannot keep dynamic
+    "ctc_greedy": _CTC_DECODING.format("torch.export"),
+    "ctc_prefix_search": _CTC_DECODING.format("torch.export"),
 }
 
 
-def _refuse_ops(g: Graph, search: bool) -> None:
-    """An op ONNX has no operator for, that a result needs (losses are not exported; an output
-    that is a per-sequence loss is; a search computes only what it returns)."""
+def _refuse_ops(g: Graph, search: bool, fmt: str = "onnx") -> None:
+    """An op the format has no form for (ONNX: no operator), that a result needs (losses are not
+    exported; an output that is a per-sequence loss is; a search computes only what it returns)."""
     from netc.errors import CompileError
 
     g = inference_graph(g)
@@ -260,9 +270,10 @@ def _refuse_ops(g: Graph, search: bool) -> None:
         if not any(v.id in needed for v in (n.results() if isinstance(n, Loop) else n.outs)):
             continue
         needed.update(node_uses(n))
+        refused = _NO_ONNX if fmt == "onnx" else _NO_TORCH_EXPORT
         for op in _ops(n):
-            if op.op in _NO_ONNX:
-                raise CompileError(op.span, f"--format onnx: {_NO_ONNX[op.op]} (`{op.op}`, which a result needs)")
+            if op.op in refused:
+                raise CompileError(op.span, f"--format {fmt}: {refused[op.op]} (`{op.op}`, which a result needs)")
 
 
 def _ops(n):
@@ -332,6 +343,7 @@ def export(
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     if fmt == "torch-export":
+        _refuse_ops(g, search, fmt)
         _refuse_loops(g, search)
     if fmt == "onnx":
         try:

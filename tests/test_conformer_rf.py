@@ -126,7 +126,7 @@ def test_conformer_encoder_is_rfs(lens):
     with returnn_frontend_torch():
         want, enc_lens, params = _rf_encoder(x, lens, 5)
     assert list(enc_lens) == [(n + 1) // 2 for n in lens]
-    g = compile_graph(str(MODEL))
+    g = compile_graph(str(MODEL), network="conformer_ctc")
     # all but the CTC output layer, which rf's encoder does not have
     params["logits/W"] = rng.standard_normal((MODEL_DIM, 11)).astype(np.float32)
     params["logits/b"] = np.zeros(11, np.float32)

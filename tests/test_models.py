@@ -26,6 +26,7 @@ MODELS = [
     "ops_losses.py",
     "split_linear_forms.py",
     "ctc_input_labels.py",
+    "ctc_decoding.py",
     "split_in_branch.py",
     "expand_made_dim.py",
     "embedding_class_dim.py",

@@ -211,6 +211,13 @@ def test_refusals_are_located_errors(tmp_path):
     assert_located_error(
         proc, src, "losses.py", 32, "ctc_loss(", "--format onnx: ONNX has no CTC loss operator (`ctc_loss`"
     )
+    src = (MODELS / "ctc_decoding.py").read_text()
+    (tmp_path / "decoding.py").write_text(src)
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if "lm_labels, lm_score = ctc_prefix_search(" in text)
+    for fmt in ("onnx", "torch-export"):
+        proc = run_netc("export", "decoding.py", "--format", fmt, "-o", "m.onnx", cwd=tmp_path)
+        why = f"--format {fmt}: CTC decoding gives a number of labels that depends on values"
+        assert_located_error(proc, src, "decoding.py", line, "ctc_prefix_search(", why)
     assert not (tmp_path / "m.onnx").exists() and not (tmp_path / "m.pt2").exists()
 
 

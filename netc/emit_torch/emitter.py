@@ -68,6 +68,7 @@ class _OpCtx:
 
     def __init__(self, em: TorchEmitter, op: Op):
         self.em, self.op = em, op
+        self.first = ""
 
     def _val(self, i: int) -> Value:
         return self.em.values[self.op.args[i]]
@@ -339,7 +340,12 @@ class TorchEmitter:
             self.linears[op.outs[0].id] = op
             return
         opdef = REGISTRY[op.op]
-        for d, (lens, size) in opdef.torch_made_dims(_OpCtx(self, op), op).items():  # dims the op makes
+        ctx = _OpCtx(self, op)
+        first = opdef.torch_first(ctx, op)
+        if first is not None:
+            ctx.first = self.ns.fresh(first[0])
+            self.emit(f"{ctx.first} = {first[1]}")
+        for d, (lens, size) in opdef.torch_made_dims(ctx, op).items():  # dims the op makes
             self.lens_var[d], self.size_var[d] = self.ns.fresh(lens_name(d)), self.ns.fresh(f"{d}_size")
             self.emit(f"{self.lens_var[d]} = {lens}  # lengths of {plain_text(d)}")
             self.emit(f"{self.size_var[d]} = {size}")
@@ -349,7 +355,7 @@ class TorchEmitter:
             weight = REGISTRY[linear.op].weight(_OpCtx(self, linear), linear)
             expr = f"torch.addmm({other}, {self.var[linear.args[0]]}, {weight})"
         else:
-            expr = opdef.torch(_OpCtx(self, op), op)
+            expr = opdef.torch(ctx, op)
         names = self.op_line(op, expr)
         if linear is not None:  # the linear's own line and result, for `netc preview`: the addmm
             self.op_lines[linear.outs[0].id] = self.lines[-1].strip()

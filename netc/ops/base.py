@@ -61,6 +61,7 @@ class ReturnnCtx(Protocol):
 
 class TorchCtx(Protocol):
     training: str  # code for "is the module training" (`self.training`)
+    first: str  # the variable holding the op's `torch_first` code
     float_dtype: str  # code for the float dtype of the computation (float32 in the IR)
     device: str  # code for the device every created tensor goes to
 
@@ -195,6 +196,11 @@ class OpDef:
         """Eager mode: the lengths of dynamic dims this op's result sets other than by
         `makes_dims` (a state grown by `cum_concat`: its frames so far)."""
         return {}
+
+    def torch_first(self, ctx: TorchCtx, op: Op) -> tuple[str, str] | None:
+        """(hint, code) run before the dims the op makes, into a fresh variable that its
+        `torch_made_dims` and `torch` read as `ctx.first` (a decoding whose lengths it finds)."""
+        return None
 
     def torch_made_dims(self, ctx: TorchCtx, op: Op) -> dict[str, tuple[str, str]]:
         """For each dim in `makes_dims`: code for its int64 [batch] lengths and for its size

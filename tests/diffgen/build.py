@@ -85,6 +85,7 @@ def build(g: Gen) -> None:
     if choice:
         decoder(g)
     losses(g, labels, ctc, rnnt)
+    ctc_decode(g)
     outputs(g)
 
 
@@ -240,6 +241,43 @@ def rnnt_loss(g: Gen, seq: list[V]) -> None:
         f"nc.mark_as_loss(nc.rnnt_loss(nc.Linear(vocab + blank)(rnnt_joint), r, axis=vocab + blank, "
         f'time_axis=time{blank}), "rnnt")'
     )
+
+
+def ctc_decode(g: Gen) -> None:
+    """CTC decoding of logits over a sequence (an input's or a made dim's): greedy and by prefix
+    search (beam 1 to 4, maybe with a bigram LM table of the model), their labels and score returned.
+    Logits scaled up: peaky frames decode to labels."""
+    r = g.r
+    seqs = [v for v in g.scopes[0] if v.kind == "float" and not v.stacked and g.static(v) and len(v.dims) == 3]
+    seqs = [v for v in seqs if len(g.dyn(v)) == 1]
+    if not seqs or not g.on("ctc_decode", 0.3):
+        return
+    v = g.pick(seqs)
+    g.dim("blank", 1)
+    logits = g.fresh("ctc_logits")
+    g.emit(f"{logits} = {r.choice([1.0, 4.0])} * nc.Linear(vocab + blank)({g.ref(v)})")
+    out = {}
+    for kind in ("greedy", "search"):
+        out[kind] = g.dim(g.fresh(f"{kind}_time")).name
+        g.made_dims.add(out[kind])
+        g.maybe_empty.add(out[kind])
+    greedy = g.fresh("greedy")
+    g.emit(f"{greedy} = nc.ctc_greedy({logits}, axis=vocab + blank, out_axis={out['greedy']})")
+    lm = ""
+    if r.random() < 0.5:
+        g.dim("lm_ctx", 6)  # vocab (5) + the start
+        lm = ", lm=nc.Bias((lm_ctx, vocab))(nc.zeros(lm_ctx, vocab)), lm_weight=" + str(r.choice([0.3, 1.0]))
+    labels, score = g.fresh("ctc_labels"), g.fresh("ctc_score")
+    g.emit(
+        f"{labels}, {score} = nc.ctc_prefix_search({logits}, axis=vocab + blank, beam={r.randint(1, 4)}, "
+        f"out_axis={out['search']}{lm})"
+    )
+    for v in (
+        V(greedy, frozenset({"batch", out["greedy"]}), "labels", "vocab", variant=False),
+        V(labels, frozenset({"batch", out["search"]}), "labels", "vocab", variant=False),
+        V(score, frozenset({"batch"}), variant=False),
+    ):
+        g.after_outputs.append(g.add(v))  # returned
 
 
 def losses(g: Gen, labels: V | None, ctc: bool, rnnt: bool) -> None:

@@ -80,6 +80,7 @@ FEATURES = frozenset(
         "label_smoothing",
         "ctc",
         "rnnt",  # rnnt_loss over a joint network of a sequence and labels with a begin label
+        "ctc_decode",  # ctc_greedy and ctc_prefix_search (some beam, maybe a bigram LM table) of a sequence's logits
         "choice",
         # constructs of known bug classes (see known.py)
         "invariant_append",

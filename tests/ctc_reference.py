@@ -1,0 +1,87 @@
+"""Plain-Python references for CTC decoding (no torch): the standard prefix beam search with
+dicts of prefixes, and an exhaustive search over all alignments. Blank is the last class."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+NEG_INF = float("-inf")
+
+
+def log_softmax(row: list[float]) -> list[float]:
+    m = max(row)
+    z = m + math.log(sum(math.exp(v - m) for v in row))
+    return [v - z for v in row]
+
+
+def lse(a: float, b: float) -> float:
+    if a == NEG_INF:
+        return b
+    if b == NEG_INF:
+        return a
+    m = max(a, b)
+    return m + math.log(math.exp(a - m) + math.exp(b - m))
+
+
+def greedy(logits: list[list[float]]) -> list[int]:
+    blank = len(logits[0]) - 1 if logits else 0
+    out, prev = [], blank
+    for row in logits:
+        c = max(range(len(row)), key=lambda i: (row[i], -i))  # the first maximum, as argmax
+        if c != blank and c != prev:
+            out.append(c)
+        prev = c
+    return out
+
+
+def prefix_beam_search(
+    logits: list[list[float]], beam: int, lm: list[list[float]] | None = None, lm_weight: float = 0.0
+) -> tuple[list[int], float]:
+    """(best prefix, its log probability + lm_weight * its LM log probability). Candidates are
+    kept in the order: the beam's prefixes, then their extensions; the `beam` best by total
+    probability survive, ties to the earlier (Python's sort is stable)."""
+    beams: list[tuple[tuple[int, ...], float, float]] = [((), 0.0, NEG_INF)]  # (prefix, pb, pnb)
+    for row in logits:
+        lp = log_softmax(row)
+        blank = len(lp) - 1
+        cand: dict[tuple[int, ...], list[float]] = {}
+        for prefix, pb, pnb in beams:  # unchanged: a blank, or the last label repeated
+            total = lse(pb, pnb)
+            cand[prefix] = [total + lp[blank], pnb + lp[prefix[-1]] if prefix else NEG_INF]
+        for prefix, pb, pnb in beams:
+            total = lse(pb, pnb)
+            last = prefix[-1] if prefix else None
+            for c in range(blank):
+                p = (pb if c == last else total) + lp[c]
+                if lm is not None:
+                    p += lm_weight * lm[blank if last is None else last][c]
+                entry = cand.setdefault(prefix + (c,), [NEG_INF, NEG_INF])
+                entry[1] = lse(entry[1], p)
+        ranked = sorted(cand.items(), key=lambda kv: -lse(*kv[1]))
+        beams = [(p, b, nb) for p, (b, nb) in ranked[:beam] if lse(b, nb) > NEG_INF]
+    prefix, pb, pnb = beams[0]
+    return list(prefix), lse(pb, pnb)
+
+
+def exhaustive(
+    logits: list[list[float]], lm: list[list[float]] | None = None, lm_weight: float = 0.0
+) -> dict[tuple[int, ...], float]:
+    """Every label sequence's log probability summed over all its alignments (plus its LM part)."""
+    lps = [log_softmax(row) for row in logits]
+    classes = len(logits[0]) if logits else 1
+    blank = classes - 1
+    probs: dict[tuple[int, ...], float] = {}
+    for path in itertools.product(range(classes), repeat=len(lps)):
+        labels, prev = [], blank
+        for c in path:
+            if c != blank and c != prev:
+                labels.append(c)
+            prev = c
+        key = tuple(labels)
+        probs[key] = lse(probs.get(key, NEG_INF), sum(lp[c] for lp, c in zip(lps, path)))
+    if lm is not None:
+        for key in probs:
+            ctx = [blank, *key[:-1]]
+            probs[key] += lm_weight * sum(lm[a][b] for a, b in zip(ctx, key))
+    return probs
