@@ -78,6 +78,7 @@ class TorchCtx(Protocol):
     def helper(self, key: str) -> str: ...  # the module-level name of one of the op's `torch_helpers`
     # code of parameters only (a reordered weight), evaluated once per call of the method: its variable
     def once(self, expr: str, hint: str) -> str: ...
+    def region(self, i: int) -> str: ...  # a local function computing the op's region i (`Op.regions`)
 
 
 class EagerUnsupported(Exception):
