@@ -62,8 +62,8 @@ def helper_source(name: str) -> str:
         scores = joint(frame.expand(len(hyps), *frame.shape[1:]), out)
         return torch.log_softmax(scores.float(), dim=-1)
 
-    def greedy(frame, hyp):
-        labels, score, out, st = hyp
+    def greedy(frame, hyps):
+        ((labels, score, out, st),) = hyps
         for _ in range(max_sym):
             lp = log_probs(frame, [(labels, score, out, st)])[0]
             k = int(torch.sort(lp, descending=True, stable=True).indices[0])

@@ -1,0 +1,207 @@
+"""`transducer_search` against plain-Python references of its three algorithms (greedy with several
+symbols per frame, icefall's modified beam search, time-synchronous beam search; docs/language.md
+"Transducers"), written out here as plainly as possible on tests/models/transducer_search.py's
+prediction and joint networks: eager and torch find the reference's labels with its score (<=1e-4),
+on frames of unequal lengths with a sequence of none, on ties, and with beam 1 as greedy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from netc.compiler import compile_graph
+from netc_runtime.backends import run_backend
+from netc_runtime.verify import random_inputs, random_lengths, random_params
+
+MODEL = ROOT / "tests" / "models" / "transducer_search.py"
+BLANK, BOS, CLASSES = 4, 0, 5
+
+
+def _model(directory, method: str, beam: int, max_sym: int):
+    text = MODEL.read_text(encoding="utf-8")
+    for old, new in (
+        ('METHOD = "modified"', f"METHOD = {method!r}"),
+        ("BEAM = 3", f"BEAM = {beam}"),
+        ("MAX_SYM = 2", f"MAX_SYM = {max_sym}"),
+    ):
+        assert f"\n{old}\n" in text
+        text = text.replace(f"\n{old}\n", f"\n{new}\n")
+    path = directory / f"transducer_{method}_{beam}_{max_sym}.py"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class Net:
+    """The model's networks in numpy (float64)."""
+
+    def __init__(self, p: dict[str, np.ndarray]):
+        self.p = {k: v.astype(np.float64) for k, v in p.items()}
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        return np.tanh(x @ self.p["enc/W"] + self.p["enc/b"])
+
+    def predict(self, label: int, s: np.ndarray) -> np.ndarray:
+        p = self.p
+        return np.tanh(
+            np.concatenate([p["prediction/embed/W"][label], s]) @ p["prediction/step/W"] + p["prediction/step/b"]
+        )
+
+    def log_probs(self, e: np.ndarray, s: np.ndarray) -> list[float]:
+        p = self.p
+        z = (
+            np.tanh(e @ p["joint/enc/W"] + p["joint/enc/b"] + s @ p["joint/pred/W"]) @ p["joint/out/W"]
+            + p["joint/out/b"]
+        )
+        z = z - z.max()
+        return list(z - np.log(np.exp(z).sum()))
+
+
+def greedy(net: Net, enc: np.ndarray, max_sym: int) -> tuple[list[int], float]:
+    s, labels, score = net.predict(BOS, np.zeros(5)), [], 0.0
+    for e in enc:
+        for _ in range(max_sym):
+            lp = net.log_probs(e, s)
+            k = max(range(CLASSES), key=lambda c: (lp[c], -c))  # the best class, the first of equals
+            score += lp[k]
+            if k == BLANK:
+                break
+            labels.append(k)
+            s = net.predict(k, s)
+    return labels, score
+
+
+def modified_beam_search(net: Net, enc: np.ndarray, beam: int) -> tuple[list[int], float]:
+    hyps = {(): (0.0, net.predict(BOS, np.zeros(5)))}  # label sequence -> (score, prediction)
+    for e in enc:
+        pairs = []  # every (hypothesis, class), in order
+        for labels, (score, s) in hyps.items():
+            lp = net.log_probs(e, s)
+            pairs += [(score + lp[k], labels, s, k) for k in range(CLASSES)]
+        new: dict[tuple, tuple] = {}
+        for score, labels, s, k in sorted(pairs, key=lambda pair: -pair[0])[:beam]:  # stable
+            key = labels if k == BLANK else (*labels, k)
+            if key in new:
+                new[key] = (np.logaddexp(new[key][0], score), new[key][1])
+            else:
+                new[key] = (score, s if k == BLANK else net.predict(k, s))
+        hyps = new
+    best = max(hyps, key=lambda labels: hyps[labels][0])  # the first of the best
+    return list(best), hyps[best][0]
+
+
+def time_sync_beam_search(net: Net, enc: np.ndarray, beam: int, max_sym: int) -> tuple[list[int], float]:
+    hyps = [((), 0.0, net.predict(BOS, np.zeros(5)))]
+    for e in enc:
+        ended: dict[tuple, tuple] = {}  # label sequence -> (score, prediction): the frame's results
+        level = hyps
+        for v in range(max_sym + 1):
+            grown = []
+            for labels, score, s in level:
+                lp = net.log_probs(e, s)
+                with_blank = score + lp[BLANK]
+                if labels in ended:
+                    ended[labels] = (np.logaddexp(ended[labels][0], with_blank), ended[labels][1])
+                else:
+                    ended[labels] = (with_blank, s)
+                best_labels = sorted([k for k in range(CLASSES) if k != BLANK], key=lambda k: -lp[k])[:beam]
+                grown += [(score + lp[k], labels, s, k) for k in best_labels]
+            if v == max_sym:
+                break
+            level = [
+                ((*labels, k), score, net.predict(k, s))
+                for score, labels, s, k in sorted(grown, key=lambda g: -g[0])[:beam]
+            ]
+        hyps = [(labels, score, s) for labels, (score, s) in sorted(ended.items(), key=lambda kv: -kv[1][0])[:beam]]
+    labels, score, _ = max(hyps, key=lambda h: h[1])
+    return list(labels), score
+
+
+def _reference(method: str, net: Net, enc: np.ndarray, beam: int, max_sym: int):
+    if method == "greedy":
+        return greedy(net, enc, max_sym)
+    if method == "modified":
+        return modified_beam_search(net, enc, beam)
+    return time_sync_beam_search(net, enc, beam, max_sym)
+
+
+def _run(path, seed: int, tweak=None):
+    g = compile_graph(str(path))
+    rng = np.random.default_rng(seed)
+    lens = random_lengths(g, 4, 7, rng)
+    lens["time"][1] = 0  # a sequence without frames: no labels, score 0
+    inputs = random_inputs(g, lens, rng)
+    # standard normal weights (glorot's keep one class ahead everywhere), the blank's bias 1 up:
+    # frames of 0 to 3 labels, of different labels
+    params = {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in random_params(g, rng).items()}
+    params["joint/out/b"][BLANK] += 1.0
+    if tweak:
+        tweak(params)
+    res = {b: run_backend(b, str(path), inputs, lens, params, g) for b in ("eager", "torch")}
+    return inputs["x"], lens["time"], Net(params), res
+
+
+def _check(method, beam, max_sym, x, frames, net, res):
+    found = []
+    for b, n in enumerate(frames):
+        want, score = _reference(method, net, net.encode(x[b, :n]), beam, max_sym)
+        found.append(want)
+        for backend, r in res.items():
+            got = r.outputs["labels"][b, : r.lens["labels"]["dec_time"][b]].tolist()
+            assert got == want, (backend, b)
+            assert abs(r.outputs["scores"][b] - score) <= 1e-4, (backend, b)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("method", "beam", "max_sym"),
+    [
+        ("greedy", 1, 1),
+        ("greedy", 1, 3),
+        ("modified", 3, 1),
+        ("modified", 8, 1),
+        ("time_sync", 3, 2),
+        ("time_sync", 2, 3),
+    ],
+)
+def test_search_is_the_reference(tmp_path, method, beam, max_sym):
+    x, frames, net, res = _run(_model(tmp_path, method, beam, max_sym), seed=7)
+    found = _check(method, beam, max_sym, x, frames, net, res)
+    assert found[1] == [] and any(found)
+    if method == "greedy" and max_sym == 3:  # frames of several labels and of fewer than 3
+        assert any(n < len(f) < 3 * n for f, n in zip(found, frames))
+
+
+def test_ties_go_to_the_first_hypothesis_and_class(tmp_path):
+    """Labels 1 and 2 are one (the same joint scores, the same embedding): every choice between
+    them, and between hypotheses that differ only in them, is a tie, which goes to label 1 (the
+    lower class, the hypothesis first in order) as in the reference."""
+
+    def twins(params):
+        params["joint/out/W"][:, 2] = params["joint/out/W"][:, 1]
+        params["joint/out/b"][1] += 2.0  # and likely
+        params["joint/out/b"][2] = params["joint/out/b"][1]
+        params["prediction/embed/W"][2] = params["prediction/embed/W"][1]
+
+    for method, beam, max_sym in (("greedy", 1, 2), ("modified", 3, 1), ("time_sync", 3, 2)):
+        x, frames, net, res = _run(_model(tmp_path, method, beam, max_sym), seed=7, tweak=twins)
+        found = _check(method, beam, max_sym, x, frames, net, res)
+        labels = {k for f in found for k in f}
+        assert 1 in labels and 2 not in labels, (method, found)
+
+
+def test_modified_beam_1_is_greedy_with_one_symbol_per_frame(tmp_path):
+    _, _, _, greedy_res = _run(_model(tmp_path, "greedy", 1, 1), seed=7)
+    _, _, _, beam_res = _run(_model(tmp_path, "modified", 1, 1), seed=7)
+    for backend in ("eager", "torch"):
+        a, b = greedy_res[backend], beam_res[backend]
+        assert a.outputs["labels"].tolist() == b.outputs["labels"].tolist()
+        assert np.abs(a.outputs["scores"] - b.outputs["scores"]).max() <= 1e-6
+
+
+def test_a_wider_beam_scores_at_least_as_well(tmp_path):
+    """Modified beam search's best merges paths; with a wider beam its score is no lower here."""
+    _, _, _, narrow = _run(_model(tmp_path, "modified", 1, 1), seed=7)
+    _, _, _, wide = _run(_model(tmp_path, "modified", 6, 1), seed=7)
+    assert (wide["torch"].outputs["scores"] >= narrow["torch"].outputs["scores"] - 1e-5).all()
+    assert (wide["torch"].outputs["scores"] > narrow["torch"].outputs["scores"] + 1e-3).any()
