@@ -33,10 +33,17 @@ def _model(directory, method: str, beam: int, max_sym: int):
 
 
 class Net:
-    """The model's networks in numpy (float64)."""
+    """The model's networks in numpy (float64): `start()` the prediction network's state after
+    the start label, `predict(label, state)` after a label, `log_probs(enc_frame, state)` the
+    joint's log-probabilities of the classes (`classes`, the blank `blank`)."""
+
+    blank, classes = BLANK, CLASSES
 
     def __init__(self, p: dict[str, np.ndarray]):
         self.p = {k: v.astype(np.float64) for k, v in p.items()}
+
+    def start(self) -> np.ndarray:
+        return self.predict(BOS, np.zeros(5))
 
     def encode(self, x: np.ndarray) -> np.ndarray:
         return np.tanh(x @ self.p["enc/W"] + self.p["enc/b"])
@@ -58,13 +65,13 @@ class Net:
 
 
 def greedy(net: Net, enc: np.ndarray, max_sym: int) -> tuple[list[int], float]:
-    s, labels, score = net.predict(BOS, np.zeros(5)), [], 0.0
+    s, labels, score = net.start(), [], 0.0
     for e in enc:
         for _ in range(max_sym):
             lp = net.log_probs(e, s)
-            k = max(range(CLASSES), key=lambda c: (lp[c], -c))  # the best class, the first of equals
+            k = max(range(net.classes), key=lambda c: (lp[c], -c))  # the best class, the first of equals
             score += lp[k]
-            if k == BLANK:
+            if k == net.blank:
                 break
             labels.append(k)
             s = net.predict(k, s)
@@ -72,26 +79,26 @@ def greedy(net: Net, enc: np.ndarray, max_sym: int) -> tuple[list[int], float]:
 
 
 def modified_beam_search(net: Net, enc: np.ndarray, beam: int) -> tuple[list[int], float]:
-    hyps = {(): (0.0, net.predict(BOS, np.zeros(5)))}  # label sequence -> (score, prediction)
+    hyps = {(): (0.0, net.start())}  # label sequence -> (score, prediction)
     for e in enc:
         pairs = []  # every (hypothesis, class), in order
         for labels, (score, s) in hyps.items():
             lp = net.log_probs(e, s)
-            pairs += [(score + lp[k], labels, s, k) for k in range(CLASSES)]
+            pairs += [(score + lp[k], labels, s, k) for k in range(net.classes)]
         new: dict[tuple, tuple] = {}
         for score, labels, s, k in sorted(pairs, key=lambda pair: -pair[0])[:beam]:  # stable
-            key = labels if k == BLANK else (*labels, k)
+            key = labels if k == net.blank else (*labels, k)
             if key in new:
                 new[key] = (np.logaddexp(new[key][0], score), new[key][1])
             else:
-                new[key] = (score, s if k == BLANK else net.predict(k, s))
+                new[key] = (score, s if k == net.blank else net.predict(k, s))
         hyps = new
     best = max(hyps, key=lambda labels: hyps[labels][0])  # the first of the best
     return list(best), hyps[best][0]
 
 
 def time_sync_beam_search(net: Net, enc: np.ndarray, beam: int, max_sym: int) -> tuple[list[int], float]:
-    hyps = [((), 0.0, net.predict(BOS, np.zeros(5)))]
+    hyps = [((), 0.0, net.start())]
     for e in enc:
         ended: dict[tuple, tuple] = {}  # label sequence -> (score, prediction): the frame's results
         level = hyps
@@ -99,12 +106,12 @@ def time_sync_beam_search(net: Net, enc: np.ndarray, beam: int, max_sym: int) ->
             grown = []
             for labels, score, s in level:
                 lp = net.log_probs(e, s)
-                with_blank = score + lp[BLANK]
+                with_blank = score + lp[net.blank]
                 if labels in ended:
                     ended[labels] = (np.logaddexp(ended[labels][0], with_blank), ended[labels][1])
                 else:
                     ended[labels] = (with_blank, s)
-                best_labels = sorted([k for k in range(CLASSES) if k != BLANK], key=lambda k: -lp[k])[:beam]
+                best_labels = sorted([k for k in range(net.classes) if k != net.blank], key=lambda k: -lp[k])[:beam]
                 grown += [(score + lp[k], labels, s, k) for k in best_labels]
             if v == max_sym:
                 break
@@ -205,3 +212,74 @@ def test_a_wider_beam_scores_at_least_as_well(tmp_path):
     _, _, _, wide = _run(_model(tmp_path, "modified", 6, 1), seed=7)
     assert (wide["torch"].outputs["scores"] >= narrow["torch"].outputs["scores"] - 1e-5).all()
     assert (wide["torch"].outputs["scores"] > narrow["torch"].outputs["scores"] + 1e-3).any()
+
+
+EXAMPLE = ROOT / "examples" / "conformer_transducer.py"
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+class ExampleNet:
+    """examples/conformer_transducer.py's prediction network (an LSTM step written out, from BOS)
+    and joint network in numpy; the state is the LSTM's (h, c), h the prediction's output."""
+
+    blank, classes = 10, 11
+
+    def __init__(self, p: dict[str, np.ndarray]):
+        self.p = {k: v.astype(np.float64) for k, v in p.items()}
+
+    def start(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.predict(0, (np.zeros(16), np.zeros(16)))
+
+    def predict(self, label: int, state: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        p, (h, c) = self.p, state
+        z = (
+            p["prediction/embedding/W"][label] @ p["prediction/lstm/ff_linear/W"]
+            + p["prediction/lstm/ff_linear/b"]
+            + h @ p["prediction/lstm/rec_linear/W"]
+        )
+        x_in, g_in, g_forget, g_out = np.split(z, 4)
+        c = c * _sigmoid(g_forget) + np.tanh(x_in) * _sigmoid(g_in)
+        return np.tanh(c) * _sigmoid(g_out), c
+
+    def log_probs(self, e: np.ndarray, state: tuple[np.ndarray, np.ndarray]) -> list[float]:
+        p = self.p
+        z = np.tanh(e @ p["joint/enc_proj/W"] + p["joint/enc_proj/b"] + state[0] @ p["joint/pred_proj/W"])
+        z = z @ p["joint/out/W"] + p["joint/out/b"]
+        z = z - z.max()
+        return list(z - np.log(np.exp(z).sum()))
+
+
+def test_conformer_transducer_searches_with_its_training_networks_parameters():
+    """examples/conformer_transducer.py's `transducer_search` decoders take the training network's
+    parameters (the same modules: paths, roles, shapes) and find, on eager and torch, what the
+    references find from the training network's encoder with a beam of 4: modified beam search
+    and time-synchronous beam search with up to 3 labels per frame."""
+    train = compile_graph(str(EXAMPLE), network="conformer_transducer")
+    rng = np.random.default_rng(19)
+    params = random_params(train, rng)  # a checkpoint of the training network
+    params["logits/rec/joint/pred_proj/W"] *= 8.0  # the prediction network weighs
+    lens = random_lengths(train, 3, 9, rng)
+    inputs = random_inputs(train, lens, rng)
+    enc = run_backend("eager", str(EXAMPLE), inputs, lens, params, train).outputs["encoder"]
+    frames = [(n + 1) // 2 for n in lens["time"]]  # the encoder's
+    net = ExampleNet({k.removeprefix("logits/rec/"): v for k, v in params.items()})
+    own = {(p.path, p.role, p.dims) for p in train.params}
+    for network, method, max_sym in (
+        ("conformer_transducer_modified", "modified", 1),
+        ("conformer_transducer_time_sync", "time_sync", 3),
+    ):
+        g = compile_graph(str(EXAMPLE), network=network)
+        assert {(p.path, p.role, p.dims) for p in g.params} == own
+        dec_params = {
+            p.name: params[next(q.name for q in train.params if (q.path, q.role) == (p.path, p.role))] for p in g.params
+        }
+        want = [_reference(method, net, enc[b, :n], 4, max_sym) for b, n in enumerate(frames)]
+        assert any(labels for labels, _ in want)
+        for backend in ("eager", "torch"):
+            r = run_backend(backend, str(EXAMPLE), {"x": inputs["x"]}, {"time": lens["time"]}, dec_params, g)
+            for b, (labels, score) in enumerate(want):
+                assert r.outputs["output"][b, : r.lens["output"]["dec_time"][b]].tolist() == labels, (network, backend)
+                assert abs(r.outputs["scores"][b] - score) <= 1e-4, (network, backend)

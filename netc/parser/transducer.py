@@ -69,7 +69,7 @@ def trace_transducer_search(t: Tracer, node: ast.Call) -> tuple[V.TV, V.TV]:
     state_args = [
         t.new_value(s.dims, s.value.dtype, name=s.value.name or "state", sparse_dim=s.value.sparse_dim) for s in states
     ]
-    predict, result = _region(t, "predict", a["predict"], [label, *state_args], node)
+    predict, result = _region(t, "predict", a["predict"], [label, *state_args], node, state_is_tuple)
     if not (isinstance(result, tuple) and len(result) == 2):
         raise t.error(node, "`transducer_search`: `predict(label, state)` must return (output, state)")
     out, new_state = result
@@ -112,13 +112,17 @@ def trace_transducer_search(t: Tracer, node: ast.Call) -> tuple[V.TV, V.TV]:
     return labels, best
 
 
-def _region(t: Tracer, what: str, fn: Any, args: list[Value], node: ast.Call) -> tuple[Region, Any]:
-    """Traces `fn(*args)` into a region: the region and what the call returned."""
+def _region(
+    t: Tracer, what: str, fn: Any, args: list[Value], node: ast.Call, tuple_state: bool = False
+) -> tuple[Region, Any]:
+    """Traces `fn(*args)` into a region: the region and what the call returned (with
+    `tuple_state`, `fn(args[0], tuple(args[1:]))`)."""
     block = V.Block(nodes=[], region=f"`transducer_search`'s `{what}`")
     saved = t.block
     t.block = block
     try:
-        result = t.call_value(fn, [V.TV(v, block) for v in args], {}, node)
+        tvs = [V.TV(v, block) for v in args]
+        result = t.call_value(fn, [tvs[0], tuple(tvs[1:])] if tuple_state else tvs, {}, node)
     finally:
         t.block = saved
     for n in block.nodes:
