@@ -11,6 +11,7 @@ import ast
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from netc.errors import CompileError
 from netc.ir.model import Loop, Region, Value
 from netc.ops import REGISTRY
 from netc.parser import values as V
@@ -62,8 +63,10 @@ def trace_transducer_search(t: Tracer, node: ast.Call) -> tuple[V.TV, V.TV]:
     state_is_tuple = isinstance(a["state"], (tuple, list))
     states = [t.as_tensor(s, node, "transducer_search") for s in (a["state"] if state_is_tuple else [a["state"]])]
     axis, label_dim = a["axis"].name, a["label_dim"].name
-    if axis not in enc.dims or label_dim not in t.dims.dims:
-        raise t.error(node, f"`transducer_search`: enc [{', '.join(enc.dims)}] has no `{axis}`")
+    if axis not in enc.dims or "batch" not in enc.dims:
+        raise t.error(node, f"`transducer_search` needs enc [batch, {axis}, ...], got [{', '.join(enc.dims)}]")
+    if label_dim not in t.dims.dims or t.dims[label_dim].kind != "static":
+        raise t.error(node, f"`transducer_search` needs `label_dim` to be a static dim (the labels), got `{label_dim}`")
 
     label = t.new_value(("batch",), "int32", name="label", sparse_dim=label_dim)
     state_args = [
@@ -127,13 +130,13 @@ def _region(
         t.block = saved
     for n in block.nodes:
         if isinstance(n, Loop):
-            raise t.error(node, f"`transducer_search`'s `{what}` runs a loop: it must be one step")
+            raise CompileError(n.span, f"`transducer_search`'s `{what}` runs a loop: it must be one step")
         for v in n.outs:
             if t.dims.dynamic(v.dims):
-                raise t.error(node, f"`transducer_search`'s `{what}` makes a value over a dynamic dim")
+                raise CompileError(n.span, f"`transducer_search`'s `{what}` makes a value over a dynamic dim")
         if not n.args and "batch" in n.outs[0].dims:
-            raise t.error(
-                node,
+            raise CompileError(
+                n.span,
                 f"`transducer_search`'s `{what}` makes a [batch, ...] value from no argument "
                 f"(`{n.op}`): its rows are hypotheses, not the batch; compute it from the arguments",
             )
