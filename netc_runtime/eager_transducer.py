@@ -4,6 +4,7 @@ runs (`netc.ops.transducer_search.helper_source`, the one definition of the algo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -19,7 +20,10 @@ from netc_runtime import eager as E
 @cache
 def _search() -> Callable:
     namespace: dict[str, Any] = {"torch": torch}
-    exec(compile(helper_source("search"), "<transducer_search>", "exec"), namespace)  # noqa: S102
+    # named as a file of this package: eager mode's call paths (which constructor call is which
+    # parameter, `eager._call_path`) skip its frames, as they skip the runtime's own
+    name = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transducer_search_helper.py")
+    exec(compile(helper_source("search"), name, "exec"), namespace)  # noqa: S102
     return namespace["search"]
 
 

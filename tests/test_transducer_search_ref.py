@@ -283,3 +283,20 @@ def test_conformer_transducer_searches_with_its_training_networks_parameters():
             for b, (labels, score) in enumerate(want):
                 assert r.outputs["output"][b, : r.lens["output"]["dec_time"][b]].tolist() == labels, (network, backend)
                 assert abs(r.outputs["scores"][b] - score) <= 1e-4, (network, backend)
+
+
+def test_helper_functions_that_construct_their_modules_search_alike():
+    """Regression (tests/diffgen): eager mode gave modules constructed in a helper function the
+    search calls fresh parameters (their call path ran through the search's own code)."""
+    path = ROOT / "tests" / "models" / "transducer_search_functions.py"
+    g = compile_graph(str(path))
+    rng = np.random.default_rng(3)
+    lens = random_lengths(g, 4, 7, rng)
+    inputs = random_inputs(g, lens, rng)
+    params = {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in random_params(g, rng).items()}
+    eager, torch_res = (run_backend(b, str(path), inputs, lens, params, g) for b in ("eager", "torch"))
+    assert list(eager.lens["labels"]["dec_time"]) == list(torch_res.lens["labels"]["dec_time"])
+    assert any(eager.lens["labels"]["dec_time"])
+    for b, n in enumerate(eager.lens["labels"]["dec_time"]):
+        assert eager.outputs["labels"][b, :n].tolist() == torch_res.outputs["labels"][b, :n].tolist()
+    assert np.abs(eager.outputs["scores"] - torch_res.outputs["scores"]).max() <= 1e-4

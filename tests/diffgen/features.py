@@ -79,6 +79,7 @@ FEATURES = frozenset(
         "ctc",
         "rnnt",  # rnnt_loss over a joint network of a sequence and labels with a begin label
         "choice",
+        "transducer_search",  # greedy / modified / time-synchronous search of a prediction and a joint network
         # constructs of known bug classes (see known.py)
         "invariant_append",
         "invariant_read_after",
