@@ -66,7 +66,7 @@ def helper_source(name: str) -> str:
         ((labels, score, out, st),) = hyps
         for _ in range(max_sym):
             lp = log_probs(frame, [(labels, score, out, st)])[0]
-            k = int(torch.sort(lp, descending=True, stable=True).indices[0])
+            k = int(lp.argmax())  # the first of equal maxima (torch documents it)
             score += float(lp[k])
             if k == blank:
                 break
