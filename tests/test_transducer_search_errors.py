@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import check_located_case
+from conftest import ROOT, check_located_case, run_netc
 
 HEADER = """\
 from netc import Dim, Embedding, Linear, Module, Tensor, batch, concat, network, tanh, transducer_search, zeros
@@ -129,3 +129,21 @@ def test_returnn_refuses_transducer_search(tmp_path):
         "transducer_search(",
     )
     check_located_case(tmp_path, HEADER, SIG, case, target="returnn")
+
+
+MODELS = ROOT / "tests" / "models"
+
+
+@pytest.mark.parametrize("fmt", ["torchscript", "onnx", "torch-export"])
+def test_export_refuses_transducer_search(tmp_path, fmt):
+    """Its search is Python: no exporter captures it; a located error, not a crash."""
+    proc = run_netc("export", str(MODELS / "transducer_search.py"), "--format", fmt, "-o", str(tmp_path / "m"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(str(MODELS / "transducer_search.py") + ":58:22: error: --format "), proc.stderr
+    assert "`transducer_search` runs its search in Python" in proc.stderr
+
+
+def test_preview_is_returnns_refusal(tmp_path):
+    proc = run_netc("preview", str(MODELS / "transducer_search.py"), "-o", str(tmp_path / "p.html"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert ":58:22: error: RETURNN target: `transducer_search` has no RETURNN equivalent" in proc.stderr

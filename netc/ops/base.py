@@ -116,6 +116,9 @@ class OpDef:
     # it decides how its loop runs (`choice`: teacher forcing, the beam search): `dce` keeps it
     # also when nothing reads its result
     shapes_loop: bool = False
+    # why its torch code is plain Python that TorchScript, torch.export and ONNX cannot capture
+    # (`netc export` refuses it, located); None: they can
+    python_only: str | None = None
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
 
     def api(self, x):  # noqa: D401 - the signature is the point

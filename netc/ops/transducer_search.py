@@ -146,6 +146,7 @@ class TransducerSearch(OpDef):
 
     name = "transducer_search"  # called as `transducer_search(...)`, which the parser handles
     tensors = ("enc", "state")
+    python_only = "runs its search in Python (hypotheses in lists and dicts, its functions passed as values)"
 
     def makes_dims(self, attrs):
         return [attrs["out_axis"]]
