@@ -41,7 +41,8 @@ JOINT = """def ts_joint(e, p):
 
 
 def transducer_search(g: Gen) -> None:
-    seqs = [v for v in g.floats() if len(g.dyn(v)) == 1 and len(v.dims) == 3 and not v.stacked]
+    # over one dynamic dim the source names (not one only an op makes), one static dim
+    seqs = [v for v in g.floats() if len(g.dyn(v)) == 1 and g.dyn(v)[0].code and len(v.dims) == 3 and not v.stacked]
     if not seqs:
         return
     r = g.r
