@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 
 from netc.compiler import compile_graph
-from netc_runtime.backends import run_backend
+from netc_runtime.backends import load_torch_module, run_backend
 from netc_runtime.verify import random_inputs, random_lengths, random_params
 
 MODEL = ROOT / "tests" / "models" / "transducer_search.py"
@@ -267,12 +267,15 @@ def test_conformer_transducer_searches_with_its_training_networks_parameters():
     frames = [(n + 1) // 2 for n in lens["time"]]  # the encoder's
     net = ExampleNet({k.removeprefix("logits/rec/"): v for k, v in params.items()})
     own = {(p.path, p.role, p.dims) for p in train.params}
+    train_state = {k: v.shape for k, v in load_torch_module(train).Model().state_dict().items()}
     for network, method, max_sym in (
         ("conformer_transducer_modified", "modified", 1),
         ("conformer_transducer_time_sync", "time_sync", 3),
     ):
         g = compile_graph(str(EXAMPLE), network=network)
         assert {(p.path, p.role, p.dims) for p in g.params} == own
+        decoder_state = load_torch_module(g).Model().state_dict()
+        assert {k: v.shape for k, v in decoder_state.items()} == train_state  # training's state_dict loads
         dec_params = {
             p.name: params[next(q.name for q in train.params if (q.path, q.role) == (p.path, p.role))] for p in g.params
         }
