@@ -147,3 +147,15 @@ def test_preview_is_returnns_refusal(tmp_path):
     proc = run_netc("preview", str(MODELS / "transducer_search.py"), "-o", str(tmp_path / "p.html"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert ":58:22: error: RETURNN target: `transducer_search` has no RETURNN equivalent" in proc.stderr
+
+
+def test_verify_stops_at_returnns_refusal_or_compares_eager_and_torch_without_it():
+    path = str(MODELS / "transducer_search.py")
+    proc = run_netc("verify", path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert ":58:22: error: RETURNN target: `transducer_search`" in proc.stderr
+    proc = run_netc("verify", path, "--no-returnn", "--seed", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split()[:4] for line in proc.stdout.splitlines() if " vs " in line]
+    assert rows == [["labels", "eager", "vs", "torch"], ["scores", "eager", "vs", "torch"]], proc.stdout
+    assert proc.stdout.rstrip().endswith("verify: ok")
