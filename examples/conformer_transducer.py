@@ -11,7 +11,12 @@ the same modules with the same parameters (a checkpoint of training decodes):
   (1: greedy), the prediction network advanced only on a label (`netc verify --network
   conformer_transducer_search --search`);
 - `conformer_transducer_greedy` decodes greedily, time-synchronously: at each encoder frame up to 3
-  symbols, until the blank.
+  symbols, until the blank;
+- `conformer_transducer_modified` and `conformer_transducer_time_sync` decode with
+  `transducer_search`, which takes the prediction network (`Prediction`) and the joint network
+  (`Joint`) as they are: icefall's modified beam search (one symbol per frame per hypothesis,
+  hypotheses of equal labels merged) and time-synchronous beam search (up to 3 labels per frame),
+  a beam of BEAM (torch and eager; RETURNN refuses `transducer_search` at compile).
 
 The prediction network's LSTM is a step written out, so that the decoders keep its state where
 they choose the blank; the decoders' loops have the training loop's name (their first stacked list,
@@ -66,6 +71,7 @@ from netc import (
     split,
     split_dims,
     tanh,
+    transducer_search,
     where,
     zeros,
 )
@@ -86,6 +92,7 @@ kv_time2 = Dim("kv_time2")
 label_time = Dim("label_time")
 align_time = Dim("align_time")  # a frame-level alignment: one class per encoder frame
 pred_time = Dim("pred_time")  # the prediction network's steps: a begin label, then the labels
+dec_time = Dim("dec_time")  # the labels a search finds
 feat = Dim("feat", 16)  # e.g. log-mel features
 one = Dim("one", 1)  # the front end's single input channel
 chan1 = Dim("chan1", 4)
@@ -356,3 +363,50 @@ def conformer_transducer_greedy(x: Tensor[batch, time, feat]):
         _, label, last, h, c, more = symbol(prediction, joint, enc_t, last, h, c, more)
         sym2.append(label)
     return {"sym0": sym0, "sym1": sym1, "sym2": sym2, "frame_scores": logits}
+
+
+def search(encoder, prediction, joint, method: str, max_sym_per_frame: int):
+    """The best labels (and their score) `transducer_search` finds over the encoder's frames with
+    the prediction network (from BOS and a zero state) and the joint network as they are."""
+    return transducer_search(
+        encoder,
+        axis=enc_time,
+        predict=prediction,  # (label, (h, c)) -> (pred, (h, c))
+        joint=joint,  # (encoder frame, pred) -> scores of vocab + blank
+        state=(zeros(batch, pred_dim), zeros(batch, pred_dim)),
+        label_dim=vocab,
+        start=BOS,
+        blank=BLANK,
+        beam=BEAM,
+        method=method,
+        max_sym_per_frame=max_sym_per_frame,
+        out_axis=dec_time,
+    )
+
+
+@network
+def conformer_transducer_modified(x: Tensor[batch, time, feat]):
+    """icefall's modified beam search: at each encoder frame, each hypothesis one symbol (a label
+    or the blank); the best BEAM of them go on, those with the same labels merged."""
+    frontend = FrontEnd()
+    block1 = ConformerBlock(kv_time1)
+    block2 = ConformerBlock(kv_time2)
+    encoder = encode(frontend, block1, block2, x)  # [batch, enc_time, model]
+    prediction = Prediction()
+    joint = Joint()
+    labels, scores = search(encoder, prediction, joint, "modified", 1)
+    return {"output": labels, "scores": scores}
+
+
+@network
+def conformer_transducer_time_sync(x: Tensor[batch, time, feat]):
+    """Time-synchronous beam search: at each encoder frame, hypotheses grow by up to 3 labels
+    before the blank ends the frame; the best BEAM go on."""
+    frontend = FrontEnd()
+    block1 = ConformerBlock(kv_time1)
+    block2 = ConformerBlock(kv_time2)
+    encoder = encode(frontend, block1, block2, x)  # [batch, enc_time, model]
+    prediction = Prediction()
+    joint = Joint()
+    labels, scores = search(encoder, prediction, joint, "time_sync", 3)
+    return {"output": labels, "scores": scores}

@@ -4,7 +4,20 @@
 """
 
 from netc.dsl import OPS as _OPS
-from netc.dsl import Dim, Labels, Module, Tensor, batch, choice, end, mark_as_loss, network, stack, unstack
+from netc.dsl import (
+    Dim,
+    Labels,
+    Module,
+    Tensor,
+    batch,
+    choice,
+    end,
+    mark_as_loss,
+    network,
+    stack,
+    transducer_search,
+    unstack,
+)
 
 globals().update(_OPS)
 
@@ -19,6 +32,7 @@ __all__ = [
     "mark_as_loss",
     "network",
     "stack",
+    "transducer_search",
     "unstack",
     *sorted(_OPS),
 ]

@@ -550,6 +550,11 @@ def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | 
     type=click.Path(exists=True, dir_okay=False),
     help="npz with param:<RETURNN variable name> (e.g. `netc import --checkpoint`'s); others are drawn randomly.",
 )
+@click.option(
+    "--no-returnn",
+    is_flag=True,
+    help="Compare eager and torch only (a network RETURNN refuses, e.g. one with `transducer_search`).",
+)
 @_pass_options
 @_loops_option
 @_verbose
@@ -561,6 +566,7 @@ def verify(
     network: str | None,
     search: bool,
     params_path: str | None,
+    no_returnn: bool,
     hoist: bool,
     whole_sequence: bool,
     fuse: bool,
@@ -576,7 +582,10 @@ def verify(
 
         g = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
         params = read_params(g, params_path) if params_path else None
-        comps, lens = run_verify(model, g, seed=seed, batch=batch, max_len=max_len, search=search, params=params)
+        backends = ("eager", "torch") if no_returnn else ("eager", "torch", "returnn")
+        comps, lens = run_verify(
+            model, g, backends, seed=seed, batch=batch, max_len=max_len, search=search, params=params
+        )
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
     ok = True
     for c in comps:

@@ -109,6 +109,29 @@ def choice(logits, target, beam: int, length_normalization: bool = True):
     return _eager().choice(logits, target, beam, length_normalization)
 
 
+def transducer_search(
+    enc,
+    *,
+    axis: Dim,
+    predict: Callable,
+    joint: Callable,
+    state,
+    label_dim: Dim,
+    start: int,
+    out_axis: Dim,
+    blank: int = -1,
+    beam: int = 4,
+    method: str = "modified",
+    max_sym_per_frame: int = 1,
+):
+    """A transducer's search over `enc`'s frames along `axis` (docs/language.md, Transducers):
+    `predict(label, state) -> (out, state)`, `joint(enc_frame, out) -> scores` over `label_dim`
+    plus the blank; each sequence's best labels (along `out_axis`) and their score."""
+    from netc_runtime.eager_transducer import transducer_search as run
+
+    return run(enc, axis, predict, joint, state, label_dim, start, out_axis, blank, beam, method, max_sym_per_frame)
+
+
 def _op_function(name: str) -> Callable:
     def fn(*args, **kwargs):
         return _eager().call_op(name, args, kwargs)

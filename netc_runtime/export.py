@@ -276,6 +276,19 @@ def _refuse_ops(g: Graph, search: bool, fmt: str = "onnx") -> None:
                 raise CompileError(op.span, f"--format {fmt}: {refused[op.op]} (`{op.op}`, which a result needs)")
 
 
+def _refuse_python(g: Graph, fmt: str) -> None:
+    """An op whose torch code is Python no exporter captures (`OpDef.python_only`)."""
+    from netc.errors import CompileError
+    from netc.ops import REGISTRY
+
+    for graph in (g, g.search) if g.search is not None else (g,):
+        for n in graph.body:
+            for op in _ops(n):
+                why = REGISTRY[op.op].python_only
+                if why:
+                    raise CompileError(op.span, f"--format {fmt}: `{op.op}` {why}; run the torch module itself")
+
+
 def _ops(n):
     if isinstance(n, Loop):
         for m in n.body:
@@ -342,6 +355,7 @@ def export(
     dynamic)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    _refuse_python(g, fmt)
     if fmt == "torch-export":
         _refuse_ops(g, search, fmt)
         _refuse_loops(g, search)

@@ -78,3 +78,16 @@ def test_bench_lsp_times_the_server_and_the_command():
         "| `netc compile` as a process (per save, without the server)",
     ]
     assert all(float(r.split(" | ")[1]) > 0 for r in rows)
+
+
+def test_bench_transducer_runs_and_eager_finds_what_torch_finds():
+    out = _bench("bench_transducer.py", "--batch", "2", "--time", "6", "--runs", "1")
+    assert _variants(out) == [
+        "netc torch (greedy)",
+        "netc eager (greedy)",
+        "netc torch (modified)",
+        "netc eager (modified)",
+        "netc torch (time_sync)",
+        "netc eager (time_sync)",
+    ]
+    assert "torchaudio left out: no --torchaudio DIR" in out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import EXAMPLES, ROOT
-from regen_golden import example_networks, golden_path
+from regen_golden import emitted, example_networks, golden_path
 
 from netc.compiler import TARGETS, compile_graph
 
@@ -17,7 +17,7 @@ NETWORKS = example_networks()
 def test_emitted_code_matches_golden(model, network, target):
     path = golden_path(model, target, network)
     assert path.exists(), f"no golden file {path.name}: run `.venv/bin/python tests/regen_golden.py`"
-    got = TARGETS[target](compile_graph(str(model.relative_to(ROOT)), network=network))
+    got = emitted(target, compile_graph(str(model.relative_to(ROOT)), network=network))
     assert got == path.read_text(encoding="utf-8"), (
         f"{path.name} is stale: run `.venv/bin/python tests/regen_golden.py` and review the diff"
     )

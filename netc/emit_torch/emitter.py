@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from netc.emit_torch.scan import scan_loop
 from netc.ir.interface import interface, search_arguments
-from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Value
+from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Region, Value
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_str
 from netc.ops import REGISTRY
 from netc.ops.align import align_code, where_valid
@@ -113,6 +113,9 @@ class _OpCtx:
     def once(self, expr: str, hint: str) -> str:
         return self.em.once(f"expr:{expr}", hint, expr)
 
+    def region(self, i: int) -> str:
+        return self.em.region_fn(self.op.regions[i])
+
     @property
     def float_dtype(self) -> str:
         return self.em.dtype()
@@ -185,6 +188,7 @@ class TorchEmitter:
         # values, computed inside the add's line; the linears, met before their adds
         self.absorbed = _addmm_linears(g.body)
         self.linears: dict[int, Op] = {}
+        self.regions: dict[int, str] = {}  # id of an op's region -> its local function
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -360,6 +364,20 @@ class TorchEmitter:
         if linear is not None:  # the linear's own line and result, for `netc preview`: the addmm
             self.op_lines[linear.outs[0].id] = self.lines[-1].strip()
             self.var[linear.outs[0].id] = names[0]
+
+    def region_fn(self, r: Region) -> str:
+        """A local function computing the region (`Op.regions`) from its arguments; defined at
+        its op's place, once."""
+        if id(r) in self.regions:
+            return self.regions[id(r)]
+        name = self.regions[id(r)] = self.ns.fresh(r.name)
+        args = [self.define(v) for v in r.args]
+        self.emit(f"def {name}({', '.join(args)}):")
+        self.indent += 1
+        self.block(r.body)
+        self.emit(f"return {', '.join(self.var[i] for i in r.results)}")
+        self.indent -= 1
+        return name
 
     def op_line(self, op: Op, expr: str) -> list[str]:
         """The line `<op's results> = expr  # line N`; its results' names (its line is the op's

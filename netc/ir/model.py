@@ -58,6 +58,9 @@ class Op:
     # an `add` whose operand with this id is a bias-less `Linear` of a [batch, feature] value read
     # only here, in the same block: torch computes both as one `torch.addmm` (`torch_addmm` pass)
     torch_addmm: int | None = None
+    # functions the op calls (`transducer_search`'s prediction and joint networks): regions that
+    # read only their own arguments and parameters, which the op's lowering runs as it needs
+    regions: list[Region] = field(default_factory=list)
 
     def param_key(self, role: str) -> tuple[str, str]:
         """(module path, role) of the parameter the op calls `role`: its own module's, or for a
@@ -81,8 +84,11 @@ class Op:
         """Module paths of the parameters the op uses."""
         if "params" in self.attrs:
             return {ref[0] for ref in self.attrs["params"].values() if ref is not None}
-        tied = {ref[0] for ref in self.attrs.get("tied", {}).values()}
-        return ({self.param} if self.param else set()) | tied
+        own = {self.param} if self.param else set()
+        own |= {ref[0] for ref in self.attrs.get("tied", {}).values()}
+        for r in self.regions:
+            own |= r.param_paths()
+        return own
 
     def hint(self) -> str:
         """A name for the result in emitted code: the user's variable, else the path of the
@@ -95,6 +101,28 @@ class Op:
         if len(self.outs) == 1 and self.param and "/" in self.param:
             return self.param.replace("/", "_")
         return self.op
+
+
+@dataclass(slots=True, kw_only=True)
+class Region:
+    """A function an op calls: `args` are its parameters, `body` computes `results` from them
+    (and parameters) only; nothing in it refers to a value outside."""
+
+    name: str  # what it is to the op, e.g. "predict"
+    args: list[Value]
+    body: list[Node] = field(default_factory=list)
+    results: list[int] = field(default_factory=list)
+
+    def param_paths(self) -> set[str]:
+        out: set[str] = set()
+        todo = list(self.body)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, Loop):
+                todo.extend(n.body)
+            else:
+                out |= n.param_paths()
+        return out
 
 
 @dataclass(slots=True, kw_only=True)

@@ -22,6 +22,7 @@ from netc.ops import sequence as _sequence  # noqa: F401  (registers the ops pas
 from netc.ops import shape as _shape  # noqa: F401  (split_dims, merge_dims)
 from netc.ops import speech as _speech  # noqa: F401  (max_pool)
 from netc.ops import transducer as _transducer  # noqa: F401  (rnnt_loss)
+from netc.ops import transducer_search as _transducer_search  # noqa: F401  (transducer_search)
 from netc.ops import transposed_conv as _transposed_conv  # noqa: F401  (ConvTranspose1d)
 from netc.ops.base import BY_FN_NAME, REGISTRY, OpDef
 

@@ -79,6 +79,7 @@ class TorchCtx(Protocol):
     def helper(self, key: str) -> str: ...  # the module-level name of one of the op's `torch_helpers`
     # code of parameters only (a reordered weight), evaluated once per call of the method: its variable
     def once(self, expr: str, hint: str) -> str: ...
+    def region(self, i: int) -> str: ...  # a local function computing the op's region i (`Op.regions`)
 
 
 class EagerUnsupported(Exception):
@@ -119,6 +120,9 @@ class OpDef:
     # a module's parameters the source may name (`emb.weight`) and pass to another module of a
     # kind with the same (`Linear(vocab, weight=emb.weight)`): attribute and keyword -> role
     weights: dict[str, str] = {}
+    # why its torch code is plain Python that TorchScript, torch.export and ONNX cannot capture
+    # (`netc export` refuses it, located); None: they can
+    python_only: str | None = None
     param_init: dict[str, str] = {}  # role -> "ones" | "zeros" | "glorot"; default: glorot for ≥2 dims, else zeros
 
     def api(self, x):  # noqa: D401 - the signature is the point

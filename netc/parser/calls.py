@@ -13,6 +13,7 @@ from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.ops.base import signature
 from netc.parser import values as V
 from netc.parser.symbols import describe, dim_args, loss_args
+from netc.parser.transducer import trace_transducer_search
 
 
 class Calls:
@@ -42,7 +43,13 @@ class Calls:
             return self.loops.unstack(node)
         if isinstance(fn, V.NetcSym) and fn.name == "choice":
             return self.loops.choice(node)
+        if isinstance(fn, V.NetcSym) and fn.name == "transducer_search":
+            return trace_transducer_search(self, node)
         args, kwargs = self.call_args(node)
+        return self.call_value(fn, args, kwargs, node)
+
+    def call_value(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+        """A call of the callable value `fn`."""
         if isinstance(fn, V.NetcSym):
             return self.call_netc(fn.name, args, kwargs, node)
         if isinstance(fn, V.OpModule):

@@ -123,6 +123,12 @@ class LoopBuilder:
     def capture(self, tv: V.TV, block: V.Block, node: ast.AST) -> V.TV:
         if tv.block is block:
             return tv
+        if block.region is not None:
+            raise self.t.error(
+                node,
+                f"{block.region} reads a value from outside it (`{tv.value.name or 'a tensor'}`): "
+                "it may read only its arguments and parameters",
+            )
         if block.parent is None:
             raise self.t.error(
                 node,

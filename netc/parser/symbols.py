@@ -24,6 +24,7 @@ DSL_SYMBOLS = {
     "mark_as_loss",
     "end",
     "choice",
+    "transducer_search",
 }
 
 

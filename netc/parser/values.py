@@ -17,6 +17,7 @@ class Block:
     loop: Loop | None = None
     parent: Block | None = None
     captured: dict[int, TV] = field(default_factory=dict)  # outer value id -> invariant arg
+    region: str | None = None  # an op's region (`transducer_search`'s `predict`): what it is
 
     def depth(self) -> int:
         return 0 if self.parent is None else 1 + self.parent.depth()

@@ -6,6 +6,7 @@ from . import shapes
 from .decoder import declare, decoder, labels_annotation
 from .gen import D, Gen, V
 from .loops import loop
+from .transducer import transducer_search
 
 
 def build(g: Gen) -> None:
@@ -84,6 +85,8 @@ def build(g: Gen) -> None:
         g.ops(r.randint(0, 2))
     if choice:
         decoder(g)
+    elif g.on("transducer_search", 0.3):  # (not searched with `choice`: it runs its own search)
+        transducer_search(g)
     losses(g, labels, ctc, rnnt)
     ctc_decode(g)
     outputs(g)

@@ -1,0 +1,92 @@
+"""Eager mode's `transducer_search`: the user's `predict` and `joint` run literally, one
+hypothesis at a time (a batch of one, as every eager op), inside the search the torch module
+runs (`netc.ops.transducer_search.helper_source`, the one definition of the algorithms)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import torch
+
+from netc.ir.model import Value
+from netc.ops import REGISTRY
+from netc.ops.transducer_search import helper_source
+from netc_runtime import eager as E
+
+
+@cache
+def _search() -> Callable:
+    namespace: dict[str, Any] = {"torch": torch}
+    # named as a file of this package: eager mode's call paths (which constructor call is which
+    # parameter, `eager._call_path`) skip its frames, as they skip the runtime's own
+    name = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transducer_search_helper.py")
+    exec(compile(helper_source("search"), name, "exec"), namespace)  # noqa: S102
+    return namespace["search"]
+
+
+def transducer_search(
+    enc, axis, predict, joint, state, label_dim, start, out_axis, blank, beam, method, max_sym
+) -> tuple[E.ETensor, E.ETensor]:
+    run = E._run()
+    enc = E.stack_list(enc) if isinstance(enc, list) else enc
+    state_is_tuple = isinstance(state, (tuple, list))
+    states = [E.stack_list(s) if isinstance(s, list) else s for s in (state if state_is_tuple else [state])]
+    label_name = label_dim.name
+    attrs = {
+        "axis": axis.name,
+        "out_axis": out_axis.name,
+        "label_dim": label_name,
+        "classes": label_dim.size + 1,
+        "start": start,
+        "blank": blank,
+        "beam": beam,
+        "method": method,
+        "max_sym_per_frame": max_sym,
+    }
+    vals = [Value(id=0, dims=a.dims, dtype=E._dtype(a.data), sparse_dim=a.sparse_dim) for a in [enc, *states]]
+    outs = REGISTRY["transducer_search"].infer(run.net.dims, vals, attrs)
+    rest = tuple(d for d in enc.dims if d not in ("batch", axis.name))
+    data = enc.data.permute([enc.dims.index(d) for d in ("batch", axis.name, *rest)])
+    frame_dims = ("batch", *rest)
+    frames = run.frames()
+    out_dims: list[tuple[str, ...]] = []  # the prediction output's dims, from its first call
+
+    def predict_rows(labels: torch.Tensor, *st: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        rows = []
+        for r in range(labels.shape[0]):
+            label = E.ETensor(labels[r : r + 1], ("batch",), frames, label_name)
+            row = [E.ETensor(s[r : r + 1], old.dims, frames, old.sparse_dim) for s, old in zip(st, states)]
+            out, new = predict(label, tuple(row) if state_is_tuple else row[0])
+            new = list(new) if state_is_tuple else [new]
+            out_dims[:] = [out.dims]
+            rows.append([out.data, *(_as(n, s).data for n, s in zip(new, states))])
+        return tuple(torch.cat(parts) for parts in zip(*rows))
+
+    def joint_rows(frame: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        rows = []
+        for r in range(frame.shape[0]):
+            scores = joint(
+                E.ETensor(frame[r : r + 1], frame_dims, frames), E.ETensor(out[r : r + 1], out_dims[0], frames)
+            )
+            rows.append(scores.data)
+        return torch.cat(rows)
+
+    lens = torch.tensor([data.shape[1]])
+    labels, _, scores = _search()(
+        data, lens, tuple(s.data for s in states), predict_rows, joint_rows,
+        start, blank % (label_dim.size + 1), beam, method, max_sym,
+    )  # fmt: skip
+    run.lengths[out_axis.name] = labels.shape[1]
+    return (
+        E.ETensor(labels, outs[0].dims, frames, label_name),
+        E.ETensor(scores.to(torch.float32), outs[1].dims, frames),
+    )
+
+
+def _as(new: Any, old: E.ETensor) -> E.ETensor:
+    if not isinstance(new, E.ETensor) or new.dims != old.dims:
+        raise TypeError(f"`predict` must return a state with the dims of the one given, [{', '.join(old.dims)}]")
+    return new
