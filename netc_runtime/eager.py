@@ -353,6 +353,7 @@ class _Ctx:
     def __init__(self, params: dict[str, torch.Tensor] | None = None, rows: int = 1):
         self.params = params or {}
         self.training = _run().net.training
+        self.searching = _run().searching
         self.rows = rows  # the batch: one sequence, or its hypotheses when searching
 
     def size(self, dim: str) -> int:
@@ -452,7 +453,9 @@ def _ends(run: _Run, cond) -> bool:
     return bool(cond)
 
 
-def choice(logits, target, beam: int, length_normalization: bool = True) -> ETensor:
+def choice(
+    logits, target, beam: int, length_normalization: bool = True, input_type: str = "logits"
+) -> ETensor:
     """Training: the target's label at this step. Searching: one step of the beam search."""
     run = _run()
     if not run.searching:
@@ -466,7 +469,11 @@ def choice(logits, target, beam: int, length_normalization: bool = True) -> ETen
     # rows of the current hypotheses: scores made before the last choice (not reading its label,
     # e.g. from a state the step updates after them) are of an older version, a row per hypothesis it had
     (logits,), _ = run.align([stack_list(logits) if isinstance(logits, list) else logits], run.beam.version)
-    logp = torch.log_softmax(logits.data, dim=logits.dims.index(target.sparse_dim))
+    logp = logits.data  # "log_prob": as the model computed them (the compiler checked the name)
+    if input_type == "logits":
+        logp = torch.log_softmax(logp, dim=logits.dims.index(target.sparse_dim))
+    elif input_type == "prob":
+        logp = torch.log(logp)
     labels = run.beam.choose(logp)
     return ETensor(labels, ("batch",), run.frames(), target.sparse_dim, run.beam.version)
 

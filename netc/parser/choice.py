@@ -10,6 +10,11 @@ from netc.ir.model import LoopSeq
 from netc.ops import REGISTRY
 from netc.parser import values as V
 
+# what `choice`'s scores are, as RETURNN's `ChoiceLayer` has it: unnormalised ("logits", netc's
+# default: a search adds their `log_softmax`), log-probabilities (added as they are, e.g. an
+# acoustic and a language model's fused) or probabilities (their `log`)
+INPUT_TYPES = ("logits", "log_prob", "prob")
+
 if TYPE_CHECKING:
     from netc.parser.loops import LoopBuilder
 
@@ -21,9 +26,13 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
     t = lb.t
     args, kwargs = t.call_args(node)
     try:
-        logits, target, beam, length_norm = _choice_args(*args, **kwargs)
+        logits, target, beam, length_norm, input_type = _choice_args(*args, **kwargs)
     except TypeError:
         raise t.error(node, "use choice(logits, target=labels, beam=K)") from None
+    if input_type not in INPUT_TYPES:
+        raise t.error(
+            node, f"`input_type` is one of {', '.join(map(repr, INPUT_TYPES))} (RETURNN's), got {input_type!r}"
+        )
     ctx = lb.active[-1] if lb.active else None
     if ctx is None or ctx.end is None:
         raise t.error(node, "`choice` belongs in a loop that ends with `if end(cond): break`")
@@ -57,11 +66,15 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
     outer = lb.capture(target, ctx.block.parent, node)
     frame = t.new_value(("batch",), "int32", sparse_dim=vocab)
     ctx.loop.seqs.append(LoopSeq(outer=outer.value.id, inner=frame))
-    (logp,) = t.emit(REGISTRY["log_softmax"], [logits], {"axis": vocab}, node)
+    logp = logits  # "log_prob": the model's own log-probabilities, used as they are
+    if input_type == "logits":
+        (logp,) = t.emit(REGISTRY["log_softmax"], [logits], {"axis": vocab}, node)
+    elif input_type == "prob":
+        (logp,) = t.emit(REGISTRY["log"], [logits], {}, node)
     attrs = {"target": inp.name, "beam": beam, "length_normalization": length_norm}
     (label,) = t.emit(REGISTRY["choice"], [logp, V.TV(frame, ctx.block)], attrs, node)
     return label
 
 
-def _choice_args(logits, target, beam, length_normalization=True):
-    return logits, target, beam, length_normalization
+def _choice_args(logits, target, beam, length_normalization=True, input_type="logits"):
+    return logits, target, beam, length_normalization, input_type
