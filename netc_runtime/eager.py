@@ -453,9 +453,7 @@ def _ends(run: _Run, cond) -> bool:
     return bool(cond)
 
 
-def choice(
-    logits, target, beam: int, length_normalization: bool = True, input_type: str = "logits"
-) -> ETensor:
+def choice(logits, target, beam: int, length_normalization: bool = True, input_type: str = "logits") -> ETensor:
     """Training: the target's label at this step. Searching: one step of the beam search."""
     run = _run()
     if not run.searching:
