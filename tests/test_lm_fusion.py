@@ -11,7 +11,7 @@ import re
 
 import pytest
 import torch
-from conftest import EXAMPLES, run_netc, verify_in_process
+from conftest import EXAMPLES, ROOT, run_netc, verify_in_process
 
 MODEL = EXAMPLES / "lm_fusion.py"
 LM_SCALE = 0.5
@@ -158,3 +158,56 @@ def test_searches_alike(network):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     assert "scores           eager vs returnn" in proc.stdout
+
+
+def test_sampling_draws_alike_in_eager_mode_and_torch(tmp_path):
+    """`choice(..., sample=True)` (tests/models/lm_sample.py): eager mode, which runs one sequence
+    at a time, and the torch module draw the same labels with the same scores; the draws differ
+    across sequences and hypotheses, depend on the seed, and each sequence's result is its
+    likeliest sample (its score the mean log-probability of its labels)."""
+    src = ROOT / "tests" / "models" / "lm_sample.py"
+    out = tmp_path / "lm_sample_torch.py"
+    run_netc("compile", src, "--target", "torch", "-o", out, check=True)
+    spec = importlib.util.spec_from_file_location("lm_sample_torch", out)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.manual_seed(1)
+    model = mod.Model().eval()
+    spec = importlib.util.spec_from_file_location("lm_sample", src)
+    user = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(user)
+    net = user.lm_sample
+    net.load_returnn_params({r: model.get_parameter(t).detach() for r, t in model.returnn_param_names.items()})
+    with torch.no_grad():
+        found = model.search(6)
+        eager = net(search=True, batch_size=6)
+    lens = found["dec_time_lens"]
+    assert lens.tolist() == eager["dec_time_lens"].tolist()
+    for b in range(6):
+        assert found["output"][b, : lens[b]].tolist() == eager["output"][b, : lens[b]].tolist()
+    torch.testing.assert_close(found["scores"], eager["scores"], atol=1e-5, rtol=0)
+    hyps = {tuple(found["output"][b, : lens[b]].tolist()) for b in range(6)}
+    assert len(hyps) > 1 and len(set(lens.tolist())) > 1  # different draws per sequence
+    # the score: the mean log-probability of its labels (length normalisation), teacher-forced
+    with torch.no_grad():
+        logp = torch.log_softmax(model(found["output"], lens)["logits"], -1)
+    torch.testing.assert_close(found["scores"], _gather(logp, found["output"], lens) / lens, atol=1e-5, rtol=0)
+    # another seed, other draws
+    other = tmp_path / "lm_sample_seed.py"
+    other.write_text(src.read_text(encoding="utf-8").replace("seed=7", "seed=8"), encoding="utf-8")
+    out2 = tmp_path / "lm_sample_seed_torch.py"
+    run_netc("compile", other, "--target", "torch", "-o", out2, check=True)
+    spec = importlib.util.spec_from_file_location("lm_sample_seed_torch", out2)
+    mod2 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod2)
+    model2 = mod2.Model().eval()
+    model2.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        assert model2.search(6)["output"].tolist() != found["output"].tolist()
+
+
+def test_sampling_refused_on_returnn(tmp_path):
+    proc = run_netc("compile", ROOT / "tests" / "models" / "lm_sample.py", "-o", tmp_path / "c.config")
+    assert proc.returncode == 1
+    assert "error: RETURNN target: `choice(..., sample=True)` is not expressible" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -26,7 +26,7 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
     t = lb.t
     args, kwargs = t.call_args(node)
     try:
-        logits, target, beam, length_norm, input_type = _choice_args(*args, **kwargs)
+        logits, target, beam, length_norm, input_type, sample, seed = _choice_args(*args, **kwargs)
     except TypeError:
         raise t.error(node, "use choice(logits, target=labels, beam=K)") from None
     if input_type not in INPUT_TYPES:
@@ -44,6 +44,10 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
         raise t.error(node, f"`beam` must be a positive integer, got {beam!r}")
     if not isinstance(length_norm, bool):
         raise t.error(node, "`length_normalization` must be True or False")
+    if not isinstance(sample, bool):
+        raise t.error(node, "`sample` must be True or False")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**31:
+        raise t.error(node, f"`seed` must be an integer in [0, 2**31), got {seed!r}")
     if not isinstance(logits, V.TV) or not isinstance(target, V.TV):
         raise t.error(node, "choice(logits, target=labels, beam=K) takes a tensor and labels")
     inp = next((i for i in t.inputs if i.value.id == target.value.id), None)
@@ -72,9 +76,11 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
     elif input_type == "prob":
         (logp,) = t.emit(REGISTRY["log"], [logits], {}, node)
     attrs = {"target": inp.name, "beam": beam, "length_normalization": length_norm}
+    if sample:  # searching draws `beam` labels sequences instead (`ops.search.torch_sample_step`)
+        attrs |= {"sample": True, "seed": seed}
     (label,) = t.emit(REGISTRY["choice"], [logp, V.TV(frame, ctx.block)], attrs, node)
     return label
 
 
-def _choice_args(logits, target, beam, length_normalization=True, input_type="logits"):
-    return logits, target, beam, length_normalization, input_type
+def _choice_args(logits, target, beam, length_normalization=True, input_type="logits", sample=False, seed=0):
+    return logits, target, beam, length_normalization, input_type, sample, seed
