@@ -7,6 +7,7 @@ from conftest import ROOT
 
 MODELS = [
     "losses.py",
+    "searching_no_choice.py",
     "end_after_break.py",
     "end_bounded.py",
     "nested_stack.py",
@@ -110,6 +111,7 @@ SEARCHED = [
     "search_reads_loop_last.py",
     "search_appends_encoder_state.py",
     "search_scores_before_label.py",
+    "search_only_prob.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
