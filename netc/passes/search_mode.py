@@ -15,7 +15,7 @@ from netc.ir.uses import replace_uses, values_by_id
 
 def transform(g: Graph, searching: bool) -> tuple[Graph, bool]:
     renames: dict[int, int] = {}
-    changed = _block(g.body, searching, renames, values_by_id(g))
+    changed = _block(g.body, searching, renames, values_by_id(g), set())
     for o in [*g.outputs, *g.losses]:
         o.value = _new(o.value, renames)
     return g, changed
@@ -27,15 +27,19 @@ def _new(v: int, renames: dict[int, int]) -> int:
     return v
 
 
-def _block(nodes: list[Node], searching: bool, renames: dict[int, int], vals: dict[int, Value]) -> bool:
-    """Decides the block's `searching()`s and folds its `where`s on them; `renames` gets the
-    block's values replaced (for the caller to rename what refers to them from outside)."""
+def _block(
+    nodes: list[Node], searching: bool, renames: dict[int, int], vals: dict[int, Value], decided: set[int]
+) -> bool:
+    """Decides the block's `searching()`s and folds its `where`s on them (or on one an outer
+    block decided: `decided`); `renames` gets the block's values replaced (for the caller to
+    rename what refers to them from outside)."""
     changed = False
-    decided: set[int] = set()
+    decided = set(decided)
     for n in nodes:
         if isinstance(n, Loop):
             inner: dict[int, int] = {}
-            changed |= _block(n.body, searching, inner, vals)
+            read = {i.inner.id for i in n.invariants if _new(i.outer, renames) in decided}
+            changed |= _block(n.body, searching, inner, vals, read)
             for c in n.carries:
                 c.next = _new(c.next, inner)
             for s in n.stacks:

@@ -1,5 +1,5 @@
-"""`searching()` in a decoder: an `if` on it with a state only the search advances, `where` on it
-over an encoder value (the search reads the other branch than training), and `choice` over
+"""`searching()` in a decoder, its value read in the loop: an `if` on it with a state only the
+search advances (not computed in training), `where` on it over an encoder value (the search reads the other branch than training), and `choice` over
 probabilities (`input_type="prob"`, the search takes their log)."""
 
 from netc import (
@@ -36,7 +36,8 @@ hidden = Dim("hidden", 6)
 @network
 def search_only_prob(x: Tensor[batch, time, feat], y: Labels[batch, dec, vocab]):
     enc = reduce_mean(tanh(Linear(hidden)(x)), axis=time)
-    ctx = where(searching(), 0.5 * enc, enc)
+    flag = searching()  # read in the loop: decided there too
+    ctx = where(flag, 0.5 * enc, enc)
     s = zeros(batch, hidden)
     lm = zeros(batch, hidden)
     label = argmax(zeros(batch, vocab), axis=vocab)
@@ -45,7 +46,7 @@ def search_only_prob(x: Tensor[batch, time, feat], y: Labels[batch, dec, vocab])
         s = tanh(Linear(hidden)(concat(Embedding(emb)(label), ctx)) + Linear(hidden, with_bias=False)(s))
         p = softmax(Linear(vocab)(s), axis=vocab)
         probs.append(p)
-        if searching():
+        if flag:
             lm = tanh(Linear(hidden)(Embedding(emb)(label)) + Linear(hidden, with_bias=False)(lm))
             p = 0.5 * p + 0.5 * softmax(Linear(vocab)(lm), axis=vocab)  # a mixture: still probabilities
         label = choice(p, target=y, beam=3, input_type="prob")
