@@ -15,6 +15,9 @@ from conftest import EXAMPLES, ROOT, run_netc, verify_in_process
 
 MODEL = EXAMPLES / "lm_fusion.py"
 LM_SCALE = 0.5
+# the LM's parameters in the fused network (`lm`) from those of the LM alone (`model_lm`)
+FUSED, ALONE = ("--network", "fused", "--module", "lm"), ("--from-network", "lm", "--from-module", "model_lm")
+MAPPING = ("module-params", MODEL, *FUSED, *ALONE)
 assert f"\nLM_SCALE = {LM_SCALE}\n" in MODEL.read_text(encoding="utf-8")
 
 
@@ -127,18 +130,7 @@ def test_lm_runs_only_in_search(tmp_path):
 
 
 def test_returnn_names_of_the_module_map(tmp_path):
-    proc = run_netc(
-        "module-params",
-        MODEL,
-        "--network",
-        "fused",
-        "--module",
-        "lm",
-        "--from-network",
-        "lm",
-        "--from-module",
-        "model_lm",
-    )
+    proc = run_netc(*MAPPING)
     assert proc.returncode == 0, proc.stderr
     mapping = ast.literal_eval(proc.stdout)
     roles = ["embed/W", "rec/W", "rec/b", "out/W", "out/b"]
@@ -226,9 +218,7 @@ def test_returnn_preloads_the_module_by_the_mapping(trained, tmp_path):
     lm, _, _ = trained
     lm_params = {r: lm.get_parameter(t).detach().numpy() for r, t in lm.returnn_param_names.items()}
     write_tf_checkpoint(lm_params, str(tmp_path / "lm-model" / "network.001"))
-    proc = run_netc(
-        "module-params", MODEL, "--network", "fused", "--module", "lm", "--from-network", "lm", "--from-module", "model_lm"
-    )
+    proc = run_netc(*MAPPING)
     mapping = ast.literal_eval(proc.stdout)
     config = tmp_path / "fused.config"
     run_netc("compile", MODEL, "--network", "fused", "-o", config, check=True)
