@@ -1,6 +1,6 @@
 """A language model (LM) alone, and fused into an attention decoder's beam search (shallow fusion).
 
-`lm` is an LSTM-free recurrent LM over labels: trained with cross entropy on its targets,
+`lm` is a small recurrent LM over labels: trained with cross entropy on its targets,
 searched with a beam from BOS (label 0, also EOS) without any input. `fused` is a small
 attention encoder-decoder (AED, as examples/beam_search.py) whose search adds the LM's
 log-probabilities, scaled by LM_SCALE, to its own: `choice(..., input_type="log_prob")` takes
@@ -8,10 +8,11 @@ the sum as it is, so a hypothesis' score is exactly the sum over its labels of
 AM log-prob + LM_SCALE * LM log-prob. The LM runs only under `if searching():`, so training
 the AED neither computes it nor trains its parameters. `aed` is the same AED without the LM.
 
-The LM is the `Lm` module at the path `lm` in both `lm` and `fused`: the torch module's
-parameters `lm.*` of a trained `lm` load into `fused` by name (`load_module_params("lm",
-...)`); RETURNN's names differ by the loop (`labels/rec/lm/...` against `output/rec/lm/...`),
-mapped by `netc explain`'s names (see docs/targets.md).
+The LM is the `Lm` module at the path `model_lm` in `lm` and `lm` in `fused`: a trained `lm`'s
+torch parameters `model_lm.*` load into `fused`'s `lm.*` by module path
+(`load_module_params("lm", state_dict, source="model_lm")`); RETURNN's names differ by the loop (`logp_2/rec/model_lm/...` against
+`am_2/rec/lm/...`), which `netc module-params` maps for RETURNN's `preload_from_files` (see
+docs/targets.md). tests/test_lm_fusion.py trains the LM, loads it and checks the scores.
 """
 
 from netc import (
