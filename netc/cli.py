@@ -28,6 +28,7 @@ from netc.cli_common import (
     _write,
 )
 from netc.cli_export import export  # its own file: this one is long
+from netc.cli_params import module_params
 from netc.errors import CompileError
 from netc.outputs import OutputError, prepare, write_text
 
@@ -602,6 +603,7 @@ def verify(
 
 
 main.add_command(export)
+main.add_command(module_params)
 
 if __name__ == "__main__":
     main()

@@ -103,10 +103,21 @@ def end(cond) -> bool:
     return _eager().end(cond)
 
 
-def choice(logits, target, beam: int, length_normalization: bool = True):
+def choice(
+    logits,
+    target,
+    beam: int,
+    length_normalization: bool = True,
+    input_type: str = "logits",
+    sample: bool = False,
+    seed: int = 0,
+):
     """The label a decoder step takes: `target`'s at this step in training, a beam search's
-    choice when searching. Put it in a loop that ends with `if end(...): break`."""
-    return _eager().choice(logits, target, beam, length_normalization)
+    choice when searching. Put it in a loop that ends with `if end(...): break`. `input_type`
+    says what the scores are (RETURNN's): "logits" (a search takes their `log_softmax`),
+    "log_prob" (used as they are) or "prob". `sample=True`: searching draws `beam` label
+    sequences from the scores' softmax (seeded by `seed`) instead."""
+    return _eager().choice(logits, target, beam, length_normalization, input_type, sample, seed)
 
 
 def transducer_search(

@@ -14,17 +14,21 @@ from dataclasses import dataclass, field
 
 import torch
 
-from netc.ops.search import torch_beam_step
+from netc.ops.search import torch_beam_step, torch_sample_step
 
 _namespace: dict = {"torch": torch}
 exec(torch_beam_step("beam_step"), _namespace)  # noqa: S102 - netc's own source, not user text
-beam_step = _namespace["beam_step"]
+exec(torch_sample_step("sample_step"), _namespace)  # noqa: S102
+beam_step, sample_step = _namespace["beam_step"], _namespace["sample_step"]
 
 
 @dataclass
 class Beam:
     size: int
     length_normalization: bool
+    sample: bool = False  # draw each hypothesis' labels (`choice(..., sample=True)`)
+    seed: int = 0
+    seq: int = 0  # the sequence's index in the batch (the draws depend on it, as in torch)
     src: list[torch.Tensor] = field(default_factory=list)  # per choice: new row -> row it continues
     scores: torch.Tensor = field(default_factory=lambda: torch.zeros(1, 1))
     ended: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.bool))
@@ -43,9 +47,11 @@ class Beam:
 
     def choose(self, logp: torch.Tensor) -> torch.Tensor:
         """One step: the new hypotheses' labels (rows of the new version)."""
-        labels, self.scores, src = beam_step(
-            logp, self.scores.to(logp.dtype), self.ended, self.version, self.size, self.length_normalization
-        )
+        args = (logp, self.scores.to(logp.dtype), self.ended, self.version, self.size, self.length_normalization)
+        if self.sample:
+            labels, self.scores, src = sample_step(*args, self.seed, self.seq)
+        else:
+            labels, self.scores, src = beam_step(*args)
         self.src.append(src)
         self.ended, self.lens = self.ended[src], self.lens[src]
         return labels

@@ -153,3 +153,24 @@ def _tf_global_step(prefix: str) -> int | None:
 
     reader = tf.train.load_checkpoint(prefix)
     return int(reader.get_tensor(GLOBAL_STEP)) if reader.has_tensor(GLOBAL_STEP) else None
+
+
+def module_param_mapping(to: Graph, path: str, source: Graph, source_path: str | None = None) -> dict[str, str]:
+    """RETURNN variable names of the module at `path` (its torch name: `lm`, `lm.rec`) in `to` ->
+    the same parameters' names in `source`, where the module is at `source_path` (default
+    `path`): RETURNN's `preload_from_files` `var_name_mapping` for loading a module trained in
+    another network (whose rec layer, and so the names' prefix, differ)."""
+    src = source_path or path
+    by_torch = {t: r for r, t in torch_param_names(source).items()}
+    out: dict[str, str] = {}
+    for name, attr in torch_param_names(to).items():
+        if attr.startswith(path + "."):
+            found = by_torch.get(src + attr[len(path) :])
+            if found is None:
+                raise CheckpointError(
+                    f"{src + attr[len(path) :]} (for {name}) is not a parameter of the source network"
+                )
+            out[name] = found
+    if not out:
+        raise CheckpointError(f"no parameters under module path {path!r}")
+    return out

@@ -52,6 +52,7 @@ class _Run:
     zipped: dict[tuple[int, str, bool], LoopTag] = field(default_factory=dict)  # see `_iterate`
     losses: dict[str, ETensor] = field(default_factory=dict)
     searching: bool = False  # a beam search: `choice` runs one, the targets are absent
+    seq: int = 0  # the sequence's index in the batch (a sampling search's draws depend on it)
     beam: Beam | None = None  # made by the first `choice` when searching
     search_loop: LoopTag | None = None  # searching: the choice loop's run (known at its first `end`)
     choice_step: int = 0  # training: which frame of its target the next `choice` gives
@@ -353,6 +354,7 @@ class _Ctx:
     def __init__(self, params: dict[str, torch.Tensor] | None = None, rows: int = 1):
         self.params = params or {}
         self.training = _run().net.training
+        self.searching = _run().searching
         self.rows = rows  # the batch: one sequence, or its hypotheses when searching
 
     def size(self, dim: str) -> int:
@@ -452,7 +454,15 @@ def _ends(run: _Run, cond) -> bool:
     return bool(cond)
 
 
-def choice(logits, target, beam: int, length_normalization: bool = True) -> ETensor:
+def choice(
+    logits,
+    target,
+    beam: int,
+    length_normalization: bool = True,
+    input_type: str = "logits",
+    sample: bool = False,
+    seed: int = 0,
+) -> ETensor:
     """Training: the target's label at this step. Searching: one step of the beam search."""
     run = _run()
     if not run.searching:
@@ -462,11 +472,15 @@ def choice(logits, target, beam: int, length_normalization: bool = True) -> ETen
         run.choice_step += 1
         return target._frame(axis, run.choice_step - 1)
     if run.beam is None:
-        run.beam = Beam(beam, length_normalization)
+        run.beam = Beam(beam, length_normalization, sample, seed, run.seq)
     # rows of the current hypotheses: scores made before the last choice (not reading its label,
     # e.g. from a state the step updates after them) are of an older version, a row per hypothesis it had
     (logits,), _ = run.align([stack_list(logits) if isinstance(logits, list) else logits], run.beam.version)
-    logp = torch.log_softmax(logits.data, dim=logits.dims.index(target.sparse_dim))
+    logp = logits.data  # "log_prob": as the model computed them (the compiler checked the name)
+    if input_type == "logits":
+        logp = torch.log_softmax(logp, dim=logits.dims.index(target.sparse_dim))
+    elif input_type == "prob":
+        logp = torch.log(logp)
     labels = run.beam.choose(logp)
     return ETensor(labels, ("batch",), run.frames(), target.sparse_dim, run.beam.version)
 

@@ -183,7 +183,7 @@ class Network:
                     x = align_tensor(x, inp.annotated_dims, inp.value.dims)
                     x = x.long() if inp.value.dtype == "int32" else x.float()
                     inputs[inp.name] = ETensor(x, inp.value.dims, sparse_dim=inp.value.sparse_dim)
-                run = _Run(self, lengths, searching=plan is not None)
+                run = _Run(self, lengths, searching=plan is not None, seq=b)
                 token = _current.set(run)
                 try:
                     res = self._call(inputs, b)

@@ -7,6 +7,7 @@ from conftest import ROOT
 
 MODELS = [
     "losses.py",
+    "searching_no_choice.py",
     "end_after_break.py",
     "end_bounded.py",
     "nested_stack.py",
@@ -114,6 +115,7 @@ SEARCHED = [
     "search_appends_encoder_state.py",
     "search_scores_before_label.py",
     "tied_decoder.py",
+    "search_only_prob.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

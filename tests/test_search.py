@@ -297,6 +297,57 @@ hidden = Dim("hidden", 4)
             "choice scores are float [batch, vocab]",
             6,
         ),
+        (
+            "bad_input_type",
+            """
+            @network
+            def f(x: Tensor[batch, time, vocab], y: Labels[batch, dec, vocab]):
+                labels = []
+                label = argmax(zeros(batch, vocab), axis=vocab)
+                for _ in range(x.max_seq_len + 1):
+                    label = choice(Linear(vocab)(Embedding(hidden)(label)), target=y, beam=2, input_type="softmax")
+                    labels.append(label)
+                    if end(label == 0):
+                        break
+                return labels
+            """,
+            "`input_type` is one of 'logits', 'log_prob', 'prob'",
+            6,
+        ),
+        (
+            "bad_sample",
+            """
+            @network
+            def f(x: Tensor[batch, time, vocab], y: Labels[batch, dec, vocab]):
+                labels = []
+                label = argmax(zeros(batch, vocab), axis=vocab)
+                for _ in range(x.max_seq_len + 1):
+                    label = choice(Linear(vocab)(Embedding(hidden)(label)), target=y, beam=2, sample=1)
+                    labels.append(label)
+                    if end(label == 0):
+                        break
+                return labels
+            """,
+            "`sample` must be True or False",
+            6,
+        ),
+        (
+            "bad_seed",
+            """
+            @network
+            def f(x: Tensor[batch, time, vocab], y: Labels[batch, dec, vocab]):
+                labels = []
+                label = argmax(zeros(batch, vocab), axis=vocab)
+                for _ in range(x.max_seq_len + 1):
+                    label = choice(Linear(vocab)(Embedding(hidden)(label)), target=y, beam=2, sample=True, seed=-1)
+                    labels.append(label)
+                    if end(label == 0):
+                        break
+                return labels
+            """,
+            "`seed` must be an integer in [0, 2**31)",
+            6,
+        ),
     ],
 )
 def test_misuse_is_a_located_error(tmp_path, name, body, message, line):

@@ -15,11 +15,11 @@ from netc.emit_torch.free import free_after_last_use
 from netc.emit_torch.scan import SCAN_HELPER, WHILE_HELPER, beam_while, scan_helper, while_helper
 from netc.emit_torch.search import SearchEmitter
 from netc.ir.interface import interface
-from netc.ir.model import Graph, Loop, Node
+from netc.ir.model import Graph, Loop, Node, Op
 from netc.ir.search import BATCH_SIZE, search_plan
 from netc.naming import Namespace, lens_name, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
-from netc.ops.search import torch_beam_step, torch_beam_step_scan
+from netc.ops.search import torch_beam_step, torch_beam_step_scan, torch_sample_step
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
@@ -58,7 +58,10 @@ def _beam_helper(plan, names: ModuleNames) -> str | None:
     """The beam step of `search`: its step a tensor where the beam loop is torch's while_loop."""
     if plan is None:
         return None
-    return (torch_beam_step_scan if beam_while(plan.loop) else torch_beam_step)(names.beam_fn)
+    scan = beam_while(plan.loop)
+    if any(isinstance(n, Op) and n.op == "choice" and n.attrs.get("sample") for n in plan.loop.body):
+        return torch_sample_step(names.beam_fn, scan)
+    return (torch_beam_step_scan if scan else torch_beam_step)(names.beam_fn)
 
 
 def helper_sources(helpers: dict[str, Callable[[str], str]], names: ModuleNames) -> list[str]:

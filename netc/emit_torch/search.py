@@ -103,7 +103,7 @@ class SearchEmitter(TorchEmitter):
         b = self.beam
         self.emit(
             f"{name}, {b.scores}, {self.src} = {self.names.beam_fn}({self.var[op.args[0]]}, {b.scores}, "
-            f"{b.ended}, {b.step}, {b.size}, {op.attrs['length_normalization']!r})  # line {op.span.line}"
+            f"{b.ended}, {b.step}, {b.size}, {op.attrs['length_normalization']!r}{_draws(op)})  # line {op.span.line}"
         )
         self.emit(f"{b.ended}, {b.lens} = {b.ended}[{self.src}], {b.lens}[{self.src}]")
         self.op_lines[op.outs[0].id] = self.lines[-2].strip()
@@ -316,3 +316,8 @@ def _dims_of(nodes: list) -> set[str]:
         else:
             out |= {d for v in n.outs for d in v.dims}
     return out
+
+
+def _draws(op: Op) -> str:
+    """A sampling search's step also takes the draws' seed and the first sequence's index."""
+    return f", {op.attrs['seed']}, 0" if op.attrs.get("sample") else ""

@@ -33,3 +33,33 @@ class Training(OpDef):
         import torch
 
         return torch.tensor(bool(ctx.training))
+
+
+@register
+class Searching(OpDef):
+    """`searching()`: True in a beam search, else False (training, a forward pass); a bool with
+    no dims. Unlike `training()` it is decided when the network compiles: a model with `choice`
+    has a search network of its own (RETURNN's search network, the torch module's `search`),
+    and the `search_mode` pass makes it a constant in each network, so what only one of them
+    needs (a language model fused into the search) is not computed in the other. `attrs["value"]`
+    is that constant (absent until the pass runs)."""
+
+    name = fn_name = "searching"
+    tensors = ()
+
+    def api(self):
+        pass
+
+    def infer(self, dt, args, attrs):
+        return [OutType((), "bool")]
+
+    def returnn(self, ctx, op):
+        return {"class": "constant", "value": bool(op.attrs["value"]), "dtype": "bool"}
+
+    def torch(self, ctx, op):
+        return f"torch.tensor({bool(op.attrs['value'])}, device={ctx.device})"
+
+    def eager(self, ctx, args, attrs, outs):
+        import torch
+
+        return torch.tensor(bool(ctx.searching))

@@ -4,8 +4,9 @@ In training a loop with a `choice` runs over its target's frames and the choice 
 reference label (teacher forcing). Searching, it is one step of a beam search, exactly as
 RETURNN's `ChoiceLayer` (`returnn/tf/layers/rec.py`) does it, so the three targets agree:
 
-- a hypothesis' score is the sum of its labels' log-probabilities (the op's first operand
-  is `log_softmax` of the user's scores; the parser inserts it);
+- a hypothesis' score is the sum of its labels' log-probabilities (the op's first operand:
+  the parser inserts `log_softmax` of the user's scores, or `log` of probabilities, as
+  `choice`'s `input_type` says; "log_prob" scores are used as they are);
 - a hypothesis that has ended continues with label 0 at score 0 (every other label -1e30);
 - with `length_normalization` (RETURNN's default), at step t > 0 the score of a hypothesis
   that had ended is multiplied by (t + 1) / t, so ended and running hypotheses compare by
@@ -17,6 +18,8 @@ RETURNN's `ChoiceLayer` (`returnn/tf/layers/rec.py`) does it, so the three targe
   never win and drop out once enough pairs exist (a pair at -inf taken at a later step, still
   too few, is made such a continuation too; RETURNN takes the first pair at -inf, which can
   change how many steps the search runs, never what it returns);
+- `sample=True` draws instead (`torch_sample_step`): each hypothesis its own next label, from
+  the softmax of its scores, and adds that label's log-probability to its score;
 - in the end, each sequence's best hypothesis is the one with the highest score (`decide`);
   with `length_normalization` the scores are then divided by the number of steps the search
   ran, which makes each the sum of its log-probabilities divided by its length.
@@ -44,6 +47,16 @@ class Choice(OpDef):
         return [OutType(("batch",), "int32", sparse_dim=frame.sparse_dim)]
 
     def returnn(self, ctx, op):
+        if op.attrs.get("sample"):
+            from netc.errors import CompileError
+
+            raise CompileError(
+                op.span,
+                "RETURNN target: `choice(..., sample=True)` is not expressible: RETURNN's `choice` samples "
+                "only by adding unseeded Gumbel noise to a beam search's scores (`random_sample_scale`), "
+                "which neither draws each hypothesis on its own nor gives netc's draws; sample with "
+                "eager mode or the torch module",
+            )
         return {
             "class": "choice",
             "from": ctx.src(0),
@@ -110,3 +123,45 @@ def torch_beam_step_scan(name: str) -> str:
     best = torch.where(scores == float("-inf"), torch.zeros_like(best), best)
     first = torch.arange(batch, device=logp.device)[:, None] * beam
     return (best % labels).flatten(), scores, (best // labels + first).flatten()'''
+
+
+def torch_sample_step(name: str, scan: bool = False) -> str:
+    """The step of a sampling search (`choice(..., sample=True)`), with the beam step's signature
+    and the draws' `seed` and the first sequence's index in the batch (eager mode runs one at a
+    time). Gumbel-max: each hypothesis takes the label maximising its log-probability plus
+    Gumbel noise, which is hashed from (seed, sequence, hypothesis, step, label) with integer
+    arithmetic, so eager mode and the torch module (any batch, any device) draw the same labels.
+    `scan`: the step `t` is a tensor (torch's `while_loop`)."""
+    t_type = "torch.Tensor" if scan else "int"
+    if scan:
+        norm = """if length_normalization:  # after the first step, ended ones compare by score per step
+        scores = scores * torch.where(ended.view(batch, -1) & (t > 0), (t + 1) / t.clamp(min=1), 1.0)"""
+    else:
+        norm = """if length_normalization and t > 0:  # ended ones compare by score per step
+        scores = scores * torch.where(ended.view(batch, -1), (t + 1) / t, 1.0)"""
+    return f'''def {name}(
+    logp, scores, ended, t: {t_type}, beam: int, length_normalization: bool, seed: int, first_seq: int
+):
+    """One step of a sampling search for [batch * beam] hypotheses: each draws its next label
+    from the softmax of its scores; the labels, scores [batch, beam] and the hypotheses they
+    continue (themselves; at eager mode's first step, its one row)."""
+    batch, labels = scores.shape[0], logp.shape[-1]
+    label_ids = torch.arange(labels, device=logp.device)
+    # a hypothesis that has ended continues with label 0 at no cost
+    ended_scores = torch.where(label_ids == 0, 0.0, {ENDED_OTHER_SCORE!r}).to(logp.dtype)
+    logp = torch.where(ended[:, None], ended_scores, logp).view(batch, -1, labels)
+    hyps = logp.shape[1]  # `beam`, or 1 where all hypotheses start from one row
+    {norm}
+    logp, scores = logp.expand(batch, beam, labels), scores.expand(batch, beam)
+    seq = torch.arange(batch, device=logp.device)[:, None, None] + first_seq
+    hyp = torch.arange(beam, device=logp.device)[None, :, None]
+    # uniform noise hashed from (seed, sequence, hypothesis, step, label): 32-bit integer mixing
+    x = (((seq * beam + hyp) * 1000003 + t) * labels + label_ids + seed * 40503) & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    u = (((x >> 16) ^ x).to(torch.float64) + 0.5) / 4294967296.0
+    label = (logp.to(torch.float64) - torch.log(-torch.log(u))).argmax(-1)
+    scores = scores + logp.gather(-1, label[:, :, None])[:, :, 0]
+    first = torch.arange(batch, device=logp.device)[:, None] * hyps
+    src = first + torch.arange(beam, device=logp.device)[None, :] if hyps == beam else first.expand(batch, beam)
+    return label.flatten(), scores, src.flatten()'''

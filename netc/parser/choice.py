@@ -10,6 +10,11 @@ from netc.ir.model import LoopSeq
 from netc.ops import REGISTRY
 from netc.parser import values as V
 
+# what `choice`'s scores are, as RETURNN's `ChoiceLayer` has it: unnormalised ("logits", netc's
+# default: a search adds their `log_softmax`), log-probabilities (added as they are, e.g. an
+# acoustic and a language model's fused) or probabilities (their `log`)
+INPUT_TYPES = ("logits", "log_prob", "prob")
+
 if TYPE_CHECKING:
     from netc.parser.loops import LoopBuilder
 
@@ -21,9 +26,13 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
     t = lb.t
     args, kwargs = t.call_args(node)
     try:
-        logits, target, beam, length_norm = _choice_args(*args, **kwargs)
+        logits, target, beam, length_norm, input_type, sample, seed = _choice_args(*args, **kwargs)
     except TypeError:
         raise t.error(node, "use choice(logits, target=labels, beam=K)") from None
+    if input_type not in INPUT_TYPES:
+        raise t.error(
+            node, f"`input_type` is one of {', '.join(map(repr, INPUT_TYPES))} (RETURNN's), got {input_type!r}"
+        )
     ctx = lb.active[-1] if lb.active else None
     if ctx is None or ctx.end is None:
         raise t.error(node, "`choice` belongs in a loop that ends with `if end(cond): break`")
@@ -35,6 +44,10 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
         raise t.error(node, f"`beam` must be a positive integer, got {beam!r}")
     if not isinstance(length_norm, bool):
         raise t.error(node, "`length_normalization` must be True or False")
+    if not isinstance(sample, bool):
+        raise t.error(node, "`sample` must be True or False")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**31:
+        raise t.error(node, f"`seed` must be an integer in [0, 2**31), got {seed!r}")
     if not isinstance(logits, V.TV) or not isinstance(target, V.TV):
         raise t.error(node, "choice(logits, target=labels, beam=K) takes a tensor and labels")
     inp = next((i for i in t.inputs if i.value.id == target.value.id), None)
@@ -57,11 +70,17 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
     outer = lb.capture(target, ctx.block.parent, node)
     frame = t.new_value(("batch",), "int32", sparse_dim=vocab)
     ctx.loop.seqs.append(LoopSeq(outer=outer.value.id, inner=frame))
-    (logp,) = t.emit(REGISTRY["log_softmax"], [logits], {"axis": vocab}, node)
+    logp = logits  # "log_prob": the model's own log-probabilities, used as they are
+    if input_type == "logits":
+        (logp,) = t.emit(REGISTRY["log_softmax"], [logits], {"axis": vocab}, node)
+    elif input_type == "prob":
+        (logp,) = t.emit(REGISTRY["log"], [logits], {}, node)
     attrs = {"target": inp.name, "beam": beam, "length_normalization": length_norm}
+    if sample:  # searching draws `beam` labels sequences instead (`ops.search.torch_sample_step`)
+        attrs |= {"sample": True, "seed": seed}
     (label,) = t.emit(REGISTRY["choice"], [logp, V.TV(frame, ctx.block)], attrs, node)
     return label
 
 
-def _choice_args(logits, target, beam, length_normalization=True):
-    return logits, target, beam, length_normalization
+def _choice_args(logits, target, beam, length_normalization=True, input_type="logits", sample=False, seed=0):
+    return logits, target, beam, length_normalization, input_type, sample, seed

@@ -22,6 +22,7 @@ from netc.passes import (
     rec_state,
     returnn_names,
     scan_loops,
+    search_mode,
     search_results,
     shift_states,
     sink_stacks,
@@ -57,16 +58,16 @@ def run_passes(g: Graph, options: PassOptions = DEFAULT_OPTIONS) -> Graph:
     for p in (rec_state, dce, returnn_names):
         g = _run(p, g)
     if not any(isinstance(n, Loop) and n.target is not None for n in g.body):
-        return _optimise(g, options)
+        return _optimise(_decided(g, False), options)
     # 4. a model with `choice` trains with the reference labels and searches with a beam: the
     #    search keeps the loop as written, training sees an ordinary loop over the labels (so
     #    more can move out of it); both keep every parameter either uses
     params = g.params
     # a search computes what it returns: the outputs stacked in the loop (no values after it, no loss)
-    search = _optimise(_run(dce, _run(search_results, copy.deepcopy(g))), options)
+    search = _optimise(_run(dce, _run(search_results, _decided(copy.deepcopy(g), True))), options)
     # 9. a search-only network computes its step limit in the loop (training's has none)
     search = _run(bound_ops, search)
-    g = _optimise(_run(dce, _run(teacher_forcing, g)), options)
+    g = _optimise(_run(dce, _run(teacher_forcing, _decided(g, False))), options)
     used = {p.name for p in [*g.params, *search.params]}
     g.params = search.params = [p for p in params if p.name in used]
     g.search = search
@@ -104,6 +105,14 @@ def _optimise(g: Graph, options: PassOptions) -> Graph:
     if options.loops == "scan":
         g = _run(scan_loops, g)
     return g
+
+
+def _decided(g: Graph, searching: bool) -> Graph:
+    """`searching()` made a constant for this network (`search_mode`); a state only the other
+    network changed is then none (`rec_state` again), and what only that network read goes."""
+    g, changed = search_mode.transform(g, searching)
+    verify(g)
+    return _run(dce, _run(rec_state, g)) if changed else g
 
 
 def _run(p, g: Graph) -> Graph:

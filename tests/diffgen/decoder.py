@@ -216,9 +216,26 @@ def decoder(g: Gen) -> None:
         if not label_read and invariant and r.random() < 0.5:  # scores no step reads
             src = g.pick(invariant).name
         scores = f"nc.Linear({d.cls}, weight=dec_emb.weight)(s)" if tied else f"nc.Linear({d.cls})({src})"
+    kind = "logits"
+    if g.on("choice_input_type", 0.4):  # scores the model normalised itself (RETURNN's `input_type`)
+        kind = r.choice(["log_prob", "prob"])
+        scores = f"nc.{'log_softmax' if kind == 'log_prob' else 'softmax'}({scores}, axis={d.cls})"
     g.emit(f"scores = {scores}")
     g.emit("logits.append(scores)")
-    g.emit(f"label = nc.choice(scores, target={d.target}, beam={d.beam})")
+    if label_read and d.form != "rna" and kind != "prob" and g.on("search_only", 0.4):
+        # shallow fusion: an LM of the labels only in the search (training neither computes nor trains it)
+        lm = g.fresh("lm")
+        g.body.insert(step_start - 1, "    " * (g.ind - 1) + f"{lm} = nc.zeros(batch, hidden)")
+        step_start += 1
+        g.emit("if nc.searching():")
+        g.emit(
+            f"    {lm} = nc.tanh(nc.Linear(hidden)(nc.Embedding(emb)(label)) + nc.Linear(hidden, with_bias=False)({lm}))"
+        )
+        g.emit(
+            f"    scores = scores + {r.choice(['0.5', '0.3'])} * nc.log_softmax(nc.Linear({d.cls})({lm}), axis={d.cls})"
+        )
+    extra_kw = "" if kind == "logits" else f', input_type="{kind}"'
+    g.emit(f"label = nc.choice(scores, target={d.target}, beam={d.beam}{extra_kw})")
     if label_read:
         g.add(V("label", frozenset({"batch"}), "labels", d.cls))
         g.emit("labels.append(label)")

@@ -136,6 +136,8 @@ FEATURES = frozenset(
         "search_split_dims",  # `split_dims` in the step, its two static dims stacked
         "search_enc_list",  # a list an earlier loop stacked, read in the decoder's step
         "search_made_enc",  # attention over a dim `max_pool`, a strided conv or a slice made
+        "choice_input_type",  # `choice(..., input_type="log_prob"/"prob")` over log_softmax/softmax scores
+        "search_only",  # `if nc.searching():` an LM state and its scores added (shallow fusion); `where(searching())`
         "choice_label_unused",  # a `choice` whose label nothing reads (an `end` on a counter)
         "search_read_after",  # its state, counter, last label and last values read after the searched loop
         "search_after_if",  # after the searched loop: a tensor `if` on its label or a value of it

@@ -212,6 +212,7 @@ class Gen:
             "tensor_if",
             *shapes.OP_FEATURES,
             "training_flag",
+            "search_only",
         ):
             if f in self.allowed:
                 ops.append(f)
@@ -371,6 +372,8 @@ class Gen:
             if self.r.random() < 0.5:
                 return self.tensor_if(a, training=True)
             return self.new(f"nc.where(nc.training(), 0.5 * {self.ref(a)}, {self.ref(a)})", a.dims, variant=var)
+        if kind == "search_only" and self.on("search_only", 0.5):
+            return self.new(f"nc.where(nc.searching(), 0.5 * {self.ref(a)}, {self.ref(a)})", a.dims, variant=var)
         return None
 
     def attention(self, q: V) -> V | None:
