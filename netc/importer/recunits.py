@@ -119,6 +119,10 @@ class RecUnits(cells.WrittenCells):
                 "rnn_cell",
                 f"unit {d.get('unit')!r} (LSTMBlock, StandardLSTM, LayerNormVariantsLSTM, ZoneoutLSTM in a rec unit are supported)",
             )
+        forget = (d.get("unit_opts") or {}).get("forget_bias", 1.0) if isinstance(d.get("unit_opts"), dict) else 1.0
+        if isinstance(forget, (int, float)) and not isinstance(forget, bool) and forget != 1.0:
+            # TF's LSTMCell with another forget bias (fused LMs set 0.0): its step written out
+            return self._written_cell(layer, d, scope, var, full, "rnn_cell", unit)
         self._unit_opts(d, full, "rnn_cell", unit, {"forget_bias": 1.0})
         if getattr(self, "_masks", None):
             raise Refused(
