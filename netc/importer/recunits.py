@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from netc.importer import cells
 from netc.importer.dims import BATCH
+from netc.importer.masked import loop_scope
 from netc.importer.syntax import call, name, num, tuple_
 from netc.importer.values import Refused, Scope, Val, feature
 from netc.importer.writer import Assign, ModuleRef
@@ -133,8 +134,8 @@ class RecUnits(cells.WrittenCells):
         src = self._source(d, scope, full)
         out = self._out_dim(layer, d, full)
         h, c = self._cell_state_vars(layer, scope)
-        for state in (h, c):
-            scope.outer.stmts.append(
+        for state in (h, c):  # before the loop (also for a cell in a subnetwork of the unit)
+            loop_scope(scope).outer.stmts.append(
                 Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state")
             )
         self.imports |= {"LstmCell", "zeros"}
