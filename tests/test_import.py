@@ -692,7 +692,20 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
     [
         (
             "tf.reduce_sum(source(0), axis=-1)",
-            "eval 'tf.reduce_sum(source(0), axis=-1)': `tf.reduce_sum(source(0), axis=-1)` not",
+            "eval 'tf.reduce_sum(source(0), axis=-1)': a value of other dims than its sources' without `out_type`",
+        ),
+        (  # a TF axis number other than -1 names an axis of RETURNN's layout, which netc does not know
+            "tf.squeeze(source(0), axis=1)",
+            "eval 'tf.squeeze(source(0), axis=1)': `tf.squeeze(source(0), axis=1)` (axis=-1, the feature axis, is) not",
+        ),
+        (
+            "tf.math.reduce_logsumexp(source(0), axis=-1, keepdims=True)",
+            "eval 'tf.math.reduce_logsumexp(source(0), axis=-1, keepdims=True)': a reduction with `keepdims=True` as "
+            "the layer's value (as an operand it is) not supported",
+        ),
+        (
+            "tf.to_float(source(0)) + tf.zeros_like(source(0))",
+            "eval 'tf.to_float(source(0)) + tf.zeros_like(source(0))': `tf.zeros_like` with 1 argument not supported",
         ),
         ("tf.erf(source(0))", "eval 'tf.erf(source(0))': `tf.erf` with 1 argument not supported"),
         ("source(0)[:, ::-1]", "eval 'source(0)[:, ::-1]': `source(0)[:, ::-1]` not supported"),

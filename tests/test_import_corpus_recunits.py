@@ -143,8 +143,8 @@ def test_unit_options_cheating_size_target_and_a_switch_state_verify(tmp_path):
         ),
         (
             '"unit_opts": {"forget_bias": 1.0}',
-            '"unit_opts": {"forget_bias": 0.5}',
-            "layer `output/s` (rnn_cell): unit_opts {forget_bias: 0.5} of unit 'lstmblock' not supported",
+            '"unit_opts": {"forget_bias": 0.5, "use_peepholes": True}',  # another forget bias is written out
+            "layer `output/s` (rnn_cell): unit_opts {use_peepholes: True} of unit 'lstmblock' not supported",
         ),
         (
             '"from": ["prev_s_state", "base:enc_mean"]',
