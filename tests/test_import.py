@@ -795,6 +795,14 @@ network = {
             '"output"',
             "layer `output` (rec): a decoder over the frames of `from` with an `end` layer (it ends with the frames)",
         ),
+        (  # hard attention: a position chosen beside the label, each step
+            '"end": {',
+            '"t": {"class": "choice", "target": "classes", "beam_size": 4, "from": ["prob"]},\n            "end": {',
+            5,
+            '"output"',
+            "layer `output` (rec): a unit with 2 `choice`s (output, t: a search over several labels per step; "
+            "netc's decoder loop has one `choice`)",
+        ),
     ],
 )
 def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new, line, at, message):
