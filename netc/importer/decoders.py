@@ -80,7 +80,7 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
     imp.loops[layer] = inner
     scope.stmts.append(Assign([var], cst.List([])))
     out, body = unit_body(imp, layer, scope, inner, unit, var)
-    scope.stmts.append(Loop(["_"], call("range", bound), step + body + tail, comment=comment))
+    scope.stmts.append(Loop(["_"], call("range", bound), step + imp.count_steps(layer, body) + tail, comment=comment))
     mark_unit_losses(imp, layer, inner, scope)
     return Val(name(var), (*target.dims[:1], inner.time), out.sparse, is_list=True)
 

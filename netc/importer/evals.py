@@ -10,7 +10,8 @@ import ast
 
 import libcst as cst
 
-from netc.importer.syntax import Expr, call, num
+from netc.importer.dims import BATCH
+from netc.importer.syntax import Expr, call, name, num
 from netc.importer.values import Refused, Val, feature
 
 # TF function (as written after `tf.`) -> netc function of one tensor
@@ -177,6 +178,18 @@ class EvalMapper:
         fn, args = fn[3:], node.args
         if fn in CASTS and len(args) == CASTS[fn] and (len(args) == 1 or _dtype(args[1]) == "float32"):
             return self.to_float(args[0]), 9, True
+        if fn in ("zeros_like", "ones_like") and len(args) == 1:  # a constant over x's dims
+            x = self.tensor(args[0])
+            dims, sparse = self.dims(x)
+            if sparse is not None:
+                raise self.refuse(f"`{ast.unparse(node)}` of labels")
+            what = fn.removesuffix("_like")
+            self.imp.imports.add(what)
+            return (
+                self.mark(call(what, *(name("batch") if d == BATCH else self.imp.dim(d) for d in dims)), dims),
+                9,
+                True,
+            )
         if fn in UNARY and len(args) == 1:
             arg = self.tensor(args[0])
             self.imp.imports.add(UNARY[fn])
