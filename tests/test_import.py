@@ -692,7 +692,7 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
     [
         (
             "tf.reduce_sum(source(0), axis=-1)",
-            "eval 'tf.reduce_sum(source(0), axis=-1)': a value of other dims than its sources' without `out_type`",
+            "eval 'tf.reduce_sum(source(0), axis=-1)': a value of fewer dims than its sources' (or labels) without `out_type`",
         ),
         (  # a TF axis number other than -1 names an axis of RETURNN's layout, which netc does not know
             "tf.squeeze(source(0), axis=1)",

@@ -240,12 +240,12 @@ class ArithLayers:
         mapper = EvalMapper(self, full, code, vals, shown, feature_last=last)
         expr, _ = mapper.run()
         dims, sparse = mapper.result(expr)
-        if (set(dims) != set(mapper.full_dims) or sparse is not None) and not d.get("out_type"):
+        if (set(mapper.full_dims) - set(dims) or sparse is not None) and not d.get("out_type"):
             # RETURNN's output of an `eval` is its sources' (common) dims, unless `out_type` says
             raise Refused(
                 full,
                 "eval",
-                f"eval {mapper.shown}: a value of other dims than its sources' without `out_type` (RETURNN rejects it too)",
+                f"eval {mapper.shown}: a value of fewer dims than its sources' (or labels) without `out_type` (RETURNN rejects it too)",
             )
         if sparse is not None and d.get("activation"):
             raise Refused(full, "eval", "an activation of labels (an `argmax`)")

@@ -53,7 +53,8 @@ class States:
                 value = value.with_changes(args=[value.args[0], cst.Arg(self.dim(dims[1])), *value.args[1:]])
             scope.states[layer] = Val(name(var), dims)
             scope.outer.stmts.append(Assign([var], value, comment="initial state"))
-        return Val(name(PREV + scope.names[layer]), scope.states[layer].dims)
+        state = scope.states[layer]  # (a label state: labels again at every read)
+        return Val(name(PREV + scope.names[layer]), state.dims, state.sparse)
 
     def _label_state(self, layer: str, d: dict, scope: Scope) -> Val:
         """`prev:` of the unit's `choice`: the previous step's label, before the first step the
