@@ -704,8 +704,8 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
             "the layer's value (as an operand it is) not supported",
         ),
         (
-            "tf.to_float(source(0)) + tf.zeros_like(source(0))",
-            "eval 'tf.to_float(source(0)) + tf.zeros_like(source(0))': `tf.zeros_like` with 1 argument not supported",
+            "tf.to_float(source(0)) + tf.floordiv(source(0), 3)",
+            "eval 'tf.to_float(source(0)) + tf.floordiv(source(0), 3)': `tf.floordiv` with 2 arguments not supported",
         ),
         ("tf.erf(source(0))", "eval 'tf.erf(source(0))': `tf.erf` with 1 argument not supported"),
         ("source(0)[:, ::-1]", "eval 'source(0)[:, ::-1]': `source(0)[:, ::-1]` not supported"),
