@@ -722,7 +722,20 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
     [
         (
             "tf.reduce_sum(source(0), axis=-1)",
-            "eval 'tf.reduce_sum(source(0), axis=-1)': `tf.reduce_sum(source(0), axis=-1)` not",
+            "eval 'tf.reduce_sum(source(0), axis=-1)': a value of fewer dims than its sources' (or labels) without `out_type`",
+        ),
+        (  # a TF axis number other than -1 names an axis of RETURNN's layout, which netc does not know
+            "tf.squeeze(source(0), axis=1)",
+            "eval 'tf.squeeze(source(0), axis=1)': `tf.squeeze(source(0), axis=1)` (axis=-1, the feature axis, is) not",
+        ),
+        (
+            "tf.math.reduce_logsumexp(source(0), axis=-1, keepdims=True)",
+            "eval 'tf.math.reduce_logsumexp(source(0), axis=-1, keepdims=True)': a reduction with `keepdims=True` as "
+            "the layer's value (as an operand it is) not supported",
+        ),
+        (
+            "tf.to_float(source(0)) + tf.floordiv(source(0), 3)",
+            "eval 'tf.to_float(source(0)) + tf.floordiv(source(0), 3)': `tf.floordiv` with 2 arguments not supported",
         ),
         ("tf.erf(source(0))", "eval 'tf.erf(source(0))': `tf.erf` with 1 argument not supported"),
         ("source(0)[:, ::-1]", "eval 'source(0)[:, ::-1]': `source(0)[:, ::-1]` not supported"),
@@ -811,6 +824,14 @@ network = {
             5,
             '"output"',
             "layer `output` (rec): a decoder over the frames of `from` with an `end` layer (it ends with the frames)",
+        ),
+        (  # hard attention: a position chosen beside the label, each step
+            '"end": {',
+            '"t": {"class": "choice", "target": "classes", "beam_size": 4, "from": ["prob"]},\n            "end": {',
+            5,
+            '"output"',
+            "layer `output` (rec): a unit with 2 `choice`s (output, t: a search over several labels per step; "
+            "netc's decoder loop has one `choice`)",
         ),
     ],
 )

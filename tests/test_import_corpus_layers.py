@@ -16,6 +16,7 @@ CASES = {
     "spec_augment": ("corpus_spec_augment.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "layers": ("corpus_layers.config", [[6, 3, 5], [6, 3, 5]]),
     "ctc": ("corpus_ctc.config", [[7, 4, 6], [3, 2, 2]]),
+    "evals": ("corpus_evals.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
 }
 
 

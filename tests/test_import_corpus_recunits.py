@@ -51,6 +51,7 @@ network = {
             "att1": {"class": "linear", "activation": "tanh", "from": "base:enc_mean", "n_out": 5},
             "att": {"class": "switch", "condition": "base:flag", "true_from": "att1", "false_from": "att0"},
             "prev_emb": {"class": "linear", "activation": None, "with_bias": False, "from": "prev:output", "n_out": 3},
+            "prev_lbl": {"class": "linear", "activation": None, "from": "prev:output", "n_out": 2},  # read again
             "comb": {"class": "copy", "from": ["att", "base:enc_mean"]},
             "s": {"class": "rnn_cell", "unit": "LSTMBlock", "from": ["prev:embed", "prev:comb", "prev_emb"], "n_out": 5,
                   "unit_opts": {"forget_bias": 1.0}, "weights_init": "glorot_uniform"},
@@ -58,7 +59,7 @@ network = {
             "energy": {"class": "linear", "activation": None, "with_bias": False, "from": "energy_in", "n_out": 1},
             "att_weights": {"class": "softmax_over_spatial", "from": "energy"},
             "ctx": {"class": "generic_attention", "weights": "att_weights", "base": "base:encoder"},
-            "prob": {"class": "softmax", "from": ["s", "att", "ctx"], "target": "classes", "loss": "ce"},
+            "prob": {"class": "softmax", "from": ["s", "att", "ctx", "prev_lbl"], "target": "classes", "loss": "ce"},
         },
         "target": "classes",
         "size_target": "classes",
@@ -123,6 +124,7 @@ def test_unit_options_cheating_size_target_and_a_switch_state_verify(tmp_path):
     # `prev:output` of the choice: a label state, from the choice's initial output
     assert "output_output = full(batch, value=0, class_dim=vocab)  # initial state: the label before" in text
     assert "prev_emb = Embedding(feat)(output_output)" in text
+    assert "prev_lbl = Linear(prev_lbl_dim)(one_hot(output_output))" in text  # labels at each read (a refusal before)
     # the cell's state after the previous step (RETURNN's (c, h) concatenated)
     assert "prev_s_state = concat(s_c_prev, s_prev)" in text
     assert "att = where(flag, att1, att0)" in text
@@ -143,8 +145,8 @@ def test_unit_options_cheating_size_target_and_a_switch_state_verify(tmp_path):
         ),
         (
             '"unit_opts": {"forget_bias": 1.0}',
-            '"unit_opts": {"forget_bias": 0.5}',
-            "layer `output/s` (rnn_cell): unit_opts {forget_bias: 0.5} of unit 'lstmblock' not supported",
+            '"unit_opts": {"forget_bias": 0.5, "use_peepholes": True}',  # another forget bias is written out
+            "layer `output/s` (rnn_cell): unit_opts {use_peepholes: True} of unit 'lstmblock' not supported",
         ),
         (
             '"from": ["prev_s_state", "base:enc_mean"]',

@@ -236,13 +236,42 @@ class ArithLayers:
         if code.strip() == "source(0)" and len(vals) == 1 and not d.get("activation"):  # the identity
             self._emit(scope, var, vals[0].expr, layer)
             return Val(name(var), vals[0].dims, vals[0].sparse, vals[0].is_list and isinstance(vals[0].expr, cst.Name))
-        if any(v.sparse is not None for v in vals):
-            raise Refused(full, "eval", "labels (sparse) as a source")
-        expr, _ = EvalMapper(self, full, code, vals, shown).run()
-        dims = max((v.dims for v in vals), key=len)
+        last = frozenset(i for i, s in enumerate(sources(d)) if self._feature_last(s, scope))
+        mapper = EvalMapper(self, full, code, vals, shown, feature_last=last)
+        expr, _ = mapper.run()
+        dims, sparse = mapper.result(expr)
+        if (set(mapper.full_dims) - set(dims) or sparse is not None) and not d.get("out_type"):
+            # RETURNN's output of an `eval` is its sources' (common) dims, unless `out_type` says
+            raise Refused(
+                full,
+                "eval",
+                f"eval {mapper.shown}: a value of fewer dims than its sources' (or labels) without `out_type` (RETURNN rejects it too)",
+            )
+        if sparse is not None and d.get("activation"):
+            raise Refused(full, "eval", "an activation of labels (an `argmax`)")
         val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
         self._emit(scope, var, val.expr, layer)
-        return Val(name(var), dims, log_probs=_is_log_softmax(val.expr))
+        return Val(name(var), dims, sparse, log_probs=_is_log_softmax(val.expr))
+
+    def _feature_last(self, ref, scope, depth: int = 0) -> bool:
+        """Whether RETURNN's layout of layer `ref` has its feature axis last: an input, a frame, a
+        `linear`/`softmax`/`rnn_cell`/LSTM output, and what keeps its first source's layout (an
+        elementwise `eval`, `combine`, `activation`, `copy`, `dropout` without `out_type`)."""
+        if not isinstance(ref, str) or depth > 20:
+            return False
+        if ref == "data" or ref.startswith("data:"):
+            return True
+        if ref.startswith("base:"):
+            return scope.outer is not None and self._feature_last(ref[5:], scope.outer, depth + 1)
+        d = scope.layers.get(ref.removeprefix("prev:"))
+        if not isinstance(d, dict) or d.get("out_type"):
+            return False
+        cls = d.get("class")
+        if cls in ("linear", "softmax", "rnn_cell") or (cls == "rec" and isinstance(d.get("unit"), str)):
+            return True
+        if cls in ("eval", "combine", "activation", "copy", "dropout") and sources(d):
+            return self._feature_last(sources(d)[0], scope, depth + 1)
+        return False
 
     def _note_config_eval(self, full: str, ce) -> None:
         fns = ", ".join(f"`{n}` (line {line})" for n, line in ce.functions) or "values"

@@ -66,9 +66,12 @@ class WrittenCells:
         opts = d.get("unit_opts") or {}
         if not isinstance(opts, dict):
             raise Refused(full, cls, f"unit_opts {opts!r} (a dict of the unit's options)")
-        takes = (
-            dict(COMPUTES) if unit == LN_UNIT else {**ZONEOUT, "use_zoneout_output": self.cfg.behavior_version >= 17}
-        )
+        if unit not in UNITS:  # TF's LSTMCell (an `rnn_cell`'s LSTMBlock): only its forget bias
+            takes: dict = {"forget_bias": 1.0}
+        elif unit == LN_UNIT:
+            takes = dict(COMPUTES)
+        else:
+            takes = {**ZONEOUT, "use_zoneout_output": self.cfg.behavior_version >= 17}
         out = dict(takes)
         for k, v in opts.items():
             if unit == LN_UNIT and k in TRAINING_ONLY:
@@ -80,6 +83,8 @@ class WrittenCells:
                 out[k] = v
             else:
                 raise Refused(full, cls, f"unit_opts {{{k}: {v!r}}} of unit {unit!r} not supported")
+        if unit not in UNITS:  # no zoneout: the step is the LSTMCell's
+            return {**ZONEOUT, "use_zoneout_output": False, "forget_bias": float(out["forget_bias"])}
         if unit == ZONEOUT_UNIT:
             if not all(0.0 <= out[k] <= 1.0 for k in ZONEOUT):  # RETURNN's ValueError
                 raise Refused(full, cls, "zoneout factors outside [0, 1] (RETURNN rejects them too)")
@@ -151,17 +156,22 @@ class WrittenCells:
         parts = [self.fresh(f"{stem}_{g}") for g in ("z", "i", "j", "f", "o")]
         z = parts[0]
         names = {"W": "lstm_cell/kernel", "b": "lstm_cell/bias"}
-        comment = f"layer {layer!r}: one {ZONEOUT_UNIT} step (TF's LSTMCell: gates i, j, f, o)"
+        bias = opts.get("forget_bias", TF_LSTM_FORGET_BIAS)
+        what = f"LSTMCell step (forget bias {bias}" if "forget_bias" in opts else f"{ZONEOUT_UNIT} step (TF's LSTMCell"
+        comment = f"layer {layer!r}: one {what}: gates i, j, f, o)"
         value = call(call("Linear", self.dim(gates)), call("concat", src.tensor(), name(h)))
         scope.stmts.append(Assign([z], value, comment=comment, module=ModuleRef("linear", prefix, names)))
         scope.stmts.append(Assign(parts[1:], call("split", name(z), cst.List([cst.Element(self.dim(out))] * 4))))
         i, j, f, o = (name(p) for p in parts[1:])
-        forget = call("sigmoid", binop("+", f, num(TF_LSTM_FORGET_BIAS)))
-        c_new, h_new = self.fresh(f"{stem}_c_new"), self.fresh(f"{stem}_h_new")
+        forget = call("sigmoid", binop("+", f, num(bias)) if bias else f)
+        plain = "forget_bias" in opts  # TF's LSTMCell itself: the new states are the states
+        c_new, h_new = (c, h) if plain else (self.fresh(f"{stem}_c_new"), self.fresh(f"{stem}_h_new"))
         scope.stmts.append(
             Assign([c_new], binop("+", binop("*", forget, name(c)), binop("*", call("sigmoid", i), call("tanh", j))))
         )
         scope.stmts.append(Assign([h_new], binop("*", call("sigmoid", o), call("tanh", name(c_new)))))
+        if plain:
+            return
 
         def mix(new: str, old: str, factor: float):
             if not factor:

@@ -181,6 +181,8 @@ class _Evaluator:
             base, key = self.expr(node.value, env), self.expr(node.slice, env)
             if isinstance(base, dict) and _plain(key) and key in base:
                 return base[key]
+            if isinstance(base, _Obj) and base.kind == "typed_dict" and isinstance(key, str) and key in self.globals:
+                return self.globals[key]  # `config.typed_dict['f']`: the config's own value
             return Unknown(f"`{ast.unparse(node)}`")
         if isinstance(node, ast.Tuple | ast.List):
             return Unknown(f"`{ast.unparse(node)}` (a {type(node).__name__.lower()})")

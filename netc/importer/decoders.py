@@ -44,8 +44,15 @@ CHOICE_OPTS = {"target", "beam_size", "length_normalization", "input_type"}
 def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Scope, choices: list[str]) -> Val:
     from netc.importer.loops import mark_unit_losses, unit_body
 
-    if len(choices) != 1 or choices[0] != "output":
-        raise Refused(full, "rec", f"a unit whose `choice` is not its `output` ({', '.join(choices)})")
+    if len(choices) > 1:  # hard attention's position and the label: a search over both, which netc has not
+        raise Refused(
+            full,
+            "rec",
+            f"a unit with {len(choices)} `choice`s ({', '.join(choices)}: a search over several labels per step; "
+            "netc's decoder loop has one `choice`)",
+        )
+    if choices[0] != "output":
+        raise Refused(full, "rec", f"a unit whose `choice` is not its `output` ({choices[0]})")
     ch = unit["output"]
     if d.get("target") not in (None, ch.get("target")):
         raise Refused(full, "rec", f"its target {d.get('target')!r} is not its choice's {ch.get('target')!r}")
@@ -73,7 +80,7 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
     imp.loops[layer] = inner
     scope.stmts.append(Assign([var], cst.List([])))
     out, body = unit_body(imp, layer, scope, inner, unit, var)
-    scope.stmts.append(Loop(["_"], call("range", bound), step + body + tail, comment=comment))
+    scope.stmts.append(Loop(["_"], call("range", bound), step + imp.count_steps(layer, body) + tail, comment=comment))
     mark_unit_losses(imp, layer, inner, scope)
     return Val(name(var), (*target.dims[:1], inner.time), out.sparse, is_list=True)
 

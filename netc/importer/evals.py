@@ -10,7 +10,8 @@ import ast
 
 import libcst as cst
 
-from netc.importer.syntax import Expr, call, num
+from netc.importer.dims import BATCH
+from netc.importer.syntax import Expr, call, name, num
 from netc.importer.values import Refused, Val, feature
 
 # TF function (as written after `tf.`) -> netc function of one tensor
@@ -40,6 +41,21 @@ UNARY = {
 }
 BINARY = {"maximum": "maximum", "math.maximum": "maximum", "minimum": "minimum", "math.minimum": "minimum"}
 SOFTMAX = {"nn.softmax": "softmax", "nn.log_softmax": "log_softmax"}  # over the feature dim (TF's last axis)
+CASTS = {"to_float": 1, "cast": 2, "dtypes.cast": 2}  # to float32: the number of arguments
+# TF functions over an axis -> netc's (squeeze: the one value of a size-1 axis)
+AXIS_FUNCTIONS = {
+    "squeeze": "squeeze",
+    "argmax": "argmax",
+    "math.argmax": "argmax",
+    "reduce_sum": "reduce_sum",
+    "math.reduce_sum": "reduce_sum",
+    "reduce_mean": "reduce_mean",
+    "math.reduce_mean": "reduce_mean",
+    "reduce_max": "reduce_max",
+    "math.reduce_max": "reduce_max",
+    "reduce_logsumexp": "logsumexp",
+    "math.reduce_logsumexp": "logsumexp",
+}
 _BINOPS = {ast.Add: (cst.Add, 1), ast.Sub: (cst.Subtract, 1), ast.Mult: (cst.Multiply, 2), ast.Div: (cst.Divide, 2)}
 _POW = 4
 
@@ -47,9 +63,42 @@ _POW = 4
 class EvalMapper:
     """One `eval` string of layer `full` over the values `srcs` (`source(i)`)."""
 
-    def __init__(self, imp, full: str, code: str, srcs: list[Val], shown: str | None = None):
+    def __init__(
+        self,
+        imp,
+        full: str,
+        code: str,
+        srcs: list[Val],
+        shown: str | None = None,
+        feature_last: frozenset = frozenset(),
+    ):
         self.imp, self.full, self.code, self.srcs = imp, full, code, srcs
         self.shown = shown or repr(code)  # how errors quote the eval (a config function's: what it computes)
+        # TF axis numbers name axes of RETURNN's layout of the source, which netc's named dims do not
+        # have: only `axis=-1` of sources whose layout has the feature axis last (`feature_last`: indices)
+        self.feature_last = feature_last
+        self.full_dims = max((v.dims for v in srcs), key=len) if srcs else ()
+        # the dims and label dim of a subexpression whose dims are not the sources' broadcast
+        self.meta: dict[int, tuple[tuple[str, ...], str | None]] = {}
+        self.kept: set[str] = set()  # dims a `keepdims` reduction keeps (of size 1 in RETURNN)
+        self.casting = False
+
+    def dims(self, e: Expr, is_tensor: bool = True) -> tuple[tuple[str, ...], str | None]:
+        """(dims, label dim) of a mapped subexpression."""
+        if not is_tensor:
+            return (), None
+        return self.meta.get(id(e), (self.full_dims, None))
+
+    def mark(self, e: Expr, dims: tuple[str, ...], sparse: str | None = None) -> Expr:
+        self.meta[id(e)] = (tuple(dims), sparse)
+        return e
+
+    def result(self, expr: Expr) -> tuple[tuple[str, ...], str | None]:
+        """The value's dims and label dim; refused where a `keepdims` reduction is the whole value."""
+        dims, sparse = self.dims(expr)
+        if any(k not in dims for k in self.kept):
+            raise self.refuse("a reduction with `keepdims=True` as the layer's value (as an operand it is)")
+        return dims, sparse
 
     def refuse(self, what: str) -> Refused:
         return Refused(self.full, "eval", f"eval {self.shown}: {what} not supported")
@@ -73,11 +122,12 @@ class EvalMapper:
             inner, prec, t = self.expr(node.operand)
             if isinstance(node.op, ast.UAdd):
                 return inner, prec, t
-            return cst.UnaryOperation(cst.Minus(), _paren(inner, prec < 3)), 3, t
+            return self.like(cst.UnaryOperation(cst.Minus(), _paren(inner, prec < 3)), inner, t), 3, t
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             op, prec = _BINOPS[type(node.op)]
             (a, pa, ta), (b, pb, tb) = self.expr(node.left), self.expr(node.right)
-            return cst.BinaryOperation(_paren(a, pa < prec), op(), _paren(b, pb <= prec)), prec, ta or tb
+            out = cst.BinaryOperation(_paren(a, pa < prec), op(), _paren(b, pb <= prec))
+            return self.broadcast(out, (a, ta), (b, tb)), prec, ta or tb
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
             return self.pow(node.left, node.right)
         if isinstance(node, ast.Call):
@@ -89,7 +139,28 @@ class EvalMapper:
         b, pb, tb = self.expr(exponent)
         if tb or not ta:
             raise self.refuse(f"`{ast.unparse(base)} ** {ast.unparse(exponent)}` (a tensor to a number's power is)")
-        return cst.BinaryOperation(_paren(a, pa <= _POW), cst.Power(), _paren(b, pb < 9)), _POW, True
+        return self.like(cst.BinaryOperation(_paren(a, pa <= _POW), cst.Power(), _paren(b, pb < 9)), a), _POW, True
+
+    def like(self, out: Expr, inner: Expr, is_tensor: bool = True) -> Expr:
+        """`out` over the dims of `inner` (an elementwise function of it)."""
+        if is_tensor and id(inner) in self.meta:
+            dims, sparse = self.meta[id(inner)]
+            if sparse is not None:
+                raise self.refuse("arithmetic on labels (an `argmax`; `tf.to_float` of it is a number)")
+            self.meta[id(out)] = (dims, None)
+        return out
+
+    def broadcast(self, out: Expr, *parts: tuple[Expr, bool]) -> Expr:
+        """`out` over the union of its operands' dims (netc broadcasts by name, as RETURNN's `eval` by axes)."""
+        if any(t and id(e) in self.meta for e, t in parts):
+            dims: list[str] = []
+            for e, t in parts:
+                d, sparse = self.dims(e, t)
+                if sparse is not None:
+                    raise self.refuse("arithmetic on labels (an `argmax`; `tf.to_float` of it is a number)")
+                dims += [x for x in d if x not in dims]
+            self.meta[id(out)] = (tuple(dims), None)
+        return out
 
     def call(self, node: ast.Call) -> tuple[Expr, int, bool]:
         fn = ast.unparse(node.func)
@@ -97,24 +168,43 @@ class EvalMapper:
             return self.source(node), 9, True
         if fn == "safe_log" and len(node.args) == 1 and not node.keywords:
             return self.safe_log(node.args[0]), 9, True
-        if not fn.startswith("tf.") or node.keywords:
+        if not fn.startswith("tf."):
+            raise self.refuse(f"`{ast.unparse(node)}`")
+        fn = "tf." + fn[3:].removeprefix("compat.v1.")  # TF 1's names (`tf.to_float`) as TF 2 keeps them
+        if fn[3:] in AXIS_FUNCTIONS:
+            return self.axis_function(fn[3:], node), 9, True
+        if node.keywords:
             raise self.refuse(f"`{ast.unparse(node)}`")
         fn, args = fn[3:], node.args
+        if fn in CASTS and len(args) == CASTS[fn] and (len(args) == 1 or _dtype(args[1]) == "float32"):
+            return self.to_float(args[0]), 9, True
+        if fn in ("zeros_like", "ones_like") and len(args) == 1:  # a constant over x's dims
+            x = self.tensor(args[0])
+            dims, sparse = self.dims(x)
+            if sparse is not None:
+                raise self.refuse(f"`{ast.unparse(node)}` of labels")
+            what = fn.removesuffix("_like")
+            self.imp.imports.add(what)
+            return (
+                self.mark(call(what, *(name("batch") if d == BATCH else self.imp.dim(d) for d in dims)), dims),
+                9,
+                True,
+            )
         if fn in UNARY and len(args) == 1:
             arg = self.tensor(args[0])
             self.imp.imports.add(UNARY[fn])
-            return call(UNARY[fn], arg), 9, True
+            return self.like(call(UNARY[fn], arg), arg), 9, True
         if fn in BINARY and len(args) == 2:
             (a, _, ta), (b, _, tb) = self.expr(args[0]), self.expr(args[1])
             if not (ta or tb):
                 raise self.refuse(f"`{ast.unparse(node)}` of two numbers")
             self.imp.imports.add(BINARY[fn])
-            return call(BINARY[fn], a, b), 9, True
+            return self.broadcast(call(BINARY[fn], a, b), (a, ta), (b, tb)), 9, True
         if fn in ("clip_by_value", "math.clip_by_value") and len(args) == 3:
             x = self.tensor(args[0])
             lo, hi = (self.number(a) for a in args[1:])
             self.imp.imports.add("clip")
-            return call("clip", x, num(lo), num(hi)), 9, True
+            return self.like(call("clip", x, num(lo), num(hi)), x), 9, True
         if fn in ("square", "math.square") and len(args) == 1:
             return self.pow(args[0], ast.Constant(2))
         if fn in ("pow", "math.pow") and len(args) == 2:
@@ -125,6 +215,80 @@ class EvalMapper:
             axis = self.imp.dim(feature(src, self.imp.dims))
             return call(SOFTMAX[fn], self.tensor(args[0]), axis=axis), 9, True
         raise self.refuse(f"`tf.{fn}` with {len(args)} argument{'s' if len(args) != 1 else ''}")
+
+    def to_float(self, arg: ast.AST) -> Expr:
+        """`tf.to_float(x)`, `tf.cast(x, tf.float32)`: of labels (an `argmax`, a label source) their
+        numbers; of a float, itself."""
+        self.casting = True
+        try:
+            x = self.tensor(arg)
+        finally:
+            self.casting = False
+        dims, sparse = self.dims(x)
+        if sparse is None and not (isinstance(arg, ast.Call) and ast.unparse(arg.func) == "source"):
+            return x
+        if sparse is None:
+            src = self.srcs[self.source_index(arg)]
+            if src.sparse is None:
+                return x
+        self.imp.imports.add("cast")
+        return self.mark(call("cast", x, cst.SimpleString('"float32"')), dims)
+
+    def axis_of(self, arg: ast.AST, x: Expr, fn: str) -> str:
+        """The dim `axis=-1` names: the feature dim of the sources `arg` reads, where RETURNN's layout
+        of each has it last."""
+        calls = [n for n in ast.walk(arg) if isinstance(n, ast.Call) and ast.unparse(n.func) == "source"]
+        read = {self.source_index(n) for n in calls}
+        val = max((self.srcs[i] for i in read), key=lambda v: len(v.dims), default=None)
+        feat = feature(val, self.imp.dims) if val is not None else None
+        static = [d for d in self.dims(x)[0] if self.imp.dims.is_static(d)]
+        if feat is None or read - self.feature_last or not static or static[-1] != feat:
+            raise self.refuse(
+                f"`tf.{fn}` over axis -1 of a value whose last axis netc does not know (of sources whose "
+                "feature axis is last in RETURNN's layout, as a `linear`'s, it is)"
+            )
+        return feat
+
+    def axis_function(self, fn: str, node: ast.Call) -> Expr:
+        """`tf.squeeze(x, axis=-1)` of a feature axis of size 1, `tf.argmax(x, axis=-1)` (labels over
+        it), `tf.reduce_*`/`tf.math.reduce_*(x, axis=-1, keepdims=...)` over it."""
+        kw = {k.arg: k.value for k in node.keywords}
+        args = list(node.args)
+        if len(args) == 2 and "axis" not in kw:
+            kw["axis"] = args.pop()
+        allowed = {"squeeze": {"axis"}, "argmax": {"axis", "output_type"}}.get(AXIS_FUNCTIONS[fn], {"axis", "keepdims"})
+        if len(args) != 1 or set(kw) - allowed or None in kw:
+            raise self.refuse(f"`{ast.unparse(node)}`")
+        if "output_type" in kw and _dtype(kw["output_type"]) not in ("int32", "int64"):
+            raise self.refuse(f"`{ast.unparse(node)}` (output_type int32 or int64 is)")
+        k = kw.get("axis")
+        if k is None or self.number(k) != -1:  # RETURNN's layout of the source decides which axis a number is
+            raise self.refuse(f"`{ast.unparse(node)}` (axis=-1, the feature axis, is)")
+        x = self.tensor(args[0])
+        dims, sparse = self.dims(x)
+        axis = self.axis_of(args[0], x, fn)
+        rest = tuple(d for d in dims if d != axis)
+        what = AXIS_FUNCTIONS[fn]
+        if what == "squeeze":
+            if not self.imp.dims.is_static(axis) or self.imp.dims.size(axis) != 1:
+                raise self.refuse(f"`{ast.unparse(node)}` (a squeeze of an axis of size 1 is)")
+            if sparse is not None:
+                raise self.refuse(f"`{ast.unparse(node)}` of labels")
+            self.imp.imports.add("reduce_sum")
+            return self.mark(call("reduce_sum", x, axis=self.imp.dim(axis)), rest)  # the one value it holds
+        if sparse is not None:
+            raise self.refuse(f"`{ast.unparse(node)}` of labels")
+        if self.imp.dims.is_dynamic(axis):  # TF's reduction would count the padded frames
+            raise self.refuse(f"`{ast.unparse(node)}` over a time axis (its padded frames count in TF)")
+        self.imp.imports.add(what)
+        out = self.mark(call(what, x, axis=self.imp.dim(axis)), rest, axis if what == "argmax" else None)
+        if "keepdims" in kw:
+            keep = kw["keepdims"]
+            if not (isinstance(keep, ast.Constant) and isinstance(keep.value, bool)):
+                raise self.refuse(f"`{ast.unparse(node)}` (keepdims True or False is)")
+            if keep.value:
+                self.kept.add(axis)
+        return out
 
     def safe_log(self, arg: ast.AST) -> Expr:
         """RETURNN's `safe_log`: of a softmax, its log-softmax (of the logits); else log(max(x, 1e-20))."""
@@ -138,11 +302,19 @@ class EvalMapper:
         return call("log", call("maximum", x, num(1e-20)))
 
     def source(self, node: ast.Call) -> Expr:
-        return self.srcs[self.source_index(node)].tensor()
+        val = self.srcs[self.source_index(node)]
+        if val.sparse is not None and not self.casting:
+            raise Refused(self.full, "eval", "labels (sparse) as a source (`tf.to_float` of them is supported)")
+        differs = val.dims != self.full_dims or val.sparse is not None
+        return self.mark(val.tensor(), val.dims, val.sparse) if differs else val.tensor()
 
     def source_index(self, node: ast.Call) -> int:
         kw = {k.arg: k.value for k in node.keywords}
-        ok_kw = all(k == "auto_convert" and isinstance(v, ast.Constant) and v.value is True for k, v in kw.items())
+        # auto_convert: the source in the layout of the eval's output (RETURNN's default) or its own:
+        # the same values, by name
+        ok_kw = all(
+            k == "auto_convert" and isinstance(v, ast.Constant) and isinstance(v.value, bool) for k, v in kw.items()
+        )
         if len(node.args) != 1 or not ok_kw or not isinstance(node.args[0], ast.Constant):
             raise self.refuse(f"`{ast.unparse(node)}` (`source(i)` with a number i is)")
         i = node.args[0].value
@@ -171,6 +343,14 @@ class EvalMapper:
         ):
             return -float(inner.value) if neg else float(inner.value)
         raise self.refuse(f"`{ast.unparse(node)}` (a number is expected)")
+
+
+def _dtype(node: ast.AST) -> str | None:
+    """`tf.float32`, `"float32"` -> "float32"."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    text = ast.unparse(node)
+    return text[3:] if text.startswith("tf.") else None
 
 
 def _paren(e: Expr, need: bool) -> Expr:

@@ -32,7 +32,7 @@ from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
 from netc.importer.states import States
-from netc.importer.syntax import Expr, call, identifier, literal, name, num
+from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
 from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
 from netc.importer.writer import Assign, ModuleRef
 
@@ -76,6 +76,7 @@ class Importer(
                 if tag is not None:
                     self.dims.prefer(tag, key)
         self.loops: dict[str, Scope] = {}  # rec layer -> its unit's scope
+        self.step_counters: dict[str, str] = {}  # rec layer -> the variable of its step `:i`
         self.sub_stacks: dict[str, Val] = {}  # "<rec>/<sub>" -> the list the loop stacks `sub` into
         self.sub_layers: dict[str, Val] = {}  # "<layer>/<i>" -> a part of a `split` layer
         self.last_states: dict[str, tuple[str, str, str]] = {}  # LSTM layer -> its h, c after its loop, dim
@@ -146,6 +147,26 @@ class Importer(
                 self.outputs[layer] = out
                 self.out_vals[out] = val
 
+    def _step_counter(self, scope: Scope) -> Val:
+        """RETURNN's `:i`, the loop's step (0 first): a state counted from `zeros(batch)` before the
+        loop, one more after each step (`count_steps` adds that statement last)."""
+        from netc.importer.masked import loop_scope
+
+        unit = loop_scope(scope)
+        if unit.rec not in self.step_counters:
+            var = self.fresh(f"{identifier(unit.rec)}_i")
+            self.step_counters[unit.rec] = var
+            self.imports.add("zeros")
+            unit.outer.stmts.append(Assign([var], call("zeros", name("batch")), comment="`:i`: the step, counted"))
+        return Val(name(self.step_counters[unit.rec]), (BATCH,))
+
+    def count_steps(self, layer: str, body: list) -> list:
+        """The loop's body with its step counter (`:i`, where read) one more at its end."""
+        if layer not in self.step_counters:
+            return body
+        var = self.step_counters[layer]
+        return [*body, Assign([var], binop("+", name(var), num(1.0)))]
+
     def get(self, ref: str, scope: Scope) -> Val:
         """The value `ref` (a `from` entry) names in `scope`."""
         if not isinstance(ref, str):
@@ -165,6 +186,8 @@ class Importer(
                 return self.get(ref[5:], scope.outer)
             if ref.startswith("prev:"):
                 return self._prev(ref[5:], scope)
+            if ref == ":i":
+                return self._step_counter(scope)
         elif ref == "data" or ref.startswith("data:"):
             return self._input(ref[5:] if ref.startswith("data:") else "data")
         if "/" in ref and ref not in scope.layers:  # `rec/sub`: a unit layer stacked by the loop

@@ -74,6 +74,7 @@ def import_loop(imp, layer: str, d: dict, scope: Scope, var: str, full: str, uni
     stack = var
     scope.stmts.append(Assign([stack], cst.List([])))
     out, body = unit_body(imp, layer, scope, inner, unit, stack)
+    body = imp.count_steps(layer, body)
     iters = [src.expr if isinstance(src.expr, cst.Name) else src.tensor() for src, _ in seqs]
     iterable = iters[0] if len(iters) == 1 else call("zip", *iters)
     targets = [f.expr.value for f in frames]

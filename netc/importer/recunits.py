@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from netc.importer import cells
 from netc.importer.dims import BATCH
+from netc.importer.masked import loop_scope
 from netc.importer.syntax import call, name, num, tuple_
 from netc.importer.values import Refused, Scope, Val, feature
 from netc.importer.writer import Assign, ModuleRef
@@ -119,6 +120,10 @@ class RecUnits(cells.WrittenCells):
                 "rnn_cell",
                 f"unit {d.get('unit')!r} (LSTMBlock, StandardLSTM, LayerNormVariantsLSTM, ZoneoutLSTM in a rec unit are supported)",
             )
+        forget = (d.get("unit_opts") or {}).get("forget_bias", 1.0) if isinstance(d.get("unit_opts"), dict) else 1.0
+        if isinstance(forget, (int, float)) and not isinstance(forget, bool) and forget != 1.0:
+            # TF's LSTMCell with another forget bias (fused LMs set 0.0): its step written out
+            return self._written_cell(layer, d, scope, var, full, "rnn_cell", unit)
         self._unit_opts(d, full, "rnn_cell", unit, {"forget_bias": 1.0})
         if getattr(self, "_masks", None):
             raise Refused(
@@ -129,8 +134,8 @@ class RecUnits(cells.WrittenCells):
         src = self._source(d, scope, full)
         out = self._out_dim(layer, d, full)
         h, c = self._cell_state_vars(layer, scope)
-        for state in (h, c):
-            scope.outer.stmts.append(
+        for state in (h, c):  # before the loop (also for a cell in a subnetwork of the unit)
+            loop_scope(scope).outer.stmts.append(
                 Assign([state], call("zeros", name("batch"), self.dim(out)), comment="initial state")
             )
         self.imports |= {"LstmCell", "zeros"}

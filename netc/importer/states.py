@@ -53,7 +53,8 @@ class States:
                 value = value.with_changes(args=[value.args[0], cst.Arg(self.dim(dims[1])), *value.args[1:]])
             scope.states[layer] = Val(name(var), dims)
             scope.outer.stmts.append(Assign([var], value, comment="initial state"))
-        return Val(name(PREV + scope.names[layer]), scope.states[layer].dims)
+        state = scope.states[layer]  # (a label state: labels again at every read)
+        return Val(name(PREV + scope.names[layer]), state.dims, state.sparse)
 
     def _label_state(self, layer: str, d: dict, scope: Scope) -> Val:
         """`prev:` of the unit's `choice`: the previous step's label, before the first step the
@@ -106,6 +107,8 @@ class States:
         if not hasattr(self, f"_l_{cls}"):  # not read through a layer netc does not import
             raise Refused(self._full(layer, scope), str(cls), "this layer class is not supported by `netc import` yet")
         seen = seen | {layer}
+        if cls == "subnetwork" and isinstance(d.get("subnetwork"), dict):  # its `output`'s, within it
+            return self._sub_static_out(layer, d["subnetwork"], "output", scope, set())
         srcs = value_sources(d)
         if cls in _CONCATENATES and len(srcs) > 1:  # its sources concatenated: the sum of their dims
             return self.dims.derived([self._static_out(layer, {**d, "from": [x]}, scope, seen - {layer}) for x in srcs])
@@ -122,6 +125,23 @@ class States:
             val = self.get(src, scope)
             return feature(val, self.dims)
         raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
+
+    def _sub_static_out(self, layer: str, layers: dict, sub: str, scope: Scope, seen: set) -> str:
+        """The feature dim of layer `sub` of a subnetwork (`layers`): its `n_out`/`out_dim`, else
+        of the sub-layers it reads (concatenated)."""
+        d = layers.get(sub)
+        if not isinstance(d, dict) or sub in seen:
+            raise Refused(self._full(layer, scope), "subnetwork", "cannot tell the dim of its state")
+        if isinstance(d.get("out_dim"), dict):
+            return self.dims.tag(d["out_dim"]["__dim__"])
+        if isinstance(d.get("n_out"), int):
+            return self.dims.static(d["n_out"], identifier(f"{layer}_{sub}"))
+        srcs = [x for x in value_sources(d) if isinstance(x, str)]
+        cls = CLASS_ALIASES.get(d.get("class"), d.get("class"))
+        if not srcs or any(x not in layers for x in srcs) or (len(srcs) > 1 and cls not in _CONCATENATES):
+            raise Refused(self._full(layer, scope), "subnetwork", "cannot tell the dim of its state")
+        dims = [self._sub_static_out(layer, layers, x, scope, seen | {sub}) for x in srcs]
+        return dims[0] if len(dims) == 1 else self.dims.derived(dims)
 
     def _bool_state(self, layer: str, d: dict, scope: Scope, init: bool) -> Val:
         """`prev:` of a `compare` with a bool `initial_output` (RNA setups' `emit`): one bool per
