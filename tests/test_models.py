@@ -182,6 +182,7 @@ NO_HOIST = [
     *AFTER_BREAK,
     "choice_after_break.py",
     *GROW,
+    "nested_end_zero_state.py",
 ]
 
 

@@ -286,6 +286,7 @@ class RecLowering:
         em, unit, outer = self.em, self.unit, self.outer
         if (
             init in em.zeros
+            and not outer.in_unit
             and shaped_by_others(unit.layers, name, self.batched)
             and not axes_of_prev(unit.layers, name)
         ):
@@ -300,9 +301,11 @@ class RecLowering:
         in_outer_unit = outer.in_unit and not ref.startswith("base:base:")
         zeros = in_outer_unit and self._static_zeros(init)
         made = outer.layers.get(outer.layer_of.get(init, ""), {})
-        if zeros and "batch" in em.values[init].dims and not shaped_by_others(unit.layers, name, self.batched):
+        if zeros and "batch" in em.values[init].dims:
             # but RETURNN's "zeros" have a batch dim only if a layer the state is computed from
-            # has one: nothing in this step has, so the same constant made at the network's top
+            # has one when it makes the state's first template: in a unit nested in another, one
+            # read from the outer unit (`base:`) may have none yet (the inner loop's lengths then
+            # lack the batch: an assertion), so the same constant made at the network's top
             # (which RETURNN builds first)
             if made.get("class") == "constant" and "from" not in made:
                 root = em.blocks[()]
