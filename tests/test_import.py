@@ -262,6 +262,43 @@ def test_rna_search_gives_the_originals_best_labels(imported, backend):
     assert np.abs(res.outputs["scores"] - theirs["scores"]).max() <= TOLERANCE, (res.outputs["scores"], theirs)
 
 
+@pytest.mark.parametrize("backend", ["returnn", "torch"])
+def test_fused_search_gives_the_originals_best_labels(tmp_path, backend):
+    """A decoder whose `choice` takes log-probabilities it fused itself (`input_type: "log_prob"`:
+    the AM's plus 0.5 times an LM's) searched: the imported model's beam search (netc's `choice`
+    with `input_type="log_prob"`, the scores summed as they are) finds the original's best labels
+    with its score, RETURNN's search of the original config with the same parameters."""
+    config = CONFIGS / "fused_decoder.config"
+    model, map_file = tmp_path / "fused.py", tmp_path / "names.json"
+    netc_in_process("import", config, "-o", model, "--param-map", map_file, check=True)
+    names = json.loads(map_file.read_text())
+    orig = run_original(config, [], [[6, 4, 5], [3, 2, 4]])
+    # RETURNN's training network has no LM (nothing it trains reads it): its parameters drawn here
+    rng = np.random.default_rng(5)
+    params = {
+        k: orig["params"].get(k, rng.normal(0.0, 0.5, v["shape"]).astype(np.float32))
+        for k, v in names["params"].items()
+    }
+    assert len(params) > len(orig["params"])
+    # 3 times as large (labels of every class) and EOS (label 0) more likely: hypotheses end before
+    # the bound (RETURNN's is the batch's, netc's each sequence's)
+    params = {k: np.float32(3.0) * v for k, v in params.items()}
+    params["output/rec/output_prob/b"] = params["output/rec/output_prob/b"] + np.float32(2.0) * (np.arange(7) == 0)
+    orig = {**orig, "params": params}
+    theirs = run_original_search(config, orig)
+    g = compile_graph(str(model))
+    params = {names["params"][k]["returnn"]: model_value(v, names["params"][k]) for k, v in orig["params"].items()}
+    inputs, lens = _inputs(g, orig)
+    res = run_backend(backend, str(model), inputs, lens, params, g, search=True)
+    out = names["outputs"]["output"]
+    (dec,) = [d for d in res.dims[out] if d in res.lens[out]]
+    n = res.lens[out][dec]
+    ours = res.outputs[out]
+    assert [list(r[:k]) for r, k in zip(ours, n)] == [list(r[:k]) for r, k in zip(theirs["labels"], n)]
+    assert len({len(r[:k]) for r, k in zip(ours, n)}) > 1 and all(r[k - 1] == 0 for r, k in zip(ours, n))
+    assert np.abs(res.outputs["scores"] - theirs["scores"]).max() <= TOLERANCE, (res.outputs["scores"], theirs)
+
+
 @pytest.mark.parametrize("case", ["conformer", "lstm_lm", "tied_lm"])
 def test_checkpoint_drives_the_imported_model(tmp_path, case):
     """`netc import --checkpoint`: the original's TF checkpoint (saved as training leaves it) gives

@@ -93,21 +93,27 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     if len(srcs) != 1:
         raise Refused(full, "choice", "`choice` of one `softmax` layer")
     probs = imp.get(srcs[0], scope)
-    if probs.logits is None:
+    input_type = d.get("input_type", "prob")
+    if input_type not in ("prob", "log_prob"):
+        raise Refused(full, "choice", f"input_type {input_type!r} (prob and log_prob are supported)")
+    if input_type == "prob" and probs.logits is None:
         raise Refused(full, "choice", f"`choice` of `{srcs[0]}`, not a `softmax` layer")
     target = imp._target(d, full)
+    if input_type == "log_prob" and (probs.sparse is not None or probs.dims[-1:] != (target.sparse,)):
+        raise Refused(full, "choice", f"`choice` of `{srcs[0]}`, not log-probabilities over the target's classes")
     if d.get("length_normalization", True) is not True and d.get("length_normalization") is not False:
         raise Refused(full, "choice", "length_normalization other than True/False")
-    if d.get("input_type", "prob") != "prob":
-        raise Refused(full, "choice", f"input_type {d['input_type']!r} (prob is supported)")
     beam = d.get("beam_size", 1)
     if not isinstance(beam, int) or beam < 1:
         raise Refused(full, "choice", f"beam_size {beam!r}")
     kwargs: dict[str, Expr] = {"target": target.expr, "beam": num(beam)}
     if d.get("length_normalization", True) is False:
         kwargs["length_normalization"] = literal(False)
+    if input_type == "log_prob":  # scores the config normalised itself (a fused LM): summed as they are
+        kwargs["input_type"] = literal("log_prob")
+    scores = probs.logits.tensor() if input_type == "prob" else probs.tensor()
     imp.imports.add("choice")
-    imp._emit(scope, var, call("choice", probs.logits.tensor(), **kwargs), layer)
+    imp._emit(scope, var, call("choice", scores, **kwargs), layer)
     return Val(name(var), probs.dims[:1], target.sparse)
 
 
