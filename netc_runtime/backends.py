@@ -232,7 +232,8 @@ def returnn_session(
             return [searched[0] if plan and d == plan.loop.axis else dim_obj(d) for d in dims[name]]
 
         fetch = {}
-        folded = cfg.typed_value("netc_output_layers") or {}  # outputs that are a loss's layer
+        # outputs that are a loss's layer in training's network (the search network has no loss)
+        folded = {} if plan else cfg.typed_value("netc_output_layers") or {}
         for name in plan.outputs if plan else [o.name for o in g.outputs]:
             data = net.get_layer(folded.get(name, name)).output
             out = data.copy_transpose(tags(name, data))
