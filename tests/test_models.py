@@ -59,6 +59,7 @@ MODELS = [
     "ops_batch_norm.py",
     "ops_conv2d.py",
     "ops_conv2d_strided.py",
+    "conv2d_one_column.py",
     "append_value_of_while_loop.py",
     "frames_time_major.py",
     "dead_state.py",
