@@ -235,6 +235,16 @@ class Conv2d(OpDef):
             return 0, 0
         return same_pad(f, attrs["filter_size"][1], _pair(attrs["stride"])[1])
 
+    @staticmethod
+    def _feature_stride(f: int, kf: int, sf: int) -> tuple[int, bool]:
+        """The feature stride to convolve `f` padded features at, and whether to keep only the first
+        column: one window over the features is the same at any stride, and torch 2.13's oneDNN
+        float32 convolution computes wrong numbers for a feature stride with one output column
+        (seen on an input of one channel, whose strides read as channels-last)."""
+        if sf > 1 and (f - kf) // sf + 1 == 1:
+            return 1, kf < f
+        return sf, False
+
     def torch_made_dims(self, ctx, op):
         a = op.attrs
         if a["out_axis"] is None:
@@ -274,15 +284,10 @@ class Conv2d(OpDef):
             x = f"{ctx.helper(TAKE_HELPER)}({x}, ({idx})[:, None, :, None], 2)"
         w = ctx.once(f"{ctx.param('W')}.permute(3, 2, 0, 1)", f"{op.param}_W")  # torch's [out, in/groups, kt, kf]
         b = ctx.param("bias") if a["with_bias"] else "None"
-        one_column = (int(ctx.size(a["feature_axis"])) + fl + fr - a["filter_size"][1]) // sf + 1 == 1
-        if one_column:
-            # one window over the features: its stride does not matter, and torch 2.13's oneDNN float
-            # convolution computes wrong numbers for a feature stride with one output column (seen on
-            # an input of one channel, whose strides read as channels-last)
-            sf = 1
+        sf, cut = self._feature_stride(int(ctx.size(a["feature_axis"])) + fl + fr, a["filter_size"][1], sf)
         stride = 1 if (st, sf) == (1, 1) else (st, sf)
         y = f"torch.nn.functional.conv2d({x}, {w}, {b}, {stride}, 0, 1, {a['groups']})"
-        if one_column and a["filter_size"][1] < int(ctx.size(a["feature_axis"])) + fl + fr:
+        if cut:
             y = f"{y}[..., :1]"
         time = a["out_axis"] if self.new_time(a) else a["axis"]
         return align_code(y, ("batch", a["out_dim"], time, self.feat_out(a)), op.outs[0].dims)
@@ -306,5 +311,6 @@ class Conv2d(OpDef):
         tl, tr = (0, 0) if attrs["padding"] == "valid" else same_pad(n, kt, st)
         t = torch.nn.functional.pad(t, (fl, fr, tl, tr))
         b = ctx.param("bias") if attrs["with_bias"] else None
+        sf, cut = self._feature_stride(t.shape[3], kf, sf)
         y = torch.nn.functional.conv2d(t, w, b, (st, sf), 0, 1, attrs["groups"])
-        return align_tensor(y, result, outs[0].dims)
+        return align_tensor(y[..., :1] if cut else y, result, outs[0].dims)
