@@ -1,7 +1,8 @@
 """`Conv2d` with a feature stride and one window over the features, on one input channel: torch
 2.13's oneDNN float convolution computed wrong numbers for it (the channel's strides read as
-channels-last); the torch module convolves at feature stride 1 (the same window). Found by the
-random-program generator (seed 920058)."""
+channels-last); eager mode and the torch module convolve at feature stride 1 (the same window).
+Found by the random-program generator (seed 920058). TensorFlow's oneDNN convolution has the same
+fault (RETURNN is not compared: tests/test_models.py)."""
 
 import netc as nc
 from netc import batch
