@@ -95,6 +95,17 @@ class _OpCtx:
         self.derived.append((Code(own[name]), Code(self.blk.dims[name])))
         return Code(own[name])
 
+    def static_dim(self, hint: str, size: int) -> Code:
+        key = (hint, size)
+        if key not in self.em.op_dims:  # one per dim: the search network makes it again
+            self.em.op_dims[key] = self.em.dim_ns.fresh(hint)
+        return Code(self.em.op_dims[key])
+
+    def size(self, name: str) -> int:
+        size = self.em.g.dim(name).size
+        assert size is not None, name
+        return size
+
     def src(self, i: int) -> str:
         return self.blk.refs[self.op.args[i]]
 
@@ -150,6 +161,7 @@ class ReturnnEmitter:
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops and ops
+        self.op_dims: dict[tuple[str, int], str] = {}  # (hint, size) -> variable (`_OpCtx.static_dim`)
         self.derived_dims: dict[str, str] = {}  # a dim an op makes -> its layer's own (`_OpCtx.derived_dim`)
         # provenance for `netc preview`: each block by its path, each op's layer path by its first value id
         self.blocks: dict[tuple[str, ...], Block] = {}
@@ -179,6 +191,7 @@ class ReturnnEmitter:
         extern = extern_data(g, self.dim_vars, target_read=g.search is not None)
         dims = [(self.dim_vars[d.name], py_str(d.name), d.size) for d in config_dims(g) if d.kind != "batch"]
         dims += [(var, py_str(name), None) for var, name in self.whole_dims]
+        dims += [(var, py_str(var), size) for (_, size), var in self.op_dims.items()]
         chain = max(_chain(layers), _chain(search_layers or {}))
         return _TEMPLATES.get_template("config.py.j2").render(
             recursion_limit=1000 + FRAMES_PER_LAYER * chain if chain > DEEP_CHAIN else None,

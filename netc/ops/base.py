@@ -41,6 +41,9 @@ class ReturnnCtx(Protocol):
     # a variable for a dim the op makes, where its layer derives it from an input's (pool, conv,
     # pad): the layer's result is retagged to the dim after it
     def derived_dim(self, name: str) -> Code: ...
+    # a static dim of the op's own (its layers' intermediate axis), declared in the config
+    def static_dim(self, hint: str, size: int) -> Code: ...
+    def size(self, name: str) -> int: ...  # a static dim's size
     def is_dynamic(self, name: str) -> bool: ...
     def may_be_empty(self, name: str) -> bool: ...  # some sequences may have no frame along it
     # a top-level layer whose output has dynamic dim `name` made by an op or a loop, as this

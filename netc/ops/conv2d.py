@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 
 from netc.ir.dims import DimError
+from netc.naming import Code
 from netc.ops.align import align_code, align_tensor, where_valid
 from netc.ops.base import OpDef, OutType, register
 from netc.ops.conv import _float
@@ -190,18 +191,45 @@ class Conv2d(OpDef):
         if a["groups"] != 1:
             layer["groups"] = a["groups"]
         fout = ctx.dim(self.feat_out(a))
+        column = self._returnn_column(ctx, a)
+        if column is not None:  # one window over the features: at feature stride 1, then a slice
+            sf, fout = 1, column[0]
         if a["padding"] == "valid":  # TF's windows start at each sequence's frame 0
             if (st, sf) != (1, 1):
                 layer["strides"] = (st, sf)
             layer["out_spatial_dims"] = [ctx.derived_dim(a["out_axis"]), fout]
+        else:
+            if sf != 1:
+                layer["strides"] = (1, sf)  # the feature axis is static: TF's "same" is the rule
+            if sf != 1 or column is not None or a["out_feature_axis"] not in (None, a["feature_axis"]):
+                layer["out_spatial_dims"] = [ctx.dim(a["axis"]), fout]
+            if st != 1:
+                layer = self._returnn_time_stride(ctx, a, layer, kt, st)
+        if column is None:
             return layer
-        if sf != 1:
-            layer["strides"] = (1, sf)  # the feature axis is static: TF's "same" is the rule
-        if sf != 1 or a["out_feature_axis"] not in (None, a["feature_axis"]):
-            layer["out_spatial_dims"] = [ctx.dim(a["axis"]), fout]
-        if st == 1:
+        mid, start = column
+        cut = {"class": "slice", "axis": mid, "slice_start": start, "slice_end": start + 1}
+        cut["out_dim"] = ctx.dim(self.feat_out(a))
+        if layer["class"] == "subnetwork":  # the time stride's: its gather, then the slice
+            sub = layer["subnetwork"]
+            sub["gathered"] = sub.pop("output")
+            sub["output"] = {**cut, "from": "gathered"}
             return layer
-        return self._returnn_time_stride(ctx, a, layer, kt, st)
+        sub = {"conv": {**layer, "from": "data", "name_scope": ""}, "output": {**cut, "from": "conv"}}
+        return {"class": "subnetwork", "from": ctx.src(0), "subnetwork": sub}
+
+    def _returnn_column(self, ctx, a) -> tuple[Code, int] | None:
+        """For a feature stride with one window over the features: the features a convolution at
+        stride 1 makes (a dim of the config's own) and which of them is that window. TensorFlow's
+        oneDNN float32 convolution computes such a layer wrong (as torch's does, `_feature_stride`)."""
+        (_, kf), (_, sf) = a["filter_size"], _pair(a["stride"])
+        f = ctx.size(a["feature_axis"])
+        if sf == 1 or out_len(f, kf, sf, a["padding"]) != 1:
+            return None
+        if a["padding"] == "valid":  # the first window
+            return ctx.static_dim(f"{ctx.dim(self.feat_out(a))}_columns", f - kf + 1), 0
+        # "same": stride 1 pads (kf-1)//2 on the left, the stride's one window max(kf-f, 0)//2
+        return ctx.static_dim(f"{ctx.dim(self.feat_out(a))}_columns", f), (kf - 1) // 2 - max(kf - f, 0) // 2
 
     @staticmethod
     def _returnn_time_stride(ctx, a, layer, kt: int, st: int) -> dict:
