@@ -16,6 +16,7 @@ import ast
 from collections.abc import Callable
 from pathlib import Path
 
+from netc.errors import CompileError
 from netc.ir.dims import DimError
 from netc.naming import Code
 from netc.ops.base import OpDef, OutType, register
@@ -161,7 +162,18 @@ class CtcPrefixSearch(OpDef):
             raise DimError(f"`ctc_prefix_search` needs a `beam` >= 1, got {beam!r}")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight != weight:
             raise DimError(f"`lm_weight` is a number, got {weight!r}")
-        if len(args) > 1:
+        if "bos" in attrs:  # an LM function (the op's region): args[1:] its state before `bos`
+            bos = attrs["bos"]
+            if isinstance(bos, bool) or not isinstance(bos, int) or not 0 <= bos < dt[vocab].size:
+                raise DimError(
+                    f"`ctc_prefix_search` needs `bos` to be a label of `{vocab}` (0 to {dt[vocab].size - 1}), got {bos!r}"
+                )
+            for s in args[1:]:
+                if "batch" not in s.dims or dt.dynamic(s.dims):
+                    raise DimError(
+                        f"`ctc_prefix_search`'s `lm_state` must be [batch, static dims...], got [{', '.join(s.dims)}]"
+                    )
+        elif len(args) > 1:
             lm = args[1]
             _float("ctc_prefix_search", lm)
             ctx = [d for d in lm.dims if d not in ("batch", vocab)]
@@ -179,7 +191,7 @@ class CtcPrefixSearch(OpDef):
         return ("batch", ctx, vocab) if "batch" in dims else (ctx, vocab)
 
     def returnn_helpers(self, op):
-        return {SEARCH_TF: TF_HELPERS[SEARCH_TF]}
+        return {} if op.regions else {SEARCH_TF: TF_HELPERS[SEARCH_TF]}
 
     def _returnn_locals(self, ctx, op) -> dict:
         a = op.attrs
@@ -192,6 +204,13 @@ class CtcPrefixSearch(OpDef):
         return loc
 
     def returnn(self, ctx, op):
+        if op.regions:
+            raise CompileError(
+                op.span,
+                "RETURNN target: `ctc_prefix_search` with an LM function has no RETURNN equivalent (each prefix "
+                "runs the LM's modules in the search's own loop, inside one layer); compile it with `--target "
+                "torch`, or give the LM as a bigram table `lm=[lm_context, vocab]` (docs/language.md, CTC decoding)",
+            )
         sources = [ctx.src(i) for i in range(len(op.args))]
         return _labels_layers(ctx, op, self._returnn_locals(ctx, op), sources, SEARCH_TF)
 
@@ -209,12 +228,21 @@ class CtcPrefixSearch(OpDef):
         return {1: (f"{layer}_score", score)}
 
     def torch_helpers(self, op):
+        if op.regions:
+            return {"ctc_prefix_search_lm": helper_source("ctc_prefix_beam_search_lm")}
         return {"ctc_prefix_search": helper_source("ctc_prefix_beam_search")}
 
     def torch_first(self, ctx, op):
         a = op.attrs
         time = next(d for d in ctx.in_dims(0) if ctx.is_dynamic(d))
         logits = ctx.aligned(0, ("batch", time, a["axis"]))
+        if op.regions:  # the LM function: a local function of the label and the state
+            state = "".join(f"{ctx.arg(i)}, " for i in range(1, len(op.args)))
+            call = (
+                f"{ctx.helper('ctc_prefix_search_lm')}({logits}, {ctx.seq_lens(time)}, {a['beam']}, "
+                f"{ctx.region(0)}, ({state}), {a['bos']}, {float(a['lm_weight'])!r})"
+            )
+            return "ctc_search", call
         lm = "None"
         if len(op.args) > 1:
             dims = self._lm_dims(op, ctx.in_dims(1))

@@ -89,3 +89,76 @@ def ctc_prefix_beam_search(
     out_lens = plen[:, 0]
     size = int(out_lens.max()) if n_batch > 0 else 0
     return seqs[:, 0, :size], out_lens, torch.logaddexp(pb[:, 0], pnb[:, 0])
+
+
+def ctc_prefix_beam_search_lm(
+    logits: torch.Tensor, lens: torch.Tensor, beam: int, lm_step, lm_state: tuple, bos: int, lm_weight: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`ctc_prefix_beam_search` with an LM of state: `lm_step(labels [n], *state) -> (log_probs
+    [n, vocab], *state)`, each state tensor [n, ...], `lm_state` its state before `bos` [batch, ...].
+    Each prefix carries the LM's state after its labels (fed from `bos` on) and its log
+    probabilities of the next label; a prefix extended by label c gets `lm_weight` times that log
+    probability of c added once. Same candidates, order and ties as `ctc_prefix_beam_search`; the
+    LM runs once per frame on the new prefixes (extensions) of all sequences together, in slot
+    order. Python only (it calls `lm_step`): not scripted."""
+    logp = torch.log_softmax(logits.to(torch.float64), dim=-1)
+    n_batch, n_time, n_classes = logp.shape[0], logp.shape[1], logp.shape[2]
+    blank, vocab, dev = n_classes - 1, n_classes - 1, logp.device
+    neg_inf = torch.tensor(float("-inf"), dtype=torch.float64, device=dev)
+    seqs = torch.zeros(n_batch, beam, n_time, dtype=torch.long, device=dev)
+    plen = torch.zeros(n_batch, beam, dtype=torch.long, device=dev)
+    last = torch.full((n_batch, beam), vocab, dtype=torch.long, device=dev)  # `vocab`: no label yet
+    pb = torch.full((n_batch, beam), float("-inf"), dtype=torch.float64, device=dev)
+    pb[:, 0] = 0.0  # the empty prefix
+    pnb = torch.full_like(pb, float("-inf"))
+    out, *st = lm_step(torch.full((n_batch,), bos, dtype=torch.long, device=dev), *lm_state)
+    # per slot: the weighted LM log probabilities of its next label, and the LM's state
+    lm_next = (out.to(torch.float64) * lm_weight)[:, None, :].expand(n_batch, beam, vocab)
+    states = [s[:, None].expand(n_batch, beam, *s.shape[1:]) for s in st]
+    rows = torch.arange(n_batch, device=dev)[:, None]
+    pos = torch.arange(n_time, device=dev)
+    labels = torch.arange(vocab, device=dev)
+    for t in range(n_time):
+        lp = logp[:, t]  # [batch, classes]
+        total = torch.logaddexp(pb, pnb)
+        u_pb = total + lp[:, blank, None]
+        u_pnb = torch.where(plen > 0, pnb + lp.gather(1, last.clamp_max(vocab - 1)), neg_inf)
+        e_pnb = torch.where(labels == last[:, :, None], pb[:, :, None], total[:, :, None]) + lp[:, None, :vocab]
+        e_pnb = e_pnb + lm_next
+        valid = total > neg_inf
+        prefix_of = ((seqs[:, :, None, :] == seqs[:, None, :, :]) | (pos >= plen[:, None, :, None])).all(dim=3)
+        match = prefix_of & (plen[:, :, None] == plen[:, None, :] + 1) & valid[:, :, None] & valid[:, None, :]
+        into = e_pnb.gather(2, last.clamp_max(vocab - 1)[:, None, :].expand(-1, beam, -1)).transpose(1, 2)
+        u_pnb = torch.logaddexp(u_pnb, torch.where(match, into, neg_inf).logsumexp(dim=2))
+        onehot = torch.nn.functional.one_hot(last, vocab + 1)[:, :, :vocab].to(torch.float64)
+        taken = (match.transpose(1, 2).to(torch.float64) @ onehot) > 0
+        e_pnb = torch.where(taken, neg_inf, e_pnb)
+        cand = torch.cat([torch.logaddexp(u_pb, u_pnb), e_pnb.flatten(1)], dim=1)
+        idx = torch.sort(cand, dim=1, descending=True, stable=True).indices[:, :beam]
+        ext = idx >= beam
+        k = torch.where(ext, (idx - beam) // vocab, idx)
+        c = (idx - beam) % vocab
+        n_seqs = seqs.gather(1, k[:, :, None].expand(-1, -1, n_time))
+        n_plen = plen.gather(1, k)
+        n_seqs = torch.where(ext[:, :, None] & (pos == n_plen[:, :, None]), c[:, :, None], n_seqs)
+        n_pb = torch.where(ext, neg_inf, u_pb.gather(1, k))
+        n_pnb = torch.where(ext, e_pnb.flatten(1).gather(1, (idx - beam).clamp_min(0)), u_pnb.gather(1, k))
+        n_last = torch.where(ext, c, last.gather(1, k))
+        n_plen = n_plen + ext.long()
+        on = (lens > t)[:, None]  # a sequence's frames only
+        n_next, n_states = lm_next[rows, k], [s[rows, k] for s in states]
+        grown = (ext & on).flatten().nonzero().squeeze(1)  # the new prefixes: the LM reads their label
+        if grown.numel() > 0:
+            out, *st = lm_step(c.flatten()[grown], *(s.flatten(0, 1)[grown] for s in n_states))
+            n_next = n_next.flatten(0, 1).index_copy(0, grown, out.to(torch.float64) * lm_weight).view_as(n_next)
+            n_states = [
+                s.flatten(0, 1).index_copy(0, grown, new.to(s.dtype)).view_as(s) for s, new in zip(n_states, st)
+            ]
+        lm_next = torch.where(on[:, :, None], n_next, lm_next)
+        states = [torch.where(on.view(n_batch, 1, *[1] * (s.dim() - 2)), n, s) for s, n in zip(states, n_states)]
+        seqs = torch.where(on[:, :, None], n_seqs, seqs)
+        plen, last = torch.where(on, n_plen, plen), torch.where(on, n_last, last)
+        pb, pnb = torch.where(on, n_pb, pb), torch.where(on, n_pnb, pnb)
+    out_lens = plen[:, 0]
+    size = int(out_lens.max()) if n_batch > 0 else 0
+    return seqs[:, 0, :size], out_lens, torch.logaddexp(pb[:, 0], pnb[:, 0])
