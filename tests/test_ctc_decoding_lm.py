@@ -9,12 +9,16 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 import torch
-from conftest import ROOT, run_netc
+from conftest import EXAMPLES, ROOT, run_netc
 from ctc_reference import exhaustive, log_softmax, prefix_beam_search
 
+from netc.compiler import compile_graph
 from netc.ops.ctc_search import ctc_prefix_beam_search, ctc_prefix_beam_search_lm
+from netc_runtime.backends import run_backend
+from netc_runtime.verify import random_inputs, random_params
 
 MODEL = ROOT / "tests" / "models" / "ctc_decoding_lm.py"
 
@@ -188,3 +192,59 @@ def test_export_refuses_located(tmp_path, fmt):
     assert (
         f"error: --format {fmt}: `ctc_prefix_search` calls its functions (`lm`) from a search in Python" in proc.stderr
     )
+
+
+def _label_lm(params: dict, bos: int):
+    """examples/conformer_ctc.py's `LabelLm` in numpy (float64) from its parameters, as a function
+    of the prefix: the LSTM cell is RETURNN's LSTMBlock (gates i, j, f, o; forget bias 1)."""
+    emb, kernel, bias = (
+        params[f"lm/{k}"].astype(np.float64) for k in ("embed/W", "lstm/lstm_cell/kernel", "lstm/lstm_cell/bias")
+    )
+    out_w, out_b = params["lm/out/W"].astype(np.float64), params["lm/out/b"].astype(np.float64)
+    hidden = out_w.shape[0]
+    memo: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+    def sigmoid(v):
+        return 1.0 / (1.0 + np.exp(-v))
+
+    def state(prefix: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        if prefix not in memo:
+            label, (h, c) = (prefix[-1], state(prefix[:-1])) if prefix else (bos, (np.zeros(hidden), np.zeros(hidden)))
+            i, j, f, o = np.split(np.concatenate([emb[label], h]) @ kernel + bias, 4)
+            c = sigmoid(f + 1.0) * c + sigmoid(i) * np.tanh(j)
+            memo[prefix] = (sigmoid(o) * np.tanh(c), c)
+        return memo[prefix]
+
+    def next_lm(prefix: tuple[int, ...]) -> list[float]:
+        return log_softmax((state(prefix)[0] @ out_w + out_b).tolist())
+
+    return next_lm
+
+
+def test_conformer_example_with_an_lm_decodes_as_the_reference():
+    """examples/conformer_ctc.py's `conformer_ctc_decode_lm`, with a training network's parameters
+    and its LM's, on eager and torch: the labels and score the reference finds from its log
+    probabilities and the LM; the LM changes the best prefix somewhere."""
+    example = EXAMPLES / "conformer_ctc.py"
+    train = compile_graph(str(example), network="conformer_ctc")
+    g = compile_graph(str(example), network="conformer_ctc_decode_lm")
+    train_params = {p.name: p.dims for p in train.params}
+    assert {p.name: p.dims for p in g.params if not p.name.startswith("lm/")} == train_params
+    rng = np.random.default_rng(8)
+    params = random_params(g, rng)
+    params["logits/W"] *= 0.5  # flatter frames: the LM has a say
+    lens = {"time": np.array([40, 23, 31, 9])}
+    x = {"x": random_inputs(g, lens, rng)["x"]}
+    frames = [(n + 1) // 2 for n in lens["time"]]
+    next_lm = _label_lm(params, bos=0)
+    differs = False
+    for backend in ("eager", "torch"):
+        res = run_backend(backend, str(example), x, lens, params, g)
+        for b, n in enumerate(frames):
+            logp = res.outputs["output"][b, :n].astype(np.float64).tolist()
+            labels, score = prefix_beam_search(logp, 4, next_lm, 0.5)
+            n_labels = res.lens["labels"]["lm_time"][b]
+            assert res.outputs["labels"][b, :n_labels].tolist() == labels, backend
+            assert abs(float(res.outputs["score"][b]) - score) <= 1e-4, backend
+            differs |= labels != prefix_beam_search(logp, 4)[0]
+    assert differs
