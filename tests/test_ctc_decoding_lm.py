@@ -170,6 +170,7 @@ def test_padded_batch_is_each_sequence():
 
 
 def test_verify_compares_eager_and_torch_returnn_refuses_located():
+    """`netc verify --no-returnn` compares eager and torch; compile and verify for RETURNN stop at its refusal."""
     proc = run_netc("verify", str(MODEL), "--no-returnn", "--seed", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [line.split()[:4] for line in proc.stdout.splitlines() if " vs " in line]
@@ -181,6 +182,9 @@ def test_verify_compares_eager_and_torch_returnn_refuses_located():
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert f"ctc_decoding_lm.py:{line}:" in proc.stderr
     assert "error: RETURNN target: `ctc_prefix_search` with an LM function has no RETURNN equivalent" in proc.stderr
+    proc = run_netc("verify", str(MODEL))  # with RETURNN: its refusal, located
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"ctc_decoding_lm.py:{line}:27: error: RETURNN target: `ctc_prefix_search`" in proc.stderr
 
 
 @pytest.mark.parametrize("fmt", ["torchscript", "onnx", "torch-export"])
