@@ -228,7 +228,7 @@ def _label_lm(params: dict, bos: int):
 def test_conformer_example_with_an_lm_decodes_as_the_reference():
     """examples/conformer_ctc.py's `conformer_ctc_decode_lm`, with a training network's parameters
     and its LM's, on eager and torch: the labels and score the reference finds from its log
-    probabilities and the LM; the LM changes the best prefix somewhere."""
+    probabilities and the LM; the LM changes the best prefix somewhere; eager and torch agree."""
     example = EXAMPLES / "conformer_ctc.py"
     train = compile_graph(str(example), network="conformer_ctc")
     g = compile_graph(str(example), network="conformer_ctc_decode_lm")
@@ -242,8 +242,9 @@ def test_conformer_example_with_an_lm_decodes_as_the_reference():
     frames = [(n + 1) // 2 for n in lens["time"]]
     next_lm = _label_lm(params, bos=0)
     differs = False
+    results = {}
     for backend in ("eager", "torch"):
-        res = run_backend(backend, str(example), x, lens, params, g)
+        res = results[backend] = run_backend(backend, str(example), x, lens, params, g)
         for b, n in enumerate(frames):
             logp = res.outputs["output"][b, :n].astype(np.float64).tolist()
             labels, score = prefix_beam_search(logp, 4, next_lm, 0.5)
@@ -252,3 +253,8 @@ def test_conformer_example_with_an_lm_decodes_as_the_reference():
             assert abs(float(res.outputs["score"][b]) - score) <= 1e-4, backend
             differs |= labels != prefix_beam_search(logp, 4)[0]
     assert differs
+    eager, torch_ = results["eager"], results["torch"]  # eager is torch: the same labels, scores <= 1e-5
+    assert np.array_equal(eager.lens["labels"]["lm_time"], torch_.lens["labels"]["lm_time"])
+    for b, n in enumerate(eager.lens["labels"]["lm_time"]):
+        assert eager.outputs["labels"][b, :n].tolist() == torch_.outputs["labels"][b, :n].tolist()
+    assert np.abs(eager.outputs["score"] - torch_.outputs["score"]).max() <= 1e-5
