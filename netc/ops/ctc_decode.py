@@ -1,13 +1,16 @@
 """CTC decoding: `ctc_greedy(logits, axis=vocab + blank, out_axis=label_time)` (best path) and
 `ctc_prefix_search(logits, axis=vocab + blank, beam=K, out_axis=label_time, lm=None,
-lm_weight=0.0)` (prefix beam search, optionally with a bigram LM table), on logits [batch, time,
-vocab + blank] as `ctc_loss` takes them (blank last). Both make `out_axis`, a dynamic dim whose
-lengths are each sequence's number of decoded labels.
+lm_weight=0.0)` (prefix beam search, optionally with a bigram LM table, or with an LM function:
+`lm=step, lm_state=..., bos=...`, which the parser traces into the op's region, netc/parser/ctc.py),
+on logits [batch, time, vocab + blank] as `ctc_loss` takes them (blank last). Both make
+`out_axis`, a dynamic dim whose lengths are each sequence's number of decoded labels.
 
 Eager mode and the torch module run the functions of `netc.ops.ctc_search` (the module gets their
 source). RETURNN: `eval` layers running the same algorithms in TensorFlow (`ctc_tf.py`), a
 `range_from_length` layer giving `out_axis` its lengths. TF's own `ctc_beam_search_decoder` is not
-used: it gives other scores in some cases (1 in 200 random small cases differed by 0.03).
+used: it gives other scores in some cases (1 in 200 random small cases differed by 0.03). The LM
+function has no RETURNN form (a located refusal): its modules would have to run inside the
+search's `tf.while_loop` in one `eval` layer.
 """
 
 from __future__ import annotations
@@ -140,7 +143,9 @@ class CtcPrefixSearch(OpDef):
     [batch, out_axis] over `vocab`, and its score [batch], log p(labels | frames) summed over the
     alignments plus `lm_weight` times its LM log probability. `lm`: None, or log probabilities of
     the next label given the previous one, [lm_context, vocab] (also with batch), `lm_context`
-    being `vocab` plus one (its last row: at the start)."""
+    being `vocab` plus one (its last row: at the start). With an LM function (`Op.regions[0]`,
+    `lm(label, *state) -> (log_probs, *state)`; attrs `bos`): args[1:] are its state before
+    `bos`; each prefix carries the LM's state (torch and eager; RETURNN refuses it)."""
 
     name = fn_name = "ctc_prefix_search"
     tensors = ("logits", "lm")

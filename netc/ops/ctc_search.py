@@ -1,8 +1,10 @@
 """The CTC decoding algorithms, as self-contained functions: eager mode calls them, and the torch
 module gets their source as helpers (one definition, so eager and torch agree bit for bit; the
-plain-Python reference in tests/ checks them). Blank is the last class, as in `ctc_loss`. They
-script with TorchScript (no `from __future__ import annotations` here: TorchScript reads the
-annotations); `netc.ops.ctc_decode` imports this module only where it runs them (eager mode), and
+plain-Python reference in tests/ checks them). Blank is the last class, as in `ctc_loss`. The
+greedy and the bigram searches script with TorchScript (no `from __future__ import annotations`
+here: TorchScript reads the annotations); the search with an LM function calls it, so it does not
+(its frame step is the bigram search's, written out again: tests/test_ctc_decoding_lm.py checks a
+bigram given as a function decodes as the table does); `netc.ops.ctc_decode` imports this module only where it runs them (eager mode), and
 reads their source from this file, so compiling does not import torch."""
 
 import torch
