@@ -19,6 +19,8 @@ def ctc_prefix_search_lm(logits, axis, beam, out_axis, lm, lm_weight, lm_state, 
     logits = E.stack_list(logits) if isinstance(logits, list) else logits
     state_is_tuple = isinstance(lm_state, (tuple, list))
     states = [E.stack_list(s) if isinstance(s, list) else s for s in (lm_state if state_is_tuple else [lm_state])]
+    if any(isinstance(a, E.Absent) for a in [logits, *states]):  # searching: computed from a target
+        return E.ABSENT, E.ABSENT
     attrs = {"axis": axis.name, "beam": beam, "out_axis": out_axis.name, "lm_weight": lm_weight, "bos": bos}
     vals = [Value(id=0, dims=a.dims, dtype=E._dtype(a.data), sparse_dim=a.sparse_dim) for a in [logits, *states]]
     outs = REGISTRY["ctc_prefix_search"].infer(run.net.dims, vals, attrs)
