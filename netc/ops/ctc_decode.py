@@ -28,12 +28,26 @@ from netc.ops.nn import _float, _one_dim
 
 
 def helper_source(name: str) -> Callable[[str], str]:
-    """A torch module helper: the function `name` of netc.ops.ctc_search, renamed (its source read
-    from the file: importing it would import torch)."""
+    """A torch module helper: the function `name` of netc.ops.ctc_search, renamed, after the
+    functions of that file it calls (`ctc_prefix_frame`), renamed `<its new name>_frame` (the
+    source read from the file: importing it would import torch)."""
     text = (Path(__file__).parent / "ctc_search.py").read_text(encoding="utf-8")
-    fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    src = ast.get_source_segment(text, fn) or ""
-    return lambda new: src.replace(f"def {name}(", f"def {new}(", 1)
+    fns = {
+        n.name: ast.get_source_segment(text, n) or "" for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)
+    }
+    src = fns[name]
+    called = [f for f in fns if f != name and f"{f}(" in src]
+
+    def make(new: str) -> str:
+        out = src.replace(f"def {name}(", f"def {new}(", 1)
+        parts = []
+        for f in called:
+            renamed = f"{new}_{f.removeprefix('ctc_prefix_')}"
+            out = out.replace(f"{f}(", f"{renamed}(")
+            parts.append(fns[f].replace(f"def {f}(", f"def {renamed}(", 1))
+        return "\n\n\n".join([*parts, out])
+
+    return make
 
 
 def _check(op: str, dt, args, attrs) -> tuple[str, str]:
