@@ -13,7 +13,10 @@ and gets the same encoder output):
 - a `Linear` to the labels plus the blank, and a CTC loss.
 
 `conformer_ctc_decode` decodes with the training network's modules and parameters: greedy (the
-best path) and CTC prefix beam search (`BEAM` prefixes).
+best path) and CTC prefix beam search (`BEAM` prefixes). `conformer_ctc_decode_lm` searches with a
+small LSTM LM of the labels (`LabelLm`, its own parameters under `lm/`, e.g. trained on text by a
+network of its own) fused with weight `LM_WEIGHT`: each prefix carries the LM's state
+(torch and eager; RETURNN refuses an LM function: `netc verify --no-returnn`).
 """
 
 from netc import (
@@ -22,9 +25,11 @@ from netc import (
     Conv1d,
     Conv2d,
     Dim,
+    Embedding,
     Labels,
     LayerNorm,
     Linear,
+    LstmCell,
     Module,
     Tensor,
     batch,
@@ -53,6 +58,7 @@ from netc import (
     sin,
     softmax,
     split_dims,
+    zeros,
 )
 
 MODEL_SIZE, HEAD_SIZE = 16, 8  # 512 and 64 in the paper
@@ -60,6 +66,8 @@ CONV_KERNEL = 7  # the depthwise convolution's filter (32 in the paper)
 LOG_STEP = -2.0 * 9.210340371976184 / MODEL_SIZE  # -2 log(10000) / |model|
 DROPOUT = 0.1
 BEAM = 4  # prefixes the decoder's prefix beam search keeps
+LM_WEIGHT = 0.5  # the LM's log probabilities' weight in the search with an LM
+BOS = 0  # the label the LM reads first (the sentence boundary)
 
 time = Dim("time")  # input frames
 enc_time = Dim("enc_time")  # after the front end's pool: ceil(time / 2)
@@ -69,6 +77,7 @@ kv_time2 = Dim("kv_time2")
 label_time = Dim("label_time")
 greedy_time = Dim("greedy_time")  # the decoder's labels: greedy
 search_time = Dim("search_time")  # and by prefix beam search
+lm_time = Dim("lm_time")  # and by prefix beam search with the LM
 feat = Dim("feat", 16)  # e.g. log-mel features
 one = Dim("one", 1)  # the front end's single input channel
 chan1 = Dim("chan1", 4)
@@ -83,6 +92,8 @@ heads = Dim("heads", 2)
 head_feat = Dim("head_feat", HEAD_SIZE)
 vocab = Dim("vocab", 10)
 blank = Dim("blank", 1)  # CTC's blank, after the labels
+lm_emb = Dim("lm_emb", 8)
+lm_hidden = Dim("lm_hidden", 16)
 
 
 class FrontEnd(Module):
@@ -214,3 +225,34 @@ def conformer_ctc_decode(x: Tensor[batch, time, feat]):
     greedy = ctc_greedy(logits, axis=vocab + blank, out_axis=greedy_time)
     labels, score = ctc_prefix_search(logits, axis=vocab + blank, beam=BEAM, out_axis=search_time)
     return {"greedy": greedy, "labels": labels, "score": score, "output": log_softmax(logits, axis=vocab + blank)}
+
+
+class LabelLm(Module):
+    """An LSTM LM of the labels, one step: the label's embedding into an LSTM cell, log
+    probabilities of the next label."""
+
+    def __init__(self):
+        self.embed = Embedding(lm_emb)
+        self.lstm = LstmCell(lm_hidden)
+        self.out = Linear(vocab)
+
+    def __call__(self, label, state):
+        h, c = self.lstm(self.embed(label), state)
+        return log_softmax(self.out(h), axis=vocab), (h, c)
+
+
+@network
+def conformer_ctc_decode_lm(x: Tensor[batch, time, feat]):
+    """The prefix beam search with the LM: `labels` and `score` (the best prefix's log probability
+    plus `LM_WEIGHT` times its LM log probability from `BOS`)."""
+    frontend = FrontEnd()
+    block1 = ConformerBlock(kv_time1)
+    block2 = ConformerBlock(kv_time2)
+    encoder = encode(frontend, block1, block2, x)
+    logits = Linear(vocab + blank)(encoder)
+    lm = LabelLm()
+    state = (zeros(batch, lm_hidden), zeros(batch, lm_hidden))
+    labels, score = ctc_prefix_search(
+        logits, axis=vocab + blank, beam=BEAM, out_axis=lm_time, lm=lm, lm_state=state, lm_weight=LM_WEIGHT, bos=BOS
+    )
+    return {"labels": labels, "score": score, "output": log_softmax(logits, axis=vocab + blank)}

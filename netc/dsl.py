@@ -172,3 +172,20 @@ def _op_module(name: str) -> type:
 OPS: dict[str, Any] = {
     fn_name: (_op_module(fn_name) if op.module else _op_function(fn_name)) for fn_name, op in BY_FN_NAME.items()
 }
+
+
+def _ctc_prefix_search(logits, axis, beam, out_axis, lm=None, lm_weight=0.0, *, lm_state=None, bos=None):
+    """CTC prefix beam search (docs/language.md, CTC decoding): `lm` None, a bigram table, or an
+    LM function `lm(label, state) -> (log_probs, state)` run from `lm_state` after `bos`."""
+    if callable(lm):
+        from netc_runtime.eager_ctc import ctc_prefix_search_lm
+
+        return ctc_prefix_search_lm(logits, axis, beam, out_axis, lm, lm_weight, lm_state, bos)
+    if lm_state is not None or bos is not None:
+        raise TypeError("`lm_state` and `bos` go with an LM function (`lm=step`)")
+    kwargs = {"axis": axis, "beam": beam, "out_axis": out_axis, "lm": lm, "lm_weight": lm_weight}
+    return _eager().call_op("ctc_prefix_search", (logits,), kwargs)
+
+
+_ctc_prefix_search.__name__ = _ctc_prefix_search.__qualname__ = "ctc_prefix_search"
+OPS["ctc_prefix_search"] = _ctc_prefix_search

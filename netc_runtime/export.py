@@ -285,6 +285,9 @@ def _refuse_python(g: Graph, fmt: str) -> None:
         for n in graph.body:
             for op in _ops(n):
                 why = REGISTRY[op.op].python_only
+                if not why and op.regions:  # the op's functions are local functions of forward
+                    names = ", ".join(f"`{r.name}`" for r in op.regions)
+                    why = f"calls its functions ({names}) from a search in Python"
                 if why:
                     raise CompileError(op.span, f"--format {fmt}: `{op.op}` {why}; run the torch module itself")
 

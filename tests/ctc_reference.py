@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
+
+# an LM with state, as the reference sees it: a prefix (its labels from BOS) -> the log
+# probabilities of its next label over the vocabulary
+NextLogProbs = Callable[[tuple[int, ...]], list[float]]
 
 NEG_INF = float("-inf")
 
@@ -35,12 +40,22 @@ def greedy(logits: list[list[float]]) -> list[int]:
     return out
 
 
+def _next_lm(lm: list[list[float]] | NextLogProbs | None, blank: int) -> NextLogProbs | None:
+    """A bigram table [previous label (blank: the start), next label] as an LM of the prefix."""
+    if lm is None or callable(lm):
+        return lm
+    table = lm
+    return lambda prefix: table[prefix[-1] if prefix else blank]
+
+
 def prefix_beam_search(
-    logits: list[list[float]], beam: int, lm: list[list[float]] | None = None, lm_weight: float = 0.0
+    logits: list[list[float]], beam: int, lm: list[list[float]] | NextLogProbs | None = None, lm_weight: float = 0.0
 ) -> tuple[list[int], float]:
-    """(best prefix, its log probability + lm_weight * its LM log probability). Candidates are
-    kept in the order: the beam's prefixes, then their extensions; the `beam` best by total
-    probability survive, ties to the earlier (Python's sort is stable)."""
+    """(best prefix, its log probability + lm_weight * its LM log probability). `lm`: a bigram
+    table or a function of the prefix (`NextLogProbs`). Candidates are kept in the order: the
+    beam's prefixes, then their extensions; the `beam` best by total probability survive, ties to
+    the earlier (Python's sort is stable)."""
+    next_lm = _next_lm(lm, len(logits[0]) - 1 if logits else 0)
     beams: list[tuple[tuple[int, ...], float, float]] = [((), 0.0, NEG_INF)]  # (prefix, pb, pnb)
     for row in logits:
         lp = log_softmax(row)
@@ -52,10 +67,11 @@ def prefix_beam_search(
         for prefix, pb, pnb in beams:
             total = lse(pb, pnb)
             last = prefix[-1] if prefix else None
+            lm_lp = next_lm(prefix) if next_lm is not None else None
             for c in range(blank):
                 p = (pb if c == last else total) + lp[c]
-                if lm is not None:
-                    p += lm_weight * lm[blank if last is None else last][c]
+                if lm_lp is not None:
+                    p += lm_weight * lm_lp[c]
                 entry = cand.setdefault(prefix + (c,), [NEG_INF, NEG_INF])
                 entry[1] = lse(entry[1], p)
         ranked = sorted(cand.items(), key=lambda kv: -lse(*kv[1]))
@@ -65,7 +81,7 @@ def prefix_beam_search(
 
 
 def exhaustive(
-    logits: list[list[float]], lm: list[list[float]] | None = None, lm_weight: float = 0.0
+    logits: list[list[float]], lm: list[list[float]] | NextLogProbs | None = None, lm_weight: float = 0.0
 ) -> dict[tuple[int, ...], float]:
     """Every label sequence's log probability summed over all its alignments (plus its LM part)."""
     lps = [log_softmax(row) for row in logits]
@@ -80,8 +96,8 @@ def exhaustive(
             prev = c
         key = tuple(labels)
         probs[key] = lse(probs.get(key, NEG_INF), sum(lp[c] for lp, c in zip(lps, path)))
-    if lm is not None:
+    next_lm = _next_lm(lm, blank)
+    if next_lm is not None:
         for key in probs:
-            ctx = [blank, *key[:-1]]
-            probs[key] += lm_weight * sum(lm[a][b] for a, b in zip(ctx, key))
+            probs[key] += lm_weight * sum(next_lm(key[:i])[c] for i, c in enumerate(key))
     return probs

@@ -148,12 +148,15 @@ async def test_hover_on_derived_and_tuple_dims_module_attributes_and_the_users_n
     text = (EXAMPLES / "conformer_ctc.py").read_text()
     uri = _open(client, tmp_path / "conformer_ctc.py", text)
     await _diagnostics(client, uri)
-    for line in (133, 143):  # where it is assigned, where it is read: each instance's dim
+    lines = text.splitlines()
+    assigned = 1 + lines.index("        self.kv_axis = kv_axis")
+    read = 1 + lines.index("        x_kv = replace_dim(x, axis=enc_time, out_axis=self.kv_axis)")
+    for line in (assigned, read):  # where it is assigned, where it is read: each instance's dim
         assert await _hover(client, uri, text, line, "kv_axis") == (
             "**self.kv_axis**: attribute of `RelPosSelfAttention`\n\n"
             "- `block1/self_att`: dim `kv_time1` (dynamic)\n- `block2/self_att`: dim `kv_time2` (dynamic)"
         )
-    layer = await _hover(client, uri, text, 124, "linear_ff")
+    layer = await _hover(client, uri, text, 1 + lines.index("        self.linear_ff = Linear(4 * model)"), "linear_ff")
     assert layer.startswith("**self.linear_ff**: attribute of `FeedForward`\n\n- `block1/ffn1`: `Linear`: ")
     assert "`block1/ffn1/linear_ff/W` [model, 4*model], `block1/ffn1/linear_ff/b` [4*model]" in layer
     text = (EXAMPLES / "conformer_aed.py").read_text()

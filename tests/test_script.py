@@ -26,9 +26,10 @@ from netc_runtime.verify import random_inputs, random_lengths
 # torch 2.13 deprecates TorchScript (for torch.export), which it still runs as before
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
 
-# `transducer_search` runs its search in Python, which TorchScript cannot script: `netc export`
-# refuses it (tests/test_transducer_search_errors.py)
-PYTHON_ONLY = {"transducer_search.py", "transducer_search_functions.py"}
+# `transducer_search` and `ctc_prefix_search` with an LM function run their search in Python,
+# which TorchScript cannot script: `netc export` refuses them (tests/test_transducer_search_errors.py,
+# tests/test_ctc_decoding_lm.py)
+PYTHON_ONLY = {"transducer_search.py", "transducer_search_functions.py", "ctc_decoding_lm.py"}
 MODELS = sorted(EXAMPLES.glob("*.py")) + sorted(
     p for p in (ROOT / "tests" / "models").glob("*.py") if p.name not in PYTHON_ONLY
 )

@@ -1,13 +1,16 @@
 """CTC decoding: `ctc_greedy(logits, axis=vocab + blank, out_axis=label_time)` (best path) and
 `ctc_prefix_search(logits, axis=vocab + blank, beam=K, out_axis=label_time, lm=None,
-lm_weight=0.0)` (prefix beam search, optionally with a bigram LM table), on logits [batch, time,
-vocab + blank] as `ctc_loss` takes them (blank last). Both make `out_axis`, a dynamic dim whose
-lengths are each sequence's number of decoded labels.
+lm_weight=0.0)` (prefix beam search, optionally with a bigram LM table, or with an LM function:
+`lm=step, lm_state=..., bos=...`, which the parser traces into the op's region, netc/parser/ctc.py),
+on logits [batch, time, vocab + blank] as `ctc_loss` takes them (blank last). Both make
+`out_axis`, a dynamic dim whose lengths are each sequence's number of decoded labels.
 
 Eager mode and the torch module run the functions of `netc.ops.ctc_search` (the module gets their
 source). RETURNN: `eval` layers running the same algorithms in TensorFlow (`ctc_tf.py`), a
 `range_from_length` layer giving `out_axis` its lengths. TF's own `ctc_beam_search_decoder` is not
-used: it gives other scores in some cases (1 in 200 random small cases differed by 0.03).
+used: it gives other scores in some cases (1 in 200 random small cases differed by 0.03). The LM
+function has no RETURNN form (a located refusal): its modules would have to run inside the
+search's `tf.while_loop` in one `eval` layer.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import ast
 from collections.abc import Callable
 from pathlib import Path
 
+from netc.errors import CompileError
 from netc.ir.dims import DimError
 from netc.naming import Code
 from netc.ops.base import OpDef, OutType, register
@@ -24,12 +28,26 @@ from netc.ops.nn import _float, _one_dim
 
 
 def helper_source(name: str) -> Callable[[str], str]:
-    """A torch module helper: the function `name` of netc.ops.ctc_search, renamed (its source read
-    from the file: importing it would import torch)."""
+    """A torch module helper: the function `name` of netc.ops.ctc_search, renamed, after the
+    functions of that file it calls (`ctc_prefix_frame`), renamed `<its new name>_frame` (the
+    source read from the file: importing it would import torch)."""
     text = (Path(__file__).parent / "ctc_search.py").read_text(encoding="utf-8")
-    fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    src = ast.get_source_segment(text, fn) or ""
-    return lambda new: src.replace(f"def {name}(", f"def {new}(", 1)
+    fns = {
+        n.name: ast.get_source_segment(text, n) or "" for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)
+    }
+    src = fns[name]
+    called = [f for f in fns if f != name and f"{f}(" in src]
+
+    def make(new: str) -> str:
+        out = src.replace(f"def {name}(", f"def {new}(", 1)
+        parts = []
+        for f in called:
+            renamed = f"{new}_{f.removeprefix('ctc_prefix_')}"
+            out = out.replace(f"{f}(", f"{renamed}(")
+            parts.append(fns[f].replace(f"def {f}(", f"def {renamed}(", 1))
+        return "\n\n\n".join([*parts, out])
+
+    return make
 
 
 def _check(op: str, dt, args, attrs) -> tuple[str, str]:
@@ -139,7 +157,9 @@ class CtcPrefixSearch(OpDef):
     [batch, out_axis] over `vocab`, and its score [batch], log p(labels | frames) summed over the
     alignments plus `lm_weight` times its LM log probability. `lm`: None, or log probabilities of
     the next label given the previous one, [lm_context, vocab] (also with batch), `lm_context`
-    being `vocab` plus one (its last row: at the start)."""
+    being `vocab` plus one (its last row: at the start). With an LM function (`Op.regions[0]`,
+    `lm(label, *state) -> (log_probs, *state)`; attrs `bos`): args[1:] are its state before
+    `bos`; each prefix carries the LM's state (torch and eager; RETURNN refuses it)."""
 
     name = fn_name = "ctc_prefix_search"
     tensors = ("logits", "lm")
@@ -161,7 +181,18 @@ class CtcPrefixSearch(OpDef):
             raise DimError(f"`ctc_prefix_search` needs a `beam` >= 1, got {beam!r}")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight != weight:
             raise DimError(f"`lm_weight` is a number, got {weight!r}")
-        if len(args) > 1:
+        if "bos" in attrs:  # an LM function (the op's region): args[1:] its state before `bos`
+            bos = attrs["bos"]
+            if isinstance(bos, bool) or not isinstance(bos, int) or not 0 <= bos < dt[vocab].size:
+                raise DimError(
+                    f"`ctc_prefix_search` needs `bos` to be a label of `{vocab}` (0 to {dt[vocab].size - 1}), got {bos!r}"
+                )
+            for s in args[1:]:
+                if "batch" not in s.dims or dt.dynamic(s.dims):
+                    raise DimError(
+                        f"`ctc_prefix_search`'s `lm_state` must be [batch, static dims...], got [{', '.join(s.dims)}]"
+                    )
+        elif len(args) > 1:
             lm = args[1]
             _float("ctc_prefix_search", lm)
             ctx = [d for d in lm.dims if d not in ("batch", vocab)]
@@ -179,7 +210,7 @@ class CtcPrefixSearch(OpDef):
         return ("batch", ctx, vocab) if "batch" in dims else (ctx, vocab)
 
     def returnn_helpers(self, op):
-        return {SEARCH_TF: TF_HELPERS[SEARCH_TF]}
+        return {} if op.regions else {SEARCH_TF: TF_HELPERS[SEARCH_TF]}
 
     def _returnn_locals(self, ctx, op) -> dict:
         a = op.attrs
@@ -192,6 +223,13 @@ class CtcPrefixSearch(OpDef):
         return loc
 
     def returnn(self, ctx, op):
+        if op.regions:
+            raise CompileError(
+                op.span,
+                "RETURNN target: `ctc_prefix_search` with an LM function has no RETURNN equivalent (each prefix "
+                "runs the LM's modules in the search's own loop, inside one layer); compile it with `--target "
+                "torch`, or give the LM as a bigram table `lm=[lm_context, vocab]` (docs/language.md, CTC decoding)",
+            )
         sources = [ctx.src(i) for i in range(len(op.args))]
         return _labels_layers(ctx, op, self._returnn_locals(ctx, op), sources, SEARCH_TF)
 
@@ -209,12 +247,21 @@ class CtcPrefixSearch(OpDef):
         return {1: (f"{layer}_score", score)}
 
     def torch_helpers(self, op):
+        if op.regions:
+            return {"ctc_prefix_search_lm": helper_source("ctc_prefix_beam_search_lm")}
         return {"ctc_prefix_search": helper_source("ctc_prefix_beam_search")}
 
     def torch_first(self, ctx, op):
         a = op.attrs
         time = next(d for d in ctx.in_dims(0) if ctx.is_dynamic(d))
         logits = ctx.aligned(0, ("batch", time, a["axis"]))
+        if op.regions:  # the LM function: a local function of the label and the state
+            state = "".join(f"{ctx.arg(i)}, " for i in range(1, len(op.args)))
+            call = (
+                f"{ctx.helper('ctc_prefix_search_lm')}({logits}, {ctx.seq_lens(time)}, {a['beam']}, "
+                f"{ctx.region(0)}, ({state}), {a['bos']}, {float(a['lm_weight'])!r})"
+            )
+            return "ctc_search", call
         lm = "None"
         if len(op.args) > 1:
             dims = self._lm_dims(op, ctx.in_dims(1))

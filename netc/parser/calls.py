@@ -12,6 +12,7 @@ from netc.ir.model import Output
 from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.ops.base import signature
 from netc.parser import values as V
+from netc.parser.ctc import trace_ctc_prefix_search
 from netc.parser.symbols import describe, dim_args, loss_args
 from netc.parser.transducer import trace_transducer_search
 
@@ -45,6 +46,8 @@ class Calls:
             return self.loops.choice(node)
         if isinstance(fn, V.NetcSym) and fn.name == "transducer_search":
             return trace_transducer_search(self, node)
+        if isinstance(fn, V.NetcSym) and fn.name == "ctc_prefix_search":
+            return trace_ctc_prefix_search(self, node)
         args, kwargs = self.call_args(node)
         return self.call_value(fn, args, kwargs, node)
 

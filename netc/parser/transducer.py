@@ -116,11 +116,17 @@ def trace_transducer_search(t: Tracer, node: ast.Call) -> tuple[V.TV, V.TV]:
 
 
 def _region(
-    t: Tracer, what: str, fn: Any, args: list[Value], node: ast.Call, tuple_state: bool = False
+    t: Tracer,
+    what: str,
+    fn: Any,
+    args: list[Value],
+    node: ast.Call,
+    tuple_state: bool = False,
+    op: str = "transducer_search",
 ) -> tuple[Region, Any]:
-    """Traces `fn(*args)` into a region: the region and what the call returned (with
-    `tuple_state`, `fn(args[0], tuple(args[1:]))`)."""
-    block = V.Block(nodes=[], region=f"`transducer_search`'s `{what}`")
+    """Traces `fn(*args)` into a region of op `op`'s call: the region and what the call returned
+    (with `tuple_state`, `fn(args[0], tuple(args[1:]))`)."""
+    block = V.Block(nodes=[], region=f"`{op}`'s `{what}`")
     saved = t.block
     t.block = block
     try:
@@ -130,24 +136,24 @@ def _region(
         t.block = saved
     for n in block.nodes:
         if isinstance(n, Loop):
-            raise CompileError(n.span, f"`transducer_search`'s `{what}` runs a loop: it must be one step")
+            raise CompileError(n.span, f"`{op}`'s `{what}` runs a loop: it must be one step")
         for v in n.outs:
             if t.dims.dynamic(v.dims):
-                raise CompileError(n.span, f"`transducer_search`'s `{what}` makes a value over a dynamic dim")
+                raise CompileError(n.span, f"`{op}`'s `{what}` makes a value over a dynamic dim")
         if not n.args and "batch" in n.outs[0].dims:
             raise CompileError(
                 n.span,
-                f"`transducer_search`'s `{what}` makes a [batch, ...] value from no argument "
+                f"`{op}`'s `{what}` makes a [batch, ...] value from no argument "
                 f"(`{n.op}`): its rows are hypotheses, not the batch; compute it from the arguments",
             )
     return Region(name=what, args=args, body=block.nodes), result
 
 
-def _own(t: Tracer, region: Region, tv: Any, node: ast.Call) -> Value:
+def _own(t: Tracer, region: Region, tv: Any, node: ast.Call, op: str = "transducer_search") -> Value:
     """A result of the region: a value it made or one of its arguments."""
     if not isinstance(tv, V.TV):
-        raise t.error(node, f"`transducer_search`'s `{region.name}` must return tensors, got {describe(tv)}")
+        raise t.error(node, f"`{op}`'s `{region.name}` must return tensors, got {describe(tv)}")
     ids = {v.id for v in region.args} | {o.id for n in region.body for o in n.outs}
     if tv.value.id not in ids:
-        raise t.error(node, f"`transducer_search`'s `{region.name}` returns a value from outside it")
+        raise t.error(node, f"`{op}`'s `{region.name}` returns a value from outside it")
     return tv.value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import shapes
+from .ctc_lm import lm_function
 from .decoder import declare, decoder, labels_annotation
 from .gen import D, Gen, V
 from .loops import loop
@@ -251,7 +252,8 @@ def rnnt_loss(g: Gen, seq: list[V]) -> None:
 
 def ctc_decode(g: Gen) -> None:
     """CTC decoding of logits over a sequence (an input's or a made dim's): greedy and by prefix
-    search (beam 1 to 4, maybe with a bigram LM table of the model), their labels and score returned.
+    search (beam 1 to 4, maybe with a bigram LM table of the model or an LM function), their labels
+    and score returned.
     Logits scaled up: peaky frames decode to labels."""
     r = g.r
     seqs = [v for v in g.scopes[0] if v.kind == "float" and not v.stacked and g.static(v) and len(v.dims) == 3]
@@ -270,7 +272,10 @@ def ctc_decode(g: Gen) -> None:
     greedy = g.fresh("greedy")
     g.emit(f"{greedy} = nc.ctc_greedy({logits}, axis=vocab + blank, out_axis={out['greedy']})")
     lm = ""
-    if r.random() < 0.5:
+    if g.on("ctc_decode_lm", 0.2):
+        # (seldom: RETURNN refuses the whole program then, and the rest of it goes unchecked there)
+        lm = lm_function(g) + ", lm_weight=" + str(r.choice([0.3, 1.0]))
+    elif r.random() < 0.5:
         g.dim("lm_ctx", 6)  # vocab (5) + the start
         lm = ", lm=nc.Bias((lm_ctx, vocab))(nc.zeros(lm_ctx, vocab)), lm_weight=" + str(r.choice([0.3, 1.0]))
     labels, score = g.fresh("ctc_labels"), g.fresh("ctc_score")
