@@ -255,7 +255,7 @@ class ArithLayers:
 
     def _feature_last(self, ref, scope, depth: int = 0) -> bool:
         """Whether RETURNN's layout of layer `ref` has its feature axis last: an input, a frame, a
-        `linear`/`softmax`/`rnn_cell`/LSTM output, and what keeps its first source's layout (an
+        `linear`/`softmax`/`rnn_cell`/LSTM output, a `variable` (its last `shape` dim), and what keeps its first source's layout (an
         elementwise `eval`, `combine`, `activation`, `copy`, `dropout` without `out_type`)."""
         if not isinstance(ref, str) or depth > 20:
             return False
@@ -269,6 +269,8 @@ class ArithLayers:
         cls = d.get("class")
         if cls in ("linear", "softmax", "rnn_cell") or (cls == "rec" and isinstance(d.get("unit"), str)):
             return True
+        if cls == "variable":  # its `shape` in order, a batch axis (`add_batch_axis`) first
+            return not d.get("add_time_axis")
         if cls in ("eval", "combine", "activation", "copy", "dropout") and sources(d):
             return self._feature_last(sources(d)[0], scope, depth + 1)
         return False
