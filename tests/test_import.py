@@ -647,13 +647,32 @@ def test_unsupported_layer_is_located_and_listed(tmp_path):
         extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
         network = {
             "output": {"class": "linear", "n_out": 3, "from": "att"},
-            "att": {"class": "gauss_weighting", "window_size": 3, "std": 1.0},
+            "att": {"class": "twod_lstm", "n_out": 3, "from": ["data", "data"]},
         }
         """,
     )
-    _assert_at(proc, path, 5, '"att"', "layer `att` (gauss_weighting): this layer class is not supported")
+    _assert_at(proc, path, 5, '"att"', "layer `att` (twod_lstm): this layer class is not supported")
     header = (tmp_path / "out.py").read_text().splitlines()[:3]
-    assert "#   att (gauss_weighting): this layer class is not supported by `netc import` yet" in header
+    assert "#   att (twod_lstm): this layer class is not supported by `netc import` yet" in header
+
+
+def test_layer_class_returnn_does_not_have_is_refused_as_returnns_rejection(tmp_path):
+    """A class of a setup's own RETURNN fork (the latent-attention setups' `hmm_factorization`, the
+    old `gauss_weighting`): RETURNN gives it no meaning, which the refusal says (the corpus runner
+    then checks that RETURNN rejects the config)."""
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {
+            "output": {"class": "linear", "n_out": 3, "from": "att"},
+            "att": {"class": "hmm_factorization", "from": "data", "top_k": 2, "n_out": 3},
+        }
+        """,
+    )
+    msg = "layer `att` (hmm_factorization): RETURNN rejects it: it has no layer class 'hmm_factorization'"
+    _assert_at(proc, path, 5, '"att"', msg)
 
 
 def test_unsupported_layer_made_in_a_loop_is_located_at_its_class(tmp_path):
@@ -664,10 +683,10 @@ def test_unsupported_layer_made_in_a_loop_is_located_at_its_class(tmp_path):
         extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
         network = {"output": {"class": "copy", "from": "cut2"}}
         for i in range(1, 3):
-            network["cut%i" % i] = {"class": "gauss_weighting", "window_size": i, "std": 1.0}
+            network["cut%i" % i] = {"class": "twod_lstm", "n_out": i, "from": ["data", "data"]}
         """,
     )
-    _assert_at(proc, path, 5, '"gauss_weighting"', "layer `cut2` (gauss_weighting): this layer class is not supported")
+    _assert_at(proc, path, 5, '"twod_lstm"', "layer `cut2` (twod_lstm): this layer class is not supported")
 
 
 def test_unsupported_option_names_it(tmp_path):
