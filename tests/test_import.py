@@ -6,6 +6,7 @@ map, must give the same outputs and losses on netc's RETURNN config and its torc
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -673,6 +674,39 @@ def test_layer_class_returnn_does_not_have_is_refused_as_returnns_rejection(tmp_
     )
     msg = "layer `att` (hmm_factorization): RETURNN rejects it: it has no layer class 'hmm_factorization'"
     _assert_at(proc, path, 5, '"att"', msg)
+    assert "hmm_factorization" in _returnn_error(path)
+
+
+def test_eval_converting_a_source_to_fewer_axes_is_refused_as_returnns_rejection(tmp_path):
+    """An `eval` whose `out_type` has fewer axes than a source it reads by `source(i)` (the
+    local-attention setups' argmax position of the attention weights, `shape: ()`): RETURNN
+    converts the source to the output's layout (`auto_convert`) and fails, which the refusal says."""
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {
+            "output": {"class": "linear", "n_out": 3, "from": "data"},
+            "pos": {"class": "eval", "from": "output", "is_output_layer": True,
+                    "eval": "tf.squeeze(tf.argmax(source(0), axis=1, output_type=tf.int32), axis=1)",
+                    "out_type": {"shape": (), "batch_dim_axis": 0, "dtype": "int32"}},
+        }
+        """,
+    )
+    msg = "layer `pos` (eval): RETURNN rejects it: `source(0)` converts its input of 3 axes to the layout of `out_type`, of 1"
+    _assert_at(proc, path, 5, '"pos"', msg)
+    assert "copy_compatible_to" in _returnn_error(path)
+
+
+def _returnn_error(path: Path) -> str:
+    """RETURNN's own error building the config (the corpus runner's check of a "RETURNN rejects it")."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from corpus_match import returnn_error
+
+    why = returnn_error(str(path), False)
+    assert why is not None, "RETURNN built the config"
+    return why
 
 
 def test_unsupported_layer_made_in_a_loop_is_located_at_its_class(tmp_path):

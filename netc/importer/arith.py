@@ -218,12 +218,14 @@ class ArithLayers:
         """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`); one
         calling the config's functions, as what it computes outside training (`config_eval.py`)."""
         from netc.importer.config_eval import config_eval, reads_config
-        from netc.importer.evals import EvalMapper
+        from netc.importer.evals import EvalMapper, rejected_conversion
 
         code, shown = d.get("eval"), None
         if d.get("eval_locals"):
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
         vals = [self.get(s, scope) for s in sources(d)]
+        if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
+            raise Refused(full, "eval", why)
         if reads_config(code):
             ce = config_eval(code, self.cfg.path)
             what = code["__object__"].split(" at ")[0] + ">" if isinstance(code, dict) else repr(code)
