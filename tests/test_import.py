@@ -794,7 +794,10 @@ def test_set_reaches_the_config_before_it_runs(tmp_path):
     "network, message",
     [
         ('{"output": {"class": "copy", "from": 3}}', "layer `output` (copy): a source 3 that is not a layer name"),
-        ('{"output": {"class": "tanh", "from": "output"}, "x": None}', "layer `output` (tanh): this layer class"),
+        (
+            '{"output": {"class": "tanh", "from": "output"}, "x": None}',
+            "layer `output` (tanh): RETURNN rejects it: it has no layer class 'tanh'",
+        ),
         ('{"output": {"class": "activation", "activation": "tanh", "from": "output"}}', "it reads itself (a cycle)"),
         ("lambda epoch: {}", "the config has no dict of layers as `network`"),
     ],

@@ -139,7 +139,7 @@ def unsupported_class(layer_class: object) -> str:
     known = returnn_defaults()
     if known and isinstance(layer_class, str) and layer_class not in known:
         return (
-            f"RETURNN rejects it: it has no layer class {layer_class!r} (one of the setup's own RETURNN, "
-            "whose semantics RETURNN does not define)"
+            f"RETURNN rejects it: it has no layer class {layer_class!r} (a class of another RETURNN than the "
+            "installed one, as a setup's own fork's, has no meaning netc can import)"
         )
     return "this layer class is not supported by `netc import` yet"
