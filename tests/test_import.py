@@ -6,6 +6,7 @@ map, must give the same outputs and losses on netc's RETURNN config and its torc
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -647,13 +648,65 @@ def test_unsupported_layer_is_located_and_listed(tmp_path):
         extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
         network = {
             "output": {"class": "linear", "n_out": 3, "from": "att"},
-            "att": {"class": "gauss_weighting", "window_size": 3, "std": 1.0},
+            "att": {"class": "twod_lstm", "n_out": 3, "from": ["data", "data"]},
         }
         """,
     )
-    _assert_at(proc, path, 5, '"att"', "layer `att` (gauss_weighting): this layer class is not supported")
+    _assert_at(proc, path, 5, '"att"', "layer `att` (twod_lstm): this layer class is not supported")
     header = (tmp_path / "out.py").read_text().splitlines()[:3]
-    assert "#   att (gauss_weighting): this layer class is not supported by `netc import` yet" in header
+    assert "#   att (twod_lstm): this layer class is not supported by `netc import` yet" in header
+
+
+def test_layer_class_returnn_does_not_have_is_refused_as_returnns_rejection(tmp_path):
+    """A class of a setup's own RETURNN fork (the latent-attention setups' `hmm_factorization`, the
+    old `gauss_weighting`): RETURNN gives it no meaning, which the refusal says (the corpus runner
+    then checks that RETURNN rejects the config)."""
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {
+            "output": {"class": "linear", "n_out": 3, "from": "att"},
+            "att": {"class": "hmm_factorization", "from": "data", "top_k": 2, "n_out": 3},
+        }
+        """,
+    )
+    msg = "layer `att` (hmm_factorization): RETURNN rejects it: it has no layer class 'hmm_factorization'"
+    _assert_at(proc, path, 5, '"att"', msg)
+    assert "hmm_factorization" in _returnn_error(path)
+
+
+def test_eval_converting_a_source_to_fewer_axes_is_refused_as_returnns_rejection(tmp_path):
+    """An `eval` whose `out_type` has fewer axes than a source it reads by `source(i)` (the
+    local-attention setups' argmax position of the attention weights, `shape: ()`): RETURNN
+    converts the source to the output's layout (`auto_convert`) and fails, which the refusal says."""
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {
+            "output": {"class": "linear", "n_out": 3, "from": "data"},
+            "pos": {"class": "eval", "from": "output", "is_output_layer": True,
+                    "eval": "tf.squeeze(tf.argmax(source(0), axis=1, output_type=tf.int32), axis=1)",
+                    "out_type": {"shape": (), "batch_dim_axis": 0, "dtype": "int32"}},
+        }
+        """,
+    )
+    msg = "layer `pos` (eval): RETURNN rejects it: `source(0)` converts its input of 3 axes to the layout of `out_type`, of 1"
+    _assert_at(proc, path, 5, '"pos"', msg)
+    assert "copy_compatible_to" in _returnn_error(path)
+
+
+def _returnn_error(path: Path) -> str:
+    """RETURNN's own error building the config (the corpus runner's check of a "RETURNN rejects it")."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from corpus_match import returnn_error
+
+    why = returnn_error(str(path), False)
+    assert why is not None, "RETURNN built the config"
+    return why
 
 
 def test_unsupported_layer_made_in_a_loop_is_located_at_its_class(tmp_path):
@@ -664,10 +717,10 @@ def test_unsupported_layer_made_in_a_loop_is_located_at_its_class(tmp_path):
         extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
         network = {"output": {"class": "copy", "from": "cut2"}}
         for i in range(1, 3):
-            network["cut%i" % i] = {"class": "gauss_weighting", "window_size": i, "std": 1.0}
+            network["cut%i" % i] = {"class": "twod_lstm", "n_out": i, "from": ["data", "data"]}
         """,
     )
-    _assert_at(proc, path, 5, '"gauss_weighting"', "layer `cut2` (gauss_weighting): this layer class is not supported")
+    _assert_at(proc, path, 5, '"twod_lstm"', "layer `cut2` (twod_lstm): this layer class is not supported")
 
 
 def test_unsupported_option_names_it(tmp_path):
@@ -741,7 +794,10 @@ def test_set_reaches_the_config_before_it_runs(tmp_path):
     "network, message",
     [
         ('{"output": {"class": "copy", "from": 3}}', "layer `output` (copy): a source 3 that is not a layer name"),
-        ('{"output": {"class": "tanh", "from": "output"}, "x": None}', "layer `output` (tanh): this layer class"),
+        (
+            '{"output": {"class": "tanh", "from": "output"}, "x": None}',
+            "layer `output` (tanh): RETURNN rejects it: it has no layer class 'tanh'",
+        ),
         ('{"output": {"class": "activation", "activation": "tanh", "from": "output"}}', "it reads itself (a cycle)"),
         ("lambda epoch: {}", "the config has no dict of layers as `network`"),
     ],

@@ -17,6 +17,7 @@ CASES = {
     "layers": ("corpus_layers.config", [[6, 3, 5], [6, 3, 5]]),
     "ctc": ("corpus_ctc.config", [[7, 4, 6], [3, 2, 2]]),
     "evals": ("corpus_evals.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "eval_axes": ("corpus_eval_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
 }
 
 

@@ -218,12 +218,14 @@ class ArithLayers:
         """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`); one
         calling the config's functions, as what it computes outside training (`config_eval.py`)."""
         from netc.importer.config_eval import config_eval, reads_config
-        from netc.importer.evals import EvalMapper
+        from netc.importer.evals import EvalMapper, rejected_conversion
 
         code, shown = d.get("eval"), None
         if d.get("eval_locals"):
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
         vals = [self.get(s, scope) for s in sources(d)]
+        if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
+            raise Refused(full, "eval", why)
         if reads_config(code):
             ce = config_eval(code, self.cfg.path)
             what = code["__object__"].split(" at ")[0] + ">" if isinstance(code, dict) else repr(code)
@@ -255,7 +257,7 @@ class ArithLayers:
 
     def _feature_last(self, ref, scope, depth: int = 0) -> bool:
         """Whether RETURNN's layout of layer `ref` has its feature axis last: an input, a frame, a
-        `linear`/`softmax`/`rnn_cell`/LSTM output, and what keeps its first source's layout (an
+        `linear`/`softmax`/`rnn_cell`/LSTM output, a `variable` (its last `shape` dim), and what keeps its first source's layout (an
         elementwise `eval`, `combine`, `activation`, `copy`, `dropout` without `out_type`)."""
         if not isinstance(ref, str) or depth > 20:
             return False
@@ -269,6 +271,8 @@ class ArithLayers:
         cls = d.get("class")
         if cls in ("linear", "softmax", "rnn_cell") or (cls == "rec" and isinstance(d.get("unit"), str)):
             return True
+        if cls == "variable":  # its `shape` in order, a batch axis (`add_batch_axis`) first
+            return not d.get("add_time_axis")
         if cls in ("eval", "combine", "activation", "copy", "dropout") and sources(d):
             return self._feature_last(sources(d)[0], scope, depth + 1)
         return False

@@ -131,3 +131,15 @@ def _mro(name: str, classes: dict, seen: frozenset = frozenset()) -> list[str]:
     for base in classes[name][0]:
         out += [b for b in _mro(base, classes, seen | {name}) if b not in out]
     return out
+
+
+def unsupported_class(layer_class: object) -> str:
+    """Why a layer of `layer_class` is not imported: a class netc does not import yet, or one this
+    RETURNN does not have (a setup's own fork's: it gives it no meaning netc could import)."""
+    known = returnn_defaults()
+    if known and isinstance(layer_class, str) and layer_class not in known:
+        return (
+            f"RETURNN rejects it: it has no layer class {layer_class!r} (a class of another RETURNN than the "
+            "installed one, as a setup's own fork's, has no meaning netc can import)"
+        )
+    return "this layer class is not supported by `netc import` yet"

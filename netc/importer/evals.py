@@ -357,3 +357,34 @@ def _paren(e: Expr, need: bool) -> Expr:
     if not need:
         return e
     return e.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def rejected_conversion(code: object, vals: list[Val], out_type: object) -> str | None:
+    """Why RETURNN rejects an `eval` whose `source(i)` (`auto_convert`, its default) converts an
+    input of more axes than `out_type` declares to the output's layout (`copy_compatible_to`
+    raises: a source's axes are never dropped), else None."""
+    if (
+        not isinstance(code, str)
+        or not isinstance(out_type, dict)
+        or not isinstance(out_type.get("shape"), list | tuple)
+    ):
+        return None
+    axes = len(out_type["shape"]) + (0 if "batch_dim_axis" in out_type and out_type["batch_dim_axis"] is None else 1)
+    try:
+        tree = ast.parse(code.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Call) and ast.unparse(n.func) == "source" and n.args):
+            continue
+        i, kw = n.args[0], {k.arg: k.value for k in n.keywords}
+        converts = len(n.args) < 2 and not (
+            isinstance(kw.get("auto_convert"), ast.Constant) and not kw["auto_convert"].value
+        )
+        if isinstance(i, ast.Constant) and isinstance(i.value, int) and 0 <= i.value < len(vals) and converts:
+            if len(vals[i.value].dims) > axes:
+                return (
+                    f"RETURNN rejects it: `{ast.unparse(n)}` converts its input of {len(vals[i.value].dims)} axes to the "
+                    f"layout of `out_type`, of {axes} (`source({i.value}, auto_convert=False)` reads it as it is)"
+                )
+    return None

@@ -27,7 +27,7 @@ from netc.importer import (
     transformer,
     windows,
 )
-from netc.importer.defaults import at_default, rejected_by_returnn
+from netc.importer.defaults import at_default, rejected_by_returnn, unsupported_class
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
 from netc.importer.losses import LossLayers
@@ -269,7 +269,7 @@ class Importer(
         if cls in _NOT_NETC:
             raise Refused(full, cls, _NOT_NETC[cls])
         if handler is None:
-            raise Refused(full, str(cls), "this layer class is not supported by `netc import` yet")
+            raise Refused(full, str(cls), unsupported_class(cls))
         bad = [s for s in sources(d) if not isinstance(s, str)]
         if bad and cls != "concat":
             raise Refused(full, str(cls), f"a source {bad[0]!r} that is not a layer name")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from netc.importer.defaults import unsupported_class
 from netc.importer.dims import BATCH
 from netc.importer.syntax import call, identifier, name, num
 from netc.importer.values import CLASS_ALIASES, PREV, Refused, Scope, Val, feature, sources, value_sources
@@ -105,7 +106,7 @@ class States:
             return self.dims.static(d["n_out"], identifier(layer))
         cls = CLASS_ALIASES.get(d.get("class"), d.get("class"))
         if not hasattr(self, f"_l_{cls}"):  # not read through a layer netc does not import
-            raise Refused(self._full(layer, scope), str(cls), "this layer class is not supported by `netc import` yet")
+            raise Refused(self._full(layer, scope), str(cls), unsupported_class(cls))
         seen = seen | {layer}
         if cls == "subnetwork" and isinstance(d.get("subnetwork"), dict):  # its `output`'s, within it
             return self._sub_static_out(layer, d["subnetwork"], "output", scope, set())
