@@ -3,7 +3,8 @@
 `conformer_aed_fused`, whose AED parameters are `conformer_aed`'s; the fused search's scores are
 exactly AM log-prob + LM_SCALE * LM log-prob summed over the labels (torch here; eager = torch =
 RETURNN by `netc verify --search`); the LM changes the best hypotheses where the AM nearly ties;
-RETURNN loads the LM's checkpoint by `netc module-params`' mapping."""
+RETURNN loads the LM's checkpoint by `netc module-params`' mapping, and its search with the
+mapped trained LM finds torch's hypotheses and scores (1e-5)."""
 
 from __future__ import annotations
 
@@ -160,3 +161,37 @@ def test_returnn_preloads_the_lm_by_the_mapping(trained, tmp_path):
     assert set(mapping) <= set(values)
     for name, source in mapping.items():
         np.testing.assert_array_equal(values[name], lm_params[source])
+
+
+def test_returnn_search_with_the_trained_lm_scores_alike(trained, tmp_path):
+    """RETURNN's search of the fused network (`netc run --backend returnn --search`), its LM's
+    variables given the LM network's trained values by `netc module-params`' mapping and the
+    AED's by name, finds torch's best hypotheses with torch's scores."""
+    import numpy as np
+
+    lm, fused, _ = trained
+    mapping = ast.literal_eval(run_netc(*MAPPING, check=True).stdout)
+    lm_params = {r: lm.get_parameter(t).detach().numpy() for r, t in lm.returnn_param_names.items()}
+    params = {
+        f"param:{r}": lm_params[mapping[r]] if r in mapping else fused.get_parameter(t).detach().numpy()
+        for r, t in fused.returnn_param_names.items()
+    }
+    assert sum(r in mapping for r in fused.returnn_param_names) == 5
+    np.savez(tmp_path / "params.npz", **params)
+    torch.manual_seed(3)
+    x, x_lens = torch.randn(3, 9, 16), torch.tensor([9, 6, 7])
+    y = np.zeros((3, 3), np.int32)  # not read by the search
+    inputs = {"in:x": x.numpy(), "len:time": x_lens.numpy().astype(np.int32), "in:y": y}
+    np.savez(tmp_path / "in.npz", **inputs, **{"len:dec_time": np.full(3, 3, np.int32)})
+    args = ("--network", "conformer_aed_fused", "--search", "--backend", "returnn")
+    out = tmp_path / "out.npz"
+    run_netc(
+        "run", MODEL, *args, "--inputs", tmp_path / "in.npz", "--params", tmp_path / "params.npz", "-o", out, check=True
+    )
+    got = np.load(out)
+    with torch.no_grad():
+        found = fused.search(x, x_lens)
+    lens = got["outlen:output:dec_time"]
+    assert lens.tolist() == found["dec_time_lens"].tolist()
+    assert _hyps(torch.as_tensor(got["out:output"]), torch.as_tensor(lens)) == [SENTENCE] * 3
+    np.testing.assert_allclose(got["out:scores"], found["scores"].numpy(), atol=1e-5, rtol=0)
