@@ -109,6 +109,23 @@ def test_fused_scores_are_am_plus_scaled_lm_and_the_lm_decides(trained):
     assert float(gap[flipped].max()) < 1.5, gap
 
 
+def _body(name: str) -> list[str]:
+    text = MODEL.read_text(encoding="utf-8")
+    fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(text, fn).splitlines()[1:]
+
+
+def test_fused_network_is_the_aeds_code():
+    """`conformer_aed_fused` runs `conformer_aed`'s encoder and decoder line by line (up to the
+    label scores, then the fusion): the same numbers from the same parameters."""
+    aed = _body("conformer_aed")
+    aed = aed[: aed.index("        scores = output_logits(LayerNorm()(d))") + 1]
+    aed.remove("    logits, labels = [], []")  # the fused network keeps `am`, the log-probabilities
+    fused = iter(_body("conformer_aed_fused"))
+    missing = [line for line in aed if line not in fused]  # in order: a subsequence
+    assert missing == []
+
+
 def test_lm_runs_only_in_search(tmp_path):
     text = (tmp_path / "f.py").as_posix()
     run_netc("compile", MODEL, "--network", "conformer_aed_fused", "--target", "torch", "-o", text, check=True)
