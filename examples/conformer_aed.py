@@ -41,6 +41,7 @@ from netc import (
     expand,
     full,
     glu,
+    log_softmax,
     mark_as_loss,
     merge_dims,
     network,
@@ -50,11 +51,13 @@ from netc import (
     rel_shift,
     relu,
     replace_dim,
+    searching,
     silu,
     sin,
     softmax,
     split,
     split_dims,
+    tanh,
     zeros,
 )
 
@@ -86,6 +89,10 @@ sin_cos = Dim("sin_cos", 2)
 heads = Dim("heads", 2)
 head_feat = Dim("head_feat", HEAD_SIZE)
 vocab = Dim("vocab", 10)  # EOS = 0, also the begin label
+lm_emb = Dim("lm_emb", 8)  # the language model's label embedding and state
+lm_hidden = Dim("lm_hidden", 16)
+LM_SCALE = 0.5  # shallow fusion: AM log-prob + LM_SCALE * LM log-prob
+MAX_LM_STEPS = 12  # the language model's search alone: at most this many labels
 
 
 class FrontEnd(Module):
@@ -262,3 +269,74 @@ def conformer_aed(x: Tensor[batch, time, feat], y: Labels[batch, dec_time, vocab
             break
     mark_as_loss(cross_entropy(logits, y, axis=vocab, label_smoothing=0.1), "ce")
     return {"output": softmax(logits, axis=vocab), "labels": labels}
+
+
+class RecurrentLm(Module):
+    """One step of the LM: the next label's log-probabilities and the new state."""
+
+    def __init__(self):
+        self.embed = Embedding(lm_emb)
+        self.rec = Linear(lm_hidden)
+        self.out = Linear(vocab)
+
+    def __call__(self, label, h):
+        h = tanh(self.rec(concat(self.embed(label), h)))
+        return log_softmax(self.out(h), axis=vocab), h
+
+
+@network
+def conformer_aed_lm(y: Labels[batch, dec_time, vocab]):
+    lm = RecurrentLm()
+    h = zeros(batch, lm_hidden)
+    label = full(batch, value=EOS, class_dim=vocab)  # the begin label
+    logp, labels = [], []
+    for _ in range(MAX_LM_STEPS):  # training: y's frames; searching: until EOS
+        scores, h = lm(label, h)
+        logp.append(scores)
+        label = choice(scores, target=y, beam=4, input_type="log_prob")
+        labels.append(label)
+        if end(label == EOS):
+            break
+    mark_as_loss(cross_entropy(logp, y, axis=vocab), "ce")
+    return {"output": labels, "logp": logp}
+
+
+@network
+def conformer_aed_fused(x: Tensor[batch, time, feat], y: Labels[batch, dec_time, vocab]):
+    frontend = FrontEnd()
+    block1 = ConformerBlock(kv_time1)
+    block2 = ConformerBlock(kv_time2)
+    h = dropout(frontend(x), DROPOUT)  # [batch, enc_time, model]
+    pos_enc = rel_pos_encoding()  # shared by the blocks
+    encoder = block2(block1(h, pos_enc), pos_enc)
+
+    layer1 = DecoderLayer(hist1)
+    layer2 = DecoderLayer(hist2)
+    input_embedding = Embedding(model)
+    output_logits = Linear(vocab, with_bias=False, weight=input_embedding.weight)  # the embedding's, transposed
+    lm = RecurrentLm()
+    keys1, values1 = empty(batch, hist1, heads, head_feat), empty(batch, hist1, heads, head_feat)
+    keys2, values2 = empty(batch, hist2, heads, head_feat), empty(batch, hist2, heads, head_feat)
+    lm_h = zeros(batch, lm_hidden)
+    label = full(batch, value=EOS, class_dim=vocab)  # the begin label
+    pos = zeros(batch)
+    am, labels = [], []
+    for _ in range(2 * x.max_seq_len):  # training: y's frames; searching: until EOS, at most this
+        d = dropout(input_embedding(label) * MODEL_SIZE**0.5 + abs_pos_encoding(pos), DROPOUT)
+        d, keys1, values1 = layer1(d, keys1, values1, encoder)
+        d, keys2, values2 = layer2(d, keys2, values2, encoder)
+        scores = output_logits(LayerNorm()(d))
+        am_logp = log_softmax(scores, axis=vocab)
+        am.append(am_logp)
+        if searching():  # the LM runs only in the search
+            lm_logp, lm_h = lm(label, lm_h)
+            fused = am_logp + LM_SCALE * lm_logp
+        else:
+            fused = am_logp
+        label = choice(fused, target=y, beam=4, input_type="log_prob", length_normalization=False)
+        labels.append(label)
+        pos = pos + 1.0
+        if end(label == EOS):
+            break
+    mark_as_loss(cross_entropy(am, y, axis=vocab, label_smoothing=0.1), "ce")
+    return {"output": labels, "am": am}

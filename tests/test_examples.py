@@ -48,7 +48,9 @@ def test_examples_cover_the_seed_models():
 @pytest.mark.parametrize("model, hoisting", _cases(["beam_search.py", "librispeech_2018.py", "conformer_aed.py"]))
 def test_example_searches_alike(verify, model, hoisting):
     """Models with `choice` also verify when searching: best labels, lengths and scores."""
-    proc = verify(EXAMPLES / model, "--search", "--seed", "1", f"--{hoisting}")
+    network = example_network(EXAMPLES / model)
+    options = ["--network", network] if network else []
+    proc = verify(EXAMPLES / model, "--search", "--seed", "1", f"--{hoisting}", *options)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")
     rows = re.findall(r"(\w+)\s+eager vs (\w+)\s+max\|Δ\| = (\S+)", proc.stdout)

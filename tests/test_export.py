@@ -115,7 +115,7 @@ SEARCHES = [
     ("beam_search.py", None),
     ("librispeech_2018.py", None),
     ("conformer_transducer.py", "conformer_transducer_search"),
-    ("conformer_aed.py", None),
+    ("conformer_aed.py", "conformer_aed"),
 ]
 
 

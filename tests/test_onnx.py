@@ -58,7 +58,7 @@ CASES = [(path, example_network(path), False) for path in sorted(EXAMPLES.glob("
     (EXAMPLES / "librispeech_2018.py", None, True),
     (EXAMPLES / "conformer_transducer.py", "conformer_transducer_search", True),
     # a decoder growing self-attention states (cum_concat): buffers as long as its step limit
-    (EXAMPLES / "conformer_aed.py", None, True),
+    (EXAMPLES / "conformer_aed.py", "conformer_aed", True),
     (MODELS / "end_bounded.py", None, False),  # a loop with `end`: a while loop making a dim, its lengths
     (MODELS / "fuse_gru_forms.py", None, False),  # fused GRUs (packed in the module): ONNX GRUs over the padded batch
     (MODELS / "grow_decoder.py", None, True),

@@ -495,7 +495,7 @@ def test_fragment_in_a_decoder_loop_and_finding_the_users_own_name(tmp_path, bro
     the whole loop); `#find=` finds a value by the variable the source assigns it to (`scores`,
     stacked after the loop as `logits`)."""
     page = tmp_path / "aed.html"
-    run_netc("preview", EXAMPLES / "conformer_aed.py", "-o", page, check=True)
+    run_netc("preview", EXAMPLES / "conformer_aed.py", "--network", "conformer_aed", "-o", page, check=True)
     data = json.loads(page.read_text().split('id="netc_data">', 1)[1].split("</script>", 1)[0])
     nodes = {n["id"]: n for n in data["nodes"]}
     lines = (EXAMPLES / "conformer_aed.py").read_text().splitlines()
