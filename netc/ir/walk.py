@@ -38,3 +38,11 @@ def ops(nodes: list[Node], *, unfused: bool = False, regions: bool = False) -> I
 def loops(nodes: list[Node], *, unfused: bool = False) -> Iterator[Loop]:
     """Each loop of `walk`, nested ones included (those a fused op keeps with `unfused`)."""
     return (n for n in walk(nodes, unfused=unfused) if isinstance(n, Loop))
+
+
+def param_paths(nodes: list[Node]) -> set[str]:
+    """Module paths of the parameters the ops of these nodes (loops included) use."""
+    out: set[str] = set()
+    for op in ops(nodes):
+        out |= op.param_paths()
+    return out
