@@ -11,7 +11,8 @@ last step (no `where` in every step); so is a last value that is stacked. Other 
 the loop, and int and bool states (they may count or index), stay frozen.
 
 Records `LoopCarry.frozen`, `LoopCarry.from_stack` and `LoopLast.from_stack`; changes nothing
-else. Runs last: any pass after it that changed a loop would have to run it again.
+else. Part of torch's lowering (`netc.emit_torch.lowering`), after the common passes: any pass
+after it that changed a loop would have to run it again.
 """
 
 from __future__ import annotations
