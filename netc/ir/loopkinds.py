@@ -30,6 +30,9 @@ from netc.ir.model import Graph, Loop, LoopCarry, Node, Op
 from netc.ir.walk import ops
 from netc.ops import REGISTRY
 
+GROW_START, GROW, CHOICE = "grow_start", "grow", "choice"
+ROLES = frozenset({GROW_START, GROW, CHOICE})  # the values of `OpDef.loop_role`
+
 
 def role(op: Op) -> str | None:
     """The part `op` plays in a kind of loop (`OpDef.loop_role`), or None."""
@@ -38,17 +41,17 @@ def role(op: Op) -> str | None:
 
 def starts_growth(op: Op) -> bool:
     """Whether `op` starts a grown state (no frames along `attrs["axis"]`)."""
-    return role(op) == "grow_start"
+    return role(op) == GROW_START
 
 
 def grows(op: Op) -> bool:
     """Whether `op` grows a state by a frame along `attrs["axis"]` (its first operand the state)."""
-    return role(op) == "grow"
+    return role(op) == GROW
 
 
 def chooses(op: Op) -> bool:
     """Whether `op` is a search's choice (its loop's label at each step)."""
-    return role(op) == "choice"
+    return role(op) == CHOICE
 
 
 # --- grown state
