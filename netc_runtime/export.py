@@ -210,8 +210,8 @@ def _refuse_loops(g: Graph, search: bool) -> None:
     dim could no longer vary). A search's beam loop runs as `while_loop` where it has a step
     limit (the steps' buffers are preallocated to it)."""
     from netc.emit_torch.scan import beam_while
+    from netc.emit_torch.scan_loops import blocker, empty_dims, while_dims
     from netc.errors import CompileError
-    from netc.passes.scan_loops import blocker, empty_dims, while_dims
 
     plan = search_plan(g) if search else None
     if plan is not None and not plan.inputs:
@@ -322,9 +322,9 @@ def _buffered_search(g: Graph) -> Graph:
     self-attention keys and values) as buffers as long as the step limit, as `--loops scan`
     has them (`Loop.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
     gave other results in onnxruntime than in torch (conformer_aed's labels)."""
+    from netc.emit_torch.scan_loops import empty_dims, grown_into_buffer
     from netc.errors import CompileError
     from netc.ops import REGISTRY
-    from netc.passes.scan_loops import empty_dims, grown_into_buffer
 
     plan = search_plan(g)
     if plan is None:

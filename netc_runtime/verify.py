@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from netc.ir.interface import input_dyn_dims
-from netc.ir.model import Graph, Loop, Node
+from netc.ir.model import Graph, Loop
 from netc.ir.search import search_plan
 from netc.ir.uses import values_by_id
+from netc.ir.walk import ops
 from netc.ops import REGISTRY
 from netc.progress import step
 from netc_runtime.backends import BACKEND_NAMES, BACKENDS, Result, run_backend, valid_mask
@@ -29,21 +30,13 @@ class CtcLabels:
     input: str | None  # the input that is the labels, if they are one (not computed from one)
 
 
-def _ops(nodes: list[Node]):
-    for n in nodes:
-        if isinstance(n, Loop):
-            yield from _ops(n.body)
-        else:
-            yield n
-
-
 def ctc_labels(g: Graph) -> list[CtcLabels]:
     """Every `ctc_loss` over labels with a dynamic input dim (see CtcLabels)."""
     values, dims = values_by_id(g), {d.name: d for d in g.dims}
     inputs = {i.value.id: i.name for i in g.inputs}
     dyn = set(input_dyn_dims(g))
     out = []
-    for op in _ops(g.body):
+    for op in ops(g.body):
         if op.op != "ctc_loss":
             continue
         logits, labels = values[op.args[0]], values[op.args[1]]
@@ -60,7 +53,7 @@ def rnnt_pred_dims(g: Graph) -> dict[str, str]:
     only so)."""
     values, dyn = values_by_id(g), set(input_dyn_dims(g))
     out = {}
-    for op in _ops(g.body):
+    for op in ops(g.body):
         if op.op != "rnnt_loss":
             continue
         pred = REGISTRY[op.op].pred_dim(values[op.args[0]].dims, op.attrs)
@@ -74,7 +67,7 @@ def made_lengths(g: Graph, lens: dict[str, list[int]]) -> dict[str, list[int]]:
     """`lens` and the lengths of the dims ops make from them (`max_pool`'s `out_axis`); not those
     of dims loops make (they depend on the values)."""
     known = dict(lens)
-    for op in _ops(g.body):
+    for op in ops(g.body):
         known.update(REGISTRY[op.op].made_lengths(op.attrs, known))
     return known
 

@@ -19,11 +19,11 @@ from conftest import EXAMPLES, ROOT, example_network
 from test_models import MODELS
 
 from netc.compiler import compile_graph
+from netc.emit_torch.scan_loops import blocker, while_dims
 from netc.errors import CompileError
 from netc.ir.model import Loop
 from netc.ir.search import search_plan
 from netc.passes.pipeline import PassOptions
-from netc.passes.scan_loops import blocker, while_dims
 from netc_runtime.backends import valid_mask
 from netc_runtime.export import build, check, example_inputs, export, load
 

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, ROOT, example_network
 
+from netc.emit_tf import bound_ops
+from netc.emit_torch import padded_steps, torch_addmm
 from netc.ir.json import graph_from_json, graph_to_json
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.printer import print_graph
 from netc.ir.verify import IRError, verify
 from netc.parser import parse_file
-from netc.passes import bound_ops, dce, hoist_frames, hoist_invariants, padded_steps, rec_state, torch_addmm
+from netc.passes import dce, hoist_frames, hoist_invariants, rec_state
 from netc.passes.pipeline import PassOptions, run_passes
 from netc_runtime.backends import run_torch
 from netc_runtime.verify import random_inputs, random_lengths, random_params

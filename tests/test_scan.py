@@ -14,11 +14,11 @@ from test_models import MODELS
 
 from netc.compiler import compile_graph
 from netc.emit_torch.module import emit_torch
+from netc.emit_torch.scan_loops import blocker
 from netc.ir.model import Loop
 from netc.ir.search import search_plan
 from netc.naming import lens_name
 from netc.passes.pipeline import PassOptions
-from netc.passes.scan_loops import blocker
 from netc_runtime.backends import load_torch_module
 from netc_runtime.export import build, example_inputs
 from netc_runtime.verify import random_inputs, random_lengths, random_params

@@ -19,6 +19,7 @@ from netc.emit_tf.block import Block, loop_names
 from netc.emit_tf.fold import fold
 from netc.emit_tf.loops import RecLowering
 from netc.errors import CompileError, Span
+from netc.ir.loopkinds import starts_growth
 from netc.ir.model import Graph, Loop, Node, Op, ParamDef, Value
 from netc.ir.search import SearchPlan, search_plan
 from netc.naming import Code, Namespace, plain_text, py_literal, py_str
@@ -289,7 +290,7 @@ class ReturnnEmitter:
         opdef = REGISTRY[op.op]
         ctx = _OpCtx(self, blk, op)
         layer = opdef.returnn(ctx, op)
-        if op.op == "empty":  # no layer: the `cum_concat` layer growing the state starts it
+        if starts_growth(op):  # no layer: the `cum_concat` layer growing the state starts it
             self.grown.add(op.outs[0].id)
             self.values[op.outs[0].id] = op.outs[0]
             self.op_layers[op.outs[0].id] = ()

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from netc.emit_tf.loop_rules import feeding_state
 from netc.errors import CompileError
+from netc.ir.loopkinds import chooses, grows, loop_grows
 from netc.ir.model import Loop, Op, Value
 
 
 def check_grown_reads(n: Loop, grown_inits: set[int], values: dict[int, Value]) -> None:
-    grows = {nd.attrs["axis"] for nd in n.body if isinstance(nd, Op) and nd.op == "cum_concat"}
-    if not grows:
+    grown_dims = {g.axis for g in loop_grows(n)}
+    if not grown_dims:
         return
     per_step = {s.inner.id for s in n.seqs} | {c.inner.id for c in n.carries if c.init not in grown_inits}
     kept = feeding_state(n)
@@ -27,12 +28,12 @@ def check_grown_reads(n: Loop, grown_inits: set[int], values: dict[int, Value]) 
             if any(v in per_step for v in crossing):
                 per_step |= {r.id for r in nd.results()}
             continue
-        if nd.op == "cum_concat":
+        if grows(nd):
             continue
-        if nd.op == "choice" or any(a in per_step for a in nd.args):
+        if chooses(nd) or any(a in per_step for a in nd.args):
             per_step |= {o.id for o in nd.outs}
             continue
-        over = next((d for a in nd.args for d in values[a].dims if d in grows), None)
+        over = next((d for a in nd.args for d in values[a].dims if d in grown_dims), None)
         if over is not None and not any(o.id in kept for o in nd.outs):
             raise CompileError(
                 nd.span,
@@ -50,4 +51,4 @@ def kept_cum_concats(n: Loop) -> list[Op]:
     see every frame at every step. Their frame is read through a layer kept in the loop
     (`loop_rules.per_step`), which keeps them there too."""
     kept = feeding_state(n)
-    return [nd for nd in n.body if isinstance(nd, Op) and nd.op == "cum_concat" and nd.outs[0].id in kept]
+    return [g.op for g in loop_grows(n) if g.op.outs[0].id in kept]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from netc.emit_tf.block import Block
 from netc.errors import CompileError
+from netc.ir.loopkinds import chooses, chosen
 from netc.ir.model import Loop, LoopCarry, Op, Value
 from netc.ir.uses import node_uses
 from netc.naming import Code
@@ -31,7 +32,7 @@ def stepped_values(n: Loop) -> set[int]:
                 crossing.append(nd.bound)
             if any(v in stepped for v in crossing):
                 stepped |= {r.id for r in nd.results()}
-        elif nd.op == "choice" or any(a in stepped for a in nd.args):
+        elif chooses(nd) or any(a in stepped for a in nd.args):
             stepped |= {o.id for o in nd.outs}
     return stepped
 
@@ -88,10 +89,10 @@ def check_inner_states_searched(n: Loop) -> None:
     unit: at each inner step it looks the outer `prev:output` (where a value computed from the
     previous label takes its hypotheses from) up among the inner unit's layers (an AttributeError
     or KeyError while it builds the loop). Stacks and values read after an inner loop pass."""
-    chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
-    if not chosen:
+    labels = chosen(n)
+    if not labels:
         return
-    beamed = computed_from(n, chosen[0])
+    beamed = computed_from(n, labels[0])
     for nd in n.body:
         if not isinstance(nd, Loop) or not nd.carries:
             continue
@@ -123,9 +124,9 @@ def output_carry(n: Loop, single: set[int], outer: Block, unfit: Callable[[Value
         if len(results) != 1 or results[0] not in own or n.stacks or n.lasts:
             return None
         return results[0] if outer.refs[results[0].init].startswith("base:") else None
-    chosen = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"}
-    if chosen:  # a search follows the output: the choice's layer, or a copy of it
-        return next((c for c in own if c.next in chosen), None)
+    labels = chosen(n)
+    if labels:  # a search follows the output: the choice's layer, or a copy of it
+        return next((c for c in own if c.next in labels), None)
     return own[0] if own else None
 
 

@@ -41,6 +41,7 @@ from netc.emit_tf.loop_rules import (
     stepped_values,
 )
 from netc.errors import CompileError
+from netc.ir.loopkinds import chosen
 from netc.ir.model import Loop, LoopLast, Op, Value
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code
@@ -98,7 +99,7 @@ class RecLowering:
         self.stepped = stepped_values(n)
         self.feeding = feeding_state(n)  # values a state or `end` needs: RETURNN keeps them in the loop
         self.single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
-        self.chosen = [nd.outs[0].id for nd in n.body if isinstance(nd, Op) and nd.op == "choice"]
+        self.chosen = chosen(n)
         self.beamed = computed_from(n, self.chosen[0]) if self.chosen else set()  # values with the beam
         self.grown = [c for c in n.carries if c.init in em.grown]  # its layer is `cum_concat`, its own state
         # made by the seams, in `lower`'s order

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from netc.emit_torch.scan import scan_loop
 from netc.ir.interface import interface, search_arguments
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Region, Value
+from netc.ir.walk import ops
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_str
 from netc.ops import REGISTRY
 from netc.ops.align import align_code, where_valid
@@ -186,7 +187,7 @@ class TorchEmitter:
         self.top_masks = set(self.api.input_lens)  # dims whose lengths are known at the top of the method
         # `a + Linear(no bias)(x)` in one `torch.addmm(a, x, W)` (`Op.torch_addmm`): the linears'
         # values, computed inside the add's line; the linears, met before their adds
-        self.absorbed = _addmm_linears(g.body)
+        self.absorbed = {op.torch_addmm for op in ops(g.body) if op.torch_addmm is not None}
         self.linears: dict[int, Op] = {}
         self.regions: dict[int, str] = {}  # id of an op's region -> its local function
 
@@ -525,17 +526,6 @@ class TorchEmitter:
         self.emit(f"{lens} = {lens} + {counted}.long()")
         self.emit(f"{ended} = {ended} | ({valid} & {end})")
         self.emit(f"{step} += 1")
-
-
-def _addmm_linears(nodes: list[Node]) -> set[int]:
-    """The values of the linears an add computes in its `torch.addmm` (`Op.torch_addmm`)."""
-    out: set[int] = set()
-    for n in nodes:
-        if isinstance(n, Loop):
-            out |= _addmm_linears(n.body)
-        elif n.torch_addmm is not None:
-            out.add(n.torch_addmm)
-    return out
 
 
 def param_attrs(params: list[ParamDef]) -> dict[tuple[str, str], str]:

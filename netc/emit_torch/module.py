@@ -15,7 +15,8 @@ from netc.emit_torch.free import free_after_last_use
 from netc.emit_torch.scan import SCAN_HELPER, WHILE_HELPER, beam_while, scan_helper, while_helper
 from netc.emit_torch.search import SearchEmitter
 from netc.ir.interface import interface
-from netc.ir.model import Graph, Loop, Node, Op
+from netc.ir.loopkinds import choice_op
+from netc.ir.model import Graph, Loop, Node
 from netc.ir.search import BATCH_SIZE, search_plan
 from netc.naming import Namespace, lens_name, plain_text, py_literal, py_str
 from netc.ops import REGISTRY
@@ -59,7 +60,7 @@ def _beam_helper(plan, names: ModuleNames) -> str | None:
     if plan is None:
         return None
     scan = beam_while(plan.loop)
-    if any(isinstance(n, Op) and n.op == "choice" and n.attrs.get("sample") for n in plan.loop.body):
+    if (choice := choice_op(plan.loop)) is not None and choice.attrs.get("sample"):
         return torch_sample_step(names.beam_fn, scan)
     return (torch_beam_step_scan if scan else torch_beam_step)(names.beam_fn)
 

@@ -16,6 +16,7 @@ import re
 
 from netc.emit_torch.emitter import ModuleNames, TorchEmitter, _OpCtx, zeroed
 from netc.emit_torch.scan import beam_buffers, beam_while
+from netc.ir.loopkinds import choice_op, chooses
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import BATCH_SIZE, SCORES, SearchPlan
 from netc.ir.uses import node_uses
@@ -93,7 +94,7 @@ class SearchEmitter(TorchEmitter):
         if op.op == "dot" and (code := self._grouped_dot(op)) is not None:
             self.op_line(op, code)
             return
-        if op.op != "choice":
+        if not chooses(op):
             super().op(op)
             return
         # what the step computed so far belongs to the old hypotheses
@@ -129,7 +130,8 @@ class SearchEmitter(TorchEmitter):
 
     def beam_loop(self, n: Loop) -> list[tuple[str, str]]:
         """The choice loop as a beam search; the search's results (name, variable)."""
-        choice = next(nd for nd in n.body if isinstance(nd, Op) and nd.op == "choice")
+        choice = choice_op(n)
+        assert choice is not None, "the search graph keeps its loop's choice"
         batch, size = self.size_var["batch"], str(choice.attrs["beam"])
         self.emit(f"# beam search over {plain_text(n.axis)} (line {n.span.line}): {size} hypotheses per sequence")
         if beam_buffers(n):

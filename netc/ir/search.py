@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from netc.errors import CompileError
 from netc.ir.model import Graph, Loop
 from netc.ir.uses import node_uses, values_by_id
+from netc.ir.walk import param_paths
 from netc.naming import lens_name
 
 SCORES = "scores"
@@ -100,20 +101,12 @@ def network_params(g: Graph, search: bool = False) -> set[str]:
     only in training)."""
     plan = search_plan(g) if search else None
     if plan is None:  # dead code is gone: what is left computes a result
-        return {p.name for p in g.params if p.path in _param_paths(g.body)}
+        return {p.name for p in g.params if p.path in param_paths(g.body)}
     searched = g.search or g
     live = {o.value for o in [*searched.outputs, *searched.losses] if o.value not in plan.needs_target}
     paths: set[str] = set()
     for n in reversed(searched.body):
         if any(v.id in live for v in (n.results() if isinstance(n, Loop) else n.outs)):
             live.update(node_uses(n))
-            paths |= _param_paths([n])
+            paths |= param_paths([n])
     return {p.name for p in searched.params if p.path in paths}
-
-
-def _param_paths(nodes: list) -> set[str]:
-    """Module paths of the parameters these nodes (and everything in their loops) use."""
-    out: set[str] = set()
-    for n in nodes:
-        out |= _param_paths(n.body) if isinstance(n, Loop) else n.param_paths()
-    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from netc.ir.model import Graph, Loop, Node, Value
+from netc.ir.walk import walk
 
 
 def node_uses(n: Node) -> list[int]:
@@ -24,11 +25,10 @@ def loop_inner_uses(n: Loop) -> list[int]:
 
 def _count(nodes: list[Node], uses: Counter) -> Counter:
     """Add the reads of these nodes and of everything nested in them to `uses`."""
-    for n in nodes:
+    for n in walk(nodes):
         uses.update(node_uses(n))
         if isinstance(n, Loop):
             uses.update(loop_inner_uses(n))
-            _count(n.body, uses)
     return uses
 
 
@@ -72,21 +72,10 @@ def replace_uses(nodes: list[Node], renames: dict[int, int]) -> None:
 def values_by_id(g: Graph) -> dict[int, Value]:
     """Every value the graph defines (inputs, op results, block arguments, loop results)."""
     out = {i.value.id: i.value for i in g.inputs}
-    _add_values(g.body, out)
+    for n in walk(g.body):
+        for v in n.block_args() + n.results() if isinstance(n, Loop) else n.outs:
+            out[v.id] = v
     return out
-
-
-def _add_values(nodes: list[Node], out: dict[int, Value]) -> None:
-    # a function of its own, not a closure calling itself: that is a reference cycle, which
-    # would keep `out` alive until the next cyclic collection
-    for n in nodes:
-        if isinstance(n, Loop):
-            for v in n.block_args() + n.results():
-                out[v.id] = v
-            _add_values(n.body, out)
-        else:
-            for v in n.outs:
-                out[v.id] = v
 
 
 def next_value_id(g: Graph) -> int:

@@ -120,6 +120,11 @@ class OpDef:
     # it decides how its loop runs (`choice`: teacher forcing, the beam search): `dce` keeps it
     # also when nothing reads its result
     shapes_loop: bool = False
+    # the part it plays in a kind of loop, one of `netc.ir.loopkinds.ROLES` (which passes and
+    # emitters ask instead of matching op names): "grow_start" starts a grown state before its
+    # loop (`empty`), "grow" grows that state by a frame per step (`cum_concat`), "choice" makes
+    # its loop a search (`choice`); None: none
+    loop_role: str | None = None
     # a module's parameters the source may name (`emb.weight`) and pass to another module of a
     # kind with the same (`Linear(vocab, weight=emb.weight)`): attribute and keyword -> role
     weights: dict[str, str] = {}

@@ -15,27 +15,8 @@ this one (a search reorders the state with the beam as any state); eager mode li
 
 from __future__ import annotations
 
-from netc.ir.dims import DimError, DimTable
-from netc.ir.model import Graph, Loop, Node
+from netc.ir.dims import DimError
 from netc.ops.base import OpDef, OutType, register
-
-
-def growing_dims(nodes: list[Node]) -> set[str]:
-    """The dims `empty` starts (and `cum_concat` grows) in these nodes, loops included."""
-    out: set[str] = set()
-    for n in nodes:
-        if isinstance(n, Loop):
-            out |= growing_dims(n.body)
-        elif n.op == "empty":
-            out.add(n.attrs["axis"])
-    return out
-
-
-def dim_table(g: Graph) -> DimTable:
-    """The graph's dim table, knowing which dims states grow along (for the hoisting passes)."""
-    dt = DimTable(g.dims)
-    dt.growing = growing_dims(g.body)
-    return dt
 
 
 @register
@@ -45,6 +26,7 @@ class Empty(OpDef):
 
     name = fn_name = "empty"
     tensors = ()
+    loop_role = "grow_start"
 
     def api(self, *dims):
         pass
@@ -99,6 +81,7 @@ class CumConcat(OpDef):
     pure = False  # it is a state: never moved out of its loop
     same_shape_each_step = False
     preallocates = True
+    loop_role = "grow"
 
     def api(self, state, frame, axis):
         pass

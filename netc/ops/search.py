@@ -39,6 +39,7 @@ class Choice(OpDef):
     tensors = ("logp", "frame")
     pure = False  # a search step: never moved out of its loop
     shapes_loop = True  # a search with a label nothing reads still searches (and trains on the target)
+    loop_role = "choice"
 
     def infer(self, dt, args, attrs):
         logp, frame = args

@@ -9,15 +9,17 @@ previous frames are read only by its `cum_concat` (RETURNN's layer keeps them it
 from __future__ import annotations
 
 from netc.errors import CompileError
+from netc.ir.loopkinds import grow_starts, grows, starts_growth
 from netc.ir.model import Graph, Loop, Node, Value
 from netc.ir.uses import values_by_id
+from netc.ir.walk import ops
 
 
 def check_growing(g: Graph) -> None:
-    empties: dict[int, str] = {}  # value made by `empty` -> its dim
-    _collect(g.body, empties)
+    empties = grow_starts(g.body)  # value made by `empty` -> its dim
     if not empties:
-        _no_cum_concat(g.body)
+        if (op := next((op for op in ops(g.body) if grows(op)), None)) is not None:
+            raise CompileError(op.span, _NOT_A_STATE)
         return
     grown_in: dict[str, Loop] = {}  # dim -> the loop whose `cum_concat` grows it
     _loops(g.body, None, empties, grown_in)
@@ -33,22 +35,6 @@ def check_growing(g: Graph) -> None:
             )
 
 
-def _collect(nodes: list[Node], empties: dict[int, str]) -> None:
-    for n in nodes:
-        if isinstance(n, Loop):
-            _collect(n.body, empties)
-        elif n.op == "empty":
-            empties[n.outs[0].id] = n.attrs["axis"]
-
-
-def _no_cum_concat(nodes: list[Node]) -> None:
-    for n in nodes:
-        if isinstance(n, Loop):
-            _no_cum_concat(n.body)
-        elif n.op == "cum_concat":
-            raise CompileError(n.span, _NOT_A_STATE)
-
-
 _NOT_A_STATE = (
     "`cum_concat(state, frame, axis=d)` grows a loop state: `state` is its value from the previous "
     "step, started before the loop by `empty(batch, d, ...)`, and the result is assigned back to it "
@@ -62,7 +48,7 @@ def _loops(nodes: list[Node], outer: Loop | None, empties: dict[int, str], grown
         if isinstance(n, Loop):
             _loops(n.body, n, empties, grown_in)
             _grown_states(n, empties)
-        elif n.op == "cum_concat":
+        elif grows(n):
             carry = next((c for c in outer.carries if c.inner.id == n.args[0]), None) if outer else None
             if carry is None or empties.get(carry.init) != n.attrs["axis"]:
                 raise CompileError(n.span, _NOT_A_STATE)
@@ -82,27 +68,19 @@ def _grown_states(n: Loop, empties: dict[int, str]) -> None:
     for c in n.carries:
         if c.init not in empties:
             continue
-        readers = [op for op in _ops(n.body) if c.inner.id in op.args]
+        readers = [op for op in ops(n.body) if c.inner.id in op.args]
         if not readers:
             continue
-        grows = [op for op in readers if op.op == "cum_concat" and op.args[0] == c.inner.id]
-        other = next((op for op in readers if op not in grows), None)
+        growing = [op for op in readers if grows(op) and op.args[0] == c.inner.id]
+        other = next((op for op in readers if op not in growing), None)
         if other is not None:
             raise CompileError(
                 other.span,
                 f"`{c.name}` grows by `cum_concat` in this loop: its frames before this step are read only "
                 f"by its `cum_concat`; read `{c.name}` after it",
             )
-        if not any(op.outs[0].id == c.next for op in grows):
-            raise CompileError(grows[0].span, _NOT_A_STATE)
-
-
-def _ops(nodes: list[Node]):
-    for n in nodes:
-        if isinstance(n, Loop):
-            yield from _ops(n.body)
-        else:
-            yield n
+        if not any(op.outs[0].id == c.next for op in growing):
+            raise CompileError(growing[0].span, _NOT_A_STATE)
 
 
 def _reads(
@@ -132,9 +110,9 @@ def _reads(
                     )
             _reads(n.body, [*chain, n], empties, growing, grown_in, values)
             continue
-        if n.op == "empty":
+        if starts_growth(n):
             continue
-        if n.op == "cum_concat":
+        if grows(n):
             started.add(n.attrs["axis"])
             continue
         for a in n.args:

@@ -6,6 +6,7 @@ from collections import Counter
 
 from netc.ir.model import Graph, Loop, LoopCarry, Node, Op
 from netc.ir.uses import count_uses, node_uses
+from netc.ir.walk import param_paths
 from netc.ops import REGISTRY
 
 
@@ -17,22 +18,11 @@ def transform(g: Graph) -> tuple[Graph, bool]:
         if not changed:
             break
         changed_any = True
-    live = _param_paths(g.body)
+    live = param_paths(g.body)  # the parameterised ops still in the graph: the parameters to keep
     params = [p for p in g.params if p.path in live]
     changed_any |= len(params) != len(g.params)
     g.params = params
     return g, changed_any
-
-
-def _param_paths(nodes: list[Node]) -> set[str]:
-    """Module paths of the parameterised ops still in the graph: the parameters to keep."""
-    out: set[str] = set()
-    for n in nodes:
-        if isinstance(n, Loop):
-            out |= _param_paths(n.body)
-        else:
-            out |= n.param_paths()
-    return out
 
 
 def _interface(n: Loop) -> tuple[int, ...]:

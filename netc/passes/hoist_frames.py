@@ -13,9 +13,9 @@ memory; `PassOptions.whole_sequence` turns it off.
 from __future__ import annotations
 
 from netc.ir.dims import DimTable
+from netc.ir.loopkinds import dim_table
 from netc.ir.model import Graph, Loop, LoopSeq, Node, Op
 from netc.ir.uses import next_value_id
-from netc.ops.grow import dim_table
 from netc.passes.sequence import before_loops, fresh_like, over_sequence
 
 

@@ -1,34 +1,37 @@
-"""The pass pipeline as one readable function.
+"""The pass pipeline as one readable function: the common passes, then each target's lowering.
 
 A pass owns the graph it is given: it may change it in place, and returns it (with whether
 anything changed). The pipeline hands each pass the graph the previous one returned, which
 nothing else holds, so no pass copies it; a caller that wants to keep a graph passes a copy.
+
+The common passes decide what every target computes. A decision only one target reads is that
+target's lowering (`TARGET_LOWERINGS`, each owned by its emitter package), run last on the final
+graph: such passes only record on the IR, so the targets' lowerings do not depend on each other.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from netc.emit_tf import lowering as returnn_lowering
+from netc.emit_torch import lowering as torch_lowering
 from netc.ir.model import Graph, Loop
 from netc.ir.verify import verify
 from netc.passes import (
-    bound_ops,
     dce,
     fuse_cells,
     hoist_frames,
     hoist_invariants,
-    padded_steps,
     rec_state,
     returnn_names,
-    scan_loops,
     search_mode,
     search_results,
     shift_states,
     sink_stacks,
     split_linear,
     teacher_forcing,
-    torch_addmm,
 )
 
 
@@ -42,14 +45,25 @@ class PassOptions:
     whole_sequence: bool = True
     fuse: bool = True  # a loop that is an LSTM or GRU becomes the native sequence op (after hoisting)
     # how torch runs loops: "python" (a `for`; the module scripts with TorchScript) or "scan"
-    # (torch's `scan` operator where it can: `torch.export` and `torch.compile` keep the loop)
+    # (torch's `scan` operator where it can: `torch.export` and `torch.compile` keep the loop);
+    # read by torch's lowering only
     loops: str = "python"
 
 
 DEFAULT_OPTIONS = PassOptions()
 
+# each target's decisions, recorded on the final graph (training's and its search graph)
+TARGET_LOWERINGS: tuple[Callable[[Graph, PassOptions], None], ...] = (returnn_lowering.lower, torch_lowering.lower)
+
 
 def run_passes(g: Graph, options: PassOptions = DEFAULT_OPTIONS) -> Graph:
+    g = _common(g, options)
+    for lower in TARGET_LOWERINGS:
+        lower(g, options)
+    return g
+
+
+def _common(g: Graph, options: PassOptions) -> Graph:
     verify(g)
     # 1. decide what is state: the parser carries every reassigned name; keep the real ones
     # 2. remove what nobody reads (last frames of temporaries, dead carries' leftovers)
@@ -65,8 +79,6 @@ def run_passes(g: Graph, options: PassOptions = DEFAULT_OPTIONS) -> Graph:
     params = g.params
     # a search computes what it returns: the outputs stacked in the loop (no values after it, no loss)
     search = _optimise(_run(dce, _run(search_results, _decided(copy.deepcopy(g), True))), options)
-    # 9. a search-only network computes its step limit in the loop (training's has none)
-    search = _run(bound_ops, search)
     g = _optimise(_run(dce, _run(teacher_forcing, _decided(g, False))), options)
     used = {p.name for p in [*g.params, *search.params]}
     g.params = search.params = [p for p in params if p.name in used]
@@ -96,14 +108,7 @@ def _optimise(g: Graph, options: PassOptions) -> Graph:
     #    after hoisting has moved the input projection out of it
     if options.hoist and options.whole_sequence and options.fuse:
         g = _run(fuse_cells, g)
-    # 8. decisions for the targets, recorded on the final graph (every target gets the same IR):
-    #    which states run over padded steps and which values after a loop come from a stack, and
-    #    which adds torch computes as one `addmm` with a Linear (a pass that changed a loop or a
-    #    use after these would have to run them again)
-    for p in (padded_steps, torch_addmm):
-        g = _run(p, g)
-    if options.loops == "scan":
-        g = _run(scan_loops, g)
+    # 8. (then each target's lowering: `TARGET_LOWERINGS`)
     return g
 
 

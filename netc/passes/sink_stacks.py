@@ -27,9 +27,9 @@ from collections import defaultdict
 from dataclasses import replace
 
 from netc.ir.dims import DimTable
+from netc.ir.loopkinds import dim_table
 from netc.ir.model import Graph, Loop, LoopStack, Node, Op, Value
 from netc.ir.uses import next_value_id, replace_uses
-from netc.ops.grow import dim_table
 from netc.passes.sequence import fresh_like, over_sequence
 
 

@@ -15,6 +15,7 @@ pass for it (`Graph.search`).
 
 from __future__ import annotations
 
+from netc.ir.loopkinds import loop_search
 from netc.ir.model import Graph, Loop, LoopCarry, Op, Value
 from netc.ir.uses import replace_uses, values_by_id
 
@@ -23,9 +24,11 @@ def transform(g: Graph) -> tuple[Graph, bool]:
     changed = False
     next_id = max(values_by_id(g), default=0) + 1
     for loop in g.body:
-        if not isinstance(loop, Loop) or loop.target is None:
+        search = loop_search(loop) if isinstance(loop, Loop) else None
+        if search is None:
             continue
-        choice = next(n for n in loop.body if isinstance(n, Op) and n.op == "choice")
+        choice = search.choice
+        assert choice is not None, "a search's loop has its choice until this pass"
         label, frame = choice.outs[0].id, choice.args[1]
         loop.body.remove(choice)
         replace_uses(loop.body, {label: frame})

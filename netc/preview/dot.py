@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netc.ir.model import Loop, Node
+from netc.ir.walk import ops
 from netc.preview.model import Preview, PreviewCluster, PreviewEdge, PreviewNode
 
 VIEWS = ("returnn", "torch")
@@ -110,16 +110,7 @@ class ModuleGroup:
 
 
 def module_groups(p: Preview) -> list[ModuleGroup]:
-    params: dict[int, str] = {}
-
-    def walk(body: list[Node]) -> None:
-        for n in body:
-            if isinstance(n, Loop):
-                walk(n.body)
-            elif n.param and "/" in n.param:
-                params[n.outs[0].id] = n.param.rsplit("/", 1)[0]
-
-    walk(p.ir.body)
+    params = {n.outs[0].id: n.param.rsplit("/", 1)[0] for n in ops(p.ir.body) if n.param and "/" in n.param}
     found: dict[tuple[str, str | None], list[str]] = {}
     for n in p.nodes:
         if n.kind == "op" and n.value in params:

@@ -4,7 +4,7 @@
 An add qualifies when that operand is made by a `Linear` without bias of a [batch, feature]
 value, in the same block, read by nothing but this add, and both operands have the add's dims.
 Records `Op.torch_addmm` (the Linear's result) on each such add; other targets ignore it.
-Runs last, on the final graph: the single read must still hold when the module is emitted.
+Part of torch's lowering (`netc.emit_torch.lowering`), on the final graph: the single read must still hold when the module is emitted.
 """
 
 from __future__ import annotations

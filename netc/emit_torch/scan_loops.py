@@ -17,6 +17,7 @@ Records `Loop.scan`; changes nothing else. Only torch reads it.
 
 from __future__ import annotations
 
+from netc.ir.loopkinds import choice_op, growing_dims
 from netc.ir.model import Graph, Loop, Op, Span
 from netc.ops import REGISTRY
 
@@ -32,12 +33,7 @@ def transform(g: Graph) -> tuple[Graph, bool]:
 
 def empty_dims(g: Graph) -> frozenset[str]:
     """The dims `empty` makes: a state grown along one starts with no frames."""
-
-    def ops(nodes):
-        for n in nodes:
-            yield from ops(n.body) if isinstance(n, Loop) else [n]
-
-    return frozenset(op.attrs["axis"] for op in ops(g.body) if op.op == "empty")
+    return frozenset(growing_dims(g.body))
 
 
 def grown_into_buffer(m: Op, n: Loop, empty: frozenset[str]) -> bool:
@@ -78,7 +74,7 @@ def blocker(
             return n.span, "this loop decides from values when to stop (`end`) without a step limit"
     # a beam search with a step limit (a `while_loop`) grows its states into buffers as long as
     # the limit (`grown_into_buffer`)
-    beam = not nested and n.has_step_limit and any(isinstance(m, Op) and m.op == "choice" for m in n.body)
+    beam = not nested and n.has_step_limit and choice_op(n) is not None
     for m in n.body:
         if isinstance(m, Loop):
             if (inner := blocker(m, made, nested=True, empty=empty)) is not None:

@@ -11,19 +11,19 @@ last step (no `where` in every step); so is a last value that is stacked. Other 
 the loop, and int and bool states (they may count or index), stay frozen.
 
 Records `LoopCarry.frozen`, `LoopCarry.from_stack` and `LoopLast.from_stack`; changes nothing
-else. Runs last: any pass after it that changed a loop would have to run it again.
+else. Part of torch's lowering (`netc.emit_torch.lowering`), after the common passes: any pass
+after it that changed a loop would have to run it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from netc.ir.model import Graph, Loop, Node
+from netc.ir.model import Graph, Loop
+from netc.ir.walk import loops
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     changed = False
-    for n in _loops(g.body):
+    for n in loops(g.body, unfused=True):  # nested ones and those a fused op keeps (`Op.unfused`)
         before = _decisions(n)
         _plan(n)
         changed |= _decisions(n) != before
@@ -45,13 +45,3 @@ def _plan(n: Loop) -> None:
 
 def _decisions(n: Loop) -> list:
     return [(c.frozen, c.from_stack) for c in n.carries] + [ll.from_stack for ll in n.lasts]
-
-
-def _loops(nodes: list[Node]) -> Iterator[Loop]:
-    """Every loop, nested ones and those a fused op keeps (`Op.unfused`) included."""
-    for n in nodes:
-        if isinstance(n, Loop):
-            yield n
-            yield from _loops(n.body)
-        else:
-            yield from _loops(n.unfused)

@@ -4,8 +4,8 @@ For a graph that only searches (`Graph.search`): the ops before a loop that comp
 per-sequence step limit and nothing else can run in the loop, once per step. The RETURNN config
 makes them layers of the loop's rec unit (no top-level layers only the limit reads, as a config
 written by hand has it); in a network built for training RETURNN would move them out of the loop
-again, so the pipeline runs this pass on the search graph only. Records `Loop.bound_ops` on each
-top-level loop.
+again, so RETURNN's lowering (`netc.emit_tf.lowering`) runs this pass on the search graph only.
+Records `Loop.bound_ops` on each top-level loop.
 """
 
 from __future__ import annotations
