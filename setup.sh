@@ -4,13 +4,14 @@ set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
 # system packages: Graphviz (`netc preview` lays graphs out with `dot`) and headless Chromium with
-# its driver (the preview's browser tests), Neovim (the language server's editor test); installed only
-# when missing (CI runs this as root)
+# its driver (the preview's browser tests), Neovim (the language server's editor test), espeak-ng (the
+# spoken-digit recipe synthesises its corpus with it); installed only when missing (CI runs this as root)
 missing=()
 command -v dot >/dev/null || missing+=(graphviz)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
 command -v nvim >/dev/null || missing+=(neovim)  # the language server test in a real editor
+command -v espeak-ng >/dev/null || missing+=(espeak-ng)  # examples/digits: the corpus's speech
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
     $SUDO apt-get update -qq

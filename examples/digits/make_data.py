@@ -18,6 +18,7 @@ import csv
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,9 @@ def plan(n: int, variants: tuple[str, ...], rng: np.random.Generator) -> list[di
         digits = "".join(str(d) for d in rng.integers(0, 10, rng.integers(MIN_DIGITS, MAX_DIGITS + 1)))
         voice = f"{ACCENTS[rng.integers(len(ACCENTS))]}+{variants[rng.integers(len(variants))]}"
         speed, pitch = rng.integers(SPEED[0], SPEED[1] + 1), rng.integers(PITCH[0], PITCH[1] + 1)
-        rows.append({"file": f"{i:05d}.wav", "digits": digits, "voice": voice, "speed": str(speed), "pitch": str(pitch)})
+        rows.append(
+            {"file": f"{i:05d}.wav", "digits": digits, "voice": voice, "speed": str(speed), "pitch": str(pitch)}
+        )
     return rows
 
 
@@ -65,7 +68,7 @@ def make_corpus(data: Path, n_train: int, n_test: int, seed: int = 0, jobs: int 
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         with ThreadPoolExecutor(jobs) as pool:  # each job waits on an espeak-ng process
-            list(pool.map(lambda row: synthesise(exe, row, out), rows))
+            list(pool.map(partial(synthesise, exe, out=out), rows))
         with open(data / f"{split}.tsv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t")
             writer.writeheader()

@@ -46,11 +46,12 @@ MODELS = {"blstm": ModelSource(HERE / "blstm_ctc.py", "blstm_ctc", "blstm_ctc_de
 class Utterance:
     features: np.ndarray  # [frames, 40], normalised
     digits: list[int]
+    variant: str  # espeak-ng's voice variant (`f5` of `en-us+f5`)
 
 
 def load_split(data: Path, split: str) -> list[Utterance]:
     return [
-        Utterance(wav_features(data / split / row["file"]), [int(d) for d in row["digits"]])
+        Utterance(wav_features(data / split / row["file"]), [int(d) for d in row["digits"]], row["voice"].split("+")[1])
         for row in read_split(data, split)
     ]
 
@@ -131,9 +132,9 @@ def run(
     model: str = "blstm",
     n_train: int = 2000,
     n_test: int = 300,
-    epochs: int = 8,
-    batch_size: int = 32,
-    lr: float = 3e-3,
+    epochs: int = 10,
+    batch_size: int = 8,
+    lr: float = 1e-3,
     seed: int = 0,
     log=print,
 ) -> dict[str, float]:
@@ -187,6 +188,10 @@ def run(
     log(f"held-out voices, {sum(len(u.digits) for u in test)} digits:")
     log(f"  greedy WER {results['greedy_wer']:.2f}%")
     log(f"  beam   WER {results['beam_wer']:.2f}%")
+    for variant in sorted({u.variant for u in test}):
+        ids = [i for i, u in enumerate(test) if u.variant == variant]
+        sub = [test[i] for i in ids]
+        log(f"  voice variant {variant}: greedy WER {wer(sub, [hyps['greedy'][i] for i in ids]):.2f}%")
     log("seconds: " + ", ".join(f"{k[:-2]} {v:.0f}" for k, v in times.items()))
     return results | times
 
@@ -197,9 +202,9 @@ def main() -> None:
     parser.add_argument("--model", choices=sorted(MODELS), default="blstm")
     parser.add_argument("--train", type=int, default=2000, help="training utterances")
     parser.add_argument("--test", type=int, default=300, help="test utterances (held-out voices)")
-    parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
