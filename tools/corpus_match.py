@@ -135,7 +135,7 @@ def pool_factors(g) -> dict[str, int]:
     """Each dim's frames per frame of the last `max_pool` or "same" `Conv2d` with a time stride over
     it (through chains of them; 1 where none subsamples it): RETURNN's windows of both depend on the
     batch's longest length unless every length is a multiple."""
-    from netc_runtime.verify import _ops
+    from netc.ir.walk import ops as _ops
 
     pools = [(a["axis"], a["size"], a["out_axis"]) for op in _ops(g.body) if op.op == "max_pool" for a in [op.attrs]]
     for op in _ops(g.body):
