@@ -297,8 +297,8 @@ class ExampleNet:
 def test_conformer_transducer_searches_with_its_training_networks_parameters():
     """examples/conformer_transducer.py's `transducer_search` decoders take the training network's
     parameters (the same modules: paths, roles, shapes) and find, on eager and torch, what the
-    references find from the training network's encoder with a beam of 4: modified beam search
-    and time-synchronous beam search with up to 3 labels per frame."""
+    references find from the training network's encoder with a beam of 4: modified beam search,
+    and time-synchronous and torchaudio's beam search with up to 3 labels per frame."""
     train = compile_graph(str(EXAMPLE), network="conformer_transducer")
     rng = np.random.default_rng(19)
     params = random_params(train, rng)  # a checkpoint of the training network
@@ -313,6 +313,7 @@ def test_conformer_transducer_searches_with_its_training_networks_parameters():
     for network, method, max_sym in (
         ("conformer_transducer_modified", "modified", 1),
         ("conformer_transducer_time_sync", "time_sync", 3),
+        ("conformer_transducer_graves", "graves", 3),
     ):
         g = compile_graph(str(EXAMPLE), network=network)
         assert {(p.path, p.role, p.dims) for p in g.params} == own
