@@ -2,7 +2,7 @@
 torchaudio's `RNNTBeamSearch`, on the same prediction and joint networks and parameters.
 
     .venv/bin/python bench/bench_transducer.py [--batch 4] [--time 50] [--beam 4] [--runs 3]
-        [--eager-runs 1] [--torchaudio DIR]
+        [--eager-runs 1] [--blank-bias 2.5] [--joint-scale 1] [--methods ...] [--torchaudio DIR]
 
 The decoder is `transducer_model.py` (encoder output 256 → LSTM prediction 320, joint 320, vocab
 500 + blank), searched greedily (up to 10 symbols per frame), with icefall's modified beam search
