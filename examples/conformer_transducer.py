@@ -12,10 +12,10 @@ the same modules with the same parameters (a checkpoint of training decodes):
   conformer_transducer_search --search`);
 - `conformer_transducer_greedy` decodes greedily, time-synchronously: at each encoder frame up to 3
   symbols, until the blank;
-- `conformer_transducer_modified` and `conformer_transducer_time_sync` decode with
-  `transducer_search`, which takes the prediction network (`Prediction`) and the joint network
-  (`Joint`) as they are: icefall's modified beam search (one symbol per frame per hypothesis,
-  hypotheses of equal labels merged) and time-synchronous beam search (up to 3 labels per frame),
+- `conformer_transducer_modified`, `_time_sync` and `_graves` decode with `transducer_search`,
+  which takes the prediction network (`Prediction`) and the joint network (`Joint`) as they are:
+  icefall's modified beam search (one symbol per frame per hypothesis, equal labels merged),
+  time-synchronous beam search and torchaudio's `RNNTBeamSearch` (both up to 3 labels per frame),
   a beam of BEAM (torch and eager; RETURNN refuses `transducer_search` at compile).
 
 The prediction network's LSTM is a step written out, so that the decoders keep its state where
@@ -409,4 +409,19 @@ def conformer_transducer_time_sync(x: Tensor[batch, time, feat]):
     prediction = Prediction()
     joint = Joint()
     labels, scores = search(encoder, prediction, joint, "time_sync", 3)
+    return {"output": labels, "scores": scores}
+
+
+@network
+def conformer_transducer_graves(x: Tensor[batch, time, feat]):
+    """torchaudio's RNNTBeamSearch (ESPnet's default beam search): at each encoder frame, the
+    hypotheses grow by up to 3 labels while a growth outscores the BEAM-th best that ended the
+    frame; the best BEAM of those that ended go on."""
+    frontend = FrontEnd()
+    block1 = ConformerBlock(kv_time1)
+    block2 = ConformerBlock(kv_time2)
+    encoder = encode(frontend, block1, block2, x)  # [batch, enc_time, model]
+    prediction = Prediction()
+    joint = Joint()
+    labels, scores = search(encoder, prediction, joint, "graves", 3)
     return {"output": labels, "scores": scores}

@@ -89,5 +89,7 @@ def test_bench_transducer_runs_and_eager_finds_what_torch_finds():
         "netc eager (modified)",
         "netc torch (time_sync)",
         "netc eager (time_sync)",
+        "netc torch (graves)",
+        "netc eager (graves)",
     ]
     assert "torchaudio left out: no --torchaudio DIR" in out

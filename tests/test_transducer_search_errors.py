@@ -73,7 +73,7 @@ CASES = [
     (
         "unknown_method",
         [ENC, _search(method='"beam"'), "return labels"],
-        "`transducer_search` method must be one of 'greedy', 'modified', 'time_sync'",
+        "`transducer_search` method must be one of 'greedy', 'modified', 'time_sync', 'graves'",
         2,
         "transducer_search(",
     ),

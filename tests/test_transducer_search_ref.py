@@ -1,5 +1,6 @@
-"""`transducer_search` against plain-Python references of its three algorithms (greedy with several
-symbols per frame, icefall's modified beam search, time-synchronous beam search; docs/language.md
+"""`transducer_search` against plain-Python references of its four algorithms (greedy with several
+symbols per frame, icefall's modified beam search, time-synchronous beam search, torchaudio's
+RNNTBeamSearch; docs/language.md
 "Transducers"), written out here as plainly as possible on tests/models/transducer_search.py's
 prediction and joint networks: eager and torch find the reference's labels with its score (<=1e-4),
 on frames of unequal lengths with a sequence of none, on ties, and with beam 1 as greedy."""
@@ -124,7 +125,45 @@ def time_sync_beam_search(net: Net, enc: np.ndarray, beam: int, max_sym: int) ->
     return list(labels), score
 
 
+def graves_beam_search(
+    net: Net, enc: np.ndarray, beam: int, max_sym: int, merged: list | None = None
+) -> tuple[list[int], float]:
+    """torchaudio's RNNTBeamSearch (hypotheses ranked by score): per frame the results B and the
+    expanding set A; `merged` collects the label sequences that reached B twice in a frame."""
+    hyps = [((), 0.0, net.start())]
+    for e in enc:
+        ended: dict[tuple, tuple] = {}  # B: label sequence -> (score, prediction), in order of arrival
+        level = hyps  # A
+        for v in range(max_sym + 1):
+            grown = []
+            for labels, score, s in level:
+                lp = net.log_probs(e, s)
+                with_blank = score + lp[net.blank]
+                if labels in ended:  # merged, and it arrives again (last)
+                    with_blank = np.logaddexp(ended.pop(labels)[0], with_blank)
+                    if merged is not None:
+                        merged.append(labels)
+                ended[labels] = (with_blank, s)
+                grown += [(score + lp[k], labels, s, k) for k in range(net.classes) if k != net.blank]
+            if v == max_sym:
+                break
+            scores = sorted((score for score, _ in ended.values()), reverse=True)
+            bar = scores[beam - 1] if len(scores) >= beam else -np.inf
+            level = [
+                ((*labels, k), score, net.predict(k, s))
+                for score, labels, s, k in sorted(grown, key=lambda g: -g[0])[:beam]
+                if score > bar
+            ]
+            if not level:
+                break
+        hyps = [(labels, score, s) for labels, (score, s) in sorted(ended.items(), key=lambda kv: -kv[1][0])[:beam]]
+    labels, score, _ = max(hyps, key=lambda h: h[1])
+    return list(labels), score
+
+
 def _reference(method: str, net: Net, enc: np.ndarray, beam: int, max_sym: int):
+    if method == "graves":
+        return graves_beam_search(net, enc, beam, max_sym)
     if method == "greedy":
         return greedy(net, enc, max_sym)
     if method == "modified":
@@ -169,6 +208,9 @@ def _check(method, beam, max_sym, x, frames, net, res):
         ("modified", 8, 1),
         ("time_sync", 3, 2),
         ("time_sync", 2, 3),
+        ("graves", 3, 2),
+        ("graves", 2, 3),
+        ("graves", 4, 1),
     ],
 )
 def test_search_is_the_reference(tmp_path, method, beam, max_sym):
@@ -190,7 +232,7 @@ def test_ties_go_to_the_first_hypothesis_and_class(tmp_path):
         params["joint/out/b"][2] = params["joint/out/b"][1]
         params["prediction/embed/W"][2] = params["prediction/embed/W"][1]
 
-    for method, beam, max_sym in (("greedy", 1, 2), ("modified", 3, 1), ("time_sync", 3, 2)):
+    for method, beam, max_sym in (("greedy", 1, 2), ("modified", 3, 1), ("time_sync", 3, 2), ("graves", 3, 2)):
         x, frames, net, res = _run(_model(tmp_path, method, beam, max_sym), seed=7, tweak=twins)
         found = _check(method, beam, max_sym, x, frames, net, res)
         labels = {k for f in found for k in f}
@@ -255,8 +297,8 @@ class ExampleNet:
 def test_conformer_transducer_searches_with_its_training_networks_parameters():
     """examples/conformer_transducer.py's `transducer_search` decoders take the training network's
     parameters (the same modules: paths, roles, shapes) and find, on eager and torch, what the
-    references find from the training network's encoder with a beam of 4: modified beam search
-    and time-synchronous beam search with up to 3 labels per frame."""
+    references find from the training network's encoder with a beam of 4: modified beam search,
+    and time-synchronous and torchaudio's beam search with up to 3 labels per frame."""
     train = compile_graph(str(EXAMPLE), network="conformer_transducer")
     rng = np.random.default_rng(19)
     params = random_params(train, rng)  # a checkpoint of the training network
@@ -271,6 +313,7 @@ def test_conformer_transducer_searches_with_its_training_networks_parameters():
     for network, method, max_sym in (
         ("conformer_transducer_modified", "modified", 1),
         ("conformer_transducer_time_sync", "time_sync", 3),
+        ("conformer_transducer_graves", "graves", 3),
     ):
         g = compile_graph(str(EXAMPLE), network=network)
         assert {(p.path, p.role, p.dims) for p in g.params} == own
@@ -303,3 +346,16 @@ def test_helper_functions_that_construct_their_modules_search_alike():
     for b, n in enumerate(eager.lens["labels"]["dec_time"]):
         assert eager.outputs["labels"][b, :n].tolist() == torch_res.outputs["labels"][b, :n].tolist()
     assert np.abs(eager.outputs["scores"] - torch_res.outputs["scores"]).max() <= 1e-4
+
+
+def test_graves_merges_hypotheses_as_the_reference(tmp_path):
+    """The merge case: a label sequence reaches a frame's results twice (from a hypothesis that
+    ended the last frame and from a shorter one's expansion), its scores log-added; netc finds
+    the reference's labels and scores where that happens, with more symbols per frame than
+    the test above."""
+    x, frames, net, res = _run(_model(tmp_path, "graves", 4, 4), seed=11)
+    _check("graves", 4, 4, x, frames, net, res)
+    merged: list = []
+    for b, n in enumerate(frames):
+        graves_beam_search(net, net.encode(x[b, :n]), 4, 4, merged)
+    assert merged

@@ -7,7 +7,7 @@ max_sym_per_frame=1, out_axis=dec_time)`: `predict(label, state) -> (out, state)
 into the op's two regions; the search calls them on rows of hypotheses. Each sequence's best label
 sequence (over `label_dim`, along the new dynamic `out_axis`) and its score come back.
 
-The three methods (docs/language.md "Transducers" defines them; `log p` is `log_softmax` of the
+The four methods (docs/language.md "Transducers" defines them; `log p` is `log_softmax` of the
 joint's scores over vocab + blank; a hypothesis is a label sequence, its score, and the prediction
 network's output and state after its last label, the start label before the first):
 
@@ -21,6 +21,10 @@ network's output and state after its last label, the start label before the firs
   the blank (into the frame's results, equal label sequences merged by log-add) and, but at the
   last expansion, each continues with its best `beam` labels, of which the best `beam` overall
   are the next set; the frame's best `beam` results go on.
+- `graves` (torchaudio's `RNNTBeamSearch`, ESPnet's `default` beam search, after Graves 2012):
+  as `time_sync`, the frame's results B and the expanding set A, but A's next set is the best
+  `beam` of all (hypothesis, label) pairs whose score beats B's `beam`-th best, and a frame's
+  expansions stop when none does.
 
 Ties go to the lower index (hypotheses in order, then classes): every sort is stable, so eager
 and torch, which run this same code, agree with tests' plain-Python reference.
@@ -31,7 +35,7 @@ from __future__ import annotations
 from netc.ir.dims import DimError
 from netc.ops.base import OpDef, OutType, register
 
-METHODS = ("greedy", "modified", "time_sync")
+METHODS = ("greedy", "modified", "time_sync", "graves")
 
 HELPER = "transducer_search"
 
@@ -119,7 +123,36 @@ def helper_source(name: str) -> str:
         ranked = sorted(done.items(), key=lambda kv: -kv[1][0])[:beam]
         return [(labels, s, out, st) for labels, (s, out, st) in ranked]
 
-    step = {{"greedy": greedy, "modified": modified, "time_sync": time_sync}}[method]
+    def graves(frame, hyps):
+        done = {{}}  # label sequence -> (score, out, state): ended with the blank, a merged one moved last
+        level = hyps
+        for v in range(max_sym + 1):
+            lp = log_probs(frame, level)
+            for (labels, s, out, st), lp_blank in zip(level, lp[:, blank].tolist()):
+                s = s + lp_blank
+                if labels in done:
+                    s = log_add(done.pop(labels)[0], s)
+                done[labels] = (s, out, st)
+            if v == max_sym:
+                break
+            ended = sorted((d[0] for d in done.values()), reverse=True)
+            bar = ended[beam - 1] if len(ended) >= beam else float("-inf")  # the beam-th ended score
+            total = torch.tensor([h[1] for h in level], dtype=torch.float64, device=lp.device)[:, None] + lp.double()
+            total[:, blank] = float("-inf")
+            top = torch.sort(total.flatten(), descending=True, stable=True)
+            chosen = [
+                (s, *divmod(i, lp.shape[1]))
+                for s, i in zip(top.values[:beam].tolist(), top.indices[:beam].tolist())
+                if s > bar
+            ]
+            if not chosen:
+                break
+            grown = advance(level, [(p, k) for _, p, k in chosen])
+            level = [(level[p][0] + (k,), s, *g) for (s, p, k), g in zip(chosen, grown)]
+        ranked = sorted(done.items(), key=lambda kv: -kv[1][0])[:beam]
+        return [(labels, s, out, st) for labels, (s, out, st) in ranked]
+
+    step = {{"greedy": greedy, "modified": modified, "time_sync": time_sync, "graves": graves}}[method]
     found, scores = [], []
     for b in range(enc.shape[0]):
         first = torch.full((1,), start, dtype=torch.long, device=enc.device)

@@ -83,7 +83,7 @@ FEATURES = frozenset(
         "ctc_decode",  # ctc_greedy and ctc_prefix_search (some beam, maybe a bigram LM table) of a sequence's logits
         "ctc_decode_lm",  # ctc_prefix_search with an LM function (a Module or a helper function, its state)
         "choice",
-        "transducer_search",  # greedy / modified / time-synchronous search of a prediction and a joint network
+        "transducer_search",  # greedy / modified / time-synchronous / graves search of a prediction and a joint network
         # constructs of known bug classes (see known.py)
         "invariant_append",
         "invariant_read_after",

@@ -1,7 +1,8 @@
 """`transducer_search` in generated programs: a prediction network (a Module or a function, its
 state one tensor or a tuple) and a joint network over a sequence's frames, searched greedily, with
-modified beam search or time-synchronously; its labels and scores are outputs. RETURNN refuses it
-(a documented, located refusal): eager and torch are compared."""
+modified beam search, time-synchronously or as torchaudio's RNNTBeamSearch (`graves`); its labels
+and scores are outputs. RETURNN refuses it (a documented, located refusal): eager and torch are
+compared."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def transducer_search(g: Gen) -> None:
         g.emit("ts_prediction = TsPredict()")
         predict = "ts_prediction"
         state = "(nc.zeros(batch, hidden), nc.zeros(batch, hidden))" if form == "tuple" else "nc.zeros(batch, hidden)"
-    method = r.choice(["greedy", "modified", "time_sync"])
+    method = r.choice(["greedy", "modified", "time_sync", "graves"])
     beam = 1 if method == "greedy" else r.choice([1, 2, 3, 4])
     max_sym = 1 if method == "modified" else r.choice([1, 2, 3])
     g.emit(
