@@ -86,15 +86,11 @@ def ctc_prefix_frame(
     return n_seqs, n_plen + ext.long(), n_last, n_pb, n_pnb, k, c, ext
 
 
-def ctc_prefix_beam_search(
-    logits: torch.Tensor, lens: torch.Tensor, beam: int, lm: torch.Tensor | None, lm_weight: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """CTC prefix beam search: the label sequence (prefix) of highest probability summed over its
-    alignments, keeping `beam` prefixes per frame (the frame function above), each with its probability
-    of ending in a blank (pb) or in its last label (pnb), in log space (float64). A prefix extended
-    by label c gets `lm_weight * lm[b, previous label (or the last row at the start), c]` added
-    once. Returns (labels [batch, n] int64 zero-padded, lengths [batch], score [batch]: log p of
-    the best prefix, plus its LM part)."""
+def ctc_prefix_start(
+    logits: torch.Tensor, beam: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Both prefix searches' start: the log probabilities (float64) and `beam` slots per sequence,
+    the first the empty prefix: (logp, labels, lengths, last label, log pb, log pnb)."""
     logp = torch.log_softmax(logits.to(torch.float64), dim=-1)
     n_batch, n_time, n_classes = logp.shape[0], logp.shape[1], logp.shape[2]
     vocab, dev = n_classes - 1, logp.device
@@ -104,6 +100,20 @@ def ctc_prefix_beam_search(
     pb = torch.full((n_batch, beam), float("-inf"), dtype=torch.float64, device=dev)
     pb[:, 0] = 0.0  # the empty prefix
     pnb = torch.full_like(pb, float("-inf"))
+    return logp, seqs, plen, last, pb, pnb
+
+
+def ctc_prefix_beam_search(
+    logits: torch.Tensor, lens: torch.Tensor, beam: int, lm: torch.Tensor | None, lm_weight: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """CTC prefix beam search: the label sequence (prefix) of highest probability summed over its
+    alignments, keeping `beam` prefixes per frame (the frame function above), each with its probability
+    of ending in a blank (pb) or in its last label (pnb), in log space (float64). A prefix extended
+    by label c gets `lm_weight * lm[b, previous label (or the last row at the start), c]` added
+    once. Returns (labels [batch, n] int64 zero-padded, lengths [batch], score [batch]: log p of
+    the best prefix, plus its LM part)."""
+    logp, seqs, plen, last, pb, pnb = ctc_prefix_start(logits, beam)
+    n_batch, n_time, vocab = logp.shape[0], logp.shape[1], logp.shape[2] - 1
     lm_logp = None if lm is None else lm.to(torch.float64).expand(n_batch, vocab + 1, vocab) * lm_weight
     for t in range(n_time):
         lm_add = None if lm_logp is None else lm_logp.gather(1, last[:, :, None].expand(-1, -1, vocab))
@@ -126,15 +136,8 @@ def ctc_prefix_beam_search_lm(
     probabilities of the next label; a prefix extended by label c gets `lm_weight` times that log
     probability of c added once. The LM runs once per frame on the new prefixes (extensions) of
     all sequences together, in slot order. Python only (it calls `lm_step`): not scripted."""
-    logp = torch.log_softmax(logits.to(torch.float64), dim=-1)
-    n_batch, n_time, n_classes = logp.shape[0], logp.shape[1], logp.shape[2]
-    vocab, dev = n_classes - 1, logp.device
-    seqs = torch.zeros(n_batch, beam, n_time, dtype=torch.long, device=dev)
-    plen = torch.zeros(n_batch, beam, dtype=torch.long, device=dev)
-    last = torch.full((n_batch, beam), vocab, dtype=torch.long, device=dev)  # `vocab`: no label yet
-    pb = torch.full((n_batch, beam), float("-inf"), dtype=torch.float64, device=dev)
-    pb[:, 0] = 0.0  # the empty prefix
-    pnb = torch.full_like(pb, float("-inf"))
+    logp, seqs, plen, last, pb, pnb = ctc_prefix_start(logits, beam)
+    n_batch, n_time, vocab, dev = logp.shape[0], logp.shape[1], logp.shape[2] - 1, logp.device
     out, *st = lm_step(torch.full((n_batch,), bos, dtype=torch.long, device=dev), *lm_state)
     # per slot: the weighted LM log probabilities of its next label, and the LM's state
     lm_next = (out.to(torch.float64) * lm_weight)[:, None, :].expand(n_batch, beam, vocab)
