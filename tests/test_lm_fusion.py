@@ -209,9 +209,7 @@ def test_returnn_preloads_the_module_by_the_mapping(trained, tmp_path):
     """The trained LM's TF checkpoint (by the LM network's names) loads into the fused network's
     RETURNN variables through `netc module-params`' mapping, as `preload_from_files` does it."""
     import numpy as np
-    import tensorflow as tf
-    from returnn.config import Config
-    from returnn.tf.network import CustomCheckpointLoader, TFNetwork
+    from preload import preloaded_search_params
 
     from netc_runtime.checkpoint import write_tf_checkpoint
 
@@ -222,21 +220,7 @@ def test_returnn_preloads_the_module_by_the_mapping(trained, tmp_path):
     mapping = ast.literal_eval(proc.stdout)
     config = tmp_path / "fused.config"
     run_netc("compile", MODEL, "--network", "fused", "-o", config, check=True)
-    cfg = Config()
-    cfg.load_file(str(config))
-    tf.compat.v1.disable_eager_execution()
-    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-        net = TFNetwork(config=cfg, train_flag=False, search_flag=True)
-        net.construct_from_dict(cfg.typed_value("search_network"))
-        session.run(tf.compat.v1.global_variables_initializer())
-        loader = CustomCheckpointLoader(
-            filename=str(tmp_path / "lm-model" / "network.001"),
-            saveable_params=net.get_params_list(),
-            ignore_missing=True,
-            var_name_mapping=mapping,
-        )
-        loader.load_now(session=session)
-        values = {v.name[:-2]: session.run(v) for v in net.get_params_list()}
+    values = preloaded_search_params(config, tmp_path / "lm-model" / "network.001", mapping)
     assert set(mapping) <= set(values)
     for name, source in mapping.items():
         np.testing.assert_array_equal(values[name], lm_params[source])
