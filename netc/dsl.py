@@ -174,16 +174,33 @@ OPS: dict[str, Any] = {
 }
 
 
-def _ctc_prefix_search(logits, axis, beam, out_axis, lm=None, lm_weight=0.0, *, lm_state=None, bos=None):
+def _ctc_prefix_search(
+    logits,
+    axis,
+    beam,
+    out_axis,
+    lm=None,
+    lm_weight=0.0,
+    method="prefix",
+    beam_size_token=None,
+    beam_threshold=None,
+    log_add=True,
+    *,
+    lm_state=None,
+    bos=None,
+):
     """CTC prefix beam search (docs/language.md, CTC decoding): `lm` None, a bigram table, or an
-    LM function `lm(label, state) -> (log_probs, state)` run from `lm_state` after `bos`."""
+    LM function `lm(label, state) -> (log_probs, state)` run from `lm_state` after `bos`;
+    `method="flashlight"` (with its options) runs flashlight-text's search."""
+    options = {"method": method, "beam_size_token": beam_size_token, "beam_threshold": beam_threshold}
+    options["log_add"] = log_add
     if callable(lm):
         from netc_runtime.eager_ctc import ctc_prefix_search_lm
 
-        return ctc_prefix_search_lm(logits, axis, beam, out_axis, lm, lm_weight, lm_state, bos)
+        return ctc_prefix_search_lm(logits, axis, beam, out_axis, lm, lm_weight, lm_state, bos, options)
     if lm_state is not None or bos is not None:
         raise TypeError("`lm_state` and `bos` go with an LM function (`lm=step`)")
-    kwargs = {"axis": axis, "beam": beam, "out_axis": out_axis, "lm": lm, "lm_weight": lm_weight}
+    kwargs = {"axis": axis, "beam": beam, "out_axis": out_axis, "lm": lm, "lm_weight": lm_weight, **options}
     return _eager().call_op("ctc_prefix_search", (logits,), kwargs)
 
 

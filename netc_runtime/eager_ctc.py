@@ -10,18 +10,21 @@ import torch
 
 from netc.ir.model import Value
 from netc.ops import REGISTRY
-from netc.ops.ctc_search import ctc_prefix_beam_search_lm
+from netc.ops.ctc_decode import flashlight_options
+from netc.ops.ctc_search import ctc_flashlight_search_lm, ctc_prefix_beam_search_lm
 from netc_runtime import eager as E
 
 
-def ctc_prefix_search_lm(logits, axis, beam, out_axis, lm, lm_weight, lm_state, bos) -> tuple[E.ETensor, E.ETensor]:
+def ctc_prefix_search_lm(
+    logits, axis, beam, out_axis, lm, lm_weight, lm_state, bos, options: dict
+) -> tuple[E.ETensor, E.ETensor]:
     run = E._run()
     logits = E.stack_list(logits) if isinstance(logits, list) else logits
     state_is_tuple = isinstance(lm_state, (tuple, list))
     states = [E.stack_list(s) if isinstance(s, list) else s for s in (lm_state if state_is_tuple else [lm_state])]
     if any(isinstance(a, E.Absent) for a in [logits, *states]):  # searching: computed from a target
         return E.ABSENT, E.ABSENT
-    attrs = {"axis": axis.name, "beam": beam, "out_axis": out_axis.name, "lm_weight": lm_weight, "bos": bos}
+    attrs = {"axis": axis.name, "beam": beam, "out_axis": out_axis.name, "lm_weight": lm_weight, "bos": bos, **options}
     vals = [Value(id=0, dims=a.dims, dtype=E._dtype(a.data), sparse_dim=a.sparse_dim) for a in [logits, *states]]
     outs = REGISTRY["ctc_prefix_search"].infer(run.net.dims, vals, attrs)
     vocab = outs[0].sparse_dim
@@ -42,9 +45,11 @@ def ctc_prefix_search_lm(logits, axis, beam, out_axis, lm, lm_weight, lm_state, 
             rows.append([logp, *(_as(n, s).data for n, s in zip(new, states))])
         return tuple(torch.cat(parts) for parts in zip(*rows))
 
-    labels, _, score = ctc_prefix_beam_search_lm(
-        data, torch.tensor([data.shape[1]]), beam, lm_rows, tuple(s.data for s in states), bos, float(lm_weight)
-    )
+    args = (data, torch.tensor([data.shape[1]]), beam, lm_rows, tuple(s.data for s in states), bos, float(lm_weight))
+    if options["method"] == "flashlight":
+        labels, _, score = ctc_flashlight_search_lm(*args, *flashlight_options(options))
+    else:
+        labels, _, score = ctc_prefix_beam_search_lm(*args)
     run.lengths[out_axis.name] = labels.shape[1]
     return (
         E.ETensor(labels, outs[0].dims, frames, vocab),

@@ -101,3 +101,55 @@ def exhaustive(
         for key in probs:
             probs[key] += lm_weight * sum(next_lm(key[:i])[c] for i, c in enumerate(key))
     return probs
+
+
+def flashlight_search(
+    logits: list[list[float]],
+    beam: int,
+    lm: list[list[float]] | NextLogProbs | None = None,
+    lm_weight: float = 0.0,
+    beam_size_token: int = 0,
+    beam_threshold: float = math.inf,
+    log_add: bool = True,
+) -> tuple[list[int], float]:
+    """flashlight-text's `LexiconFreeDecoder` (CTC, the silence the blank, no silence score, an LM
+    whose state is the prefix), written out: hypotheses (prefix, ended in a blank) with one score
+    each. Per frame, each hypothesis is followed by each of the frame's `beam_size_token` best
+    classes (0: all): a blank keeps the prefix (ended in a blank), the last label after a label
+    repeats it, another label extends the prefix (`lm_weight` times its LM log probability added).
+    Candidates below the best minus `beam_threshold` are dropped, those of one (prefix, ending)
+    merged (log-added, or their maximum), the `beam` best kept. At the end the hypotheses within
+    `beam_threshold` of the best merge by prefix. Returns (best prefix, its score)."""
+    next_lm = _next_lm(lm, len(logits[0]) - 1 if logits else 0)
+    hyps: dict[tuple[tuple[int, ...], bool], float] = {((), True): 0.0}  # (prefix, ended in a blank) -> score
+    merge = lse if log_add else max
+    for row in logits:
+        lp = log_softmax(row)
+        blank = len(lp) - 1
+        order = sorted(range(len(lp)), key=lambda i: (-lp[i], i))
+        tokens = order[:beam_size_token] if 0 < beam_size_token < len(lp) else order
+        cands: list[tuple[tuple[int, ...], bool, float]] = []
+        for (prefix, ended_blank), score in hyps.items():
+            lm_lp = next_lm(prefix) if next_lm is not None else None
+            for n in tokens:
+                if n == blank:
+                    cands.append((prefix, True, score + lp[n]))
+                elif not ended_blank and prefix and prefix[-1] == n:
+                    cands.append((prefix, False, score + lp[n]))
+                else:
+                    p = score + lp[n] + (lm_weight * lm_lp[n] if lm_lp is not None else 0.0)
+                    cands.append((prefix + (n,), False, p))
+        best = max(p for _, _, p in cands)
+        merged: dict[tuple[tuple[int, ...], bool], float] = {}
+        for prefix, ended_blank, p in cands:
+            if p >= best - beam_threshold:
+                key = (prefix, ended_blank)
+                merged[key] = merge(merged[key], p) if key in merged else p
+        hyps = dict(sorted(merged.items(), key=lambda kv: -kv[1])[:beam])
+    best = max(hyps.values())
+    final: dict[tuple[int, ...], float] = {}
+    for (prefix, _), score in hyps.items():
+        if score >= best - beam_threshold:
+            final[prefix] = merge(final[prefix], score) if prefix in final else score
+    prefix = max(final, key=final.__getitem__)
+    return list(prefix), final[prefix]

@@ -174,7 +174,7 @@ def test_verify_compares_eager_and_torch_returnn_refuses_located():
     proc = run_netc("verify", str(MODEL), "--no-returnn", "--seed", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [line.split()[:4] for line in proc.stdout.splitlines() if " vs " in line]
-    names = ["labels", "score", "lm_labels", "lm_score", "fn_labels", "fn_score"]
+    names = ["labels", "score", "lm_labels", "lm_score", "fn_labels", "fn_score", "fl_labels", "fl_score"]
     assert rows == [[n, "eager", "vs", "torch"] for n in names], proc.stdout
     src = MODEL.read_text().splitlines()
     line = next(i for i, text in enumerate(src, 1) if "lm_labels, lm_score = ctc_prefix_search(" in text)

@@ -149,8 +149,15 @@ def test_readme_shows_compile_check_and_preview_with_a_screenshot():
 
 # RETURNN refuses `transducer_search` (tests/test_transducer_search_errors.py), a sampling
 # `choice` (tests/test_lm_fusion.py) and `ctc_prefix_search` with an LM function
-# (tests/test_ctc_decoding_lm.py), so their preview (of both targets) is that located error
-RETURNN_REFUSED = {"transducer_search.py", "transducer_search_functions.py", "lm_sample.py", "ctc_decoding_lm.py"}
+# (tests/test_ctc_decoding_lm.py) or `method="flashlight"` (tests/test_ctc_decoding_flashlight.py),
+# so their preview (of both targets) is that located error
+RETURNN_REFUSED = {
+    "transducer_search.py",
+    "transducer_search_functions.py",
+    "lm_sample.py",
+    "ctc_decoding_lm.py",
+    "ctc_decoding_flashlight.py",
+}
 MODELS = sorted(EXAMPLES.glob("*.py")) + sorted(
     p for p in (ROOT / "tests" / "models").glob("*.py") if p.name not in RETURNN_REFUSED
 )

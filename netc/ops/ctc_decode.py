@@ -42,7 +42,7 @@ def helper_source(name: str) -> Callable[[str], str]:
         out = src.replace(f"def {name}(", f"def {new}(", 1)
         parts = []
         for f in called:
-            renamed = f"{new}_{f.removeprefix('ctc_prefix_')}"
+            renamed = f"{new}_{f.removeprefix('ctc_prefix_').removeprefix('ctc_flashlight_')}"
             out = out.replace(f"{f}(", f"{renamed}(")
             parts.append(fns[f].replace(f"def {f}(", f"def {renamed}(", 1))
         return "\n\n\n".join([*parts, out])
@@ -97,6 +97,49 @@ def _labels_layers(ctx, op, locals_: dict, sources: list[str], fn: str) -> dict:
         },
     }
     return {"class": "subnetwork", "from": sources, "concat_sources": False, "subnetwork": sub}
+
+
+_FLASHLIGHT_OPTIONS = ("beam_size_token", "beam_threshold", "log_add")
+
+
+def _flashlight(attrs: dict) -> bool:
+    return attrs.get("method", "prefix") == "flashlight"
+
+
+def flashlight_options(attrs: dict) -> tuple[int, float, bool]:
+    """`method="flashlight"`'s options as its search functions take them: beam_size_token (0:
+    every class), beam_threshold (inf: none), log_add."""
+    size, threshold = attrs.get("beam_size_token"), attrs.get("beam_threshold")
+    return size or 0, float("inf") if threshold is None else float(threshold), bool(attrs.get("log_add", True))
+
+
+def _flashlight_args(attrs: dict) -> str:
+    """The torch module's arguments after `lm_weight` for `method="flashlight"`."""
+    if not _flashlight(attrs):
+        return ""
+    size, threshold, log_add = flashlight_options(attrs)
+    thr = 'float("inf")' if threshold == float("inf") else repr(threshold)
+    return f", {size}, {thr}, {log_add}"
+
+
+def _check_method(attrs: dict) -> None:
+    method = attrs.get("method", "prefix")
+    if method not in ("prefix", "flashlight"):
+        raise DimError(f'`ctc_prefix_search` has `method` "prefix" or "flashlight", got {method!r}')
+    if method == "prefix":
+        given = [o for o, default in zip(_FLASHLIGHT_OPTIONS, (None, None, True)) if attrs.get(o, default) != default]
+        if given:
+            raise DimError(f'`ctc_prefix_search`: `{given[0]}` goes with `method="flashlight"`')
+        return
+    size, threshold, log_add = (attrs.get(o) for o in _FLASHLIGHT_OPTIONS)
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise DimError(f"`ctc_prefix_search` needs `beam_size_token` None or >= 1, got {size!r}")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold >= 0
+    ):
+        raise DimError(f"`ctc_prefix_search` needs `beam_threshold` None or a number >= 0, got {threshold!r}")
+    if not isinstance(log_add, bool):
+        raise DimError(f"`ctc_prefix_search` needs `log_add` True or False, got {log_add!r}")
 
 
 @register
@@ -164,7 +207,19 @@ class CtcPrefixSearch(OpDef):
     name = fn_name = "ctc_prefix_search"
     tensors = ("logits", "lm")
 
-    def api(self, logits, axis, beam, out_axis, lm=None, lm_weight=0.0):
+    def api(
+        self,
+        logits,
+        axis,
+        beam,
+        out_axis,
+        lm=None,
+        lm_weight=0.0,
+        method="prefix",
+        beam_size_token=None,
+        beam_threshold=None,
+        log_add=True,
+    ):
         pass
 
     def bind(self, args, kwargs):
@@ -201,6 +256,7 @@ class CtcPrefixSearch(OpDef):
                     f"`ctc_prefix_search` needs `lm` [lm_context, {vocab}] (or with batch), lm_context of "
                     f"size |{vocab}| + 1 (the last row: the start), got [{', '.join(lm.dims)}]"
                 )
+        _check_method(attrs)
         out = OutType(dt.canonical(["batch", attrs["out_axis"]]), "int32", vocab)
         return [out, OutType(("batch",))]
 
@@ -210,7 +266,7 @@ class CtcPrefixSearch(OpDef):
         return ("batch", ctx, vocab) if "batch" in dims else (ctx, vocab)
 
     def returnn_helpers(self, op):
-        return {} if op.regions else {SEARCH_TF: TF_HELPERS[SEARCH_TF]}
+        return {} if op.regions or _flashlight(op.attrs) else {SEARCH_TF: TF_HELPERS[SEARCH_TF]}
 
     def _returnn_locals(self, ctx, op) -> dict:
         a = op.attrs
@@ -223,6 +279,13 @@ class CtcPrefixSearch(OpDef):
         return loc
 
     def returnn(self, ctx, op):
+        if _flashlight(op.attrs):
+            raise CompileError(
+                op.span,
+                'RETURNN target: `ctc_prefix_search(..., method="flashlight")` has no RETURNN form (only the prefix '
+                "search is written in TensorFlow); compile it with `--target torch`, or search with the default "
+                '`method="prefix"` (docs/language.md, CTC decoding)',
+            )
         if op.regions:
             raise CompileError(
                 op.span,
@@ -247,6 +310,9 @@ class CtcPrefixSearch(OpDef):
         return {1: (f"{layer}_score", score)}
 
     def torch_helpers(self, op):
+        if _flashlight(op.attrs):
+            name = "ctc_flashlight_search" + ("_lm" if op.regions else "")
+            return {name: helper_source(name)}
         if op.regions:
             return {"ctc_prefix_search_lm": helper_source("ctc_prefix_beam_search_lm")}
         return {"ctc_prefix_search": helper_source("ctc_prefix_beam_search")}
@@ -257,16 +323,21 @@ class CtcPrefixSearch(OpDef):
         logits = ctx.aligned(0, ("batch", time, a["axis"]))
         if op.regions:  # the LM function: a local function of the label and the state
             state = "".join(f"{ctx.arg(i)}, " for i in range(1, len(op.args)))
+            name = "ctc_flashlight_search_lm" if _flashlight(a) else "ctc_prefix_search_lm"
             call = (
-                f"{ctx.helper('ctc_prefix_search_lm')}({logits}, {ctx.seq_lens(time)}, {a['beam']}, "
-                f"{ctx.region(0)}, ({state}), {a['bos']}, {float(a['lm_weight'])!r})"
+                f"{ctx.helper(name)}({logits}, {ctx.seq_lens(time)}, {a['beam']}, "
+                f"{ctx.region(0)}, ({state}), {a['bos']}, {float(a['lm_weight'])!r}{_flashlight_args(a)})"
             )
             return "ctc_search", call
         lm = "None"
         if len(op.args) > 1:
             dims = self._lm_dims(op, ctx.in_dims(1))
             lm = ctx.aligned(1, dims) if "batch" in dims else f"{ctx.aligned(1, dims)}[None]"
-        call = f"{ctx.helper('ctc_prefix_search')}({logits}, {ctx.seq_lens(time)}, {a['beam']}, {lm}, {float(a['lm_weight'])!r})"
+        name = "ctc_flashlight_search" if _flashlight(a) else "ctc_prefix_search"
+        call = (
+            f"{ctx.helper(name)}({logits}, {ctx.seq_lens(time)}, {a['beam']}, {lm}, "
+            f"{float(a['lm_weight'])!r}{_flashlight_args(a)})"
+        )
         return "ctc_search", call
 
     def torch_made_dims(self, ctx, op):
@@ -290,9 +361,11 @@ class CtcPrefixSearch(OpDef):
             ]
             lm = args[1].data.permute(order)
             lm = lm if "batch" in dims else lm[None]
-        from netc.ops.ctc_search import ctc_prefix_beam_search
+        from netc.ops.ctc_search import ctc_flashlight_search, ctc_prefix_beam_search
 
-        labels, _, score = ctc_prefix_beam_search(
-            logits, torch.tensor([logits.shape[1]]), attrs["beam"], lm, float(attrs["lm_weight"])
-        )
+        lens, beam, weight = torch.tensor([logits.shape[1]]), attrs["beam"], float(attrs["lm_weight"])
+        if _flashlight(attrs):
+            labels, _, score = ctc_flashlight_search(logits, lens, beam, lm, weight, *flashlight_options(attrs))
+        else:
+            labels, _, score = ctc_prefix_beam_search(logits, lens, beam, lm, weight)
         return labels, score.to(torch.float32)

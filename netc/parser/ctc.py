@@ -22,7 +22,21 @@ if TYPE_CHECKING:
 OP = "ctc_prefix_search"
 
 
-def _api(logits, axis, beam, out_axis, lm=None, lm_weight=0.0, *, lm_state=None, bos=None):
+def _api(
+    logits,
+    axis,
+    beam,
+    out_axis,
+    lm=None,
+    lm_weight=0.0,
+    method="prefix",
+    beam_size_token=None,
+    beam_threshold=None,
+    log_add=True,
+    *,
+    lm_state=None,
+    bos=None,
+):
     pass
 
 
@@ -85,7 +99,8 @@ def trace_ctc_prefix_search(t: Tracer, node: ast.Call) -> Any:
                 "it must keep the state's dims",
             )
     lm.results = [_own(t, lm, v, node, op=OP).id for v in [out, *new_states]]
-    attrs = {k: t.attr_value(a[k], node, OP) for k in ("axis", "beam", "out_axis", "lm_weight", "bos")}
+    keys = ("axis", "beam", "out_axis", "lm_weight", "bos", "method", "beam_size_token", "beam_threshold", "log_add")
+    attrs = {k: t.attr_value(a[k], node, OP) for k in keys}
     labels, score = t.emit(REGISTRY[OP], [logits, *states], attrs, node)
     t.block.nodes[-1].regions = [lm]
     return labels, score

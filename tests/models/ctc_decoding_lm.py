@@ -1,8 +1,8 @@
 """CTC prefix search with a neural LM (`lm=` a step function of the model's modules, its state a
-tuple; and `lm=` a Module, its state one tensor), beside the same search without an LM. RETURNN
-refuses the LM function (located): `netc verify --no-returnn` compares eager and torch. Logits
-scaled up make frames peaky, so that labels are decoded; two label classes make repeats
-frequent."""
+tuple; and `lm=` a Module, its state one tensor, also with `method="flashlight"`), beside the same
+search without an LM. RETURNN refuses the LM function (located): `netc verify --no-returnn`
+compares eager and torch. Logits scaled up make frames peaky, so that labels are decoded; two
+label classes make repeats frequent."""
 
 from netc import (
     Dim,
@@ -25,6 +25,7 @@ frames = Dim("frames")  # after pooling: ceil(time / 2)
 search_time = Dim("search_time")
 lm_time = Dim("lm_time")
 lm2_time = Dim("lm2_time")
+fl_time = Dim("fl_time")
 feat = Dim("feat", 4)
 vocab = Dim("vocab", 3)
 blank = Dim("blank", 1)
@@ -65,6 +66,18 @@ def ctc_decoding_lm(x: Tensor[batch, time, feat]):
     fn_labels, fn_score = ctc_prefix_search(
         logits, axis=vocab + blank, beam=2, out_axis=lm2_time, lm=lm_step, lm_state=state, lm_weight=1.5, bos=2
     )
+    fl_labels, fl_score = ctc_prefix_search(
+        logits,
+        axis=vocab + blank,
+        beam=3,
+        out_axis=fl_time,
+        lm=lm,
+        lm_state=zeros(batch, hidden),
+        lm_weight=0.7,
+        bos=0,
+        method="flashlight",
+        beam_size_token=3,
+    )
     return {
         "labels": labels,
         "score": score,
@@ -72,4 +85,6 @@ def ctc_decoding_lm(x: Tensor[batch, time, feat]):
         "lm_score": lm_score,
         "fn_labels": fn_labels,
         "fn_score": fn_score,
+        "fl_labels": fl_labels,
+        "fl_score": fl_score,
     }
