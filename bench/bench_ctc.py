@@ -3,7 +3,9 @@ eager mode run, batched over the sequences) against flashlight-text's `LexiconFr
 decoder torchaudio's `ctc_decoder(lexicon=None)` wraps; no LM: `ZeroLM`, hypotheses merged by
 log-add, as a prefix search sums a prefix's alignments) and the plain-Python reference of
 tests/ctc_reference.py, on the same random log probabilities. The best labels are compared first
-(counted: flashlight's pruning differs, see below), then each is timed, medians, 1 thread.
+(counted: netc's standard prefix search keeps other hypotheses than flashlight's; `--method
+flashlight` runs netc's `method="flashlight"`, flashlight's search, and the reference's of it),
+then each is timed, medians, 1 thread.
 
 With `--lm H`, the same is done with a neural LM of the labels (a tanh RNN, hidden size H, random
 weights, `--lm-weight`): netc's `ctc_prefix_search(..., lm=step)` function (each prefix carrying the
@@ -30,9 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from ctc_reference import prefix_beam_search  # noqa: E402
+from ctc_reference import flashlight_search, prefix_beam_search  # noqa: E402
 
-from netc.ops.ctc_search import ctc_prefix_beam_search, ctc_prefix_beam_search_lm  # noqa: E402
+from netc.ops.ctc_search import (  # noqa: E402
+    ctc_flashlight_search,
+    ctc_flashlight_search_lm,
+    ctc_prefix_beam_search,
+    ctc_prefix_beam_search_lm,
+)
 
 
 class RnnLm(torch.nn.Module):
@@ -83,6 +90,13 @@ def main() -> None:
     ap.add_argument("--no-reference", action="store_true", help="leave the plain-Python reference out")
     ap.add_argument("--lm", type=int, metavar="H", help="search with a neural LM (a tanh RNN of hidden size H)")
     ap.add_argument("--lm-weight", type=float, default=0.5)
+    ap.add_argument(
+        "--method",
+        choices=["prefix", "flashlight"],
+        default="prefix",
+        help="netc's search (and the reference's): the standard prefix search, or flashlight's (its options as "
+        "flashlight's below: every class, no threshold, log-add merges)",
+    )
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -95,23 +109,31 @@ def main() -> None:
     lm = RnnLm(a.vocab, a.lm) if a.lm else None
     bos, weight = 0, a.lm_weight if a.lm else 0.0
 
+    flashlight = a.method == "flashlight"
+    options = (0, float("inf"), True)  # flashlight's options below: every class, no threshold, log-add
+
     def ours_search():
         if lm is None:
+            if flashlight:
+                return ctc_flashlight_search(logits, lens, a.beam, None, 0.0, *options)
             return ctc_prefix_beam_search(logits, lens, a.beam, None, 0.0)
         h0 = torch.zeros(a.batch, a.lm)
+        if flashlight:
+            return ctc_flashlight_search_lm(logits, lens, a.beam, lm.step, (h0,), bos, weight, *options)
         return ctc_prefix_beam_search_lm(logits, lens, a.beam, lm.step, (h0,), bos, weight)
 
     labels, out_lens, _ = ours_search()
     ours = [labels[b, : out_lens[b]].tolist() for b in range(a.batch)]
     with_lm = f" with a neural LM (RNN, hidden {a.lm})" if lm else ""
-    rows = [(f"netc ctc_prefix_search{with_lm} (torch, batched)", _median_ms(ours_search, a.runs))]
+    rows = [(f"netc ctc_prefix_search method={a.method}{with_lm} (torch, batched)", _median_ms(ours_search, a.runs))]
 
     if not a.no_reference:
         seqs = [logits[b, : lens[b]].double().tolist() for b in range(a.batch)]
 
         def reference():
             # (a fresh LM function per run: its memo is part of the work)
-            return [prefix_beam_search(s, a.beam, lm and lm.next_log_probs(bos), weight)[0] for s in seqs]
+            search = flashlight_search if flashlight else prefix_beam_search
+            return [search(s, a.beam, lm and lm.next_log_probs(bos), weight)[0] for s in seqs]
 
         ref = reference()
         print(f"plain-Python reference: {sum(r == o for r, o in zip(ref, ours))}/{a.batch} best prefixes as netc's")

@@ -252,8 +252,8 @@ def rnnt_loss(g: Gen, seq: list[V]) -> None:
 
 def ctc_decode(g: Gen) -> None:
     """CTC decoding of logits over a sequence (an input's or a made dim's): greedy and by prefix
-    search (beam 1 to 4, maybe with a bigram LM table of the model or an LM function), their labels
-    and score returned.
+    search (beam 1 to 4, maybe with a bigram LM table of the model or an LM function; maybe
+    flashlight's search, its options drawn), their labels and score returned.
     Logits scaled up: peaky frames decode to labels."""
     r = g.r
     seqs = [v for v in g.scopes[0] if v.kind == "float" and not v.stacked and g.static(v) and len(v.dims) == 3]
@@ -278,6 +278,11 @@ def ctc_decode(g: Gen) -> None:
     elif r.random() < 0.5:
         g.dim("lm_ctx", 6)  # vocab (5) + the start
         lm = ", lm=nc.Bias((lm_ctx, vocab))(nc.zeros(lm_ctx, vocab)), lm_weight=" + str(r.choice([0.3, 1.0]))
+    if g.on("ctc_decode_flashlight", 0.2):  # (seldom: RETURNN refuses it too)
+        lm += ', method="flashlight"'
+        lm += f", beam_size_token={r.randint(1, 6)}" if r.random() < 0.4 else ""
+        lm += f", beam_threshold={r.choice([1.0, 3.0, 10.0])}" if r.random() < 0.4 else ""
+        lm += ", log_add=False" if r.random() < 0.3 else ""
     labels, score = g.fresh("ctc_labels"), g.fresh("ctc_score")
     g.emit(
         f"{labels}, {score} = nc.ctc_prefix_search({logits}, axis=vocab + blank, beam={r.randint(1, 4)}, "

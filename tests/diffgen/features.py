@@ -82,6 +82,7 @@ FEATURES = frozenset(
         "rnnt",  # rnnt_loss over a joint network of a sequence and labels with a begin label
         "ctc_decode",  # ctc_greedy and ctc_prefix_search (some beam, maybe a bigram LM table) of a sequence's logits
         "ctc_decode_lm",  # ctc_prefix_search with an LM function (a Module or a helper function, its state)
+        "ctc_decode_flashlight",  # ctc_prefix_search(method="flashlight"), its pruning options drawn
         "choice",
         "transducer_search",  # greedy / modified / time-synchronous / graves search of a prediction and a joint network
         # constructs of known bug classes (see known.py)
