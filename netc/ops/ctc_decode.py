@@ -1,7 +1,8 @@
 """CTC decoding: `ctc_greedy(logits, axis=vocab + blank, out_axis=label_time)` (best path) and
 `ctc_prefix_search(logits, axis=vocab + blank, beam=K, out_axis=label_time, lm=None,
 lm_weight=0.0)` (prefix beam search, optionally with a bigram LM table, or with an LM function:
-`lm=step, lm_state=..., bos=...`, which the parser traces into the op's region, netc/parser/ctc.py),
+`lm=step, lm_state=..., bos=...`, which the parser traces into the op's region, netc/parser/ctc.py;
+`method="flashlight"` with `beam_size_token`, `beam_threshold`, `log_add`: flashlight-text's search),
 on logits [batch, time, vocab + blank] as `ctc_loss` takes them (blank last). Both make
 `out_axis`, a dynamic dim whose lengths are each sequence's number of decoded labels.
 
@@ -10,7 +11,8 @@ source). RETURNN: `eval` layers running the same algorithms in TensorFlow (`ctc_
 `range_from_length` layer giving `out_axis` its lengths. TF's own `ctc_beam_search_decoder` is not
 used: it gives other scores in some cases (1 in 200 random small cases differed by 0.03). The LM
 function has no RETURNN form (a located refusal): its modules would have to run inside the
-search's `tf.while_loop` in one `eval` layer.
+search's `tf.while_loop` in one `eval` layer; nor has `method="flashlight"` (only the standard
+search is written in TensorFlow).
 """
 
 from __future__ import annotations
@@ -202,7 +204,9 @@ class CtcPrefixSearch(OpDef):
     the next label given the previous one, [lm_context, vocab] (also with batch), `lm_context`
     being `vocab` plus one (its last row: at the start). With an LM function (`Op.regions[0]`,
     `lm(label, *state) -> (log_probs, *state)`; attrs `bos`): args[1:] are its state before
-    `bos`; each prefix carries the LM's state (torch and eager; RETURNN refuses it)."""
+    `bos`; each prefix carries the LM's state (torch and eager; RETURNN refuses it).
+    `method="flashlight"` (attrs `beam_size_token`, `beam_threshold`, `log_add`): flashlight's
+    search, hypotheses by (prefix, ending), torch and eager only."""
 
     name = fn_name = "ctc_prefix_search"
     tensors = ("logits", "lm")

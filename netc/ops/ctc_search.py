@@ -4,9 +4,10 @@ reference in tests/ checks them). Blank is the last class, as in `ctc_loss`. Bot
 (with a bigram table, with an LM function) run one frame as `ctc_prefix_frame` does, which their
 helpers' source includes. The greedy decoding and the bigram search script with TorchScript (no
 `from __future__ import annotations` here: TorchScript reads the annotations); the search with an
-LM function calls it, so it does not. `netc.ops.ctc_decode` imports this module only where it
-runs them (eager mode), and reads their source from this file, so compiling does not import
-torch."""
+LM function calls it, so it does not. flashlight's search (`method="flashlight"`) has its own
+frame and end functions, and the same two forms. `netc.ops.ctc_decode` imports this module only
+where it runs them (eager mode), and reads their source from this file, so compiling does not
+import torch."""
 
 import torch
 
