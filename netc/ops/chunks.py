@@ -17,6 +17,15 @@ from netc.ir.dims import DimError
 from netc.ops.align import align_tensor
 from netc.ops.base import OpDef, OutType, register
 
+# positions are int32 in RETURNN (and below 2**31 everywhere): a chunk size or left context at least
+# this large means the same as this, and keeps the constants within TF's int32
+_INT32_MAX = 2**31 - 1
+
+
+def _sizes(attrs) -> tuple[int, int | None]:
+    k = attrs["left_chunks"]
+    return min(attrs["chunk_size"], _INT32_MAX), None if k is None else min(k, _INT32_MAX)
+
 
 def _static_int(name: str, v, least: int, what: str) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < least:
@@ -52,7 +61,7 @@ class ChunkMask(OpDef):
 
     def torch(self, ctx, op):
         a = op.attrs
-        q, kv, n, k = a["query_axis"], a["kv_axis"], a["chunk_size"], a["left_chunks"]
+        q, kv, (n, k) = a["query_axis"], a["kv_axis"], _sizes(a)
         dims = op.outs[0].dims
         qi, ki = dims.index(q), dims.index(kv)
 
@@ -66,7 +75,7 @@ class ChunkMask(OpDef):
 
     def returnn(self, ctx, op):
         a = op.attrs
-        q, kv, n, k = a["query_axis"], a["kv_axis"], a["chunk_size"], a["left_chunks"]
+        q, kv, (n, k) = a["query_axis"], a["kv_axis"], _sizes(a)
         zeros = {"class": "constant", "value": 0, "dtype": "int32"}
         zeros["shape"] = [ctx.dim("batch"), ctx.dim(q), ctx.dim(kv)]
         deps = [f"base:{s}" for s in dict.fromkeys(ctx.dim_source(d) for d in (q, kv)) if s]
@@ -91,7 +100,7 @@ class ChunkMask(OpDef):
     def eager(self, ctx, args, attrs, outs):
         import torch
 
-        q, kv, n, k = attrs["query_axis"], attrs["kv_axis"], attrs["chunk_size"], attrs["left_chunks"]
+        q, kv, (n, k) = attrs["query_axis"], attrs["kv_axis"], _sizes(attrs)
         diff = torch.arange(ctx.size(q))[:, None] // n - torch.arange(ctx.size(kv))[None, :] // n
         ok = diff >= 0 if k is None else (diff >= 0) & (diff <= k)
         # eager mode runs each sequence alone: all of its key frames are valid

@@ -1,7 +1,8 @@
 """Limited-context self-attention in whole-sequence form: `chunk_mask` gives each query frame
 its own chunk and `left_chunks` chunks before it (chunks of `chunk_size` frames; lengths not
 multiples of it), the excluded keys' energies are set to -1e30 before the softmax; a second
-attention with unlimited left context (`left_chunks=None`) and the mask itself returned."""
+attention with unlimited left context (`left_chunks=None`) and the mask itself returned; a chunk
+larger than int32 (one chunk: every key) and a left context as large."""
 
 from netc import (
     Dim,
@@ -45,4 +46,5 @@ def chunk_attention_net(x: Tensor[batch, time, feat]):
         "output": x + chunk_attention(x, x_kv, mask),
         "full_left": chunk_attention(x, x_kv, full_left),
         "mask": mask,
+        "one_chunk": chunk_mask(query_axis=time, kv_axis=kv_time, chunk_size=2**40, left_chunks=2**62),
     }
