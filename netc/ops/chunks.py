@@ -14,7 +14,7 @@ mask from positions: torch `arange` and `//`, RETURNN `range_in_axis`, `eval`, `
 from __future__ import annotations
 
 from netc.ir.dims import DimError
-from netc.ops.align import align_tensor
+from netc.ops.align import align_code, align_tensor
 from netc.ops.base import OpDef, OutType, register
 
 # positions are int32 in RETURNN (and below 2**31 everywhere): a chunk size or left context at least
@@ -25,6 +25,21 @@ _INT32_MAX = 2**31 - 1
 def _sizes(attrs) -> tuple[int, int | None]:
     k = attrs["left_chunks"]
     return min(attrs["chunk_size"], _INT32_MAX), None if k is None else min(k, _INT32_MAX)
+
+
+CHUNK_HELPER = "chunk_window"
+
+
+def _chunk_helper(name: str) -> str:
+    return f'''def {name}(q_size: int, kv_size: int, chunk_size: int, left_chunks: int, device: torch.device):
+    """[q_size, kv_size]: key s in query t's chunk or the `left_chunks` chunks before it (-1: any before)."""
+    diff = (torch.arange(q_size, device=device) // chunk_size)[:, None] - (
+        torch.arange(kv_size, device=device) // chunk_size
+    )[None, :]
+    if left_chunks < 0:
+        return diff >= 0
+    return (diff >= 0) & (diff <= left_chunks)
+'''
 
 
 def _static_int(name: str, v, least: int, what: str) -> None:
@@ -59,19 +74,16 @@ class ChunkMask(OpDef):
         dt.check_lengths([q, kv], self.fn_name)
         return [OutType(dt.canonical(("batch", q, kv)), "bool")]
 
+    def torch_helpers(self, op):
+        return {CHUNK_HELPER: _chunk_helper}
+
     def torch(self, ctx, op):
         a = op.attrs
         q, kv, (n, k) = a["query_axis"], a["kv_axis"], _sizes(a)
         dims = op.outs[0].dims
-        qi, ki = dims.index(q), dims.index(kv)
-
-        def chunk(d: str, i: int) -> str:
-            shape = ", ".join(ctx.size(d) if j == i else "1" for j in range(3))
-            return f"(torch.arange({ctx.size(d)}, device={ctx.device}) // {n}).view({shape})"
-
-        diff = f"({chunk(q, qi)} - {chunk(kv, ki)})"
-        ok = f"({diff} >= 0)" if k is None else f"({diff} >= 0) & ({diff} <= {k})"
-        return f"({ok} & {ctx.mask(kv, dims)})"
+        left = -1 if k is None else k
+        window = f"{ctx.helper(CHUNK_HELPER)}({ctx.size(q)}, {ctx.size(kv)}, {n}, {left}, {ctx.device})"
+        return f"({align_code(window, (q, kv), dims)} & {ctx.mask(kv, dims)})"
 
     def returnn(self, ctx, op):
         a = op.attrs
