@@ -7,7 +7,7 @@ chunk t // N) may attend key frame s when chunk(s) is in [chunk(t) - K, chunk(t)
 valid frame of the sequence. `chunk_mask` is that mask, [batch, query_axis, kv_axis]; the
 energies of the keys it excludes are set very low before the softmax (`where(mask, e, -1e30)`),
 which leaves them exactly no weight. N and K are compile-time ints, so every target builds the
-mask from positions: torch `arange` and `//`, RETURNN `range_in_axis`, `eval`, `compare` and
+mask from positions: torch `arange` and `//` (a module-level helper), RETURNN `range_in_axis`, `eval`, `compare` and
 `combine` layers in a `subnetwork`.
 """
 
