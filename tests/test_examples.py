@@ -10,7 +10,8 @@ from conftest import EXAMPLES, example_network
 MODELS = sorted(p.name for p in EXAMPLES.glob("*.py"))
 # CTC's labels fit the encoder's frames, 8x fewer than the input's: at the default --max-len 7,
 # one frame and one label per sequence
-OPTIONS = {"librispeech_2018.py": ["--max-len", "17"]}
+# the streaming Conformer's chunks are 4 encoder frames (8 input frames): sequences of several chunks
+OPTIONS = {"librispeech_2018.py": ["--max-len", "17"], "conformer_streaming.py": ["--max-len", "25"]}
 HOISTING = ["hoist", "no-hoist", "no-whole-sequence"]
 # the largest example (18 s a run here) with the passes' defaults only: its encoder's constructs
 # are conformer_ctc's, which runs with every option set, and the random-program tester runs

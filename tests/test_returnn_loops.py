@@ -12,7 +12,7 @@ from netc.passes.pipeline import PassOptions
 from netc_runtime.returnn_loops import moved_out
 
 MODELS = sorted(p.name for p in EXAMPLES.glob("*.py"))
-LOOP_FREE = {"conformer_ctc.py"}  # whole-sequence ops only: no rec layer
+LOOP_FREE = {"conformer_ctc.py", "conformer_streaming.py"}  # whole-sequence ops only: no rec layer
 # In training, RETURNN computes a self-attention over keys grown by `cum_concat` that feeds only
 # outputs after the loop, as one attention over all steps (its `cum_concat` outside a loop masks
 # each step's future); netc keeps `cum_concat` in the loop (tests/models/grow_decoder.py alike).

@@ -224,3 +224,86 @@ REL_CASES = [
 def test_located_error_of_relative_positions(tmp_path, case):
     header = HEADER.replace("from netc import (", "from netc import (expand, rel_positions, rel_shift, ", 1)
     check_located_case(tmp_path, header, SIG, case)
+
+
+CHUNK_CASES = [
+    (
+        "chunk_mask_static_axis",
+        ["return chunk_mask(query_axis=feat, kv_axis=frames, chunk_size=2, left_chunks=1)"],
+        "`chunk_mask` needs `query_axis` to be a dynamic dim, got 'feat'",
+        1,
+        "chunk_mask(",
+    ),
+    (
+        "chunk_mask_batch_kv",
+        ["return chunk_mask(query_axis=time, kv_axis=batch, chunk_size=2, left_chunks=1)"],
+        "`chunk_mask` needs `kv_axis` to be a dynamic dim, got 'batch'",
+        1,
+        "chunk_mask(",
+    ),
+    (
+        "chunk_mask_same_dim",
+        ["return chunk_mask(query_axis=time, kv_axis=time, chunk_size=2, left_chunks=1)"],
+        "`chunk_mask` needs two dims: the keys' view of `time` (`replace_dim(x, axis=time, out_axis=kv_time)`)",
+        1,
+        "chunk_mask(",
+    ),
+    (
+        "chunk_mask_zero_size",
+        ["return chunk_mask(query_axis=time, kv_axis=frames, chunk_size=0, left_chunks=1)"],
+        "`chunk_mask` needs `chunk_size` to be an int >= 1 (frames per chunk), got 0",
+        1,
+        "chunk_mask(",
+    ),
+    (
+        "chunk_mask_float_size",
+        ["return chunk_mask(query_axis=time, kv_axis=frames, chunk_size=2.0, left_chunks=1)"],
+        "`chunk_mask` needs `chunk_size` to be an int >= 1 (frames per chunk), got 2.0",
+        1,
+        "chunk_mask(",
+    ),
+    (
+        "chunk_mask_negative_left",
+        ["return chunk_mask(query_axis=time, kv_axis=frames, chunk_size=2, left_chunks=-1)"],
+        "`chunk_mask` needs `left_chunks` to be an int >= 0 (chunks of left context) or None, got -1",
+        1,
+        "chunk_mask(",
+    ),
+    (
+        "chunk_mask_bool_left",
+        ["return chunk_mask(query_axis=time, kv_axis=frames, chunk_size=2, left_chunks=True)"],
+        "`chunk_mask` needs `left_chunks` to be an int >= 0 (chunks of left context) or None, got True",
+        1,
+        "chunk_mask(",
+    ),
+    (
+        "chunk_mask_tensor_size",
+        ["return chunk_mask(query_axis=time, kv_axis=frames, chunk_size=x, left_chunks=1)"],
+        "bad argument to `chunk_mask`: a tensor [batch, time, feat]",
+        1,
+        "chunk_mask(",
+    ),
+    (
+        "chunk_mask_before_lengths",
+        [
+            "m = chunk_mask(query_axis=time, kv_axis=pooled, chunk_size=2, left_chunks=1)",
+            "return max_pool(x, axis=time, size=2, out_axis=pooled), m",
+        ],
+        "`chunk_mask` over dynamic dim `pooled`, whose lengths are not known here",
+        1,
+        "chunk_mask(",
+    ),
+    (
+        "chunk_mask_missing_left",
+        ["return chunk_mask(query_axis=time, kv_axis=frames, chunk_size=2)"],
+        "left_chunks",
+        1,
+        "chunk_mask(",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CHUNK_CASES, ids=[c[0] for c in CHUNK_CASES])
+def test_located_error_of_chunk_mask(tmp_path, case):
+    header = HEADER.replace("from netc import (", "from netc import (chunk_mask, ", 1)
+    check_located_case(tmp_path, header, SIG, case)

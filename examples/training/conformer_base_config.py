@@ -1,8 +1,8 @@
 #!rnn.py
-# RETURNN training settings for the three Conformer examples (examples/conformer_ctc.py,
-# examples/conformer_transducer.py, examples/conformer_aed.py: the same inputs, x [time, 16]
-# features and y labels over 10), merged in by netc, for RETURNN on TensorFlow (--target returnn)
-# and on PyTorch (--target returnn-torch) alike:
+# RETURNN training settings for the Conformer examples (examples/conformer_ctc.py,
+# examples/conformer_transducer.py, examples/conformer_aed.py, examples/conformer_streaming.py:
+# the same inputs, x [time, 16] features and y labels over 10), merged in by netc, for RETURNN on
+# TensorFlow (--target returnn) and on PyTorch (--target returnn-torch) alike:
 #
 #   netc compile examples/conformer_ctc.py --target returnn \
 #       --base-config examples/training/conformer_base_config.py -o train.config

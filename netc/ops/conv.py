@@ -4,7 +4,9 @@
 
 `Conv1d` never lets a padded frame into a valid one: the input's padded frames are zeros
 before the convolution (RETURNN `conv` with `use_time_mask=True`; torch `where`), so
-padding "same" (stride 1) gives each sequence what it gives alone. Padding "valid" makes a
+padding "same" (stride 1) gives each sequence what it gives alone; padding "causal" (stride 1)
+pads on the left only, so frame t reads frames up to t (a streaming encoder's convolution,
+which runs chunk by chunk on a cache of the last (k-1)*dilation frames). Padding "valid" makes a
 new dynamic dim (`out_axis`, declared by the model) whose windows start at frame 0 of every
 sequence: TF's "valid" padding does not depend on the batch's longest length, unlike its
 "same" padding with a stride, which netc therefore refuses.
@@ -77,7 +79,8 @@ class Conv1d(OpDef):
     `axis`. Parameters: `W` [filter<k>, in/groups, out] (RETURNN `conv`'s layout) and `bias` [out].
 
     padding "same" (stride 1): a result per frame of `axis`, (k-1)*dilation zero frames around
-    each sequence, half of them (rounded down) on the left. padding "valid": a new dynamic dim
+    each sequence, half of them (rounded down) on the left; padding "causal" (stride 1): all of
+    them on the left, frame t reads frames up to t. padding "valid": a new dynamic dim
     `out_axis` with max(0, (n - span) // stride + 1) frames for a sequence of n frames, where
     span = (k-1)*dilation + 1.
     """
@@ -125,17 +128,17 @@ class Conv1d(OpDef):
                 f"and `out_dim` `{out}` ({dt[out].size})"
             )
         padding = attrs["padding"]
-        if padding == "same":
+        if padding in ("same", "causal"):
             if attrs["stride"] != 1:
                 raise DimError(
-                    "`Conv1d` with padding 'same' takes stride 1 (its windows would depend on the batch's "
-                    "longest sequence); use padding='valid' with `out_axis`, or `max_pool` after it"
+                    f"`Conv1d` with padding '{padding}' takes stride 1 (one result per frame); "
+                    "use padding='valid' with `out_axis`, or `max_pool` after it"
                 )
             if out_axis is not None:
-                raise DimError("`Conv1d` with padding 'same' keeps `axis`; `out_axis` is for padding 'valid'")
+                raise DimError(f"`Conv1d` with padding '{padding}' keeps `axis`; `out_axis` is for padding 'valid'")
             return [OutType(("batch", axis, out))]
         if padding != "valid":
-            raise DimError(f"`Conv1d` padding is 'same' or 'valid', got {padding!r}")
+            raise DimError(f"`Conv1d` padding is 'same', 'causal' or 'valid', got {padding!r}")
         if out_axis is None:
             raise DimError("`Conv1d` with padding 'valid' makes a new dynamic dim: pass `out_axis=` (a declared Dim)")
         if not isinstance(out_axis, str) or out_axis not in dt.dims:
@@ -155,6 +158,8 @@ class Conv1d(OpDef):
 
     def returnn(self, ctx, op):
         a = op.attrs
+        if a["padding"] == "causal":
+            return self._returnn_causal(ctx, op)
         layer = {
             "class": "conv",
             "from": ctx.src(0),
@@ -182,6 +187,33 @@ class Conv1d(OpDef):
         if a["padding"] == "valid":
             layer["out_spatial_dims"] = [ctx.derived_dim(a["out_axis"])]
         return layer
+
+    def _returnn_causal(self, ctx, op) -> dict:
+        """Left padding only: the masked input padded by (k-1)*dilation frames on the left, then a
+        "valid" `conv` (n frames again), retagged to `axis`: RETURNN's conv pads symmetrically."""
+        a = op.attrs
+        axis = ctx.dim(a["axis"])
+        conv = {
+            "class": "conv",
+            "from": "padded",
+            "filter_size": (a["filter_size"],),
+            "padding": "valid",
+            "out_dim": ctx.dim(a["out_dim"]),
+            "with_bias": bool(a["with_bias"]),
+            "name_scope": "",  # its variables are the module's own
+        }
+        if a["dilation"] != 1:
+            conv["dilation_rate"] = a["dilation"]
+        if a["groups"] != 1:
+            conv["groups"] = a["groups"]
+        sub = {
+            # the padded frames are zeros first, so that each sequence's last frames see no padding
+            "masked": {"class": "seq_len_mask", "from": "data", "axis": axis, "mask_value": 0.0},
+            "padded": {"class": "pad", "from": "masked", "axes": axis, "padding": (self.span(a) - 1, 0)},
+            "conv": conv,
+            "output": {"class": "reinterpret_data", "from": "conv", "size_base": "data"},
+        }
+        return {"class": "subnetwork", "from": ctx.src(0), "subnetwork": sub}
 
     def made_lengths(self, attrs, lens):
         axis, out = attrs["axis"], attrs["out_axis"]
@@ -211,6 +243,8 @@ class Conv1d(OpDef):
         total = self.span(a) - 1
         if a["padding"] == "same":
             pad = (total // 2, total - total // 2)
+        elif a["padding"] == "causal":
+            pad = (total, 0)
         else:  # frames on the right so that a batch shorter than the filter still convolves
             pad = (0, total)
         if pad != (0, 0):
@@ -229,6 +263,8 @@ class Conv1d(OpDef):
             return x.new_zeros(x.shape[0], 0, w.shape[0])  # no frame in, or shorter than the filter: none out
         if attrs["padding"] == "same":
             x = torch.nn.functional.pad(x, (total // 2, total - total // 2))
+        elif attrs["padding"] == "causal":
+            x = torch.nn.functional.pad(x, (total, 0))
         y = torch.nn.functional.conv1d(x, w, b, attrs["stride"], 0, attrs["dilation"], attrs["groups"])
         return y.transpose(1, 2)
 

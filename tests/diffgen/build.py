@@ -118,8 +118,8 @@ def build_lm(g: Gen) -> None:
 
 
 def conv(g: Gen) -> None:
-    """A `Conv1d` over a [batch, time, feature] value: 'same' (a depthwise one as in the Conformer)
-    or 'valid' with a stride onto a new dim `ctime`; an input through `silu`; a `BatchNorm` after;
+    """A `Conv1d` over a [batch, time, feature] value: 'same' or 'causal' (a depthwise one as in the
+    Conformer) or 'valid' with a stride onto a new dim `ctime`; an input through `silu`; a `BatchNorm` after;
     a `Conv2d` over (time, feature) of the input with a channel dim of 1."""
     r = g.r
     seqs = [v for v in g.floats() if v.dims == {"batch", "time", g.static(v).name}]
@@ -152,6 +152,8 @@ def conv(g: Gen) -> None:
             k2 = r.choice([2, 3, 5])
             v = g.new(f"nc.Conv1d({out.code}, filter_size={k2})({v.name}, axis=ctime)", v.dims)
     else:
+        if g.on("conv_causal", 0.3):  # left padding only
+            opts += ", padding='causal'"
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
     if r.random() < 0.4:
         g.new(f"nc.BatchNorm()({v.name})", v.dims)

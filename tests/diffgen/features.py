@@ -38,6 +38,7 @@ FEATURES = frozenset(
         "max_pool",
         "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it, Conv2d
         "conv2d_strided",  # Conv2d with a time stride ("same": each sequence's own padding) or "valid", onto `c2time`
+        "conv_causal",  # Conv1d with padding 'causal' (left only)
         "conv_loop",  # a loop over the dim a valid Conv1d made (sequences shorter than its filter: no frame)
         "transposed_conv",  # ConvTranspose1d (same/valid, filter shorter or longer than its stride) onto `utime`
         "dropout",
@@ -121,6 +122,7 @@ FEATURES = frozenset(
         "shift_right",
         "self_attention",
         "rel_pos",  # relative positions' scores in the self-attention
+        "chunk_mask",  # limited-context self-attention: `where(chunk_mask(...), scores, -1e30)` (N, K or None)
         "made_dim_in_loop",  # found: in a loop, a value over a dim an op made (stacked with a state)
         # inputs as users annotate them, the loops reading them
         "input_dim_order",  # any order of an input's annotation (`Tensor[time, feat, batch]`, `Labels[dec, batch, v]`)

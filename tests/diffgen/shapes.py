@@ -83,8 +83,13 @@ def sequences(g: Gen, labels: V | None) -> None:
                 enc = f'nc.sin(nc.expand(nc.rel_positions(axis={d.code}, out_axis={rel.code}, dtype="float32"), {sa.code}) * 0.2)'
                 by_rel = f"nc.dot({a.name}, {enc}, reduce={sa.code})"
                 scores += f" + nc.rel_shift({by_rel}, axis={rel.code}, query_axis={d.code}, kv_axis={new.code})"
+            scores = f"({scores}) * 0.5"
+            if g.on("chunk_mask", 0.5):  # limited-context (chunked) attention: a chunk mask on the scores
+                size, left = r.choice([1, 2, 3]), r.choice([0, 1, 2, None])
+                mask = f"nc.chunk_mask(query_axis={d.code}, kv_axis={new.code}, chunk_size={size}, left_chunks={left})"
+                scores = f"nc.where({mask}, {scores}, -1e30)"
             w = g.new(
-                f"nc.softmax(({scores}) * 0.5, axis={new.code})",
+                f"nc.softmax({scores}, axis={new.code})",
                 (a.dims - {sa.name}) | {new.name},
                 prefix="w",
             )
