@@ -33,6 +33,7 @@ from netc.ir.interface import input_dyn_dims, interface
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import BATCH_SIZE, SCORES, search_dims, search_plan
 from netc.ir.uses import node_uses, values_by_id
+from netc.ir.walk import loop_key
 from netc.naming import lens_name
 from netc.outputs import write_bytes
 from netc.passes.inference import inference_graph
@@ -205,10 +206,11 @@ def _quiet():
 
 
 def _refuse_loops(g: Graph, search: bool) -> None:
-    """torch.export keeps a loop only as torch's `scan` or `while_loop` operator (`Loop.scan`,
-    made with `--loops scan`): it would unroll a Python loop at the example's padded length (its
+    """torch.export keeps a loop only as torch's `scan` or `while_loop` operator
+    (`TorchDecisions.scan`, made with `--loops scan`): it would unroll a Python loop at the example's padded length (its
     dim could no longer vary). A search's beam loop runs as `while_loop` where it has a step
     limit (the steps' buffers are preallocated to it)."""
+    from netc.emit_torch.lowering import lowered
     from netc.emit_torch.scan import beam_while
     from netc.emit_torch.scan_loops import blocker, empty_dims, while_dims
     from netc.errors import CompileError
@@ -221,14 +223,15 @@ def _refuse_loops(g: Graph, search: bool) -> None:
             "which torch.export cannot keep dynamic; use --format onnx or torchscript",
         )
     g = g.search if search and g.search is not None else g
+    low = lowered(g)
     for n in g.body:
-        if isinstance(n, Loop) and search and n.scan and n.target is not None and not beam_while(n):
+        if isinstance(n, Loop) and search and low.scanned(n) and n.target is not None and not beam_while(low, n):
             raise CompileError(
                 n.span,
                 "--format torch-export: this beam search has no step limit (`range`), which torch's `while_loop` "
                 "needs (the steps' buffers are preallocated to it); use --format onnx or torchscript",
             )
-        if isinstance(n, Loop) and not n.scan:
+        if isinstance(n, Loop) and not low.scanned(n):
             span, why = blocker(n, while_dims(g), empty=empty_dims(g)) or (
                 n.span,
                 "this loop decides from values when to stop (a search)",
@@ -320,8 +323,9 @@ def _padded_grus(g: Graph) -> Graph:
 def _buffered_search(g: Graph) -> Graph:
     """`g` with its beam search's states that `cum_concat` grows from `empty` (a decoder's
     self-attention keys and values) as buffers as long as the step limit, as `--loops scan`
-    has them (`Loop.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
+    has them (`TorchDecisions.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
     gave other results in onnxruntime than in torch (conformer_aed's labels)."""
+    from netc.emit_torch.lowering import lowered
     from netc.emit_torch.scan_loops import empty_dims, grown_into_buffer
     from netc.errors import CompileError
     from netc.ops import REGISTRY
@@ -340,8 +344,8 @@ def _buffered_search(g: Graph) -> Graph:
     empty = empty_dims(g.search or g)
     if not grown or not all(grown_into_buffer(m, n, empty) for m in grown):
         return g
-    g = copy.deepcopy(g)
-    search_plan(g).loop.buffers = True
+    g = copy.deepcopy(g)  # the copy's decisions are copied with it
+    lowered(g.search or g).buffers.add(loop_key(search_plan(g).loop))
     return g
 
 

@@ -12,22 +12,27 @@ size is a Python int, which a step cannot return) or grows a state
 (`OpDef.preallocates`); and no loop over the dim a
 `while_loop` made is either (the operator cannot trace a trip count known only at run time).
 
-Records `Loop.scan`; changes nothing else. Only torch reads it.
+Records the loops in `TorchDecisions.scan`; changes nothing in the graph. Only torch reads it.
 """
 
 from __future__ import annotations
 
+from netc.emit_torch.decisions import decisions
 from netc.ir.loopkinds import choice_op, growing_dims
 from netc.ir.model import Graph, Loop, Op, Span
+from netc.ir.walk import loop_key
 from netc.ops import REGISTRY
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    changed = False
+    scan: set[int] = set()
     made, empty = while_dims(g), empty_dims(g)
     for n in g.body:
         if isinstance(n, Loop):
-            changed |= _mark(n, made, empty)
+            _mark(n, made, empty, scan)
+    t = decisions(g)
+    changed = scan != t.scan
+    t.scan = scan
     return g, changed
 
 
@@ -47,15 +52,12 @@ def while_dims(g: Graph) -> frozenset[str]:
     return frozenset(n.axis for n in g.body if isinstance(n, Loop) and n.end is not None and n.target is None)
 
 
-def _mark(n: Loop, made: frozenset[str], empty: frozenset[str]) -> bool:
-    changed = False
+def _mark(n: Loop, made: frozenset[str], empty: frozenset[str], scan: set[int]) -> None:
     for m in n.body:
         if isinstance(m, Loop):
-            changed |= _mark(m, made, empty)
-    scan = blocker(n, made, empty=empty) is None
-    changed |= scan != n.scan
-    n.scan = scan
-    return changed
+            _mark(m, made, empty, scan)
+    if blocker(n, made, empty=empty) is None:
+        scan.add(loop_key(n))
 
 
 def blocker(
