@@ -9,6 +9,8 @@ import pytest
 from conftest import EXAMPLES, ROOT, example_network
 
 from netc.emit_tf import bound_ops
+from netc.emit_tf.decisions import check as check_returnn
+from netc.emit_tf.decisions import decisions as returnn_decisions
 from netc.emit_torch import padded_steps, torch_addmm
 from netc.emit_torch.decisions import check as check_torch
 from netc.emit_torch.decisions import decisions as torch_decisions
@@ -16,6 +18,7 @@ from netc.ir.json import graph_from_json, graph_to_json
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.printer import print_graph
 from netc.ir.verify import IRError, verify
+from netc.ir.walk import loop_key
 from netc.parser import parse_file
 from netc.passes import dce, hoist_frames, hoist_invariants, rec_state
 from netc.passes.pipeline import PassOptions, run_passes
@@ -295,9 +298,10 @@ def test_bound_ops_run_in_a_search_graphs_loop_only():
     g = run_passes(parse_file(str(EXAMPLES / "beam_search.py")))
     (loop,) = _loops(g.search)
     made = {n.outs[0].id: n for n in g.search.body if isinstance(n, Op)}
-    assert loop.bound_ops and loop.bound == loop.bound_ops[-1]
-    assert all(made[i].outs[0].id == i for i in loop.bound_ops)
-    assert all(not n.bound_ops for n in _loops(g))  # training's loop has no bound
+    ops = returnn_decisions(g.search).bound_ops_of(loop)
+    assert ops and loop.bound == ops[-1]
+    assert all(made[i].outs[0].id == i for i in ops)
+    assert not returnn_decisions(g).bound_ops  # training's loop has no bound
     assert bound_ops.transform(g.search) == (g.search, False)
 
 
@@ -314,9 +318,9 @@ def test_targets_check_their_recorded_decisions_name_what_they_refer_to():
         check_torch(g)
     del t.from_stack[fw.carries[0].out.id]
     check_torch(g)
-    fw.bound_ops = [fw.seqs[0].outer]  # the loop has no bound
+    returnn_decisions(g).bound_ops[loop_key(fw)] = [fw.seqs[0].outer]  # the loop has no bound
     with pytest.raises(IRError, match="bound ops"):
-        verify(g)
+        check_returnn(g)
 
 
 def test_verify_compares_a_loss_relative_to_its_size():

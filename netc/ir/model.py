@@ -187,10 +187,6 @@ class Loop:
     include_eos: bool = True  # stacks include the ending step (appends before the `break`)
     bound: int | None = None  # outer value: int32 [batch], each sequence's step limit
     max_steps: int | None = None  # a constant step limit
-    # in a graph that only searches (`Graph.search`; `bound_ops` pass): the first results of the
-    # ops before the loop, in order, that compute only `bound`; they run in the loop (RETURNN:
-    # layers of its rec unit, which a network built for training would move out again)
-    bound_ops: list[int] = field(default_factory=list)
     # loops with a `choice`: the outer labels it chooses from in training; `axis` is their dim.
     # Training runs over those frames (`end` and the bound then do not apply); a search makes
     # the axis anew from where each hypothesis ends (see the `choice` op)

@@ -41,8 +41,6 @@ def _nodes(nodes: list[Node], indent: str, out: list[str], note: _Notes) -> None
                 how = f" until end %{n.end} ({'including' if n.include_eos else 'excluding'} the ending step{limit})"
             name = f" {n.name}" if n.name else ""
             out.append(f"{indent}loop{name} over {n.axis}{how}  # line {n.span.line}")
-            if n.bound_ops:  # a search's step limit, computed in the loop
-                out.append(f"{indent}  bound computed in the loop by {', '.join(map(_ref, n.bound_ops))}")
             if text := note("loop", n):  # e.g. a search's step limit, computed in the loop
                 out.append(f"{indent}  {text}")
             for s in n.seqs:

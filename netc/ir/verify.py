@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from netc.ir.model import Graph, Loop, Node, Op
+from netc.ir.model import Graph, Loop, Node
 
 
 class IRError(AssertionError):
@@ -49,7 +49,6 @@ class _Verifier:
 
     def block(self, nodes: list[Node], visible: set[int]) -> None:
         define, need = self.define, _need
-        made: dict[int, Op] = {}  # value id -> the op of this block giving it
         for n in nodes:
             if isinstance(n, Loop):
                 inner: set[int] = set()
@@ -70,10 +69,6 @@ class _Verifier:
                     need(n.end, inner, n)
                 if n.bound is not None:
                     need(n.bound, visible, n)
-                if n.bound_ops and (
-                    n.bound is None or any(i not in made or made[i].outs[0].id != i for i in n.bound_ops)
-                ):
-                    raise IRError(f"loop at line {n.span.line}: its bound ops are not ops of its block")
                 for c in n.carries:
                     need(c.next, inner, n)
                 for s in n.stacks:
@@ -102,7 +97,6 @@ class _Verifier:
                 for o in n.outs:
                     define(o)
                     visible.add(o.id)
-                    made[o.id] = n
 
 
 def _need(i: int, visible: set[int], n) -> None:
