@@ -33,7 +33,6 @@ from netc.ir.interface import input_dyn_dims, interface
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import BATCH_SIZE, SCORES, search_dims, search_plan
 from netc.ir.uses import node_uses, values_by_id
-from netc.ir.walk import loop_key
 from netc.naming import lens_name
 from netc.outputs import write_bytes
 from netc.passes.inference import inference_graph
@@ -326,26 +325,20 @@ def _buffered_search(g: Graph) -> Graph:
     has them (`TorchDecisions.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
     gave other results in onnxruntime than in torch (conformer_aed's labels)."""
     from netc.emit_torch.lowering import lowered
-    from netc.emit_torch.scan_loops import empty_dims, grown_into_buffer
+    from netc.emit_torch.scan_loops import search_buffers
     from netc.errors import CompileError
-    from netc.ops import REGISTRY
 
-    plan = search_plan(g)
-    if plan is None:
-        return g
-    n = plan.loop
-    grown = [m for m in n.body if isinstance(m, Op) and REGISTRY[m.op].preallocates]
-    if grown and not n.has_step_limit:  # no length for a buffer: refused where the state grows
+    unlimited = search_buffers(g)
+    if isinstance(unlimited, Op):  # no length for a buffer: refused where the state grows
         raise CompileError(
-            grown[0].span,
-            f"--format onnx: `{grown[0].op}` grows a state in a beam search without a step limit (`range`), "
+            unlimited.span,
+            f"--format onnx: `{unlimited.op}` grows a state in a beam search without a step limit (`range`), "
             "which an ONNX `Loop` carries with other results than torch's; give the loop a step limit",
         )
-    empty = empty_dims(g.search or g)
-    if not grown or not all(grown_into_buffer(m, n, empty) for m in grown):
+    if not unlimited:
         return g
     g = copy.deepcopy(g)  # the copy's decisions are copied with it
-    lowered(g.search or g).buffers.add(loop_key(search_plan(g).loop))
+    lowered(g.search or g).buffers = True
     return g
 
 

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from netc.passes.pipeline import PassOptions
 
 
-def lower(g: Graph, options: PassOptions) -> None:
+def lower(g: Graph, options: PassOptions | None = None) -> None:
+    """`options` None: again, after a change (it has no options)."""
     g.lowerings[TARGET] = ReturnnDecisions()
     if g.search is not None:
         _lower(g.search)

@@ -29,9 +29,12 @@ class TorchDecisions:
     addmm: dict[int, int] = field(default_factory=dict)
     # `scan_loops` (`--loops scan`): the loops (`loop_key`) run as torch's `scan` or `while_loop`
     scan: set[int] = field(default_factory=set)
-    # the exporter's, for ONNX: beam loops whose states `cum_concat` grows from `empty` are
-    # buffers as long as the step limit (`netc_runtime.export`)
-    buffers: set[int] = field(default_factory=set)
+    # what the decisions were made with, kept when the graph is lowered again after a change
+    # (`netc.passes.pipeline.lower_targets`): `--loops`; and the exporter's request, for ONNX,
+    # that the beam search's grown states are buffers as long as its step limit
+    # (`scan_loops.search_buffers`)
+    loops: str = "python"
+    buffers: bool = False
 
     def frozen_state(self, c: LoopCarry) -> bool:
         return c.inner.id in self.frozen
@@ -44,9 +47,6 @@ class TorchDecisions:
 
     def scanned(self, n: Loop) -> bool:
         return loop_key(n) in self.scan
-
-    def buffered(self, n: Loop) -> bool:
-        return loop_key(n) in self.buffers
 
     def note(self, where: str, obj) -> str:
         """The decisions as `netc explain` prints them (`netc.ir.printer`)."""

@@ -11,7 +11,8 @@ and on its search graph; each pass here only records, in the graph's `TorchDecis
   `while_loop` operator (`scan`).
 
 (`buffers` is the exporter's: `netc_runtime.export` sets it on its own copy for ONNX.)
-A pass changing a loop or a use after these would have to run them again.
+A pass changing a loop or a use after these runs them again (`lower` without options:
+`inference_graph`).
 """
 
 from __future__ import annotations
@@ -26,14 +27,21 @@ if TYPE_CHECKING:
     from netc.passes.pipeline import PassOptions
 
 
-def lower(g: Graph, options: PassOptions) -> None:
+def lower(g: Graph, options: PassOptions | None = None) -> None:
+    """`options` None: again, as `g` was lowered before (its `--loops`, the exporter's `buffers`)."""
     for graph in (g, g.search) if g.search is not None else (g,):
-        _lower(graph, options.loops == "scan")
+        before = graph.lowerings.get(TARGET)
+        if options is not None:
+            _lower(graph, TorchDecisions(loops=options.loops))
+        elif isinstance(before, TorchDecisions):
+            _lower(graph, TorchDecisions(loops=before.loops, buffers=before.buffers))
+        else:
+            _lower(graph, TorchDecisions())
 
 
-def _lower(g: Graph, scan: bool) -> None:
-    g.lowerings[TARGET] = TorchDecisions()
-    for p in [padded_steps, torch_addmm] + ([scan_loops] if scan else []):
+def _lower(g: Graph, table: TorchDecisions) -> None:
+    g.lowerings[TARGET] = table
+    for p in [padded_steps, torch_addmm] + ([scan_loops] if table.loops == "scan" else []):
         p.transform(g)
         check(g)
 
@@ -42,5 +50,5 @@ def lowered(g: Graph) -> TorchDecisions:
     """`g`'s decisions, for its emitter; a graph the pipeline did not lower (one made by hand) is
     lowered here with Python loops."""
     if TARGET not in g.lowerings:
-        _lower(g, scan=False)
+        _lower(g, TorchDecisions())
     return decisions(g)

@@ -75,7 +75,7 @@ def beam_while(t: TorchDecisions, n: Loop) -> bool:
 def beam_buffers(t: TorchDecisions, n: Loop) -> bool:
     """Whether the beam search of `n` writes its grown states into buffers as long as its step
     limit, its step a tensor: as torch's `while_loop`, or a Python `while` (`buffers`)."""
-    return beam_while(t, n) or (t.buffered(n) and n.has_step_limit)
+    return beam_while(t, n) or (t.buffers and n.has_step_limit)
 
 
 def scan_loop(em: TorchEmitter, n: Loop) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from netc.emit_torch.decisions import decisions
 from netc.ir.loopkinds import choice_op, growing_dims
 from netc.ir.model import Graph, Loop, Op, Span
+from netc.ir.search import search_plan
 from netc.ir.walk import loop_key
 from netc.ops import REGISTRY
 
@@ -45,6 +46,21 @@ def grown_into_buffer(m: Op, n: Loop, empty: frozenset[str]) -> bool:
     """Whether `m`, in the beam loop `n`, grows a state of `n` that `empty` started (no frames)
     with an op that can write a step's frame into a buffer as long as the step limit."""
     return REGISTRY[m.op].preallocates and m.attrs["axis"] in empty and m.args[0] in {c.inner.id for c in n.carries}
+
+
+def search_buffers(g: Graph) -> bool | Op:
+    """Whether every state the beam search of `g` grows can be a buffer as long as its step limit
+    (`grown_into_buffer`; `TorchDecisions.buffers`, which the exporter asks for); an op growing
+    one in a search without a step limit (no length for a buffer) instead."""
+    plan = search_plan(g)
+    if plan is None:
+        return False
+    n = plan.loop
+    grown = [m for m in n.body if isinstance(m, Op) and REGISTRY[m.op].preallocates]
+    if grown and not n.has_step_limit:
+        return grown[0]
+    empty = empty_dims(g.search or g)
+    return bool(grown) and all(grown_into_buffer(m, n, empty) for m in grown)
 
 
 def while_dims(g: Graph) -> frozenset[str]:

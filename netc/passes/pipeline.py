@@ -52,15 +52,25 @@ class PassOptions:
 
 DEFAULT_OPTIONS = PassOptions()
 
-# each target's decisions, recorded on the final graph (training's and its search graph)
-TARGET_LOWERINGS: tuple[Callable[[Graph, PassOptions], None], ...] = (returnn_lowering.lower, torch_lowering.lower)
+# each target's decisions, recorded in its own table beside the final graph (training's and its
+# search graph): `Graph.lowerings`
+TARGET_LOWERINGS: tuple[Callable[[Graph, PassOptions | None], None], ...] = (
+    returnn_lowering.lower,
+    torch_lowering.lower,
+)
 
 
 def run_passes(g: Graph, options: PassOptions = DEFAULT_OPTIONS) -> Graph:
     g = _common(g, options)
+    lower_targets(g, options)
+    return g
+
+
+def lower_targets(g: Graph, options: PassOptions | None = None) -> None:
+    """Each target's lowering on `g`; `options` None: again after a pass changed the lowered
+    graph (`inference_graph`), with the options it was lowered with (each target keeps its own)."""
     for lower in TARGET_LOWERINGS:
         lower(g, options)
-    return g
 
 
 def _common(g: Graph, options: PassOptions) -> Graph:
