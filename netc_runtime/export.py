@@ -211,7 +211,7 @@ def _refuse_loops(g: Graph, search: bool) -> None:
     limit (the steps' buffers are preallocated to it)."""
     from netc.emit_torch.lowering import lowered
     from netc.emit_torch.scan import beam_while
-    from netc.emit_torch.scan_loops import blocker, empty_dims, while_dims
+    from netc.emit_torch.scan_loops import loop_blocker
     from netc.errors import CompileError
 
     plan = search_plan(g) if search else None
@@ -231,7 +231,7 @@ def _refuse_loops(g: Graph, search: bool) -> None:
                 "needs (the steps' buffers are preallocated to it); use --format onnx or torchscript",
             )
         if isinstance(n, Loop) and not low.scanned(n):
-            span, why = blocker(n, while_dims(g), empty=empty_dims(g)) or (
+            span, why = loop_blocker(g, n) or (
                 n.span,
                 "this loop decides from values when to stop (a search)",
             )

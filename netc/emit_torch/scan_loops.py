@@ -76,6 +76,11 @@ def _mark(n: Loop, made: frozenset[str], empty: frozenset[str], scan: set[int]) 
         scan.add(loop_key(n))
 
 
+def loop_blocker(g: Graph, n: Loop) -> tuple[Span, str] | None:
+    """`blocker` of a top-level loop of `g`, knowing the dims `g`'s loops make and grow."""
+    return blocker(n, while_dims(g), empty=empty_dims(g))
+
+
 def blocker(
     n: Loop, made: frozenset[str] = frozenset(), nested: bool = False, empty: frozenset[str] = frozenset()
 ) -> tuple[Span, str] | None:
