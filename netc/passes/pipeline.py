@@ -6,7 +6,8 @@ nothing else holds, so no pass copies it; a caller that wants to keep a graph pa
 
 The common passes decide what every target computes. A decision only one target reads is that
 target's lowering (`TARGET_LOWERINGS`, each owned by its emitter package), run last on the final
-graph: such passes only record on the IR, so the targets' lowerings do not depend on each other.
+graph: such passes only record, in the target's own table beside the graph (`Graph.lowerings`),
+so the shared IR carries no target's decisions and the lowerings do not depend on each other.
 """
 
 from __future__ import annotations
