@@ -205,12 +205,13 @@ def _quiet():
 
 
 def _refuse_loops(g: Graph, search: bool) -> None:
-    """torch.export keeps a loop only as torch's `scan` or `while_loop` operator (`Loop.scan`,
-    made with `--loops scan`): it would unroll a Python loop at the example's padded length (its
+    """torch.export keeps a loop only as torch's `scan` or `while_loop` operator
+    (`TorchDecisions.scan`, made with `--loops scan`): it would unroll a Python loop at the example's padded length (its
     dim could no longer vary). A search's beam loop runs as `while_loop` where it has a step
     limit (the steps' buffers are preallocated to it)."""
+    from netc.emit_torch.lowering import lowered
     from netc.emit_torch.scan import beam_while
-    from netc.emit_torch.scan_loops import blocker, empty_dims, while_dims
+    from netc.emit_torch.scan_loops import loop_blocker
     from netc.errors import CompileError
 
     plan = search_plan(g) if search else None
@@ -221,15 +222,16 @@ def _refuse_loops(g: Graph, search: bool) -> None:
             "which torch.export cannot keep dynamic; use --format onnx or torchscript",
         )
     g = g.search if search and g.search is not None else g
+    low = lowered(g)
     for n in g.body:
-        if isinstance(n, Loop) and search and n.scan and n.target is not None and not beam_while(n):
+        if isinstance(n, Loop) and search and low.scanned(n) and n.target is not None and not beam_while(low, n):
             raise CompileError(
                 n.span,
                 "--format torch-export: this beam search has no step limit (`range`), which torch's `while_loop` "
                 "needs (the steps' buffers are preallocated to it); use --format onnx or torchscript",
             )
-        if isinstance(n, Loop) and not n.scan:
-            span, why = blocker(n, while_dims(g), empty=empty_dims(g)) or (
+        if isinstance(n, Loop) and not low.scanned(n):
+            span, why = loop_blocker(g, n) or (
                 n.span,
                 "this loop decides from values when to stop (a search)",
             )
@@ -320,28 +322,23 @@ def _padded_grus(g: Graph) -> Graph:
 def _buffered_search(g: Graph) -> Graph:
     """`g` with its beam search's states that `cum_concat` grows from `empty` (a decoder's
     self-attention keys and values) as buffers as long as the step limit, as `--loops scan`
-    has them (`Loop.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
+    has them (`TorchDecisions.buffers`): a state growing from step to step, carried by an ONNX `Loop`,
     gave other results in onnxruntime than in torch (conformer_aed's labels)."""
-    from netc.emit_torch.scan_loops import empty_dims, grown_into_buffer
+    from netc.emit_torch.lowering import lowered
+    from netc.emit_torch.scan_loops import search_buffers
     from netc.errors import CompileError
-    from netc.ops import REGISTRY
 
-    plan = search_plan(g)
-    if plan is None:
-        return g
-    n = plan.loop
-    grown = [m for m in n.body if isinstance(m, Op) and REGISTRY[m.op].preallocates]
-    if grown and not n.has_step_limit:  # no length for a buffer: refused where the state grows
+    unlimited = search_buffers(g)
+    if isinstance(unlimited, Op):  # no length for a buffer: refused where the state grows
         raise CompileError(
-            grown[0].span,
-            f"--format onnx: `{grown[0].op}` grows a state in a beam search without a step limit (`range`), "
+            unlimited.span,
+            f"--format onnx: `{unlimited.op}` grows a state in a beam search without a step limit (`range`), "
             "which an ONNX `Loop` carries with other results than torch's; give the loop a step limit",
         )
-    empty = empty_dims(g.search or g)
-    if not grown or not all(grown_into_buffer(m, n, empty) for m in grown):
+    if not unlimited:
         return g
-    g = copy.deepcopy(g)
-    search_plan(g).loop.buffers = True
+    g = copy.deepcopy(g)  # the copy's decisions are copied with it
+    lowered(g.search or g).buffers = True
     return g
 
 

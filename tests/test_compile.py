@@ -13,6 +13,7 @@ import torch
 from conftest import EXAMPLES, example_network
 
 from netc.compiler import compile_graph
+from netc.emit_torch.lowering import lowered
 from netc.ir.model import Loop
 from netc.passes.pipeline import PassOptions
 from netc_runtime.export import _example, build, example_inputs
@@ -27,7 +28,7 @@ PATHS = [p for p in sorted(EXAMPLES.glob("*.py")) if p.name not in UNROLLED]
 def test_compiled_module_is_one_graph_for_any_length(path):
     network = example_network(path)
     g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, loops="scan"))
-    assert all(n.scan for n in g.body if isinstance(n, Loop))
+    assert all(lowered(g).scanned(n) for n in g.body if isinstance(n, Loop))
     wrapped, sig = build(g, as_dict=True)
     reference, _ = build(compile_graph(str(path), network=network), as_dict=True)
     graphs = []
@@ -57,4 +58,4 @@ def test_unrolled_examples_are_the_ones_with_a_loop_torch_cannot_scan():
     for name in UNROLLED:
         path = EXAMPLES / name
         g = compile_graph(str(path), network=example_network(path), options=PassOptions(fuse=False, loops="scan"))
-        assert not all(n.scan for n in g.body if isinstance(n, Loop)), name
+        assert not all(lowered(g).scanned(n) for n in g.body if isinstance(n, Loop)), name

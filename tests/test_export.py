@@ -19,6 +19,7 @@ from conftest import EXAMPLES, ROOT, example_network
 from test_models import MODELS
 
 from netc.compiler import compile_graph
+from netc.emit_torch.lowering import lowered
 from netc.emit_torch.scan_loops import blocker, while_dims
 from netc.errors import CompileError
 from netc.ir.model import Loop
@@ -79,7 +80,7 @@ def test_torch_export_runs_at_other_lengths(tmp_path, path):
             export(g, "torch-export", out)
         assert e.value.span == blocked[0][0] and "neither torch's `scan` nor its `while_loop` runs" in e.value.message
         return
-    assert all(n.scan for n in _loops(g.body))
+    assert all(lowered(g).scanned(n) for n in _loops(g.body))
     reference = compile_graph(str(path), network=network)  # the default module: Python loops
     wrapped, sig = build(reference, as_dict=True)
     batches = [
@@ -129,7 +130,7 @@ def test_torch_export_of_a_beam_search(tmp_path, name, network):
     path = EXAMPLES / name
     g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, loops="scan"))
     out = str(tmp_path / "m.pt2")
-    assert search_plan(g).loop.scan
+    assert lowered(g.search or g).scanned(search_plan(g).loop)
     sig = export(g, "torch-export", out, search=True)
     run = load("torch-export", out, sig)  # loaded once (seconds for the larger examples)
     assert check(g, "torch-export", out, search=True, run=run).max_abs_diff <= 1e-4

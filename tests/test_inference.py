@@ -10,7 +10,7 @@ import importlib.util
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES, run_netc
+from conftest import EXAMPLES, ROOT, run_netc
 
 from netc.compiler import compile_graph
 from netc.ir.search import search_plan
@@ -28,12 +28,19 @@ def _load(path):
     return mod.Model
 
 
-@pytest.mark.parametrize("name", ["elman.py", "attention.py", "librispeech_2018.py", "beam_search.py"])
-def test_inference_module(tmp_path, name):
+# the last: a state whose stack only a loss reads (torch's decisions made again without it)
+PATHS = [EXAMPLES / n for n in ("elman.py", "attention.py", "librispeech_2018.py", "beam_search.py")] + [
+    ROOT / "tests" / "models" / "inference_state_stack_read_by_loss.py"
+]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
+def test_inference_module(tmp_path, path):
+    name = path.name
     out = tmp_path / f"{name[:-3]}_inference.py"
-    run_netc("compile", EXAMPLES / name, "--target", "torch", "--inference", "-o", out, check=True)
+    run_netc("compile", path, "--target", "torch", "--inference", "-o", out, check=True)
     assert "--target torch --inference`" in out.read_text()
-    g = compile_graph(str(EXAMPLES / name))
+    g = compile_graph(str(path))
     torch.manual_seed(0)
     training = load_torch_module(g).Model().eval()
     model = _load(out)().eval()

@@ -9,11 +9,16 @@ import pytest
 from conftest import EXAMPLES, ROOT, example_network
 
 from netc.emit_tf import bound_ops
+from netc.emit_tf.decisions import check as check_returnn
+from netc.emit_tf.decisions import decisions as returnn_decisions
 from netc.emit_torch import padded_steps, torch_addmm
+from netc.emit_torch.decisions import check as check_torch
+from netc.emit_torch.decisions import decisions as torch_decisions
 from netc.ir.json import graph_from_json, graph_to_json
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.printer import print_graph
 from netc.ir.verify import IRError, verify
+from netc.ir.walk import loop_key
 from netc.parser import parse_file
 from netc.passes import dce, hoist_frames, hoist_invariants, rec_state
 from netc.passes.pipeline import PassOptions, run_passes
@@ -44,6 +49,10 @@ def test_graph_round_trips_through_json_and_verifies(model):
     again = graph_from_json(graph_to_json(g))
     assert again == g
     verify(again)
+    # the JSON holds the shared IR, not the targets' decisions (`Graph.lowerings`)
+    assert not again.lowerings and g.lowerings
+    for graph in (g, g.search) if g.search is not None else (g,):
+        graph.lowerings.clear()
     assert print_graph(again) == print_graph(g)
 
 
@@ -220,13 +229,15 @@ def test_verify_comparison_sees_differences_on_valid_frames_only():
 def test_padded_steps_freezes_backward_states_and_takes_forward_ones_from_their_stacks():
     g = run_passes(parse_file(str(EXAMPLES / "bidirectional.py")))
     fw, bw = _loops(g)
+    t = torch_decisions(g)
     (h,), (h_stack,) = fw.carries, fw.stacks
-    assert not h.frozen and h.from_stack == h_stack.out.id  # runs on; read after the loop from its stack
+    assert not t.frozen_state(h) and t.stack_of(h) == h_stack.out.id  # runs on; read after the loop from its stack
     (state,) = bw.carries
-    assert state.frozen and state.from_stack is None  # a backward loop runs its padded steps first
+    assert t.frozen_state(state) and t.stack_of(state) is None  # a backward loop runs its padded steps first
     assert padded_steps.transform(g) == (g, False)  # recomputed: the same decisions
-    h.from_stack, h.frozen = None, True
-    assert padded_steps.transform(g)[1] and h.from_stack == h_stack.out.id and not h.frozen
+    del t.from_stack[h.out.id]
+    t.frozen.add(h.inner.id)
+    assert padded_steps.transform(g)[1] and t.stack_of(h) == h_stack.out.id and not t.frozen_state(h)
 
 
 def test_padded_steps_keeps_int_states_frozen(tmp_path):
@@ -248,9 +259,10 @@ def test_padded_steps_keeps_int_states_frozen(tmp_path):
             return {"output": out, "ks": ks, "h": h, "k": k}
         """,
     )
-    loop = _loops(run_passes(g))[0]
+    g = run_passes(g)
+    loop, t = _loops(g)[0], torch_decisions(g)
     # both are stacked and read after the loop; an int state may count or index: kept frozen
-    assert {c.name: (c.frozen, c.from_stack is not None) for c in loop.carries} == {
+    assert {c.name: (t.frozen_state(c), t.stack_of(c) is not None) for c in loop.carries} == {
         "h": (False, True),
         "k": (True, True),
     }
@@ -260,7 +272,8 @@ def test_torch_addmm_takes_a_bias_less_linear_read_only_by_the_add(tmp_path):
     g = run_passes(parse_file(str(EXAMPLES / "bidirectional.py")))
     for loop in _loops(g):
         add = next(n for n in loop.body if isinstance(n, Op) and n.op == "add")
-        linear = next(n for n in loop.body if isinstance(n, Op) and n.outs[0].id == add.torch_addmm)
+        operand = torch_decisions(g).addmm_operand(add)
+        linear = next(n for n in loop.body if isinstance(n, Op) and n.outs[0].id == operand)
         assert linear.op == "linear" and not linear.attrs["with_bias"]
     g = _parse(
         tmp_path,
@@ -277,7 +290,7 @@ def test_torch_addmm_takes_a_bias_less_linear_read_only_by_the_add(tmp_path):
         """,
     )
     g = run_passes(g, PassOptions(hoist=False))
-    assert all(n.torch_addmm is None for n in _loops(g)[0].body if isinstance(n, Op))
+    assert not torch_decisions(g).addmm
     assert torch_addmm.transform(g) == (g, False)
 
 
@@ -285,27 +298,29 @@ def test_bound_ops_run_in_a_search_graphs_loop_only():
     g = run_passes(parse_file(str(EXAMPLES / "beam_search.py")))
     (loop,) = _loops(g.search)
     made = {n.outs[0].id: n for n in g.search.body if isinstance(n, Op)}
-    assert loop.bound_ops and loop.bound == loop.bound_ops[-1]
-    assert all(made[i].outs[0].id == i for i in loop.bound_ops)
-    assert all(not n.bound_ops for n in _loops(g))  # training's loop has no bound
+    ops = returnn_decisions(g.search).bound_ops_of(loop)
+    assert ops and loop.bound == ops[-1]
+    assert all(made[i].outs[0].id == i for i in ops)
+    assert not returnn_decisions(g).bound_ops  # training's loop has no bound
     assert bound_ops.transform(g.search) == (g.search, False)
 
 
-def test_verifier_checks_the_recorded_decisions_name_what_they_refer_to():
+def test_targets_check_their_recorded_decisions_name_what_they_refer_to():
     g = run_passes(parse_file(str(EXAMPLES / "bidirectional.py")))
-    fw = _loops(g)[0]
+    fw, t = _loops(g)[0], torch_decisions(g)
     add = next(n for n in fw.body if isinstance(n, Op) and n.op == "add")
-    add.torch_addmm = add.args[0]  # a frame, not a linear
+    t.addmm[add.outs[0].id] = add.args[0]  # a frame, not a linear
     with pytest.raises(IRError, match="torch_addmm"):
-        verify(g)
-    add.torch_addmm = None
-    fw.carries[0].from_stack = fw.carries[0].out.id  # not a stack
+        check_torch(g)
+    del t.addmm[add.outs[0].id]
+    t.from_stack[fw.carries[0].out.id] = fw.carries[0].out.id  # not a stack
     with pytest.raises(IRError, match="not taken from a stack"):
-        verify(g)
-    fw.carries[0].from_stack = None
-    fw.bound_ops = [fw.seqs[0].outer]  # the loop has no bound
+        check_torch(g)
+    del t.from_stack[fw.carries[0].out.id]
+    check_torch(g)
+    returnn_decisions(g).bound_ops[loop_key(fw)] = [fw.seqs[0].outer]  # the loop has no bound
     with pytest.raises(IRError, match="bound ops"):
-        verify(g)
+        check_returnn(g)
 
 
 def test_verify_compares_a_loss_relative_to_its_size():

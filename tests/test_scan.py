@@ -13,6 +13,7 @@ from conftest import EXAMPLES, ROOT, example_network, network_names
 from test_models import MODELS
 
 from netc.compiler import compile_graph
+from netc.emit_torch.lowering import lowered
 from netc.emit_torch.module import emit_torch
 from netc.emit_torch.scan_loops import blocker
 from netc.ir.model import Loop
@@ -31,6 +32,11 @@ def _loops(nodes):
         if isinstance(n, Loop):
             yield n
             yield from _loops(n.body)
+
+
+def _scans(g) -> list[bool]:
+    """Whether torch runs each loop of `g` (nested ones after theirs) as its `scan` or `while_loop`."""
+    return [lowered(g).scanned(n) for n in _loops(g.body)]
 
 
 def _run(g, inputs, lens, params, compiled: str | None = None):
@@ -59,8 +65,8 @@ def test_scan_module_equals_the_default(path):
     network = example_network(path) if path.parent == EXAMPLES else None
     g = compile_graph(str(path), network=network)
     scanned = compile_graph(str(path), network=network, options=PassOptions(loops="scan"))
-    searched = scanned.search.body if scanned.search is not None else []
-    if not any(n.scan for n in _loops([*scanned.body, *searched])):  # no loop is a scan: the same module
+    searched = _scans(scanned.search) if scanned.search is not None else []
+    if not any(_scans(scanned) + searched):  # no loop is a scan: the same module
         assert emit_torch(scanned) == emit_torch(g)
         return
     rng = np.random.default_rng(3)
@@ -107,17 +113,17 @@ def test_loops_that_scan():
     """A `for` loop is a scan; a top-level loop with `end` and a step limit is torch's
     `while_loop` (marked too); one without a limit (`while True`) stays a Python loop."""
     g = compile_graph(str(EXAMPLES / "attention.py"), options=PassOptions(loops="scan"))
-    assert [n.scan for n in _loops(g.body)] == [True]
+    assert _scans(g) == [True]
     g = compile_graph(str(ROOT / "tests" / "models" / "end_bounded.py"), options=PassOptions(loops="scan"))
-    assert [(n.scan, n.end is None) for n in _loops(g.body)] == [(True, True), (True, False)]
+    assert list(zip(_scans(g), [n.end is None for n in _loops(g.body)])) == [(True, True), (True, False)]
     path = ROOT / "tests" / "models" / "append_value_of_while_loop.py"
     g = compile_graph(str(path), options=PassOptions(loops="scan"))
-    assert [(n.scan, n.end is None) for n in _loops(g.body)] == [(False, False), (True, True)]
+    assert list(zip(_scans(g), [n.end is None for n in _loops(g.body)])) == [(False, False), (True, True)]
     assert "without a step limit" in blocker(g.body[[isinstance(n, Loop) for n in g.body].index(True)])[1]
     g = compile_graph(str(ROOT / "tests" / "models" / "nested_reads_outer_frame.py"), options=PassOptions(loops="scan"))
-    assert [n.scan for n in _loops(g.body)] == [False, True]  # `cum_concat` in the outer loop
+    assert _scans(g) == [False, True]  # `cum_concat` in the outer loop
     g = compile_graph(str(EXAMPLES / "attention.py"))
-    assert [n.scan for n in _loops(g.body)] == [False]  # the default: Python loops
+    assert _scans(g) == [False]  # the default: Python loops
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])

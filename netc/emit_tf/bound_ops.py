@@ -5,19 +5,21 @@ per-sequence step limit and nothing else can run in the loop, once per step. The
 makes them layers of the loop's rec unit (no top-level layers only the limit reads, as a config
 written by hand has it); in a network built for training RETURNN would move them out of the loop
 again, so RETURNN's lowering (`netc.emit_tf.lowering`) runs this pass on the search graph only.
-Records `Loop.bound_ops` on each top-level loop.
+Records them for each top-level loop (`ReturnnDecisions.bound_ops`); changes nothing in the graph.
 """
 
 from __future__ import annotations
 
+from netc.emit_tf.decisions import decisions
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.uses import count_uses
+from netc.ir.walk import loop_key
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
     uses = count_uses(g)
     made = {v.id: n for n in g.body if isinstance(n, Op) for v in n.outs}
-    changed = False
+    found: dict[int, list[int]] = {}
     for n in g.body:
         if not isinstance(n, Loop):
             continue
@@ -29,6 +31,9 @@ def transform(g: Graph) -> tuple[Graph, bool]:
                 chain.add(op.outs[0].id)
                 todo.extend(op.args)
         ops = [op.outs[0].id for op in g.body if isinstance(op, Op) and op.outs[0].id in chain]
-        changed |= ops != n.bound_ops
-        n.bound_ops = ops
+        if ops:
+            found[loop_key(n)] = ops
+    t = decisions(g)
+    changed = found != t.bound_ops
+    t.bound_ops = found
     return g, changed

@@ -16,8 +16,10 @@ from pathlib import Path
 import jinja2
 
 from netc.emit_tf.block import Block, loop_names
+from netc.emit_tf.decisions import ReturnnDecisions
 from netc.emit_tf.fold import fold
 from netc.emit_tf.loops import RecLowering
+from netc.emit_tf.lowering import lowered
 from netc.errors import CompileError, Span
 from netc.ir.loopkinds import starts_growth
 from netc.ir.model import Graph, Loop, Node, Op, ParamDef, Value
@@ -157,8 +159,10 @@ class ReturnnEmitter:
         self.grown: set[int] = set()
         self.helpers: dict[str, str] = {}  # functions the layers call (ops' `returnn_helpers`)
         self.output_layers: dict[str, str] = {}  # an output folded into a loss layer -> that layer
-        # the ops of loops' step limits emitted in their units (`Loop.bound_ops`), by first result
+        # the ops of loops' step limits emitted in their units (`ReturnnDecisions.bound_ops`), by
+        # first result
         self.in_units: dict[int, Op] = {}
+        self.low = ReturnnDecisions()  # RETURNN's decisions on the network being lowered
         self.dim_vars = dim_vars(g)
         self.dim_ns = Namespace({*_CONFIG_NAMES, *self.dim_vars.values()})
         self.whole_dims: list[tuple[str, str]] = []  # (variable, RETURNN name) of dims made for loops and ops
@@ -214,7 +218,8 @@ class ReturnnEmitter:
     def network(self, g: Graph, plan: SearchPlan | None) -> dict[str, dict]:
         """The layers of one network; with `plan`, the network searches (outputs `decide`)."""
         self.dim_source, self.zeros, self.grown = {}, set(), set()  # value ids are the graph's own
-        limits = {vid for n in g.body if isinstance(n, Loop) for vid in n.bound_ops}
+        self.low = lowered(g)
+        limits = {vid for n in g.body if isinstance(n, Loop) for vid in self.low.bound_ops_of(n)}
         self.in_units = {n.outs[0].id: n for n in g.body if isinstance(n, Op) and n.outs[0].id in limits}
         root = self.blocks[()] = Block(
             {*RESERVED_LAYERS, *(o.name for o in [*g.outputs, *g.losses]), *loop_names(g.body)}, self.dim_vars

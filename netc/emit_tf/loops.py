@@ -448,7 +448,7 @@ class RecLowering:
         """The loop's per-sequence step limit in its unit: the ops computing it only for the limit
         are layers of the unit (no top-level layers for it), reading the rest with `base:`."""
         em, n, outer, unit = self.em, self.n, self.outer, self.unit
-        ops = [em.in_units[vid] for vid in n.bound_ops]
+        ops = [em.in_units[vid] for vid in em.low.bound_ops_of(n)]
         made = {v.id for op in ops for v in op.outs}
         for op in ops:
             for a in op.args:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from netc.emit_torch.lowering import lowered
 from netc.emit_torch.scan import scan_loop
 from netc.ir.interface import interface, search_arguments
 from netc.ir.model import Graph, Input, Loop, Node, Op, ParamDef, Region, Value
-from netc.ir.walk import ops
 from netc.naming import PYTHON_RESERVED, Namespace, identifier, lens_name, plain_text, py_str
 from netc.ops import REGISTRY
 from netc.ops.align import align_code, where_valid
@@ -185,9 +185,10 @@ class TorchEmitter:
         self.zero_padded: set[int] = set()  # values known to hold zeros in padded frames
         self.op_lines: dict[int, str] = {}  # an op's first value id -> its line, for `netc preview`'s provenance
         self.top_masks = set(self.api.input_lens)  # dims whose lengths are known at the top of the method
-        # `a + Linear(no bias)(x)` in one `torch.addmm(a, x, W)` (`Op.torch_addmm`): the linears'
-        # values, computed inside the add's line; the linears, met before their adds
-        self.absorbed = {op.torch_addmm for op in ops(g.body) if op.torch_addmm is not None}
+        self.low = lowered(g)  # torch's decisions on the graph (`TorchDecisions`)
+        # `a + Linear(no bias)(x)` in one `torch.addmm(a, x, W)` (`TorchDecisions.addmm`): the
+        # linears' values, computed inside the add's line; the linears, met before their adds
+        self.absorbed = set(self.low.addmm.values())
         self.linears: dict[int, Op] = {}
         self.regions: dict[int, str] = {}  # id of an op's region -> its local function
 
@@ -354,7 +355,8 @@ class TorchEmitter:
             self.lens_var[d], self.size_var[d] = self.ns.fresh(lens_name(d)), self.ns.fresh(f"{d}_size")
             self.emit(f"{self.lens_var[d]} = {lens}  # lengths of {plain_text(d)}")
             self.emit(f"{self.size_var[d]} = {size}")
-        linear = self.linears[op.torch_addmm] if op.torch_addmm is not None else None
+        operand = self.low.addmm_operand(op)
+        linear = self.linears[operand] if operand is not None else None
         if linear is not None:
             other = self.var[next(a for a in op.args if a != linear.outs[0].id)]
             weight = REGISTRY[linear.op].weight(_OpCtx(self, linear), linear)
@@ -389,7 +391,7 @@ class TorchEmitter:
         return names
 
     def loop(self, n: Loop) -> None:
-        if n.scan:
+        if self.low.scanned(n):
             scan_loop(self, n)
             return
         axis = n.axis
@@ -404,7 +406,7 @@ class TorchEmitter:
         for c in n.carries:
             name = self.define(c.inner)
             self.emit(f"{name} = {self.var[c.init]}")
-            if c.out is not None and c.frozen:
+            if c.out is not None and self.low.frozen_state(c):
                 self.alias_value(c.out, c.inner.id)
         stack_lists = {}
         for s in n.stacks:
@@ -412,7 +414,7 @@ class TorchEmitter:
             self.emit(f"{stack_lists[s.out.id]} = []")
         last_vars = {}
         for ll in n.lasts:
-            if ll.from_stack is not None:
+            if self.low.stack_of(ll) is not None:
                 continue
             v = ll.out
             last_vars[v.id] = self.define(v)
@@ -430,7 +432,7 @@ class TorchEmitter:
             # it); `range(n - 1, -1, -1)`, not `reversed(range(n))`, which TorchScript lacks
             self.emit(f"for {step} in {f'range({size} - 1, -1, -1)' if n.reverse else f'range({size})'}:")
             self.indent += 1
-            if any(c.frozen for c in n.carries) or last_vars:
+            if any(self.low.frozen_state(c) for c in n.carries) or last_vars:
                 self.emit(f"{valid} = {step} < {self.lens_var[axis]}  # [batch]: sequences still running")
         for s in n.seqs:
             outer = self.values[s.outer]
@@ -452,7 +454,7 @@ class TorchEmitter:
             self._end_loop_tail(n, step, valid, ended)
         for c in n.carries:  # last: stacks, last values and the end may read the previous state
             state, new = self.var[c.inner.id], self.var[c.next]
-            if c.frozen:
+            if self.low.frozen_state(c):
                 cond = align_code(valid, ("batch",), c.inner.dims)
                 self.emit(f"{state} = torch.where({cond}, {new}, {state})")
             elif state != new:
@@ -476,10 +478,9 @@ class TorchEmitter:
     def gather_lasts(self, n: Loop) -> None:
         """States and last values read after a forward loop, taken from the stack of the same
         value at each sequence's last step (instead of a `torch.where` in every step)."""
-        wanted = [
-            (c.out, c.from_stack, self.var[c.init]) for c in n.carries if c.out is not None and c.from_stack is not None
-        ]
-        wanted += [(ll.out, ll.from_stack, None) for ll in n.lasts if ll.from_stack is not None]
+        stack_of = self.low.stack_of
+        wanted = [(c.out, stack_of(c), self.var[c.init]) for c in n.carries if stack_of(c) is not None]
+        wanted += [(ll.out, stack_of(ll), None) for ll in n.lasts if stack_of(ll) is not None]
         if not wanted:
             return
         lens, batch = self.lens_var[n.axis], self.size_var["batch"]

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import jinja2
 
+from netc.emit_torch.decisions import TorchDecisions
 from netc.emit_torch.emitter import ModuleNames, TorchEmitter
 from netc.emit_torch.free import free_after_last_use
+from netc.emit_torch.lowering import lowered
 from netc.emit_torch.scan import SCAN_HELPER, WHILE_HELPER, beam_while, scan_helper, while_helper
 from netc.emit_torch.search import SearchEmitter
 from netc.ir.interface import interface
@@ -32,34 +34,34 @@ _TEMPLATES = jinja2.Environment(
 def op_helpers(g: Graph) -> dict[str, Callable[[str], str]]:
     """The torch helpers of every op of the graph (and of its search graph)."""
     out: dict[str, Callable[[str], str]] = {}
-    _add_helpers(g.body, out)
+    _add_helpers(g.body, out, lowered(g))
     if g.search is not None:
-        _add_helpers(g.search.body, out)
+        _add_helpers(g.search.body, out, lowered(g.search))
     plan = search_plan(g)
-    if plan is not None and beam_while(plan.loop):  # the beam search as torch's while_loop
+    if plan is not None and beam_while(lowered(g.search or g), plan.loop):  # the beam search as torch's while_loop
         out[WHILE_HELPER] = while_helper
     return out
 
 
-def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]]) -> None:
+def _add_helpers(nodes: list[Node], out: dict[str, Callable[[str], str]], low: TorchDecisions) -> None:
     # a function of its own, not a closure calling itself (a reference cycle, freed only by
     # the cyclic collector)
     for n in nodes:
         if isinstance(n, Loop):
-            if n.scan and n.end is not None and n.target is None:
+            if low.scanned(n) and n.end is not None and n.target is None:
                 out[WHILE_HELPER] = while_helper
-            elif n.scan:
+            elif low.scanned(n):
                 out[SCAN_HELPER] = scan_helper
-            _add_helpers(n.body, out)
+            _add_helpers(n.body, out, low)
         else:
             out.update(REGISTRY[n.op].torch_helpers(n))
 
 
-def _beam_helper(plan, names: ModuleNames) -> str | None:
+def _beam_helper(g: Graph, plan, names: ModuleNames) -> str | None:
     """The beam step of `search`: its step a tensor where the beam loop is torch's while_loop."""
     if plan is None:
         return None
-    scan = beam_while(plan.loop)
+    scan = beam_while(lowered(g.search or g), plan.loop)
     if (choice := choice_op(plan.loop)) is not None and choice.attrs.get("sample"):
         return torch_sample_step(names.beam_fn, scan)
     return (torch_beam_step_scan if scan else torch_beam_step)(names.beam_fn)
@@ -182,7 +184,7 @@ def _module_context(g: Graph, reserved: frozenset[str], inference: bool = False)
         public=", ".join(arg_name(p) for p in public),
         forward=method("forward", public, params, body, fwd.direct, head),
         search=search_method,
-        beam_helper=_beam_helper(plan, names),
+        beam_helper=_beam_helper(g, plan, names),
         op_helpers=helper_sources(helpers, names),
         search_outputs=py_literal(list(plan.outputs)) if plan else None,
         input_dims=py_literal([[i.name, list(i.annotated_dims)] for i in g.inputs]),

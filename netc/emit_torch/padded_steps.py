@@ -10,38 +10,40 @@ loop without `end` whose next value is also stacked is taken from that stack at 
 last step (no `where` in every step); so is a last value that is stacked. Other states read after
 the loop, and int and bool states (they may count or index), stay frozen.
 
-Records `LoopCarry.frozen`, `LoopCarry.from_stack` and `LoopLast.from_stack`; changes nothing
-else. Part of torch's lowering (`netc.emit_torch.lowering`), after the common passes: any pass
+Records `TorchDecisions.frozen` and `TorchDecisions.from_stack` (`netc.emit_torch.decisions`);
+changes nothing in the graph. Part of torch's lowering (`netc.emit_torch.lowering`), after the common passes: any pass
 after it that changed a loop would have to run it again.
 """
 
 from __future__ import annotations
 
+from netc.emit_torch.decisions import TorchDecisions, decisions
 from netc.ir.model import Graph, Loop
 from netc.ir.walk import loops
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    changed = False
+    t = decisions(g)
+    before = (set(t.frozen), dict(t.from_stack))
+    t.frozen.clear()
+    t.from_stack.clear()
     for n in loops(g.body, unfused=True):  # nested ones and those a fused op keeps (`Op.unfused`)
-        before = _decisions(n)
-        _plan(n)
-        changed |= _decisions(n) != before
-    return g, changed
+        _plan(n, t)
+    return g, (t.frozen, t.from_stack) != before
 
 
-def _plan(n: Loop) -> None:
+def _plan(n: Loop, t: TorchDecisions) -> None:
     # a loop with `choice` runs over its target's frames here (its `end` is the search's)
     ends = n.end is not None and n.target is None
     forward = not n.reverse and not ends
     # stacks indexed by (batch, step) at once: batch first, the loop's dim second
     stacked = {s.value: s.out.id for s in n.stacks if s.out.dims[:2] == ("batch", n.axis)} if forward else {}
     for ll in n.lasts:
-        ll.from_stack = stacked.get(ll.value)
+        if ll.value in stacked:
+            t.from_stack[ll.out.id] = stacked[ll.value]
     for c in n.carries:
-        c.from_stack = stacked.get(c.next) if c.out is not None else None
-        c.frozen = n.reverse or c.inner.dtype != "float32" or (c.out is not None and c.from_stack is None)
-
-
-def _decisions(n: Loop) -> list:
-    return [(c.frozen, c.from_stack) for c in n.carries] + [ll.from_stack for ll in n.lasts]
+        stack = stacked.get(c.next) if c.out is not None else None
+        if stack is not None:
+            t.from_stack[c.out.id] = stack
+        if n.reverse or c.inner.dtype != "float32" or (c.out is not None and stack is None):
+            t.frozen.add(c.inner.id)

@@ -1,4 +1,4 @@
-"""A loop as torch's `scan` operator (`Loop.scan`, `--loops scan`).
+"""A loop as torch's `scan` operator (`TorchDecisions.scan`, `--loops scan`).
 
 The step is a function of the carried values (states, and values read after the loop) and of
 the step's frames, returning the next carried values and the frames to stack. `torch.export`
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from netc.emit_torch.decisions import TorchDecisions
 from netc.ir.model import Loop
 from netc.naming import plain_text
 from netc.ops.align import align_code
@@ -65,16 +66,16 @@ def while_helper(name: str) -> str:
 '''
 
 
-def beam_while(n: Loop) -> bool:
-    """Whether the beam search of `n` (the loop with `choice`) runs as torch's `while_loop`:
-    a scan loop with a step limit (its stacks are preallocated to it)."""
-    return n.scan and n.has_step_limit
+def beam_while(t: TorchDecisions, n: Loop) -> bool:
+    """Whether the beam search of `n` (the loop with `choice`; `t`: its graph's decisions) runs
+    as torch's `while_loop`: a scan loop with a step limit (its stacks are preallocated to it)."""
+    return t.scanned(n) and n.has_step_limit
 
 
-def beam_buffers(n: Loop) -> bool:
+def beam_buffers(t: TorchDecisions, n: Loop) -> bool:
     """Whether the beam search of `n` writes its grown states into buffers as long as its step
-    limit, its step a tensor: as torch's `while_loop`, or a Python `while` (`Loop.buffers`)."""
-    return beam_while(n) or (n.buffers and n.has_step_limit)
+    limit, its step a tensor: as torch's `while_loop`, or a Python `while` (`buffers`)."""
+    return beam_while(t, n) or (t.buffers and n.has_step_limit)
 
 
 def scan_loop(em: TorchEmitter, n: Loop) -> None:
@@ -92,9 +93,9 @@ def scan_loop(em: TorchEmitter, n: Loop) -> None:
     for c in n.carries:
         init = em.var[c.init]
         carried.append((em.define(c.inner), init))
-        if c.out is not None and c.frozen:
+        if c.out is not None and em.low.frozen_state(c):
             em.alias_value(c.out, c.inner.id)
-    lasts = [ll for ll in n.lasts if ll.from_stack is None]
+    lasts = [ll for ll in n.lasts if em.low.stack_of(ll) is None]
     for ll in lasts:
         v = ll.out
         init = em.var[ll.init] if ll.init is not None else em.zeros(v)
@@ -114,7 +115,7 @@ def scan_loop(em: TorchEmitter, n: Loop) -> None:
     em.indent += 1
     em.emit(f"{_unpack([name for name, _ in carried])} = {carry}")
     em.emit(f"{_unpack([name for name, _ in frames])} = {xs}")
-    if any(c.frozen for c in n.carries) or lasts:
+    if any(em.low.frozen_state(c) for c in n.carries) or lasts:
         em.emit(f"{valid} = {step} < {em.lens_var[axis]}  # [batch]: sequences still running")
     em.block(n.body)
     nexts = _next_states(em, n, valid) + _next_lasts(em, n, lasts, valid)
@@ -161,9 +162,9 @@ def while_loop(em: TorchEmitter, n: Loop) -> None:
     ]
     for c in n.carries:
         carried.append((em.define(c.inner), em.var[c.init]))
-        if c.out is not None and c.frozen:
+        if c.out is not None and em.low.frozen_state(c):
             em.alias_value(c.out, c.inner.id)
-    lasts = [ll for ll in n.lasts if ll.from_stack is None]
+    lasts = [ll for ll in n.lasts if em.low.stack_of(ll) is None]
     for ll in lasts:
         v = ll.out
         carried.append((em.define(v), em.var[ll.init] if ll.init is not None else em.zeros(v)))
@@ -221,7 +222,11 @@ def _next_states(em: TorchEmitter, n: Loop, valid: str) -> list[str]:
     out = []
     for c in n.carries:
         state, new = em.var[c.inner.id], em.var[c.next]
-        out.append(f"torch.where({align_code(valid, ('batch',), c.inner.dims)}, {new}, {state})" if c.frozen else new)
+        out.append(
+            f"torch.where({align_code(valid, ('batch',), c.inner.dims)}, {new}, {state})"
+            if em.low.frozen_state(c)
+            else new
+        )
     return out
 
 

@@ -12,22 +12,28 @@ size is a Python int, which a step cannot return) or grows a state
 (`OpDef.preallocates`); and no loop over the dim a
 `while_loop` made is either (the operator cannot trace a trip count known only at run time).
 
-Records `Loop.scan`; changes nothing else. Only torch reads it.
+Records the loops in `TorchDecisions.scan`; changes nothing in the graph. Only torch reads it.
 """
 
 from __future__ import annotations
 
+from netc.emit_torch.decisions import decisions
 from netc.ir.loopkinds import choice_op, growing_dims
 from netc.ir.model import Graph, Loop, Op, Span
+from netc.ir.search import search_plan
+from netc.ir.walk import loop_key
 from netc.ops import REGISTRY
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    changed = False
+    scan: set[int] = set()
     made, empty = while_dims(g), empty_dims(g)
     for n in g.body:
         if isinstance(n, Loop):
-            changed |= _mark(n, made, empty)
+            _mark(n, made, empty, scan)
+    t = decisions(g)
+    changed = scan != t.scan
+    t.scan = scan
     return g, changed
 
 
@@ -42,20 +48,37 @@ def grown_into_buffer(m: Op, n: Loop, empty: frozenset[str]) -> bool:
     return REGISTRY[m.op].preallocates and m.attrs["axis"] in empty and m.args[0] in {c.inner.id for c in n.carries}
 
 
+def search_buffers(g: Graph) -> bool | Op:
+    """Whether every state the beam search of `g` grows can be a buffer as long as its step limit
+    (`grown_into_buffer`; `TorchDecisions.buffers`, which the exporter asks for); an op growing
+    one in a search without a step limit (no length for a buffer) instead."""
+    plan = search_plan(g)
+    if plan is None:
+        return False
+    n = plan.loop
+    grown = [m for m in n.body if isinstance(m, Op) and REGISTRY[m.op].preallocates]
+    if grown and not n.has_step_limit:
+        return grown[0]
+    empty = empty_dims(g.search or g)
+    return bool(grown) and all(grown_into_buffer(m, n, empty) for m in grown)
+
+
 def while_dims(g: Graph) -> frozenset[str]:
     """The dims top-level loops with `end` make: their size is known only when they stop."""
     return frozenset(n.axis for n in g.body if isinstance(n, Loop) and n.end is not None and n.target is None)
 
 
-def _mark(n: Loop, made: frozenset[str], empty: frozenset[str]) -> bool:
-    changed = False
+def _mark(n: Loop, made: frozenset[str], empty: frozenset[str], scan: set[int]) -> None:
     for m in n.body:
         if isinstance(m, Loop):
-            changed |= _mark(m, made, empty)
-    scan = blocker(n, made, empty=empty) is None
-    changed |= scan != n.scan
-    n.scan = scan
-    return changed
+            _mark(m, made, empty, scan)
+    if blocker(n, made, empty=empty) is None:
+        scan.add(loop_key(n))
+
+
+def loop_blocker(g: Graph, n: Loop) -> tuple[Span, str] | None:
+    """`blocker` of a top-level loop of `g`, knowing the dims `g`'s loops make and grow."""
+    return blocker(n, while_dims(g), empty=empty_dims(g))
 
 
 def blocker(

@@ -134,7 +134,7 @@ class SearchEmitter(TorchEmitter):
         assert choice is not None, "the search graph keeps its loop's choice"
         batch, size = self.size_var["batch"], str(choice.attrs["beam"])
         self.emit(f"# beam search over {plain_text(n.axis)} (line {n.span.line}): {size} hypotheses per sequence")
-        if beam_buffers(n):
+        if beam_buffers(self.low, n):
             from netc.emit_torch.search_scan import step_limit
 
             self.limit = step_limit(self, n)
@@ -149,7 +149,7 @@ class SearchEmitter(TorchEmitter):
         self.step_values = {c.inner.id for c in n.carries} | {
             o.id for nd in n.body if isinstance(nd, Op) for o in nd.outs
         }
-        if beam_while(n):
+        if beam_while(self.low, n):
             from netc.emit_torch.search_scan import beam_while_loop
 
             return beam_while_loop(self, n, beam, bound, batch, outputs, stacks, choice)

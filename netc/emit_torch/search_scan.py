@@ -35,7 +35,9 @@ def step_limit(em: SearchEmitter, n: Loop) -> str:
         # hypothesis ends at its sequence's bound, and the first step always runs. A Python
         # `while` (scripted: `.item()` is no int there) takes `int()`
         most = f"{most}.clamp(min=1)"
-        em.emit(f"{limit} = {most + '.item()' if n.scan else f'int({most})'}  # the most steps the search runs")
+        em.emit(
+            f"{limit} = {most + '.item()' if em.low.scanned(n) else f'int({most})'}  # the most steps the search runs"
+        )
     else:
         em.emit(f"{limit} = {max(1, n.max_steps)}  # the most steps the search runs")
     return limit
@@ -49,8 +51,8 @@ def grow(em: SearchEmitter, op: Op, ctx) -> None:
     em.emit(f"{em.lens_var[axis]} = {steps}  # lengths of {plain_text(axis)}: the steps so far")
     # the step limit, from the buffer (the number itself, unknown to torch.export, may not be read here)
     em.emit(f"{em.size_var[axis]} = {ctx.arg(0)}.shape[{op.outs[0].dims.index(axis)}]")
-    step = em.beam.step  # a tensor in torch's while_loop, an int in a Python `while` (`Loop.buffers`)
-    if not beam_while(em.plan.loop):
+    step = em.beam.step  # a tensor in torch's while_loop, an int in a Python `while` (`buffers`)
+    if not beam_while(em.low, em.plan.loop):
         step = f"torch.tensor({step}, device={em.device()})"
     em.op_line(op, REGISTRY[op.op].torch_preallocated(ctx, op, step))
 

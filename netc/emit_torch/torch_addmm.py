@@ -3,7 +3,7 @@
 
 An add qualifies when that operand is made by a `Linear` without bias of a [batch, feature]
 value, in the same block, read by nothing but this add, and both operands have the add's dims.
-Records `Op.torch_addmm` (the Linear's result) on each such add; other targets ignore it.
+Records the Linear's result for each such add (`TorchDecisions.addmm`); changes nothing in the graph.
 Part of torch's lowering (`netc.emit_torch.lowering`), on the final graph: the single read must still hold when the module is emitted.
 """
 
@@ -11,28 +11,32 @@ from __future__ import annotations
 
 from collections import Counter
 
+from netc.emit_torch.decisions import decisions
 from netc.ir.model import Graph, Loop, Node, Op, Value
 from netc.ir.uses import count_uses, values_by_id
 
 
 def transform(g: Graph) -> tuple[Graph, bool]:
-    return g, _walk(g.body, count_uses(g), values_by_id(g))
+    chosen: dict[int, int] = {}
+    _walk(g.body, count_uses(g), values_by_id(g), chosen)
+    t = decisions(g)
+    changed = chosen != t.addmm
+    t.addmm = chosen
+    return g, changed
 
 
-def _walk(nodes: list[Node], uses: Counter, values: dict[int, Value]) -> bool:
-    """Records the choice on each add of the block and of the loops in it; whether any changed.
-    (A function, not a closure calling itself: that would be a reference cycle.)"""
-    changed = False
+def _walk(nodes: list[Node], uses: Counter, values: dict[int, Value], chosen: dict[int, int]) -> None:
+    """Records the choice for each add of the block and of the loops in it. (A function, not a
+    closure calling itself: that would be a reference cycle.)"""
     made: dict[int, Op] = {}
     for n in nodes:
         if isinstance(n, Loop):
-            changed |= _walk(n.body, uses, values)
+            _walk(n.body, uses, values, chosen)
             continue
         made.update((o.id, n) for o in n.outs)
-        chosen = _linear_operand(n, made, uses, values)
-        changed |= chosen != n.torch_addmm
-        n.torch_addmm = chosen
-    return changed
+        operand = _linear_operand(n, made, uses, values)
+        if operand is not None:
+            chosen[n.outs[0].id] = operand
 
 
 def _linear_operand(n: Op, made: dict[int, Op], uses, values) -> int | None:

@@ -55,9 +55,6 @@ class Op:
     # read only what the op reads and give its results; a target without a native equivalent
     # emits them instead
     unfused: list[Node] = field(default_factory=list)
-    # an `add` whose operand with this id is a bias-less `Linear` of a [batch, feature] value read
-    # only here, in the same block: torch computes both as one `torch.addmm` (`torch_addmm` pass)
-    torch_addmm: int | None = None
     # functions the op calls (`transducer_search`'s prediction and joint networks): regions that
     # read only their own arguments and parameters, which the op's lowering runs as it needs
     regions: list[Region] = field(default_factory=list)
@@ -150,12 +147,6 @@ class LoopCarry:
     inner: Value
     next: int  # body value: the state after this step
     out: Value | None = None  # outer value: the state after each sequence's last step
-    # for a target running every sequence over the padded length (`padded_steps` pass): the state
-    # keeps its value through a sequence's padded steps (a padded step could reach a valid frame or
-    # `out`); `from_stack`: the loop's stack (its `out` id) of `next`, whose frame at each
-    # sequence's last step is `out`
-    frozen: bool = False
-    from_stack: int | None = None
     # where the body binds the state (its first assignment's target, `h` of `h = ...`): the
     # place of an op made for the state itself (`shift_frames`), which has no expression of its own
     span: Span | None = None
@@ -182,9 +173,6 @@ class LoopLast:
     # the loop) when k is the first step; one stopped by its bound has its last step's
     after_end: bool = False
     init: int | None = None
-    # the loop's stack (its `out` id) of `value`: its frame at each sequence's last step is `out`,
-    # for a target running every sequence over the padded length (`padded_steps` pass)
-    from_stack: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -199,21 +187,10 @@ class Loop:
     include_eos: bool = True  # stacks include the ending step (appends before the `break`)
     bound: int | None = None  # outer value: int32 [batch], each sequence's step limit
     max_steps: int | None = None  # a constant step limit
-    # in a graph that only searches (`Graph.search`; `bound_ops` pass): the first results of the
-    # ops before the loop, in order, that compute only `bound`; they run in the loop (RETURNN:
-    # layers of its rec unit, which a network built for training would move out again)
-    bound_ops: list[int] = field(default_factory=list)
     # loops with a `choice`: the outer labels it chooses from in training; `axis` is their dim.
     # Training runs over those frames (`end` and the bound then do not apply); a search makes
     # the axis anew from where each hypothesis ends (see the `choice` op)
     target: int | None = None
-    # torch runs the loop as torch's `scan` operator instead of a Python `for` (`scan_loops`
-    # pass, `--loops scan`): `torch.export` and `torch.compile` keep it a loop of any length
-    scan: bool = False
-    # a beam search's states `cum_concat` grows from `empty` are buffers as long as its step
-    # limit, written at each step, in the Python `while` too (`netc export --format onnx`: a
-    # state growing in an ONNX `Loop` gave other results in onnxruntime)
-    buffers: bool = False
     seqs: list[LoopSeq] = field(default_factory=list)
     invariants: list[LoopInvariant] = field(default_factory=list)
     carries: list[LoopCarry] = field(default_factory=list)
@@ -281,6 +258,13 @@ class Graph:
     # a model with `choice`: this graph is training's view (teacher forcing); a beam search runs
     # `search`, the same model with its choice loop as written (same params, inputs and outputs)
     search: Graph | None = None
+    # each target's lowering's decisions on this graph (`netc.passes.pipeline.TARGET_LOWERINGS`),
+    # by target name, in that target's own types: the IR and the other targets never read them.
+    # Not a field pydantic sees (no default: `netc.ir.json` leaves it out); set in `__post_init__`
+    lowerings: dict[str, object] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.lowerings = {}
 
     def dim(self, name: str) -> DimDef:
         for d in self.dims:

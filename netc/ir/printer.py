@@ -14,11 +14,19 @@ def _ref(i: int) -> str:
     return f"%{i}"
 
 
-def _from_stack(stack: int | None) -> str:
-    return f" (from stack {_ref(stack)} at each sequence's last step)" if stack is not None else ""
+class _Notes:
+    """What the targets' lowerings decided on a graph (`Graph.lowerings`), as text the printer
+    appends: each target's table may answer `note(where, obj)` (`where`: "loop", "carry",
+    "final", "last" or "op"); the printer knows none of their types."""
+
+    def __init__(self, g: Graph):
+        self.tables = [t for t in g.lowerings.values() if hasattr(t, "note")]
+
+    def __call__(self, where: str, obj) -> str:
+        return "".join(t.note(where, obj) for t in self.tables)
 
 
-def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
+def _nodes(nodes: list[Node], indent: str, out: list[str], note: _Notes) -> None:
     for n in nodes:
         if isinstance(n, Loop):
             how = " backwards" if n.reverse else ""
@@ -33,35 +41,36 @@ def _nodes(nodes: list[Node], indent: str, out: list[str]) -> None:
                 how = f" until end %{n.end} ({'including' if n.include_eos else 'excluding'} the ending step{limit})"
             name = f" {n.name}" if n.name else ""
             out.append(f"{indent}loop{name} over {n.axis}{how}  # line {n.span.line}")
-            if n.bound_ops:  # a search's step limit, computed in the loop
-                out.append(f"{indent}  bound computed in the loop by {', '.join(map(_ref, n.bound_ops))}")
+            if text := note("loop", n):  # e.g. a search's step limit, computed in the loop
+                out.append(f"{indent}  {text}")
             for s in n.seqs:
                 out.append(f"{indent}  seq {_v(s.inner)} = frame of {_ref(s.outer)}")
             for i in n.invariants:
                 out.append(f"{indent}  invariant {_v(i.inner)} = {_ref(i.outer)}")
             for c in n.carries:
-                frozen = " (frozen on padded steps)" if c.frozen else ""
-                out.append(f"{indent}  carry {c.name}: {_v(c.inner)} init {_ref(c.init)} next {_ref(c.next)}{frozen}")
-            _nodes(n.body, indent + "  ", out)
+                out.append(
+                    f"{indent}  carry {c.name}: {_v(c.inner)} init {_ref(c.init)} next {_ref(c.next)}{note('carry', c)}"
+                )
+            _nodes(n.body, indent + "  ", out, note)
             for c in n.carries:
                 if c.out is not None:
-                    out.append(f"{indent}  -> {_v(c.out)} = final {c.name}{_from_stack(c.from_stack)}")
+                    out.append(f"{indent}  -> {_v(c.out)} = final {c.name}{note('final', c)}")
             for s in n.stacks:
                 out.append(f"{indent}  -> {_v(s.out)} = stack {_ref(s.value)}")
             for ll in n.lasts:
                 held = f" (assigned after the end, from {_ref(ll.init)})" if ll.after_end else ""
-                out.append(f"{indent}  -> {_v(ll.out)} = last {_ref(ll.value)}{held}{_from_stack(ll.from_stack)}")
+                out.append(f"{indent}  -> {_v(ll.out)} = last {_ref(ll.value)}{held}{note('last', ll)}")
         else:
             outs = ", ".join(_v(o) for o in n.outs)
             attrs = "".join(f" {k}={val!r}" for k, val in n.attrs.items() if k != "params" or not n.unfused)
             if n.unfused:  # the parameters of the modules it was fused from
                 attrs += " params=" + ", ".join(f"{r}:{ref[0]}/{ref[1]}" for r, ref in n.attrs["params"].items() if ref)
             param = f" param={n.param}" if n.param else ""
-            param += f" torch_addmm={_ref(n.torch_addmm)}" if n.torch_addmm is not None else ""
+            param += note("op", n)
             out.append(f"{indent}{outs} = {n.op}({', '.join(map(_ref, n.args))}){attrs}{param}  # line {n.span.line}")
             if n.unfused:  # what a pass fused into this op (a target without a native op emits it)
                 out.append(f"{indent}  # fused: {n.op} runs as one native call where the target has one, else as:")
-                _nodes(n.unfused, indent + "  | ", out)
+                _nodes(n.unfused, indent + "  | ", out, note)
 
 
 def print_graph(g: Graph) -> str:
@@ -69,7 +78,7 @@ def print_graph(g: Graph) -> str:
     out += [f"  dim {d.name}: {d.kind}{'' if d.size is None else f' {d.size}'}" for d in g.dims]
     out += [f"  input {i.name} {_v(i.value)}" for i in g.inputs]
     out += [f"  param {p.name} [{', '.join(p.dims)}]" for p in g.params]
-    _nodes(g.body, "  ", out)
+    _nodes(g.body, "  ", out, _Notes(g))
     out += [f"  output {o.name} = {_ref(o.value)}" for o in g.outputs]
     out += [f"  loss {o.name} = sum of {_ref(o.value)} over valid frames" for o in g.losses]
     text = "\n".join(out) + "\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from netc.ir.model import Graph, Loop, LoopCarry, LoopLast, Node, Op
+from netc.ir.model import Graph, Loop, Node
 
 
 class IRError(AssertionError):
@@ -48,8 +48,7 @@ class _Verifier:
             self.unfused[-1].append(v.id)
 
     def block(self, nodes: list[Node], visible: set[int]) -> None:
-        define, need, from_stack = self.define, _need, _from_stack
-        made: dict[int, Op] = {}  # value id -> the op of this block giving it
+        define, need = self.define, _need
         for n in nodes:
             if isinstance(n, Loop):
                 inner: set[int] = set()
@@ -70,13 +69,8 @@ class _Verifier:
                     need(n.end, inner, n)
                 if n.bound is not None:
                     need(n.bound, visible, n)
-                if n.bound_ops and (
-                    n.bound is None or any(i not in made or made[i].outs[0].id != i for i in n.bound_ops)
-                ):
-                    raise IRError(f"loop at line {n.span.line}: its bound ops are not ops of its block")
                 for c in n.carries:
                     need(c.next, inner, n)
-                    from_stack(n, c, c.next)
                 for s in n.stacks:
                     need(s.value, inner, n)
                     if n.axis not in s.out.dims:
@@ -85,17 +79,12 @@ class _Verifier:
                     need(ll.value, inner, n)
                     if ll.init is not None:
                         need(ll.init, inner, n)
-                    from_stack(n, ll, ll.value)
                 for r in n.results():
                     define(r)
                     visible.add(r.id)
             else:
                 for a in n.args:
                     need(a, visible, n)
-                if n.torch_addmm is not None:
-                    lin = made.get(n.torch_addmm)
-                    if n.op != "add" or n.torch_addmm not in n.args or lin is None or lin.op != "linear":
-                        raise IRError(f"{n.op} at line {n.span.line}: torch_addmm is no linear of its block it reads")
                 if n.unfused:  # what a fused op stands for: reads what it may, gives its results
                     local = _Overlay(visible)
                     self.unfused.append([])
@@ -108,15 +97,6 @@ class _Verifier:
                 for o in n.outs:
                     define(o)
                     visible.add(o.id)
-                    made[o.id] = n
-
-
-def _from_stack(n: Loop, r: LoopCarry | LoopLast, value: int) -> None:
-    """A value read after the loop taken from a stack: one of the loop's, of that value."""
-    if r.from_stack is None:
-        return
-    if r.out is None or not any(s.out.id == r.from_stack and s.value == value for s in n.stacks):
-        raise IRError(f"loop at line {n.span.line}: {r.name} is not taken from a stack of its value")
 
 
 def _need(i: int, visible: set[int], n) -> None:

@@ -46,3 +46,9 @@ def param_paths(nodes: list[Node]) -> set[str]:
     for op in ops(nodes):
         out |= op.param_paths()
     return out
+
+
+def loop_key(n: Loop) -> int:
+    """A loop's identity that survives copies of its graph (value ids do), for a target's table
+    of decisions (`Graph.lowerings`): its first block argument's id, else its first result's."""
+    return (n.block_args() or n.results())[0].id

@@ -12,6 +12,7 @@ import copy
 
 from netc.ir.model import Graph
 from netc.passes import dce
+from netc.passes.pipeline import lower_targets
 
 
 def inference_graph(g: Graph, keep_params: bool = False) -> Graph:
@@ -21,6 +22,9 @@ def inference_graph(g: Graph, keep_params: bool = False) -> Graph:
     g = copy.deepcopy(g)
     g.losses = []
     g, _ = dce.transform(g)
+    # the targets' decisions were made on the training graph: a stack read only by a loss (gone
+    # now) no longer gives a state's last frame
+    lower_targets(g)
     if keep_params:
         g.params = list(params)
         if g.search is not None:

@@ -6,7 +6,8 @@ nothing else holds, so no pass copies it; a caller that wants to keep a graph pa
 
 The common passes decide what every target computes. A decision only one target reads is that
 target's lowering (`TARGET_LOWERINGS`, each owned by its emitter package), run last on the final
-graph: such passes only record on the IR, so the targets' lowerings do not depend on each other.
+graph: such passes only record, in the target's own table beside the graph (`Graph.lowerings`),
+so the shared IR carries no target's decisions and the lowerings do not depend on each other.
 """
 
 from __future__ import annotations
@@ -52,15 +53,25 @@ class PassOptions:
 
 DEFAULT_OPTIONS = PassOptions()
 
-# each target's decisions, recorded on the final graph (training's and its search graph)
-TARGET_LOWERINGS: tuple[Callable[[Graph, PassOptions], None], ...] = (returnn_lowering.lower, torch_lowering.lower)
+# each target's decisions, recorded in its own table beside the final graph (training's and its
+# search graph): `Graph.lowerings`
+TARGET_LOWERINGS: tuple[Callable[[Graph, PassOptions | None], None], ...] = (
+    returnn_lowering.lower,
+    torch_lowering.lower,
+)
 
 
 def run_passes(g: Graph, options: PassOptions = DEFAULT_OPTIONS) -> Graph:
     g = _common(g, options)
+    lower_targets(g, options)
+    return g
+
+
+def lower_targets(g: Graph, options: PassOptions | None = None) -> None:
+    """Each target's lowering on `g`; `options` None: again after a pass changed the lowered
+    graph (`inference_graph`), with the options it was lowered with (each target keeps its own)."""
     for lower in TARGET_LOWERINGS:
         lower(g, options)
-    return g
 
 
 def _common(g: Graph, options: PassOptions) -> Graph:
