@@ -20,6 +20,7 @@ DSL_SYMBOLS = {
     "network",
     "Module",
     "unstack",
+    "chunks",
     "stack",
     "mark_as_loss",
     "end",

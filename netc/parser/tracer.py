@@ -45,6 +45,9 @@ class Tracer(Statements, Expressions, Calls):
         self.inputs: list[Input] = []  # the network's inputs (a `choice` target must be one)
         self.namer = Namer()
         self.call_path: list[tuple[int, int]] = []
+        # modules by their call path: a constructor run again (an unrolled `for k in range(n)`) is
+        # the same module, as a loop body's is
+        self.made_modules: dict[tuple, Any] = {}
         self.scope: list[str] = []  # module path prefix for parameters
         self.stmt_target: str | None = None  # the single Name a statement assigns, for naming
         self.loops = LoopBuilder(self)
@@ -382,6 +385,8 @@ class Tracer(Statements, Expressions, Calls):
         name = node.id
         if name in self.env:
             val = self.env[name]
+            if isinstance(val, V.Poison) and val.reason is not None:
+                raise self.error(node, val.reason)
             if isinstance(val, V.Poison) and val.after_end:
                 raise self.error(
                     node,
