@@ -25,9 +25,9 @@ from netc_runtime.beam import Beam
 from netc_runtime.eager_loops import PKG_DIRS as _PKG_DIRS
 from netc_runtime.eager_loops import (
     LoopIndex,
-    _loops,
     LoopTag,
     SeqLen,
+    _loops,
     caller_line,
     eager_range,
     empty_stack,

@@ -6,6 +6,7 @@ import pytest
 from conftest import ROOT
 
 MODELS = [
+    "chunked_rnn.py",
     "losses.py",
     "searching_no_choice.py",
     "end_after_break.py",

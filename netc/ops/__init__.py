@@ -1,8 +1,8 @@
 """The op registry: importing this package registers every op."""
 
 from netc.ops import bias as _bias  # noqa: F401  (Bias)
-from netc.ops import chunk as _chunk  # noqa: F401  (the ops of chunked loops)
 from netc.ops import cells as _cells  # noqa: F401  (registers the recurrent cells)
+from netc.ops import chunk as _chunk  # noqa: F401  (the ops of chunked loops)
 from netc.ops import conv as _conv  # noqa: F401  (silu, glu, Conv1d, BatchNorm)
 from netc.ops import conv2d as _conv2d  # noqa: F401  (Conv2d)
 from netc.ops import ctc_decode as _ctc_decode  # noqa: F401  (ctc_greedy, ctc_prefix_search)

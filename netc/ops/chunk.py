@@ -134,8 +134,8 @@ CHUNK_LENS_SOURCE = f'''def {CHUNK_LENS_HELPER}(source, axis_dim, steps_dim, n, 
     """Each chunk's valid frames: min(n, length - c*n), at least 0 ([batch, steps_dim])."""
     import tensorflow as tf
 
-    x = source(0, as_data=True)
-    lens = axis_dim.get_dim_value_tensor() * 0 + x.get_sequence_lengths()  # [batch]
+    x = source(0, auto_convert=False, as_data=True)
+    lens = x.get_dynamic_size(x.get_axis_from_description(axis_dim))  # [batch]
     steps = tf.range(steps_dim.get_dim_value())
     return tf.clip_by_value(lens[:, None] - n * steps[None, :], 0, n)
 '''
@@ -164,10 +164,67 @@ class ChunkFrame(OpDef):
         return align_code(ctx.arg(0), _replace(ctx.in_dims(0), a["pad"], (a["chunk"],)), op.outs[0].dims)
 
     def returnn(self, ctx, op):
-        raise NotImplementedError  # see returnn_extra
+        a = op.attrs
+        return {
+            "class": "eval",
+            "from": [ctx.src(0), ctx.src(1)],
+            "eval": Code(FRAME_HELPER),
+            "out_type": Code(FRAME_TYPE_HELPER),
+            "eval_locals": {"chunk_dim": ctx.dim(a["chunk"]), "pad_dim": ctx.dim(a["pad"])},
+        }
 
-    def eager(self, ctx, args, attrs, outs):
-        raise NotImplementedError  # eager mode runs `chunks` as Python
+    def returnn_helpers(self, op):
+        return {FRAME_TYPE_HELPER: FRAME_TYPE_SOURCE, FRAME_HELPER: FRAME_SOURCE}
+
+
+# RETURNN: the chunk dim's size is set per step (in the loop's control flow context, as
+# `cum_concat` sets its dim's), from the step's lengths; moved out of the loop, from all steps'
+FRAME_TYPE_HELPER = "chunk_frame_type"
+FRAME_TYPE_SOURCE = f'''def {FRAME_TYPE_HELPER}(sources, network, name, chunk_dim, pad_dim, **_kwargs):
+    """The template of a chunk: the raw frame's, over `chunk_dim` (its sizes the step's lengths)."""
+    raw, lens = sources[0].output, sources[1].output
+    dim = chunk_dim.get_for_batch_ctx(batch=raw.batch, ctx=network.get_control_flow_ctx())
+    if dim.dyn_size_ext is None:
+        dim.dyn_size_ext = lens.copy_template(name="%s:chunk-size" % name)
+    out = raw.copy_template_replace_dim_tag(axis=raw.get_axis_from_description(pad_dim), new_dim_tag=dim)
+    return out.copy_template(name="%s_output" % name)
+'''
+FRAME_HELPER = "chunk_frame"
+FRAME_SOURCE = f'''def {FRAME_HELPER}(source, self, chunk_dim, pad_dim, **_kwargs):
+    """The step's chunk: the raw frame's first max(lengths) frames; sets the chunk dim's sizes."""
+    import tensorflow as tf
+
+    raw = source(0, auto_convert=False, as_data=True)
+    lens = source(1, auto_convert=False, as_data=True)
+    dim = self.output.dim_tags[self.output.get_axis_from_description(chunk_dim)]
+    if dim.dyn_size_ext.placeholder is None:
+        dim.dyn_size_ext.placeholder = lens.copy_compatible_to(dim.dyn_size_ext).placeholder
+    axis = raw.get_axis_from_description(pad_dim)
+    frames = tf.gather(raw.placeholder, tf.range(tf.reduce_max(lens.placeholder)), axis=axis)
+    return frames
+'''
+PAD_HELPER = "chunk_padded"
+PAD_TYPE_HELPER = "chunk_padded_type"
+PAD_SOURCE = f'''def {PAD_TYPE_HELPER}(sources, name, chunk_dim, pad_dim, **_kwargs):
+    """The template of a chunk's value over the static `pad_dim` (N frames)."""
+    y = sources[0].output
+    out = y.copy_template_replace_dim_tag(axis=y.get_axis_from_description(chunk_dim), new_dim_tag=pad_dim)
+    return out.copy_template(name="%s_output" % name)
+
+
+def {PAD_HELPER}(source, chunk_dim, pad_dim, **_kwargs):
+    """A chunk's value filled up with zeros to N frames."""
+    import tensorflow as tf
+
+    y = source(0, auto_convert=False, as_data=True)
+    axis = y.get_axis_from_description(chunk_dim)
+    x = y.placeholder
+    fill = [[0, 0]] * y.batch_ndim
+    fill[axis] = [0, pad_dim.dimension - tf.shape(x)[axis]]
+    shape = x.shape.as_list()
+    shape[axis] = pad_dim.dimension
+    return tf.ensure_shape(tf.pad(x, fill), shape)
+'''
 
 
 @register
@@ -188,7 +245,17 @@ class ChunkPad(OpDef):
         return align_code(ctx.arg(0), _replace(ctx.in_dims(0), a["chunk"], (a["pad"],)), op.outs[0].dims)
 
     def returnn(self, ctx, op):
-        raise NotImplementedError
+        a = op.attrs
+        return {
+            "class": "eval",
+            "from": [ctx.src(0)],
+            "eval": Code(PAD_HELPER),
+            "out_type": Code(PAD_TYPE_HELPER),
+            "eval_locals": {"chunk_dim": ctx.dim(a["chunk"]), "pad_dim": ctx.dim(a["pad"])},
+        }
+
+    def returnn_helpers(self, op):
+        return {PAD_HELPER: PAD_SOURCE}
 
 
 @register
@@ -214,4 +281,14 @@ class ChunkMerge(OpDef):
         return align_code(merged, (*rest, a["axis"]), op.outs[0].dims)
 
     def returnn(self, ctx, op):
-        raise NotImplementedError
+        # frame t of x is frame t % N of chunk t // N
+        a = op.attrs
+        n = a["size"]
+        sub = {
+            "pos": {"class": "range_in_axis", "from": "data:1", "axis": ctx.dim(a["axis"])},
+            "which": {"class": "eval", "from": "pos", "eval": f"source(0) // {n}"},
+            "within": {"class": "eval", "from": "pos", "eval": f"source(0) % {n}"},
+            "chunks": {"class": "gather", "from": "data:0", "position": "which", "axis": ctx.dim(a["out_axis"])},
+            "output": {"class": "gather", "from": "chunks", "position": "within", "axis": ctx.dim(a["pad"])},
+        }
+        return {"class": "subnetwork", "from": [ctx.src(0), ctx.src(1)], "concat_sources": False, "subnetwork": sub}
