@@ -7,6 +7,7 @@ from conftest import ROOT
 
 MODELS = [
     "chunked_rnn.py",
+    "chunked_window_state.py",
     "losses.py",
     "searching_no_choice.py",
     "end_after_break.py",

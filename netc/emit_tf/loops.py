@@ -41,7 +41,7 @@ from netc.emit_tf.loop_rules import (
     stepped_values,
 )
 from netc.errors import CompileError
-from netc.ir.loopkinds import loop_chunk, chosen
+from netc.ir.loopkinds import chosen, loop_chunk
 from netc.ir.model import Loop, LoopLast, Op, Value
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code

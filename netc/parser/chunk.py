@@ -83,9 +83,21 @@ def chunks_call(t: Tracer, node: ast.Call) -> ChunkSpec:
     return ChunkSpec(x, name, chunk.name, d.size)
 
 
+def no_loop_over_chunk(t: Tracer, axis: str, node: ast.AST) -> None:
+    """A loop over a chunk's frames: its length is the step's (not supported)."""
+    if axis in _chunk_dims(t):
+        raise t.error(
+            node,
+            f"a loop over the chunk dim `{axis}` (each step's chunk) is not supported; compute over the "
+            "chunk's frames at once (reductions, `dot`, `softmax` over it)",
+        )
+
+
 def open_chunks(t: Tracer, spec: ChunkSpec, node: ast.AST) -> tuple[ChunkLoop, list[V.TV], str]:
     """Before the loop: the ops giving its frames (the raw chunks and their lengths) and its axis."""
     dt = t.dims
+    if t.block is not t.root:
+        raise t.error(node, "a chunked loop inside another loop is not supported; chunk before it, at the top level")
     pad = _fresh_static(t, f"{spec.chunk}_pad", spec.size)
     out = dt.fresh_dynamic(f"{spec.axis}_chunks").name
     known = dt.known_lengths

@@ -250,6 +250,8 @@ class LoopBuilder:
             x, axis = self._seq(it, stmt.iter)
             seqs.append((x, axis, stmt.target))
 
+        if chunked is None and axis:
+            C.no_loop_over_chunk(t, axis, stmt.iter)
         parts = it.parts if isinstance(it, V.ZipSpec) else (it,)
         backward = {isinstance(p, V.ReversedSpec) for p in parts}
         if len(backward) != 1:
