@@ -80,7 +80,13 @@ CASES = [
     ),
     (
         "with_end",
-        [*LOOP, "    ys.append(c)", "    if end(reduce_sum(reduce_sum(c, axis=chunk), axis=feat) > 0):", "        break", "return ys"],
+        [
+            *LOOP,
+            "    ys.append(c)",
+            "    if end(reduce_sum(reduce_sum(c, axis=chunk), axis=feat) > 0):",
+            "        break",
+            "return ys",
+        ],
         "`if end(cond): break` needs `for t in range(n)` or `while True`",
         4,
         "if end(",
@@ -94,7 +100,14 @@ CASES = [
     ),
     (
         "unstack_the_chunk",
-        [*LOOP, "    zs = []", "    for f in unstack(c, axis=chunk):", "        zs.append(tanh(f))", "    ys.append(zs)", "return ys"],
+        [
+            *LOOP,
+            "    zs = []",
+            "    for f in unstack(c, axis=chunk):",
+            "        zs.append(tanh(f))",
+            "    ys.append(zs)",
+            "return ys",
+        ],
         "a loop over the chunk dim `chunk` (each step's chunk) is not supported",
         4,
         "unstack(",
@@ -108,7 +121,13 @@ CASES = [
     ),
     (
         "range_with_end",
-        ["for k in range(1, 3):", "    x = tanh(x)", "    if end(reduce_sum(reduce_sum(x, axis=time), axis=feat) > 0):", "        break", "return x"],
+        [
+            "for k in range(1, 3):",
+            "    x = tanh(x)",
+            "    if end(reduce_sum(reduce_sum(x, axis=time), axis=feat) > 0):",
+            "        break",
+            "return x",
+        ],
         "`if end(cond): break` needs `for t in range(n)` or `while True`",
         3,
         "if end(",
