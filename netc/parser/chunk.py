@@ -115,21 +115,30 @@ def open_chunks(t: Tracer, spec: ChunkSpec, node: ast.AST) -> tuple[ChunkLoop, l
     return ChunkLoop(spec, attrs), [raw, lens], out
 
 
-def frame(t: Tracer, cl: ChunkLoop, raw: V.TV, lens: V.TV, node: ast.AST) -> V.TV:
-    """First in the body: the step's chunk over the dynamic chunk dim."""
-    cl.lens = lens
-    (c,) = t.emit(REGISTRY["chunk_frame"], [raw, lens], dict(cl.attrs), node)
-    return c
+def first_frame(t: Tracer, cl: ChunkLoop, body: V.Block, frames: list[V.TV], stmt: ast.For) -> None:
+    """First in the body: the step's chunk over the dynamic chunk dim, bound to the loop's target."""
+    raw, cl.lens = frames
+    outer, t.block = t.block, body
+    try:
+        (c,) = t.emit(REGISTRY["chunk_frame"], [raw, cl.lens], dict(cl.attrs), stmt.iter)
+        t.assign(stmt.target, c)
+    finally:
+        t.block = outer
 
 
-def stacked(t: Tracer, cl: ChunkLoop, value: V.TV, node: ast.AST) -> V.TV:
-    """In the body, a value appended: over the static pad dim where it has the chunk dim."""
-    if cl.spec.chunk not in value.dims:
-        return value
-    (padded,) = t.emit(REGISTRY["chunk_pad"], [value, cl.lens], dict(cl.attrs), node)
-    if padded.value.name is None:
-        padded.value.name = value.value.name
-    return padded
+def pad_appends(t: Tracer, cl: ChunkLoop, body: V.Block, appends: dict) -> None:
+    """At the end of the body, each value appended over the chunk dim as one over the static pad
+    dim (`appends`: the loop's, list id -> (list, value, node))."""
+    outer, t.block = t.block, body
+    try:
+        for key, (lst, value, node) in list(appends.items()):
+            if cl.spec.chunk not in value.dims:
+                continue
+            (padded,) = t.emit(REGISTRY["chunk_pad"], [value, cl.lens], dict(cl.attrs), node)
+            padded.value.name = padded.value.name or value.value.name
+            appends[key] = (lst, padded, node)
+    finally:
+        t.block = outer
 
 
 def merged(t: Tracer, cl: ChunkLoop, stack: V.TV, node: ast.AST) -> V.TV:

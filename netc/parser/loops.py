@@ -269,11 +269,7 @@ class LoopBuilder:
             targets.append((target, V.TV(frame, body)))
         if chunked is not None:
             ctx.chunk = chunked
-            outer, t.block = t.block, body
-            try:
-                t.assign(stmt.target, C.frame(t, chunked, targets[0][1], targets[1][1], stmt.iter))
-            finally:
-                t.block = outer
+            C.first_frame(t, chunked, body, [f for _, f in targets], stmt)
         elif isinstance(it, V.RangeSpec):
             if not isinstance(stmt.target, ast.Name):
                 raise t.error(stmt.target, "`for t in range(...)` binds one name")
@@ -419,12 +415,7 @@ class LoopBuilder:
             env[c.name] = V.TV(c.out, outer)
         self._after_end(ctx, outer, final)
         if ctx.chunk is not None:
-            for key, (lst, value, node) in list(ctx.appends.items()):
-                outer_block, t.block = t.block, body
-                try:
-                    ctx.appends[key] = (lst, C.stacked(t, ctx.chunk, value, node), node)
-                finally:
-                    t.block = outer_block
+            C.pad_appends(t, ctx.chunk, body, ctx.appends)
         for name in list(ctx.assigned) + sorted(target_names - set(ctx.assigned)):
             v = env.get(name)
             if name in carried or name in ctx.after_end or not isinstance(v, V.TV) or not _inside(v.block, body):
