@@ -69,8 +69,8 @@ def chunked_loop(g: Gen) -> None:
     g.add(V(frames, frozenset({"batch", d.name, hd.name}), stacked=True, variant=False))
     g.add(V(per_chunk, frozenset({"batch", made, hd.name}), stacked=True, variant=False))
     g.add(V(h, frozenset({"batch", hd.name}), variant=False))
-    if mem is not None:
-        g.add(V(mem, frozenset({"batch", win.name, s.name}), variant=False))
+    # (the memory, over two static dims, is not read after the loop: a loss of it `expand`ed over
+    # a dynamic dim fails in RETURNN, a bug of its own: "output time-batch-dim unexpected")
 
 
 def _chunks_dim(g: Gen, dim: str) -> str:
