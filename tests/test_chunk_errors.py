@@ -30,6 +30,21 @@ CASES = [
         "y,",
     ),
     (
+        "chunk_dim_after_the_loop",
+        [*LOOP, "    ys.append(c)", "return {'c': ys, 'n': reduce_sum(zeros(batch, chunk), axis=chunk)}"],
+        "a value over `chunk` here: `chunk` is the chunk dim of the chunked loop at line 9, and values over it "
+        "exist only in that loop",
+        4,
+        "zeros(",
+    ),
+    (
+        "chunks_not_in_a_loop",
+        ["y = chunks(x, chunk)", "return tanh(y)"],
+        "`tanh` expects a tensor, got `chunks(...)`, which only a loop iterates over",
+        2,
+        "tanh(",
+    ),
+    (
         "dynamic_chunk_dim",
         ["ys = []", "for c in chunks(x, Dim('c2')):", *STACK],
         "`chunks` needs a static Dim for the chunk's frames (Dim('c2', N)), got `c2`",

@@ -14,9 +14,11 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from netc.ir.loopkinds import chunk_dims
-from netc.ir.model import Loop
-from netc.ir.walk import ops
+from netc.errors import CompileError
+from netc.ir.loopkinds import chunk_dims, loop_chunk
+from netc.ir.model import Graph, Loop, Node, Value
+from netc.ir.uses import values_by_id
+from netc.ir.walk import loops, ops
 from netc.ops import REGISTRY
 from netc.parser import values as V
 
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ChunkSpec:
     """`chunks(x, chunk[, axis=time])`: x's `axis` in chunks of `size` frames over `chunk`."""
+
+    what = "`chunks(...)`, which only a loop iterates over (`for c in chunks(x, chunk):`)"
 
     tensor: V.TV
     axis: str
@@ -164,6 +168,29 @@ def check_close(t: Tracer, cl: ChunkLoop, loop: Loop, env: dict, line: int) -> N
             reason=f"`{last.name}` is over the chunk dim `{chunk}` of the chunked loop at line {line}, whose "
             f"length is each step's; append it to a list in the loop to read it over `{cl.spec.axis}`",
         )
+
+
+def check_chunks(g: Graph) -> None:
+    """Values over a chunk dim are made and read only in its chunked loop (and loops in it)."""
+    owners = {c.chunk: n for n in loops(g.body) if (c := loop_chunk(n)) is not None}
+    if owners:
+        _inside(g.body, frozenset(), owners, values_by_id(g))
+
+
+def _inside(nodes: list[Node], allowed: frozenset[str], owners: dict[str, Loop], values: dict[int, Value]) -> None:
+    for n in nodes:
+        if isinstance(n, Loop):
+            c = loop_chunk(n)
+            _inside(n.body, allowed | {c.chunk} if c is not None else allowed, owners, values)
+            continue
+        dims = {d for v in [*n.outs, *(values[a] for a in n.args)] for d in v.dims if d in owners} - allowed
+        if dims:
+            d = sorted(dims)[0]
+            raise CompileError(
+                n.span,
+                f"a value over `{d}` here: `{d}` is the chunk dim of the chunked loop at line "
+                f"{owners[d].span.line}, and values over it exist only in that loop",
+            )
 
 
 def _chunk_dims(t: Tracer) -> set[str]:

@@ -20,6 +20,7 @@ from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.parser import values as V
 from netc.parser.budget import Budget
 from netc.parser.calls import Calls
+from netc.parser.chunk import check_chunks
 from netc.parser.expressions import Expressions
 from netc.parser.grow import check_growing
 from netc.parser.loops import LoopBuilder
@@ -331,6 +332,7 @@ class Tracer(Statements, Expressions, Calls):
         )
         check_interface(g)
         check_growing(g)
+        check_chunks(g)
         return g
 
     def input_annotation(self, ann: ast.expr) -> tuple[str, list[str]]:
