@@ -88,6 +88,14 @@ def unstack(x, axis: Dim):
     return _eager().unstack(x, axis)
 
 
+def chunks(x, chunk: Dim, axis: Dim | None = None):
+    """`for c in chunks(x, chunk):` x's frames along `axis` (its one dynamic dim by default) in
+    chunks of `chunk.size` frames, each a tensor over `chunk` (a sequence's last chunk shorter)."""
+    from netc_runtime.eager_chunks import chunks as run
+
+    return run(x, chunk, axis)
+
+
 def stack(ys):
     """A list appended to in a loop as the stacked tensor (compiled, it already is one)."""
     return _eager().stack_list(ys) if isinstance(ys, list) else ys

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from netc.errors import CompileError
+from netc.ir.loopkinds import loop_chunk
 from netc.ir.model import Graph, Loop, Value
 from netc.ops import REGISTRY, OpDef
 from netc.ops.base import EagerUnsupported
@@ -26,6 +27,7 @@ from netc_runtime.eager_loops import (
     LoopIndex,
     LoopTag,
     SeqLen,
+    _loops,
     caller_line,
     eager_range,
     empty_stack,
@@ -323,9 +325,26 @@ def stack_list(items: list, output: str | None = None, outer: LoopTag | None = N
     if backward and not in_frame_order:  # appended backwards: stacked in frame order, as the targets do
         items = items[::-1]
     items, version = run.align(items)  # searching: each step's frames of the final hypotheses
+    chunked = tag.chunk if tag is not None else _chunked(run, axis)
+    if chunked is not None and chunked[1] in items[0].dims:  # chunks: back over the dim chunked
+        dim, chunk = chunked
+        data = torch.cat([i.data for i in items], dim=items[0].dims.index(chunk))
+        have = tuple(dim if d == chunk else d for d in items[0].dims)
+        out_dims = run.net.dims.canonical(have)
+        data = data.permute([have.index(d) for d in out_dims])
+        return ETensor(data, out_dims, frames, items[0].sparse_dim, version)
     out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
     return ETensor(data, out_dims, frames, items[0].sparse_dim, version)
+
+
+def _chunked(run: _Run, axis: str) -> tuple[str, str] | None:
+    """The loop over `axis` as a chunked loop: (the dim chunked, the chunk dim), else None."""
+    for n in _loops(run.graph()):
+        c = loop_chunk(n) if n.axis == axis else None
+        if c is not None:
+            return c.axis, c.chunk
+    return None
 
 
 def _made_in_finished(items: list, loop: LoopTag | None) -> bool:

@@ -41,6 +41,7 @@ class LoopTag:
     include_eos: bool = True  # a loop with `end`: its appends stand before the `break`
     ended: bool = False  # `end(...)` ended it (not its bound)
     by_end: bool = False  # a `while True` loop: its steps are counted by `end(...)`
+    chunk: tuple[str, str] | None = None  # a chunked loop: (the dim chunked, the chunk dim)
 
     @property
     def stacked(self) -> int:

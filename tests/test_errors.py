@@ -275,7 +275,7 @@ CASES = [
         0,
     ),
     (
-        "range_of_a_number",
+        "range_of_a_number",  # unrolled (a static range): `t` is a Python int, no loop index
         """
         @network
         def f(x: Tensor[batch, time, feat]):
@@ -284,9 +284,9 @@ CASES = [
                 out.append(x[t])
             return out
         """,
-        "other bounds need `if end(cond): break` in the body",
-        4,
-        13,
+        "tensors can only be indexed by a loop index",
+        5,
+        19,
     ),
     (
         "python_value_as_state",

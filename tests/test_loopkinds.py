@@ -8,9 +8,12 @@ from netc.compiler import compile_graph
 from netc.ir.loopkinds import (
     ROLES,
     choice_op,
+    chunk_dims,
+    dim_table,
     grow_starts,
     growing_dims,
     kinds,
+    loop_chunk,
     loop_grows,
     loop_search,
 )
@@ -53,6 +56,26 @@ def test_plain_and_reverse_loops_have_no_grown_state_or_search():
     assert found and not growing_dims(g.body)
     assert all(not loop_grows(n) and loop_search(n) is None for n in found)
     assert any("reverse" in kinds(n) for n in found)
+
+
+def test_a_chunked_loop():
+    """The chunked loop steps over the chunks' own dim; its chunk dim has another length at each
+    step (kept out of hoisting, as a grown dim); the appended frames come back over `time`."""
+    g = compile_graph(str(ROOT / "tests" / "models" / "chunked_rnn.py"))
+    (loop,) = loops(g.body)
+    chunk = loop_chunk(loop)
+    assert chunk is not None and (chunk.axis, chunk.chunk, chunk.size) == ("time", "chunk", 3)
+    assert loop.axis == "time_chunks" and "chunk" in kinds(loop)
+    assert chunk_dims(g.body) == {"chunk"} <= dim_table(g).growing
+    assert g.dim("chunk").kind == "dynamic" and g.dim(chunk.pad).size == 3
+    frames = next(o for o in g.outputs if o.name == "frames")
+    assert next(v for v in (op.outs[0] for op in ops(g.body)) if v.id == frames.value).dims == (
+        "batch",
+        "time",
+        "hidden",
+    )
+    plain = compile_graph(str(EXAMPLES / "bidirectional.py"))
+    assert all(loop_chunk(n) is None for n in loops(plain.body, unfused=True)) and not chunk_dims(plain.body)
 
 
 def test_walk_visits_each_node_once_in_program_order():

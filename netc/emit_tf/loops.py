@@ -41,7 +41,7 @@ from netc.emit_tf.loop_rules import (
     stepped_values,
 )
 from netc.errors import CompileError
-from netc.ir.loopkinds import chosen
+from netc.ir.loopkinds import chosen, loop_chunk
 from netc.ir.model import Loop, LoopLast, Op, Value
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code
@@ -128,7 +128,9 @@ class RecLowering:
         self._end_axis()
         lower_results(self)  # the results seam
         rec_layer = {"class": "rec", "from": self.steps_from, "axis": self.axis, "unit": self.unit.layers}
-        if self.chosen:  # a search: see docs/design.md, "How loops are lowered to RETURNN"
+        # a search, and a chunked loop (its chunk dim's sizes are set per step, which a layer moved
+        # out of the loop would not see): see docs/design.md, "How loops are lowered to RETURNN"
+        if self.chosen or loop_chunk(n) is not None:
             rec_layer["optimize_move_layers_out"] = False
         if n.target is not None:  # training: the target's frames; searching: a new axis per search
             del rec_layer["axis"]
@@ -166,6 +168,8 @@ class RecLowering:
                 continue
             name = unit.ns.fresh(s.inner.name or f"{em.values[s.outer].name or 'x'}_t")
             unit.layers[name] = {"class": "rec_unstack", "from": _base(src), "axis": self.axis}
+            if loop_chunk(n) is not None:  # no layer moves out of its loop: the step's frame by index
+                unit.layers[name] = {"class": "gather", "from": _base(src), "position": ":i", "axis": self.axis}
             unit.refs[s.inner.id] = unit.layer_of[s.inner.id] = name
             if "batch" in s.inner.dims:
                 self.batched.add(name)

@@ -11,6 +11,10 @@ A loop (`netc.ir.model.Loop`, a region with explicit carried values) combines th
 - grown state (`LoopGrow`): a carried state started before the loop with no frames along a dim of
   its own (an op with `OpDef.loop_role` "grow_start": `empty`) and grown by a frame per step (role
   "grow": `cum_concat`); at each step it holds the frames so far (`growing_dims`);
+- chunked (`LoopChunk`): `for c in chunks(x, chunk)`, a loop over chunks of N frames of a dynamic
+  dim; its body's op with role "chunk" (`chunk_frame`) gives the step's frames over the dynamic
+  `chunk` dim, whose lengths are the step's (`chunk_dims`: like a grown dim, a value over it has
+  another length at each step);
 - search (`LoopSearch`): a loop whose body has an op with role "choice" (`choice`) and whose
   `Loop.target` is the reference labels: training runs it over them (teacher forcing), a search
   runs it as a beam search (`netc.ir.search`).
@@ -30,8 +34,8 @@ from netc.ir.model import Graph, Loop, LoopCarry, Node, Op
 from netc.ir.walk import ops
 from netc.ops import REGISTRY
 
-GROW_START, GROW, CHOICE = "grow_start", "grow", "choice"
-ROLES = frozenset({GROW_START, GROW, CHOICE})  # the values of `OpDef.loop_role`
+GROW_START, GROW, CHOICE, CHUNK = "grow_start", "grow", "choice", "chunk"
+ROLES = frozenset({GROW_START, GROW, CHOICE, CHUNK})  # the values of `OpDef.loop_role`
 
 
 def role(op: Op) -> str | None:
@@ -84,10 +88,47 @@ def loop_grows(n: Loop) -> list[LoopGrow]:
 
 
 def dim_table(g: Graph) -> DimTable:
-    """The graph's dim table, knowing which dims states grow along (for the hoisting passes)."""
+    """The graph's dim table, knowing which dims have another length at each step of a loop
+    (states grow along them, or chunks are over them): the hoisting passes keep values over them
+    in their loop."""
     dt = DimTable(g.dims)
-    dt.growing = growing_dims(g.body)
+    dt.growing = growing_dims(g.body) | chunk_dims(g.body)
     return dt
+
+
+# --- chunked
+
+
+@dataclass(frozen=True, slots=True)
+class LoopChunk:
+    """A chunked loop: `op` (role "chunk", first in the body) gives each step's chunk over `chunk`
+    (dynamic, the step's lengths) from the loop's frame over `pad` (static N); the loop steps over
+    `axis`'s chunks (`Loop.axis` is their own dim)."""
+
+    op: Op
+    axis: str  # the dim chunked (`time`)
+    chunk: str
+    pad: str
+    size: int
+
+
+def chunks_op(op: Op) -> bool:
+    """Whether `op` gives a chunked loop's frames over its chunk dim."""
+    return role(op) == CHUNK
+
+
+def loop_chunk(n: Loop) -> LoopChunk | None:
+    """`n` as a chunked loop, or None."""
+    op = next((m for m in n.body if isinstance(m, Op) and chunks_op(m)), None)
+    if op is None:
+        return None
+    a = op.attrs
+    return LoopChunk(op, a["axis"], a["chunk"], a["pad"], a["size"])
+
+
+def chunk_dims(nodes: Iterable[Node]) -> set[str]:
+    """The chunk dims of the chunked loops in these nodes (loops included)."""
+    return {op.attrs["chunk"] for op in ops(list(nodes)) if chunks_op(op)}
 
 
 # --- search
@@ -121,7 +162,7 @@ def chosen(n: Loop) -> list[int]:
 
 def kinds(n: Loop) -> tuple[str, ...]:
     """The kinds `n` combines, by name (for messages and tools): carry, stack, last, reverse,
-    end, bound, grow, search."""
+    end, bound, grow, chunk, search."""
     named = [
         ("carry", bool(n.carries)),
         ("stack", bool(n.stacks)),
@@ -130,6 +171,7 @@ def kinds(n: Loop) -> tuple[str, ...]:
         ("end", n.end is not None),
         ("bound", n.has_step_limit),
         ("grow", bool(loop_grows(n))),
+        ("chunk", loop_chunk(n) is not None),
         ("search", n.target is not None),
     ]
     return tuple(k for k, on in named if on)

@@ -12,6 +12,7 @@ from netc.ir.model import Output
 from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.ops.base import signature
 from netc.parser import values as V
+from netc.parser.chunk import chunks_call
 from netc.parser.ctc import trace_ctc_prefix_search
 from netc.parser.symbols import describe, dim_args, loss_args
 from netc.parser.transducer import trace_transducer_search
@@ -42,6 +43,8 @@ class Calls:
             return self.loops.iter_builtin(fn.name, node)
         if isinstance(fn, V.NetcSym) and fn.name == "unstack":
             return self.loops.unstack(node)
+        if isinstance(fn, V.NetcSym) and fn.name == "chunks":
+            return chunks_call(self, node)
         if isinstance(fn, V.NetcSym) and fn.name == "choice":
             return self.loops.choice(node)
         if isinstance(fn, V.NetcSym) and fn.name == "transducer_search":
@@ -191,10 +194,22 @@ class Calls:
             raise self.error(node, f"bad arguments to `{opdef.fn_name}`: {e}") from None
         bound.apply_defaults()
         attrs = {k: self.attr_value(v, node, opdef.fn_name or opdef.name) for k, v in bound.arguments.items()}
+        span = self.span(node)
+        call_path = (*self.call_path, span.key())
+        made = self.made_modules.get(call_path)
+        if made is not None:  # run again (an unrolled range): the same module
+            if made.attrs != attrs or made.tied != tied:
+                raise self.error(
+                    node,
+                    f"`{opdef.fn_name}` is constructed here again with other arguments: one constructor call "
+                    "is one module (its parameters); construct one per argument before the loop",
+                )
+            return made
         base = self.stmt_target or opdef.name
         path = self.namer.module_path(self.scope, base)
-        span = self.span(node)
-        return V.OpModule(op=opdef.name, attrs=attrs, path=path, call_path=(*self.call_path, span.key()), tied=tied)
+        mod = V.OpModule(op=opdef.name, attrs=attrs, path=path, call_path=call_path, tied=tied)
+        self.made_modules[call_path] = mod
+        return mod
 
     def call_op_module(self, mod: V.OpModule, args, kwargs, node) -> V.TV | tuple[V.TV, ...]:
         opdef = REGISTRY[mod.op]
@@ -214,8 +229,13 @@ class Calls:
     def construct(self, cls: V.ClassRef, args, kwargs, node: ast.Call) -> V.ModuleInstance:
         if not self._is_module_class(cls):
             raise self.error(node, f"class `{cls.node.name}` must derive from netc's Module")
+        call_path = (*self.call_path, self.span(node).key())
+        made = self.made_modules.get(call_path)
+        if made is not None:  # run again (an unrolled range): the same module
+            return made
         base = self.stmt_target or cls.node.name.lower()
         inst = V.ModuleInstance(cls=cls, path=self.namer.module_path(self.scope, base))
+        self.made_modules[call_path] = inst
         init = cls.method("__init__")
         if init is not None:
             self.inline(init, args, kwargs, node, self_obj=inst, scope=inst.path.split("/"))

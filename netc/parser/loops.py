@@ -16,6 +16,7 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack, Value
 from netc.ir.uses import count_uses_in_loop
 from netc.ops import REGISTRY
+from netc.parser import chunk as C
 from netc.parser import values as V
 from netc.parser.choice import trace_choice
 from netc.parser.symbols import netc_callee
@@ -45,6 +46,7 @@ class _LoopCtx:
     python_before: dict[str, Any] = field(default_factory=dict)
     append_sides: set[bool] = field(default_factory=set)  # appends before (True) / after the end
     target: tuple[V.TV, str] | None = None  # a `choice`'s target labels (outer) and their dim
+    chunk: C.ChunkLoop | None = None  # a chunked loop (`for c in chunks(x, chunk)`)
 
     def stacks_into(self, lst: V.PyList) -> bool:
         """Whether `lst` is one of the empty lists bound when the loop started: appending to it
@@ -150,6 +152,8 @@ class LoopBuilder:
         if kwargs:
             raise self.t.error(node, f"`{name}` takes no keyword arguments here")
         if name == "range":
+            if 1 <= len(args) <= 3 and all(type(a) is int for a in args) and not (len(args) == 1 and args[0] > 0):
+                return range(*args)  # unrolled (`for k in range(1, 4)`), unless a loop with `end`
             ok = len(args) == 1 and (isinstance(args[0], V.SeqLen) or (isinstance(args[0], int) and args[0] > 0))
             if not ok:
                 raise self.t.error(node, "loops over `range` need `range(x.max_seq_len)` (each sequence's own length)")
@@ -208,8 +212,16 @@ class LoopBuilder:
             raise t.error(t.else_clause(stmt), "`for ... else` is not supported")
         it = t.eval_expr(stmt.iter)
         end = _find_end(stmt.body, t)
+        if isinstance(it, V.RangeSpec) and isinstance(it.bound, int) and end is None:
+            it = range(it.bound)
+        if isinstance(it, range):  # a static range: unrolled, as Python runs it
+            if end is not None:
+                raise t.error(end, "`if end(cond): break` needs `for t in range(n)` or `while True`")
+            t.unrolled(stmt, it)
+            return
         targets: list[tuple[ast.expr, V.TV]] = []
         seqs: list[tuple[V.TV, str, ast.AST]] = []
+        chunked: C.ChunkLoop | None = None
         if isinstance(it, V.RangeSpec):
             # with `end` the loop makes its own dim (set when it closes): the bound only limits it
             axis = it.bound.dim if end is None and isinstance(it.bound, V.SeqLen) else ""
@@ -231,10 +243,15 @@ class LoopBuilder:
             if len(axes) != 1:
                 raise t.error(stmt.iter, f"zip over different axes: {', '.join(sorted(axes))}")
             axis = seqs[0][1]
+        elif isinstance(it, C.ChunkSpec):
+            chunked, frames, axis = C.open_chunks(t, it, stmt.iter)
+            seqs += [(f, axis, None) for f in frames]
         else:
             x, axis = self._seq(it, stmt.iter)
             seqs.append((x, axis, stmt.target))
 
+        if chunked is None and axis:
+            C.no_loop_over_chunk(t, axis, stmt.iter)
         parts = it.parts if isinstance(it, V.ZipSpec) else (it,)
         backward = {isinstance(p, V.ReversedSpec) for p in parts}
         if len(backward) != 1:
@@ -250,7 +267,10 @@ class LoopBuilder:
             frame = t.new_value(tuple(d for d in ox.dims if d != axis), ox.value.dtype, sparse_dim=ox.value.sparse_dim)
             loop.seqs.append(LoopSeq(outer=ox.value.id, inner=frame))
             targets.append((target, V.TV(frame, body)))
-        if isinstance(it, V.RangeSpec):
+        if chunked is not None:
+            ctx.chunk = chunked
+            C.first_frame(t, chunked, body, [f for _, f in targets], stmt)
+        elif isinstance(it, V.RangeSpec):
             if not isinstance(stmt.target, ast.Name):
                 raise t.error(stmt.target, "`for t in range(...)` binds one name")
             if end is None:
@@ -394,6 +414,8 @@ class LoopBuilder:
             c.out = t.new_value(c.inner.dims, c.inner.dtype, name=c.name, sparse_dim=c.inner.sparse_dim)
             env[c.name] = V.TV(c.out, outer)
         self._after_end(ctx, outer, final)
+        if ctx.chunk is not None:
+            C.pad_appends(t, ctx.chunk, body, ctx.appends)
         for name in list(ctx.assigned) + sorted(target_names - set(ctx.assigned)):
             v = env.get(name)
             if name in carried or name in ctx.after_end or not isinstance(v, V.TV) or not _inside(v.block, body):
@@ -410,8 +432,12 @@ class LoopBuilder:
             )
             loop.stacks.append(LoopStack(name=out.name or "stack", value=value.value.id, out=out))
             stacked = V.TV(out, outer, from_list=True)
+            if ctx.chunk is not None:
+                stacked = C.merged(t, ctx.chunk, stacked, ctx.stmt)
             for n in names:
                 env[n] = stacked
+        if ctx.chunk is not None:
+            C.check_close(t, ctx.chunk, loop, env, ctx.stmt.lineno)
 
     def _after_end(self, ctx: _LoopCtx, outer: V.Block, final: dict[str, Any]) -> None:
         """Names assigned after `if end(...): break`: after the loop each holds its last assignment

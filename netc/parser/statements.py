@@ -39,6 +39,20 @@ class Statements:
         else:
             raise self.error(stmt, f"{stmt_kind(stmt)} is not supported in a network")
 
+    def unrolled(self, stmt: ast.For, steps: range) -> None:
+        """`for k in range(4):` (a static range, no `end`): the body once per value, as Python runs
+        it (`k` a compile-time int; in a loop body, all of it in the loop's step)."""
+        if stmt.orelse:
+            raise self.error(self.else_clause(stmt), "`for ... else` is not supported")
+        if not isinstance(stmt.target, ast.Name):
+            raise self.error(stmt.target, "`for k in range(...)` binds one name")
+        for k in steps:
+            self.env[stmt.target.id] = k
+            for s in stmt.body:
+                if isinstance(s, (ast.Break, ast.Continue)):
+                    raise self.error(s, "`break`/`continue` in a loop over a static `range` are not supported")
+                self.stmt(s)
+
     def if_stmt(self, node: ast.If) -> None:
         if self.loops.end_break(node):
             return

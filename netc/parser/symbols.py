@@ -20,6 +20,7 @@ DSL_SYMBOLS = {
     "network",
     "Module",
     "unstack",
+    "chunks",
     "stack",
     "mark_as_loss",
     "end",
@@ -108,7 +109,9 @@ def describe(v: Any) -> str:
         return f"the parameter `{v.module.path}.{v.attr}` (only a module's `{v.attr}=` takes it)"
     if isinstance(v, V.OpModule):
         return f"module `{v.path}`"
-    return f"`{v!r}`" if isinstance(v, (int, float, str, bool)) or v is None else type(v).__name__
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return f"`{v!r}`"
+    return getattr(type(v), "what", type(v).__name__)  # a value of the parser's own that says what it is
 
 
 def not_imported(name: str) -> str:

@@ -20,6 +20,7 @@ from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.parser import values as V
 from netc.parser.budget import Budget
 from netc.parser.calls import Calls
+from netc.parser.chunk import check_chunks
 from netc.parser.expressions import Expressions
 from netc.parser.grow import check_growing
 from netc.parser.loops import LoopBuilder
@@ -45,6 +46,9 @@ class Tracer(Statements, Expressions, Calls):
         self.inputs: list[Input] = []  # the network's inputs (a `choice` target must be one)
         self.namer = Namer()
         self.call_path: list[tuple[int, int]] = []
+        # modules by their call path: a constructor run again (an unrolled `for k in range(n)`) is
+        # the same module, as a loop body's is
+        self.made_modules: dict[tuple, Any] = {}
         self.scope: list[str] = []  # module path prefix for parameters
         self.stmt_target: str | None = None  # the single Name a statement assigns, for naming
         self.loops = LoopBuilder(self)
@@ -328,6 +332,7 @@ class Tracer(Statements, Expressions, Calls):
         )
         check_interface(g)
         check_growing(g)
+        check_chunks(g)
         return g
 
     def input_annotation(self, ann: ast.expr) -> tuple[str, list[str]]:
@@ -382,6 +387,8 @@ class Tracer(Statements, Expressions, Calls):
         name = node.id
         if name in self.env:
             val = self.env[name]
+            if isinstance(val, V.Poison) and val.reason is not None:
+                raise self.error(node, val.reason)
             if isinstance(val, V.Poison) and val.after_end:
                 raise self.error(
                     node,

@@ -200,6 +200,7 @@ class Poison:
     name: str
     line: int  # the `if`'s or the loop's
     after_end: bool = False
+    reason: str | None = None  # why else it has no value here (the message)
 
 
 class Return(Exception):  # a control-flow signal, not an error

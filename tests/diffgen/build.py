@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import shapes
+from .chunks import chunked_loop
 from .ctc_lm import lm_function
 from .decoder import declare, decoder, labels_annotation
 from .gen import D, Gen, V
@@ -84,6 +85,7 @@ def build(g: Gen) -> None:
     for _ in range(r.randint(1, 3)):
         loop(g)
         g.ops(r.randint(0, 2))
+    chunked_loop(g)
     if choice:
         decoder(g)
     elif g.on("transducer_search", 0.1):

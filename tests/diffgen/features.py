@@ -75,6 +75,9 @@ FEATURES = frozenset(
         "stacked_labels",
         "read_after",  # a value assigned in the body, read after the loop
         "attention_in_loop",
+        "chunked_loop",  # `for c in nc.chunks(x, chunk)`: chunks of a sequence, a state, attention over the chunk
+        "chunked_window",  # in a chunked loop, a state over a static window dim the chunk attends over
+        "static_range",  # `for k in range(n)` in a chunked loop's body: unrolled
         # losses, decoders
         "loss",
         "ce_loss",

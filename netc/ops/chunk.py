@@ -1,0 +1,294 @@
+"""Chunked loops: `for c in chunks(x, chunk):` steps over chunks of N frames of a dynamic dim.
+
+The parser (`netc.parser.chunk`) writes such a loop as an ordinary loop over a dim of its own
+(`<time>_chunks`, ceil(n/N) steps per sequence) with these ops around it:
+
+- `chunk_split(x)` before the loop: x with `time` split into (`<time>_chunks`, `<chunk>_pad`),
+  the second static N (each sequence's last chunk filled up with padding); the loop's frame;
+- `chunk_lens(x)` before the loop: int32 [batch, <time>_chunks], each chunk's valid frames
+  (min(N, n - c*N), 0 past a sequence's last chunk); a second frame of the loop;
+- `chunk_frame(raw, lens)` first in the body: the frame over the user's `chunk` dim, a dynamic
+  dim whose lengths are this step's `lens` (so reductions, softmax and `dot` over it see only
+  the chunk's valid frames, as over any dynamic dim);
+- `chunk_pad(y, lens)` in the body, for each appended value over `chunk`: back over the static
+  `<chunk>_pad`, so the loop stacks the same shape each step;
+- `chunk_merge(ys, x)` after the loop: the stacked chunks back over `time` (x's lengths).
+
+Values over `chunk` exist only in the loop between `chunk_frame` and `chunk_pad` (the parser's
+rules); its lengths differ per step, so the hoisting passes keep them there
+(`netc.ir.loopkinds.dim_table`). Eager mode runs `chunks` as Python (`netc_runtime.eager`).
+
+RETURNN: `chunk_split` is a `window` layer (stride N, the last window padded), `chunk_frame` a
+`range_from_length` of the step's lengths (a dim tag whose size is set per step) and a
+`gather` of those frames, `chunk_pad` a `gather` at static positions clipped to the valid
+frames, `chunk_merge` a `merge_dims` and a `gather` at x's positions along `time` (the dim tag
+and lengths of `time` again). torch: a padded reshape before the loop, the step's lengths as
+the dim's lengths in the body, a reshape and cut after it.
+"""
+
+from __future__ import annotations
+
+from netc.ir.dims import DimError
+from netc.naming import Code
+from netc.ops.align import align_code
+from netc.ops.base import OpDef, OutType, register
+
+
+def _replace(dims: tuple[str, ...], old: str, new: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(n for d in dims for n in ((*new,) if d == old else (d,)))
+
+
+def _float(op: str, x) -> None:
+    if x.dtype != "float32":
+        raise DimError(f"`{op}` takes a float tensor, got {x.dtype}")
+
+
+@register
+class ChunkSplit(OpDef):
+    """x over `axis` -> over (`out_axis`, `pad`): chunks of `size(pad)` frames (internal)."""
+
+    name = "chunk_split"
+    fn_name = None
+    tensors = ("x",)
+
+    def makes_dims(self, attrs: dict) -> list[str]:
+        return [attrs["out_axis"]]
+
+    def infer(self, dt, args, attrs):
+        x = args[0]
+        axis, pad, out = attrs["axis"], attrs["pad"], attrs["out_axis"]
+        if axis not in x.dims or dt[axis].kind != "dynamic" or "batch" not in x.dims:
+            raise DimError(f"`chunks` splits a dynamic dim of a tensor with a batch dim, got [{', '.join(x.dims)}]")
+        dt.make_lengths(out, "chunks", may_be_empty=dt[axis].may_be_empty)
+        return [OutType(dt.canonical(_replace(x.dims, axis, (out, pad))), x.dtype, x.sparse_dim)]
+
+    def made_lengths(self, attrs, lens):
+        n, axis = attrs["size"], attrs["axis"]
+        return {attrs["out_axis"]: [-(-k // n) for k in lens[axis]]} if axis in lens else {}
+
+    def torch_made_dims(self, ctx, op) -> dict[str, tuple[str, str]]:
+        n, axis = op.attrs["size"], op.attrs["axis"]
+        return {op.attrs["out_axis"]: (f"({ctx.seq_lens(axis)} + {n - 1}) // {n}", f"-(-{ctx.size(axis)} // {n})")}
+
+    def torch(self, ctx, op):
+        a = op.attrs
+        n, dims = a["size"], ctx.in_dims(0)
+        pos = dims.index(a["axis"])
+        fill = f"{ctx.size(a['out_axis'])} * {n} - {ctx.size(a['axis'])}"
+        moved = f"{ctx.arg(0)}.movedim({pos}, -1)"
+        split = f"torch.nn.functional.pad({moved}, (0, {fill})).unflatten(-1, ({ctx.size(a['out_axis'])}, {n}))"
+        have = (*(d for d in dims if d != a["axis"]), a["out_axis"], a["pad"])
+        return align_code(split, have, op.outs[0].dims)
+
+    def returnn(self, ctx, op):
+        a = op.attrs
+        n = a["size"]
+        return {
+            "class": "window",
+            "from": ctx.src(0),
+            "window_size": n,
+            "window_left": 0,
+            "window_right": n - 1,
+            "stride": n,
+            "window_dim": ctx.dim(a["pad"]),
+            "axis": ctx.dim(a["axis"]),
+            "out_spatial_dim": ctx.derived_dim(a["out_axis"]),
+        }
+
+
+@register
+class ChunkLens(OpDef):
+    """int32 [batch, out_axis]: each chunk's valid frames of x along `axis` (internal)."""
+
+    name = "chunk_lens"
+    fn_name = None
+    tensors = ("x",)
+
+    def infer(self, dt, args, attrs):
+        return [OutType(dt.canonical(("batch", attrs["out_axis"])), "int32")]
+
+    def torch(self, ctx, op):
+        a = op.attrs
+        n = a["size"]
+        steps = f"torch.arange({ctx.size(a['out_axis'])}, device={ctx.seq_lens(a['axis'])}.device)"
+        return f"({ctx.seq_lens(a['axis'])}[:, None] - {n} * {steps}[None, :]).clamp(0, {n})"
+
+    def returnn(self, ctx, op):
+        a = op.attrs
+        return {
+            "class": "eval",
+            "from": ctx.src(0),
+            "eval": Code(CHUNK_LENS_HELPER),
+            "eval_locals": {"axis_dim": ctx.dim(a["axis"]), "steps_dim": ctx.dim(a["out_axis"]), "n": a["size"]},
+            "out_type": Code(
+                f"{{'dims': (batch_dim, {ctx.dim(a['out_axis'])}), 'dtype': 'int32', 'sparse_dim': None}}"
+            ),
+        }
+
+    def returnn_helpers(self, op):
+        return {CHUNK_LENS_HELPER: CHUNK_LENS_SOURCE}
+
+
+CHUNK_LENS_HELPER = "chunk_lengths"
+CHUNK_LENS_SOURCE = f'''def {CHUNK_LENS_HELPER}(source, axis_dim, steps_dim, n, **_kwargs):
+    """Each chunk's valid frames: min(n, length - c*n), at least 0 ([batch, steps_dim])."""
+    import tensorflow as tf
+
+    x = source(0, auto_convert=False, as_data=True)
+    lens = x.get_dynamic_size(x.get_axis_from_description(axis_dim))  # [batch]
+    steps = tf.range(steps_dim.get_dim_value())
+    return tf.clip_by_value(lens[:, None] - n * steps[None, :], 0, n)
+'''
+
+
+@register
+class ChunkFrame(OpDef):
+    """The loop's raw frame over `pad` as a frame over the dynamic `chunk`, whose lengths this
+    step are `lens` (internal; first in a chunked loop's body)."""
+
+    name = "chunk_frame"
+    fn_name = None
+    tensors = ("raw", "lens")
+    pure = False  # its lengths are the step's: never moved out of the loop
+    loop_role = "chunk"
+
+    def infer(self, dt, args, attrs):
+        raw = args[0]
+        return [OutType(dt.canonical(_replace(raw.dims, attrs["pad"], (attrs["chunk"],))), raw.dtype, raw.sparse_dim)]
+
+    def torch_made_dims(self, ctx, op) -> dict[str, tuple[str, str]]:
+        return {op.attrs["chunk"]: (ctx.arg(1), str(op.attrs["size"]))}
+
+    def torch(self, ctx, op):
+        a = op.attrs
+        return align_code(ctx.arg(0), _replace(ctx.in_dims(0), a["pad"], (a["chunk"],)), op.outs[0].dims)
+
+    def returnn(self, ctx, op):
+        a = op.attrs
+        return {
+            "class": "eval",
+            "from": [ctx.src(0), ctx.src(1)],
+            "eval": Code(FRAME_HELPER),
+            "out_type": Code(FRAME_TYPE_HELPER),
+            "eval_locals": {"chunk_dim": ctx.dim(a["chunk"]), "pad_dim": ctx.dim(a["pad"])},
+        }
+
+    def returnn_helpers(self, op):
+        return {FRAME_TYPE_HELPER: FRAME_TYPE_SOURCE, FRAME_HELPER: FRAME_SOURCE}
+
+
+# RETURNN: the chunk dim's size is set per step (in the loop's control flow context, as
+# `cum_concat` sets its dim's), from the step's lengths; moved out of the loop, from all steps'
+FRAME_TYPE_HELPER = "chunk_frame_type"
+FRAME_TYPE_SOURCE = f'''def {FRAME_TYPE_HELPER}(sources, network, name, chunk_dim, pad_dim, **_kwargs):
+    """The template of a chunk: the raw frame's, over `chunk_dim` (its sizes the step's lengths)."""
+    raw, lens = sources[0].output, sources[1].output
+    dim = chunk_dim.get_for_batch_ctx(batch=raw.batch, ctx=network.get_control_flow_ctx())
+    if dim.dyn_size_ext is None:
+        dim.dyn_size_ext = lens.copy_template(name="%s:chunk-size" % name)
+    out = raw.copy_template_replace_dim_tag(axis=raw.get_axis_from_description(pad_dim), new_dim_tag=dim)
+    return out.copy_template(name="%s_output" % name)
+'''
+FRAME_HELPER = "chunk_frame"
+FRAME_SOURCE = f'''def {FRAME_HELPER}(source, self, chunk_dim, pad_dim, **_kwargs):
+    """The step's chunk: the raw frame's first max(lengths) frames; sets the chunk dim's sizes."""
+    import tensorflow as tf
+
+    raw = source(0, auto_convert=False, as_data=True)
+    lens = source(1, auto_convert=False, as_data=True)
+    dim = self.output.dim_tags[self.output.get_axis_from_description(chunk_dim)]
+    if dim.dyn_size_ext.placeholder is None:
+        dim.dyn_size_ext.placeholder = lens.copy_compatible_to(dim.dyn_size_ext).placeholder
+    axis = raw.get_axis_from_description(pad_dim)
+    frames = tf.gather(raw.placeholder, tf.range(tf.reduce_max(lens.placeholder)), axis=axis)
+    return frames
+'''
+PAD_HELPER = "chunk_padded"
+PAD_TYPE_HELPER = "chunk_padded_type"
+PAD_SOURCE = f'''def {PAD_TYPE_HELPER}(sources, name, chunk_dim, pad_dim, **_kwargs):
+    """The template of a chunk's value over the static `pad_dim` (N frames)."""
+    y = sources[0].output
+    out = y.copy_template_replace_dim_tag(axis=y.get_axis_from_description(chunk_dim), new_dim_tag=pad_dim)
+    return out.copy_template(name="%s_output" % name)
+
+
+def {PAD_HELPER}(source, chunk_dim, pad_dim, **_kwargs):
+    """A chunk's value filled up with zeros to N frames."""
+    import tensorflow as tf
+
+    y = source(0, auto_convert=False, as_data=True)
+    axis = y.get_axis_from_description(chunk_dim)
+    x = y.placeholder
+    fill = [[0, 0]] * y.batch_ndim
+    fill[axis] = [0, pad_dim.dimension - tf.shape(x)[axis]]
+    shape = x.shape.as_list()
+    shape[axis] = pad_dim.dimension
+    return tf.ensure_shape(tf.pad(x, fill), shape)
+'''
+
+
+@register
+class ChunkPad(OpDef):
+    """A value over `chunk` as one over the static `pad` (internal: what a chunked loop stacks)."""
+
+    name = "chunk_pad"
+    fn_name = None
+    tensors = ("y", "lens")
+    pure = False  # stacked per step: never moved after the loop (its input's lengths are per step)
+
+    def infer(self, dt, args, attrs):
+        y = args[0]
+        return [OutType(dt.canonical(_replace(y.dims, attrs["chunk"], (attrs["pad"],))), y.dtype, y.sparse_dim)]
+
+    def torch(self, ctx, op):
+        a = op.attrs
+        return align_code(ctx.arg(0), _replace(ctx.in_dims(0), a["chunk"], (a["pad"],)), op.outs[0].dims)
+
+    def returnn(self, ctx, op):
+        a = op.attrs
+        return {
+            "class": "eval",
+            "from": [ctx.src(0)],
+            "eval": Code(PAD_HELPER),
+            "out_type": Code(PAD_TYPE_HELPER),
+            "eval_locals": {"chunk_dim": ctx.dim(a["chunk"]), "pad_dim": ctx.dim(a["pad"])},
+        }
+
+    def returnn_helpers(self, op):
+        return {PAD_HELPER: PAD_SOURCE}
+
+
+@register
+class ChunkMerge(OpDef):
+    """Stacked chunks over (`out_axis`, `pad`) back over x's `axis` (internal)."""
+
+    name = "chunk_merge"
+    fn_name = None
+    tensors = ("ys", "x")
+
+    def infer(self, dt, args, attrs):
+        ys = args[0]
+        a = attrs
+        dims = tuple(d for d in ys.dims if d != a["pad"])
+        return [OutType(dt.canonical(_replace(dims, a["out_axis"], (a["axis"],))), ys.dtype, ys.sparse_dim)]
+
+    def torch(self, ctx, op):
+        a = op.attrs
+        dims = ctx.in_dims(0)
+        rest = tuple(d for d in dims if d not in (a["out_axis"], a["pad"]))
+        moved = align_code(ctx.arg(0), dims, (*rest, a["out_axis"], a["pad"]))
+        merged = f"{moved}.flatten(-2)[..., : {ctx.size(a['axis'])}]"
+        return align_code(merged, (*rest, a["axis"]), op.outs[0].dims)
+
+    def returnn(self, ctx, op):
+        # frame t of x is frame t % N of chunk t // N
+        a = op.attrs
+        n = a["size"]
+        sub = {
+            "pos": {"class": "range_in_axis", "from": "data:1", "axis": ctx.dim(a["axis"])},
+            "which": {"class": "eval", "from": "pos", "eval": f"source(0) // {n}"},
+            "within": {"class": "eval", "from": "pos", "eval": f"source(0) % {n}"},
+            "chunks": {"class": "gather", "from": "data:0", "position": "which", "axis": ctx.dim(a["out_axis"])},
+            "output": {"class": "gather", "from": "chunks", "position": "within", "axis": ctx.dim(a["pad"])},
+        }
+        return {"class": "subnetwork", "from": [ctx.src(0), ctx.src(1)], "concat_sources": False, "subnetwork": sub}
