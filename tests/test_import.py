@@ -126,10 +126,12 @@ def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3, sa
                     else:
                         new = value + 0.5 * rng.standard_normal(value.shape)
                     v.load(new.astype(value.dtype), session)
-            out = session.run(fetch, feed_dict=feed)
+            # the parameters the outputs are computed from (a batch norm with RETURNN's defaults before
+            # behavior version 12 moves its statistics outside training too: the run changes them)
             params = {v.name[:-2]: session.run(v) for v in net.get_params_list()}
             if save:
                 _save_checkpoint(net, session, save)
+            out = session.run(fetch, feed_dict=feed)
     return {"inputs": inputs, "lens": lens, "fetch": out, "params": params}
 
 
