@@ -18,6 +18,7 @@ CASES = {
     "ctc": ("corpus_ctc.config", [[7, 4, 6], [3, 2, 2]]),
     "evals": ("corpus_evals.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "old_batch_norm": ("old_batch_norm.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "hybrid_upsampled": ("hybrid_upsampled.config", [[6, 3, 9], [6, 3, 9]]),  # multiples of the pool's 3
 }
 
 

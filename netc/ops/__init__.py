@@ -8,6 +8,7 @@ from netc.ops import ctc_decode as _ctc_decode  # noqa: F401  (ctc_greedy, ctc_p
 from netc.ops import defs as _defs  # noqa: F401  (elementwise, creation, Linear, structure)
 from netc.ops import elementwise as _elementwise  # noqa: F401  (maximum, minimum, clip, abs, pow)
 from netc.ops import frames as _frames  # noqa: F401  (slice_frames, pad_frames, shift_right, replace_dim)
+from netc.ops import fit_frames as _fit_frames  # noqa: F401  (fit_frames)
 from netc.ops import fused as _fused  # noqa: F401  (the loops fuse_cells makes native)
 from netc.ops import grow as _grow  # noqa: F401  (empty, cum_concat)
 from netc.ops import losses as _losses  # noqa: F401  (cross_entropy, ctc_loss)
