@@ -120,8 +120,10 @@ class LossLayers:
             opts.pop("beam_width", None)  # decoding only
             opts.pop("use_native", None)  # RETURNN's own implementation of the same loss
             _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"), normalized=val.log_probs)
-        if opts or d.get("loss_scale", 1.0) != 1.0:
-            raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts) or ['loss_scale']} not supported")
+        if opts:
+            raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts)} not supported")
+        if d.get("loss_scale", 1.0) != 1.0:  # the loss's weight in training: its value the same
+            self.dropped.setdefault("loss_scale", []).append(full)
         target = self._target(d, full)
         out = feature(logits, self.dims)
         if scope.rec is not None:  # stacked in the loop, the loss after it
