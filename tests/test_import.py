@@ -1030,7 +1030,20 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ('{"class": "cast", "dtype": "float16"}', "dtype 'float16' (float32, int32, bool are supported)"),
         ('{"class": "expand_dims", "axis": "B"}', "axis 'B' (F, T, spatial or a number is supported)"),
         ('{"class": "split", "size_splits": [1, 2]}', "parts [1, 2] do not add up to the feature dim's 4"),
-        ('{"class": "reinterpret_data", "set_axes": {"F": 1}}', "option set_axes not supported"),
+        ('{"class": "reinterpret_data", "set_axes": {"F": 1}}', "set_axes {'F': 1} (with enforce_batch_major, of a ["),
+        (
+            '{"class": "reinterpret_data", "enforce_batch_major": True, "set_axes": {"T": 2, "F": 1}}',
+            "set_axes {'T': 2, 'F': 1} (with enforce_batch_major, of a [B, T, F] value: T 1 and F 2",
+        ),
+        (
+            '{"class": "eval", "eval": "tf.exp(source(0))", "loss": "ce", "target": "classes",'
+            ' "loss_opts": {"label_smoothing": 0.1}}',
+            "a ce loss on a layer of probabilities with input_type or label_smoothing",
+        ),
+        (
+            '{"class": "eval", "eval": "tf.exp(source(0))", "loss": "ce", "target": "classes"}',
+            "a ce loss on values whose feature dim is not the target's classes",
+        ),
         ('{"class": "reinterpret_data", "size_base": 3}', "size_base: a layer of one time dim, the base's an input's"),
         ('{"class": "window", "window_size": 3, "stride": 0}', "stride 0 (a positive int)"),
         ('{"class": "window", "window_size": 3, "padding": "valid", "window_left": 1}', "window_left/window_right wi"),

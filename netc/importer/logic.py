@@ -2,7 +2,8 @@
 `constant` → a number or `full`, `length` → a sum of ones over the time dim, `cast`,
 `expand_dims` → `expand`, `split` (its sub-layers `split/0`, ...) → `split`, and the forms of
 `reinterpret_data` that only rename: a copy, `size_base` (the two time dims are one, or the
-first frames of a layer's as those of an input's: `fit_frames`), a new dim
+first frames of a layer's as those of an input's: `fit_frames`), `set_axes` restating the
+defaults, a new dim
 tag for a dynamic dim (`replace_dim`), labels over another class dim (`set_sparse_dim`: `cast`)."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ KNOWN = {
         "enforce_time_major",
         "set_sparse",
         "set_sparse_dim",
+        "set_axes",
     },
 }
 _COMPARE = {
@@ -239,6 +241,8 @@ class LogicLayers:
         dims = src.dims
         if "size_base" in d:
             value, dims = self._size_base(d, scope, src, full)
+        if "set_axes" in d:
+            self._set_axes(d, src, full)
         tags = d.get("set_dim_tags") or {}
         pairs = list(tags.items()) if isinstance(tags, dict) else tags  # or a list of (old tag, new tag)
         if not isinstance(pairs, list) or not all(isinstance(p, list | tuple) and len(p) == 2 for p in pairs):
@@ -266,6 +270,35 @@ class LogicLayers:
                 value = call("cast", value, literal("int32"), class_dim=self.dim(sparse))
         self._emit(scope, var, value, layer)
         return Val(name(var), dims, sparse)
+
+    def _set_axes(self, d: dict, src: Val, full: str) -> None:
+        """`set_axes` that restates a batch-major [B, T, F] value's time axis (1: its dynamic dim,
+        or a dim of size 1 a `reduce` kept in its place) and feature axis (2: its static dim),
+        which RETURNN has there already: nothing changes (netc's dims are named; the conformer
+        hybrids' i-vector layers). Others move the axes' meaning (which dim a later `T`/`F`
+        names): refused."""
+        axes = d["set_axes"]
+        dims = src.dims
+        ok = (
+            isinstance(axes, dict)
+            and d.get("enforce_batch_major") is True
+            and len(dims) == 3
+            and dims[0] == BATCH
+            and src.sparse is None
+            and (self.dims.is_dynamic(dims[1]) or self.dims.size(dims[1]) == 1)
+            and self.dims.is_static(dims[2])
+            and all(
+                isinstance(k, str) and isinstance(v, int) and {"T": 1, "F": 2}.get(k.upper()) == v
+                for k, v in axes.items()
+            )
+        )
+        if not ok:
+            raise Refused(
+                full,
+                "reinterpret_data",
+                f"set_axes {axes!r} (with enforce_batch_major, of a [B, T, F] value: T 1 and F 2, RETURNN's axes "
+                "there already, are supported)",
+            )
 
     def _size_base(self, d: dict, scope, src: Val, full: str) -> tuple[Expr, tuple]:
         """`size_base`: the layer's frames are those of another layer's one time dim, whose lengths
