@@ -1037,8 +1037,8 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ),
         (
             '{"class": "eval", "eval": "tf.exp(source(0))", "loss": "ce", "target": "classes",'
-            ' "loss_opts": {"label_smoothing": 0.1}}',
-            "a ce loss on a layer of probabilities with input_type or label_smoothing",
+            ' "loss_opts": {"input_type": "logits"}}',
+            "a ce loss on a layer of probabilities with input_type 'logits'",
         ),
         (
             '{"class": "eval", "eval": "tf.exp(source(0))", "loss": "ce", "target": "classes"}',

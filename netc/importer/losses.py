@@ -4,6 +4,8 @@ layer stacks its logits in the loop and is marked after it."""
 
 from __future__ import annotations
 
+import math
+
 import libcst as cst
 
 from netc.importer.dims import BATCH
@@ -148,8 +150,11 @@ class LossLayers:
         renormalised. Marked for `_mark_loss`; the probabilities stand where logits would."""
         opts = d.get("loss_opts") or {}
         cls = d.get("class", "?")
-        if opts.get("input_type", "prob") != "prob" or opts.get("label_smoothing"):
-            raise Refused(full, cls, "a ce loss on a layer of probabilities with input_type or label_smoothing")
+        if opts.get("input_type", "prob") != "prob":
+            raise Refused(full, cls, f"a ce loss on a layer of probabilities with input_type {opts['input_type']!r}")
+        ls = opts.get("label_smoothing", 0.0)
+        if not isinstance(ls, int | float) or isinstance(ls, bool) or not 0 <= ls < 1:
+            raise Refused(full, cls, f"label_smoothing {ls!r} (a number in [0, 1) is supported)")
         if val.sparse is not None or val.is_list:
             raise Refused(full, cls, "a ce loss on labels (probabilities over the target's classes are supported)")
         target = self._target(d, full)
@@ -159,6 +164,24 @@ class LossLayers:
         self.dims.join(feat, target.sparse)
         self._prob_ce = {*getattr(self, "_prob_ce", set()), full}
         return val
+
+    def _smoothed_prob_ce(self, probs: Val, target: Val, out: str, ls: float):
+        """RETURNN's label-smoothed cross entropy of probabilities (`smoothing_cross_entropy` with
+        `logits_are_normalized`): -sum(q * log(max(p, 1e-20))) over the classes, q the target's
+        1 - ls and ls / (V - 1) elsewhere, minus its constant best value (as RETURNN subtracts it)."""
+        v = self.dims.size(out)
+        conf, low = 1.0 - ls, ls / max(v - 1, 1)
+        best = -(conf * math.log(conf) + (v - 1) * low * math.log(low + 1e-20))
+        q = cst.BinaryOperation(
+            cst.BinaryOperation(call("one_hot", target.expr), cst.Multiply(), num(conf - low)),
+            cst.Add(),
+            num(low),
+            lpar=[cst.LeftParen()],
+            rpar=[cst.RightParen()],
+        )
+        logp = call("log", call("maximum", probs.expr, num(1e-20)))
+        summed = call("reduce_sum", cst.BinaryOperation(q, cst.Multiply(), logp), axis=self.dim(out))
+        return cst.BinaryOperation(cst.UnaryOperation(cst.Minus(), summed), cst.Subtract(), num(best))
 
     def _loss_name(self, layer: str, kind: str, is_output) -> str:
         """The layer's name (`<layer>_<kind>` where it is an output too)."""
@@ -196,6 +219,8 @@ class LossLayers:
                 picked = cst.BinaryOperation(logits.expr, cst.Multiply(), call("one_hot", target.expr))
                 p = call("reduce_sum", picked, axis=self.dim(out))
                 value = cst.UnaryOperation(cst.Minus(), call("log", call("maximum", p, num(1e-20))))
+                if smoothing:
+                    value = self._smoothed_prob_ce(logits, target, out, float(smoothing))
             else:
                 self.imports.add("cross_entropy")
                 kw = {"axis": self.dim(out)}
