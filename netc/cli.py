@@ -486,7 +486,7 @@ def verify(
     _progress_on()
     with _one_line("verify", verbose, user_errors=(ValueError,)):  # e.g. --search without `choice`, --params
         from netc_runtime.npz import read_params
-        from netc_runtime.verify import TOLERANCE
+        from netc_runtime.verify import TOLERANCE, eager_cannot_run
         from netc_runtime.verify import verify as run_verify
 
         g = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
@@ -496,12 +496,14 @@ def verify(
             model, g, backends, seed=seed, batch=batch, max_len=max_len, search=search, params=params
         )
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
+    if comps and comps[0].reference != "eager":
+        click.echo(f"  (eager mode runs one sequence at a time and cannot run this model: {eager_cannot_run(g)})")
     ok = True
     for c in comps:
         ok &= c.ok
         relative = f", relative to |loss| = {c.scale:.4g}" if c.scale != 1.0 else ""
         click.echo(
-            f"  {c.output:<16} eager vs {c.backend:<8} max|Δ| = {c.max_abs_diff:.3e}  "
+            f"  {c.output:<16} {c.reference} vs {c.backend:<8} max|Δ| = {c.max_abs_diff:.3e}  "
             f"({c.valid_frames} valid values{relative})  {'ok' if c.ok else 'FAIL'}"
         )
     if not ok:

@@ -355,6 +355,33 @@ CASES = [
         11,
     ),
     (
+        "fit_frames_onto_a_dim_without_lengths",
+        """
+        from netc import fit_frames
+        other = Dim("other")
+
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return fit_frames(x, axis=time, out_axis=other)
+        """,
+        "`fit_frames` over dynamic dim `other`, whose lengths are not known here",
+        6,
+        11,
+    ),
+    (
+        "fit_frames_of_a_static_dim",
+        """
+        from netc import fit_frames
+
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return fit_frames(x, axis=feat, out_axis=time)
+        """,
+        "`fit_frames` needs `axis` to be a dynamic dim of [batch, time, feat]",
+        5,
+        11,
+    ),
+    (
         "slice_of_a_tensor",
         """
         @network

@@ -21,6 +21,7 @@ MODELS = [
     "loop_over_made_dim.py",
     "teacher_forced_enc_state.py",
     "ops_pool.py",
+    "fit_frames.py",
     "ops_lstm_cell.py",
     "ops_layer_norm_eps.py",
     "ops_gru_cell.py",

@@ -293,14 +293,39 @@ def _bn_helper_source(name: str) -> str:
 '''
 
 
+BN_MOVED_HELPER = "masked_batch_norm_moved"
+
+
+def _bn_moved_helper_source(name: str) -> str:
+    return f'''def {name}(
+    x, mask: torch.Tensor | None, mean, variance, gamma, beta, training: bool, momentum: float, eps: float
+):
+    """`BatchNorm(update_in_inference=True)`: as `masked_batch_norm`, but also in inference the
+    running statistics first move `momentum` towards the valid frames' and are then used (RETURNN's
+    `batch_norm` defaults before behavior version 12)."""
+    axes = [i for i in range(x.dim() - 1)]  # a list: TorchScript has no tuple(range(...))
+    valid = torch.ones_like(x[..., :1]) if mask is None else mask.to(x.dtype).expand_as(x[..., :1])
+    n = valid.sum()
+    m = (x * valid).sum(axes) / n
+    v = ((x - m) ** 2 * valid).sum(axes) / n
+    with torch.no_grad():
+        mean.add_((m - mean) * momentum)
+        variance.add_((v - variance) * momentum)
+    if training:
+        mean, variance = m, v
+    return (x - mean) * torch.rsqrt(variance + eps) * gamma + beta
+'''
+
+
 @register
 class BatchNorm(OpDef):
     """`BatchNorm(eps=1e-3, momentum=0.1)(x)` on x [batch, feature] or [batch, time, feature]:
     per feature, (x - mean) / sqrt(variance + eps) * gamma + beta. In training, mean and (biased)
     variance of the valid frames of the batch, and the running statistics then move by
-    `momentum` towards them; otherwise the running statistics. RETURNN `batch_norm` (param
-    version 2, masked time); its variables are the roles `batch_norm/v2_mean`, `.../v2_variance`
-    (not trained), `.../v2_gamma`, `.../v2_beta`."""
+    `momentum` towards them; otherwise the running statistics, with `update_in_inference` first
+    moved so too (RETURNN's defaults before behavior version 12: in inference the numbers depend
+    on the batch). RETURNN `batch_norm` (param version 2, masked time); its variables are the roles
+    `batch_norm/v2_mean`, `.../v2_variance` (not trained), `.../v2_gamma`, `.../v2_beta`."""
 
     name = "batch_norm"
     fn_name = "BatchNorm"
@@ -310,7 +335,7 @@ class BatchNorm(OpDef):
     ROLES = ("batch_norm/v2_mean", "batch_norm/v2_variance", "batch_norm/v2_gamma", "batch_norm/v2_beta")
     param_init = dict(zip(ROLES, ("zeros", "ones", "ones", "zeros")))
 
-    def ctor(self, eps=1e-3, momentum=0.1):
+    def ctor(self, eps=1e-3, momentum=0.1, update_in_inference=False):
         pass
 
     def infer(self, dt, args, attrs):
@@ -328,6 +353,12 @@ class BatchNorm(OpDef):
                 raise DimError(
                     f"`BatchNorm` needs `{k}` to be a number in {'[0, 1]' if k == 'momentum' else '[0, inf)'}, got {v!r}"
                 )
+        if not isinstance(attrs["update_in_inference"], bool):
+            raise DimError(
+                f"`BatchNorm` needs `update_in_inference` to be True or False, got {attrs['update_in_inference']!r}"
+            )
+        if attrs["update_in_inference"] and not dyn:  # RETURNN: TF's fused batch norm, updated in training only
+            raise DimError("`BatchNorm(update_in_inference=True)` normalises [batch, time, feature] only")
         return [OutType(x.dims)]
 
     def params(self, dt, args, attrs):
@@ -342,13 +373,19 @@ class BatchNorm(OpDef):
             "in_dim": ctx.dim(dims[-1]),
             "epsilon": float(op.attrs["eps"]),
             "momentum": float(op.attrs["momentum"]),
-            "update_sample_only_in_training": True,
-            "delay_sample_update": True,
+            # in inference too: moved, then used (RETURNN's defaults before behavior version 12)
+            "update_sample_only_in_training": not op.attrs["update_in_inference"],
+            "delay_sample_update": not op.attrs["update_in_inference"],
             "param_version": 2,
             "masked_time": len(dims) == 3,  # statistics over the valid frames only
         }
 
+    def batch_coupled(self, attrs):
+        return bool(attrs["update_in_inference"])
+
     def torch_helpers(self, op):
+        if op.attrs["update_in_inference"]:
+            return {BN_MOVED_HELPER: _bn_moved_helper_source}
         return {BN_HELPER: _bn_helper_source}
 
     def torch(self, ctx, op):
@@ -356,8 +393,9 @@ class BatchNorm(OpDef):
         mask = ctx.mask(dims[1], dims) if len(dims) == 3 else "None"
         mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
         a = op.attrs
+        helper = BN_MOVED_HELPER if a["update_in_inference"] else BN_HELPER
         return (
-            f"{ctx.helper(BN_HELPER)}({ctx.arg(0)}, {mask}, {mean}, {var}, {gamma}, {beta}, {ctx.training}, "
+            f"{ctx.helper(helper)}({ctx.arg(0)}, {mask}, {mean}, {var}, {gamma}, {beta}, {ctx.training}, "
             f"{float(a['momentum'])!r}, {float(a['eps'])!r})"
         )
 
@@ -367,6 +405,10 @@ class BatchNorm(OpDef):
         if ctx.training:  # one sequence at a time: the batch's statistics are not there
             raise EagerUnsupported(
                 "eager mode runs one sequence at a time: `BatchNorm` in training mode needs the whole batch",
+            )
+        if attrs["update_in_inference"]:
+            raise EagerUnsupported(
+                "eager mode runs one sequence at a time: `BatchNorm(update_in_inference=True)` needs the whole batch",
             )
         mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
         return (args[0].data - mean) * torch.rsqrt(var + float(attrs["eps"])) * gamma + beta

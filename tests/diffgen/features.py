@@ -37,6 +37,7 @@ FEATURES = frozenset(
         "expand_dyn",
         "max_pool",
         "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it, Conv2d
+        "batch_norm_moved",  # BatchNorm(update_in_inference=True): the whole batch's statistics (torch the reference)
         "conv2d_strided",  # Conv2d with a time stride ("same": each sequence's own padding) or "valid", onto `c2time`
         "conv_causal",  # Conv1d with padding 'causal' (left only)
         "conv_loop",  # a loop over the dim a valid Conv1d made (sequences shorter than its filter: no frame)
@@ -122,6 +123,8 @@ FEATURES = frozenset(
         "range_over",
         "slice_frames",
         "pad_frames",
+        "fit_frames",  # padded onto a new dim and read back over the first (each sequence's first frames)
+        "fit_frames_up",  # a ConvTranspose1d's output read over the input's frames (the hybrids' upsampling)
         "shift_right",
         "self_attention",
         "rel_pos",  # relative positions' scores in the self-attention
