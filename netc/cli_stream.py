@@ -38,9 +38,7 @@ def export_streaming(
     from netc.passes import dce
     from netc.passes.inference import inference_graph
     from netc.stream import step_graph
-    from netc_runtime.export import check
-    from netc_runtime.export import export as run_export
-    from netc_runtime.stream_export import transducer_op, write_decoder, write_step
+    from netc_runtime.stream_export import transducer_op, write_decoder, write_module, write_step
 
     g = _graph(model, network, hoist=False, whole_sequence=False, fuse=False)
     full = inference_graph(g)
@@ -56,17 +54,7 @@ def export_streaming(
     enc.outputs = [Output(name="encoder", value=op.args[0])]
     enc, _ = dce.transform(enc)
     if whole_encoder:
-        sig = run_export(enc, fmt, output, params_path, seed)
-        try:
-            checked = check(enc, fmt, output, params_path, seed)
-        except Exception:
-            Path(output).unlink(missing_ok=True)
-            raise
-        sizes = {d.name: d.size for d in enc.dims}
-        inputs = [(n, ds) for n, ds in sig.inputs if n not in sig.left_out]
-        click.echo(f"wrote {output} ({fmt}, the whole-sequence encoder): ({_show(sizes, inputs)}) -> "
-                   f"({_show(sizes, sig.outputs)})")
-        click.echo(f"checked: batch 4: max|Δ| = {checked.max_abs_diff:.3e} vs torch")
+        _report(write_module(enc, g, fmt, output, params_path, seed), enc, "the whole-sequence encoder", fmt)
     else:
         try:
             plan = step_graph(enc, axis or op.attrs["axis"])

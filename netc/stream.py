@@ -129,6 +129,12 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
     the network outputs to keep (all by default); the others are left out, also where they
     cannot stream."""
     axis, span = streamed_axis(g, axis)
+    if not any(axis in i.value.dims for i in g.inputs):
+        maker = next((n for n in g.body if isinstance(n, Op) and _makes(n, axis)), None)
+        why = f"no input has `{axis}`, so the host has no frames of it to feed"
+        if maker is not None:
+            raise CompileError(maker.span, f"cannot stream over `{axis}`: {why}; `{maker.op}` makes it from whole sequences")
+        raise CompileError(span, f"cannot stream over `{axis}`: {why}", file=g.source_file)
     plan = StepPlan(graph=g, axis=axis, span=span)
     whole: dict[int, _Whole] = {}  # values that need the whole sequence
     kind: dict[int, Kind] = {}
@@ -252,6 +258,10 @@ def _inline(n: Loop, axis: str, plan: StepPlan, kind, alias, made, need, inputs)
         alias[last.out.id], kind[last.out.id] = renames.get(last.value, last.value), "final"
     replace_uses(n.body, renames)
     return n.body
+
+
+def _makes(n: Op, axis: str) -> bool:
+    return _mentions(n.attrs, axis) and any(axis in v.dims for v in n.outs)
 
 
 def _reader(n: Loop, v: int) -> Span:

@@ -47,7 +47,8 @@ def _params_file(full: Graph, step: Graph, params_path: str | None, seed: int) -
     return path
 
 
-def _write(step: Graph, full: Graph, fmt: str, output: str, params_path: str | None, seed: int) -> Written:
+def write_module(step: Graph, full: Graph, fmt: str, output: str, params_path: str | None, seed: int) -> Written:
+    """`step`'s module (checked against torch), its parameters as the whole network `full` draws them."""
     params = _params_file(full, step, params_path, seed)
     sig = export(step, fmt, output, params, seed)
     try:
@@ -76,7 +77,7 @@ def _dtypes(g: Graph) -> dict[str, str]:
 def write_step(plan: StepPlan, full: Graph, fmt: str, output: str, params_path: str | None, seed: int) -> Written:
     """The step module of `plan` and its sidecar."""
     step = plan.graph
-    written = _write(step, full, fmt, output, params_path, seed)
+    written = write_module(step, full, fmt, output, params_path, seed)
     sig, dtypes = written.sig, _dtypes(step)
     caches = {c.input: c for c in plan.caches}
     inputs = []
@@ -157,8 +158,8 @@ def write_decoder(
     for inp, name in zip(joint_graph.inputs, ["enc", "pred"]):
         inp.name = name
     base, ext = _stem(output)
-    pred_w = _write(pred_graph, g, fmt, f"{base}.predict{ext}", params_path, seed)
-    joint_w = _write(joint_graph, g, fmt, f"{base}.joint{ext}", params_path, seed)
+    pred_w = write_module(pred_graph, g, fmt, f"{base}.predict{ext}", params_path, seed)
+    joint_w = write_module(joint_graph, g, fmt, f"{base}.joint{ext}", params_path, seed)
     values = values_by_id(g)
     state_init = []
     for k in range(n_state):
