@@ -32,6 +32,11 @@ FORMATS = ("onnx", "torchscript", "torch-export")
 )
 @click.option("--axis", help="--streaming: the dim a step advances over (default: the loops').")
 @click.option(
+    "--outputs",
+    "only_outputs",
+    help="--streaming: the outputs the step module returns, comma-separated (default: all).",
+)
+@click.option(
     "--whole-encoder",
     is_flag=True,
     help="--streaming, a network with transducer_search: its encoder as a whole-sequence module.",
@@ -50,6 +55,7 @@ def export(
     search: bool,
     streaming: bool,
     axis: str | None,
+    only_outputs: str | None,
     whole_encoder: bool,
     hoist: bool,
     whole_sequence: bool,
@@ -69,10 +75,11 @@ def export(
         from netc.cli_stream import export_streaming
 
         with _one_line("export", verbose, user_errors=(KeyError, ValueError, OSError)):
-            export_streaming(model, network, fmt, output, params_path, seed, axis, whole_encoder)
+            names = [n.strip() for n in only_outputs.split(",")] if only_outputs else None
+            export_streaming(model, network, fmt, output, params_path, seed, axis, names, whole_encoder)
         return
-    if axis or whole_encoder:
-        raise click.UsageError("--axis and --whole-encoder go with --streaming")
+    if axis or only_outputs or whole_encoder:
+        raise click.UsageError("--axis, --outputs and --whole-encoder go with --streaming")
     with _one_line("export", verbose, user_errors=(KeyError, ValueError, OSError)):  # --params' or -o's mistakes
         from netc.outputs import prepare
         from netc_runtime.export import check

@@ -23,8 +23,15 @@ def _report(written, graph, what: str, fmt: str) -> None:
 
 
 def export_streaming(
-    model: str, network: str | None, fmt: str, output: str, params_path: str | None, seed: int,
-    axis: str | None, whole_encoder: bool,
+    model: str,
+    network: str | None,
+    fmt: str,
+    output: str,
+    params_path: str | None,
+    seed: int,
+    axis: str | None,
+    outputs: list[str] | None,
+    whole_encoder: bool,
 ) -> None:
     """Compile MODEL as written (no hoisting or fusing) and write its step module to `output`
     with `<output>.json`; a network with `transducer_search`: its encoder's step module (or,
@@ -45,7 +52,10 @@ def export_streaming(
     op = transducer_op(full)
     prepare(output)
     if op is None:
-        plan = step_graph(full, axis)
+        unknown = [n for n in outputs or [] if n not in {o.name for o in full.outputs}]
+        if unknown:
+            raise ValueError(f"--outputs: `{g.network}` has no output {', '.join(map(repr, unknown))}")
+        plan = step_graph(full, axis, outputs)
         written = write_step(plan, g, fmt, output, params_path, seed)
         _report(written, plan.graph, f"a step over `{plan.axis}`", fmt)
         click.echo(f"caches: {', '.join(c.name for c in plan.caches) or 'none'}; sidecar {output}.json")

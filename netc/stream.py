@@ -107,7 +107,7 @@ def streamed_axis(g: Graph, axis: str | None = None) -> tuple[str, Span | None]:
         raise CompileError(
             other.span,
             f"this loop steps over `{other.axis}`, an earlier one over `{loops[0].axis}`: "
-            "a streamed network's loops step over one dim",
+            "a streamed network's loops step over one dim (name it with --axis)",
         )
     return loops[0].axis, loops[0].span
 
@@ -133,7 +133,9 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
         maker = next((n for n in g.body if isinstance(n, Op) and _makes(n, axis)), None)
         why = f"no input has `{axis}`, so the host has no frames of it to feed"
         if maker is not None:
-            raise CompileError(maker.span, f"cannot stream over `{axis}`: {why}; `{maker.op}` makes it from whole sequences")
+            raise CompileError(
+                maker.span, f"cannot stream over `{axis}`: {why}; `{maker.op}` makes it from whole sequences"
+            )
         raise CompileError(span, f"cannot stream over `{axis}`: {why}", file=g.source_file)
     plan = StepPlan(graph=g, axis=axis, span=span)
     whole: dict[int, _Whole] = {}  # values that need the whole sequence
@@ -183,7 +185,6 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
                 made.update({v.id: m for v in m.outs})
                 body.append(m)
             continue
-        _refuse_loop(n)
         if n.axis != axis:  # a loop over another dim: it runs in each step if it reads no frame
             res = combine(node_uses(n), n.span, "this loop")
             if not isinstance(res, _Whole) and res != "const":
@@ -191,6 +192,7 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
             if settle(n.results(), res):
                 body.append(copy.deepcopy(n))
             continue
+        _refuse_loop(n)
         body.extend(_inline(copy.deepcopy(n), axis, plan, kind, alias, made, need, inputs))
     replace_uses(body, alias)
     step_outputs = []
@@ -205,7 +207,12 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
     step_outputs += [Output(name=c.output, value=c.next) for c in plan.caches]
     dims = [d for d in g.dims if d.name != axis]
     step = Graph(
-        source_file=g.source_file, network=g.network, dims=dims, inputs=inputs, params=list(g.params), body=body,
+        source_file=g.source_file,
+        network=g.network,
+        dims=dims,
+        inputs=inputs,
+        params=list(g.params),
+        body=body,
         outputs=step_outputs,
     )
     step, _ = dce.transform(step)

@@ -215,4 +215,3 @@ def _fill_of(g: Graph, v: int) -> float:
                 "from a constant (`zeros`, `ones`, `full`)",
             )
     raise AssertionError(v)
-

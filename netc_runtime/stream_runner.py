@@ -164,7 +164,11 @@ class TransducerDecoder:
         return s - np.log(np.exp(s).sum(axis=-1, keepdims=True))
 
     def search(
-        self, enc: np.ndarray, lens: np.ndarray, method: str | None = None, beam: int | None = None,
+        self,
+        enc: np.ndarray,
+        lens: np.ndarray,
+        method: str | None = None,
+        beam: int | None = None,
         max_sym_per_frame: int | None = None,
     ) -> tuple[list[list[int]], list[float]]:
         """Each sequence's best labels and score over encoder frames enc [batch, time, ...] (`lens`

@@ -158,10 +158,11 @@ def random_inputs(
     """Random inputs whose padded frames hold garbage, so that any leak of padding shows.
     `batch`: the batch size where no input has a dynamic dim (no lengths tell it)."""
     sizes = {d.name: d.size for d in g.dims}
+    n_seqs = len(next(iter(lens.values()))) if lens else batch
     out = {}
     for inp in g.inputs:
         shape = [
-            (len(next(iter(lens.values()))) if lens else batch) if d == "batch" else int(lens[d].max()) if sizes[d] is None else sizes[d]
+            n_seqs if d == "batch" else int(lens[d].max()) if sizes[d] is None else sizes[d]
             for d in inp.annotated_dims
             if d != inp.value.sparse_dim
         ]

@@ -42,7 +42,9 @@ def test_streamed_encoder_and_decoder_equal_netc_search(method, beam, max_sym, f
     lens = random_lengths(g, 4, 9, rng)
     inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
     out = tmp_path / f"enc.{fmt}"
-    proc = run_netc("export", model, "--streaming", "--format", fmt, "-o", out, "--params", _npz(params, tmp_path / "p.npz"))
+    proc = run_netc(
+        "export", model, "--streaming", "--format", fmt, "-o", out, "--params", _npz(params, tmp_path / "p.npz")
+    )
     assert proc.returncode == 0, proc.stderr
     assert "the encoder's step over `time`" in proc.stdout and f"{method} search" in proc.stdout
     enc = run(StepModule(out), inputs, lens["time"])["encoder"]  # [batch, time, hidden], frame by frame
@@ -71,11 +73,16 @@ def test_conformer_decoder_equals_netc_greedy_and_modified(tmp_path):
     out = tmp_path / "ct.onnx"
     args = ["export", CONFORMER, "--network", "conformer_transducer_modified", "--streaming", "--format", "onnx"]
     refused = run_netc(*args, "-o", out)
-    assert refused.returncode == 1 and "conformer_transducer.py:128:13: error: cannot stream over `enc_time`" in refused.stderr
+    assert (
+        refused.returncode == 1
+        and "conformer_transducer.py:128:13: error: cannot stream over `enc_time`" in refused.stderr
+    )
     proc = run_netc(*args, "--whole-encoder", "-o", out, "--params", _npz(params, tmp_path / "p.npz"))
     assert proc.returncode == 0, proc.stderr
     session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
-    enc, enc_lens = session.run(["encoder", "enc_time_lens"], {"x": inputs["x"], "time_lens": lens["time"].astype(np.int64)})
+    enc, enc_lens = session.run(
+        ["encoder", "enc_time_lens"], {"x": inputs["x"], "time_lens": lens["time"].astype(np.int64)}
+    )
     decoder = TransducerDecoder(tmp_path / "ct.decoder.json")
 
     modified = run_torch(g, inputs, lens, params)
