@@ -24,12 +24,16 @@ import numpy as np
 Arrays = dict[str, np.ndarray]
 
 
-def _load(path: str, fmt: str, outputs: list[str]) -> Callable[[Arrays], Arrays]:
-    """The file as a function of its inputs by name, giving its outputs by name (file names)."""
+def _load(path: str, fmt: str, outputs: list[str], threads: int | None = None) -> Callable[[Arrays], Arrays]:
+    """The file as a function of its inputs by name, giving its outputs by name (file names).
+    `threads`: onnxruntime's threads within an op (torch's are the process's: torch.set_num_threads)."""
     if fmt == "onnx":
         import onnxruntime
 
-        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         taken = {i.name for i in session.get_inputs()}  # an input nothing reads is not in the graph
 
         def run(inputs: Arrays) -> Arrays:
@@ -56,7 +60,7 @@ def _shape(row: dict, batch: int) -> tuple[int, ...]:
 class StepModule:
     """One step of a streamed network: frames and caches in, outputs and new caches out."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, threads: int | None = None):
         path = str(path)
         self.meta = json.loads(Path(f"{path}.json").read_text())
         if self.meta.get("kind") != "step":
@@ -65,7 +69,7 @@ class StepModule:
         self.caches = self.meta["caches"]
         self.outputs = self.meta["outputs"]
         names = [o["file_name"] for o in self.outputs] + [c["output"] for c in self.caches]
-        self._run = _load(path, self.meta["format"], names)
+        self._run = _load(path, self.meta["format"], names, threads)
 
     def initial_caches(self, batch: int) -> Arrays:
         return {c["input"]: np.full(_shape(c, batch), c["init"], dtype=c["dtype"]) for c in self.caches}
