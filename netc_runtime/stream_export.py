@@ -102,6 +102,13 @@ def write_step(plan: StepPlan, full: Graph, fmt: str, output: str, params_path: 
         }
         for name, kind in plan.outputs.items()
     ]
+    # the lengths of dims the step's outputs have that ops make (`<dim>_lens`), as the file returns them
+    cache_outs = {c.output for c in plan.caches}
+    outputs += [
+        {**_tensor(step, name, dims, "int64"), "file_name": files[name], "kind": "lengths", "axis": None}
+        for name, dims in sig.outputs
+        if name not in plan.outputs and name not in cache_outs
+    ]
     cache_rows = [
         {
             **_tensor(step, c.name, dims_of[c.output], c.value.dtype),

@@ -53,8 +53,12 @@ def _load(path: str, fmt: str, outputs: list[str], threads: int | None = None) -
     return run_ts
 
 
-def _shape(row: dict, batch: int) -> tuple[int, ...]:
-    return tuple(batch if d == "batch" else int(n) for d, n in zip(row["dims"], row["shape"]))
+def _shape(row: dict, batch: int, sizes: dict[str, int] | None = None) -> tuple[int, ...]:
+    """A tensor's shape: the batch, static sizes, and other dynamic dims' sizes from `sizes`."""
+    sizes = sizes or {}
+    return tuple(
+        batch if d == "batch" else int(sizes[d] if n is None else n) for d, n in zip(row["dims"], row["shape"])
+    )
 
 
 class StepModule:
@@ -71,8 +75,15 @@ class StepModule:
         names = [o["file_name"] for o in self.outputs] + [c["output"] for c in self.caches]
         self._run = _load(path, self.meta["format"], names, threads)
 
-    def initial_caches(self, batch: int) -> Arrays:
-        return {c["input"]: np.full(_shape(c, batch), c["init"], dtype=c["dtype"]) for c in self.caches}
+    def initial_caches(self, batch: int, sizes: dict[str, int] | None = None) -> Arrays:
+        """The caches before the first step; `sizes`: the (padded) size of each dynamic dim a cache
+        has besides the batch (a state over an input's other dim: `sizes_of` its inputs)."""
+        return {c["input"]: np.full(_shape(c, batch, sizes), c["init"], dtype=c["dtype"]) for c in self.caches}
+
+    def sizes_of(self, consts: Arrays) -> dict[str, int]:
+        """The sizes of the dims of the inputs that every step reads, as given."""
+        rows = {r["name"]: r for r in self.inputs if r["kind"] == "const"}
+        return {d: n for k, v in consts.items() if k in rows for d, n in zip(rows[k]["dims"], np.shape(v))}
 
     def step(self, inputs: Arrays, caches: Arrays) -> tuple[Arrays, Arrays]:
         """One step: `inputs` by name (each frame input's frame of this step, the others whole),
@@ -80,7 +91,8 @@ class StepModule:
         feed = {**inputs, **{c["input"]: caches[c["input"]] for c in self.caches if c["read"]}}
         got = self._run(feed)
         outs = {o["name"]: got[o["file_name"]] for o in self.outputs}
-        return outs, {c["input"]: got[c["output"]] for c in self.caches}
+        # as the next step takes them (a module may compute labels as int64 where the cache is int32)
+        return outs, {c["input"]: np.asarray(got[c["output"]]).astype(c["dtype"], copy=False) for c in self.caches}
 
 
 def _keep(valid: np.ndarray, dims: list[str], new: np.ndarray, old: np.ndarray) -> np.ndarray:
@@ -97,7 +109,7 @@ class Stream:
 
     def __init__(self, module: StepModule, batch: int, consts: Arrays | None = None):
         self.module, self.batch, self.consts = module, batch, dict(consts or {})
-        self.caches = module.initial_caches(batch)
+        self.caches = module.initial_caches(batch, module.sizes_of(self.consts))
         self._finals: Arrays = {}
 
     def feed(self, frames: Arrays, valid: np.ndarray | None = None) -> Arrays:
@@ -119,11 +131,15 @@ class Stream:
         return dict(self._finals)
 
 
-def run(module: StepModule, inputs: Arrays, lens: np.ndarray) -> Arrays:
+def run(module: StepModule, inputs: Arrays, lens: np.ndarray | dict[str, np.ndarray]) -> Arrays:
     """The padded batch `inputs` (whole sequences, batch-major as the whole-sequence module
-    takes them; `lens`: each sequence's frames) fed one step at a time: the outputs as the
-    whole-sequence module returns them (per-frame ones stacked over the streamed axis; on
+    takes them) fed one step at a time; `lens`: each sequence's frames, or the lengths of each
+    dynamic dim by name (the streamed one's, and those of other dims of the inputs). The outputs
+    as the whole-sequence module returns them (per-frame ones stacked over the streamed axis; on
     padded frames they hold what the step computed there)."""
+    if isinstance(lens, dict):
+        inputs = {**inputs, **{f"{d}_lens": np.asarray(v, dtype=np.int64) for d, v in lens.items()}}
+        lens = lens[module.meta["axis"]]
     lens = np.asarray(lens)
     frame_inputs = {r["name"]: r["axis"] for r in module.inputs if r["kind"] == "frame"}
     consts = {r["name"]: inputs[r["name"]] for r in module.inputs if r["kind"] != "frame"}
