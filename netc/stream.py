@@ -48,7 +48,7 @@ class Cache:
     input: str  # the step's input: the state before the step
     output: str  # the step's output: the state after it
     value: Value  # its dims and dtype
-    init: float  # the state before the first step (every element)
+    init: float | str  # the state before the first step: every element's value, or the input that gives it
     next: int  # the step graph's value of the state after the step
 
 
@@ -243,17 +243,25 @@ def _inline(n: Loop, axis: str, plan: StepPlan, kind, alias, made, need, inputs)
             raise CompileError(_reader(n, inv.inner.id), f"cannot stream: {why}")
         renames[inv.inner.id] = inv.outer
     taken = {c.name for c in plan.caches}
+    inputs_by_value = {i.value.id: i.name for i in inputs if plan.inputs.get(i.name) == "const"}
     for c in n.carries:
         need(c.init, f"the state `{c.name}`")
         init = made.get(c.init)
-        if not (isinstance(init, Op) and init.op in FILLS and not init.args):
-            why = f"the state `{c.name}` starts from a computed value; a cache starts from a constant (`zeros`, `ones`, `full`)"
+        given = inputs_by_value.get(c.init)
+        if given is None and not (isinstance(init, Op) and init.op in FILLS and not init.args):
+            why = (
+                f"the state `{c.name}` starts from a computed value; a cache starts from a constant "
+                "(`zeros`, `ones`, `full`) or an input"
+            )
             raise CompileError(c.span or n.span, f"cannot stream: {why}")
         name, k = c.name, 2
         while name in taken:
             name, k = f"{c.name}_{k}", k + 1
         taken.add(name)
-        fill = float({"zeros": 0.0, "ones": 1.0}.get(init.op, init.attrs.get("value", 0.0)))
+        if given is not None:
+            fill: float | str = given
+        else:
+            fill = float({"zeros": 0.0, "ones": 1.0}.get(init.op, init.attrs.get("value", 0.0)))
         nxt = renames.get(c.next, c.next)
         plan.caches.append(Cache(name, CACHE_IN + name, CACHE_OUT + name, c.inner, fill, nxt))
         inputs.append(Input(name=CACHE_IN + name, value=c.inner, annotated_dims=c.inner.dims))

@@ -75,10 +75,19 @@ class StepModule:
         names = [o["file_name"] for o in self.outputs] + [c["output"] for c in self.caches]
         self._run = _load(path, self.meta["format"], names, threads)
 
-    def initial_caches(self, batch: int, sizes: dict[str, int] | None = None) -> Arrays:
-        """The caches before the first step; `sizes`: the (padded) size of each dynamic dim a cache
-        has besides the batch (a state over an input's other dim: `sizes_of` its inputs)."""
-        return {c["input"]: np.full(_shape(c, batch, sizes), c["init"], dtype=c["dtype"]) for c in self.caches}
+    def initial_caches(self, batch: int, consts: Arrays | None = None) -> Arrays:
+        """The caches before the first step: a constant (`init` a number), or an input's value
+        (`init` its name, in `consts`). A cache over another input's dynamic dim is as long as
+        that input in `consts`."""
+        consts = consts or {}
+        sizes = self.sizes_of(consts)
+        out = {}
+        for c in self.caches:
+            if isinstance(c["init"], str):
+                out[c["input"]] = np.asarray(consts[c["init"]]).astype(c["dtype"])
+            else:
+                out[c["input"]] = np.full(_shape(c, batch, sizes), c["init"], dtype=c["dtype"])
+        return out
 
     def sizes_of(self, consts: Arrays) -> dict[str, int]:
         """The sizes of the dims of the inputs that every step reads, as given."""
@@ -88,7 +97,9 @@ class StepModule:
     def step(self, inputs: Arrays, caches: Arrays) -> tuple[Arrays, Arrays]:
         """One step: `inputs` by name (each frame input's frame of this step, the others whole),
         `caches` by input name; the outputs by the network's names, and the new caches."""
-        feed = {**inputs, **{c["input"]: caches[c["input"]] for c in self.caches if c["read"]}}
+        taken = {r["name"] for r in self.inputs}
+        feed = {k: v for k, v in inputs.items() if k in taken}
+        feed.update({c["input"]: caches[c["input"]] for c in self.caches if c["read"]})
         got = self._run(feed)
         outs = {o["name"]: got[o["file_name"]] for o in self.outputs}
         # as the next step takes them (a module may compute labels as int64 where the cache is int32)
@@ -109,7 +120,7 @@ class Stream:
 
     def __init__(self, module: StepModule, batch: int, consts: Arrays | None = None):
         self.module, self.batch, self.consts = module, batch, dict(consts or {})
-        self.caches = module.initial_caches(batch, module.sizes_of(self.consts))
+        self.caches = module.initial_caches(batch, self.consts)
         self._finals: Arrays = {}
 
     def feed(self, frames: Arrays, valid: np.ndarray | None = None) -> Arrays:
@@ -143,6 +154,7 @@ def run(module: StepModule, inputs: Arrays, lens: np.ndarray | dict[str, np.ndar
     lens = np.asarray(lens)
     frame_inputs = {r["name"]: r["axis"] for r in module.inputs if r["kind"] == "frame"}
     consts = {r["name"]: inputs[r["name"]] for r in module.inputs if r["kind"] != "frame"}
+    consts.update({c["init"]: inputs[c["init"]] for c in module.caches if isinstance(c["init"], str)})
     stream = Stream(module, len(lens), consts)
     stacked: dict[str, list[np.ndarray]] = {o["name"]: [] for o in module.outputs if o["kind"] == "frame"}
     for t in range(int(lens.max(initial=0))):

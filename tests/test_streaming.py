@@ -26,6 +26,7 @@ STREAMED = {
     MODELS / "stream_framewise.py": None,
     # a cache over another input's dynamic dim (sized from that input), its lengths an input of the step
     MODELS / "nested_state_from_inner_stack.py": None,
+    MODELS / "state_in_out.py": ["out", "s"],  # a cache that starts from an input (its loss left out)
 }
 
 
