@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from netc.errors import CompileError, Span
+from netc.ir.loopkinds import loop_grows
 from netc.ir.model import Graph, Input, Loop, Node, Op, Output, Value
 from netc.ir.uses import count_uses, node_uses, replace_uses, values_by_id
 from netc.ir.walk import param_paths
@@ -244,8 +245,15 @@ def _inline(n: Loop, axis: str, plan: StepPlan, kind, alias, made, need, inputs)
         renames[inv.inner.id] = inv.outer
     taken = {c.name for c in plan.caches}
     inputs_by_value = {i.value.id: i.name for i in inputs if plan.inputs.get(i.name) == "const"}
+    grown = {lg.carry.inner.id: lg for lg in loop_grows(n) if lg.carry is not None}
     for c in n.carries:
         need(c.init, f"the state `{c.name}`")
+        if c.inner.id in grown:  # its cache would be a frame longer at each step
+            why = (
+                f"the state `{c.name}` grows by a frame at each step (`{grown[c.inner.id].op.op}`); "
+                "a step module's caches keep their shape (carry a fixed number of past frames)"
+            )
+            raise CompileError(grown[c.inner.id].op.span, f"cannot stream: {why}")
         init = made.get(c.init)
         given = inputs_by_value.get(c.init)
         if given is None and not (isinstance(init, Op) and init.op in FILLS and not init.args):

@@ -122,6 +122,7 @@ REFUSED = [
     (EXAMPLES / "bidirectional.py", "23:5", "cannot stream: this loop runs backwards over the sequence"),
     (MODELS / "stream_reads_whole.py", "17:21", "cannot stream: the loop reads `enc` over all its `time` frames"),
     (MODELS / "stream_computed_state.py", "17:9", "cannot stream: the state `h` starts from a computed value"),
+    (MODELS / "grow_self_attention.py", "18:16", "cannot stream: the state `keys` grows by a frame at each step"),
     (MODELS / "stream_future.py", "19:15", "cannot stream the output `centred`: `sub` combines a value after the last"),
 ]
 
