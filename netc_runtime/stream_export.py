@@ -142,9 +142,21 @@ def _values(g: Graph):
 
 
 def transducer_op(g: Graph) -> Op | None:
-    """The network's `transducer_search` (the decoder a streaming export writes as step modules)."""
-    found = [n for n in g.body if isinstance(n, Op) and n.op == "transducer_search"]
+    """The network's transducer search: the op that calls a prediction and a joint network
+    (`transducer_search`), whose decoder a streaming export writes as step modules."""
+    found = [n for n in g.body if isinstance(n, Op) and {r.name for r in n.regions} == {"predict", "joint"}]
     return found[0] if found else None
+
+
+def _rows(g: Graph, sig: Signature, files: dict[str, str]) -> dict[str, list[dict]]:
+    """A module's inputs and outputs: names (in the file), dims, shapes and dtypes."""
+    dtypes = _dtypes(g)
+    vdtype = {v.id: v.dtype for v in _values(g)}
+    values = {o.name: o.value for o in g.outputs}
+    return {
+        "inputs": [_tensor(g, n, ds, dtypes.get(n, "int64")) for n, ds in sig.inputs if n not in sig.left_out],
+        "outputs": [_tensor(g, files[n], ds, vdtype[values[n]]) for n, ds in sig.outputs],
+    }
 
 
 def write_decoder(
@@ -186,8 +198,15 @@ def write_decoder(
             "states": state_names,
             "out": pred_files["pred"],
             "new_states": [pred_files[f"new_{s}"] for s in state_names],
+            **_rows(pred_graph, pred_w.sig, pred_files),
         },
-        "joint": {"file": Path(joint_w.path).name, "enc": "enc", "pred": "pred", "scores": joint_files["scores"]},
+        "joint": {
+            "file": Path(joint_w.path).name,
+            "enc": "enc",
+            "pred": "pred",
+            "scores": joint_files["scores"],
+            **_rows(joint_graph, joint_w.sig, joint_files),
+        },
         "state_init": state_init,
         "encoder_dims": list(enc.dims),
         "axis": op.attrs["axis"],
