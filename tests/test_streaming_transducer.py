@@ -100,3 +100,24 @@ def test_conformer_decoder_equals_netc_greedy_and_modified(tmp_path):
     found, _ = decoder.search(enc, enc_lens, method="greedy", max_sym_per_frame=3)
     assert found == ref
     assert any(found)
+
+
+def test_encoder_without_a_loop_streams_frame_by_frame(tmp_path):
+    """tests/models/transducer_search.py: the encoder is per-frame work only (no loop, no cache):
+    it streams over the search's `axis`; modified beam search (beam 3) on the host = netc's."""
+    model = ROOT / "tests" / "models" / "transducer_search.py"
+    g = compile_graph(str(model))
+    rng = np.random.default_rng(11)
+    lens = random_lengths(g, 3, 8, rng)
+    inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
+    out = tmp_path / "enc.onnx"
+    proc = run_netc(
+        "export", model, "--streaming", "--format", "onnx", "-o", out, "--params", _npz(params, tmp_path / "p.npz")
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "caches: none" in proc.stdout
+    enc = run(StepModule(out), inputs, lens)["encoder"]
+    found, scores = TransducerDecoder(tmp_path / "enc.decoder.json").search(enc, lens["time"])
+    ref = run_torch(g, inputs, lens, params)
+    assert found == _found(ref)
+    np.testing.assert_allclose(scores, ref.outputs["scores"], atol=TOL, rtol=0)
