@@ -51,6 +51,10 @@ def export_streaming(
     full = inference_graph(g)
     op = transducer_op(full)
     prepare(output)
+    if op is None and whole_encoder:
+        raise ValueError(f"--whole-encoder: `{g.network}` has no transducer_search (whose encoder it writes whole)")
+    if op is not None and outputs:
+        raise ValueError(f"--outputs: `{g.network}` streams its encoder and decoder (transducer_search), not outputs")
     if op is None:
         unknown = [n for n in outputs or [] if n not in {o.name for o in full.outputs}]
         if unknown:

@@ -27,6 +27,8 @@ STREAMED = {
     # a cache over another input's dynamic dim (sized from that input), its lengths an input of the step
     MODELS / "nested_state_from_inner_stack.py": None,
     MODELS / "state_in_out.py": ["out", "s"],  # a cache that starts from an input (its loss left out)
+    # a teacher-forced attention decoder streamed over its labels: the encoder an input every step reads
+    EXAMPLES / "attention.py": ["output", "state"],
 }
 
 
@@ -134,3 +136,18 @@ def test_refused_with_located_error(path, where, message, tmp_path):
     assert f"{path.name}:{where}: error: {message}" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "m.onnx").exists()
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--whole-encoder"], "error: --whole-encoder: `lstm` has no transducer_search"),
+        (["--outputs", "output,hx"], "error: --outputs: `lstm` has no output 'hx'"),
+        (["--format", "torch-export"], "--streaming writes --format onnx or torchscript"),
+    ],
+)
+def test_option_mistakes_are_one_line(args, message, tmp_path):
+    fmt = [] if "--format" in args else ["--format", "onnx"]
+    proc = run_netc("export", EXAMPLES / "lstm.py", "--streaming", *fmt, *args, "-o", tmp_path / "m.onnx")
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
