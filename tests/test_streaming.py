@@ -5,6 +5,9 @@ on valid frames; what cannot stream is a located error."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from conftest import EXAMPLES, ROOT, run_netc
@@ -151,3 +154,14 @@ def test_option_mistakes_are_one_line(args, message, tmp_path):
     proc = run_netc("export", EXAMPLES / "lstm.py", "--streaming", *fmt, *args, "-o", tmp_path / "m.onnx")
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_runner_imports_no_netc():
+    """The host runner deploys without the compiler: importing it imports no `netc` module."""
+    code = (
+        "import sys, netc_runtime.stream_runner\n"
+        "bad = sorted(m for m in sys.modules if m == 'netc' or m.startswith('netc.'))\n"
+        "assert not bad, bad\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
