@@ -152,13 +152,17 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
     return {d: np.asarray(lens[d], dtype=np.int64) for d in dyn}
 
 
-def random_inputs(g: Graph, lens: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Random inputs whose padded frames hold garbage, so that any leak of padding shows."""
+def random_inputs(
+    g: Graph, lens: dict[str, np.ndarray], rng: np.random.Generator, batch: int | None = None
+) -> dict[str, np.ndarray]:
+    """Random inputs whose padded frames hold garbage, so that any leak of padding shows.
+    `batch`: the batch size where no input has a dynamic dim (no lengths tell it)."""
     sizes = {d.name: d.size for d in g.dims}
+    n_seqs = len(next(iter(lens.values()))) if lens else batch
     out = {}
     for inp in g.inputs:
         shape = [
-            len(next(iter(lens.values()))) if d == "batch" else int(lens[d].max()) if sizes[d] is None else sizes[d]
+            n_seqs if d == "batch" else int(lens[d].max()) if sizes[d] is None else sizes[d]
             for d in inp.annotated_dims
             if d != inp.value.sparse_dim
         ]
