@@ -1071,7 +1071,15 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ),
         (
             '{"class": "masked_computation", "mask": "data", "unit": {"class": "copy"}}',
-            "outside a rec unit not supported (in a rec unit it is)",
+            "mask `data` is not one bool per frame [batch, time]",
+        ),
+        (
+            '{"class": "masked_computation", "mask": "data", "unit": {"class": "linear", "n_out": 3}}',
+            "outside a rec unit, a unit other than `copy` of its input (the masked frames as they are) not",
+        ),
+        (
+            '{"class": "masked_computation", "mask": "data", "masked_from": "data", "unit": {"class": "copy"}}',
+            "option masked_from outside a rec unit not supported",
         ),
         ('{"class": "unmask", "mask": "data"}', "outside a rec unit not supported (in a rec unit it is)"),
         ('{"class": "gather", "axis": "T", "position": -1}', "position -1 (a position from 0 is supported)"),

@@ -22,6 +22,7 @@ MODELS = [
     "teacher_forced_enc_state.py",
     "ops_pool.py",
     "fit_frames.py",
+    "compact_frames.py",
     "ops_lstm_cell.py",
     "ops_layer_norm_eps.py",
     "ops_gru_cell.py",

@@ -124,6 +124,7 @@ FEATURES = frozenset(
         "slice_frames",
         "pad_frames",
         "fit_frames",  # padded onto a new dim and read back over the first (each sequence's first frames)
+        "compact_frames",  # the frames where a mask computed from them holds, onto a new dim (maybe empty)
         "fit_frames_up",  # a ConvTranspose1d's output read over the input's frames (the hybrids' upsampling)
         "shift_right",
         "self_attention",
