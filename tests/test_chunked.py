@@ -33,6 +33,27 @@ def test_chunk_by_chunk_equals_whole_sequence():
             np.testing.assert_allclose(per_frame[b, :n], whole[b, :n], atol=1e-5, err_msg=name)
 
 
+def test_cached_attention_equals_chunk_mask():
+    """Each chunk attends over itself and a cache of the 2 chunks before (`join_chunk`,
+    `slice_static`) = the whole sequence with `chunk_mask`; the chunk's frames taken back from the
+    joined window (`to_chunk`) = the input's. Lengths: one chunk of 1 frame, short last chunks
+    (5, 7: 2 and 1 frames), exact (6, 9), one beyond the cache (11: 4 chunks)."""
+    path = str(MODELS / "chunk_cache_attention.py")
+    g = compile_graph(path)
+    rng = np.random.default_rng(5)
+    lens = {"time": np.array([11, 5, 1, 6, 7, 9])}
+    inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
+    for name, r in [
+        ("eager", run_eager(path, g, inputs, lens, params)),
+        ("torch", run_torch(g, inputs, lens, params)),
+        ("returnn", run_returnn(g, inputs, lens, params)),
+    ]:
+        out = r.outputs
+        for b, n in enumerate(lens["time"]):
+            np.testing.assert_allclose(out["chunked"][b, :n], out["whole"][b, :n], atol=1e-5, err_msg=name)
+            np.testing.assert_allclose(out["frames_back"][b, :n], out["h"][b, :n], atol=1e-6, err_msg=name)
+
+
 def test_gradients_through_a_chunked_loop():
     g = compile_graph(str(MODELS / "chunked_rnn.py"))
     rng = np.random.default_rng(3)

@@ -6,6 +6,7 @@ import pytest
 from conftest import ROOT
 
 MODELS = [
+    "chunk_cache_attention.py",
     "chunked_rnn.py",
     "chunked_window_state.py",
     "losses.py",
@@ -190,6 +191,7 @@ NO_HOIST = [
     # a chunked loop: what hoisting leaves in it must not change how its chunks are lowered
     "chunked_rnn.py",
     "chunked_window_state.py",
+    "chunk_cache_attention.py",
 ]
 
 
