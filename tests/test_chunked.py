@@ -6,6 +6,7 @@ sequence's chunks ended (a step with no valid frame of its chunk)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from conftest import ROOT
 
@@ -33,12 +34,19 @@ def test_chunk_by_chunk_equals_whole_sequence():
             np.testing.assert_allclose(per_frame[b, :n], whole[b, :n], atol=1e-5, err_msg=name)
 
 
-def test_cached_attention_equals_chunk_mask():
-    """Each chunk attends over itself and a cache of the 2 chunks before (`join_chunk`,
-    `slice_static`) = the whole sequence with `chunk_mask`; the chunk's frames taken back from the
-    joined window (`to_chunk`) = the input's. Lengths: one chunk of 1 frame, short last chunks
-    (5, 7: 2 and 1 frames), exact (6, 9), one beyond the cache (11: 4 chunks)."""
-    path = str(MODELS / "chunk_cache_attention.py")
+@pytest.mark.parametrize(
+    ("model", "pairs"),
+    [
+        ("chunk_cache_attention.py", [("chunked", "whole"), ("frames_back", "h")]),
+        ("chunk_cache_conv.py", [("chunked", "whole")]),
+    ],
+)
+def test_caches_equal_the_whole_sequence(model, pairs):
+    """Chunk by chunk with caches (`join_chunk`, `slice_static`, `to_chunk`) = the whole sequence:
+    attention over a cache of the 2 chunks before = `chunk_mask`'s form; a causal convolution over
+    the cached last frames and the chunk = the causal convolution of the sequence. Lengths: one
+    chunk of 1 frame, short last chunks (5, 7: 2 and 1 frames), exact (6, 9), 4 chunks (11)."""
+    path = str(MODELS / model)
     g = compile_graph(path)
     rng = np.random.default_rng(5)
     lens = {"time": np.array([11, 5, 1, 6, 7, 9])}
@@ -48,10 +56,11 @@ def test_cached_attention_equals_chunk_mask():
         ("torch", run_torch(g, inputs, lens, params)),
         ("returnn", run_returnn(g, inputs, lens, params)),
     ]:
-        out = r.outputs
-        for b, n in enumerate(lens["time"]):
-            np.testing.assert_allclose(out["chunked"][b, :n], out["whole"][b, :n], atol=1e-5, err_msg=name)
-            np.testing.assert_allclose(out["frames_back"][b, :n], out["h"][b, :n], atol=1e-6, err_msg=name)
+        for got, want in pairs:
+            for b, n in enumerate(lens["time"]):
+                np.testing.assert_allclose(
+                    r.outputs[got][b, :n], r.outputs[want][b, :n], atol=1e-5, err_msg=f"{name} {got}"
+                )
 
 
 def test_gradients_through_a_chunked_loop():

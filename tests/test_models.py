@@ -7,6 +7,7 @@ from conftest import ROOT
 
 MODELS = [
     "chunk_cache_attention.py",
+    "chunk_cache_conv.py",
     "chunked_rnn.py",
     "chunked_window_state.py",
     "losses.py",
@@ -192,6 +193,7 @@ NO_HOIST = [
     "chunked_rnn.py",
     "chunked_window_state.py",
     "chunk_cache_attention.py",
+    "chunk_cache_conv.py",
 ]
 
 
