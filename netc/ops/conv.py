@@ -114,10 +114,14 @@ class Conv1d(OpDef):
     def infer(self, dt, args, attrs):
         x, axis, out_axis = args[0], attrs["axis"], attrs["out_axis"]
         _float("Conv1d", x)
-        if isinstance(axis, str) and axis in x.dims and dt[axis].kind == "static":
+        static = isinstance(axis, str) and axis in x.dims and dt[axis].kind == "static"
+        if static and attrs["padding"] == "causal" and out_axis is not None:
             return self._infer_static(dt, x, attrs)
         if not isinstance(axis, str) or axis not in x.dims or dt[axis].kind != "dynamic":
-            raise DimError(f"`Conv1d` needs `axis` to be a dynamic dim of [{', '.join(x.dims)}]")
+            raise DimError(
+                f"`Conv1d` needs `axis` to be a dynamic dim of [{', '.join(x.dims)}]"
+                + (" (or a static window, with padding='causal' and a static `out_axis`)" if static else "")
+            )
         rest = [d for d in x.dims if d not in ("batch", axis)]
         if "batch" not in x.dims or len(rest) != 1 or dt[rest[0]].kind != "static":
             raise DimError(f"`Conv1d` convolves [batch, {axis}, feature], got [{', '.join(x.dims)}]")
@@ -163,11 +167,8 @@ class Conv1d(OpDef):
             v = attrs[k]
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise DimError(f"`Conv1d` needs `{k}` to be an int >= 1, got {v!r}")
-        if attrs["padding"] != "causal" or attrs["stride"] != 1:
-            raise DimError(
-                f"`Conv1d` over the static dim `{axis}` (a window of cached and new frames) takes padding "
-                "'causal' and stride 1: the results of the frames whose context the window holds"
-            )
+        if attrs["stride"] != 1:
+            raise DimError(f"`Conv1d` over the static dim `{axis}` (a window of cached and new frames) takes stride 1")
         n = dt[axis].size - self.span(attrs) + 1
         if not isinstance(out_axis, str) or out_axis not in dt.dims or dt[out_axis].kind != "static":
             raise DimError(f"`Conv1d` over the static dim `{axis}` needs `out_axis=` a static dim of its {n} results")
