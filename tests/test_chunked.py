@@ -79,3 +79,29 @@ def test_gradients_through_a_chunked_loop():
         grad = module.get_parameter(attr).grad.numpy()
         assert np.isfinite(grad).all() and np.abs(grad).max() > 0, name
         np.testing.assert_allclose(grad, want[name], atol=1e-4, err_msg=name)
+
+
+def test_the_streaming_conformer_trains_chunk_by_chunk(tmp_path):
+    """A CTC loss through the chunked loop of examples/conformer_streaming.py (two blocks with
+    their key/value and convolution caches): RETURNN's gradients = the torch module's. Dropout
+    off (each backend draws its own masks)."""
+    src = (ROOT / "examples" / "conformer_streaming.py").read_text()
+    assert src.count("DROPOUT = 0.1") == 1
+    path = tmp_path / "conformer_streaming.py"
+    path.write_text(src.replace("DROPOUT = 0.1", "DROPOUT = 0.0"))
+    g = compile_graph(str(path), network="conformer_streaming_chunked")
+    rng = np.random.default_rng(4)
+    lens = {"time": np.array([21, 8, 3, 13]), "label_time": np.array([3, 2, 1, 2])}  # 11, 4, 2, 7 encoder frames
+    inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
+    want = run_returnn(g, inputs, lens, params, grads=True).grads
+    assert set(want) == set(params)
+    module = load_torch_module(g).Model()
+    module.load_returnn_params(params)
+    args = {k: torch.as_tensor(v) for k, v in inputs.items()}
+    args.update({f"{d}_lens": torch.as_tensor(v, dtype=torch.int64) for d, v in lens.items()})
+    module.train()
+    module(**args)["ctc"].backward()
+    for name, attr in module.returnn_param_names.items():
+        grad = module.get_parameter(attr).grad.numpy()
+        assert np.isfinite(grad).all() and np.abs(grad).max() > 0, name
+        np.testing.assert_allclose(grad, want[name], atol=1e-4, err_msg=name)
