@@ -8,6 +8,7 @@ from conftest import ROOT
 MODELS = [
     "chunk_cache_attention.py",
     "chunk_cache_conv.py",
+    "softmax_static_of_several.py",
     "chunked_rnn.py",
     "chunked_window_state.py",
     "losses.py",
