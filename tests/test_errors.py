@@ -773,18 +773,6 @@ LOOP_CASES += [
         6,
         11,
     ),
-    (
-        "softmax_over_a_second_static_dim",
-        """
-        @network
-        def f(x: Tensor[batch, time, feat]):
-            y = expand(Linear(hidden)(x), feat) + expand(zeros(batch, feat), hidden)
-            return softmax(y, axis=hidden)
-        """,
-        "softmax over static dim `hidden` needs it to be the only static dim",
-        4,
-        11,
-    ),
 ]
 LOOP_CASES += [
     (

@@ -6,6 +6,9 @@ import pytest
 from conftest import ROOT
 
 MODELS = [
+    "chunk_cache_attention.py",
+    "chunk_cache_conv.py",
+    "softmax_static_of_several.py",
     "chunked_rnn.py",
     "chunked_window_state.py",
     "losses.py",
@@ -192,6 +195,8 @@ NO_HOIST = [
     # a chunked loop: what hoisting leaves in it must not change how its chunks are lowered
     "chunked_rnn.py",
     "chunked_window_state.py",
+    "chunk_cache_attention.py",
+    "chunk_cache_conv.py",
 ]
 
 

@@ -3,6 +3,7 @@
 from netc.ops import bias as _bias  # noqa: F401  (Bias)
 from netc.ops import cells as _cells  # noqa: F401  (registers the recurrent cells)
 from netc.ops import chunk as _chunk  # noqa: F401  (the ops of chunked loops)
+from netc.ops import chunk_cache as _chunk_cache  # noqa: F401  (join_chunk, slice_static, to_chunk)
 from netc.ops import chunk_mask as _chunk_mask  # noqa: F401  (chunk_mask)
 from netc.ops import compact_frames as _compact_frames  # noqa: F401  (compact_frames)
 from netc.ops import conv as _conv  # noqa: F401  (silu, glu, Conv1d, BatchNorm)

@@ -78,6 +78,7 @@ FEATURES = frozenset(
         "attention_in_loop",
         "chunked_loop",  # `for c in nc.chunks(x, chunk)`: chunks of a sequence, a state, attention over the chunk
         "chunked_window",  # in a chunked loop, a state over a static window dim the chunk attends over
+        "chunk_cache",  # in a chunked loop, a cache of the last frames joined to the chunk (`join_chunk`, `slice_static`, `to_chunk`): attention over it, a causal Conv1d over it
         "static_range",  # `for k in range(n)` in a chunked loop's body: unrolled
         # losses, decoders
         "loss",
