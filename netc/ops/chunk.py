@@ -28,7 +28,12 @@ the dim's lengths in the body, a reshape and cut after it.
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
+
 from netc.ir.dims import DimError
+from netc.ir.model import Graph, Loop, Node, Op
+from netc.ir.uses import replace_uses, values_by_id
 from netc.naming import Code
 from netc.ops.align import align_code
 from netc.ops.base import OpDef, OutType, register
@@ -292,3 +297,84 @@ class ChunkMerge(OpDef):
             "output": {"class": "gather", "from": "chunks", "position": "within", "axis": ctx.dim(a["pad"])},
         }
         return {"class": "subnetwork", "from": [ctx.src(0), ctx.src(1)], "concat_sources": False, "subnetwork": sub}
+
+
+# --- streaming (`netc export --streaming`, `netc.stream`)
+
+
+@dataclass(frozen=True)
+class ChunkStep:
+    """How a chunked loop streams: each step takes `size` frames of the inputs' `axis` (fewer at
+    a sequence's end) as a tensor over the dynamic `chunk`, whose lengths the host gives."""
+
+    axis: str  # the dim cut into chunks (`time`)
+    steps: str  # the loop's dim: one step per chunk (`time_chunks`)
+    chunk: str  # a step's frames
+    size: int
+
+
+CHUNK_OPS = ("chunk_split", "chunk_lens", "chunk_frame", "chunk_pad", "chunk_merge")
+
+
+def chunk_steps(g: Graph, steps: str) -> tuple[Graph, ChunkStep] | None:
+    """`g` (not changed) with its chunked loop over `steps` as a loop whose frames are the inputs'
+    chunks: `axis` is (`steps`, `chunk`) everywhere and the chunk's padded form (`pad`) is `chunk`,
+    so the chunk ops are the identity and go. A step graph of the result (`netc.stream`) takes a
+    chunk of frames over `chunk` and gives per-frame values over it. None: not a chunked loop."""
+    split = next(
+        (n for n in g.body if isinstance(n, Op) and n.op == "chunk_split" and n.attrs["out_axis"] == steps), None
+    )
+    if split is None:
+        return None
+    a = split.attrs
+    plan = ChunkStep(a["axis"], steps, a["chunk"], a["size"])
+    new = {a["axis"]: (steps, a["chunk"]), a["pad"]: (a["chunk"],)}
+    g = copy.deepcopy(g)
+    for i in g.inputs:
+        i.annotated_dims = _renamed(i.annotated_dims, new)
+    for v in values_by_id(g).values():
+        v.dims = _renamed(v.dims, new)
+
+    def drop(nodes: list[Node]) -> tuple[list[Node], dict[int, int]]:
+        alias, kept = {}, []
+        for n in nodes:
+            if isinstance(n, Op) and n.op in CHUNK_OPS and n.attrs.get("out_axis") == steps:
+                if n.op != "chunk_lens":  # read by `chunk_frame` and `chunk_pad` only (gone)
+                    alias[n.outs[0].id] = n.args[0]
+                continue
+            if isinstance(n, Loop):
+                n.seqs = [s for s in n.seqs if not _lens_of(g, s.outer, steps)]
+                n.body, inner = drop(n.body)
+                for st in n.stacks:
+                    st.value = _chase(inner, st.value)
+                for last in n.lasts:
+                    last.value = _chase(inner, last.value)
+                for c in n.carries:
+                    c.next = _chase(inner, c.next)
+            kept.append(n)
+        replace_uses(kept, alias)
+        return kept, alias
+
+    g.body, outer = drop(g.body)
+    for o in g.outputs:
+        o.value = _chase(outer, o.value)
+    g.dims = [d for d in g.dims if d.name not in new]
+    return g, plan
+
+
+def _renamed(dims: tuple[str, ...], new: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(n for d in dims for n in new.get(d, (d,)))
+
+
+def _chase(alias: dict[int, int], v: int) -> int:
+    while v in alias:
+        v = alias[v]
+    return v
+
+
+def _lens_of(g: Graph, v: int, steps: str) -> bool:
+    """Whether `v` is the chunk lengths (`chunk_lens`) of the chunked loop over `steps`."""
+    return any(
+        isinstance(n, Op) and n.op == "chunk_lens" and n.attrs["out_axis"] == steps and n.outs[0].id == v
+        for n in g.body
+    )

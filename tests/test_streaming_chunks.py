@@ -1,0 +1,94 @@
+"""`netc export --streaming` of chunked loops (`for c in chunks(x, chunk):`), through the real
+CLI: the step module takes one chunk of frames (and their valid lengths) and the caches, and
+gives the chunk's per-frame outputs; the host runner cuts each sequence into chunks (its last
+shorter). onnxruntime chunk by chunk = torch.jit chunk by chunk = the whole-sequence torch
+module = eager, within 1e-5 on valid frames of a padded batch whose lengths are not multiples
+of the chunk size, one shorter than a chunk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES, ROOT, run_netc
+from test_streaming import _close, _params_npz
+
+from netc.compiler import compile_graph
+from netc_runtime.backends import run_eager, run_torch
+from netc_runtime.stream_runner import StepModule, Stream, run
+from netc_runtime.verify import random_inputs, random_params
+
+MODELS = ROOT / "tests" / "models"
+# model -> (its chunk size, its caches)
+CHUNKED = {
+    MODELS / "chunked_rnn.py": (3, ["h"]),
+    MODELS / "chunked_window_state.py": (4, ["mem"]),
+    EXAMPLES / "chunked_encoder.py": (4, ["state"]),
+}
+
+
+def _batch(g, n: int, seed: int = 5):
+    rng = np.random.default_rng(seed)
+    # 2n+1, n-1 (shorter than a chunk), n+2: no length a multiple of n, the last chunks differ
+    lens = {d.name: np.array([2 * n + 1, n - 1, n + 2]) for d in g.dims if d.kind == "dynamic"}
+    lens = {k: v for k, v in lens.items() if any(k in i.annotated_dims for i in g.inputs)}
+    if "label_time" in lens:
+        lens["label_time"] = np.array([3, 1, 2])
+    return random_inputs(g, lens, rng), lens, random_params(g, rng)
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
+@pytest.mark.parametrize("path", CHUNKED, ids=lambda p: p.stem)
+def test_chunk_by_chunk_equals_whole_sequence(path, fmt, tmp_path):
+    n, caches = CHUNKED[path]
+    g = compile_graph(str(path))  # the whole-sequence module, as `netc compile` has it
+    inputs, lens, params = _batch(g, n)
+    out = tmp_path / f"step.{fmt}"
+    npz = _params_npz(params, tmp_path / "p.npz")
+    proc = run_netc("export", path, "--streaming", "--format", fmt, "-o", out, "--params", npz, check=True)
+    assert "a step over `time_chunks`" in proc.stdout
+    module = StepModule(out)
+    assert module.meta["chunk"] == {"axis": "time", "size": n, "dim": "chunk", "lengths": "chunk_lens"}
+    assert module.meta["step_dims"] == ["chunk"]
+    assert [c["name"] for c in module.caches] == caches
+    whole = run_torch(g, inputs, lens, params)
+    eager = run_eager(str(path), g, inputs, lens, params)
+    streamed = run(module, inputs, lens["time"])
+    assert set(streamed) == {o.name for o in g.outputs}  # every output streams (losses are training's)
+    valid = {**lens, "time_chunks": -(-lens["time"] // n)}  # a per-chunk output is valid on each chunk
+    for name in streamed:
+        dims = whole.dims[name]
+        _close(g, name, dims, valid, whole.outputs[name], eager.outputs[name], "eager")
+        _close(g, name, dims, valid, whole.outputs[name], streamed[name], f"chunk by chunk ({fmt})")
+
+
+def test_chunks_fed_by_hand(tmp_path):
+    """A stream fed chunk by chunk as frames arrive (`Stream.feed`): 3 frames, then 3, then the
+    last 1 of a 7-frame sequence; the step's outputs are over the chunk's frames."""
+    path = MODELS / "chunked_rnn.py"
+    g = compile_graph(str(path))
+    inputs, lens, params = _batch(g, 3)
+    out = tmp_path / "step.onnx"
+    run_netc(
+        "export",
+        path,
+        "--streaming",
+        "--format",
+        "onnx",
+        "-o",
+        out,
+        "--params",
+        _params_npz(params, tmp_path / "p.npz"),
+        check=True,
+    )
+    module = StepModule(out)
+    x = inputs["x"][:1]  # the first sequence: 7 frames
+    stream = Stream(module, 1)
+    frames = []
+    for start in (0, 3, 6):
+        chunk = x[:, start : start + 3]
+        outs = stream.feed({"x": chunk, "chunk_lens": np.array([chunk.shape[1]])})
+        assert outs["frames"].shape == (1, chunk.shape[1], 5)
+        frames.append(outs["frames"])
+    whole = run_torch(g, inputs, lens, params)
+    np.testing.assert_allclose(np.concatenate(frames, axis=1), whole.outputs["frames"][:1, :7], atol=1e-5)
+    np.testing.assert_allclose(stream.finals()["h"], whole.outputs["h"][:1], atol=1e-5)
