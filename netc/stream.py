@@ -29,7 +29,7 @@ from netc.ir.loopkinds import loop_grows
 from netc.ir.model import Graph, Input, Loop, Node, Op, Output, Value
 from netc.ir.uses import count_uses, node_uses, replace_uses, values_by_id
 from netc.ir.walk import param_paths
-from netc.ops.chunk import ChunkStep, chunk_steps
+from netc.ops.chunk import ChunkStep, chunk_steps, chunks_of
 from netc.passes import dce
 
 Kind = Literal["frame", "final", "const"]
@@ -131,6 +131,8 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
     """The step graph of `g` (an inference graph compiled with `stream_options`). `outputs`:
     the network outputs to keep (all by default); the others are left out, also where they
     cannot stream."""
+    if axis is not None:
+        axis = chunks_of(g, axis) or axis
     axis, span = streamed_axis(g, axis)
     chunked = chunk_steps(g, axis)  # a chunked loop: its inputs' chunks are its frames
     if chunked is not None:

@@ -92,3 +92,18 @@ def test_chunks_fed_by_hand(tmp_path):
     whole = run_torch(g, inputs, lens, params)
     np.testing.assert_allclose(np.concatenate(frames, axis=1), whole.outputs["frames"][:1, :7], atol=1e-5)
     np.testing.assert_allclose(stream.finals()["h"], whole.outputs["h"][:1], atol=1e-5)
+
+
+def test_whole_sequence_output_after_chunks_is_refused(tmp_path):
+    """An output that needs every chunk (a mean over `time` after the loop) is a located error;
+    left out (`--outputs`), the per-frame one streams."""
+    path = MODELS / "stream_chunk_whole.py"
+    proc = run_netc("export", path, "--streaming", "--format", "onnx", "-o", tmp_path / "m.onnx")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    where = f"{path.name}:21:39: error: cannot stream the output `mean`: `reduce_mean` works over the whole `time`"
+    assert where in proc.stderr, proc.stderr
+    assert not (tmp_path / "m.onnx").exists()
+    args = ("--outputs", "frames", "--axis", "time")  # `time`: the dim the loop cuts into chunks
+    proc = run_netc("export", path, "--streaming", "--format", "onnx", "-o", tmp_path / "m.onnx", *args, check=True)
+    assert "a step over `time_chunks`" in proc.stdout
+    assert [o["name"] for o in StepModule(tmp_path / "m.onnx").outputs] == ["frames"]

@@ -362,6 +362,18 @@ def chunk_steps(g: Graph, steps: str) -> tuple[Graph, ChunkStep] | None:
     return g, plan
 
 
+def chunks_of(g: Graph, axis: str) -> str | None:
+    """The dim of the chunked loop that cuts `axis` into chunks (`--axis time` streams its chunks)."""
+    return next(
+        (
+            n.attrs["out_axis"]
+            for n in g.body
+            if isinstance(n, Op) and n.op == "chunk_split" and n.attrs["axis"] == axis
+        ),
+        None,
+    )
+
+
 def _renamed(dims: tuple[str, ...], new: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     return tuple(n for d in dims for n in new.get(d, (d,)))
 
