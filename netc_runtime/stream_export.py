@@ -128,7 +128,7 @@ def write_step(plan: StepPlan, full: Graph, fmt: str, output: str, params_path: 
         "file": Path(output).name,
         "axis": plan.axis,
         # what the axis is in one step: nothing (one frame), or a chunk's frames
-        "step_dims": [] if plan.chunk is None else [plan.chunk.chunk],
+        "step_dims": [] if plan.chunk is None else [plan.chunk.frames],
         "chunk": None if plan.chunk is None else _chunk_row(plan, sig),
         "inputs": inputs,
         "caches": cache_rows,
@@ -140,11 +140,14 @@ def write_step(plan: StepPlan, full: Graph, fmt: str, output: str, params_path: 
 
 def _chunk_row(plan: StepPlan, sig: Signature) -> dict:
     """A chunked loop's step: which dim of the inputs it cuts, into chunks of how many frames,
-    the dim a step's frames are over and the input giving each sequence's valid frames of it."""
+    the dim a step's input frames are over and the input giving each sequence's valid frames
+    of it; `frames`: the dims of a chunk's frames in the outputs (the loop's chunk dim, and the
+    input frames' dim where a pool makes the chunk dim from them)."""
     c = plan.chunk
-    lens = lens_name(c.chunk)
+    lens = lens_name(c.frames)
     assert lens in {n for n, _ in sig.inputs}, (lens, sig.inputs)
-    return {"axis": c.axis, "size": c.size, "dim": c.chunk, "lengths": lens}
+    frames = sorted({c.frames, c.chunk})
+    return {"axis": c.axis, "size": c.size, "dim": c.frames, "lengths": lens, "frames": frames}
 
 
 def _values(g: Graph):

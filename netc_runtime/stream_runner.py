@@ -178,8 +178,9 @@ def run(module: StepModule, inputs: Arrays, lens: np.ndarray | dict[str, np.ndar
         steps = stacked.get(o["name"])
         if not steps:
             continue
-        if chunk is not None and chunk["dim"] in o["dims"]:  # a chunk's frames: joined along the axis
-            at = o["dims"].index(chunk["dim"])
+        framed = [d for d in o["dims"] if chunk is not None and d in chunk["frames"]]
+        if framed:  # a chunk's frames: joined along the axis
+            at = o["dims"].index(framed[0])
             result[o["name"]] = np.moveaxis(np.concatenate(steps, axis=at), at, o["axis"])
         else:
             result[o["name"]] = np.stack(steps, axis=o["axis"])

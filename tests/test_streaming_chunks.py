@@ -18,18 +18,21 @@ from netc_runtime.stream_runner import StepModule, Stream, run
 from netc_runtime.verify import random_inputs, random_params
 
 MODELS = ROOT / "tests" / "models"
-# model -> (its chunk size, its caches)
+# model -> (input frames per chunk, its caches, the sidecar's chunk dims beyond the loop's `chunk`)
 CHUNKED = {
-    MODELS / "chunked_rnn.py": (3, ["h"]),
-    MODELS / "chunked_window_state.py": (4, ["mem"]),
-    EXAMPLES / "chunked_encoder.py": (4, ["state"]),
+    MODELS / "chunked_rnn.py": (3, ["h"], []),
+    MODELS / "chunked_window_state.py": (4, ["mem"], []),
+    EXAMPLES / "chunked_encoder.py": (4, ["state"], []),
+    # a pool of pairs of frames before the loop: chunks of 3 pooled frames are 6 input frames
+    MODELS / "chunked_pooled.py": (6, ["h"], ["chunk_time"]),
 }
 
 
 def _batch(g, n: int, seed: int = 5):
     rng = np.random.default_rng(seed)
-    # 2n+1, n-1 (shorter than a chunk), n+2: no length a multiple of n, the last chunks differ
-    lens = {d.name: np.array([2 * n + 1, n - 1, n + 2]) for d in g.dims if d.kind == "dynamic"}
+    # 2n+1, max(n-3, 1) (shorter than a chunk; with a pool of pairs, than a pooled chunk), n+2:
+    # no length a multiple of n, the last chunks differ
+    lens = {d.name: np.array([2 * n + 1, max(n - 3, 1), n + 2]) for d in g.dims if d.kind == "dynamic"}
     lens = {k: v for k, v in lens.items() if any(k in i.annotated_dims for i in g.inputs)}
     if "label_time" in lens:
         lens["label_time"] = np.array([3, 1, 2])
@@ -39,24 +42,27 @@ def _batch(g, n: int, seed: int = 5):
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
 @pytest.mark.parametrize("path", CHUNKED, ids=lambda p: p.stem)
 def test_chunk_by_chunk_equals_whole_sequence(path, fmt, tmp_path):
-    n, caches = CHUNKED[path]
+    n, caches, frames = CHUNKED[path]
     g = compile_graph(str(path))  # the whole-sequence module, as `netc compile` has it
     inputs, lens, params = _batch(g, n)
     out = tmp_path / f"step.{fmt}"
     npz = _params_npz(params, tmp_path / "p.npz")
     proc = run_netc("export", path, "--streaming", "--format", fmt, "-o", out, "--params", npz, check=True)
-    assert "a step over `time_chunks`" in proc.stdout
+    assert "a step over `" in proc.stdout and "_chunks`" in proc.stdout
     module = StepModule(out)
-    assert module.meta["chunk"] == {"axis": "time", "size": n, "dim": "chunk", "lengths": "chunk_lens"}
-    assert module.meta["step_dims"] == ["chunk"]
+    dim = frames[0] if frames else "chunk"  # the step's input frames
+    chunk = {"axis": "time", "size": n, "dim": dim, "lengths": f"{dim}_lens", "frames": sorted(["chunk", *frames])}
+    assert module.meta["chunk"] == chunk
+    assert module.meta["step_dims"] == [dim]
     assert [c["name"] for c in module.caches] == caches
     whole = run_torch(g, inputs, lens, params)
     eager = run_eager(str(path), g, inputs, lens, params)
     streamed = run(module, inputs, lens["time"])
-    assert set(streamed) == {o.name for o in g.outputs}  # every output streams (losses are training's)
-    valid = {**lens, "time_chunks": -(-lens["time"] // n)}  # a per-chunk output is valid on each chunk
-    for name in streamed:
+    lengths = {o["name"] for o in module.outputs if o["kind"] == "lengths"}  # a pool's in the step
+    assert set(streamed) - lengths == {o.name for o in g.outputs}  # every output streams (losses are training's)
+    for name in set(streamed) - lengths:
         dims = whole.dims[name]
+        valid = {**lens, **whole.lens[name]}  # the lengths of dims ops make (the chunks, a pool's)
         _close(g, name, dims, valid, whole.outputs[name], eager.outputs[name], "eager")
         _close(g, name, dims, valid, whole.outputs[name], streamed[name], f"chunk by chunk ({fmt})")
 

@@ -32,11 +32,11 @@ import copy
 from dataclasses import dataclass
 
 from netc.ir.dims import DimError
-from netc.ir.model import Graph, Loop, Node, Op
+from netc.ir.model import DimDef, Graph, Loop, Node, Op
 from netc.ir.uses import replace_uses, values_by_id
 from netc.naming import Code
 from netc.ops.align import align_code
-from netc.ops.base import OpDef, OutType, register
+from netc.ops.base import REGISTRY, OpDef, OutType, register
 
 
 def _replace(dims: tuple[str, ...], old: str, new: tuple[str, ...]) -> tuple[str, ...]:
@@ -305,12 +305,14 @@ class ChunkMerge(OpDef):
 @dataclass(frozen=True)
 class ChunkStep:
     """How a chunked loop streams: each step takes `size` frames of the inputs' `axis` (fewer at
-    a sequence's end) as a tensor over the dynamic `chunk`, whose lengths the host gives."""
+    a sequence's end) as a tensor over the dynamic `frames`, whose lengths the host gives; the
+    step's per-frame values are over `chunk` (`frames` itself, or what a pool makes of it)."""
 
-    axis: str  # the dim cut into chunks (`time`)
+    axis: str  # the input dim cut into chunks (`time`)
     steps: str  # the loop's dim: one step per chunk (`time_chunks`)
-    chunk: str  # a step's frames
-    size: int
+    frames: str  # a step's input frames
+    chunk: str  # a step's frames in the loop (the user's chunk dim)
+    size: int  # input frames per chunk
 
 
 CHUNK_OPS = ("chunk_split", "chunk_lens", "chunk_frame", "chunk_pad", "chunk_merge")
@@ -318,18 +320,29 @@ CHUNK_OPS = ("chunk_split", "chunk_lens", "chunk_frame", "chunk_pad", "chunk_mer
 
 def chunk_steps(g: Graph, steps: str) -> tuple[Graph, ChunkStep] | None:
     """`g` (not changed) with its chunked loop over `steps` as a loop whose frames are the inputs'
-    chunks: `axis` is (`steps`, `chunk`) everywhere and the chunk's padded form (`pad`) is `chunk`,
-    so the chunk ops are the identity and go. A step graph of the result (`netc.stream`) takes a
-    chunk of frames over `chunk` and gives per-frame values over it. None: not a chunked loop."""
+    chunks: the dim chunked is (`steps`, `chunk`) everywhere and the chunk's padded form (`pad`)
+    is `chunk`, so the chunk ops are the identity and go. A step graph of the result
+    (`netc.stream`) takes a chunk of frames and gives per-frame values over `chunk`. Where a pool
+    before the loop makes the dim chunked (`frames_per_out`: k input frames a frame), a step's
+    input is k*N frames over a dim of their own, pooled in the step. None: not a chunked loop."""
     split = next(
         (n for n in g.body if isinstance(n, Op) and n.op == "chunk_split" and n.attrs["out_axis"] == steps), None
     )
     if split is None:
         return None
     a = split.attrs
-    plan = ChunkStep(a["axis"], steps, a["chunk"], a["size"])
     new = {a["axis"]: (steps, a["chunk"]), a["pad"]: (a["chunk"],)}
+    plan = ChunkStep(a["axis"], steps, a["chunk"], a["chunk"], a["size"])
+    pool = next((n for n in g.body if isinstance(n, Op) and a["axis"] in REGISTRY[n.op].makes_dims(n.attrs)), None)
+    per = None if pool is None else REGISTRY[pool.op].frames_per_out(pool.attrs)
     g = copy.deepcopy(g)
+    if per is not None:  # the pool's input frames over a dim of their own in each step
+        frames = f"{a['chunk']}_{per[0]}"
+        new[per[0]] = (steps, frames)
+        plan = ChunkStep(per[0], steps, frames, a["chunk"], a["size"] * per[1])
+        pool = next(n for n in g.body if isinstance(n, Op) and n.outs[0].id == pool.outs[0].id)
+        pool.attrs = {**pool.attrs, "axis": frames, "out_axis": a["chunk"]}
+        g.dims.append(DimDef(name=frames, kind="dynamic", may_be_empty=True))
     for i in g.inputs:
         i.annotated_dims = _renamed(i.annotated_dims, new)
     for v in values_by_id(g).values():
