@@ -141,13 +141,15 @@ def write_step(plan: StepPlan, full: Graph, fmt: str, output: str, params_path: 
 def _chunk_row(plan: StepPlan, sig: Signature) -> dict:
     """A chunked loop's step: which dim of the inputs it cuts, into chunks of how many frames,
     the dim a step's input frames are over and the input giving each sequence's valid frames
-    of it; `frames`: the dims of a chunk's frames in the outputs (the loop's chunk dim, and the
-    input frames' dim where a pool makes the chunk dim from them)."""
+    of it (a step takes `size` frames, padded: the last chunk's valid ones fewer); `frames`: the
+    dims of a chunk's frames in the outputs (the loop's chunk dim, `chunk_size` frames a step,
+    and the input frames' dim where a pool makes the chunk dim from them)."""
     c = plan.chunk
     lens = lens_name(c.frames)
     assert lens in {n for n, _ in sig.inputs}, (lens, sig.inputs)
     frames = sorted({c.frames, c.chunk})
-    return {"axis": c.axis, "size": c.size, "dim": c.frames, "lengths": lens, "frames": frames}
+    row = {"axis": c.axis, "size": c.size, "dim": c.frames, "lengths": lens, "frames": frames}
+    return {**row, "chunk_size": c.chunk_size}
 
 
 def _values(g: Graph):

@@ -181,15 +181,23 @@ def run(module: StepModule, inputs: Arrays, lens: np.ndarray | dict[str, np.ndar
         framed = [d for d in o["dims"] if chunk is not None and d in chunk["frames"]]
         if framed:  # a chunk's frames: joined along the axis
             at = o["dims"].index(framed[0])
-            result[o["name"]] = np.moveaxis(np.concatenate(steps, axis=at), at, o["axis"])
+            joined = np.concatenate(steps, axis=at)
+            # as long as the whole-sequence module's (the last chunk's padding cut off)
+            n_in = max(inputs[k].shape[ax] for k, ax in frame_inputs.items())
+            n_out = n_in if framed[0] == chunk["dim"] else -(-n_in * chunk["chunk_size"] // chunk["size"])
+            result[o["name"]] = np.moveaxis(np.take(joined, np.arange(n_out), axis=at), at, o["axis"])
         else:
             result[o["name"]] = np.stack(steps, axis=o["axis"])
     return {**result, **stream.finals()}
 
 
 def _cut(x: np.ndarray, axis: int, start: int, n: int) -> np.ndarray:
-    """Frames start..start+n of x along `axis` (fewer where x ends)."""
-    return np.take(x, np.arange(start, min(start + n, x.shape[axis])), axis=axis)
+    """Frames start..start+n of x along `axis`, filled up with zeros where x ends (a step takes
+    a whole chunk; its lengths say which frames are valid)."""
+    got = np.take(x, np.arange(start, min(start + n, x.shape[axis])), axis=axis)
+    fill = [(0, 0)] * x.ndim
+    fill[axis] = (0, n - got.shape[axis])
+    return np.pad(got, fill)
 
 
 class TransducerDecoder:

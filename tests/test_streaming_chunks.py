@@ -52,6 +52,7 @@ def test_chunk_by_chunk_equals_whole_sequence(path, fmt, tmp_path):
     module = StepModule(out)
     dim = frames[0] if frames else "chunk"  # the step's input frames
     chunk = {"axis": "time", "size": n, "dim": dim, "lengths": f"{dim}_lens", "frames": sorted(["chunk", *frames])}
+    chunk["chunk_size"] = n // 2 if frames else n
     assert module.meta["chunk"] == chunk
     assert module.meta["step_dims"] == [dim]
     assert [c["name"] for c in module.caches] == caches
@@ -69,32 +70,26 @@ def test_chunk_by_chunk_equals_whole_sequence(path, fmt, tmp_path):
 
 def test_chunks_fed_by_hand(tmp_path):
     """A stream fed chunk by chunk as frames arrive (`Stream.feed`): 3 frames, then 3, then the
-    last 1 of a 7-frame sequence; the step's outputs are over the chunk's frames."""
+    last 1 of a 7-frame sequence, filled up to the chunk's 3 frames (the sidecar's shape), its
+    valid frames in `chunk_lens`; the step's outputs are over the chunk's frames."""
     path = MODELS / "chunked_rnn.py"
     g = compile_graph(str(path))
     inputs, lens, params = _batch(g, 3)
     out = tmp_path / "step.onnx"
-    run_netc(
-        "export",
-        path,
-        "--streaming",
-        "--format",
-        "onnx",
-        "-o",
-        out,
-        "--params",
-        _params_npz(params, tmp_path / "p.npz"),
-        check=True,
-    )
+    npz = _params_npz(params, tmp_path / "p.npz")
+    run_netc("export", path, "--streaming", "--format", "onnx", "-o", out, "--params", npz, check=True)
     module = StepModule(out)
+    assert next(r for r in module.inputs if r["name"] == "x")["shape"] == [None, 3, 4]
     x = inputs["x"][:1]  # the first sequence: 7 frames
     stream = Stream(module, 1)
     frames = []
     for start in (0, 3, 6):
         chunk = x[:, start : start + 3]
-        outs = stream.feed({"x": chunk, "chunk_lens": np.array([chunk.shape[1]])})
-        assert outs["frames"].shape == (1, chunk.shape[1], 5)
-        frames.append(outs["frames"])
+        n = chunk.shape[1]
+        filled = np.concatenate([chunk, np.full((1, 3 - n, 4), 9.0, dtype=np.float32)], axis=1)
+        outs = stream.feed({"x": filled, "chunk_lens": np.array([n])})
+        assert outs["frames"].shape == (1, 3, 5)
+        frames.append(outs["frames"][:, :n])
     whole = run_torch(g, inputs, lens, params)
     np.testing.assert_allclose(np.concatenate(frames, axis=1), whole.outputs["frames"][:1, :7], atol=1e-5)
     np.testing.assert_allclose(stream.finals()["h"], whole.outputs["h"][:1], atol=1e-5)

@@ -313,6 +313,7 @@ class ChunkStep:
     frames: str  # a step's input frames
     chunk: str  # a step's frames in the loop (the user's chunk dim)
     size: int  # input frames per chunk
+    chunk_size: int  # the loop's frames per chunk (N of `chunk`)
 
 
 CHUNK_OPS = ("chunk_split", "chunk_lens", "chunk_frame", "chunk_pad", "chunk_merge")
@@ -332,14 +333,14 @@ def chunk_steps(g: Graph, steps: str) -> tuple[Graph, ChunkStep] | None:
         return None
     a = split.attrs
     new = {a["axis"]: (steps, a["chunk"]), a["pad"]: (a["chunk"],)}
-    plan = ChunkStep(a["axis"], steps, a["chunk"], a["chunk"], a["size"])
+    plan = ChunkStep(a["axis"], steps, a["chunk"], a["chunk"], a["size"], a["size"])
     pool = next((n for n in g.body if isinstance(n, Op) and a["axis"] in REGISTRY[n.op].makes_dims(n.attrs)), None)
     per = None if pool is None else REGISTRY[pool.op].frames_per_out(pool.attrs)
     g = copy.deepcopy(g)
     if per is not None:  # the pool's input frames over a dim of their own in each step
         frames = f"{a['chunk']}_{per[0]}"
         new[per[0]] = (steps, frames)
-        plan = ChunkStep(per[0], steps, frames, a["chunk"], a["size"] * per[1])
+        plan = ChunkStep(per[0], steps, frames, a["chunk"], a["size"] * per[1], a["size"])
         pool = next(n for n in g.body if isinstance(n, Op) and n.outs[0].id == pool.outs[0].id)
         pool.attrs = {**pool.attrs, "axis": frames, "out_axis": a["chunk"]}
         g.dims.append(DimDef(name=frames, kind="dynamic", may_be_empty=True))
@@ -372,6 +373,11 @@ def chunk_steps(g: Graph, steps: str) -> tuple[Graph, ChunkStep] | None:
     for o in g.outputs:
         o.value = _chase(outer, o.value)
     g.dims = [d for d in g.dims if d.name not in new]
+    # a step's tensors have a whole chunk of frames, padded (as the whole-sequence loop has: what
+    # reads the chunk with a cache over static dims needs its N frames); their lengths the valid
+    for d in g.dims:
+        if d.name in (plan.frames, plan.chunk):
+            d.size = plan.size if d.name == plan.frames else a["size"]
     return g, plan
 
 
