@@ -171,6 +171,8 @@ def random_inputs(
         ]
         if inp.value.sparse_dim:
             x = rng.integers(0, sizes[inp.value.sparse_dim], size=shape).astype(np.int32)
+        elif inp.value.dtype == "bool":  # a streamed step's flag cache (which cached frames are frames)
+            x = rng.random(shape) < 0.5
         else:
             x = rng.standard_normal(shape).astype(np.float32)
             valid = valid_mask([d for d in inp.annotated_dims if d != inp.value.sparse_dim], lens, g, shape)

@@ -18,13 +18,13 @@ from netc_runtime.stream_runner import StepModule, Stream, run
 from netc_runtime.verify import random_inputs, random_params
 
 MODELS = ROOT / "tests" / "models"
-# model -> (input frames per chunk, its caches, the sidecar's chunk dims beyond the loop's `chunk`)
+# (model, network) -> (input frames per chunk, its caches, the sidecar's chunk dims beyond the loop's)
 CHUNKED = {
-    MODELS / "chunked_rnn.py": (3, ["h"], []),
-    MODELS / "chunked_window_state.py": (4, ["mem"], []),
-    EXAMPLES / "chunked_encoder.py": (4, ["state"], []),
+    (MODELS / "chunked_rnn.py", None): (3, ["h"], []),
+    (MODELS / "chunked_window_state.py", None): (4, ["mem"], []),
+    (EXAMPLES / "chunked_encoder.py", None): (4, ["state"], []),
     # a pool of pairs of frames before the loop: chunks of 3 pooled frames are 6 input frames
-    MODELS / "chunked_pooled.py": (6, ["h"], ["chunk_time"]),
+    (MODELS / "chunked_pooled.py", None): (6, ["h"], ["chunk_time"]),
 }
 
 
@@ -40,14 +40,16 @@ def _batch(g, n: int, seed: int = 5):
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
-@pytest.mark.parametrize("path", CHUNKED, ids=lambda p: p.stem)
-def test_chunk_by_chunk_equals_whole_sequence(path, fmt, tmp_path):
-    n, caches, frames = CHUNKED[path]
-    g = compile_graph(str(path))  # the whole-sequence module, as `netc compile` has it
+@pytest.mark.parametrize("model", CHUNKED, ids=lambda m: m[1] or m[0].stem)
+def test_chunk_by_chunk_equals_whole_sequence(model, fmt, tmp_path):
+    n, caches, frames = CHUNKED[model]
+    path, network = model
+    g = compile_graph(str(path), network=network)  # the whole-sequence module, as `netc compile` has it
     inputs, lens, params = _batch(g, n)
     out = tmp_path / f"step.{fmt}"
     npz = _params_npz(params, tmp_path / "p.npz")
-    proc = run_netc("export", path, "--streaming", "--format", fmt, "-o", out, "--params", npz, check=True)
+    named = ["--network", network] if network else []
+    proc = run_netc("export", path, *named, "--streaming", "--format", fmt, "-o", out, "--params", npz, check=True)
     assert "a step over `" in proc.stdout and "_chunks`" in proc.stdout
     module = StepModule(out)
     dim = frames[0] if frames else "chunk"  # the step's input frames
