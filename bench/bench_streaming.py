@@ -60,9 +60,13 @@ def _stream(module: StepModule, x: np.ndarray, consts: dict) -> tuple[np.ndarray
         else:
             frames = x[:, t : t + n]
             lens = np.full(x.shape[0], frames.shape[1], dtype=np.int64)
-            outs.append(stream.feed({"x": frames, chunk["lengths"]: lens})[out["name"]])
+            filled = np.pad(frames, [(0, 0), (0, n - frames.shape[1])] + [(0, 0)] * (x.ndim - 2))  # N frames a step
+            outs.append(stream.feed({"x": filled, chunk["lengths"]: lens})[out["name"]])
         steps.append(time.perf_counter() - s)
-    joined = np.stack(outs, axis=1) if chunk is None else np.concatenate(outs, axis=out["dims"].index(chunk["dim"]))
+    if chunk is None:
+        joined = np.stack(outs, axis=1)
+    else:  # the last chunk's padding cut off
+        joined = np.concatenate(outs, axis=1)[:, : x.shape[1] * chunk["chunk_size"] // n]
     return joined, steps, time.perf_counter() - start
 
 
