@@ -78,6 +78,7 @@ FEATURES = frozenset(
         "attention_in_loop",
         "chunked_loop",  # `for c in nc.chunks(x, chunk)`: chunks of a sequence, a state, attention over the chunk
         "chunked_window",  # in a chunked loop, a state over a static window dim the chunk attends over
+        "chunk_cache",  # in a chunked loop, a cache of the last frames joined to the chunk (`join_chunk`, `slice_static`, `to_chunk`): attention over it, a causal Conv1d over it
         "static_range",  # `for k in range(n)` in a chunked loop's body: unrolled
         # losses, decoders
         "loss",
@@ -124,6 +125,7 @@ FEATURES = frozenset(
         "slice_frames",
         "pad_frames",
         "fit_frames",  # padded onto a new dim and read back over the first (each sequence's first frames)
+        "compact_frames",  # the frames where a mask computed from them holds, onto a new dim (maybe empty)
         "fit_frames_up",  # a ConvTranspose1d's output read over the input's frames (the hybrids' upsampling)
         "shift_right",
         "self_attention",
