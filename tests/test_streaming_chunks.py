@@ -25,6 +25,13 @@ CHUNKED = {
     (EXAMPLES / "chunked_encoder.py", None): (4, ["state"], []),
     # a pool of pairs of frames before the loop: chunks of 3 pooled frames are 6 input frames
     (MODELS / "chunked_pooled.py", None): (6, ["h"], ["chunk_time"]),
+    # the streaming Conformer: keys, values and the convolution's frames cached per block, a pool
+    # of pairs before the loop (chunks of 4 encoder frames are 8 input frames)
+    (EXAMPLES / "conformer_streaming.py", "conformer_streaming_chunked"): (
+        8,
+        ["k1", "v1", "conv1", "k2", "v2", "conv2", "valid"],
+        ["chunk_time"],
+    ),
 }
 
 
@@ -110,3 +117,26 @@ def test_whole_sequence_output_after_chunks_is_refused(tmp_path):
     proc = run_netc("export", path, "--streaming", "--format", "onnx", "-o", tmp_path / "m.onnx", *args, check=True)
     assert "a step over `time_chunks`" in proc.stdout
     assert [o["name"] for o in StepModule(tmp_path / "m.onnx").outputs] == ["frames"]
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
+def test_streaming_conformer_equals_its_masked_whole_sequence_form(fmt, tmp_path):
+    """The issue's case: `examples/conformer_streaming.py`'s chunked network exported and run chunk
+    by chunk (onnxruntime, TorchScript) gives what its whole-sequence network (self-attention
+    limited by the chunk mask, in parallel) gives with the same parameters, within 1e-5."""
+    path = EXAMPLES / "conformer_streaming.py"
+    chunked = compile_graph(str(path), network="conformer_streaming_chunked")
+    whole_g = compile_graph(str(path), network="conformer_streaming")
+    inputs, lens, params = _batch(chunked, 8)
+    # one checkpoint serves both: the same module paths and roles (RETURNN names differ by the loop)
+    by_path = {(p.path, p.role): params[p.name] for p in chunked.params}
+    assert {(p.path, p.role) for p in whole_g.params} == set(by_path)
+    whole_params = {p.name: by_path[p.path, p.role] for p in whole_g.params}
+    out = tmp_path / f"step.{fmt}"
+    npz = _params_npz(params, tmp_path / "p.npz")
+    named = ["--network", "conformer_streaming_chunked"]
+    run_netc("export", path, *named, "--streaming", "--format", fmt, "-o", out, "--params", npz, check=True)
+    streamed = run(StepModule(out), inputs, lens["time"])
+    whole = run_torch(whole_g, inputs, lens, whole_params)
+    for name in ("output", "encoder"):
+        _close(whole_g, name, whole.dims[name], {**lens, **whole.lens[name]}, whole.outputs[name], streamed[name], fmt)
