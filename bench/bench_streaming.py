@@ -4,10 +4,11 @@
         [--frame-ms 10] [--runs 5]
 
 The model's step module is exported with the real CLI, as ONNX and as TorchScript, and run by
-the host runner (`netc_runtime.stream_runner.Stream`) one frame at a time on `--batch` streams
+the host runner (`netc_runtime.stream_runner.Stream`) one frame at a time (a chunked loop, as
+`--model bench/chunked_model.py`: one chunk at a time, the last shorter) on `--batch` streams
 of `--time` frames, each frame `--frame-ms` of audio (10 ms: the usual feature shift). The
 streamed outputs are checked against the whole-sequence torch module (as `netc compile` writes
-it: hoisted, fused) first (1e-4). Per format: the median and 90th percentile latency of one step (a `feed`: the
+it: hoisted, fused) first (1e-4). Per format: the median and 90th percentile latency of one step (a frame or a chunk: a `feed`: the
 module call and the host's cache bookkeeping), and the real-time factor: the time to stream
 the whole sequence over its audio's duration (below 1: faster than real time). Beside them the
 whole-sequence torch module on the same batch (one call: what streaming gives up for latency).
@@ -44,16 +45,29 @@ def _export(model: str, fmt: str, directory: Path, params: Path) -> Path:
 
 
 def _stream(module: StepModule, x: np.ndarray, consts: dict) -> tuple[np.ndarray, list[float], float]:
-    """x [batch, time, ...] fed frame by frame: the stacked first output, each step's seconds, the total."""
+    """x [batch, time, ...] fed frame by frame (a chunked step: chunk by chunk, the last shorter):
+    the first output over time, each step's seconds, the total."""
     stream = Stream(module, x.shape[0], consts)
-    name = module.outputs[0]["name"]
+    out = module.outputs[0]
+    chunk = module.meta.get("chunk")
+    n = 1 if chunk is None else chunk["size"]
     outs, steps = [], []
     start = time.perf_counter()
-    for t in range(x.shape[1]):
+    for t in range(0, x.shape[1], n):
         s = time.perf_counter()
-        outs.append(stream.feed({"x": x[:, t]})[name])
+        if chunk is None:
+            outs.append(stream.feed({"x": x[:, t]})[out["name"]])
+        else:
+            frames = x[:, t : t + n]
+            lens = np.full(x.shape[0], frames.shape[1], dtype=np.int64)
+            filled = np.pad(frames, [(0, 0), (0, n - frames.shape[1])] + [(0, 0)] * (x.ndim - 2))  # N frames a step
+            outs.append(stream.feed({"x": filled, chunk["lengths"]: lens})[out["name"]])
         steps.append(time.perf_counter() - s)
-    return np.stack(outs, axis=1), steps, time.perf_counter() - start
+    if chunk is None:
+        joined = np.stack(outs, axis=1)
+    else:  # the last chunk's padding cut off
+        joined = np.concatenate(outs, axis=1)[:, : x.shape[1] * chunk["chunk_size"] // n]
+    return joined, steps, time.perf_counter() - start
 
 
 def main() -> None:
@@ -100,11 +114,13 @@ def main() -> None:
                 model(x=x, time_lens=x_lens)
                 totals["whole"].append(time.perf_counter() - s)
     audio = args.time * args.frame_ms / 1000
+    chunk = next(iter(modules.values())).meta.get("chunk")
+    per = "step (a frame)" if chunk is None else f"step (a chunk of {chunk['size']} frames)"
     print(
         f"{Path(args.model).name}: batch {args.batch}, {args.time} frames of {args.frame_ms:g} ms ({audio:g} s), "
         f"1 thread, medians of {args.runs} runs; streamed = whole-sequence torch (≤1e-4)"
     )
-    print("| what | latency per step (median, 90th percentile) | whole sequence | real-time factor |")
+    print(f"| what | latency per {per} (median, 90th percentile) | whole sequence | real-time factor |")
     print("|---|---|---|---|")
     for fmt in modules:
         total = float(np.median(totals[fmt][1:]))

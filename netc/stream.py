@@ -29,6 +29,7 @@ from netc.ir.loopkinds import loop_grows
 from netc.ir.model import Graph, Input, Loop, Node, Op, Output, Value
 from netc.ir.uses import count_uses, node_uses, replace_uses, values_by_id
 from netc.ir.walk import param_paths
+from netc.ops.chunk import ChunkStep, chunk_steps, chunks_of
 from netc.passes import dce
 
 Kind = Literal["frame", "final", "const"]
@@ -63,6 +64,7 @@ class StepPlan:
     outputs: dict[str, Kind] = field(default_factory=dict)  # network output -> frame / final / const
     output_axis: dict[str, int] = field(default_factory=dict)  # a frame output: where the axis goes
     caches: list[Cache] = field(default_factory=list)
+    chunk: ChunkStep | None = None  # a chunked loop: each step a chunk of frames over `chunk.chunk`
 
 
 class _Whole:
@@ -129,7 +131,12 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
     """The step graph of `g` (an inference graph compiled with `stream_options`). `outputs`:
     the network outputs to keep (all by default); the others are left out, also where they
     cannot stream."""
+    if axis is not None:
+        axis = chunks_of(g, axis) or axis
     axis, span = streamed_axis(g, axis)
+    chunked = chunk_steps(g, axis)  # a chunked loop: its inputs' chunks are its frames
+    if chunked is not None:
+        g, chunk = chunked
     if not any(axis in i.value.dims for i in g.inputs):
         maker = next((n for n in g.body if isinstance(n, Op) and _makes(n, axis)), None)
         why = f"no input has `{axis}`, so the host has no frames of it to feed"
@@ -138,7 +145,8 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
                 maker.span, f"cannot stream over `{axis}`: {why}; `{maker.op}` makes it from whole sequences"
             )
         raise CompileError(span, f"cannot stream over `{axis}`: {why}", file=g.source_file)
-    plan = StepPlan(graph=g, axis=axis, span=span)
+    plan = StepPlan(graph=g, axis=axis, span=span, chunk=chunk if chunked is not None else None)
+    cut = (axis,) if plan.chunk is None else (axis, plan.chunk.axis)  # an op naming one needs them whole
     whole: dict[int, _Whole] = {}  # values that need the whole sequence
     kind: dict[int, Kind] = {}
     alias: dict[int, int] = {}  # a loop's result -> the body value it is at each step
@@ -178,8 +186,9 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
     for n in g.body:
         if isinstance(n, Op):
             res = combine(n.args, n.span, f"`{n.op}`")
-            if not isinstance(res, _Whole) and _mentions(n.attrs, axis):
-                res = _Whole(n.span, f"`{n.op}` works over the whole `{axis}` sequence, making {_named(n.outs[0])}")
+            over = next((d for d in cut if _mentions(n.attrs, d)), None)
+            if not isinstance(res, _Whole) and over is not None:
+                res = _Whole(n.span, f"`{n.op}` works over the whole `{over}` sequence, making {_named(n.outs[0])}")
             if settle(n.outs, res):
                 m = copy.deepcopy(n)
                 m.outs = [_strip(v, axis) for v in m.outs]

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from netc.ir.model import Graph, Op
+from netc.naming import lens_name
 from netc.outputs import write_bytes
 from netc.stream import StepPlan, region_graph
 from netc_runtime.export import Check, Signature, check, export, onnx_output_names
@@ -126,13 +127,29 @@ def write_step(plan: StepPlan, full: Graph, fmt: str, output: str, params_path: 
         "format": fmt,
         "file": Path(output).name,
         "axis": plan.axis,
-        "step_dims": [],  # what the axis is in one step: nothing (one frame)
+        # what the axis is in one step: nothing (one frame), or a chunk's frames
+        "step_dims": [] if plan.chunk is None else [plan.chunk.frames],
+        "chunk": None if plan.chunk is None else _chunk_row(plan, sig),
         "inputs": inputs,
         "caches": cache_rows,
         "outputs": outputs,
     }
     write_bytes(sidecar_path(output), (json.dumps(sidecar, indent=1) + "\n").encode())
     return written
+
+
+def _chunk_row(plan: StepPlan, sig: Signature) -> dict:
+    """A chunked loop's step: which dim of the inputs it cuts, into chunks of how many frames,
+    the dim a step's input frames are over and the input giving each sequence's valid frames
+    of it (a step takes `size` frames, padded: the last chunk's valid ones fewer); `frames`: the
+    dims of a chunk's frames in the outputs (the loop's chunk dim, `chunk_size` frames a step,
+    and the input frames' dim where a pool makes the chunk dim from them)."""
+    c = plan.chunk
+    lens = lens_name(c.frames)
+    assert lens in {n for n, _ in sig.inputs}, (lens, sig.inputs)
+    frames = sorted({c.frames, c.chunk})
+    row = {"axis": c.axis, "size": c.size, "dim": c.frames, "lengths": lens, "frames": frames}
+    return {**row, "chunk_size": c.chunk_size}
 
 
 def _values(g: Graph):

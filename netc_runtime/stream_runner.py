@@ -6,7 +6,8 @@ or torch (TorchScript) for the files. Copy this file next to the exported ones t
 - `Stream(module, batch)`: a batch of streams: `feed(frames, valid)` runs one step, carries
   the caches (kept where a sequence has no frame in this step) and returns the step's outputs;
   `finals()` the results after each sequence's last step.
-- `run(module, inputs, lens)`: a padded batch fed step by step, returned as the whole-sequence
+- `run(module, inputs, lens)`: a padded batch fed step by step (chunk by chunk for a chunked
+  loop: the sidecar's `chunk` says which dim is cut into chunks of how many frames), returned as the whole-sequence
   module returns it (per-frame outputs stacked over the streamed axis).
 - `TransducerDecoder(sidecar)`: a transducer's prediction and joint networks; `search(enc, lens)`
   runs greedy or modified beam search on the host, as netc's `transducer_search` does.
@@ -147,24 +148,56 @@ def run(module: StepModule, inputs: Arrays, lens: np.ndarray | dict[str, np.ndar
     takes them) fed one step at a time; `lens`: each sequence's frames, or the lengths of each
     dynamic dim by name (the streamed one's, and those of other dims of the inputs). The outputs
     as the whole-sequence module returns them (per-frame ones stacked over the streamed axis; on
-    padded frames they hold what the step computed there)."""
+    padded frames they hold what the step computed there). A chunked step (the sidecar's
+    `chunk`) takes `size` frames a step (a sequence's last chunk fewer) and their lengths."""
+    chunk = module.meta.get("chunk")
     if isinstance(lens, dict):
         inputs = {**inputs, **{f"{d}_lens": np.asarray(v, dtype=np.int64) for d, v in lens.items()}}
-        lens = lens[module.meta["axis"]]
+        lens = lens[module.meta["axis"] if chunk is None else chunk["axis"]]
     lens = np.asarray(lens)
+    n = 1 if chunk is None else int(chunk["size"])
     frame_inputs = {r["name"]: r["axis"] for r in module.inputs if r["kind"] == "frame"}
-    consts = {r["name"]: inputs[r["name"]] for r in module.inputs if r["kind"] != "frame"}
+    consts = {r["name"]: inputs[r["name"]] for r in module.inputs if r["kind"] == "const"}
+    consts.update(
+        {r["name"]: inputs[r["name"]] for r in module.inputs if r["kind"] == "lengths" and r["name"] in inputs}
+    )
     consts.update({c["init"]: inputs[c["init"]] for c in module.caches if isinstance(c["init"], str)})
     stream = Stream(module, len(lens), consts)
     stacked: dict[str, list[np.ndarray]] = {o["name"]: [] for o in module.outputs if o["kind"] == "frame"}
-    for t in range(int(lens.max(initial=0))):
-        frames = {n: np.take(inputs[n], t, axis=ax) for n, ax in frame_inputs.items()}
-        outs = stream.feed(frames, lens > t)
+    for t in range(-(-int(lens.max(initial=0)) // n)):
+        if chunk is None:
+            frames = {k: np.take(inputs[k], t, axis=ax) for k, ax in frame_inputs.items()}
+        else:
+            frames = {k: _cut(inputs[k], ax, t * n, n) for k, ax in frame_inputs.items()}
+            frames[chunk["lengths"]] = np.clip(lens - t * n, 0, n).astype(np.int64)
+        outs = stream.feed(frames, lens > t * n)
         for name, steps in stacked.items():
             steps.append(outs[name])
-    axis = {o["name"]: o["axis"] for o in module.outputs}
-    result = {name: np.stack(steps, axis=axis[name]) for name, steps in stacked.items() if steps}
+    result = {}
+    for o in module.outputs:
+        steps = stacked.get(o["name"])
+        if not steps:
+            continue
+        framed = [d for d in o["dims"] if chunk is not None and d in chunk["frames"]]
+        if framed:  # a chunk's frames: joined along the axis
+            at = o["dims"].index(framed[0])
+            joined = np.concatenate(steps, axis=at)
+            # as long as the whole-sequence module's (the last chunk's padding cut off)
+            n_in = max(inputs[k].shape[ax] for k, ax in frame_inputs.items())
+            n_out = n_in if framed[0] == chunk["dim"] else -(-n_in * chunk["chunk_size"] // chunk["size"])
+            result[o["name"]] = np.moveaxis(np.take(joined, np.arange(n_out), axis=at), at, o["axis"])
+        else:
+            result[o["name"]] = np.stack(steps, axis=o["axis"])
     return {**result, **stream.finals()}
+
+
+def _cut(x: np.ndarray, axis: int, start: int, n: int) -> np.ndarray:
+    """Frames start..start+n of x along `axis`, filled up with zeros where x ends (a step takes
+    a whole chunk; its lengths say which frames are valid)."""
+    got = np.take(x, np.arange(start, min(start + n, x.shape[axis])), axis=axis)
+    fill = [(0, 0)] * x.ndim
+    fill[axis] = (0, n - got.shape[axis])
+    return np.pad(got, fill)
 
 
 class TransducerDecoder:

@@ -120,12 +120,15 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
     (`rnnt_pred_dims`). A `choice` loop's target is no longer than the loop's bound
     (`choice_target_bounds`): training runs over all of its frames."""
     dyn = input_dyn_dims(g)
+    sizes = {d.name: d.size for d in g.dims if d.kind == "dynamic"}
     ctc: dict[str, list[CtcLabels]] = {}
     for c in ctc_labels(g):
         ctc.setdefault(c.labels_dim, []).append(c)
     lens: dict[str, list[int]] = {}
     for d in [d for d in dyn if d not in ctc] + [d for d in dyn if d in ctc]:
         top = max(1, max_len - dyn.index(d))
+        if sizes.get(d) is not None:  # a dynamic dim of a given size (a streamed chunk's frames, padded)
+            top = min(top, sizes[d])
         known = made_lengths(g, lens)
         bounds = [  # per CTC over these labels whose frames are known: the most labels per sequence
             [n if c.classes > 1 else (n + 1) // 2 for n in known[c.frames_dim]]
@@ -168,6 +171,8 @@ def random_inputs(
         ]
         if inp.value.sparse_dim:
             x = rng.integers(0, sizes[inp.value.sparse_dim], size=shape).astype(np.int32)
+        elif inp.value.dtype == "bool":  # a streamed step's flag cache (which cached frames are frames)
+            x = rng.random(shape) < 0.5
         else:
             x = rng.standard_normal(shape).astype(np.float32)
             valid = valid_mask([d for d in inp.annotated_dims if d != inp.value.sparse_dim], lens, g, shape)

@@ -107,6 +107,16 @@ def test_bench_streaming_checks_the_stream_and_prints_its_rows():
     ]
 
 
+def test_bench_streaming_a_chunked_step_checks_the_stream_and_prints_its_rows():
+    # 21 frames: a chunk of 16 and a last one of 5, filled up (checked against the whole sequence)
+    out = _bench(
+        "bench_streaming.py", "--model", str(ROOT / "bench" / "chunked_model.py"), "--time", "21", "--runs", "1"
+    )
+    assert "| what | latency per step (a chunk of 16 frames)" in out
+    rows = [line.split(" | ")[0] for line in out.splitlines() if line.startswith("| step")]
+    assert rows == ["| step module, onnx (host runner)", "| step module, torchscript (host runner)"]
+
+
 def test_bench_chunked_training_checks_the_two_forms_and_prints_their_rows():
     out = _bench("bench_chunked_training.py", "--batch", "2", "--time", "20", "--runs", "1")
     rows = [line.split(" | ")[0] for line in out.splitlines() if line.startswith("| training step")]

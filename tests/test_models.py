@@ -11,6 +11,7 @@ MODELS = [
     "softmax_static_of_several.py",
     "chunked_rnn.py",
     "chunked_window_state.py",
+    "chunked_pooled.py",  # a chunked loop over frames a max_pool makes (streamed in test_streaming_chunks)
     "losses.py",
     "searching_no_choice.py",
     "end_after_break.py",

@@ -199,6 +199,12 @@ class OpDef:
         name them) that give results, by result index: (name, layer), each name from `fresh(hint)`."""
         return {}
 
+    def frames_per_out(self, attrs: dict) -> tuple[str, int] | None:
+        """For an op making a dim (`makes_dims`) whose frame j reads only frames jk..jk+k-1 of one
+        dim of its input (a pool with stride = size): that dim and k. A chunked loop over the
+        made dim then streams from chunks of k times as many input frames (`netc.ops.chunk`)."""
+        return None
+
     def made_lengths(self, attrs: dict, lens: dict[str, list[int]]) -> dict[str, list[int]]:
         """For each dim in `makes_dims` whose lengths follow from `lens` (per sequence, by dim):
         its lengths (runners draw batches that suit the ops; e.g. CTC's labels fit its frames)."""

@@ -28,10 +28,15 @@ the dim's lengths in the body, a reshape and cut after it.
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
+
 from netc.ir.dims import DimError
+from netc.ir.model import DimDef, Graph, Loop, Node, Op
+from netc.ir.uses import replace_uses, values_by_id
 from netc.naming import Code
 from netc.ops.align import align_code
-from netc.ops.base import OpDef, OutType, register
+from netc.ops.base import REGISTRY, OpDef, OutType, register
 
 
 def _replace(dims: tuple[str, ...], old: str, new: tuple[str, ...]) -> tuple[str, ...]:
@@ -292,3 +297,115 @@ class ChunkMerge(OpDef):
             "output": {"class": "gather", "from": "chunks", "position": "within", "axis": ctx.dim(a["pad"])},
         }
         return {"class": "subnetwork", "from": [ctx.src(0), ctx.src(1)], "concat_sources": False, "subnetwork": sub}
+
+
+# --- streaming (`netc export --streaming`, `netc.stream`)
+
+
+@dataclass(frozen=True)
+class ChunkStep:
+    """How a chunked loop streams: each step takes `size` frames of the inputs' `axis` (fewer at
+    a sequence's end) as a tensor over the dynamic `frames`, whose lengths the host gives; the
+    step's per-frame values are over `chunk` (`frames` itself, or what a pool makes of it)."""
+
+    axis: str  # the input dim cut into chunks (`time`)
+    steps: str  # the loop's dim: one step per chunk (`time_chunks`)
+    frames: str  # a step's input frames
+    chunk: str  # a step's frames in the loop (the user's chunk dim)
+    size: int  # input frames per chunk
+    chunk_size: int  # the loop's frames per chunk (N of `chunk`)
+
+
+CHUNK_OPS = ("chunk_split", "chunk_lens", "chunk_frame", "chunk_pad", "chunk_merge")
+
+
+def chunk_steps(g: Graph, steps: str) -> tuple[Graph, ChunkStep] | None:
+    """`g` (not changed) with its chunked loop over `steps` as a loop whose frames are the inputs'
+    chunks: the dim chunked is (`steps`, `chunk`) everywhere and the chunk's padded form (`pad`)
+    is `chunk`, so the chunk ops are the identity and go. A step graph of the result
+    (`netc.stream`) takes a chunk of frames and gives per-frame values over `chunk`. Where a pool
+    before the loop makes the dim chunked (`frames_per_out`: k input frames a frame), a step's
+    input is k*N frames over a dim of their own, pooled in the step. None: not a chunked loop."""
+    split = next(
+        (n for n in g.body if isinstance(n, Op) and n.op == "chunk_split" and n.attrs["out_axis"] == steps), None
+    )
+    if split is None:
+        return None
+    a = split.attrs
+    new = {a["axis"]: (steps, a["chunk"]), a["pad"]: (a["chunk"],)}
+    plan = ChunkStep(a["axis"], steps, a["chunk"], a["chunk"], a["size"], a["size"])
+    pool = next((n for n in g.body if isinstance(n, Op) and a["axis"] in REGISTRY[n.op].makes_dims(n.attrs)), None)
+    per = None if pool is None else REGISTRY[pool.op].frames_per_out(pool.attrs)
+    g = copy.deepcopy(g)
+    if per is not None:  # the pool's input frames over a dim of their own in each step
+        frames = f"{a['chunk']}_{per[0]}"
+        new[per[0]] = (steps, frames)
+        plan = ChunkStep(per[0], steps, frames, a["chunk"], a["size"] * per[1], a["size"])
+        pool = next(n for n in g.body if isinstance(n, Op) and n.outs[0].id == pool.outs[0].id)
+        pool.attrs = {**pool.attrs, "axis": frames, "out_axis": a["chunk"]}
+        g.dims.append(DimDef(name=frames, kind="dynamic", may_be_empty=True))
+    for i in g.inputs:
+        i.annotated_dims = _renamed(i.annotated_dims, new)
+    for v in values_by_id(g).values():
+        v.dims = _renamed(v.dims, new)
+
+    def drop(nodes: list[Node]) -> tuple[list[Node], dict[int, int]]:
+        alias, kept = {}, []
+        for n in nodes:
+            if isinstance(n, Op) and n.op in CHUNK_OPS and n.attrs.get("out_axis") == steps:
+                if n.op != "chunk_lens":  # read by `chunk_frame` and `chunk_pad` only (gone)
+                    alias[n.outs[0].id] = n.args[0]
+                continue
+            if isinstance(n, Loop):
+                n.seqs = [s for s in n.seqs if not _lens_of(g, s.outer, steps)]
+                n.body, inner = drop(n.body)
+                for st in n.stacks:
+                    st.value = _chase(inner, st.value)
+                for last in n.lasts:
+                    last.value = _chase(inner, last.value)
+                for c in n.carries:
+                    c.next = _chase(inner, c.next)
+            kept.append(n)
+        replace_uses(kept, alias)
+        return kept, alias
+
+    g.body, outer = drop(g.body)
+    for o in g.outputs:
+        o.value = _chase(outer, o.value)
+    g.dims = [d for d in g.dims if d.name not in new]
+    # a step's tensors have a whole chunk of frames, padded (as the whole-sequence loop has: what
+    # reads the chunk with a cache over static dims needs its N frames); their lengths the valid
+    for d in g.dims:
+        if d.name in (plan.frames, plan.chunk):
+            d.size = plan.size if d.name == plan.frames else a["size"]
+    return g, plan
+
+
+def chunks_of(g: Graph, axis: str) -> str | None:
+    """The dim of the chunked loop that cuts `axis` into chunks (`--axis time` streams its chunks)."""
+    return next(
+        (
+            n.attrs["out_axis"]
+            for n in g.body
+            if isinstance(n, Op) and n.op == "chunk_split" and n.attrs["axis"] == axis
+        ),
+        None,
+    )
+
+
+def _renamed(dims: tuple[str, ...], new: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(n for d in dims for n in new.get(d, (d,)))
+
+
+def _chase(alias: dict[int, int], v: int) -> int:
+    while v in alias:
+        v = alias[v]
+    return v
+
+
+def _lens_of(g: Graph, v: int, steps: str) -> bool:
+    """Whether `v` is the chunk lengths (`chunk_lens`) of the chunked loop over `steps`."""
+    return any(
+        isinstance(n, Op) and n.op == "chunk_lens" and n.attrs["out_axis"] == steps and n.outs[0].id == v
+        for n in g.body
+    )

@@ -93,7 +93,9 @@ class JoinChunk(OpDef):
         out = op.outs[0].dims
         cache = ctx.aligned(0, _renamed(out, a["out_axis"], a["cache_axis"]))
         have = _renamed(out, a["out_axis"], a["axis"])
-        x = where_valid(ctx.aligned(1, have), ctx.mask(a["axis"], have), _fill(op.outs[0].dtype))
+        x, valid = ctx.aligned(1, have), ctx.mask(a["axis"], have)
+        # bools by `&`: TorchScript types a `False` in `torch.where` as an int (the result long)
+        x = f"({x} & {valid})" if op.outs[0].dtype == "bool" else where_valid(x, valid, _fill(op.outs[0].dtype))
         return f"torch.cat([{cache}, {x}], {out.index(a['out_axis'])})"
 
     def returnn(self, ctx, op):

@@ -55,6 +55,9 @@ class MaxPool(OpDef):
     def makes_dims(self, attrs: dict) -> list[str]:
         return [attrs["out_axis"]]
 
+    def frames_per_out(self, attrs: dict) -> tuple[str, int] | None:
+        return attrs["axis"], attrs["size"]  # windows of their own: the last one partial
+
     def returnn_helpers(self, op):
         return {FILL_HELPER: FILL_HELPER_SOURCE}
 
