@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE))  # the recipe's own modules, when run as a script 
 
 from features import wav_features  # noqa: E402
 from make_data import have_corpus, make_corpus, read_split  # noqa: E402
+from stream import stream_decode  # noqa: E402
 
 from netc.compiler import compile_file  # noqa: E402
 
@@ -37,9 +38,17 @@ class ModelSource:
     path: Path
     train: str
     decode: str
+    encode: str | None = None  # a streaming model's log-probabilities network (stream.py runs it)
+    pool: int = 0  # input frames per encoder frame
+    chunk_size: int = 0  # encoder frames per chunk
 
 
-MODELS = {"blstm": ModelSource(HERE / "blstm_ctc.py", "blstm_ctc", "blstm_ctc_decode")}
+MODELS = {
+    "blstm": ModelSource(HERE / "blstm_ctc.py", "blstm_ctc", "blstm_ctc_decode"),
+    "streaming": ModelSource(
+        HERE / "streaming_ctc.py", "streaming_ctc", "streaming_ctc_decode", "streaming_ctc_encode", pool=4, chunk_size=4
+    ),
+}
 
 
 @dataclass
@@ -192,8 +201,49 @@ def run(
         ids = [i for i, u in enumerate(test) if u.variant == variant]
         sub = [test[i] for i in ids]
         log(f"  voice variant {variant}: greedy WER {wer(sub, [hyps['greedy'][i] for i in ids]):.2f}%")
+    if source.encode:
+        results |= streamed(source, out, net, test, hyps["greedy"], log)
     log("seconds: " + ", ".join(f"{k[:-2]} {v:.0f}" for k, v in times.items()))
     return results | times
+
+
+def streamed(
+    source: ModelSource, out: Path, net: torch.nn.Module, test: list[Utterance], whole: list[list[int]], log
+) -> dict[str, float]:
+    """The test set streamed chunk by chunk (stream.py): its WER, which must equal the whole-sequence
+    greedy WER (`whole`: the same hypotheses), the compute time per chunk and the real-time factor."""
+    encoder = load_module(source, source.encode, out)()
+    encoder.load_state_dict(net.state_dict())
+    res = stream_decode(encoder, [u.features for u in test], source.pool, source.chunk_size)
+    with torch.no_grad():  # the whole utterance at once, to compare the streamed log-probabilities with
+        diff = max(
+            float(
+                np.abs(
+                    encoder(torch.from_numpy(u.features[None].astype(np.float32)), torch.tensor([len(u.features)]))[
+                        "output"
+                    ][0].numpy()
+                    - lp
+                ).max()
+            )
+            for u, lp in zip(test, res.log_probs)
+        )
+    same = sum(h == w for h, w in zip(res.hyps, whole))
+    chunk_ms = 10 * source.pool * source.chunk_size
+    results = {
+        "streamed_wer": wer(test, res.hyps),
+        "streamed_max_diff": diff,
+        "streamed_same": same,
+        "chunk_ms_median": float(np.median(res.chunk_ms)),
+        "rtf": res.rtf,
+    }
+    log(f"streamed, chunks of {chunk_ms} ms: greedy WER {results['streamed_wer']:.2f}%")
+    log(f"  streamed = whole-sequence greedy hypotheses: {same} of {len(test)}; log-probs max|diff| {diff:.1e}")
+    log(
+        f"  compute per {chunk_ms} ms chunk: median {results['chunk_ms_median']:.2f} ms,"
+        f" 90th percentile {np.percentile(res.chunk_ms, 90):.2f} ms ({len(res.chunk_ms)} chunks);"
+        f" real-time factor {res.rtf:.3f}"
+    )
+    return results
 
 
 def main() -> None:
