@@ -464,6 +464,14 @@ def convert_checkpoint(model: str, checkpoint: str, output: str, network: str | 
     is_flag=True,
     help="Compare eager and torch only (a network RETURNN refuses, e.g. one with `transducer_search`).",
 )
+@click.option(
+    "--same-as",
+    "same_as",
+    metavar="NETWORK",
+    help="Also run NETWORK of the same file on the same batch and parameters (by module path) on each "
+    "backend and compare the outputs both return (<= 1e-5): e.g. a chunk-by-chunk network against its "
+    "whole-sequence form.",
+)
 @_pass_options
 @_loops_option
 @_verbose
@@ -476,6 +484,7 @@ def verify(
     search: bool,
     params_path: str | None,
     no_returnn: bool,
+    same_as: str | None,
     hoist: bool,
     whole_sequence: bool,
     fuse: bool,
@@ -486,7 +495,7 @@ def verify(
     _progress_on()
     with _one_line("verify", verbose, user_errors=(ValueError,)):  # e.g. --search without `choice`, --params
         from netc_runtime.npz import read_params
-        from netc_runtime.verify import TOLERANCE
+        from netc_runtime.verify import TOLERANCE, eager_cannot_run
         from netc_runtime.verify import verify as run_verify
 
         g = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
@@ -496,18 +505,70 @@ def verify(
             model, g, backends, seed=seed, batch=batch, max_len=max_len, search=search, params=params
         )
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
+    if comps and comps[0].reference != "eager":
+        click.echo(f"  (eager mode runs one sequence at a time and cannot run this model: {eager_cannot_run(g)})")
     ok = True
     for c in comps:
         ok &= c.ok
         relative = f", relative to |loss| = {c.scale:.4g}" if c.scale != 1.0 else ""
         click.echo(
-            f"  {c.output:<16} eager vs {c.backend:<8} max|Δ| = {c.max_abs_diff:.3e}  "
+            f"  {c.output:<16} {c.reference} vs {c.backend:<8} max|Δ| = {c.max_abs_diff:.3e}  "
             f"({c.valid_frames} valid values{relative})  {'ok' if c.ok else 'FAIL'}"
         )
     if not ok:
         click.echo(f"verify failed: difference above {TOLERANCE} (a loss's: relative to its size)", err=True)
         sys.exit(1)
+    if same_as is not None:  # each target agrees with eager: now the other network with this one
+        _verify_same(
+            model, network, same_as, seed, batch, max_len, no_returnn, hoist, whole_sequence, fuse, loops, verbose
+        )
     click.echo("verify: ok")
+
+
+def _verify_same(
+    model: str,
+    network: str | None,
+    other: str,
+    seed: int,
+    batch: int,
+    max_len: int,
+    no_returnn: bool,
+    hoist: bool,
+    whole_sequence: bool,
+    fuse: bool,
+    loops: str,
+    verbose: bool,
+) -> None:
+    """`verify --same-as`: the two networks agree on every backend (after each verified itself)."""
+    with _one_line("verify", verbose, user_errors=(ValueError,)):
+        from netc_runtime.verify_same import SAME_TOLERANCE, verify_same
+
+        a = _graph(model, network, hoist, whole_sequence, fuse, loops=loops)
+        b = _graph(model, other, hoist, whole_sequence, fuse, loops=loops)
+        if a.network == b.network:
+            raise ValueError(f"--same-as names the network verified ({a.network}); name the other one")
+        backends = ("eager", "torch") if no_returnn else ("eager", "torch", "returnn")
+        comps, lens = verify_same(model, a, b, backends, seed=seed, batch=batch, max_len=max_len)
+    click.echo(
+        f"{model}: {a.network} vs {b.network}, batch {batch}, lengths "
+        + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items())
+    )
+    bad = [c for c in comps if not c.ok]
+    for c in comps:
+        relative = f", relative to |loss| = {c.scale:.4g}" if c.scale != 1.0 else ""
+        click.echo(
+            f"  {c.output:<16} on {c.backend:<8} max|Δ| = {c.max_abs_diff:.3e}  "
+            f"({c.valid_values} valid values{relative})  {'ok' if c.ok else 'FAIL'}"
+        )
+    if bad:
+        worst = max(bad, key=lambda c: c.max_abs_diff / c.scale)
+        click.echo(
+            f"verify failed: {b.network} differs from {a.network}: {worst.output} on {worst.backend}, "
+            f"max|Δ| = {worst.max_abs_diff:.3e} > {SAME_TOLERANCE * worst.scale:.1e}",
+            err=True,
+        )
+        sys.exit(1)
+    click.echo(f"{b.network} = {a.network} on {', '.join(backends)}")
 
 
 main.add_command(export)

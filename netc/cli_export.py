@@ -24,6 +24,23 @@ FORMATS = ("onnx", "torchscript", "torch-export")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for parameters not given.")
 @click.option("--network", help="The @network function, when the file has several.")
 @click.option("--search", is_flag=True, help="Export the beam search (a model with `choice`) instead of forward.")
+@click.option(
+    "--streaming",
+    is_flag=True,
+    help="Export one step of the network's loop, its states as explicit caches (and a transducer's decoder), "
+    "with a JSON sidecar (docs/targets.md).",
+)
+@click.option("--axis", help="--streaming: the dim a step advances over (default: the loops').")
+@click.option(
+    "--outputs",
+    "only_outputs",
+    help="--streaming: the outputs the step module returns, comma-separated (default: all).",
+)
+@click.option(
+    "--whole-encoder",
+    is_flag=True,
+    help="--streaming, a network with transducer_search: its encoder as a whole-sequence module.",
+)
 @_pass_options
 @click.option(
     "-v", "--verbose", is_flag=True, help="On a failure, also the traceback (of the exporter, framework or netc)."
@@ -36,6 +53,10 @@ def export(
     seed: int,
     network: str | None,
     search: bool,
+    streaming: bool,
+    axis: str | None,
+    only_outputs: str | None,
+    whole_encoder: bool,
     hoist: bool,
     whole_sequence: bool,
     fuse: bool,
@@ -48,6 +69,17 @@ def export(
     from netc.cli_common import _graph, _one_line, _progress_on
 
     _progress_on()
+    if streaming:
+        if fmt == "torch-export" or search:
+            raise click.UsageError("--streaming writes --format onnx or torchscript, and the decoder without --search")
+        from netc.cli_stream import export_streaming
+
+        with _one_line("export", verbose, user_errors=(KeyError, ValueError, OSError)):
+            names = [n.strip() for n in only_outputs.split(",")] if only_outputs else None
+            export_streaming(model, network, fmt, output, params_path, seed, axis, names, whole_encoder)
+        return
+    if axis or only_outputs or whole_encoder:
+        raise click.UsageError("--axis, --outputs and --whole-encoder go with --streaming")
     with _one_line("export", verbose, user_errors=(KeyError, ValueError, OSError)):  # --params' or -o's mistakes
         from netc.outputs import prepare
         from netc_runtime.export import check

@@ -139,7 +139,7 @@ def example_inputs(g: Graph, sig: Signature, batch: int, max_len: int, seed: int
     """A padded batch with unequal lengths, as `netc verify` draws it, restricted to `sig`'s inputs."""
     rng = np.random.default_rng(seed)
     lens = random_lengths(g, batch, max_len, rng)
-    arrays = {**random_inputs(g, lens, rng), **{lens_name(d): v.astype(np.int64) for d, v in lens.items()}}
+    arrays = {**random_inputs(g, lens, rng, batch), **{lens_name(d): v.astype(np.int64) for d, v in lens.items()}}
     arrays[BATCH_SIZE] = np.asarray(batch, dtype=np.int64)
     return {n: arrays[n] for n, _ in sig.inputs}
 

@@ -93,3 +93,24 @@ def test_bench_transducer_runs_and_eager_finds_what_torch_finds():
         "netc eager (graves)",
     ]
     assert "torchaudio left out: no --torchaudio DIR" in out
+
+
+def test_bench_streaming_checks_the_stream_and_prints_its_rows():
+    out = _bench("bench_streaming.py", "--time", "6", "--runs", "1")
+    rows = [
+        line.split(" | ")[0] for line in out.splitlines() if line.startswith("| step") or line.startswith("| whole")
+    ]
+    assert rows == [
+        "| step module, onnx (host runner)",
+        "| step module, torchscript (host runner)",
+        "| whole-sequence torch module (one call)",
+    ]
+
+
+def test_bench_chunked_training_checks_the_two_forms_and_prints_their_rows():
+    out = _bench("bench_chunked_training.py", "--batch", "2", "--time", "20", "--runs", "1")
+    rows = [line.split(" | ")[0] for line in out.splitlines() if line.startswith("| training step")]
+    assert rows == [
+        "| training step: conformer_streaming (torch module)",
+        "| training step: conformer_streaming_chunked (torch module)",
+    ]

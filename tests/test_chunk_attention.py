@@ -107,7 +107,7 @@ class Reference:
 
 @pytest.fixture(scope="module")
 def batch():
-    g = compile_graph(str(PATH))
+    g = compile_graph(str(PATH), network="conformer_streaming")
     rng = np.random.default_rng(3)
     enc = [math.ceil(n / 2) for n in FRAMES]
     lens = {"time": np.array(FRAMES), "label_time": np.array([max(1, e // 2) for e in enc])}

@@ -165,3 +165,54 @@ def test_batch_norm_training_mode(tmp_path):
     with pytest.raises(CompileError, match="`BatchNorm` in training mode needs the whole batch") as e:
         net(x=torch.as_tensor(x), time_lens=torch.as_tensor(lens["time"]))
     assert (e.value.span.line, e.value.span.col) == (8, 22), e.value.span
+
+
+def test_batch_norm_updated_in_inference(tmp_path):
+    """`update_in_inference=True` (RETURNN's defaults before behavior version 12): in inference the
+    running statistics first move `momentum` towards the valid frames' and are then used: torch =
+    RETURNN (no train flag) = the reference, and torch's statistics moved; eager mode, one sequence
+    at a time, cannot run it (located), and on [batch, feature] it is an error (RETURNN's fused
+    batch norm there updates in training only)."""
+    src = (
+        "from netc import BatchNorm, Dim, Tensor, batch, network\n"
+        'time = Dim("time")\nfeat = Dim("feat", 3)\n\n\n@network\n'
+        "def bn(x: Tensor[batch, time, feat]):\n"
+        '    return {"output": BatchNorm(eps=1e-3, momentum=0.25, update_in_inference=True)(x)}\n'
+    )
+    path = tmp_path / "bn.py"
+    path.write_text(src)
+    g = compile_graph(str(path))
+    rng = np.random.default_rng(4)
+    lens = {"time": np.array([5, 2, 4])}
+    inputs = random_inputs(g, lens, rng)
+    x = inputs["x"]
+    for b, n in enumerate(lens["time"]):
+        x[b, n:] = 100.0  # a leak of padded frames into the statistics would show
+    params = random_params(g, rng)
+    names = {k.rsplit("/", 1)[1][len("v2_") :]: k for k in params}
+    p = {k: params[v].astype(np.float64) for k, v in names.items()}
+    _, mean, var = _reference(x.astype(np.float64), lens["time"], p, 1e-3)
+    moved_mean, moved_var = p["mean"] + (mean - p["mean"]) * 0.25, p["variance"] + (var - p["variance"]) * 0.25
+    want = (x - moved_mean) / np.sqrt(moved_var + 1e-3) * p["gamma"] + p["beta"]
+    mask = np.arange(x.shape[1])[None, :, None] < lens["time"][:, None, None]
+
+    r = run_returnn(g, inputs, lens, params)
+    assert np.abs(np.where(mask, r.outputs["output"] - want, 0.0)).max() < 1e-4
+
+    model = load_torch_module(g).Model()
+    model.load_returnn_params(params)
+    model.eval()
+    out = model(x=torch.as_tensor(x), time_lens=torch.as_tensor(lens["time"]))["output"].detach().numpy()
+    assert np.abs(np.where(mask, out - want, 0.0)).max() < 1e-4
+    state = dict(model.named_parameters())
+    moved = state[names["mean"].replace("/batch_norm/", ".batch_norm_")].detach().numpy()
+    np.testing.assert_allclose(moved, moved_mean, atol=1e-5)
+
+    net = _import_file(str(path), "bn_model_moved").bn
+    net.load_returnn_params(params)
+    with pytest.raises(CompileError, match=r"`BatchNorm\(update_in_inference=True\)` needs the whole batch"):
+        net(x=torch.as_tensor(x), time_lens=torch.as_tensor(lens["time"]))
+
+    path.write_text(src.replace("x: Tensor[batch, time, feat]", "x: Tensor[batch, feat]"))
+    with pytest.raises(CompileError, match=r"normalises \[batch, time, feature\] only"):
+        compile_graph(str(path))

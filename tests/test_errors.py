@@ -355,6 +355,61 @@ CASES = [
         11,
     ),
     (
+        "fit_frames_onto_a_dim_without_lengths",
+        """
+        from netc import fit_frames
+        other = Dim("other")
+
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return fit_frames(x, axis=time, out_axis=other)
+        """,
+        "`fit_frames` over dynamic dim `other`, whose lengths are not known here",
+        6,
+        11,
+    ),
+    (
+        "fit_frames_of_a_static_dim",
+        """
+        from netc import fit_frames
+
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return fit_frames(x, axis=feat, out_axis=time)
+        """,
+        "`fit_frames` needs `axis` to be a dynamic dim of [batch, time, feat]",
+        5,
+        11,
+    ),
+    (
+        "compact_frames_mask_over_other_dims",
+        """
+        from netc import compact_frames
+        kept = Dim("kept")
+
+        @network
+        def f(x: Tensor[batch, time, feat]):
+            return compact_frames(x, x > 0.0, axis=time, out_axis=kept)
+        """,
+        "`compact_frames` needs a bool `mask` [batch, time], got bool [batch, time, feat]",
+        6,
+        11,
+    ),
+    (
+        "compact_frames_onto_an_input_dim",
+        """
+        from netc import compact_frames
+        other = Dim("other")
+
+        @network
+        def f(x: Tensor[batch, time, feat], y: Tensor[batch, other, feat]):
+            return compact_frames(x, reduce_sum(x, axis=feat) > 0.0, axis=time, out_axis=other)
+        """,
+        "`other` already has lengths",
+        6,
+        11,
+    ),
+    (
         "slice_of_a_tensor",
         """
         @network
@@ -716,18 +771,6 @@ LOOP_CASES += [
         """,
         "`out` is a list appended in a loop: when the model runs eagerly it is a Python list",
         6,
-        11,
-    ),
-    (
-        "softmax_over_a_second_static_dim",
-        """
-        @network
-        def f(x: Tensor[batch, time, feat]):
-            y = expand(Linear(hidden)(x), feat) + expand(zeros(batch, feat), hidden)
-            return softmax(y, axis=hidden)
-        """,
-        "softmax over static dim `hidden` needs it to be the only static dim",
-        4,
         11,
     ),
 ]

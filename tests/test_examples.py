@@ -42,6 +42,19 @@ def test_example_verifies(verify, model, hoisting):
         assert int(frames) > 0
 
 
+# the other networks of a file that are not decoders with tests of their own (example_network takes
+# the first): the streaming Conformer's chunk-by-chunk network
+OTHER_NETWORKS = [("conformer_streaming.py", "conformer_streaming_chunked")]
+
+
+@pytest.mark.parametrize("model, network", OTHER_NETWORKS)
+@pytest.mark.parametrize("hoisting", HOISTING)
+def test_other_network_verifies(verify, model, network, hoisting):
+    proc = verify(EXAMPLES / model, "--seed", "1", f"--{hoisting}", "--network", network, *OPTIONS.get(model, []))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("verify: ok")
+
+
 def test_examples_cover_the_seed_models():
     assert {"elman.py", "lstm.py", "gru.py", "stacked_rnn.py"} <= set(MODELS)
 

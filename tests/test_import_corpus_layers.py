@@ -18,6 +18,11 @@ CASES = {
     "ctc": ("corpus_ctc.config", [[7, 4, 6], [3, 2, 2]]),
     "evals": ("corpus_evals.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "eval_axes": ("corpus_eval_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "old_batch_norm": ("old_batch_norm.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "hybrid_upsampled": ("hybrid_upsampled.config", [[6, 3, 9], [6, 3, 9]]),  # multiples of the pool's 3
+    "set_axes": ("corpus_set_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "ce_probs": ("corpus_ce_probs.config", [[6, 4, 5], [3, 2, 4]]),  # a decoder's targets
+    "masked": ("corpus_masked.config", [[7, 4, 6]]),  # the alignment over the features' frames
 }
 
 
@@ -136,6 +141,38 @@ def test_checkpoint_of_transposed_weights_is_carried_transposed():
         CompileError, match=r"variable out/W has shape \[4, 3\], .* has \[4, 3\] \(transposed: \[3, 4\]\)"
     ):
         carry({"out/W": w.T, "out/b": b}, params, "ckpt")
+
+
+def test_old_batch_norm_checkpoint_and_refusals(imported, tmp_path):
+    """Param version 0's variables ([1, 1, feature]) are carried as the model's [feature]; the
+    forms of RETURNN's batch norm before behavior version 12 netc cannot give are refused, named."""
+    import numpy as np
+
+    from netc.importer.checkpoint import carry
+
+    _, names, orig, _ = imported("old_batch_norm")
+    values = carry(orig["params"], names["params"], "ckpt")
+    mean = orig["params"]["bn/batch_norm/bn_bn_output_mean"]
+    assert mean.shape == (1, 1, 8) and values["bn/batch_norm/bn_bn_output_mean"].shape == (8,)
+    assert np.array_equal(values["bn/batch_norm/bn_bn_output_mean"], mean.reshape(8))
+    source = (CONFIGS / "old_batch_norm.config").read_text()
+    cfg = tmp_path / "bn.config"
+    for old, new, why in (
+        (
+            '"masked_time": False, "param_version": 2,',
+            "",
+            "masked_time True on [batch, feature] (RETURNN rejects it too)",
+        ),
+        ('"param_version": 2,', "", "statistics updated outside training on [batch, feature] not supported"),
+        (
+            '"bn": {"class": "batch_norm", "from": "lin"}',
+            '"bn": {"class": "batch_norm", "from": "lin", "delay_sample_update": True}',
+            "with delay_sample_update True not supported",
+        ),
+    ):
+        cfg.write_text(source.replace(old, new))
+        proc = netc_in_process("import", cfg, "-o", tmp_path / "bn.py")
+        assert proc.returncode == 1 and why in proc.stderr, proc.stderr
 
 
 SAMPLED = """

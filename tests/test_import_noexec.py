@@ -20,6 +20,7 @@ REFUSED = {
     "pretrain.config": "the function `get_net_dict`",
     "transformer_class.config": "the class `TransformerNetwork`",
     "transformer_decoder.config": "the function `add_dec_layer`",
+    "hybrid_upsampled.config": "the function `add_block`",
 }
 
 

@@ -6,6 +6,9 @@ import pytest
 from conftest import ROOT
 
 MODELS = [
+    "chunk_cache_attention.py",
+    "chunk_cache_conv.py",
+    "softmax_static_of_several.py",
     "chunked_rnn.py",
     "chunked_window_state.py",
     "losses.py",
@@ -21,6 +24,8 @@ MODELS = [
     "loop_over_made_dim.py",
     "teacher_forced_enc_state.py",
     "ops_pool.py",
+    "fit_frames.py",
+    "compact_frames.py",
     "ops_lstm_cell.py",
     "ops_layer_norm_eps.py",
     "ops_gru_cell.py",
@@ -190,6 +195,8 @@ NO_HOIST = [
     # a chunked loop: what hoisting leaves in it must not change how its chunks are lowered
     "chunked_rnn.py",
     "chunked_window_state.py",
+    "chunk_cache_attention.py",
+    "chunk_cache_conv.py",
 ]
 
 

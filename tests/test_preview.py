@@ -157,6 +157,7 @@ RETURNN_REFUSED = {
     "lm_sample.py",
     "ctc_decoding_lm.py",
     "ctc_decoding_flashlight.py",
+    "stream_transducer.py",
 }
 MODELS = sorted(EXAMPLES.glob("*.py")) + sorted(
     p for p in (ROOT / "tests" / "models").glob("*.py") if p.name not in RETURNN_REFUSED

@@ -126,8 +126,10 @@ def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:
                         else value + 0.5 * rng.standard_normal(value.shape)
                     )
                     v.load(new.astype(value.dtype), session)
-            out = session.run(fetch, feed_dict=feed)
+            # the parameters the outputs are computed from (a batch norm with RETURNN's defaults before
+            # behavior version 12 moves its statistics outside training too: the run changes them)
             params = {v.name[:-2]: session.run(v) for v in net.get_params_list()}
+            out = session.run(fetch, feed_dict=feed)
     return {"fetch": out, "params": params}
 
 

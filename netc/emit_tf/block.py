@@ -25,6 +25,8 @@ class Block:
         self.read: Counter = Counter()  # in a unit: reads of the body's values (count_uses_in_loop)
         # in a unit: its inner loops' rec layers to keep in its loop (`RecLowering._body`)
         self.keep_nested: set[str] = set()
+        # in a chunked loop's unit: its chunk dim -> the layer giving it the step's lengths
+        self.dim_source: dict[str, str] = {}
 
 
 def loop_names(nodes: list[Node]) -> list[str]:

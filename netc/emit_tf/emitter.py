@@ -127,6 +127,8 @@ class _OpCtx:
     def dim_source(self, name: str) -> str | None:
         # in a unit too (an `expand` over a pooled dim in a searched decoder): nothing else there
         # may read the layer that gives the dim its lengths, which RETURNN then never builds
+        if name in self.blk.dim_source:  # a chunk dim, in its loop's unit
+            return self.blk.dim_source[name]
         src = self.em.dim_source.get(name)
         return "base:" * len(self.blk.path) + src if src else src
 
@@ -355,6 +357,10 @@ class ReturnnEmitter:
             for d in v.dims:
                 if self.g.dim(d).kind == "dynamic":
                     self.dim_source.setdefault(d, ref)
+        else:  # a chunk dim gets the step's lengths in its unit (`chunk_frame`)
+            for d in v.dims:
+                if self.g.dim(d).max_frames is not None:
+                    blk.dim_source.setdefault(d, ref)
 
 
 def _fed(g: Graph, plan: SearchPlan) -> list[str]:

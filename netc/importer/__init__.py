@@ -241,6 +241,8 @@ def _param_map(source: str, path: str, model: Model) -> dict[str, dict]:
         }
         if p.role in ref.transposed:  # RETURNN's `use_transposed_weights`: [out, in]
             entry["transposed"] = True
+        if ref.leading_ones.get(p.role):  # [1, 1, feature] there: the same values
+            entry["tf_shape"] = [1] * ref.leading_ones[p.role] + entry["shape"]
         out[f"{ref.tf_prefix}/{ref.tf_names.get(p.role, p.role)}"] = entry
     return out
 

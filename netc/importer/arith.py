@@ -291,7 +291,7 @@ class ArithLayers:
     def _l_reduce(self, layer, d, scope, var, full) -> Val:
         """`reduce_sum`/`reduce_mean`/`reduce_max`/`logsumexp`/`argmax` over the axes (padded frames
         never count, as RETURNN's time mask); `min`/`argmin` of the negated input; `keep_dims`: a
-        dim of size 1 in each static reduced axis' place (RETURNN's)."""
+        dim of size 1 in each reduced axis' place (RETURNN's: static, also for a time axis)."""
         mode = str(d.get("mode")).lower()
         mode = {"avg": "mean"}.get(mode, mode)  # RETURNN's alias
         if mode not in _REDUCE:
@@ -307,8 +307,6 @@ class ArithLayers:
         fn = _REDUCE[mode]
         if fn == "argmax" and len(keys) != 1:
             raise Refused(full, "reduce", f"mode {mode!r} over {len(keys)} axes (RETURNN takes one)")
-        if d.get("keep_dims") and any(self.dims.is_dynamic(k) for k in keys):
-            raise Refused(full, "reduce", "keep_dims over a dynamic axis not supported")
         self.imports.add(fn)
         x = src.tensor()
         if mode in ("min", "argmin"):

@@ -66,12 +66,14 @@ def carry(variables: Mapping[str, np.ndarray], params: Mapping[str, dict], prefi
     out = {}
     for name, p in params.items():
         value = variables[name]
-        want = list(p["shape"])[::-1] if p.get("transposed") else list(p["shape"])  # RETURNN's layout
+        want = list(p["shape"])[::-1] if p.get("transposed") else list(p.get("tf_shape", p["shape"]))  # RETURNN's
         if list(value.shape) != want:
             raise CompileError(
                 None,
                 f"variable {name} has shape {list(value.shape)}, the imported model's {p['returnn']} has "
-                f"{list(p['shape'])}" + (f" (transposed: {want})" if p.get("transposed") else ""),
+                f"{list(p['shape'])}"
+                + (f" (transposed: {want})" if p.get("transposed") else "")
+                + (f" (in TF: {want})" if "tf_shape" in p else ""),
                 file=prefix,
             )
         out[name] = np.asarray(model_value(value, p), dtype=np.float32)
@@ -80,7 +82,10 @@ def carry(variables: Mapping[str, np.ndarray], params: Mapping[str, dict], prefi
 
 def model_value(value: np.ndarray, entry: Mapping) -> np.ndarray:
     """A TF variable's value as the model's parameter of the name map's `entry` (transposed where
-    RETURNN keeps it so: `use_transposed_weights`)."""
+    RETURNN keeps it so: `use_transposed_weights`; without the leading axes of size 1 of RETURNN's
+    batch norm before param version 2)."""
+    if "tf_shape" in entry:
+        return np.asarray(value).reshape(entry["shape"])
     return np.asarray(value).T if entry.get("transposed") else value
 
 

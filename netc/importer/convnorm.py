@@ -374,8 +374,11 @@ class ConvNormLayers:
     def _l_batch_norm(self, layer, d, scope, var, full) -> Val:
         """`BatchNorm(eps, momentum)`: RETURNN's batch norm where netc's is the same: statistics of
         the batch's valid frames in training (`use_sample` 0, `masked_time`), the running ones
-        otherwise, updated in training only; param version 2. (`delay_sample_update` then
-        changes nothing: the running statistics are read only where they are not updated.)"""
+        otherwise, updated in training only; or, with RETURNN's defaults before behavior version
+        12 (`update_sample_only_in_training` and `delay_sample_update` False), updated outside
+        training too and then used: `update_in_inference=True`. (With updates in training only,
+        `delay_sample_update` changes nothing: the running statistics are read only where they are
+        not updated.) Param versions 0 and 1 name the variables otherwise, [1, ..., feature]."""
         src = self._source(d, scope, full)
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
         if scope.rec is not None or src.sparse is not None or BATCH not in src.dims or len(src.dims) != 2 + len(dyn):
@@ -389,27 +392,54 @@ class ConvNormLayers:
             "use_std": True,
             "use_sample": 0.0,
             "force_sample": False,
-            "update_sample_only_in_training": new,
-            "param_version": 2 if new else 0,
             "masked_time": True,
         }
-        required = {**defaults, "update_sample_only_in_training": True, "param_version": 2}
-        why = {
-            "update_sample_only_in_training": " (netc updates the running statistics in training only)",
-            "param_version": " (netc's variables are those of param_version 2: `batch_norm/v2_mean`, ...)",
-            "masked_time": " (netc's statistics are those of the valid frames)",
-        }
+        why = {"masked_time": " (netc's statistics are those of the valid frames)"}
+        if not dyn and d.get("masked_time", True):  # RETURNN flattens the time axis it lacks: an assertion
+            raise Refused(full, "batch_norm", "masked_time True on [batch, feature] (RETURNN rejects it too)")
         for opt, default in defaults.items():
             got = d.get(opt, default)
-            if got != required[opt] and (opt != "masked_time" or dyn):  # [batch, feature]: nothing to mask
+            if got != default and (opt != "masked_time" or dyn):  # [batch, feature]: nothing to mask
                 given = "" if opt in d else " (RETURNN's default with this behavior_version)"
                 raise Refused(full, "batch_norm", f"{opt} {got!r}{given} not supported{why.get(opt, '')}")
+        only_training = d.get("update_sample_only_in_training", new)
+        delay = d.get("delay_sample_update", new)
+        if only_training not in (True, False) or delay not in (True, False):
+            raise Refused(full, "batch_norm", "update_sample_only_in_training and delay_sample_update: True or False")
+        version = d.get("param_version", 2 if new else 0)
+        if version == 2 and not d.get("masked_time", True):  # TF's fused batch norm: never updated outside training
+            only_training = True
+        if not only_training and not dyn:
+            raise Refused(
+                full,
+                "batch_norm",
+                "statistics updated outside training on [batch, feature] not supported (netc's RETURNN config has"
+                " param version 2, whose fused batch norm updates them in training only)",
+            )
+        if not only_training and delay:  # the batch moves the statistics after use: a later batch's numbers
+            raise Refused(
+                full,
+                "batch_norm",
+                "update_sample_only_in_training False with delay_sample_update True not supported"
+                " (netc's statistics updated outside training are used moved)",
+            )
+        if version not in (0, 1, 2):
+            raise Refused(full, "batch_norm", f"param_version {version!r} (RETURNN's are 0, 1 and 2)")
         eps, momentum = d.get("epsilon", 1e-3), d.get("momentum", 0.1 if new else 0.99)
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (eps, momentum)):
             raise Refused(full, "batch_norm", "epsilon and momentum: numbers")
         self.imports.add("BatchNorm")
-        value = call(call("BatchNorm", eps=num(float(eps)), momentum=num(float(momentum))), src.tensor())
-        self._emit(scope, var, value, layer, ModuleRef("batch_norm", self._tf_prefix(layer, d, scope)))
+        opts = {"eps": num(float(eps)), "momentum": num(float(momentum))}
+        if not only_training:
+            opts["update_in_inference"] = literal(True)
+        value = call(call("BatchNorm", **opts), src.tensor())
+        ref = ModuleRef("batch_norm", self._tf_prefix(layer, d, scope))
+        if version < 2:  # `<layer>_<its output's name>_mean` (version 0) or `mean`, of [1, ..., feature]
+            prefix = f"{layer}_{layer}_output_" if version == 0 else ""
+            roles = ("mean", "variance", "gamma", "beta")
+            ref.tf_names.update({f"batch_norm/v2_{r}": f"batch_norm/{prefix}{r}" for r in roles})
+            ref.leading_ones.update({f"batch_norm/v2_{r}": len(src.dims) - 1 for r in roles})
+        self._emit(scope, var, value, layer, ref)
         return Val(name(var), src.dims)
 
     def _l_gating(self, layer, d, scope, var, full) -> Val:

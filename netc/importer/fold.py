@@ -87,6 +87,19 @@ def _names(node: cst.CSTNode) -> set[str]:
     return found
 
 
+def _made_dims(node: cst.CSTNode) -> set[str]:
+    """The dims an expression makes: the names given as `out_axis` (`replace_dim`, `max_pool`, ...)."""
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Arg(self, n: cst.Arg) -> None:
+            if n.keyword is not None and n.keyword.value == "out_axis" and isinstance(n.value, cst.Name):
+                out.add(n.value.value)
+
+    node.visit(V())
+    return out
+
+
 def _is_number(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.UnaryOperation):
         return _is_number(node.expression)
@@ -102,6 +115,9 @@ class _Unifier:
         self.reserved = reserved  # names an argument must not take
         self.args: dict[tuple[str, ...], str] = {}  # each group's expression (code) -> argument
         self.arg_values: dict[str, list[cst.BaseExpression]] = {}
+        # dims the groups' statements make (`out_axis=`): an expression over one is computed inside
+        # the module, where the dim has its lengths (passed in, the dim alone is an argument)
+        self.made: set[str] = set()
 
     def _arg(self, nodes: list) -> cst.Name:
         key = tuple(cst.Module([]).code_for_node(n) for n in nodes)
@@ -137,7 +153,8 @@ class _Unifier:
             reads = set().union(*(_names(n) for n in nodes))
             if same and not (reads & self.locals):
                 return first  # a constant: dims, numbers, the group's own values
-            if not (reads & self.members) and not any(_is_number(n) for n in nodes):
+            over_made = bool(reads & self.made) and not all(isinstance(n, cst.Name) for n in nodes)
+            if not (reads & self.members) and not any(_is_number(n) for n in nodes) and not over_made:
                 return self._arg(nodes)
         if same and not isinstance(first, cst.BaseExpression):
             if not (set().union(*(_names(n) for n in nodes)) & self.locals):
@@ -305,6 +322,7 @@ class Folder:
         uni = _Unifier(
             set(local.values()), self.locals, self.dims, [prefix + n for n in nums], taken | set(local.values())
         )
+        uni.made = {m for n in nums for st in stmts[n] for m in _made_dims(st.value)}
         init: list[tuple[str, cst.BaseExpression]] = []
         body: list[Assign] = []
         refs: dict[str, dict[str, ModuleRef]] = {n: {} for n in nums}

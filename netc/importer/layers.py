@@ -513,6 +513,7 @@ TRAINING_ONLY = {
     "dropout_noise_shape": "the dropout mask shared over some axes (netc's dropout draws each value's own)",
     "gradient_clip": "a clip of the layer's gradient",
     "back_prop": "whether the gradient flows back through the rec layer",
+    "loss_scale": "the weight of the layer's loss in the training objective, not the loss's value",
     **{f"unit_opts.{k}": v for k, v in recunits.UNIT_TRAINING_ONLY.items()},
 }
 # options whose value the importer never reads (RETURNN's placement and printing, the output's type),

@@ -1,7 +1,9 @@
 """Comparisons, selection and small shape layers: `compare` → `a < b`, `switch` → `where`,
 `constant` → a number or `full`, `length` → a sum of ones over the time dim, `cast`,
 `expand_dims` → `expand`, `split` (its sub-layers `split/0`, ...) → `split`, and the forms of
-`reinterpret_data` that only rename: a copy, `size_base` (the two time dims are one), a new dim
+`reinterpret_data` that only rename: a copy, `size_base` (the two time dims are one, or the
+first frames of a layer's as those of an input's: `fit_frames`), `set_axes` restating the
+defaults, a new dim
 tag for a dynamic dim (`replace_dim`), labels over another class dim (`set_sparse_dim`: `cast`)."""
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ KNOWN = {
         "enforce_time_major",
         "set_sparse",
         "set_sparse_dim",
+        "set_axes",
     },
 }
 _COMPARE = {
@@ -237,15 +240,9 @@ class LogicLayers:
         value = src.tensor()
         dims = src.dims
         if "size_base" in d:
-            base = self.get(d["size_base"], scope) if isinstance(d["size_base"], str) else None
-            mine = [x for x in src.dims if self.dims.is_dynamic(x)]
-            theirs = [x for x in base.dims if self.dims.is_dynamic(x)] if base else []
-            inputs = {self.dims.find(x) for v in self.inputs.values() for x in v.dims}
-            if len(mine) != 1 or len(theirs) != 1 or not {self.dims.find(mine[0]), self.dims.find(theirs[0])} <= inputs:
-                raise Refused(
-                    full, "reinterpret_data", "size_base: a layer whose one time dim, and the input's, are inputs' dims"
-                )
-            self.dims.join(theirs[0], mine[0])  # one dim: the inputs give it one set of lengths
+            value, dims = self._size_base(d, scope, src, full)
+        if "set_axes" in d:
+            self._set_axes(d, src, full)
         tags = d.get("set_dim_tags") or {}
         pairs = list(tags.items()) if isinstance(tags, dict) else tags  # or a list of (old tag, new tag)
         if not isinstance(pairs, list) or not all(isinstance(p, list | tuple) and len(p) == 2 for p in pairs):
@@ -273,6 +270,62 @@ class LogicLayers:
                 value = call("cast", value, literal("int32"), class_dim=self.dim(sparse))
         self._emit(scope, var, value, layer)
         return Val(name(var), dims, sparse)
+
+    def _set_axes(self, d: dict, src: Val, full: str) -> None:
+        """`set_axes` that restates a batch-major [B, T, F] value's time axis (1: its dynamic dim,
+        or a dim of size 1 a `reduce` kept in its place) and feature axis (2: its static dim),
+        which RETURNN has there already: nothing changes (netc's dims are named; the conformer
+        hybrids' i-vector layers). Others move the axes' meaning (which dim a later `T`/`F`
+        names): refused."""
+        axes = d["set_axes"]
+        dims = src.dims
+        ok = (
+            isinstance(axes, dict)
+            and d.get("enforce_batch_major") is True
+            and len(dims) == 3
+            and dims[0] == BATCH
+            and src.sparse is None
+            and (self.dims.is_dynamic(dims[1]) or self.dims.size(dims[1]) == 1)
+            and self.dims.is_static(dims[2])
+            and all(
+                isinstance(k, str) and isinstance(v, int) and {"T": 1, "F": 2}.get(k.upper()) == v
+                for k, v in axes.items()
+            )
+        )
+        if not ok:
+            raise Refused(
+                full,
+                "reinterpret_data",
+                f"set_axes {axes!r} (with enforce_batch_major, of a [B, T, F] value: T 1 and F 2, RETURNN's axes "
+                "there already, are supported)",
+            )
+
+    def _size_base(self, d: dict, scope, src: Val, full: str) -> tuple[Expr, tuple]:
+        """`size_base`: the layer's frames are those of another layer's one time dim, whose lengths
+        they take. Both an input's dims: one dim (the inputs give it one set of lengths). The
+        layer's a dim it makes of an input's frames (a hybrid model's upsampled encoder) and the
+        base's an input's (the alignment, one label per feature frame): those inputs' time dims are
+        one, and each sequence's first n frames are taken (`fit_frames`), as many as RETURNN's
+        lengths mark valid."""
+        base = self.get(d["size_base"], scope) if isinstance(d["size_base"], str) else None
+        mine = [x for x in src.dims if self.dims.is_dynamic(x)]
+        theirs = [x for x in base.dims if self.dims.is_dynamic(x)] if base else []
+        inputs = {self.dims.find(x) for v in self.inputs.values() for x in v.dims if self.dims.is_dynamic(x)}
+        if len(mine) != 1 or len(theirs) != 1 or self.dims.find(theirs[0]) not in inputs:
+            raise Refused(full, "reinterpret_data", "size_base: a layer of one time dim, the base's an input's")
+        if self.dims.find(mine[0]) in inputs:
+            self.dims.join(theirs[0], mine[0])
+            return src.tensor(), src.dims
+        others = inputs - {self.dims.find(theirs[0])}
+        if len(others) > 1:  # which input's frames the layer's are made of is not known here
+            raise Refused(
+                full, "reinterpret_data", "size_base: a dim a layer makes, with several inputs' time dims it may be of"
+            )
+        for other in others:  # its frames are the base's: one dim
+            self.dims.join(theirs[0], other)
+        self.imports.add("fit_frames")
+        value = call("fit_frames", src.tensor(), axis=self.dim(mine[0]), out_axis=self.dim(theirs[0]))
+        return value, tuple(theirs[0] if x == mine[0] else x for x in src.dims)
 
     def _set_sparse_dim(self, layer: str, d: dict, src: Val, full: str) -> str:
         """`set_sparse_dim` (a number of classes or a dim tag) of labels: their new class dim (their

@@ -4,6 +4,8 @@ layer stacks its logits in the loop and is marked after it."""
 
 from __future__ import annotations
 
+import math
+
 import libcst as cst
 
 from netc.importer.dims import BATCH
@@ -106,6 +108,9 @@ class LossLayers:
             # again, which leaves log-probabilities as they are
             logits = self._ctc_log_probs(val, d, full)
             d = {**d, "loss_opts": {k: v for k, v in opts.items() if k != "output_in_log_space"}}
+        if kind == "ce" and logits is None and d.get("class") != "softmax":
+            logits = self._ce_probs(val, d, full)  # probabilities: RETURNN's `input_type: "prob"`
+            opts.pop("input_type", None)
         if kind not in ("ce", "ctc") or logits is None:
             what = f"loss {kind!r}" if kind not in ("ce", "ctc") else f"a {kind} loss on a `{d.get('class')}` layer"
             raise Refused(full, d.get("class", "?"), f"{what} not supported (ce and ctc on `softmax` layers are)")
@@ -120,12 +125,15 @@ class LossLayers:
             opts.pop("beam_width", None)  # decoding only
             opts.pop("use_native", None)  # RETURNN's own implementation of the same loss
             _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"), normalized=val.log_probs)
-        if opts or d.get("loss_scale", 1.0) != 1.0:
-            raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts) or ['loss_scale']} not supported")
+        if opts:
+            raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts)} not supported")
+        if d.get("loss_scale", 1.0) != 1.0:  # the loss's weight in training: its value the same
+            self.dropped.setdefault("loss_scale", []).append(full)
         target = self._target(d, full)
         out = feature(logits, self.dims)
         if scope.rec is not None:  # stacked in the loop, the loss after it
-            lst = self.fresh(f"{scope.names[layer]}_logits_seq")
+            what = "probs" if full in getattr(self, "_prob_ce", ()) else "logits"
+            lst = self.fresh(f"{scope.names[layer]}_{what}_seq")
             scope.outer.stmts.append(Assign([lst], cst.List([])))
             scope.stmts.append(Append(lst, logits.expr))
             logits = Val(call("stack", name(lst)), (BATCH, scope.time, out))
@@ -134,6 +142,46 @@ class LossLayers:
             return
         is_output = layer == "output" or d.get("is_output_layer")
         self._mark_loss(layer, kind, logits, target, out, smoothing, full, self.top, is_output)
+
+    def _ce_probs(self, val: Val, d: dict, full: str) -> Val:
+        """A `ce` loss on a layer that is not a `softmax` (an `eval` of log-probabilities'
+        `tf.exp`, a fused model's distribution): RETURNN reads its values as probabilities
+        (`input_type: "prob"`, its default) and takes -log(max(p(target), 1e-20)) of them, not
+        renormalised. Marked for `_mark_loss`; the probabilities stand where logits would."""
+        opts = d.get("loss_opts") or {}
+        cls = d.get("class", "?")
+        if opts.get("input_type", "prob") != "prob":
+            raise Refused(full, cls, f"a ce loss on a layer of probabilities with input_type {opts['input_type']!r}")
+        ls = opts.get("label_smoothing", 0.0)
+        if not isinstance(ls, int | float) or isinstance(ls, bool) or not 0 <= ls < 1:
+            raise Refused(full, cls, f"label_smoothing {ls!r} (a number in [0, 1) is supported)")
+        if val.sparse is not None or val.is_list:
+            raise Refused(full, cls, "a ce loss on labels (probabilities over the target's classes are supported)")
+        target = self._target(d, full)
+        feat = feature(val, self.dims)
+        if feat is None or self.dims.size(feat) != self.dims.size(target.sparse):
+            raise Refused(full, cls, "a ce loss on values whose feature dim is not the target's classes")
+        self.dims.join(feat, target.sparse)
+        self._prob_ce = {*getattr(self, "_prob_ce", set()), full}
+        return val
+
+    def _smoothed_prob_ce(self, probs: Val, target: Val, out: str, ls: float):
+        """RETURNN's label-smoothed cross entropy of probabilities (`smoothing_cross_entropy` with
+        `logits_are_normalized`): -sum(q * log(max(p, 1e-20))) over the classes, q the target's
+        1 - ls and ls / (V - 1) elsewhere, minus its constant best value (as RETURNN subtracts it)."""
+        v = self.dims.size(out)
+        conf, low = 1.0 - ls, ls / max(v - 1, 1)
+        best = -(conf * math.log(conf) + (v - 1) * low * math.log(low + 1e-20))
+        q = cst.BinaryOperation(
+            cst.BinaryOperation(call("one_hot", target.expr), cst.Multiply(), num(conf - low)),
+            cst.Add(),
+            num(low),
+            lpar=[cst.LeftParen()],
+            rpar=[cst.RightParen()],
+        )
+        logp = call("log", call("maximum", probs.expr, num(1e-20)))
+        summed = call("reduce_sum", cst.BinaryOperation(q, cst.Multiply(), logp), axis=self.dim(out))
+        return cst.BinaryOperation(cst.UnaryOperation(cst.Minus(), summed), cst.Subtract(), num(best))
 
     def _loss_name(self, layer: str, kind: str, is_output) -> str:
         """The layer's name (`<layer>_<kind>` where it is an output too)."""
@@ -165,16 +213,25 @@ class LossLayers:
             if len(time) != 1 or len(ttime) != 1:
                 raise Refused(full, "softmax", "a ce loss needs one time dim in its output and target")
             self.dims.join(time[0], ttime[0])  # RETURNN needs the same lengths
-            self.imports.add("cross_entropy")
-            kw = {"axis": self.dim(out)}
-            if smoothing:
-                kw["label_smoothing"] = num(float(smoothing))
-            value = call("cross_entropy", logits.expr, target.expr, **kw)
+            p = None
+            if full in getattr(self, "_prob_ce", ()):  # probabilities: -log(max(p(target), 1e-20))
+                self.imports |= {"log", "maximum", "one_hot", "reduce_sum"}
+                picked = cst.BinaryOperation(logits.expr, cst.Multiply(), call("one_hot", target.expr))
+                p = call("reduce_sum", picked, axis=self.dim(out))
+                value = cst.UnaryOperation(cst.Minus(), call("log", call("maximum", p, num(1e-20))))
+                if smoothing:
+                    value = self._smoothed_prob_ce(logits, target, out, float(smoothing))
+            else:
+                self.imports.add("cross_entropy")
+                kw = {"axis": self.dim(out)}
+                if smoothing:
+                    kw["label_smoothing"] = num(float(smoothing))
+                value = call("cross_entropy", logits.expr, target.expr, **kw)
             if focal := getattr(self, "_focal", {}).get(full):  # RETURNN: times (1 - p(target)) ** factor
-                self.imports.add("exp")
-                # p(target): of the logits themselves (without label smoothing)
-                ce = call("cross_entropy", logits.expr, target.expr, axis=self.dim(out))
-                p = call("exp", cst.UnaryOperation(cst.Minus(), ce))
+                if p is None:  # p(target): of the logits themselves (without label smoothing)
+                    self.imports.add("exp")
+                    ce = call("cross_entropy", logits.expr, target.expr, axis=self.dim(out))
+                    p = call("exp", cst.UnaryOperation(cst.Minus(), ce))
                 weight = cst.BinaryOperation(
                     cst.BinaryOperation(num(1.0), cst.Subtract(), p, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]),
                     cst.Power(),

@@ -1,6 +1,7 @@
 """Layers that hold other layers, and state updated on some steps only: `subnetwork` (its layers
 inlined with prefixed names), `masked_computation`/`unmask` in a rec unit (the unit's states
-kept where the mask is False: `where`), and a `rec` LSTM unit inside a rec unit (one LSTM step,
+kept where the mask is False: `where`), `masked_computation` of a `copy` unit outside one (the
+frames where the mask holds: `compact_frames`), and a `rec` LSTM unit inside a rec unit (one LSTM step,
 written out with the gate blocks of NativeLSTM2 so that its states are the loop's own and can
 be kept by a mask; RETURNN's `W`, `W_re`, `b`)."""
 
@@ -75,7 +76,7 @@ class MaskedLayers:
         layer's own, from the unit's initial output, zeros) kept where the mask is False:
         `where(mask, new, old)`, as RETURNN's `masked_computation` does inside a loop."""
         if scope.rec is None:
-            raise Refused(full, "masked_computation", "outside a rec unit not supported (in a rec unit it is)")
+            return self._masked_frames(layer, d, scope, var, full)
         for opt in ("masked_from", "in_spatial_dim", "out_spatial_dim"):
             if d.get(opt) is not None:
                 raise Refused(full, "masked_computation", f"option {opt} not supported")
@@ -114,6 +115,40 @@ class MaskedLayers:
         comment = f"layer {layer!r} (masked_computation): kept where the mask is False"
         scope.stmts.append(Assign([var], call("where", mask.tensor(), out.expr, name(var)), comment=comment))
         return Val(name(var), out.dims)
+
+    def _masked_frames(self, layer, d, scope, var, full) -> Val:
+        """Outside a rec unit, with a `copy` unit: the source's frames where the mask [batch, time]
+        holds, as a new time dim whose lengths are the mask's counts (`compact_frames`), as RETURNN
+        gathers them (a transducer's emitted labels without the blanks, a CTC target)."""
+        for opt in ("masked_from", "in_spatial_dim", "out_spatial_dim"):
+            if d.get(opt) is not None:
+                raise Refused(full, "masked_computation", f"option {opt} outside a rec unit not supported")
+        unit = d.get("unit")
+        copy = isinstance(unit, dict) and unit.get("class") == "copy" and set(unit) <= {"class", "from"}
+        if not copy or unit.get("from", "data") not in ("data", ["data"]):
+            raise Refused(
+                full,
+                "masked_computation",
+                "outside a rec unit, a unit other than `copy` of its input (the masked frames as they are) "
+                "not supported",
+            )
+        if not isinstance(d.get("mask"), str):
+            raise Refused(full, "masked_computation", "`mask` must be a layer")
+        mask = self.get(d["mask"], scope)
+        src = self._source(d, scope, full)
+        mask_time = [x for x in mask.dims if x != BATCH]
+        if len(mask.dims) != 2 or BATCH not in mask.dims or mask.sparse is not None:
+            raise Refused(full, "masked_computation", f"mask `{d['mask']}` is not one bool per frame [batch, time]")
+        if not self.dims.is_dynamic(mask_time[0]):
+            raise Refused(full, "masked_computation", f"mask `{d['mask']}` is not one bool per frame [batch, time]")
+        time = next((x for x in src.dims if self.dims.find(x) == self.dims.find(mask_time[0])), None)
+        if time is None:
+            raise Refused(full, "masked_computation", f"its input has not the time dim of mask `{d['mask']}`")
+        out = self.dims.fresh(f"{identifier(layer)}_time", None)
+        self.imports.add("compact_frames")
+        value = call("compact_frames", src.tensor(), mask.tensor(), axis=self.dim(time), out_axis=self.dim(out))
+        self._emit(scope, var, value, layer)
+        return Val(name(var), tuple(out if x == time else x for x in src.dims), src.sparse)
 
     def _l_unmask(self, layer, d, scope, var, full) -> Val:
         """In a rec unit the `masked_computation` it reads holds its value already: a copy."""

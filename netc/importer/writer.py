@@ -20,6 +20,9 @@ class ModuleRef:
     tf_prefix: str  # e.g. "enc_ctx", "lstm0_fw/rec", "output/rec/s/rec"
     tf_names: dict[str, str] = field(default_factory=dict)  # a role whose TF variable is named otherwise
     transposed: frozenset[str] = frozenset()  # roles whose TF variable is the parameter transposed
+    # roles whose TF variable has leading axes of size 1 (RETURNN's batch norm before param
+    # version 2: [1, 1, feature]): how many
+    leading_ones: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

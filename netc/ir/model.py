@@ -29,6 +29,8 @@ class DimDef:
     # a dynamic dim an op makes with no frame for some sequences (`slice_frames` of a short
     # one, a valid `Conv1d` shorter than its filter): RETURNN's softmax over it is NaN there
     may_be_empty: bool = False
+    # a chunked loop's chunk dim (dynamic in its body): the most frames a step's chunk has (N)
+    max_frames: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -235,6 +235,12 @@ class OpDef:
     def eager(self, ctx: EagerCtx, args: list, attrs: dict, outs: list[OutType]):
         raise NotImplementedError
 
+    def batch_coupled(self, attrs: dict) -> bool:
+        """Whether its numbers outside training depend on the batch's other sequences
+        (`BatchNorm(update_in_inference=True)`): eager mode, one sequence at a time, cannot run
+        it, and `netc verify` compares the other backends against torch."""
+        return False
+
 
 def signature(method: Callable) -> inspect.Signature:
     """The signature of a bound method (`op.api`, `op.ctor`), worked out once per class."""

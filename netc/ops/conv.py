@@ -9,7 +9,11 @@ pads on the left only, so frame t reads frames up to t (a streaming encoder's co
 which runs chunk by chunk on a cache of the last (k-1)*dilation frames). Padding "valid" makes a
 new dynamic dim (`out_axis`, declared by the model) whose windows start at frame 0 of every
 sequence: TF's "valid" padding does not depend on the batch's longest length, unlike its
-"same" padding with a stride, which netc therefore refuses.
+"same" padding with a stride, which netc therefore refuses. Over a static axis (a chunked loop's
+window of the cached frames and the chunk's, `netc.ops.chunk_cache`), padding "causal" with a
+static `out_axis`: the results of the window's frames after its first span - 1 (those whose
+causal context the window holds), |axis| - span + 1 of them, no padding: the same module as the
+whole sequence's causal convolution, run on a chunk and its cache.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import inspect
 
 from netc.ir.dims import DimError
-from netc.ops.align import where_valid
+from netc.ops.align import align_code, align_tensor, where_valid
 from netc.ops.base import EagerUnsupported, OpDef, OutType, register
 from netc.ops.defs import _unary
 from netc.ops.rules import check_out_dim
@@ -100,8 +104,8 @@ class Conv1d(OpDef):
         return [a["x"]], {"axis": a["axis"], "out_axis": a["out_axis"]}
 
     def makes_dims(self, attrs):
-        out = attrs.get("out_axis")
-        return [out] if isinstance(out, str) else []
+        out = attrs.get("out_axis")  # causal with `out_axis`: over a static axis, a static dim
+        return [out] if isinstance(out, str) and attrs.get("padding") != "causal" else []
 
     @staticmethod
     def span(attrs) -> int:
@@ -110,8 +114,14 @@ class Conv1d(OpDef):
     def infer(self, dt, args, attrs):
         x, axis, out_axis = args[0], attrs["axis"], attrs["out_axis"]
         _float("Conv1d", x)
+        static = isinstance(axis, str) and axis in x.dims and dt[axis].kind == "static"
+        if static and attrs["padding"] == "causal" and out_axis is not None:
+            return self._infer_static(dt, x, attrs)
         if not isinstance(axis, str) or axis not in x.dims or dt[axis].kind != "dynamic":
-            raise DimError(f"`Conv1d` needs `axis` to be a dynamic dim of [{', '.join(x.dims)}]")
+            raise DimError(
+                f"`Conv1d` needs `axis` to be a dynamic dim of [{', '.join(x.dims)}]"
+                + (" (or a static window, with padding='causal' and a static `out_axis`)" if static else "")
+            )
         rest = [d for d in x.dims if d not in ("batch", axis)]
         if "batch" not in x.dims or len(rest) != 1 or dt[rest[0]].kind != "static":
             raise DimError(f"`Conv1d` convolves [batch, {axis}, feature], got [{', '.join(x.dims)}]")
@@ -147,6 +157,42 @@ class Conv1d(OpDef):
         dt.make_lengths(out_axis, "Conv1d", may_be_empty=self.span(attrs) > 1 or dt[axis].may_be_empty)
         return [OutType(("batch", out_axis, out))]
 
+    def _infer_static(self, dt, x, attrs) -> list[OutType]:
+        """Over a static axis: padding "valid", stride 1, `out_axis` a static dim of the results."""
+        axis, out_axis, out = attrs["axis"], attrs["out_axis"], attrs["out_dim"]
+        rest = [d for d in x.dims if d not in ("batch", axis)]
+        if "batch" not in x.dims or len(rest) != 1 or dt[rest[0]].kind != "static":
+            raise DimError(f"`Conv1d` convolves [batch, {axis}, feature], got [{', '.join(x.dims)}]")
+        for k in _INTS:
+            v = attrs[k]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise DimError(f"`Conv1d` needs `{k}` to be an int >= 1, got {v!r}")
+        if attrs["stride"] != 1:
+            raise DimError(f"`Conv1d` over the static dim `{axis}` (a window of cached and new frames) takes stride 1")
+        n = dt[axis].size - self.span(attrs) + 1
+        if not isinstance(out_axis, str) or out_axis not in dt.dims or dt[out_axis].kind != "static":
+            raise DimError(f"`Conv1d` over the static dim `{axis}` needs `out_axis=` a static dim of its {n} results")
+        if dt[out_axis].size != n or n < 1:
+            raise DimError(
+                f"`Conv1d` over `{axis}` ({dt[axis].size} frames) gives {n} results: `out_axis` `{out_axis}` "
+                f"has {dt[out_axis].size}"
+            )
+        check_out_dim(dt, "Conv1d", out, ("batch", axis, out_axis))
+        g = attrs["groups"]
+        if dt[rest[0]].size % g or dt[out].size % g:
+            raise DimError(
+                f"`Conv1d` groups={g} must divide the input channels `{rest[0]}` ({dt[rest[0]].size}) "
+                f"and `out_dim` `{out}` ({dt[out].size})"
+            )
+        return [OutType(dt.canonical(("batch", out_axis, out)))]
+
+    @staticmethod
+    def _layout(op_or_attrs, dims) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The static case's operand and result layouts: [batch, axis, in], [batch, out_axis, out]."""
+        a = op_or_attrs
+        feat = next(d for d in dims if d not in ("batch", a["axis"]))
+        return ("batch", a["axis"], feat), ("batch", a["out_axis"], a["out_dim"])
+
     def params(self, dt, args, attrs):
         feat = next(d for d in args[0].dims if d not in ("batch", attrs["axis"]))
         g = attrs["groups"]
@@ -158,14 +204,15 @@ class Conv1d(OpDef):
 
     def returnn(self, ctx, op):
         a = op.attrs
-        if a["padding"] == "causal":
+        static = not ctx.is_dynamic(a["axis"])
+        if a["padding"] == "causal" and not static:
             return self._returnn_causal(ctx, op)
         layer = {
             "class": "conv",
             "from": ctx.src(0),
             "in_spatial_dims": [ctx.dim(a["axis"])],
             "filter_size": (a["filter_size"],),
-            "padding": a["padding"],
+            "padding": "valid" if static else a["padding"],
             "out_dim": ctx.dim(a["out_dim"]),
             "with_bias": bool(a["with_bias"]),
             "use_time_mask": True,  # padded frames are zeros before the convolution
@@ -184,7 +231,11 @@ class Conv1d(OpDef):
             return {"class": "subnetwork", "from": ctx.src(0), "subnetwork": {**sub, "conv": inner}}
         if a["stride"] != 1:
             layer["strides"] = a["stride"]
-        if a["padding"] == "valid":
+        if static:  # the window may be the last static dim: name the channels
+            layer["in_dim"] = ctx.dim(next(d for d in ctx.in_dims(0) if d not in ("batch", a["axis"])))
+            layer["use_time_mask"] = False
+            layer["out_spatial_dims"] = [ctx.dim(a["out_axis"])]
+        elif a["padding"] == "valid":
             layer["out_spatial_dims"] = [ctx.derived_dim(a["out_axis"])]
         return layer
 
@@ -224,7 +275,7 @@ class Conv1d(OpDef):
 
     def torch_made_dims(self, ctx, op):
         a = op.attrs
-        if a["out_axis"] is None:
+        if a["out_axis"] is None or not ctx.is_dynamic(a["axis"]):
             return {}
         span, s = self.span(a), a["stride"]
         lens = f"torch.clamp(({ctx.seq_lens(a['axis'])} - {span}) // {s} + 1, min=0)"
@@ -237,6 +288,13 @@ class Conv1d(OpDef):
     # canonical order: x is [batch, time, in], the result [batch, time or out_axis, out]
     def torch(self, ctx, op):
         a = op.attrs
+        if not ctx.is_dynamic(a["axis"]):  # a static axis: no padding, no frame to mask
+            have, made = self._layout(a, ctx.in_dims(0))
+            w = ctx.once(f"{ctx.param('W')}.permute(2, 1, 0)", f"{op.param}_W")
+            b = ctx.param("bias") if a["with_bias"] else "None"
+            x = f"{ctx.aligned(0, have)}.transpose(1, 2)"
+            y = f"torch.nn.functional.conv1d({x}, {w}, {b}, 1, 0, {a['dilation']}, {a['groups']}).transpose(1, 2)"
+            return align_code(y, made, op.outs[0].dims)
         x = where_valid(ctx.arg(0), ctx.mask(a["axis"], ctx.in_dims(0)), "0.0") + ".transpose(1, 2)"
         w = ctx.once(f"{ctx.param('W')}.permute(2, 1, 0)", f"{op.param}_W")  # torch's [out, in/groups, k]
         b = ctx.param("bias") if a["with_bias"] else "None"
@@ -255,7 +313,8 @@ class Conv1d(OpDef):
     def eager(self, ctx, args, attrs, outs):
         import torch
 
-        x = args[0].data.transpose(1, 2)
+        have, made = self._layout(attrs, args[0].dims)
+        x = align_tensor(args[0].data, args[0].dims, have).transpose(1, 2)  # a static axis: any order
         w = ctx.param("W").permute(2, 1, 0)
         b = ctx.param("bias") if attrs["with_bias"] else None
         total = self.span(attrs) - 1
@@ -263,10 +322,11 @@ class Conv1d(OpDef):
             return x.new_zeros(x.shape[0], 0, w.shape[0])  # no frame in, or shorter than the filter: none out
         if attrs["padding"] == "same":
             x = torch.nn.functional.pad(x, (total // 2, total - total // 2))
-        elif attrs["padding"] == "causal":
+        elif attrs["padding"] == "causal" and attrs["out_axis"] is None:  # else over a static window
             x = torch.nn.functional.pad(x, (total, 0))
         y = torch.nn.functional.conv1d(x, w, b, attrs["stride"], 0, attrs["dilation"], attrs["groups"])
-        return y.transpose(1, 2)
+        out_axis = attrs["out_axis"] or attrs["axis"]
+        return align_tensor(y.transpose(1, 2), ("batch", out_axis, attrs["out_dim"]), outs[0].dims)
 
 
 BN_HELPER = "masked_batch_norm"
@@ -293,14 +353,39 @@ def _bn_helper_source(name: str) -> str:
 '''
 
 
+BN_MOVED_HELPER = "masked_batch_norm_moved"
+
+
+def _bn_moved_helper_source(name: str) -> str:
+    return f'''def {name}(
+    x, mask: torch.Tensor | None, mean, variance, gamma, beta, training: bool, momentum: float, eps: float
+):
+    """`BatchNorm(update_in_inference=True)`: as `masked_batch_norm`, but also in inference the
+    running statistics first move `momentum` towards the valid frames' and are then used (RETURNN's
+    `batch_norm` defaults before behavior version 12)."""
+    axes = [i for i in range(x.dim() - 1)]  # a list: TorchScript has no tuple(range(...))
+    valid = torch.ones_like(x[..., :1]) if mask is None else mask.to(x.dtype).expand_as(x[..., :1])
+    n = valid.sum()
+    m = (x * valid).sum(axes) / n
+    v = ((x - m) ** 2 * valid).sum(axes) / n
+    with torch.no_grad():
+        mean.add_((m - mean) * momentum)
+        variance.add_((v - variance) * momentum)
+    if training:
+        mean, variance = m, v
+    return (x - mean) * torch.rsqrt(variance + eps) * gamma + beta
+'''
+
+
 @register
 class BatchNorm(OpDef):
     """`BatchNorm(eps=1e-3, momentum=0.1)(x)` on x [batch, feature] or [batch, time, feature]:
     per feature, (x - mean) / sqrt(variance + eps) * gamma + beta. In training, mean and (biased)
     variance of the valid frames of the batch, and the running statistics then move by
-    `momentum` towards them; otherwise the running statistics. RETURNN `batch_norm` (param
-    version 2, masked time); its variables are the roles `batch_norm/v2_mean`, `.../v2_variance`
-    (not trained), `.../v2_gamma`, `.../v2_beta`."""
+    `momentum` towards them; otherwise the running statistics, with `update_in_inference` first
+    moved so too (RETURNN's defaults before behavior version 12: in inference the numbers depend
+    on the batch). RETURNN `batch_norm` (param version 2, masked time); its variables are the roles
+    `batch_norm/v2_mean`, `.../v2_variance` (not trained), `.../v2_gamma`, `.../v2_beta`."""
 
     name = "batch_norm"
     fn_name = "BatchNorm"
@@ -310,7 +395,7 @@ class BatchNorm(OpDef):
     ROLES = ("batch_norm/v2_mean", "batch_norm/v2_variance", "batch_norm/v2_gamma", "batch_norm/v2_beta")
     param_init = dict(zip(ROLES, ("zeros", "ones", "ones", "zeros")))
 
-    def ctor(self, eps=1e-3, momentum=0.1):
+    def ctor(self, eps=1e-3, momentum=0.1, update_in_inference=False):
         pass
 
     def infer(self, dt, args, attrs):
@@ -328,6 +413,12 @@ class BatchNorm(OpDef):
                 raise DimError(
                     f"`BatchNorm` needs `{k}` to be a number in {'[0, 1]' if k == 'momentum' else '[0, inf)'}, got {v!r}"
                 )
+        if not isinstance(attrs["update_in_inference"], bool):
+            raise DimError(
+                f"`BatchNorm` needs `update_in_inference` to be True or False, got {attrs['update_in_inference']!r}"
+            )
+        if attrs["update_in_inference"] and not dyn:  # RETURNN: TF's fused batch norm, updated in training only
+            raise DimError("`BatchNorm(update_in_inference=True)` normalises [batch, time, feature] only")
         return [OutType(x.dims)]
 
     def params(self, dt, args, attrs):
@@ -342,13 +433,19 @@ class BatchNorm(OpDef):
             "in_dim": ctx.dim(dims[-1]),
             "epsilon": float(op.attrs["eps"]),
             "momentum": float(op.attrs["momentum"]),
-            "update_sample_only_in_training": True,
-            "delay_sample_update": True,
+            # in inference too: moved, then used (RETURNN's defaults before behavior version 12)
+            "update_sample_only_in_training": not op.attrs["update_in_inference"],
+            "delay_sample_update": not op.attrs["update_in_inference"],
             "param_version": 2,
             "masked_time": len(dims) == 3,  # statistics over the valid frames only
         }
 
+    def batch_coupled(self, attrs):
+        return bool(attrs["update_in_inference"])
+
     def torch_helpers(self, op):
+        if op.attrs["update_in_inference"]:
+            return {BN_MOVED_HELPER: _bn_moved_helper_source}
         return {BN_HELPER: _bn_helper_source}
 
     def torch(self, ctx, op):
@@ -356,8 +453,9 @@ class BatchNorm(OpDef):
         mask = ctx.mask(dims[1], dims) if len(dims) == 3 else "None"
         mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
         a = op.attrs
+        helper = BN_MOVED_HELPER if a["update_in_inference"] else BN_HELPER
         return (
-            f"{ctx.helper(BN_HELPER)}({ctx.arg(0)}, {mask}, {mean}, {var}, {gamma}, {beta}, {ctx.training}, "
+            f"{ctx.helper(helper)}({ctx.arg(0)}, {mask}, {mean}, {var}, {gamma}, {beta}, {ctx.training}, "
             f"{float(a['momentum'])!r}, {float(a['eps'])!r})"
         )
 
@@ -367,6 +465,10 @@ class BatchNorm(OpDef):
         if ctx.training:  # one sequence at a time: the batch's statistics are not there
             raise EagerUnsupported(
                 "eager mode runs one sequence at a time: `BatchNorm` in training mode needs the whole batch",
+            )
+        if attrs["update_in_inference"]:
+            raise EagerUnsupported(
+                "eager mode runs one sequence at a time: `BatchNorm(update_in_inference=True)` needs the whole batch",
             )
         mean, var, gamma, beta = (ctx.param(r) for r in self.ROLES)
         return (args[0].data - mean) * torch.rsqrt(var + float(attrs["eps"])) * gamma + beta

@@ -205,18 +205,23 @@ class _Softmax(OpDef):
             raise DimError(f"`axis` must be one dim of [{', '.join(args[0].dims)}]")
         if dt[axes[0]].kind == "batch":
             raise DimError("softmax over the batch dim is not allowed")
-        static = [d for d in args[0].dims if dt[d].kind == "static"]
-        if dt[axes[0]].kind == "static" and static != [axes[0]]:
-            # RETURNN's softmax activation acts on the feature dim: only unambiguous with one static dim
-            raise DimError(
-                f"softmax over static dim `{axes[0]}` needs it to be the only static dim, got [{', '.join(static)}]"
-            )
         return [OutType(args[0].dims)]
 
     def returnn(self, ctx, op):
         axis = op.attrs["axis"]
         if ctx.is_dynamic(axis):
             return {"class": "softmax_over_spatial", "from": ctx.src(0), "axis": ctx.dim(axis), "log_space": self.log}
+        if [d for d in ctx.in_dims(0) if not ctx.is_dynamic(d) and d != "batch"] != [axis]:
+            # RETURNN's softmax activation acts on the feature dim: over one of several static dims
+            # (a chunk's cached window beside the heads) an `eval` names the axis
+            fn = "tf.nn.log_softmax" if self.log else "tf.nn.softmax"
+            return {
+                "class": "eval",
+                "from": ctx.src(0),
+                "eval": f"{fn}(source(0, auto_convert=False), "
+                "axis=self.sources[0].output.get_axis_from_description(axis_dim))",
+                "eval_locals": {"axis_dim": ctx.dim(axis)},
+            }
         return {"class": "activation", "activation": "log_softmax" if self.log else "softmax", "from": ctx.src(0)}
 
     def returnn_extra(self, ctx, layer, own, op, fresh):

@@ -111,6 +111,7 @@ def open_chunks(t: Tracer, spec: ChunkSpec, node: ast.AST) -> tuple[ChunkLoop, l
     d = dt[spec.chunk]
     d.kind, d.size = "dynamic", None
     d.may_be_empty = True  # a step past a sequence's last chunk has no frame of it
+    d.max_frames = spec.size  # what `join_chunk` pads a chunk to (netc.ops.chunk_cache)
     if known is not None:
         known.add(spec.chunk)
     attrs = {"axis": spec.axis, "chunk": spec.chunk, "pad": pad, "out_axis": out, "size": spec.size}

@@ -424,7 +424,7 @@ class LoopBuilder:
             out = t.new_value(v.dims, v.value.dtype, name=name, sparse_dim=v.value.sparse_dim)
             loop.lasts.append(LoopLast(name=name, value=v.value.id, out=out))
             env[name] = V.TV(out, outer)
-        for lst, value, _node in ctx.appends.values():
+        for lst, value, node in ctx.appends.values():
             dims = t.dims.canonical((*value.dims, loop.axis))
             names = lst.bound_in(env)
             out = t.new_value(
@@ -433,7 +433,7 @@ class LoopBuilder:
             loop.stacks.append(LoopStack(name=out.name or "stack", value=value.value.id, out=out))
             stacked = V.TV(out, outer, from_list=True)
             if ctx.chunk is not None:
-                stacked = C.merged(t, ctx.chunk, stacked, ctx.stmt)
+                stacked = C.merged(t, ctx.chunk, stacked, node)  # the append's source
             for n in names:
                 env[n] = stacked
         if ctx.chunk is not None:

@@ -158,7 +158,10 @@ def conv(g: Gen) -> None:
             opts += ", padding='causal'"
         v = g.new(f"nc.Conv1d({out.code}{opts})({x}, axis=time)", {"batch", "time", out.name})
     if r.random() < 0.4:
-        g.new(f"nc.BatchNorm()({v.name})", v.dims)
+        # RETURNN's batch norm before behavior_version 12 (imported configs): the running statistics
+        # moved by the batch outside training too (the whole batch's numbers: torch is the reference)
+        moved = "update_in_inference=True" if g.on("batch_norm_moved", 0.3) else ""
+        g.new(f"nc.BatchNorm({moved})({v.name})", v.dims)
     if s.code and r.random() < 0.4:  # a 2-D one over (time, feature), with a channel dim of 1
         g.dim("one", 1)
         c = r.choice([d for d in g.statics() if d.name != s.name])
@@ -212,8 +215,12 @@ def transposed_conv(g: Gen) -> None:
     if r.random() < 0.3:
         opts += ", with_bias=False"
     g.dim("utime")
-    g.new(f"nc.ConvTranspose1d({out.code}{opts})({a.name}, axis=time, out_axis=utime)", {"batch", "utime", out.name})
+    up = g.new(
+        f"nc.ConvTranspose1d({out.code}{opts})({a.name}, axis=time, out_axis=utime)", {"batch", "utime", out.name}
+    )
     g.made_dims.add("utime")
+    if g.on("fit_frames_up", 0.4):  # read back over the input's frames (at least as many: stride, filter >= 1)
+        g.new(f"nc.fit_frames({up.name}, axis=utime, out_axis=time)", {"batch", "time", out.name})
 
 
 def zip_bw_if(g: Gen, bw: V) -> None:

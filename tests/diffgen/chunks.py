@@ -1,8 +1,9 @@
 """Chunked loops in generated programs: `for c in nc.chunks(x, chunk):` over a top-level sequence
 (chunks of 1 to 4 frames), a state carried from chunk to chunk, attention and reductions over the
 chunk's frames, maybe a static `range` unrolled in the body and a memory over a static window dim
-the chunk attends over; per-frame values stacked back over the sequence's dim, per-chunk ones
-over the chunks' own dim."""
+the chunk attends over, maybe a cache of the last frames joined to each chunk (limited-context
+attention over the cache and the chunk with its validity, a causal convolution over that window);
+per-frame values stacked back over the sequence's dim, per-chunk ones over the chunks' own dim."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ def chunked_loop(g: Gen) -> None:
         win = g.dim("win", 5)
         mem = g.fresh("mem")
         g.emit(f"{mem} = nc.zeros(batch, {win.code}, {s.code})")
+    cache = _cache_before(g, chunk, s)
     g.emit(f"{frames} = []")
     g.emit(f"{per_chunk} = []")
     c, e, ctx = g.fresh("c"), g.fresh("e"), g.fresh("ctx")
@@ -53,6 +55,8 @@ def chunked_loop(g: Gen) -> None:
         g.emit(f"{att} = nc.softmax(nc.dot({q}, {mem}, reduce={s.code}), axis={win.code})")
         g.emit(f"{e} = {e} + nc.Linear({hd.code})(nc.dot({att}, {mem}, reduce={win.code}))")
         g.emit(f"{mem} = nc.tanh(0.5 * {mem} + nc.dot({att}, {c}, reduce={chunk.code}))")
+    if cache is not None:
+        _cache_step(g, cache, c, e, hd)
     how = r.choice(["attention", "mean", "max", "sum"])
     if how == "attention":
         w = g.fresh("w")
@@ -71,6 +75,42 @@ def chunked_loop(g: Gen) -> None:
     g.add(V(h, frozenset({"batch", hd.name}), variant=False))
     # (the memory, over two static dims, is not read after the loop: a loss of it `expand`ed over
     # a dynamic dim fails in RETURNN, a bug of its own: "output time-batch-dim unexpected")
+
+
+def _cache_before(g: Gen, chunk, s) -> dict | None:
+    """A cache of the last 1 to 5 frames (over `s`) and their validity, before the loop."""
+    if not g.on("chunk_cache", 0.5):
+        return None
+    cw = g.dim(g.fresh("cw"), g.r.randint(1, 5))
+    kv = g.dim(g.fresh("kv"), cw.size + chunk.size)
+    cf = g.dim(g.fresh("cf_n"), chunk.size)
+    mem, valid = g.fresh("cache"), g.fresh("valid")
+    g.emit(f"{mem} = nc.zeros(batch, {cw.code}, {s.code})")
+    g.emit(f"{valid} = nc.full(batch, {cw.code}, value=False, dtype='bool')")
+    return {"cw": cw, "kv": kv, "cf": cf, "mem": mem, "valid": valid, "s": s, "chunk": chunk}
+
+
+def _cache_step(g: Gen, k: dict, c: str, e: str, hd) -> None:
+    """In the body: the chunk joined to the cache; attention over it (the padding and the frames
+    before the sequence masked), maybe a causal convolution over it, the cache updated."""
+    cw, kv, cf, mem, valid, s, chunk = k["cw"], k["kv"], k["cf"], k["mem"], k["valid"], k["s"], k["chunk"]
+    j, ok, q, att = g.fresh("j"), g.fresh("ok"), g.fresh("q"), g.fresh("att")
+    g.emit(f"{j} = nc.join_chunk({mem}, {c}, cache_axis={cw.code}, axis={chunk.code}, out_axis={kv.code})")
+    g.emit(
+        f"{ok} = nc.join_chunk({valid}, nc.full(batch, {chunk.code}, value=True, dtype='bool'), "
+        f"cache_axis={cw.code}, axis={chunk.code}, out_axis={kv.code})"
+    )
+    g.emit(f"{q} = nc.Linear({s.code})({c})")
+    g.emit(f"{att} = nc.softmax(nc.where({ok}, nc.dot({q}, {j}, reduce={s.code}), -1e30), axis={kv.code})")
+    g.emit(f"{e} = {e} + nc.Linear({hd.code})(nc.dot({att}, {j}, reduce={kv.code}))")
+    if g.r.random() < 0.5:  # a causal convolution over the window: the chunk's frames
+        conv = f"nc.Conv1d({s.code}, {cw.size + 1}, padding='causal')({j}, axis={kv.code}, out_axis={cf.code})"
+        g.emit(f"{e} = {e} + nc.Linear({hd.code})(nc.to_chunk({conv}, axis={cf.code}, like={c}))")
+    else:  # the chunk's own frames back from the window
+        back = f"nc.slice_static({j}, axis={kv.code}, start={cw.size}, out_axis={cf.code})"
+        g.emit(f"{e} = {e} + nc.Linear({hd.code})(nc.to_chunk({back}, axis={cf.code}, like={c}))")
+    g.emit(f"{mem} = nc.slice_static({j}, axis={kv.code}, start={chunk.size}, out_axis={cw.code})")
+    g.emit(f"{valid} = nc.slice_static({ok}, axis={kv.code}, start={chunk.size}, out_axis={cw.code})")
 
 
 def _chunks_dim(g: Gen, dim: str) -> str:

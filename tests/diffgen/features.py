@@ -37,6 +37,7 @@ FEATURES = frozenset(
         "expand_dyn",
         "max_pool",
         "conv",  # Conv1d (same/valid, stride, dilation, depthwise), silu, BatchNorm after it, Conv2d
+        "batch_norm_moved",  # BatchNorm(update_in_inference=True): the whole batch's statistics (torch the reference)
         "conv2d_strided",  # Conv2d with a time stride ("same": each sequence's own padding) or "valid", onto `c2time`
         "conv_causal",  # Conv1d with padding 'causal' (left only)
         "conv_loop",  # a loop over the dim a valid Conv1d made (sequences shorter than its filter: no frame)
@@ -77,6 +78,7 @@ FEATURES = frozenset(
         "attention_in_loop",
         "chunked_loop",  # `for c in nc.chunks(x, chunk)`: chunks of a sequence, a state, attention over the chunk
         "chunked_window",  # in a chunked loop, a state over a static window dim the chunk attends over
+        "chunk_cache",  # in a chunked loop, a cache of the last frames joined to the chunk (`join_chunk`, `slice_static`, `to_chunk`): attention over it, a causal Conv1d over it
         "static_range",  # `for k in range(n)` in a chunked loop's body: unrolled
         # losses, decoders
         "loss",
@@ -122,6 +124,9 @@ FEATURES = frozenset(
         "range_over",
         "slice_frames",
         "pad_frames",
+        "fit_frames",  # padded onto a new dim and read back over the first (each sequence's first frames)
+        "compact_frames",  # the frames where a mask computed from them holds, onto a new dim (maybe empty)
+        "fit_frames_up",  # a ConvTranspose1d's output read over the input's frames (the hybrids' upsampling)
         "shift_right",
         "self_attention",
         "rel_pos",  # relative positions' scores in the self-attention

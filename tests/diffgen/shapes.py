@@ -1,6 +1,6 @@
 """Constructs of the transformer/conformer ops: sin/cos, logsumexp, one_hot, range_over (any
-step's work), and, on whole sequences before the loops, slice_frames, pad_frames, shift_right
-and self-attention over a `replace_dim` view (ops that make dims stand outside loops)."""
+step's work), and, on whole sequences before the loops, slice_frames, pad_frames, fit_frames,
+compact_frames, shift_right and self-attention over a `replace_dim` view (ops that make dims stand outside loops)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # gen.py imports this module
     from .gen import Gen, V
 
 OP_FEATURES = ("sin_cos", "logsumexp", "one_hot", "range_over")
-SEQ_FEATURES = ("slice_frames", "pad_frames", "shift_right", "self_attention")
+SEQ_FEATURES = ("slice_frames", "pad_frames", "fit_frames", "compact_frames", "shift_right", "self_attention")
 SLICES = ((None, -1), (1, None), (-2, None), (None, 3), (1, -1), (-3, -1))
 
 
@@ -53,6 +53,8 @@ def sequences(g: Gen, labels: V | None) -> None:
             continue
         a = g.pick(seqs)
         d, sa = g.dyn(a)[0], g.static(a)
+        if feat == "compact_frames" and (not sa.code or a.dims != frozenset({"batch", d.name, sa.name})):
+            continue  # its mask: one bool per frame of the value [batch, d, feature]
         if feat == "shift_right":
             if labels is not None and r.random() < 0.5:
                 g.new(f"nc.shift_right(y, axis=time, value={r.randint(0, 4)})", labels.dims, "labels", "vocab")
@@ -73,6 +75,15 @@ def sequences(g: Gen, labels: V | None) -> None:
             call = (
                 f"nc.pad_frames({a.name}, axis={d.code}, left={left}, right={right}, value=0.25, out_axis={new.code})"
             )
+            g.new(call, _moved(a, d, new)).seq = new.name
+        elif feat == "fit_frames":  # padded onto a new dim, each sequence's first frames read back over d
+            right = r.choice([1, 2])
+            padded = f"nc.pad_frames({a.name}, axis={d.code}, right={right}, value=0.5, out_axis={new.code})"
+            g.new(f"nc.fit_frames({padded}, axis={new.code}, out_axis={d.code})", a.dims).seq = d.name
+        elif feat == "compact_frames":  # the frames where a mask computed from them holds (maybe none)
+            g.maybe_empty.add(new.name)
+            mask = f"nc.reduce_sum({a.name}, axis={sa.code}) > {r.choice(['0.0', '0.5', '-0.5'])}"
+            call = f"nc.compact_frames({a.name}, {mask}, axis={d.code}, out_axis={new.code})"
             g.new(call, _moved(a, d, new)).seq = new.name
         elif sa.code:  # self-attention: keys and values over a second view of the frames
             k = g.new(f"nc.replace_dim({a.name}, axis={d.code}, out_axis={new.code})", _moved(a, d, new))
