@@ -63,3 +63,23 @@ def stream_decode(encoder: torch.nn.Module, features: list[np.ndarray], pool: in
         out.hyps.append(greedy(out.log_probs[-1]))
     out.compute_s = sum(out.chunk_ms) / 1000
     return out
+
+
+@torch.no_grad()
+def stream_chunked(chunked: torch.nn.Module, features: list[np.ndarray], pool: int, chunk_size: int) -> Streamed:
+    """Each utterance through `chunked` (the `streaming_ctc_chunked` module: the encoder as a loop over
+    chunks of chunk_size encoder frames, the keys, values and convolution frames cached from chunk to
+    chunk), one utterance at a time. The module runs an utterance's chunks in one call, so a chunk's
+    compute is the call's time over its chunks (the front end's too): one number per utterance."""
+    chunked.eval()
+    out = Streamed([], [], [], 0.0, sum(len(f) for f in features) / 100)
+    for f in features:
+        x = torch.from_numpy(np.ascontiguousarray(f, np.float32))[None]
+        start = time.perf_counter()
+        lp = chunked(x, torch.tensor([len(f)]))["output"][0].numpy()
+        seconds = time.perf_counter() - start
+        out.compute_s += seconds
+        out.chunk_ms.append(1000 * seconds / -(-len(f) // (pool * chunk_size)))
+        out.log_probs.append(lp)
+        out.hyps.append(greedy(lp))
+    return out
