@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE))  # the recipe's own modules, when run as a script 
 
 from features import wav_features  # noqa: E402
 from make_data import have_corpus, make_corpus, read_split  # noqa: E402
+from stream import Streamed, stream_chunked, stream_decode  # noqa: E402
 
 from netc.compiler import compile_file  # noqa: E402
 
@@ -37,9 +38,24 @@ class ModelSource:
     path: Path
     train: str
     decode: str
+    encode: str | None = None  # a streaming model's log-probabilities network (stream.py runs it)
+    chunked: str | None = None  # and the same chunk by chunk (a chunked loop, caches as state)
+    pool: int = 0  # input frames per encoder frame
+    chunk_size: int = 0  # encoder frames per chunk
 
 
-MODELS = {"blstm": ModelSource(HERE / "blstm_ctc.py", "blstm_ctc", "blstm_ctc_decode")}
+MODELS = {
+    "blstm": ModelSource(HERE / "blstm_ctc.py", "blstm_ctc", "blstm_ctc_decode"),
+    "streaming": ModelSource(
+        HERE / "streaming_ctc.py",
+        "streaming_ctc",
+        "streaming_ctc_decode",
+        "streaming_ctc_encode",
+        "streaming_ctc_chunked",
+        pool=4,
+        chunk_size=4,
+    ),
+}
 
 
 @dataclass
@@ -192,8 +208,56 @@ def run(
         ids = [i for i, u in enumerate(test) if u.variant == variant]
         sub = [test[i] for i in ids]
         log(f"  voice variant {variant}: greedy WER {wer(sub, [hyps['greedy'][i] for i in ids]):.2f}%")
+    if source.encode:
+        results |= streamed(source, out, net, test, hyps["greedy"], log)
     log("seconds: " + ", ".join(f"{k[:-2]} {v:.0f}" for k, v in times.items()))
     return results | times
+
+
+def streamed(
+    source: ModelSource, out: Path, net: torch.nn.Module, test: list[Utterance], whole: list[list[int]], log
+) -> dict[str, float]:
+    """The test set streamed chunk by chunk (stream.py), by the chunked network (its caches carried
+    from chunk to chunk) and by the whole-sequence encoder over the audio so far: their WERs, which
+    must equal the whole-sequence greedy WER (`whole`: the same hypotheses), the compute per chunk
+    and the real-time factor."""
+    encoder = load_module(source, source.encode, out)().eval()
+    encoder.load_state_dict(net.state_dict())
+    chunked = load_module(source, source.chunked, out)()
+    chunked.load_state_dict(net.state_dict())
+    feats = [u.features for u in test]
+    with torch.no_grad():  # the whole utterance at once, to compare the streamed log-probabilities with
+        ref = [
+            encoder(torch.from_numpy(f[None].astype(np.float32)), torch.tensor([len(f)]))["output"][0] for f in feats
+        ]
+    chunk_ms = 10 * source.pool * source.chunk_size
+    results: dict[str, float] = {}
+    runs: list[tuple[str, str, Streamed]] = [
+        ("chunked", "the chunked network", stream_chunked(chunked, feats, source.pool, source.chunk_size)),
+        (
+            "prefix",
+            "whole-sequence encoder over the audio so far",
+            stream_decode(encoder, feats, source.pool, source.chunk_size),
+        ),
+    ]
+    for key, what, res in runs:
+        diff = max(float(np.abs(r.numpy() - lp).max()) for r, lp in zip(ref, res.log_probs))
+        same = sum(h == w for h, w in zip(res.hyps, whole))
+        results |= {
+            f"{key}_wer": wer(test, res.hyps),
+            f"{key}_max_diff": diff,
+            f"{key}_same": same,
+            f"{key}_chunk_ms_median": float(np.median(res.chunk_ms)),
+            f"{key}_rtf": res.rtf,
+        }
+        log(f"streamed {key}, chunks of {chunk_ms} ms ({what}): greedy WER {results[f'{key}_wer']:.2f}%")
+        log(f"  = whole-sequence greedy hypotheses: {same} of {len(test)}; log-probs max|diff| {diff:.1e}")
+        log(
+            f"  compute per {chunk_ms} ms chunk: median {results[f'{key}_chunk_ms_median']:.2f} ms,"
+            f" 90th percentile {np.percentile(res.chunk_ms, 90):.2f} ms ({len(res.chunk_ms)} values);"
+            f" real-time factor {res.rtf:.3f}"
+        )
+    return results
 
 
 def main() -> None:
