@@ -128,6 +128,31 @@ def ctc_prefix_beam_search(
     return seqs[:, 0, :size], out_lens, torch.logaddexp(pb[:, 0], pnb[:, 0])
 
 
+def ctc_prefix_lm_begin(lm_step, lm_state: tuple, bos: int, lm_weight: float, n_batch: int, beam: int, vocab: int, dev):
+    """The LM after `bos` in every slot: per slot, the weighted log probabilities of its next label
+    [batch, beam, vocab] and the LM's state (each [batch, beam, ...])."""
+    out, *st = lm_step(torch.full((n_batch,), bos, dtype=torch.long, device=dev), *lm_state)
+    lm_next = (out.to(torch.float64) * lm_weight)[:, None, :].expand(n_batch, beam, vocab)
+    return lm_next, [s[:, None].expand(n_batch, beam, *s.shape[1:]) for s in st]
+
+
+def ctc_prefix_lm_advance(lm_step, lm_weight: float, lm_next, states: list, k, c, ext, on):
+    """The LM of a frame's new slots: each slot takes its source slot `k`'s LM, and the slots that
+    extended their prefix (`ext`, in sequences with this frame: `on`) by label `c` run the LM on
+    it, all sequences' together in slot order; sequences without the frame keep theirs."""
+    n_batch = lm_next.shape[0]
+    rows = torch.arange(n_batch, device=lm_next.device)[:, None]
+    n_next, n_states = lm_next[rows, k], [s[rows, k] for s in states]
+    grown = (ext & on).flatten().nonzero().squeeze(1)  # the new prefixes: the LM reads their label
+    if grown.numel() > 0:
+        out, *st = lm_step(c.flatten()[grown], *(s.flatten(0, 1)[grown] for s in n_states))
+        n_next = n_next.flatten(0, 1).index_copy(0, grown, out.to(torch.float64) * lm_weight).view_as(n_next)
+        n_states = [s.flatten(0, 1).index_copy(0, grown, new.to(s.dtype)).view_as(s) for s, new in zip(n_states, st)]
+    lm_next = torch.where(on[:, :, None], n_next, lm_next)
+    states = [torch.where(on.view(n_batch, 1, *[1] * (s.dim() - 2)), n, s) for s, n in zip(states, n_states)]
+    return lm_next, states
+
+
 def ctc_prefix_beam_search_lm(
     logits: torch.Tensor, lens: torch.Tensor, beam: int, lm_step, lm_state: tuple, bos: int, lm_weight: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -139,26 +164,13 @@ def ctc_prefix_beam_search_lm(
     all sequences together, in slot order. Python only (it calls `lm_step`): not scripted."""
     logp, seqs, plen, last, pb, pnb = ctc_prefix_start(logits, beam)
     n_batch, n_time, vocab, dev = logp.shape[0], logp.shape[1], logp.shape[2] - 1, logp.device
-    out, *st = lm_step(torch.full((n_batch,), bos, dtype=torch.long, device=dev), *lm_state)
-    # per slot: the weighted LM log probabilities of its next label, and the LM's state
-    lm_next = (out.to(torch.float64) * lm_weight)[:, None, :].expand(n_batch, beam, vocab)
-    states = [s[:, None].expand(n_batch, beam, *s.shape[1:]) for s in st]
-    rows = torch.arange(n_batch, device=dev)[:, None]
+    lm_next, states = ctc_prefix_lm_begin(lm_step, lm_state, bos, lm_weight, n_batch, beam, vocab, dev)
     for t in range(n_time):
         n_seqs, n_plen, n_last, n_pb, n_pnb, k, c, ext = ctc_prefix_frame(
             logp[:, t], lm_next, seqs, plen, last, pb, pnb
         )
         on = (lens > t)[:, None]  # a sequence's frames only
-        n_next, n_states = lm_next[rows, k], [s[rows, k] for s in states]
-        grown = (ext & on).flatten().nonzero().squeeze(1)  # the new prefixes: the LM reads their label
-        if grown.numel() > 0:
-            out, *st = lm_step(c.flatten()[grown], *(s.flatten(0, 1)[grown] for s in n_states))
-            n_next = n_next.flatten(0, 1).index_copy(0, grown, out.to(torch.float64) * lm_weight).view_as(n_next)
-            n_states = [
-                s.flatten(0, 1).index_copy(0, grown, new.to(s.dtype)).view_as(s) for s, new in zip(n_states, st)
-            ]
-        lm_next = torch.where(on[:, :, None], n_next, lm_next)
-        states = [torch.where(on.view(n_batch, 1, *[1] * (s.dim() - 2)), n, s) for s, n in zip(states, n_states)]
+        lm_next, states = ctc_prefix_lm_advance(lm_step, lm_weight, lm_next, states, k, c, ext, on)
         seqs = torch.where(on[:, :, None], n_seqs, seqs)
         plen, last = torch.where(on, n_plen, plen), torch.where(on, n_last, last)
         pb, pnb = torch.where(on, n_pb, pb), torch.where(on, n_pnb, pnb)
@@ -336,25 +348,13 @@ def ctc_flashlight_search_lm(
     logp, seqs, plen, last, score, _ = ctc_prefix_start(logits, beam)
     n_batch, n_time, vocab, dev = logp.shape[0], logp.shape[1], logp.shape[2] - 1, logp.device
     blank_end = torch.ones_like(plen, dtype=torch.bool)
-    out, *st = lm_step(torch.full((n_batch,), bos, dtype=torch.long, device=dev), *lm_state)
-    lm_next = (out.to(torch.float64) * lm_weight)[:, None, :].expand(n_batch, beam, vocab)
-    states = [s[:, None].expand(n_batch, beam, *s.shape[1:]) for s in st]
-    rows = torch.arange(n_batch, device=dev)[:, None]
+    lm_next, states = ctc_prefix_lm_begin(lm_step, lm_state, bos, lm_weight, n_batch, beam, vocab, dev)
     for t in range(n_time):
         n_seqs, n_plen, n_last, n_blank_end, n_score, k, c, ext = ctc_flashlight_frame(
             logp[:, t], lm_next, seqs, plen, last, blank_end, score, beam_size_token, beam_threshold, log_add
         )
         on = (lens > t)[:, None]
-        n_next, n_states = lm_next[rows, k], [s[rows, k] for s in states]
-        grown = (ext & on).flatten().nonzero().squeeze(1)  # the new prefixes: the LM reads their label
-        if grown.numel() > 0:
-            out, *st = lm_step(c.flatten()[grown], *(s.flatten(0, 1)[grown] for s in n_states))
-            n_next = n_next.flatten(0, 1).index_copy(0, grown, out.to(torch.float64) * lm_weight).view_as(n_next)
-            n_states = [
-                s.flatten(0, 1).index_copy(0, grown, new.to(s.dtype)).view_as(s) for s, new in zip(n_states, st)
-            ]
-        lm_next = torch.where(on[:, :, None], n_next, lm_next)
-        states = [torch.where(on.view(n_batch, 1, *[1] * (s.dim() - 2)), n, s) for s, n in zip(states, n_states)]
+        lm_next, states = ctc_prefix_lm_advance(lm_step, lm_weight, lm_next, states, k, c, ext, on)
         seqs = torch.where(on[:, :, None], n_seqs, seqs)
         plen, last = torch.where(on, n_plen, plen), torch.where(on, n_last, last)
         blank_end, score = torch.where(on, n_blank_end, blank_end), torch.where(on, n_score, score)
