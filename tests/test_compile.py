@@ -21,6 +21,8 @@ from netc_runtime.export import _example, build, example_inputs
 # conformer_aed's decoder grows its self-attention keys with `cum_concat`, which no torch loop
 # operator carries (its shape changes from step to step): a Python loop, unrolled
 UNROLLED = {"conformer_aed.py"}
+# a chunked loop's number of chunks (⌈n/N⌉) makes dynamo trace a second graph once (docs/targets.md)
+GRAPHS = {"chunked_encoder.py": 2}
 PATHS = [p for p in sorted(EXAMPLES.glob("*.py")) if p.name not in UNROLLED]
 
 
@@ -51,7 +53,7 @@ def test_compiled_module_is_one_graph_for_any_length(path):
         for k, r in ref.items():  # padded frames too: the scan runs the default module's steps
             assert got[k].shape == r.shape, k
             assert r.numel() == 0 or float((got[k].double() - r.double()).abs().max()) <= 1e-5, k
-    assert len(graphs) == 1, len(graphs)
+    assert len(graphs) == GRAPHS.get(path.name, 1), len(graphs)
 
 
 def test_unrolled_examples_are_the_ones_with_a_loop_torch_cannot_scan():

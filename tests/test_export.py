@@ -47,6 +47,13 @@ OP_LIMITS = {
     "ctc_input_labels.py": "aten._ctc_loss",
     "ops_rnnt_loss.py": "Guard failed",  # the RNN-T loss's lattice
     "rnnt_linear.py": "Guard failed",
+    # torch.export assumes no dynamic size is 1: a batch whose longest sequence fits in one chunk
+    # (or one frame of `fit_frames`' strided source) fails its guard (docs/targets.md)
+    "chunk_cache_attention.py": "Guard failed",
+    "chunk_cache_conv.py": "Guard failed",
+    "chunked_pooled.py": "Guard failed",
+    "chunked_encoder.py": "Guard failed",
+    "fit_frames.py": "Guard failed",
 }
 
 

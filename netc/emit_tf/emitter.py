@@ -220,6 +220,7 @@ class ReturnnEmitter:
     def network(self, g: Graph, plan: SearchPlan | None) -> dict[str, dict]:
         """The layers of one network; with `plan`, the network searches (outputs `decide`)."""
         self.dim_source, self.zeros, self.grown = {}, set(), set()  # value ids are the graph's own
+        self.net = g  # the graph emitted now (a search graph has dims of its own)
         self.low = lowered(g)
         limits = {vid for n in g.body if isinstance(n, Loop) for vid in self.low.bound_ops_of(n)}
         self.in_units = {n.outs[0].id: n for n in g.body if isinstance(n, Op) and n.outs[0].id in limits}
@@ -355,11 +356,11 @@ class ReturnnEmitter:
         """Remember a top-level layer for each dynamic dim first seen here (made by an op or loop)."""
         if not blk.in_unit:
             for d in v.dims:
-                if self.g.dim(d).kind == "dynamic":
+                if self.net.dim(d).kind == "dynamic":
                     self.dim_source.setdefault(d, ref)
         else:  # a chunk dim gets the step's lengths in its unit (`chunk_frame`)
             for d in v.dims:
-                if self.g.dim(d).max_frames is not None:
+                if self.net.dim(d).max_frames is not None:
                     blk.dim_source.setdefault(d, ref)
 
 

@@ -19,9 +19,9 @@ def _helper(name: str) -> str:
     each sequence's: (frames [batch, n, ...], their int64 [batch] lengths), n the longest."""
     lens = keep.sum(1)
     n = int(lens.max()) if keep.shape[0] else 0
-    out = x.new_zeros((x.shape[0], n, *x.shape[2:]))
+    out = x.new_zeros([x.shape[0], n] + list(x.shape[2:]))  # (a list: TorchScript scripts it)
     rows = torch.arange(x.shape[0], device=x.device)[:, None].expand_as(keep)
-    out[rows[keep], (keep.long().cumsum(1) - 1)[keep]] = x[keep]
+    out.index_put_((rows[keep], (keep.long().cumsum(1) - 1)[keep]), x[keep])
     return out, lens
 '''
 
