@@ -19,6 +19,7 @@ whole sequence's causal convolution, run on a chunk and its cache.
 from __future__ import annotations
 
 import inspect
+import textwrap
 
 from netc.ir.dims import DimError
 from netc.ops.align import align_code, align_tensor, where_valid
@@ -329,6 +330,18 @@ class Conv1d(OpDef):
         return align_tensor(y.transpose(1, 2), ("batch", out_axis, attrs["out_dim"]), outs[0].dims)
 
 
+# the valid frames' mean and biased variance (m, v), and the running statistics moved toward them
+# (after use, as RETURNN's `batch_norm`): the part both batch-norm helpers run
+_BN_STATS = """axes = [i for i in range(x.dim() - 1)]  # a list: TorchScript has no tuple(range(...))
+valid = torch.ones_like(x[..., :1]) if mask is None else mask.to(x.dtype).expand_as(x[..., :1])
+n = valid.sum()
+m = (x * valid).sum(axes) / n
+v = ((x - m) ** 2 * valid).sum(axes) / n
+with torch.no_grad():
+    mean.add_((m - mean) * momentum)
+    variance.add_((v - variance) * momentum)
+"""
+
 BN_HELPER = "masked_batch_norm"
 
 
@@ -340,15 +353,7 @@ def _bn_helper_source(name: str) -> str:
     Training: the valid frames' mean and biased variance, then the running statistics move
     `momentum` towards them (after use, as RETURNN's `batch_norm`); else the running ones."""
     if training:
-        axes = [i for i in range(x.dim() - 1)]  # a list: TorchScript has no tuple(range(...))
-        valid = torch.ones_like(x[..., :1]) if mask is None else mask.to(x.dtype).expand_as(x[..., :1])
-        n = valid.sum()
-        m = (x * valid).sum(axes) / n
-        v = ((x - m) ** 2 * valid).sum(axes) / n
-        with torch.no_grad():
-            mean.add_((m - mean) * momentum)
-            variance.add_((v - variance) * momentum)
-        mean, variance = m, v
+{textwrap.indent(_BN_STATS, " " * 8)}        mean, variance = m, v
     return (x - mean) * torch.rsqrt(variance + eps) * gamma + beta
 '''
 
@@ -363,15 +368,7 @@ def _bn_moved_helper_source(name: str) -> str:
     """`BatchNorm(update_in_inference=True)`: as `masked_batch_norm`, but also in inference the
     running statistics first move `momentum` towards the valid frames' and are then used (RETURNN's
     `batch_norm` defaults before behavior version 12)."""
-    axes = [i for i in range(x.dim() - 1)]  # a list: TorchScript has no tuple(range(...))
-    valid = torch.ones_like(x[..., :1]) if mask is None else mask.to(x.dtype).expand_as(x[..., :1])
-    n = valid.sum()
-    m = (x * valid).sum(axes) / n
-    v = ((x - m) ** 2 * valid).sum(axes) / n
-    with torch.no_grad():
-        mean.add_((m - mean) * momentum)
-        variance.add_((v - variance) * momentum)
-    if training:
+{textwrap.indent(_BN_STATS, " " * 4)}    if training:
         mean, variance = m, v
     return (x - mean) * torch.rsqrt(variance + eps) * gamma + beta
 '''
