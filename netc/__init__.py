@@ -3,6 +3,7 @@
 `from netc import ...` gives the model language (dims, ops, `@network`); see docs/language.md.
 """
 
+from netc.dsl import ITERABLE_FUNCTIONS as _ITERABLES
 from netc.dsl import OPS as _OPS
 from netc.dsl import (
     Dim,
@@ -11,7 +12,6 @@ from netc.dsl import (
     Tensor,
     batch,
     choice,
-    chunks,
     end,
     mark_as_loss,
     network,
@@ -21,6 +21,7 @@ from netc.dsl import (
 )
 
 globals().update(_OPS)
+globals().update(_ITERABLES)  # the loop kinds' iterables (`netc.ops.iterables`)
 
 __all__ = [
     "Dim",
@@ -29,12 +30,12 @@ __all__ = [
     "Tensor",
     "batch",
     "choice",
-    "chunks",
     "end",
     "mark_as_loss",
     "network",
     "stack",
     "transducer_search",
     "unstack",
+    *sorted(_ITERABLES),
     *sorted(_OPS),
 ]

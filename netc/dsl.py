@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from netc.ops import BY_FN_NAME
+from netc.ops import BY_FN_NAME, ITERABLES, IterableDef
 
 
 class Dim:
@@ -86,14 +86,6 @@ def network(fn: Callable) -> Any:
 
 def unstack(x, axis: Dim):
     return _eager().unstack(x, axis)
-
-
-def chunks(x, chunk: Dim, axis: Dim | None = None):
-    """`for c in chunks(x, chunk):` x's frames along `axis` (its one dynamic dim by default) in
-    chunks of `chunk.size` frames, each a tensor over `chunk` (a sequence's last chunk shorter)."""
-    from netc_runtime.eager_chunks import chunks as run
-
-    return run(x, chunk, axis)
 
 
 def stack(ys):
@@ -175,6 +167,24 @@ def _op_module(name: str) -> type:
     return type(
         name, (), {"__init__": __init__, "__call__": __call__, "__getattr__": __getattr__, "__module__": __name__}
     )
+
+
+def _iterable_function(d: IterableDef) -> Callable:
+    """A loop iterable's DSL function (`netc.ops.iterables`): eagerly, its kind's own code."""
+
+    def fn(*args, **kwargs):
+        from netc_runtime.eager_iterables import iterate
+
+        return iterate(d, args, kwargs)
+
+    fn.__name__ = fn.__qualname__ = d.fn_name
+    fn.__doc__ = d.__doc__
+    fn.__signature__ = d.signature()
+    return fn
+
+
+# `for x in <fn>(...)`: the loop kinds' iterables, exported with the ops
+ITERABLE_FUNCTIONS: dict[str, Callable] = {name: _iterable_function(d) for name, d in ITERABLES.items()}
 
 
 OPS: dict[str, Any] = {

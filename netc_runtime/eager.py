@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from netc.errors import CompileError
-from netc.ir.loopkinds import loop_chunk
 from netc.ir.model import Graph, Loop, Value
-from netc.ops import REGISTRY, OpDef
+from netc.ops import ITERABLES, REGISTRY, OpDef
 from netc.ops.base import EagerUnsupported
+from netc.ops.iterables import Stacker
 from netc_runtime.beam import Beam
 from netc_runtime.eager_loops import PKG_DIRS as _PKG_DIRS
 from netc_runtime.eager_loops import (
@@ -325,25 +325,21 @@ def stack_list(items: list, output: str | None = None, outer: LoopTag | None = N
     if backward and not in_frame_order:  # appended backwards: stacked in frame order, as the targets do
         items = items[::-1]
     items, version = run.align(items)  # searching: each step's frames of the final hypotheses
-    chunked = tag.chunk if tag is not None else _chunked(run, axis)
-    if chunked is not None and chunked[1] in items[0].dims:  # chunks: back over the dim chunked
-        dim, chunk = chunked
-        data = torch.cat([i.data for i in items], dim=items[0].dims.index(chunk))
-        have = tuple(dim if d == chunk else d for d in items[0].dims)
-        out_dims = run.net.dims.canonical(have)
-        data = data.permute([have.index(d) for d in out_dims])
-        return ETensor(data, out_dims, frames, items[0].sparse_dim, version)
+    stacker = tag.stacker if tag is not None else _stacker(run, axis)
+    own = stacker([i.data for i in items], items[0].dims, run.net.dims.canonical) if stacker else None
+    if own is not None:  # as its loop kind stacks (a chunked loop's chunks back over the dim chunked)
+        return ETensor(own[0], own[1], frames, items[0].sparse_dim, version)
     out_dims = run.net.dims.canonical((*items[0].dims, axis))
     data = torch.stack([i.data for i in items], dim=out_dims.index(axis))
     return ETensor(data, out_dims, frames, items[0].sparse_dim, version)
 
 
-def _chunked(run: _Run, axis: str) -> tuple[str, str] | None:
-    """The loop over `axis` as a chunked loop: (the dim chunked, the chunk dim), else None."""
+def _stacker(run: _Run, axis: str) -> Stacker | None:
+    """How a list appended in the graph's loop over `axis` stacks, where its kind says."""
     for n in _loops(run.graph()):
-        c = loop_chunk(n) if n.axis == axis else None
-        if c is not None:
-            return c.axis, c.chunk
+        for d in ITERABLES.values() if n.axis == axis else ():
+            if (s := d.eager_stacker(n)) is not None:
+                return s
     return None
 
 

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from netc.errors import CompileError, Span
 from netc.ir.model import Graph, Loop, Node
+from netc.ops.iterables import Stacker
 
 # frames in these packages are netc's own, not user code
 _RUNTIME = os.path.dirname(os.path.abspath(__file__))  # netc's packages sit side by side (no import of netc)
@@ -41,7 +42,8 @@ class LoopTag:
     include_eos: bool = True  # a loop with `end`: its appends stand before the `break`
     ended: bool = False  # `end(...)` ended it (not its bound)
     by_end: bool = False  # a `while True` loop: its steps are counted by `end(...)`
-    chunk: tuple[str, str] | None = None  # a chunked loop: (the dim chunked, the chunk dim)
+    # how a list appended in it stacks, where its loop kind says (`netc.ops.iterables.Stacker`)
+    stacker: Stacker | None = None
 
     @property
     def stacked(self) -> int:

@@ -1,4 +1,5 @@
-"""The op registry: importing this package registers every op."""
+"""The op registry: importing this package registers every op (and every loop iterable,
+`netc.ops.iterables`)."""
 
 from netc.ops import bias as _bias  # noqa: F401  (Bias)
 from netc.ops import cells as _cells  # noqa: F401  (registers the recurrent cells)
@@ -30,5 +31,6 @@ from netc.ops import transducer as _transducer  # noqa: F401  (rnnt_loss)
 from netc.ops import transducer_search as _transducer_search  # noqa: F401  (transducer_search)
 from netc.ops import transposed_conv as _transposed_conv  # noqa: F401  (ConvTranspose1d)
 from netc.ops.base import BY_FN_NAME, REGISTRY, OpDef
+from netc.ops.iterables import ITERABLES, IterableDef
 
-__all__ = ["BY_FN_NAME", "REGISTRY", "OpDef"]
+__all__ = ["BY_FN_NAME", "ITERABLES", "REGISTRY", "IterableDef", "OpDef"]

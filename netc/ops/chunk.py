@@ -16,7 +16,9 @@ The parser (`netc.parser.chunk`) writes such a loop as an ordinary loop over a d
 
 Values over `chunk` exist only in the loop between `chunk_frame` and `chunk_pad` (the parser's
 rules); its lengths differ per step, so the hoisting passes keep them there
-(`netc.ir.loopkinds.dim_table`). Eager mode runs `chunks` as Python (`netc_runtime.eager`).
+(`netc.ir.loopkinds.dim_table`). `chunks` itself is a loop iterable (`Chunks`, registered in
+`netc.ops.iterables`): its parser rules are `netc.parser.chunk`'s, and eager mode runs it as
+Python (`Chunks.eager`: a chunk of this sequence's frames per step).
 
 RETURNN: `chunk_split` is a `window` layer (stride N, the last window padded), `chunk_frame` a
 `range_from_length` of the step's lengths (a dim tag whose size is set per step) and a
@@ -37,6 +39,79 @@ from netc.ir.uses import replace_uses, values_by_id
 from netc.naming import Code
 from netc.ops.align import align_code
 from netc.ops.base import REGISTRY, OpDef, OutType, register
+from netc.ops.iterables import EagerLoops, IterableDef, Stacker, register_iterable
+
+
+@register_iterable
+class Chunks(IterableDef):
+    """`for c in chunks(x, chunk):` x's frames along `axis` (its one dynamic dim by default) in
+    chunks of `chunk.size` frames, each a tensor over `chunk` (a sequence's last chunk shorter)."""
+
+    fn_name = "chunks"
+    rules = "netc.parser.chunk"
+
+    @staticmethod
+    def api(x, chunk, axis=None):
+        return x, chunk, axis
+
+    def eager(self, rt: EagerLoops, x, chunk, axis=None) -> _EagerChunks:
+        """Eagerly: a chunk of N frames of this sequence per step (its last chunk shorter), each
+        over the dynamic `chunk` dim with the chunk's own length; a list appended over `chunk`
+        is stacked back over x's dim (`_stacker`)."""
+        if getattr(chunk, "size", None) is None or not hasattr(chunk, "name"):
+            raise TypeError("chunks(x, chunk) needs a static Dim for the chunk's frames")
+        x = rt.tensor(x)
+        return _EagerChunks(rt, x, chunk.name, chunk.size, rt.dynamic_dim(x) if axis is None else axis.name)
+
+    def eager_stacker(self, loop: Loop) -> Stacker | None:
+        a = _frame_attrs(loop)
+        return None if a is None else _stacker(a["axis"], a["chunk"])
+
+
+def _frame_attrs(loop: Loop) -> dict | None:
+    """The attrs of `loop`'s `chunk_frame` (a chunked loop's), else None (`loopkinds.loop_chunk`
+    by the op's own name: the op registry is imported before `loopkinds`)."""
+    return next((n.attrs for n in loop.body if isinstance(n, Op) and n.op == "chunk_frame"), None)
+
+
+class _EagerChunks:
+    def __init__(self, rt: EagerLoops, x, chunk: str, size: int, axis: str):
+        self.rt, self.x, self.chunk, self.size, self.axis = rt, x, chunk, size, axis
+
+    def __iter__(self):
+        rt = self.rt
+        found = [n for n in rt.graph_loops() if (a := _frame_attrs(n)) is not None and a["chunk"] == self.chunk]
+        return rt.run_loop(
+            found[0].axis if found else f"{self.axis}_chunks", self._frames(), _stacker(self.axis, self.chunk)
+        )
+
+    def _frames(self):
+        rt, x, n, chunk = self.rt, self.x, self.size, self.chunk
+        pos = x.dims.index(self.axis)
+        total = x.data.shape[pos]
+        have = tuple(chunk if d == self.axis else d for d in x.dims)
+        dims = rt.canonical(have)
+        perm = [have.index(d) for d in dims]
+        for start in range(0, total, n):
+            k = min(n, total - start)
+            rt.set_length(chunk, k)
+            yield rt.frame(x.data.narrow(pos, start, k).permute(perm), dims, x)
+
+
+def _stacker(axis: str, chunk: str) -> Stacker:
+    """A list appended in a chunked loop: values over the chunk dim back over the dim chunked."""
+
+    def stack(datas: list, dims: tuple[str, ...], canonical):
+        if chunk not in dims:
+            return None
+        import torch
+
+        data = torch.cat(datas, dim=dims.index(chunk))
+        have = tuple(axis if d == chunk else d for d in dims)
+        out = canonical(have)
+        return data.permute([have.index(d) for d in out]), out
+
+    return stack
 
 
 def _replace(dims: tuple[str, ...], old: str, new: tuple[str, ...]) -> tuple[str, ...]:

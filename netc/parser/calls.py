@@ -9,11 +9,11 @@ from typing import Any
 
 from netc.ir.dims import DimError
 from netc.ir.model import Output
-from netc.ops import BY_FN_NAME, REGISTRY, OpDef
+from netc.ops import BY_FN_NAME, ITERABLES, REGISTRY, OpDef
 from netc.ops.base import signature
 from netc.parser import values as V
-from netc.parser.chunk import chunks_call
 from netc.parser.ctc import trace_ctc_prefix_search
+from netc.parser.iterables import rules
 from netc.parser.symbols import describe, dim_args, loss_args
 from netc.parser.transducer import trace_transducer_search
 
@@ -43,8 +43,8 @@ class Calls:
             return self.loops.iter_builtin(fn.name, node)
         if isinstance(fn, V.NetcSym) and fn.name == "unstack":
             return self.loops.unstack(node)
-        if isinstance(fn, V.NetcSym) and fn.name == "chunks":
-            return chunks_call(self, node)
+        if isinstance(fn, V.NetcSym) and fn.name in ITERABLES:  # a loop kind's iterable
+            return rules(fn.name).call(self, node)
         if isinstance(fn, V.NetcSym) and fn.name == "choice":
             return self.loops.choice(node)
         if isinstance(fn, V.NetcSym) and fn.name == "transducer_search":

@@ -6,6 +6,9 @@ so an op over it sees only valid frames). The loop itself is an ordinary loop ov
 own (`<time>_chunks`), whose frames `chunk_split` and `chunk_lens` give; values over `chunk`
 exist only in its body: appended, they are stacked back over `time` (`chunk_pad` in the body,
 `chunk_merge` after the loop); a state or a value read after the loop cannot have it.
+
+`chunks` is a loop iterable (`netc.ops.chunk.Chunks`, registered in `netc.ops.iterables`); these
+are its rules (`RULES`), which the tracer finds through `netc.parser.iterables`.
 """
 
 from __future__ import annotations
@@ -19,15 +22,16 @@ from netc.ir.loopkinds import chunk_dims, loop_chunk
 from netc.ir.model import Graph, Loop, Node, Value
 from netc.ir.uses import values_by_id
 from netc.ir.walk import loops, ops
-from netc.ops import REGISTRY
+from netc.ops import ITERABLES, REGISTRY
 from netc.parser import values as V
+from netc.parser.iterables import IterableRules, IterableSpec, OpenLoop
 
 if TYPE_CHECKING:
     from netc.parser.tracer import Tracer
 
 
 @dataclass(frozen=True)
-class ChunkSpec:
+class ChunkSpec(IterableSpec):
     """`chunks(x, chunk[, axis=time])`: x's `axis` in chunks of `size` frames over `chunk`."""
 
     what = "`chunks(...)`, which only a loop iterates over (`for c in chunks(x, chunk):`)"
@@ -37,21 +41,51 @@ class ChunkSpec:
     chunk: str
     size: int
 
+    def open(self, t: Tracer, node: ast.AST) -> tuple[ChunkLoop, list[V.TV], str]:
+        return open_chunks(t, self, node)
+
 
 @dataclass
-class ChunkLoop:
+class ChunkLoop(OpenLoop):
     """A chunked loop being traced: its attrs (shared by its ops) and its lengths' frame."""
 
     spec: ChunkSpec
     attrs: dict
     lens: V.TV | None = None  # the step's valid frames, int32 [batch] (a frame of the loop)
 
+    def first(self, t: Tracer, body: V.Block, frames: list[V.TV], stmt: ast.For) -> None:
+        first_frame(t, self, body, frames, stmt)
+
+    def end_body(self, t: Tracer, body: V.Block, appends: dict) -> None:
+        pad_appends(t, self, body, appends)
+
+    def stacked(self, t: Tracer, stack: V.TV, node: ast.AST) -> V.TV:
+        return merged(t, self, stack, node)
+
+    def close(self, t: Tracer, loop: Loop, env: dict, line: int) -> None:
+        check_close(t, self, loop, env, line)
+
+
+class _Rules(IterableRules):
+    def call(self, t: Tracer, node: ast.Call) -> ChunkSpec:
+        return chunks_call(t, node)
+
+    def check_loop(self, t: Tracer, axis: str, node: ast.AST) -> None:
+        no_loop_over_chunk(t, axis, node)
+
+    def check_graph(self, g: Graph) -> None:
+        check_chunks(g)
+
+
+RULES = _Rules()
+_API = ITERABLES["chunks"].api  # the user signature
+
 
 def chunks_call(t: Tracer, node: ast.Call) -> ChunkSpec:
     """`chunks(...)` as a loop's iterable (checked here; the loop makes the ops)."""
     args, kwargs = t.call_args(node)
     try:
-        x, chunk, axis = _chunks_args(*args, **kwargs)
+        x, chunk, axis = _API(*args, **kwargs)
     except TypeError:
         raise t.error(node, "use chunks(x, chunk) or chunks(x, chunk, axis=time), `chunk` a static Dim") from None
     if not isinstance(x, V.TV) or not isinstance(chunk, V.DimRef) or not (axis is None or isinstance(axis, V.DimRef)):
@@ -218,7 +252,3 @@ def _fresh_static(t: Tracer, base: str, size: int) -> str:
         name = f"{base}_{k}"
     t.dims.declare(name, size)
     return name
-
-
-def _chunks_args(x, chunk, axis=None):
-    return x, chunk, axis

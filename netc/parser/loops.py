@@ -16,9 +16,9 @@ from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Loop, LoopCarry, LoopInvariant, LoopLast, LoopSeq, LoopStack, Value
 from netc.ir.uses import count_uses_in_loop
 from netc.ops import REGISTRY
-from netc.parser import chunk as C
 from netc.parser import values as V
 from netc.parser.choice import trace_choice
+from netc.parser.iterables import IterableSpec, OpenLoop, all_rules
 from netc.parser.symbols import netc_callee
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class _LoopCtx:
     python_before: dict[str, Any] = field(default_factory=dict)
     append_sides: set[bool] = field(default_factory=set)  # appends before (True) / after the end
     target: tuple[V.TV, str] | None = None  # a `choice`'s target labels (outer) and their dim
-    chunk: C.ChunkLoop | None = None  # a chunked loop (`for c in chunks(x, chunk)`)
+    kind: OpenLoop | None = None  # a loop over a loop kind's iterable (`netc.parser.iterables`)
 
     def stacks_into(self, lst: V.PyList) -> bool:
         """Whether `lst` is one of the empty lists bound when the loop started: appending to it
@@ -221,7 +221,7 @@ class LoopBuilder:
             return
         targets: list[tuple[ast.expr, V.TV]] = []
         seqs: list[tuple[V.TV, str, ast.AST]] = []
-        chunked: C.ChunkLoop | None = None
+        kind: OpenLoop | None = None
         if isinstance(it, V.RangeSpec):
             # with `end` the loop makes its own dim (set when it closes): the bound only limits it
             axis = it.bound.dim if end is None and isinstance(it.bound, V.SeqLen) else ""
@@ -243,15 +243,15 @@ class LoopBuilder:
             if len(axes) != 1:
                 raise t.error(stmt.iter, f"zip over different axes: {', '.join(sorted(axes))}")
             axis = seqs[0][1]
-        elif isinstance(it, C.ChunkSpec):
-            chunked, frames, axis = C.open_chunks(t, it, stmt.iter)
+        elif isinstance(it, IterableSpec):  # a loop kind's iterable opens its loop
+            kind, frames, axis = it.open(t, stmt.iter)
             seqs += [(f, axis, None) for f in frames]
         else:
             x, axis = self._seq(it, stmt.iter)
             seqs.append((x, axis, stmt.target))
 
-        if chunked is None and axis:
-            C.no_loop_over_chunk(t, axis, stmt.iter)
+        for rules in all_rules() if kind is None and axis else ():
+            rules.check_loop(t, axis, stmt.iter)
         parts = it.parts if isinstance(it, V.ZipSpec) else (it,)
         backward = {isinstance(p, V.ReversedSpec) for p in parts}
         if len(backward) != 1:
@@ -267,9 +267,9 @@ class LoopBuilder:
             frame = t.new_value(tuple(d for d in ox.dims if d != axis), ox.value.dtype, sparse_dim=ox.value.sparse_dim)
             loop.seqs.append(LoopSeq(outer=ox.value.id, inner=frame))
             targets.append((target, V.TV(frame, body)))
-        if chunked is not None:
-            ctx.chunk = chunked
-            C.first_frame(t, chunked, body, [f for _, f in targets], stmt)
+        if kind is not None:
+            ctx.kind = kind
+            kind.first(t, body, [f for _, f in targets], stmt)
         elif isinstance(it, V.RangeSpec):
             if not isinstance(stmt.target, ast.Name):
                 raise t.error(stmt.target, "`for t in range(...)` binds one name")
@@ -414,8 +414,8 @@ class LoopBuilder:
             c.out = t.new_value(c.inner.dims, c.inner.dtype, name=c.name, sparse_dim=c.inner.sparse_dim)
             env[c.name] = V.TV(c.out, outer)
         self._after_end(ctx, outer, final)
-        if ctx.chunk is not None:
-            C.pad_appends(t, ctx.chunk, body, ctx.appends)
+        if ctx.kind is not None:
+            ctx.kind.end_body(t, body, ctx.appends)
         for name in list(ctx.assigned) + sorted(target_names - set(ctx.assigned)):
             v = env.get(name)
             if name in carried or name in ctx.after_end or not isinstance(v, V.TV) or not _inside(v.block, body):
@@ -432,12 +432,12 @@ class LoopBuilder:
             )
             loop.stacks.append(LoopStack(name=out.name or "stack", value=value.value.id, out=out))
             stacked = V.TV(out, outer, from_list=True)
-            if ctx.chunk is not None:
-                stacked = C.merged(t, ctx.chunk, stacked, node)  # the append's source
+            if ctx.kind is not None:
+                stacked = ctx.kind.stacked(t, stacked, node)  # the append's source
             for n in names:
                 env[n] = stacked
-        if ctx.chunk is not None:
-            C.check_close(t, ctx.chunk, loop, env, ctx.stmt.lineno)
+        if ctx.kind is not None:
+            ctx.kind.close(t, loop, env, ctx.stmt.lineno)
 
     def _after_end(self, ctx: _LoopCtx, outer: V.Block, final: dict[str, Any]) -> None:
         """Names assigned after `if end(...): break`: after the loop each holds its last assignment

@@ -8,7 +8,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from netc.ops import BY_FN_NAME
+from netc.ops import BY_FN_NAME, ITERABLES
 from netc.parser import values as V
 
 # names `from netc import ...` may bring in that are not ops
@@ -20,13 +20,12 @@ DSL_SYMBOLS = {
     "network",
     "Module",
     "unstack",
-    "chunks",
     "stack",
     "mark_as_loss",
     "end",
     "choice",
     "transducer_search",
-}
+} | set(ITERABLES)  # (and the loop kinds' iterables)
 
 
 NETC_NAMES = DSL_SYMBOLS | set(BY_FN_NAME)

@@ -20,9 +20,9 @@ from netc.ops import BY_FN_NAME, REGISTRY, OpDef
 from netc.parser import values as V
 from netc.parser.budget import Budget
 from netc.parser.calls import Calls
-from netc.parser.chunk import check_chunks
 from netc.parser.expressions import Expressions
 from netc.parser.grow import check_growing
+from netc.parser.iterables import all_rules
 from netc.parser.loops import LoopBuilder
 from netc.parser.names import Namer
 from netc.parser.source import Source, read_source
@@ -332,7 +332,8 @@ class Tracer(Statements, Expressions, Calls):
         )
         check_interface(g)
         check_growing(g)
-        check_chunks(g)
+        for kind in all_rules():  # the loop kinds' own checks (`netc.parser.iterables`)
+            kind.check_graph(g)
         return g
 
     def input_annotation(self, ann: ast.expr) -> tuple[str, list[str]]:
