@@ -29,7 +29,7 @@ from netc.ir.loopkinds import loop_grows
 from netc.ir.model import Graph, Input, Loop, Node, Op, Output, Value
 from netc.ir.uses import count_uses, node_uses, replace_uses, values_by_id
 from netc.ir.walk import param_paths
-from netc.ops.chunk import ChunkStep, chunk_steps, chunks_of
+from netc.ops.iterables import ITERABLES, BlockStep
 from netc.passes import dce
 
 Kind = Literal["frame", "final", "const"]
@@ -64,7 +64,7 @@ class StepPlan:
     outputs: dict[str, Kind] = field(default_factory=dict)  # network output -> frame / final / const
     output_axis: dict[str, int] = field(default_factory=dict)  # a frame output: where the axis goes
     caches: list[Cache] = field(default_factory=list)
-    chunk: ChunkStep | None = None  # a chunked loop: each step a chunk of frames over `chunk.chunk`
+    block: BlockStep | None = None  # a loop whose step takes a block of frames (a loop kind's)
 
 
 class _Whole:
@@ -131,12 +131,13 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
     """The step graph of `g` (an inference graph compiled with `stream_options`). `outputs`:
     the network outputs to keep (all by default); the others are left out, also where they
     cannot stream."""
+    kinds = list(ITERABLES.values())  # a loop kind's loop may step over blocks of the input's frames
     if axis is not None:
-        axis = chunks_of(g, axis) or axis
+        axis = next((a for d in kinds if (a := d.stream_axis(g, axis)) is not None), axis)
     axis, span = streamed_axis(g, axis)
-    chunked = chunk_steps(g, axis)  # a chunked loop: its inputs' chunks are its frames
-    if chunked is not None:
-        g, chunk = chunked
+    blocked = next((r for d in kinds if (r := d.stream_steps(g, axis)) is not None), None)
+    if blocked is not None:
+        g, block = blocked
     if not any(axis in i.value.dims for i in g.inputs):
         maker = next((n for n in g.body if isinstance(n, Op) and _makes(n, axis)), None)
         why = f"no input has `{axis}`, so the host has no frames of it to feed"
@@ -145,8 +146,8 @@ def step_graph(g: Graph, axis: str | None = None, outputs: list[str] | None = No
                 maker.span, f"cannot stream over `{axis}`: {why}; `{maker.op}` makes it from whole sequences"
             )
         raise CompileError(span, f"cannot stream over `{axis}`: {why}", file=g.source_file)
-    plan = StepPlan(graph=g, axis=axis, span=span, chunk=chunk if chunked is not None else None)
-    cut = (axis,) if plan.chunk is None else (axis, plan.chunk.axis)  # an op naming one needs them whole
+    plan = StepPlan(graph=g, axis=axis, span=span, block=block if blocked is not None else None)
+    cut = (axis,) if plan.block is None else (axis, plan.block.axis)  # an op naming one needs them whole
     whole: dict[int, _Whole] = {}  # values that need the whole sequence
     kind: dict[int, Kind] = {}
     alias: dict[int, int] = {}  # a loop's result -> the body value it is at each step

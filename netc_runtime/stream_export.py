@@ -128,8 +128,8 @@ def write_step(plan: StepPlan, full: Graph, fmt: str, output: str, params_path: 
         "file": Path(output).name,
         "axis": plan.axis,
         # what the axis is in one step: nothing (one frame), or a chunk's frames
-        "step_dims": [] if plan.chunk is None else [plan.chunk.frames],
-        "chunk": None if plan.chunk is None else _chunk_row(plan, sig),
+        "step_dims": [] if plan.block is None else [plan.block.frames],
+        "chunk": None if plan.block is None else _chunk_row(plan, sig),
         "inputs": inputs,
         "caches": cache_rows,
         "outputs": outputs,
@@ -144,7 +144,7 @@ def _chunk_row(plan: StepPlan, sig: Signature) -> dict:
     of it (a step takes `size` frames, padded: the last chunk's valid ones fewer); `frames`: the
     dims of a chunk's frames in the outputs (the loop's chunk dim, `chunk_size` frames a step,
     and the input frames' dim where a pool makes the chunk dim from them)."""
-    c = plan.chunk
+    c = plan.block
     lens = lens_name(c.frames)
     assert lens in {n for n, _ in sig.inputs}, (lens, sig.inputs)
     frames = sorted({c.frames, c.chunk})

@@ -31,7 +31,6 @@ the dim's lengths in the body, a reshape and cut after it.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 from netc.ir.dims import DimError
 from netc.ir.model import DimDef, Graph, Loop, Node, Op
@@ -39,7 +38,7 @@ from netc.ir.uses import replace_uses, values_by_id
 from netc.naming import Code
 from netc.ops.align import align_code
 from netc.ops.base import REGISTRY, OpDef, OutType, register
-from netc.ops.iterables import EagerLoops, IterableDef, Stacker, register_iterable
+from netc.ops.iterables import BlockStep, EagerLoops, IterableDef, Stacker, register_iterable
 
 
 @register_iterable
@@ -66,6 +65,12 @@ class Chunks(IterableDef):
     def eager_stacker(self, loop: Loop) -> Stacker | None:
         a = _frame_attrs(loop)
         return None if a is None else _stacker(a["axis"], a["chunk"])
+
+    def stream_axis(self, g: Graph, axis: str) -> str | None:
+        return chunks_of(g, axis)
+
+    def stream_steps(self, g: Graph, steps: str) -> tuple[Graph, BlockStep] | None:
+        return chunk_steps(g, steps)
 
 
 def _frame_attrs(loop: Loop) -> dict | None:
@@ -377,24 +382,10 @@ class ChunkMerge(OpDef):
 # --- streaming (`netc export --streaming`, `netc.stream`)
 
 
-@dataclass(frozen=True)
-class ChunkStep:
-    """How a chunked loop streams: each step takes `size` frames of the inputs' `axis` (fewer at
-    a sequence's end) as a tensor over the dynamic `frames`, whose lengths the host gives; the
-    step's per-frame values are over `chunk` (`frames` itself, or what a pool makes of it)."""
-
-    axis: str  # the input dim cut into chunks (`time`)
-    steps: str  # the loop's dim: one step per chunk (`time_chunks`)
-    frames: str  # a step's input frames
-    chunk: str  # a step's frames in the loop (the user's chunk dim)
-    size: int  # input frames per chunk
-    chunk_size: int  # the loop's frames per chunk (N of `chunk`)
-
-
 CHUNK_OPS = ("chunk_split", "chunk_lens", "chunk_frame", "chunk_pad", "chunk_merge")
 
 
-def chunk_steps(g: Graph, steps: str) -> tuple[Graph, ChunkStep] | None:
+def chunk_steps(g: Graph, steps: str) -> tuple[Graph, BlockStep] | None:
     """`g` (not changed) with its chunked loop over `steps` as a loop whose frames are the inputs'
     chunks: the dim chunked is (`steps`, `chunk`) everywhere and the chunk's padded form (`pad`)
     is `chunk`, so the chunk ops are the identity and go. A step graph of the result
@@ -408,14 +399,14 @@ def chunk_steps(g: Graph, steps: str) -> tuple[Graph, ChunkStep] | None:
         return None
     a = split.attrs
     new = {a["axis"]: (steps, a["chunk"]), a["pad"]: (a["chunk"],)}
-    plan = ChunkStep(a["axis"], steps, a["chunk"], a["chunk"], a["size"], a["size"])
+    plan = BlockStep(a["axis"], steps, a["chunk"], a["chunk"], a["size"], a["size"])
     pool = next((n for n in g.body if isinstance(n, Op) and a["axis"] in REGISTRY[n.op].makes_dims(n.attrs)), None)
     per = None if pool is None else REGISTRY[pool.op].frames_per_out(pool.attrs)
     g = copy.deepcopy(g)
     if per is not None:  # the pool's input frames over a dim of their own in each step
         frames = f"{a['chunk']}_{per[0]}"
         new[per[0]] = (steps, frames)
-        plan = ChunkStep(per[0], steps, frames, a["chunk"], a["size"] * per[1], a["size"])
+        plan = BlockStep(per[0], steps, frames, a["chunk"], a["size"] * per[1], a["size"])
         pool = next(n for n in g.body if isinstance(n, Op) and n.outs[0].id == pool.outs[0].id)
         pool.attrs = {**pool.attrs, "axis": frames, "out_axis": a["chunk"]}
         g.dims.append(DimDef(name=frames, kind="dynamic", may_be_empty=True))

@@ -42,7 +42,7 @@ class ChunkSpec(IterableSpec):
     size: int
 
     def open(self, t: Tracer, node: ast.AST) -> tuple[ChunkLoop, list[V.TV], str]:
-        return open_chunks(t, self, node)
+        return _open_chunks(t, self, node)
 
 
 @dataclass
@@ -54,34 +54,34 @@ class ChunkLoop(OpenLoop):
     lens: V.TV | None = None  # the step's valid frames, int32 [batch] (a frame of the loop)
 
     def first(self, t: Tracer, body: V.Block, frames: list[V.TV], stmt: ast.For) -> None:
-        first_frame(t, self, body, frames, stmt)
+        _first_frame(t, self, body, frames, stmt)
 
     def end_body(self, t: Tracer, body: V.Block, appends: dict) -> None:
-        pad_appends(t, self, body, appends)
+        _pad_appends(t, self, body, appends)
 
     def stacked(self, t: Tracer, stack: V.TV, node: ast.AST) -> V.TV:
-        return merged(t, self, stack, node)
+        return _merged(t, self, stack, node)
 
     def close(self, t: Tracer, loop: Loop, env: dict, line: int) -> None:
-        check_close(t, self, loop, env, line)
+        _check_close(t, self, loop, env, line)
 
 
 class _Rules(IterableRules):
     def call(self, t: Tracer, node: ast.Call) -> ChunkSpec:
-        return chunks_call(t, node)
+        return _chunks_call(t, node)
 
     def check_loop(self, t: Tracer, axis: str, node: ast.AST) -> None:
-        no_loop_over_chunk(t, axis, node)
+        _no_loop_over_chunk(t, axis, node)
 
     def check_graph(self, g: Graph) -> None:
-        check_chunks(g)
+        _check_chunks(g)
 
 
 RULES = _Rules()
 _API = ITERABLES["chunks"].api  # the user signature
 
 
-def chunks_call(t: Tracer, node: ast.Call) -> ChunkSpec:
+def _chunks_call(t: Tracer, node: ast.Call) -> ChunkSpec:
     """`chunks(...)` as a loop's iterable (checked here; the loop makes the ops)."""
     args, kwargs = t.call_args(node)
     try:
@@ -121,7 +121,7 @@ def chunks_call(t: Tracer, node: ast.Call) -> ChunkSpec:
     return ChunkSpec(x, name, chunk.name, d.size)
 
 
-def no_loop_over_chunk(t: Tracer, axis: str, node: ast.AST) -> None:
+def _no_loop_over_chunk(t: Tracer, axis: str, node: ast.AST) -> None:
     """A loop over a chunk's frames: its length is the step's (not supported)."""
     if axis in _chunk_dims(t):
         raise t.error(
@@ -131,7 +131,7 @@ def no_loop_over_chunk(t: Tracer, axis: str, node: ast.AST) -> None:
         )
 
 
-def open_chunks(t: Tracer, spec: ChunkSpec, node: ast.AST) -> tuple[ChunkLoop, list[V.TV], str]:
+def _open_chunks(t: Tracer, spec: ChunkSpec, node: ast.AST) -> tuple[ChunkLoop, list[V.TV], str]:
     """Before the loop: the ops giving its frames (the raw chunks and their lengths) and its axis."""
     dt = t.dims
     if t.block is not t.root:
@@ -154,7 +154,7 @@ def open_chunks(t: Tracer, spec: ChunkSpec, node: ast.AST) -> tuple[ChunkLoop, l
     return ChunkLoop(spec, attrs), [raw, lens], out
 
 
-def first_frame(t: Tracer, cl: ChunkLoop, body: V.Block, frames: list[V.TV], stmt: ast.For) -> None:
+def _first_frame(t: Tracer, cl: ChunkLoop, body: V.Block, frames: list[V.TV], stmt: ast.For) -> None:
     """First in the body: the step's chunk over the dynamic chunk dim, bound to the loop's target."""
     raw, cl.lens = frames
     outer, t.block = t.block, body
@@ -165,7 +165,7 @@ def first_frame(t: Tracer, cl: ChunkLoop, body: V.Block, frames: list[V.TV], stm
         t.block = outer
 
 
-def pad_appends(t: Tracer, cl: ChunkLoop, body: V.Block, appends: dict) -> None:
+def _pad_appends(t: Tracer, cl: ChunkLoop, body: V.Block, appends: dict) -> None:
     """At the end of the body, each value appended over the chunk dim as one over the static pad
     dim (`appends`: the loop's, list id -> (list, value, node))."""
     outer, t.block = t.block, body
@@ -180,7 +180,7 @@ def pad_appends(t: Tracer, cl: ChunkLoop, body: V.Block, appends: dict) -> None:
         t.block = outer
 
 
-def merged(t: Tracer, cl: ChunkLoop, stack: V.TV, node: ast.AST) -> V.TV:
+def _merged(t: Tracer, cl: ChunkLoop, stack: V.TV, node: ast.AST) -> V.TV:
     """After the loop, a stack of padded chunks back over the chunked dim."""
     if cl.attrs["pad"] not in stack.dims:
         return stack
@@ -189,7 +189,7 @@ def merged(t: Tracer, cl: ChunkLoop, stack: V.TV, node: ast.AST) -> V.TV:
     return V.TV(out.value, out.block, from_list=True)
 
 
-def check_close(t: Tracer, cl: ChunkLoop, loop: Loop, env: dict, line: int) -> None:
+def _check_close(t: Tracer, cl: ChunkLoop, loop: Loop, env: dict, line: int) -> None:
     """A value over the chunk dim has a length per step: no state has it, and one read after
     the loop is an error there (the parser made every name assigned in the body a `last`)."""
     chunk = cl.spec.chunk
@@ -205,7 +205,7 @@ def check_close(t: Tracer, cl: ChunkLoop, loop: Loop, env: dict, line: int) -> N
         )
 
 
-def check_chunks(g: Graph) -> None:
+def _check_chunks(g: Graph) -> None:
     """Values over a chunk dim are made and read only in its chunked loop (and loops in it)."""
     owners = {c.chunk: n for n in loops(g.body) if (c := loop_chunk(n)) is not None}
     if owners:
