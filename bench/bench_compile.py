@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from netc.compiler import compile_graph
+from netc.emit_torch.lowering import torch_options
 from netc.naming import lens_name
 from netc.passes.pipeline import PassOptions
 from netc_runtime.backends import load_torch_module
@@ -43,7 +44,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    graphs = {form: compile_graph(args.model, options=PassOptions(loops=form)) for form in ("python", "scan")}
+    graphs = {
+        form: compile_graph(args.model, options=PassOptions(targets=torch_options(form))) for form in ("python", "scan")
+    }
     rng = np.random.default_rng(0)
     params = random_params(graphs["python"], rng)
     print(f"{args.model}, batch 8, torch {torch.__version__}, 1 thread, medians of {args.runs}")

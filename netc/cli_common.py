@@ -74,10 +74,12 @@ def _graph(
     loops: str = "python",
 ):
     from netc.compiler import compile_graph
+    from netc.emit_torch.lowering import torch_options
     from netc.passes.pipeline import PassOptions
 
     try:
-        options = PassOptions(hoist=hoist, whole_sequence=whole_sequence, fuse=fuse, loops=loops)
+        targets = torch_options(loops)
+        options = PassOptions(hoist=hoist, whole_sequence=whole_sequence, fuse=fuse, targets=targets)
         return compile_graph(model, network=network, options=options)
     except CompileError as e:
         _fail(e, as_json)

@@ -13,7 +13,7 @@ import torch
 from conftest import EXAMPLES, example_network
 
 from netc.compiler import compile_graph
-from netc.emit_torch.lowering import lowered
+from netc.emit_torch.lowering import lowered, torch_options
 from netc.ir.model import Loop
 from netc.passes.pipeline import PassOptions
 from netc_runtime.export import _example, build, example_inputs
@@ -29,7 +29,7 @@ PATHS = [p for p in sorted(EXAMPLES.glob("*.py")) if p.name not in UNROLLED]
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
 def test_compiled_module_is_one_graph_for_any_length(path):
     network = example_network(path)
-    g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, loops="scan"))
+    g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, targets=torch_options("scan")))
     assert all(lowered(g).scanned(n) for n in g.body if isinstance(n, Loop))
     wrapped, sig = build(g, as_dict=True)
     reference, _ = build(compile_graph(str(path), network=network), as_dict=True)
@@ -59,5 +59,7 @@ def test_compiled_module_is_one_graph_for_any_length(path):
 def test_unrolled_examples_are_the_ones_with_a_loop_torch_cannot_scan():
     for name in UNROLLED:
         path = EXAMPLES / name
-        g = compile_graph(str(path), network=example_network(path), options=PassOptions(fuse=False, loops="scan"))
+        g = compile_graph(
+            str(path), network=example_network(path), options=PassOptions(fuse=False, targets=torch_options("scan"))
+        )
         assert not all(lowered(g).scanned(n) for n in g.body if isinstance(n, Loop)), name

@@ -19,7 +19,7 @@ from conftest import EXAMPLES, ROOT, example_network
 from test_models import MODELS
 
 from netc.compiler import compile_graph
-from netc.emit_torch.lowering import lowered
+from netc.emit_torch.lowering import lowered, torch_options
 from netc.emit_torch.scan_loops import blocker, while_dims
 from netc.errors import CompileError
 from netc.ir.model import Loop
@@ -71,7 +71,7 @@ def _loops(nodes):
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
 def test_torch_export_runs_at_other_lengths(tmp_path, path):
     network = example_network(path) if path.parent == EXAMPLES else None
-    g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, loops="scan"))
+    g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, targets=torch_options("scan")))
     out = str(tmp_path / "m.pt2")
     made = while_dims(g)
     if path.name in OP_REFUSED:
@@ -135,7 +135,7 @@ def test_torch_export_of_a_beam_search(tmp_path, name, network):
     other batch sizes and lengths. A decoder's state grown by `cum_concat` (conformer_aed's
     self-attention) is a buffer as long as the step limit, written at each step."""
     path = EXAMPLES / name
-    g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, loops="scan"))
+    g = compile_graph(str(path), network=network, options=PassOptions(fuse=False, targets=torch_options("scan")))
     out = str(tmp_path / "m.pt2")
     assert lowered(g.search or g).scanned(search_plan(g).loop)
     sig = export(g, "torch-export", out, search=True)

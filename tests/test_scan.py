@@ -13,7 +13,7 @@ from conftest import EXAMPLES, ROOT, example_network, network_names
 from test_models import MODELS
 
 from netc.compiler import compile_graph
-from netc.emit_torch.lowering import lowered
+from netc.emit_torch.lowering import lowered, torch_options
 from netc.emit_torch.module import emit_torch
 from netc.emit_torch.scan_loops import blocker
 from netc.ir.model import Loop
@@ -64,7 +64,7 @@ def _maxdiff(a: torch.Tensor, b: torch.Tensor) -> float:
 def test_scan_module_equals_the_default(path):
     network = example_network(path) if path.parent == EXAMPLES else None
     g = compile_graph(str(path), network=network)
-    scanned = compile_graph(str(path), network=network, options=PassOptions(loops="scan"))
+    scanned = compile_graph(str(path), network=network, options=PassOptions(targets=torch_options("scan")))
     searched = _scans(scanned.search) if scanned.search is not None else []
     if not any(_scans(scanned) + searched):  # no loop is a scan: the same module
         assert emit_torch(scanned) == emit_torch(g)
@@ -96,7 +96,7 @@ def test_scan_search_equals_the_default(path):
         g = compile_graph(str(path), network=network)
         if search_plan(g) is None:
             continue
-        scanned = compile_graph(str(path), network=network, options=PassOptions(loops="scan"))
+        scanned = compile_graph(str(path), network=network, options=PassOptions(targets=torch_options("scan")))
         wrapped, sig = build(g, seed=4, search=True, as_dict=True)
         inputs = {k: torch.as_tensor(v) for k, v in example_inputs(g, sig, 3, 6, seed=5).items()}
         with torch.no_grad():
@@ -112,15 +112,20 @@ def test_scan_search_equals_the_default(path):
 def test_loops_that_scan():
     """A `for` loop is a scan; a top-level loop with `end` and a step limit is torch's
     `while_loop` (marked too); one without a limit (`while True`) stays a Python loop."""
-    g = compile_graph(str(EXAMPLES / "attention.py"), options=PassOptions(loops="scan"))
+    g = compile_graph(str(EXAMPLES / "attention.py"), options=PassOptions(targets=torch_options("scan")))
     assert _scans(g) == [True]
-    g = compile_graph(str(ROOT / "tests" / "models" / "end_bounded.py"), options=PassOptions(loops="scan"))
+    g = compile_graph(
+        str(ROOT / "tests" / "models" / "end_bounded.py"), options=PassOptions(targets=torch_options("scan"))
+    )
     assert list(zip(_scans(g), [n.end is None for n in _loops(g.body)])) == [(True, True), (True, False)]
     path = ROOT / "tests" / "models" / "append_value_of_while_loop.py"
-    g = compile_graph(str(path), options=PassOptions(loops="scan"))
+    g = compile_graph(str(path), options=PassOptions(targets=torch_options("scan")))
     assert list(zip(_scans(g), [n.end is None for n in _loops(g.body)])) == [(False, False), (True, True)]
     assert "without a step limit" in blocker(g.body[[isinstance(n, Loop) for n in g.body].index(True)])[1]
-    g = compile_graph(str(ROOT / "tests" / "models" / "nested_reads_outer_frame.py"), options=PassOptions(loops="scan"))
+    g = compile_graph(
+        str(ROOT / "tests" / "models" / "nested_reads_outer_frame.py"),
+        options=PassOptions(targets=torch_options("scan")),
+    )
     assert _scans(g) == [False, True]  # `cum_concat` in the outer loop
     g = compile_graph(str(EXAMPLES / "attention.py"))
     assert _scans(g) == [False]  # the default: Python loops
@@ -133,7 +138,7 @@ def test_compiled_scan_trains_like_the_default(backend):
     gradient of a bias in the step wrong, here `out/rec/h/b`: docs/targets.md.)"""
     path = EXAMPLES / "elman.py"
     g = compile_graph(str(path))
-    scanned = compile_graph(str(path), options=PassOptions(loops="scan"))
+    scanned = compile_graph(str(path), options=PassOptions(targets=torch_options("scan")))
     rng = np.random.default_rng(5)
     lens = random_lengths(g, 3, 7, rng)
     inputs, params = random_inputs(g, lens, rng), random_params(g, rng)

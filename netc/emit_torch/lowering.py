@@ -7,8 +7,8 @@ and on its search graph; each pass here only records, in the graph's `TorchDecis
 - `padded_steps`: which states keep their value through padded steps and which values read after
   a loop come from a stack (`frozen`, `from_stack`);
 - `torch_addmm`: which adds torch computes with a bias-less Linear as one `torch.addmm` (`addmm`);
-- `scan_loops`, with `--loops scan` (`PassOptions.loops`): which loops run as torch's `scan` or
-  `while_loop` operator (`scan`).
+- `scan_loops`, with `--loops scan` (`TorchOptions.loops`, given in `PassOptions.targets`):
+  which loops run as torch's `scan` or `while_loop` operator (`scan`).
 
 (`buffers` is the exporter's: `netc_runtime.export` sets it on its own copy for ONNX.)
 A pass changing a loop or a use after these runs them again (`lower` without options:
@@ -17,6 +17,7 @@ A pass changing a loop or a use after these runs them again (`lower` without opt
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from netc.emit_torch import padded_steps, scan_loops, torch_addmm
@@ -27,12 +28,27 @@ if TYPE_CHECKING:
     from netc.passes.pipeline import PassOptions
 
 
+@dataclass(frozen=True)
+class TorchOptions:
+    """torch's lowering options (in `PassOptions.targets`; the common passes never read them)."""
+
+    # how torch runs loops: "python" (a `for`; the module scripts with TorchScript) or "scan"
+    # (torch's `scan` operator where it can: `torch.export` and `torch.compile` keep the loop)
+    loops: str = "python"
+
+
+def torch_options(loops: str = "python") -> tuple[TorchOptions]:
+    """`PassOptions.targets` with torch's loops run as `loops` (`--loops`)."""
+    return (TorchOptions(loops=loops),)
+
+
 def lower(g: Graph, options: PassOptions | None = None) -> None:
     """`options` None: again, as `g` was lowered before (its `--loops`, the exporter's `buffers`)."""
+    own = None if options is None else next((o for o in options.targets if isinstance(o, TorchOptions)), TorchOptions())
     for graph in (g, g.search) if g.search is not None else (g,):
         before = graph.lowerings.get(TARGET)
-        if options is not None:
-            _lower(graph, TorchDecisions(loops=options.loops))
+        if own is not None:
+            _lower(graph, TorchDecisions(loops=own.loops))
         elif isinstance(before, TorchDecisions):
             _lower(graph, TorchDecisions(loops=before.loops, buffers=before.buffers))
         else:

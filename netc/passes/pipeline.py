@@ -45,10 +45,9 @@ class PassOptions:
     # those frames
     whole_sequence: bool = True
     fuse: bool = True  # a loop that is an LSTM or GRU becomes the native sequence op (after hoisting)
-    # how torch runs loops: "python" (a `for`; the module scripts with TorchScript) or "scan"
-    # (torch's `scan` operator where it can: `torch.export` and `torch.compile` keep the loop);
-    # read by torch's lowering only
-    loops: str = "python"
+    # each target's own options, which only its lowering reads (`netc.emit_torch.lowering.TorchOptions`:
+    # `--loops`), one of a type at most; a target given none lowers with its defaults
+    targets: tuple[object, ...] = ()
 
 
 DEFAULT_OPTIONS = PassOptions()
