@@ -53,7 +53,10 @@ class IterableSpec:
 
 
 class IterableRules:
+    """A loop kind's parser rules (its rules module's `RULES`)."""
+
     def call(self, t: Tracer, node: ast.Call) -> IterableSpec:
+        """A call of the kind's DSL function, its arguments checked (located errors)."""
         raise NotImplementedError
 
     def check_loop(self, t: Tracer, axis: str, node: ast.AST) -> None:
