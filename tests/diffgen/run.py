@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from netc.compiler import compile_graph
+from netc.emit_torch.lowering import torch_options
 from netc.errors import CompileError
 from netc.passes.pipeline import PassOptions
 from netc_runtime.backends import Result, run_eager, run_returnn, run_torch
@@ -39,7 +40,7 @@ OPTION_SETS: dict[str, PassOptions] = {
     "no_hoist": PassOptions(hoist=False),
     "no_fuse": PassOptions(fuse=False),
     "no_whole": PassOptions(whole_sequence=False),
-    "scan": PassOptions(loops="scan"),  # torch only: RETURNN has no other loop form
+    "scan": PassOptions(targets=torch_options("scan")),  # torch only: RETURNN has no other loop form
 }
 RANK = {"agree": 0, "refused": 1, "mismatch": 2, "traceback": 3, "timeout": 4}
 MODE_RANK = {"agree": 0, "documented": 1, "refused": 2, "mismatch": 3, "traceback": 4, "timeout": 5}
