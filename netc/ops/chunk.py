@@ -74,8 +74,8 @@ class Chunks(IterableDef):
 
 
 def _frame_attrs(loop: Loop) -> dict | None:
-    """The attrs of `loop`'s `chunk_frame` (a chunked loop's), else None (`loopkinds.loop_chunk`
-    by the op's own name: the op registry is imported before `loopkinds`)."""
+    """The attrs of `loop`'s `chunk_frame` (a chunked loop's), else None: what `loopkinds.loop_chunk`
+    answers, by the op's own name (`loopkinds` imports the op registry, so this file cannot import it)."""
     return next((n.attrs for n in loop.body if isinstance(n, Op) and n.op == "chunk_frame"), None)
 
 
