@@ -1,7 +1,10 @@
 """The spoken-digit recipe, end to end on a CPU: synthesise a corpus with espeak-ng (if the data dir
 does not hold it yet), compute log-mel features, compile the model's netc source to a PyTorch module,
 train it with Adam on CTC, decode the held-out voices greedily and with a CTC prefix beam search,
-and print the digit error rate (WER, each digit a word) of both.
+and print the digit error rate (WER, each digit a word) of both. A streaming model (`--model
+streaming`) is then exported as a step module (`netc export --streaming`, ONNX) and the test set
+streamed through it chunk by chunk in onnxruntime (and through the chunked torch module, and the
+whole-sequence one over the audio so far): WER, compute per chunk, real-time factor.
 
     python examples/digits/run.py --data /tmp/digits
 
