@@ -32,6 +32,12 @@ def example_network(path: Path) -> str | None:
     return names[0] if len(names) > 1 else None
 
 
+def one_chunk(g) -> int | None:
+    """The longest input that fits in one chunk of each chunked loop of the graph `g` (N frames
+    of the smallest chunk; a chunked dim is an input's or made shorter from it); None without one."""
+    return min((d.max_frames for d in g.dims if d.max_frames), default=None)
+
+
 def run_netc(*args: str, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run([str(NETC), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env)

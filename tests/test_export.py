@@ -3,7 +3,8 @@ of what export meets (EXPORTED: every op model, and those with a `while` loop, a
 scan, or an op whose torch code export once fixed a dim for; the others' scan form is checked
 against the default module in test_scan.py): its loops are torch's `scan` (and `while_loop`)
 operator, so the exported program keeps the batch and every dynamic
-dim dynamic; it runs at two other batch sizes and lengths than the export's example and gives
+dim dynamic; it runs at two other batch sizes and lengths than the export's example (and a
+model with a chunked loop on a batch whose longest sequence fits in one chunk) and gives
 what the default module (Python loops) gives on valid frames. A model whose loop cannot be a
 `scan` is refused with a located error; the models in OP_LIMITS fail for their ops, as documented
 in docs/targets.md (Deploying)."""
@@ -15,7 +16,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES, ROOT, example_network
+from conftest import EXAMPLES, ROOT, example_network, one_chunk
 from test_models import MODELS
 
 from netc.compiler import compile_graph
@@ -47,12 +48,8 @@ OP_LIMITS = {
     "ctc_input_labels.py": "aten._ctc_loss",
     "ops_rnnt_loss.py": "Guard failed",  # the RNN-T loss's lattice
     "rnnt_linear.py": "Guard failed",
-    # torch.export assumes no dynamic size is 1: a batch whose longest sequence fits in one chunk
-    # (or one frame of `fit_frames`' strided source) fails its guard (docs/targets.md)
-    "chunk_cache_attention.py": "Guard failed",
-    "chunk_cache_conv.py": "Guard failed",
-    "chunked_pooled.py": "Guard failed",
-    "chunked_encoder.py": "Guard failed",
+    # torch.export assumes no dynamic size is 1: a batch whose longest sequence fits in one
+    # frame of `fit_frames`' strided source fails its guard (docs/targets.md)
     "fit_frames.py": "Guard failed",
 }
 
@@ -93,6 +90,8 @@ def test_torch_export_runs_at_other_lengths(tmp_path, path):
     batches = [
         example_inputs(reference, sig, batch, max_len, seed) for batch, max_len, seed in ((2, 9, 11), (5, 3, 12))
     ]
+    if (n := one_chunk(reference)) is not None:  # a batch whose longest sequence fits in one chunk
+        batches.append(example_inputs(reference, sig, 3, n, 13))
     if path.name in OP_LIMITS:
         with pytest.raises(Exception, match=OP_LIMITS[path.name]):
             run = load("torch-export", out, export(g, "torch-export", out))
@@ -147,6 +146,8 @@ def test_torch_export_of_a_beam_search(tmp_path, name, network):
     batches = [
         example_inputs(reference, sig, batch, max_len, seed) for batch, max_len, seed in ((2, 9, 11), (5, 3, 12))
     ]
+    if (n := one_chunk(reference)) is not None:  # a batch whose longest sequence fits in one chunk
+        batches.append(example_inputs(reference, sig, 3, n, 13))
     _compare(reference, run, wrapped, sig, batches)
 
 

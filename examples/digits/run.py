@@ -1,7 +1,10 @@
 """The spoken-digit recipe, end to end on a CPU: synthesise a corpus with espeak-ng (if the data dir
 does not hold it yet), compute log-mel features, compile the model's netc source to a PyTorch module,
 train it with Adam on CTC, decode the held-out voices greedily and with a CTC prefix beam search,
-and print the digit error rate (WER, each digit a word) of both.
+and print the digit error rate (WER, each digit a word) of both. A streaming model (`--model
+streaming`) is then exported as a step module (`netc export --streaming`, ONNX) and the test set
+streamed through it chunk by chunk in onnxruntime (and through the chunked torch module, and the
+whole-sequence one over the audio so far): WER, compute per chunk, real-time factor.
 
     python examples/digits/run.py --data /tmp/digits
 
@@ -25,7 +28,7 @@ sys.path.insert(0, str(HERE))  # the recipe's own modules, when run as a script 
 
 from features import wav_features  # noqa: E402
 from make_data import have_corpus, make_corpus, read_split  # noqa: E402
-from stream import Streamed, stream_chunked, stream_decode  # noqa: E402
+from stream import Streamed, stream_chunked, stream_decode, stream_step  # noqa: E402
 
 from netc.compiler import compile_file  # noqa: E402
 
@@ -209,7 +212,9 @@ def run(
         sub = [test[i] for i in ids]
         log(f"  voice variant {variant}: greedy WER {wer(sub, [hyps['greedy'][i] for i in ids]):.2f}%")
     if source.encode:
+        start = time.perf_counter()
         results |= streamed(source, out, net, test, hyps["greedy"], log)
+        times["stream_s"] = time.perf_counter() - start
     log("seconds: " + ", ".join(f"{k[:-2]} {v:.0f}" for k, v in times.items()))
     return results | times
 
@@ -217,14 +222,19 @@ def run(
 def streamed(
     source: ModelSource, out: Path, net: torch.nn.Module, test: list[Utterance], whole: list[list[int]], log
 ) -> dict[str, float]:
-    """The test set streamed chunk by chunk (stream.py), by the chunked network (its caches carried
-    from chunk to chunk) and by the whole-sequence encoder over the audio so far: their WERs, which
-    must equal the whole-sequence greedy WER (`whole`: the same hypotheses), the compute per chunk
-    and the real-time factor."""
+    """The test set streamed chunk by chunk (stream.py): by the chunked network's step module as
+    `netc export --streaming` writes it, in onnxruntime (the caches carried by netc's host runner);
+    by the chunked network's torch module (its caches carried from chunk to chunk in the module);
+    and by the whole-sequence encoder over the audio so far. Their WERs, which must equal the
+    whole-sequence greedy WER (`whole`: the same hypotheses), the compute per chunk and the
+    real-time factor."""
     encoder = load_module(source, source.encode, out)().eval()
     encoder.load_state_dict(net.state_dict())
     chunked = load_module(source, source.chunked, out)()
     chunked.load_state_dict(net.state_dict())
+    start = time.perf_counter()
+    step = export_step(source, chunked, out)
+    log(f"exported in {time.perf_counter() - start:.1f} s")
     feats = [u.features for u in test]
     with torch.no_grad():  # the whole utterance at once, to compare the streamed log-probabilities with
         ref = [
@@ -233,6 +243,7 @@ def streamed(
     chunk_ms = 10 * source.pool * source.chunk_size
     results: dict[str, float] = {}
     runs: list[tuple[str, str, Streamed]] = [
+        ("onnx", "the exported step module in onnxruntime", stream_step(step, feats, torch.get_num_threads())),
         ("chunked", "the chunked network", stream_chunked(chunked, feats, source.pool, source.chunk_size)),
         (
             "prefix",
@@ -258,6 +269,25 @@ def streamed(
             f" real-time factor {res.rtf:.3f}"
         )
     return results
+
+
+def export_step(source: ModelSource, chunked: torch.nn.Module, out: Path) -> str:
+    """`netc export <source> --network <chunked> --streaming --format onnx --params <its trained
+    parameters>`: the chunked network's step (one chunk's frames and the caches in, its outputs
+    and the new caches out) as an ONNX file with its sidecar, checked against torch by the export."""
+    from netc.cli_stream import export_streaming
+
+    params = out / f"{source.chunked}_params.npz"
+    np.savez(
+        params,
+        **{
+            f"param:{name}": chunked.get_parameter(attr).detach().numpy()
+            for name, attr in chunked.returnn_param_names.items()
+        },
+    )
+    path = str(out / f"{source.chunked}.onnx")
+    export_streaming(str(source.path), source.chunked, "onnx", path, str(params), 0, None, None, False)
+    return path
 
 
 def main() -> None:

@@ -1,6 +1,10 @@
 """The streamed decode of the recipe's streaming model: audio in chunk by chunk, each chunk's
 digits out once it is in.
 
+`stream_step` runs the chunked network's step module (`netc export --streaming`: one chunk's
+frames and the caches in, its log-probabilities and the new caches out) chunk by chunk in
+onnxruntime through netc's host runner (`netc_runtime/stream_runner.py`), as a deployment would.
+
 The model's attention reads no frame after its query's chunk and its convolution is causal, so the
 log-probabilities of an encoder frame are final once the input chunk holding it is complete. This
 decode feeds each utterance's features in chunks of `POOL * CHUNK_SIZE` input frames (160 ms) and,
@@ -38,6 +42,34 @@ def greedy(log_probs: np.ndarray) -> list[int]:
     """CTC's best path: the argmax per frame, repeats merged, blanks dropped."""
     best = log_probs.argmax(-1).tolist()
     return [k for t, k in enumerate(best) if k != BLANK and (t == 0 or k != best[t - 1])]
+
+
+def stream_step(path: str, features: list[np.ndarray], threads: int | None = None) -> Streamed:
+    """Each utterance (features [frames, 40] at 10 ms) through the step module at `path` (its
+    sidecar `<path>.json` says how many input frames a chunk takes), one chunk a call, the caches
+    carried by the host runner; the compute of each call timed."""
+    from netc_runtime.stream_runner import StepModule, Stream
+
+    module = StepModule(path, threads)
+    chunk = module.meta["chunk"]
+    size, lens_name = int(chunk["size"]), chunk["lengths"]
+    out_lens = next(o["name"] for o in module.outputs if o["kind"] == "lengths")
+    out = Streamed([], [], [], 0.0, sum(len(f) for f in features) / 100)
+    for f in features:
+        stream = Stream(module, 1)
+        frames: list[np.ndarray] = []
+        for begin in range(0, len(f), size):
+            x = np.zeros((1, size, f.shape[1]), np.float32)  # the last chunk filled up; its lengths say so
+            n = min(size, len(f) - begin)
+            x[0, :n] = f[begin : begin + n]
+            start = time.perf_counter()
+            got = stream.feed({"x": x, lens_name: np.array([n], np.int64)})
+            out.chunk_ms.append(1000 * (time.perf_counter() - start))
+            frames.append(got["output"][0, : int(got[out_lens][0])])
+        out.log_probs.append(np.concatenate(frames))
+        out.hyps.append(greedy(out.log_probs[-1]))
+    out.compute_s = sum(out.chunk_ms) / 1000
+    return out
 
 
 @torch.no_grad()

@@ -362,7 +362,10 @@ class ChunkMerge(OpDef):
         dims = ctx.in_dims(0)
         rest = tuple(d for d in dims if d not in (a["out_axis"], a["pad"]))
         moved = align_code(ctx.arg(0), dims, (*rest, a["out_axis"], a["pad"]))
-        merged = f"{moved}.flatten(-2)[..., : {ctx.size(a['axis'])}]"
+        # a contiguous copy first (merging the permuted chunks and their frames copies anyway):
+        # flatten's check whether they can be a view asks whether there is one chunk, which
+        # torch.export would keep as a guard (a batch that fits in one chunk would fail it)
+        merged = f"{moved}.clone(memory_format=torch.contiguous_format).flatten(-2)[..., : {ctx.size(a['axis'])}]"
         return align_code(merged, (*rest, a["axis"]), op.outs[0].dims)
 
     def returnn(self, ctx, op):
