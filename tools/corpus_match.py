@@ -78,6 +78,18 @@ def returnn_error(path: str, no_exec: bool) -> str | None:
     return None
 
 
+def _classes(config) -> int | None:
+    """The number of classes of the config's default target (`classes`), where it has one."""
+    from returnn.tensor import Tensor
+
+    key = config.typed_value("target", "classes")
+    opts = config.typed_dict["extern_data"].get(key) if isinstance(key, str) else None
+    if not isinstance(opts, dict):
+        return None
+    sparse = Tensor(key, **opts).sparse_dim
+    return sparse.dimension if sparse is not None else None
+
+
 class OriginalRejected(Exception):
     """The installed RETURNN does not build the original config's network."""
 
@@ -206,7 +218,7 @@ def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> d
     config, net_dict = original_network(path, no_exec)
     # the options of an older RETURNN that the import takes as no difference to the forward numbers
     # (netc/importer/legacy.py), taken out: the installed RETURNN rejects them
-    taken = strip_old(net_dict)
+    taken = strip_old(net_dict, _classes(config))
     for key in config.typed_dict["extern_data"]:
         from netc.importer.syntax import identifier
 

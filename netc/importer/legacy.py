@@ -40,6 +40,14 @@ FORK_OPTIONS: dict[tuple[str, str], str] = {
     ("batch_norm", "fused_bn"): "a fused batch-norm kernel",
 }
 
+# RETURNN's Theano backend: an output layer's classes are its target's, `classes` by default; the
+# installed RETURNN's RASR losses take no target, and a softmax of one without `n_out` is rejected
+RASR_LOSSES = ("sprint", "fast_bw", "via_layer")  # netc.importer.losses.RASR_LOSSES's
+THEANO_OUTPUT_DIM = (
+    "the classes of {{}} (a softmax with a RASR loss and no `n_out`) are those of `{target}`, as in an older "
+    "RETURNN (its Theano backend's output layer: the target's classes); the installed one rejects it without `n_out`"
+)
+
 
 def _shown(value: object) -> str:
     return value.__name__ if isinstance(value, type) else type(value).__name__ if callable(value) else repr(value)
@@ -83,14 +91,23 @@ def take_old(cls: str, d: dict, full: str, notes: dict[str, list[str]]) -> str |
     return None
 
 
-def strip_old(net: dict) -> list[str]:
+def strip_old(net: dict, classes: int | None = None) -> list[str]:
     """Take the options `take_old` accepts out of the net dict `net` (in rec units and
-    subnetworks too), in place: what was taken out (`sampling: 1`), once each."""
+    subnetworks too), in place, give a softmax with a RASR loss and no `n_out` the number of the
+    default target's `classes`, as an older RETURNN did, and take the RASR losses out (Sprint is not
+    here; the import leaves them out too): what was changed, once each."""
     taken: dict[str, None] = {}
     for d in net.values():
         if not isinstance(d, dict):
             continue
         cls = d.get("class")
+        if cls == "softmax" and classes and d.get("loss") in RASR_LOSSES and not {"n_out", "out_dim", "target"} & set(d):
+            d["n_out"] = classes
+            taken[f"`n_out: {classes}` given (the target's classes, as an older RETURNN's output layer took)"] = None
+        if d.get("loss") in RASR_LOSSES:  # run by RASR, which is not here; the import leaves it out too
+            taken[f"`loss: {d['loss']!r}` (RASR's, left out of the import too)"] = None
+            for opt in ("loss", "loss_opts", "loss_scale", "target"):
+                d.pop(opt, None)
         for opt in [o for o in d if (cls, o) in OLD_DEFAULTS or (cls, o) in OLD_TRAINING]:
             if not rejected_by_returnn(cls, opt):
                 continue
@@ -103,5 +120,5 @@ def strip_old(net: dict) -> list[str]:
             del d[opt]
         for sub in ("unit", "subnetwork"):
             if isinstance(d.get(sub), dict):
-                taken.update(dict.fromkeys(strip_old(d[sub])))
+                taken.update(dict.fromkeys(strip_old(d[sub], classes)))
     return list(taken)
