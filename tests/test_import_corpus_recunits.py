@@ -178,7 +178,9 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
     # options of an older RETURNN the installed one rejects: Theano's `sampling: 1` (its default),
     # a training-only `compute_priors`; the match stage takes them out of the original
     old = DECODER.lstrip().replace('"bias_init": 0.0}', '"bias_init": 0.0, "sampling": 1}')
-    old = old.replace('"target": "classes", "loss": "ce"}', '"target": "classes", "loss": "ce", "compute_priors": True}')
+    old = old.replace(
+        '"target": "classes", "loss": "ce"}', '"target": "classes", "loss": "ce", "compute_priors": True}'
+    )
     (corpus / "asr" / "dec.config").write_text(old)
     theano = DECODER.lstrip().replace('"bias_init": 0.0}', '"bias_init": 0.0, "sampling": 2}')
     (corpus / "asr" / "theano.config").write_text(theano)

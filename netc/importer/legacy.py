@@ -101,7 +101,12 @@ def strip_old(net: dict, classes: int | None = None) -> list[str]:
         if not isinstance(d, dict):
             continue
         cls = d.get("class")
-        if cls == "softmax" and classes and d.get("loss") in RASR_LOSSES and not {"n_out", "out_dim", "target"} & set(d):
+        if (
+            cls == "softmax"
+            and classes
+            and d.get("loss") in RASR_LOSSES
+            and not {"n_out", "out_dim", "target"} & set(d)
+        ):
             d["n_out"] = classes
             taken[f"`n_out: {classes}` given (the target's classes, as an older RETURNN's output layer took)"] = None
         if d.get("loss") in RASR_LOSSES:  # run by RASR, which is not here; the import leaves it out too
