@@ -190,7 +190,10 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
     # an older RETURNN's output layer: a RASR loss, no `n_out` (the target's classes), Theano's options
     frames = (
         '"enc": {"class": "copy", "from": ["l_fw", "l_bw"]},\n    "frames": {"class": "softmax", "from": "enc", '
-        '"loss": "sprint", "is_output_layer": True, "ce_smoothing": 0.1, "loss_like_ce": True, "sprint_opts": {}},'
+        '"loss": "sprint", "is_output_layer": True, "ce_smoothing": 0.1, "loss_like_ce": True, "sprint_opts": {}},\n'
+        # an `eval` whose `source(0)` RETURNN before 2019-08 read as it is (later: out_type's layout)
+        '    "frame_sum": {"class": "eval", "from": "data", "eval": "tf.reduce_sum(source(0), axis=-1)", '
+        '"out_type": {"shape": (None,), "dim": None}, "is_output_layer": True},'
     )
     zoneout = ZONEOUT_LSTM.lstrip().replace('"enc": {"class": "copy", "from": ["l_fw", "l_bw"]},', frames, 1)
     (corpus / "lm" / "zoneout.config").write_text(zoneout)
@@ -220,7 +223,9 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
     notes = " ".join(records["lm/zoneout.config"]["notes"])
     assert "the classes of `frames` (a softmax with a RASR loss and no `n_out`) are those of `classes`" in notes
     assert "`ce_smoothing` dropped on `frames`" in notes and "`sprint_opts` dropped on `frames`" in notes, notes
-    assert "`n_out: 5` given" in records["lm/zoneout.config"]["match"]["note"]
+    assert "`source(i)` of `frame_sum` read as it is, as RETURNN before 2019-08 did" in notes, notes
+    note = records["lm/zoneout.config"]["match"]["note"]
+    assert "`n_out: 5` given" in note and "`source(i)` of `frame_sum` read as it is" in note, note
     pooled = records["lm/ln_pool.config"]
     assert pooled["verify"] == {"status": "ok", "train": "ok"} and pooled["match"]["status"] == "ok", pooled
     assert pooled["warnings"] == 2  # each pool's: RETURNN's reads the padding

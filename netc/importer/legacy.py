@@ -127,3 +127,51 @@ def strip_old(net: dict, classes: int | None = None) -> list[str]:
             if isinstance(d.get(sub), dict):
                 taken.update(dict.fromkeys(strip_old(d[sub], classes)))
     return list(taken)
+
+
+# RETURNN before 2019-08 (rwth-i6/returnn 326e8970b, "EvalLayer copy_compatible_to, use
+# self.output"): an `eval`'s `source(i)` converted its input to the sources' common layout, which
+# for sources of the same dims is each one as it is; later RETURNN converts to `out_type`'s layout
+OLD_EVAL_NOTE = (
+    "`source(i)` of {} read as it is, as RETURNN before 2019-08 did (its sources' common layout); the "
+    "installed RETURNN converts it to `out_type`'s layout and rejects the layer"
+)
+
+
+def as_is_sources(code: str) -> str:
+    """`code` with each `source(i)` that converts (`auto_convert`, its default) made
+    `source(i, auto_convert=False)`."""
+    import ast
+
+    tree = ast.parse(code.strip(), mode="eval")
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "source" and len(n.args) == 1:
+            if not any(k.arg == "auto_convert" for k in n.keywords):
+                n.keywords.append(ast.keyword("auto_convert", ast.Constant(False)))
+    return ast.unparse(tree)
+
+
+def old_evals(net: dict) -> list[str]:
+    """Each `eval` layer of `net` (in rec units and subnetworks too) with one source (or the same
+    one repeated) read as RETURNN before 2019-08 read it (`as_is_sources`), in place: its names."""
+    done = []
+    for name, d in net.items():
+        if not isinstance(d, dict):
+            continue
+        src = d.get("from")
+        srcs = [src] if isinstance(src, str) else list(src or [])
+        if d.get("class") == "eval" and isinstance(d.get("eval"), str) and len(set(srcs)) == 1:
+            new = as_is_sources(d["eval"])
+            if new != ast_norm(d["eval"]):
+                d["eval"] = new
+                done.append(name)
+        for sub in ("unit", "subnetwork"):
+            if isinstance(d.get(sub), dict):
+                done += [f"{name}/{x}" for x in old_evals(d[sub])]
+    return done
+
+
+def ast_norm(code: str) -> str:
+    import ast
+
+    return ast.unparse(ast.parse(code.strip(), mode="eval"))
