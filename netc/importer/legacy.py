@@ -38,6 +38,7 @@ FORK_OPTIONS: dict[tuple[str, str], str] = {
     ("batch_norm", "axes"): "statistics over the axes it names",
     ("batch_norm", "fused"): "a fused batch-norm kernel",
     ("batch_norm", "fused_bn"): "a fused batch-norm kernel",
+    ("subnetwork", "load_from"): "`load_on_init` of its `network` (RETURNN's `subnetwork`)",
 }
 
 # RETURNN's Theano backend: an output layer's classes are its target's, `classes` by default; the
