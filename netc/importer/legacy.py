@@ -7,6 +7,8 @@ original for a comparison with the import (tools/corpus_match.py)."""
 
 from __future__ import annotations
 
+import ast
+
 from netc.importer.defaults import rejected_by_returnn
 
 # (layer class, option) -> (its default then, what it meant): RETURNN's Theano backend's
@@ -112,7 +114,7 @@ def strip_old(net: dict, classes: int | None = None) -> list[str]:
             taken[f"`n_out: {classes}` given (the target's classes, as an older RETURNN's output layer took)"] = None
         if d.get("loss") in RASR_LOSSES:  # run by RASR, which is not here; the import leaves it out too
             taken[f"`loss: {d['loss']!r}` (RASR's, left out of the import too)"] = None
-            for opt in ("loss", "loss_opts", "loss_scale", "target"):
+            for opt in ("loss", "loss_opts", "loss_scale"):  # a `target` still gives the classes
                 d.pop(opt, None)
         for opt in [o for o in d if (cls, o) in OLD_DEFAULTS or (cls, o) in OLD_TRAINING]:
             if not rejected_by_returnn(cls, opt):
@@ -142,8 +144,6 @@ OLD_EVAL_NOTE = (
 def as_is_sources(code: str) -> str:
     """`code` with each `source(i)` that converts (`auto_convert`, its default) made
     `source(i, auto_convert=False)`."""
-    import ast
-
     tree = ast.parse(code.strip(), mode="eval")
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and ast.unparse(n.func) == "source" and len(n.args) == 1:
@@ -163,7 +163,7 @@ def old_evals(net: dict) -> list[str]:
         srcs = [src] if isinstance(src, str) else list(src or [])
         if d.get("class") == "eval" and isinstance(d.get("eval"), str) and len(set(srcs)) == 1:
             new = as_is_sources(d["eval"])
-            if new != ast_norm(d["eval"]):
+            if new != _normal(d["eval"]):
                 d["eval"] = new
                 done.append(name)
         for sub in ("unit", "subnetwork"):
@@ -172,7 +172,5 @@ def old_evals(net: dict) -> list[str]:
     return done
 
 
-def ast_norm(code: str) -> str:
-    import ast
-
+def _normal(code: str) -> str:
     return ast.unparse(ast.parse(code.strip(), mode="eval"))
