@@ -190,12 +190,14 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
     # an older RETURNN's output layer: a RASR loss, no `n_out` (the target's classes), Theano's options
     frames = (
         '"enc": {"class": "copy", "from": ["l_fw", "l_bw"]},\n    "frames": {"class": "softmax", "from": "enc", '
-        '"loss": "sprint", "is_output_layer": True, "ce_smoothing": 0.1, "loss_like_ce": True, "sprint_opts": {}},\n'
+        '"loss": "sprint", "is_output_layer": True, "ce_smoothing": WrapEpochValue(lambda ep: 0.1 * ep), '
+        '"loss_like_ce": True, "sprint_opts": {}},\n'
         # an `eval` whose `source(0)` RETURNN before 2019-08 read as it is (later: out_type's layout)
         '    "frame_sum": {"class": "eval", "from": "data", "eval": "tf.reduce_sum(source(0), axis=-1)", '
         '"out_type": {"shape": (None,), "dim": None}, "is_output_layer": True},'
     )
     zoneout = ZONEOUT_LSTM.lstrip().replace('"enc": {"class": "copy", "from": ["l_fw", "l_bw"]},', frames, 1)
+    zoneout = zoneout.replace("#!rnn.py\n", "#!rnn.py\nfrom returnn.pretrain import WrapEpochValue\n", 1)
     (corpus / "lm" / "zoneout.config").write_text(zoneout)
     # two pools after layer-norm LSTMs: on the runner's drawn lengths (7, 6, 4) the second pool's
     # 3 frames read RETURNN's padding (differs by 4e-2); the match stage draws multiples of 4
