@@ -684,9 +684,11 @@ def test_layer_class_returnn_does_not_have_is_refused_as_returnns_rejection(tmp_
 
 
 def test_eval_converting_a_source_to_fewer_axes_is_refused_as_returnns_rejection(tmp_path):
-    """An `eval` whose `out_type` has fewer axes than a source it reads by `source(i)` (the
-    local-attention setups' argmax position of the attention weights, `shape: ()`): RETURNN
-    converts the source to the output's layout (`auto_convert`) and fails, which the refusal says."""
+    """An `eval` of two sources whose `out_type` has fewer axes than a source it reads by
+    `source(i)` (the local-attention setups' argmax position of the attention weights, `shape: ()`):
+    RETURNN converts the source to the output's layout (`auto_convert`) and fails, which the refusal
+    says. (Of one source, the import reads it as RETURNN before 2019-08 did, as it is:
+    tests/test_import_corpus_recunits.py, the runner's test.)"""
     path, proc = _import_error(
         tmp_path,
         """
@@ -694,7 +696,7 @@ def test_eval_converting_a_source_to_fewer_axes_is_refused_as_returnns_rejection
         extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
         network = {
             "output": {"class": "linear", "n_out": 3, "from": "data"},
-            "pos": {"class": "eval", "from": "output", "is_output_layer": True,
+            "pos": {"class": "eval", "from": ["output", "data"], "is_output_layer": True,
                     "eval": "tf.squeeze(tf.argmax(source(0), axis=1, output_type=tf.int32), axis=1)",
                     "out_type": {"shape": (), "batch_dim_axis": 0, "dtype": "int32"}},
         }

@@ -177,7 +177,7 @@ def test_option_returnns_layers_do_not_take_is_refused_as_such(tmp_path):
         num_inputs = 3
         num_outputs = 5
         network = {
-            "lstm_fw": {"class": "rec", "unit": "lstmp", "n_out": 4, "sampling": 1},
+            "lstm_fw": {"class": "rec", "unit": "lstmp", "n_out": 4, "sampling": 2},
             "output": {"class": "softmax", "loss": "ce", "from": "lstm_fw"},
         }
         """,
@@ -185,9 +185,19 @@ def test_option_returnns_layers_do_not_take_is_refused_as_such(tmp_path):
         ),
     )
     assert proc.returncode == 1
-    assert f"{cfg}:5:5: error: layer `lstm_fw` (rec): option sampling is not an option of RETURNN's `rec` layer" in (
-        proc.stderr
-    )
+    # Theano's frame subsampling other than its default 1 (`sampling: 1` imports: the runner's test)
+    assert (
+        f"{cfg}:5:5: error: layer `lstm_fw` (rec): option sampling: 2 of an older RETURNN (the Theano backend's frame "
+        "subsampling of the rec layer: every n-th frame scanned; the installed RETURNN rejects it) is not supported: "
+        "only its default 1"
+    ) in proc.stderr, proc.stderr
+    text = cfg.read_text().replace('"sampling": 2', '"sampling": 1')
+    cfg.write_text(text.replace('"from": "lstm_fw"}', '"from": "lstm_fw", "peepholes_x": 1}'))
+    proc = run_netc("import", cfg, "-o", tmp_path / "m2.py")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert (
+        f"{cfg}:6:5: error: layer `output` (softmax): option peepholes_x is not an option of RETURNN's `softmax` layer"
+    ) in proc.stderr, proc.stderr
 
 
 def test_network_deeper_than_pythons_recursion_limit(tmp_path):

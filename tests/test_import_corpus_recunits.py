@@ -175,13 +175,30 @@ LN_LSTM_TWO_POOLS = LN_LSTM_POOL.replace(
 def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_rejects(tmp_path):
     corpus = tmp_path / "corpus"
     (corpus / "asr").mkdir(parents=True)
-    (corpus / "asr" / "dec.config").write_text(DECODER.lstrip())
+    # options of an older RETURNN the installed one rejects: Theano's `sampling: 1` (its default),
+    # a training-only `compute_priors`; the match stage takes them out of the original
+    old = DECODER.lstrip().replace('"bias_init": 0.0}', '"bias_init": 0.0, "sampling": 1}')
+    old = old.replace(
+        '"target": "classes", "loss": "ce"}', '"target": "classes", "loss": "ce", "compute_priors": True}'
+    )
+    (corpus / "asr" / "dec.config").write_text(old)
     theano = DECODER.lstrip().replace('"bias_init": 0.0}', '"bias_init": 0.0, "sampling": 2}')
     (corpus / "asr" / "theano.config").write_text(theano)
     (corpus / "asr" / "broken.config").write_text(DECODER.lstrip().replace('"max_seq_len":', '"max_seq_len" '))
     (corpus / "lm").mkdir()
     (corpus / "lm" / "ln_lstm.config").write_text(LAYER_NORM_LSTM.lstrip())
-    (corpus / "lm" / "zoneout.config").write_text(ZONEOUT_LSTM.lstrip())
+    # an older RETURNN's output layer: a RASR loss, no `n_out` (the target's classes), Theano's options
+    frames = (
+        '"enc": {"class": "copy", "from": ["l_fw", "l_bw"]},\n    "frames": {"class": "softmax", "from": "enc", '
+        '"loss": "sprint", "is_output_layer": True, "ce_smoothing": WrapEpochValue(lambda ep: 0.1 * ep), '
+        '"loss_like_ce": True, "sprint_opts": {}},\n'
+        # an `eval` whose `source(0)` RETURNN before 2019-08 read as it is (later: out_type's layout)
+        '    "frame_sum": {"class": "eval", "from": "data", "eval": "tf.reduce_sum(source(0), axis=-1)", '
+        '"out_type": {"shape": (None,), "dim": None}, "is_output_layer": True},'
+    )
+    zoneout = ZONEOUT_LSTM.lstrip().replace('"enc": {"class": "copy", "from": ["l_fw", "l_bw"]},', frames, 1)
+    zoneout = zoneout.replace("#!rnn.py\n", "#!rnn.py\nfrom returnn.pretrain import WrapEpochValue\n", 1)
+    (corpus / "lm" / "zoneout.config").write_text(zoneout)
     # two pools after layer-norm LSTMs: on the runner's drawn lengths (7, 6, 4) the second pool's
     # 3 frames read RETURNN's padding (differs by 4e-2); the match stage draws multiples of 4
     (corpus / "lm" / "ln_pool.config").write_text(LN_LSTM_TWO_POOLS.lstrip())
@@ -198,6 +215,19 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
         assert good["outcome"] == "imported", good
         assert good["verify"] == {"status": "ok", "train": "ok", "search": "ok"}
         assert good["match"]["status"] == "ok", good
+    notes = " ".join(records["asr/dec.config"]["notes"])
+    assert "`sampling: 1` taken out of `lstm_bw`: an option of an older RETURNN" in notes, notes
+    assert "`compute_priors` dropped on `output/prob`: an option of an older RETURNN" in notes, notes
+    assert records["asr/dec.config"]["match"]["note"] == (
+        "matched with `sampling: 1` (an option of an older RETURNN at its default), `compute_priors` (an option of an "
+        "older RETURNN, training-only) taken out of the original (the installed RETURNN rejects it)"
+    )
+    notes = " ".join(records["lm/zoneout.config"]["notes"])
+    assert "the classes of `frames` (a softmax with a RASR loss and no `n_out`) are those of `classes`" in notes
+    assert "`ce_smoothing` dropped on `frames`" in notes and "`sprint_opts` dropped on `frames`" in notes, notes
+    assert "`source(i)` of `frame_sum` read as it is, as RETURNN before 2019-08 did" in notes, notes
+    note = records["lm/zoneout.config"]["match"]["note"]
+    assert "`n_out: 5` given" in note and "`source(i)` of `frame_sum` read as it is" in note, note
     pooled = records["lm/ln_pool.config"]
     assert pooled["verify"] == {"status": "ok", "train": "ok"} and pooled["match"]["status"] == "ok", pooled
     assert pooled["warnings"] == 2  # each pool's: RETURNN's reads the padding
@@ -205,15 +235,16 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
     theano = records["asr/theano.config"]
     assert theano["outcome"] == "invalid", theano  # RETURNN built it and failed at the option
     assert "unexpected keyword argument 'sampling'" in theano["returnn_error"]
+    assert "option sampling: 2 of an older RETURNN (the Theano backend's frame subsampling" in theano["errors"][0]
     broken = records["asr/broken.config"]
     assert broken["outcome"] == "invalid" and "SyntaxError" in broken["invalid"], broken
     table = (out / "table.md").read_text()
     assert (
-        "| folder | configs | imported | (by --no-exec) | refused | not RETURNN's | errors | verified | matched |"
-        in table
+        "| folder | configs | imported | (by --no-exec) | refused | not RETURNN's | errors | verified | matched "
+        "| original not buildable here |" in table
     )
-    assert "| asr | 3 | 1 | 0 | 0 | 2 | 0 | 1 | 1 |" in table
-    assert "| lm | 3 | 3 | 0 | 0 | 0 | 0 | 3 | 3 |" in table
+    assert "| asr | 3 | 1 | 0 | 0 | 2 | 0 | 1 | 1 | 0 |" in table
+    assert "| lm | 3 | 3 | 0 | 0 | 0 | 0 | 3 | 3 | 0 |" in table
     assert "`zoneout` of `l_fw`, `l_bw`, `output/s` and 1 more: each state is (1 - z) * new + z * previous" in " ".join(
         records["lm/zoneout.config"]["notes"]
     )

@@ -170,7 +170,7 @@ def summary(r: dict) -> str:
 
 def cause_of_invalid(r: dict) -> str:
     """Why RETURNN itself rejects a config, without its names and numbers."""
-    why = r.get("invalid", "?").removeprefix("RETURNN rejects it: ")
+    why = r.get("invalid", "?").removeprefix("RETURNN rejects it: ").removeprefix("the installed RETURNN rejects ")
     return re.sub(r"\b\d+\b", "N", re.sub(r"'[^']*'|\([^)]*line \d+\)", "…", why))[:120]
 
 
@@ -189,12 +189,16 @@ def render_table(records: list[dict], stages) -> str:
             for s in ("verify", "match"):
                 if isinstance(r.get(s), dict) and r[s].get("status") == "ok":
                     c[s] += 1
+            if isinstance(r.get("match"), dict) and r["match"].get("status") == "unbuildable":
+                c["unbuildable"] += 1  # imported and verified; the original is not a config this RETURNN builds
         if r["outcome"] == "invalid":
             causes["not a config this RETURNN builds: " + cause_of_invalid(r)] += 1
         elif r["outcome"] != "imported":
             causes[r.get("cause", "?")] += 1
         for s in ("verify", "match"):
-            if isinstance(r.get(s), dict) and r[s].get("status") not in ("ok", None):
+            if isinstance(r.get(s), dict) and r[s].get("status") == "unbuildable":
+                causes["match: original not buildable here: " + cause_of_invalid({"invalid": r[s]["cause"]})] += 1
+            elif isinstance(r.get(s), dict) and r[s].get("status") not in ("ok", None):
                 causes[f"{s}: {r[s].get('cause', r[s].get('status'))}"] += 1
     head = "| folder | configs | imported | (by --no-exec) | refused | not RETURNN's | errors |"
     line = "|---|---:|---:|---:|---:|---:|---:|"
@@ -202,8 +206,8 @@ def render_table(records: list[dict], stages) -> str:
         head += " verified |"
         line += "---:|"
     if "match" in stages:
-        head += " matched |"
-        line += "---:|"
+        head += " matched | original not buildable here |"
+        line += "---:|---:|"
     out = [head, line]
     for key in sorted(rows, key=lambda k: (k == "**all**", k)):
         c = rows[key]
@@ -211,7 +215,7 @@ def render_table(records: list[dict], stages) -> str:
         if "verify" in stages:
             row += f" {c['verify']} |"
         if "match" in stages:
-            row += f" {c['match']} |"
+            row += f" {c['match']} | {c['unbuildable']} |"
         out.append(row)
     out += ["", "| cause | configs |", "|---|---:|"]
     out += [f"| {cause} | {n} |" for cause, n in causes.most_common()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from netc.importer import legacy
 from netc.importer.syntax import Expr, binop, call, identifier, name, num
 from netc.importer.values import Refused, Val, feature, sources
 
@@ -225,7 +226,10 @@ class ArithLayers:
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
         vals = [self.get(s, scope) for s in sources(d)]
         if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
-            raise Refused(full, "eval", why)
+            if len(set(sources(d))) != 1 or not isinstance(code, str):
+                raise Refused(full, "eval", why)
+            code = legacy.as_is_sources(code)  # an older RETURNN's meaning: its sources' common layout
+            self.old_notes.setdefault(legacy.OLD_EVAL_NOTE, []).append(full)
         if reads_config(code):
             ce = config_eval(code, self.cfg.path)
             what = code["__object__"].split(" at ")[0] + ">" if isinstance(code, dict) else repr(code)

@@ -19,6 +19,7 @@ from netc.importer import (
     axes,
     convnorm,
     last_state,
+    legacy,
     logic,
     masked,
     passthrough,
@@ -71,6 +72,7 @@ class Importer(
         self.notes: list[str] = []  # options and layers left out that change nothing in the forward numbers
         self.dropped: dict[str, list[str]] = {}  # a training-only option -> the layers it was dropped from
         self.option_notes: dict[str, list[str]] = {}  # recunits.OPTION_NOTES key -> the layers it is about
+        self.old_notes: dict[str, list[str]] = {}  # a note on an older RETURNN's option -> its layers
         for key, spec in loaded.inputs.items():
             for tag in (*spec.dims, spec.sparse_dim):
                 if tag is not None:
@@ -118,6 +120,8 @@ class Importer(
             self.notes.append(
                 f"`{opt}` dropped on {_shown(layers)}: {TRAINING_ONLY[opt]} (the forward numbers are the same)"
             )
+        for note, layers in sorted(self.old_notes.items()):
+            self.notes.append(note.format(_shown(layers)))
         for opt, layers in sorted(self.option_notes.items()):
             self.notes.append(
                 f"`{opt}` {recunits.OPTION_NOTES[opt][0]} {_shown(layers)}: {recunits.OPTION_NOTES[opt][1]}"
@@ -273,6 +277,8 @@ class Importer(
         bad = [s for s in sources(d) if not isinstance(s, str)]
         if bad and cls != "concat":
             raise Refused(full, str(cls), f"a source {bad[0]!r} that is not a layer name")
+        if (why := legacy.take_old(cls, d, full, self.old_notes)) is not None:  # an older RETURNN's options
+            raise Refused(full, cls, why)
         for k, v in d.items():  # a handler reads data only
             if k not in _ANY_VALUE and k not in TRAINING_ONLY and (obj := python_object(v)) is not None:
                 raise Refused(full, str(cls), f"option {k} is a Python object, not data: {obj}")

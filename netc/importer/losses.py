@@ -8,6 +8,7 @@ import math
 
 import libcst as cst
 
+from netc.importer import legacy
 from netc.importer.dims import BATCH
 from netc.importer.syntax import call, identifier, name, num
 from netc.importer.values import Refused, Scope, Val, feature
@@ -30,6 +31,9 @@ class LossLayers:
             out = self._ctc_dim(d, full)
         elif "n_out" not in d and "out_dim" not in d and d.get("target"):  # RETURNN: the target's classes
             out = self._target(d, full).sparse
+        elif "n_out" not in d and "out_dim" not in d and d.get("loss") in RASR_LOSSES:
+            out = self._target({**d, "target": self.cfg.default_target}, full).sparse
+            self.old_notes.setdefault(legacy.THEANO_OUTPUT_DIM.format(target=self.cfg.default_target), []).append(full)
         else:
             out = self._out_dim(layer, d, full)
         expr, dims, ref = self._linear_expr(layer, d, scope, full, out, src)
