@@ -133,7 +133,26 @@ def do_verify(model: str) -> dict:
     return out
 
 
+_LAYER_CLASSES: dict | None = None
+
+
+def forget_config_layer_classes() -> None:
+    """A config may register layer classes of its own (`register_layer_class`); RETURNN refuses
+    another class under a name already taken, so each config starts from RETURNN's own classes,
+    as in a process of its own."""
+    global _LAYER_CLASSES
+    import returnn.tf.layers.basic as basic
+
+    if _LAYER_CLASSES is None:  # before the first config: RETURNN's classes only
+        if not basic._LayerClassDictInitialized:
+            basic._init_layer_class_dict()
+        _LAYER_CLASSES = dict(basic._LayerClassDict)
+    basic._LayerClassDict.clear()
+    basic._LayerClassDict.update(_LAYER_CLASSES)
+
+
 def run_job(job: dict) -> dict:
+    forget_config_layer_classes()
     rec = {"config": job["config"], "folder": job["config"].split("/")[0]}
     try:
         model = do_import(job, rec)
