@@ -96,7 +96,7 @@ class LossLayers:
             )
             return
         if kind == "as_is" and scope.rec is None and not d.get("loss_opts") and d.get("loss_scale", 1.0) == 1.0:
-            loss_name = self._loss_name(layer, kind, layer == "output" or d.get("is_output_layer"))
+            loss_name = self._loss_name(layer, kind, self.is_output(layer, d, scope.rec is None))
             self.imports.add("mark_as_loss")
             comment = f"loss 'as_is' of layer {layer!r}"
             scope.stmts.append(MarkLoss(val.tensor(), loss_name, comment=comment))
@@ -140,7 +140,7 @@ class LossLayers:
             self.imports.add("stack")
             scope.losses.append((layer, kind, logits, target, out, smoothing, full))
             return
-        is_output = layer == "output" or d.get("is_output_layer")
+        is_output = self.is_output(layer, d, scope.rec is None)
         self._mark_loss(layer, kind, logits, target, out, smoothing, full, self.top, is_output)
 
     def _ce_probs(self, val: Val, d: dict, full: str) -> Val:
@@ -187,9 +187,7 @@ class LossLayers:
         """The layer's name (`<layer>_<kind>` where it is an output too)."""
         base = identifier(layer.replace("/", "_")) + (f"_{kind}" if is_output else "")
         loss_name, i = base, 2
-        outputs = {
-            self.top.names[n] for n, ld in self.cfg.network.items() if n == "output" or ld.get("is_output_layer")
-        }
+        outputs = {self.top.names[n] for n, ld in self.cfg.network.items() if self.is_output(n, ld)}
         while loss_name in self.loss_names.values() or loss_name in outputs:
             loss_name, i = f"{base}_{i}", i + 1
         return loss_name
