@@ -64,14 +64,14 @@ def test_config_that_cannot_run_here_is_read_without_running_it(tmp_path):
         _d(
             """
         #!rnn.py
-        vocab = open("/cluster/work/vocab.txt").read().split()  # a file only the cluster has
+        vocab_size = len(open("/cluster/work/vocab.txt").read().split())  # a file only the cluster has
         num_inputs = 3
         num_outputs = {"classes": [5, 1]}
         """
         ),
     )
     assert proc.returncode == 0, proc.stderr
-    assert "note: the config fails to load here (line 2: FileNotFoundError" in proc.stderr
+    assert "note: the config fails to load here (line 2: AbsentError: `open('/cluster/work/vocab.txt')" in proc.stderr
     assert "read with --no-exec" in proc.stderr
     assert "lstm_fw = Lstm(" in model
 
@@ -90,8 +90,8 @@ def test_config_that_neither_runs_nor_reads_is_one_located_error(tmp_path):
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith(f"{cfg}:2:")  # where running it failed, and why --no-exec cannot help
-    assert "error: the config fails to load: FileNotFoundError" in proc.stderr
+    assert proc.stderr.startswith(f"{cfg}:4:")  # where running it failed, and why --no-exec cannot help
+    assert "error: the config fails to load: AbsentError: `open('/cluster/work/sizes.txt').read(...)" in proc.stderr
     assert "(and --no-exec cannot read it either: line 2: --no-exec cannot evaluate a call of the builtin `open`)" in (
         proc.stderr
     )
