@@ -23,7 +23,7 @@ CASES = {
     "set_axes": ("corpus_set_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "ce_probs": ("corpus_ce_probs.config", [[6, 4, 5], [3, 2, 4]]),  # a decoder's targets
     "masked": ("corpus_masked.config", [[7, 4, 6]]),  # the alignment over the features' frames
-    "misc": ("corpus_misc.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
+    "misc": ("corpus_misc.config", [[6, 3, 5], [6, 3, 5], [1, 1, 1]]),  # frame-wise targets; one speaker label
 }
 
 

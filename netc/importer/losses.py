@@ -208,9 +208,10 @@ class LossLayers:
         if kind == "ce":
             time = [x for x in logits.dims if self.dims.is_dynamic(x)]
             ttime = [x for x in target.dims if self.dims.is_dynamic(x)]
-            if len(time) != 1 or len(ttime) != 1:
-                raise Refused(full, "softmax", "a ce loss needs one time dim in its output and target")
-            self.dims.join(time[0], ttime[0])  # RETURNN needs the same lengths
+            if len(time) != len(ttime) or len(time) > 1:  # none: a loss per sequence (a speaker's label)
+                raise Refused(full, "softmax", "a ce loss needs one time dim in its output and target, or none")
+            if time:
+                self.dims.join(time[0], ttime[0])  # RETURNN needs the same lengths
             p = None
             if full in getattr(self, "_prob_ce", ()):  # probabilities: -log(max(p(target), 1e-20))
                 self.imports |= {"log", "maximum", "one_hot", "reduce_sum"}
