@@ -223,7 +223,7 @@ class ArithLayers:
         code, shown = d.get("eval"), None
         if d.get("eval_locals"):
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
-        vals = [self.get(s, scope) for s in sources(d)]
+        vals = self._broadcast_ones([self.get(s, scope) for s in sources(d)])
         if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
             raise Refused(full, "eval", why)
         if reads_config(code):
@@ -254,6 +254,20 @@ class ArithLayers:
         val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims, sparse, log_probs=_is_log_softmax(val.expr))
+
+    def _broadcast_ones(self, vals: list[Val]) -> list[Val]:
+        """RETURNN's `eval` broadcasts a static dim of size 1 (a `variable` of shape [1]: a scale)
+        against its other sources' static dims, leaving it out: netc sums it away (its one value)."""
+        out = []
+        for i, v in enumerate(vals):
+            wider = {x for w in vals for x in w.dims if self.dims.is_static(x) and self.dims.size(x) > 1}
+            ones = [x for x in v.dims if self.dims.is_static(x) and self.dims.size(x) == 1]
+            if ones and v.sparse is None and wider - set(v.dims):
+                self.imports.add("reduce_sum")
+                axis = self.dim(ones[0]) if len(ones) == 1 else cst.List([cst.Element(self.dim(k)) for k in ones])
+                v = Val(call("reduce_sum", v.tensor(), axis=axis), tuple(x for x in v.dims if x not in ones))
+            out.append(v)
+        return out
 
     def _feature_last(self, ref, scope, depth: int = 0) -> bool:
         """Whether RETURNN's layout of layer `ref` has its feature axis last: an input, a frame, a

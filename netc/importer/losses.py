@@ -125,9 +125,10 @@ class LossLayers:
             opts.pop("beam_width", None)  # decoding only
             opts.pop("use_native", None)  # RETURNN's own implementation of the same loss
             _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"), normalized=val.log_probs)
+        scale = opts.pop("scale", 1.0)  # RETURNN's `loss_scale` is this option (`LayerBase.transform_config_dict`)
         if opts:
             raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts)} not supported")
-        if d.get("loss_scale", 1.0) != 1.0:  # the loss's weight in training: its value the same
+        if d.get("loss_scale", 1.0) != 1.0 or scale != 1.0:  # the loss's weight in training: its value the same
             self.dropped.setdefault("loss_scale", []).append(full)
         target = self._target(d, full)
         out = feature(logits, self.dims)
@@ -245,11 +246,13 @@ class LossLayers:
         self.loss_names[layer] = loss_name
 
 
-# losses computed by RASR (through Sprint) from an alignment netc cannot make: left out, with a note
+# losses computed by RASR (through Sprint) from an alignment netc cannot make, or from a search's
+# hypotheses in training: left out, with a note
 RASR_LOSSES = {
     "via_layer": "its gradient is that of another layer's alignment, RASR's through Sprint (`fast_bw`)",
     "fast_bw": "its alignment is RASR's full-sum Baum-Welch through Sprint",
     "sprint": "it is computed by RASR through Sprint",
+    "expected_loss": "it is the expected error of a search's n-best hypotheses in training (minimum-WER training)",
 }
 # `tf.nn.ctc_loss` options of RETURNN's `ctc_opts` that give netc's loss: TF's defaults, and
 # `ignore_longer_outputs_than_inputs` (it only changes sequences whose labels do not fit).
