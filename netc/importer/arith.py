@@ -259,8 +259,8 @@ class ArithLayers:
         """RETURNN's `eval` broadcasts a static dim of size 1 (a `variable` of shape [1]: a scale)
         against its other sources' static dims, leaving it out: netc sums it away (its one value)."""
         out = []
-        for i, v in enumerate(vals):
-            wider = {x for w in vals for x in w.dims if self.dims.is_static(x) and self.dims.size(x) > 1}
+        wider = {x for w in vals for x in w.dims if self.dims.is_static(x) and self.dims.size(x) > 1}
+        for v in vals:
             ones = [x for x in v.dims if self.dims.is_static(x) and self.dims.size(x) == 1]
             if ones and v.sparse is None and wider - set(v.dims):
                 self.imports.add("reduce_sum")
