@@ -441,16 +441,17 @@ network = {
 """
 
 
-def test_switch_of_values_over_different_dims_of_one_size_is_refused_at_the_layer(tmp_path):
+def test_switch_of_values_over_different_dims_of_one_size_renames_one(tmp_path):
     # the corpus's multi-encoder models pick one attention context per sequence, each over the
-    # concatenation of its own encoder's dims: RETURNN matches them by size, netc's dims differ
-    # (the importer wrote a model that did not compile before)
+    # concatenation of its own encoder's dims: RETURNN matches them by size, netc's dims differ, so
+    # the second branch's dim is renamed to the first's (corpus_misc.config compares the numbers)
     proc, model, cfg = _import(tmp_path, SWITCH_OF_CONTEXTS)
-    assert proc.returncode == 1 and "does not compile" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
     assert (
-        "cfg.config:14:5: error: layer `att` (switch): branches over different dims (`feat+feat` and "
-        "`fw0+bw0`: of one size, made apart) not supported" in proc.stderr
-    ), proc.stderr
+        "att = where(short, model1_att, split_dims(model0_att, axis=fw0_dim + bw0_dim, dims=(feat + feat,)))" in model
+    ), model
+    out = run_netc("verify", tmp_path / "model.py")
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
 
 
 # The corpus's layer-norm LSTM encoders (2019-asr-layer-norm-lstm): BLSTMs of LayerNormVariantsLSTM
