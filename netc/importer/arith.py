@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import libcst as cst
 
 from netc.importer.syntax import Expr, binop, call, identifier, name, num
@@ -289,6 +291,9 @@ class ArithLayers:
             return not d.get("add_time_axis")
         if cls in ("eval", "combine", "activation", "copy", "dropout") and sources(d):
             return self._feature_last(sources(d)[0], scope, depth + 1)
+        if cls == "subnetwork" and isinstance(d.get("subnetwork"), dict):  # its `output` layer's layout
+            inner = SimpleNamespace(layers=d["subnetwork"], outer=scope)
+            return self._feature_last("output", inner, depth + 1)
         return False
 
     def _note_config_eval(self, full: str, ce) -> None:
