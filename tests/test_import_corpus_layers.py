@@ -203,6 +203,11 @@ def test_sampled_loss_is_left_out_and_a_size_read_at_run_time_refused(tmp_path):
     assert "its dim `classes:sparse-dim` has size 0 (a size the config reads from its command line" in proc.stderr
     proc = netc_in_process("import", cfg, "-o", model, "--set", "ext_num_classes=5")
     assert proc.returncode == 0, proc.stderr
+    # of None (`config.int('vocab_size', None)`): RETURNN makes the class dim without a size
+    cfg.write_text(SAMPLED.replace("[5, 1]", "{'dim': config.int('vocab_size', None), 'sparse': True}"))
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 1
+    assert "its dim `classes:sparse-dim` has size None (a size the config reads from its command line" in proc.stderr
 
 
 def test_corpus_layer_count_counts_each_class_once_per_config():

@@ -254,7 +254,8 @@ class Importer(
             raise Refused(f"data:{key}", "extern_data", f"the config has no input `{key}` in `extern_data`")
         for t in (*spec.dims, spec.sparse_dim):
             tag = self.dims.tags.get(t) if t is not None else None
-            if tag is not None and tag.kind == "static" and (tag.size or 0) < 1:
+            static = tag is not None and (tag.kind == "static" or t == spec.sparse_dim)  # classes: a static dim
+            if static and (tag.size or 0) < 1:
                 raise Refused(
                     f"data:{key}",
                     "extern_data",
