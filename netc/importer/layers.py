@@ -30,7 +30,7 @@ from netc.importer import (
 from netc.importer.defaults import at_default, rejected_by_returnn, unsupported_class
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
-from netc.importer.losses import LossLayers
+from netc.importer.losses import SEARCH_LOSSES, LossLayers
 from netc.importer.states import States
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
 from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
@@ -134,6 +134,14 @@ class Importer(
                 self.notes.append(
                     f"layer `{n}` ({d.get('class')}, `{when[0]}`) left out: RETURNN builds it only when it "
                     f"{'evaluates' if when[0] == 'only_on_eval' else 'searches'} (an error measure, a decoding)"
+                )
+        for n in list(roots):  # built for a loss of a search in training only: left out with it
+            d = net[n]
+            if d.get("loss") in SEARCH_LOSSES and n != "output" and not d.get("is_output_layer"):
+                roots.remove(n)
+                self.notes.append(
+                    f"layer `{n}` ({d.get('class')}) and its loss {d['loss']!r} left out: "
+                    f"{SEARCH_LOSSES[d['loss']]}, which netc cannot train; the layer is built only for it"
                 )
         # RETURNN's output layers (`LayerBase.is_output_layer`): `output`, `is_output_layer`, and the
         # layers with a loss; netc returns the first two, and the third where there is neither

@@ -252,7 +252,11 @@ RASR_LOSSES = {
     "via_layer": "its gradient is that of another layer's alignment, RASR's through Sprint (`fast_bw`)",
     "fast_bw": "its alignment is RASR's full-sum Baum-Welch through Sprint",
     "sprint": "it is computed by RASR through Sprint",
-    "expected_loss": "it is the expected error of a search's n-best hypotheses in training (minimum-WER training)",
+}
+# losses of a search's hypotheses in training (minimum-WER training on `extra.search:output`): the
+# layer, built only for its loss, is left out with it (its search is RETURNN's training schedule)
+SEARCH_LOSSES = {
+    "expected_loss": "the expected error of a search's n-best hypotheses in training (minimum-WER training)"
 }
 # `tf.nn.ctc_loss` options of RETURNN's `ctc_opts` that give netc's loss: TF's defaults, and
 # `ignore_longer_outputs_than_inputs` (it only changes sequences whose labels do not fit).
