@@ -176,6 +176,8 @@ class ETensor:
         return _iterate(self, self._dyn(), backward=True)
 
     def _binary(self, name: str, other: Any, left: bool) -> ETensor:
+        if isinstance(other, Absent):  # searching: a value computed from a target does not exist
+            return ABSENT
         if isinstance(other, list):
             other = stack_list(other)
         if isinstance(other, ETensor):

@@ -836,7 +836,9 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
         ),
         (
             "tf.to_float(source(0)) + tf.floordiv(source(0), 3)",
-            "eval 'tf.to_float(source(0)) + tf.floordiv(source(0), 3)': `tf.floordiv` with 2 arguments not supported",
+            "eval 'tf.to_float(source(0)) + tf.floordiv(source(0), 3)': `tf.floordiv(source(0), 3)`: floor division "
+            "and modulo (netc has neither; of labels, labels of another class dim: netc's labels have no arithmetic) "
+            "not supported",
         ),
         ("tf.erf(source(0))", "eval 'tf.erf(source(0))': `tf.erf` with 1 argument not supported"),
         ("source(0)[:, ::-1]", "eval 'source(0)[:, ::-1]': `source(0)[:, ::-1]` not supported"),

@@ -23,6 +23,7 @@ CASES = {
     "set_axes": ("corpus_set_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "ce_probs": ("corpus_ce_probs.config", [[6, 4, 5], [3, 2, 4]]),  # a decoder's targets
     "masked": ("corpus_masked.config", [[7, 4, 6]]),  # the alignment over the features' frames
+    "misc": ("corpus_misc.config", [[6, 3, 5], [6, 3, 5], [1, 1, 1]]),  # frame-wise targets; one speaker label
 }
 
 
@@ -202,6 +203,11 @@ def test_sampled_loss_is_left_out_and_a_size_read_at_run_time_refused(tmp_path):
     assert "its dim `classes:sparse-dim` has size 0 (a size the config reads from its command line" in proc.stderr
     proc = netc_in_process("import", cfg, "-o", model, "--set", "ext_num_classes=5")
     assert proc.returncode == 0, proc.stderr
+    # of None (`config.int('vocab_size', None)`): RETURNN makes the class dim without a size
+    cfg.write_text(SAMPLED.replace("[5, 1]", "{'dim': config.int('vocab_size', None), 'sparse': True}"))
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 1
+    assert "its dim `classes:sparse-dim` has size None (a size the config reads from its command line" in proc.stderr
 
 
 def test_corpus_layer_count_counts_each_class_once_per_config():
@@ -230,3 +236,29 @@ def test_corpus_layer_count_counts_each_class_once_per_config():
     assert (
         "| `fast_bw` | 1 | refused: RASR's full-sum Baum-Welch alignment through Sprint" in table and "| 1 |" in table
     )
+
+
+MIN_WER = """
+#!rnn.py
+num_inputs = 6
+num_outputs = {"classes": [5, 1]}
+network = {
+    "output": {"class": "softmax", "from": "data", "loss": "ce"},
+    "extra.search:output": {"class": "copy", "from": "data"},
+    "min_wer": {"class": "copy", "from": "extra.search:output", "loss": "expected_loss",
+                "loss_opts": {"loss": {"class": "edit_distance"}, "loss_kind": "error"}},
+}
+"""
+
+
+def test_loss_of_a_search_in_training_is_left_out_with_its_layer(tmp_path):
+    # minimum-WER training: the expected error of `extra.search:output`'s hypotheses (RETURNN searches
+    # in training for it); the layer is built only for that loss
+    cfg, model = tmp_path / "mwer.config", tmp_path / "mwer.py"
+    cfg.write_text(MIN_WER)
+    proc = netc_in_process("import", cfg, "-o", model)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "note: layer `min_wer` (copy) and its loss 'expected_loss' left out: the expected error of a search's" in (
+        proc.stderr
+    )
+    assert "min_wer" not in model.read_text() and "extra_search" not in model.read_text()

@@ -31,7 +31,11 @@ def cf(filename):  # the cluster's cache manager
     return check_output(["cf", filename]).strip().decode("utf8")
 
 
-train = {"class": "HDFDataset", "files": [cf("/cluster/train.hdf")], "orth_post_process": mapper.map}
+with open("/cluster/segments.txt") as f:  # files only the cluster has, read while it loads
+    segments = f.read().split()
+import numpy
+norm = numpy.loadtxt("/cluster/mean.txt")
+train = {"class": "HDFDataset", "files": [cf("/cluster/train.hdf")], "orth_post_process": mapper.map, "seq_list": segments}
 extern_data = {"data": (3, 2), "classes": {"dim": 5, "sparse": True, "vocab": {"vocab_file": "/cluster/vocab.txt"}}}
 num_epochs = 10
 
@@ -68,6 +72,10 @@ def test_config_runs_as_on_its_cluster(tmp_path):
         "has: placeholders here (a layer that reads one is refused)" in notes
     )
     assert "the config runs the command 'cf', which only its cluster has: empty output here" in notes
+    assert (
+        "the config reads the files '/cluster/segments.txt', '/cluster/mean.txt', which only its cluster has: "
+        "placeholders here (a layer that reads one is refused)" in notes
+    )
     assert "the network is `get_network(epoch=10)`, its last epoch (`num_epochs` 10)" in notes
     text = model.read_text()
     assert 'lstm_dim = Dim("lstm", 4)' in text  # the last epoch's network, not pretraining's
@@ -91,6 +99,16 @@ def test_placeholder_in_a_layer_or_in_the_flow_is_a_located_error(tmp_path):
         f"{cfg}:8:5: error: layer `l2` (linear): option activation is a Python object, not data: "
         "<cachemanager.act(...): of `cachemanager`, which is not here>"
     ) in proc.stderr
+    # a layer's value read from a file only the cluster has (a statistic of its data): refused at the layer
+    text = head + "import numpy\n" + textwrap.dedent(net).replace("HIDDEN", "4").replace("ACT", '"tanh"')
+    text = text.replace(
+        '"from": "l2"},',
+        '"from": "l2"},\n    "mean": {"class": "constant", "value": numpy.loadtxt("m.txt"), "is_output_layer": True},',
+    )
+    cfg = _write(tmp_path / "c.config", text)
+    proc = run_netc("import", cfg, "-o", tmp_path / "c.py")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "layer `mean` (constant): option value is a Python object, not data: <numpy.loadtxt('m.txt')" in proc.stderr
     # the config's flow needs one: running it fails there (and --no-exec cannot evaluate the module)
     text = head + "HIDDEN = 4 if cm.enabled() else 5\n" + textwrap.dedent(net).replace("ACT", '"tanh"')
     cfg = _write(tmp_path / "b.config", text)

@@ -75,7 +75,8 @@ LANGUAGE = """
         "data": {"dim_tags": [batch_dim, time_dim, feat]},
         "classes": {"dim": 5, "shape": (None,), "sparse": True},
     }
-    acts = ["tanh", "relu", "sigmoid", "tanh"]
+    first = config.value("first", None) or "tanh"  # a value given on the command line, else "tanh"
+    acts = [first] + eval(config.value("acts", "['relu', 'sigmoid', 'tanh']"))  # of a Python literal
     network = {f"layer{i}": {"class": "linear", "activation": acts[i], "out_dim": hidden} for i in range(layers)}
     for i in range(1, len(acts)):
         if i >= layers:

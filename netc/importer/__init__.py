@@ -138,7 +138,11 @@ def _model(imp: Importer, path: str, function: str) -> Model:
     body = _resolve_body(imp.top.stmts, resolve)
     outputs = [(out, imp.out_vals[out].expr) for out in imp.outputs.values()]
     if not outputs and not imp.refused:
-        raise CompileError(None, "the network has no `output` layer and no output layer (`is_output_layer`)", path)
+        raise CompileError(
+            None,
+            "the network has no `output` layer, no `is_output_layer` and no layer with a loss: nothing to import",
+            path,
+        )
     used = imp.used | set(variables.values()) | {function}
     body, classes = fold(body, outputs, [p for p, _ in params], set(variables.values()), used, set(imp.cfg.network))
     return Model(function, header, imp.imports, dim_decls, params, body, outputs, classes)

@@ -209,6 +209,64 @@ class _AbsentCommands:
         return run
 
 
+class _AbsentFile(Absent):
+    """A file that is not here, opened by the config (`with open(path) as f:` gives it again)."""
+
+    def __enter__(self) -> _AbsentFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+class _AbsentFiles:
+    """While the config runs, a file that is not here which the config's own code reads (`open(path)`,
+    `numpy.loadtxt(path)`: a statistic of its cluster's data, a vocabulary) is a placeholder: a layer
+    that reads it is refused there, a flow that needs its value stops the loading there. Its code:
+    the config file, modules beside it, code they `eval`. `paths`: those read."""
+
+    _NUMPY = ("load", "loadtxt", "genfromtxt", "fromfile")
+
+    def __init__(self, path: str):
+        self.file, self.folder = path, os.path.dirname(path) + os.sep
+        self.paths: list[str] = []
+        self.saved: list = []
+
+    def _own(self, depth: int) -> bool:
+        name = sys._getframe(depth).f_code.co_filename
+        return name in (self.file, "<string>") or (name.startswith(self.folder) and "site-packages" not in name)
+
+    def __enter__(self):
+        import builtins
+
+        import numpy
+
+        targets = [(builtins, "open")] + [(numpy, fn) for fn in self._NUMPY]
+        for mod, fn in targets:
+            real = getattr(mod, fn)
+            self.saved.append((mod, fn, real))
+            setattr(mod, fn, self._answer(f"{'numpy.' if mod is numpy else ''}{fn}", real))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for mod, fn, real in self.saved:
+            setattr(mod, fn, real)
+
+    def _answer(self, what: str, real):
+        def read(file, *args, **kwargs):
+            mode = args[0] if args and what == "open" else kwargs.get("mode", "r")
+            try:
+                return real(file, *args, **kwargs)
+            except FileNotFoundError:
+                if not isinstance(file, str | os.PathLike) or any(c in str(mode) for c in "wax+") or not self._own(2):
+                    raise
+                if str(file) not in self.paths:
+                    self.paths.append(str(file))
+                return _AbsentFile(f"{what}({str(file)!r})", str(file))
+
+        return read
+
+
 class AsRun:
     """`with AsRun(path) as run: run.load(config); network_of(config)`: the config loaded into
     RETURNN's `config` as on its cluster (the network function, too, runs inside). `answered` (file
@@ -220,6 +278,7 @@ class AsRun:
         self._finder = _AbsentFinder()
         self._checks = AnsweredFileChecks(self.path)
         self._commands = _AbsentCommands(self.path)
+        self._files = _AbsentFiles(self.path)
 
     @property
     def answered(self) -> list[str]:
@@ -228,6 +287,10 @@ class AsRun:
     @property
     def commands(self) -> list[str]:
         return self._commands.names
+
+    @property
+    def files(self) -> list[str]:
+        return self._files.paths
 
     def __enter__(self):
         if not any(isinstance(f, OldDimensionTag) for f in sys.meta_path):
@@ -241,9 +304,11 @@ class AsRun:
             sys.path.append(folder)  # a module beside the config (`from lsh_attention import ...`)
         self._checks.__enter__()
         self._commands.__enter__()
+        self._files.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._files.__exit__()
         self._commands.__exit__()
         self._checks.__exit__()
         os.chdir(self._cwd)

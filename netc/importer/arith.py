@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import libcst as cst
 
 from netc.importer import legacy
@@ -224,7 +226,7 @@ class ArithLayers:
         code, shown = d.get("eval"), None
         if d.get("eval_locals"):
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
-        vals = [self.get(s, scope) for s in sources(d)]
+        vals = self._broadcast_ones([self.get(s, scope) for s in sources(d)])
         if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
             if len(set(sources(d))) != 1 or not isinstance(code, str):
                 raise Refused(full, "eval", why)
@@ -259,6 +261,20 @@ class ArithLayers:
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims, sparse, log_probs=_is_log_softmax(val.expr))
 
+    def _broadcast_ones(self, vals: list[Val]) -> list[Val]:
+        """RETURNN's `eval` broadcasts a static dim of size 1 (a `variable` of shape [1]: a scale)
+        against its other sources' static dims, leaving it out: netc sums it away (its one value)."""
+        out = []
+        wider = {x for w in vals for x in w.dims if self.dims.is_static(x) and self.dims.size(x) > 1}
+        for v in vals:
+            ones = [x for x in v.dims if self.dims.is_static(x) and self.dims.size(x) == 1]
+            if ones and v.sparse is None and wider - set(v.dims):
+                self.imports.add("reduce_sum")
+                axis = self.dim(ones[0]) if len(ones) == 1 else cst.List([cst.Element(self.dim(k)) for k in ones])
+                v = Val(call("reduce_sum", v.tensor(), axis=axis), tuple(x for x in v.dims if x not in ones))
+            out.append(v)
+        return out
+
     def _feature_last(self, ref, scope, depth: int = 0) -> bool:
         """Whether RETURNN's layout of layer `ref` has its feature axis last: an input, a frame, a
         `linear`/`softmax`/`rnn_cell`/LSTM output, a `variable` (its last `shape` dim), and what keeps its first source's layout (an
@@ -279,6 +295,9 @@ class ArithLayers:
             return not d.get("add_time_axis")
         if cls in ("eval", "combine", "activation", "copy", "dropout") and sources(d):
             return self._feature_last(sources(d)[0], scope, depth + 1)
+        if cls == "subnetwork" and isinstance(d.get("subnetwork"), dict):  # its `output` layer's layout
+            inner = SimpleNamespace(layers=d["subnetwork"], outer=scope)
+            return self._feature_last("output", inner, depth + 1)
         return False
 
     def _note_config_eval(self, full: str, ce) -> None:

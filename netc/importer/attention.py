@@ -257,20 +257,21 @@ def _warn_pool_padding(imp, layer: str, d: dict, scope: Scope, full: str, size: 
 
 
 def _pool_feature(imp, layer: str, d: dict, scope: Scope, var: str, full: str, src: Val) -> Val:
-    """A CNN front end's max pool of `pool_size: (1, k)` over the feature axis of [batch, time,
-    feature, channel] (strides the same, "same" padding of a size k divides: none):
-    `reduce_max(split_dims(x, axis=f, dims=(f / k, k)), axis=k)`."""
+    """A CNN front end's max or average pool of `pool_size: (1, k)` over the feature axis of [batch,
+    time, feature, channel] (strides the same; of a size k divides, "same" and "valid" padding pad
+    nothing): `reduce_max(split_dims(x, axis=f, dims=(f / k, k)), axis=k)` (`reduce_mean`)."""
     dyn = [x for x in src.dims if imp.dims.is_dynamic(x)]
     static = [x for x in src.dims if imp.dims.is_static(x)]
     size = list(d["pool_size"])
     strides = list(d.get("strides", size)) if isinstance(d.get("strides", size), list | tuple) else None
     k = size[1]
-    ok = d.get("mode") == "max" and d.get("padding", "valid") == "same" and size[0] == 1 and strides == size
+    mode = {"max": "reduce_max", "avg": "reduce_mean"}.get(d.get("mode"))
+    ok = mode and str(d.get("padding", "valid")).lower() in ("same", "valid") and size[0] == 1 and strides == size
     if not ok or not isinstance(k, int) or k < 1 or len(dyn) != 1 or len(static) != 2 or src.sparse is not None:
         raise Refused(
             full,
             "pool",
-            "of [batch, time, feature, channel]: `mode: max`, `padding: same`, `pool_size` (1, k), strides the same",
+            "of [batch, time, feature, channel]: `mode` max or avg, `pool_size` (1, k), strides the same",
         )
     feat = static[0]  # the channels are RETURNN's feature axis, the last
     if d.get("dilation_rate", 1) not in (1, (1, 1), [1, 1]) or imp.dims.size(feat) % k:
@@ -280,7 +281,7 @@ def _pool_feature(imp, layer: str, d: dict, scope: Scope, var: str, full: str, s
         return Val(name(var), src.dims)
     half = new_dim(imp, imp.dims.size(feat) // k, identifier(layer), set(src.dims))
     pieces = new_dim(imp, k, f"{identifier(layer)}_pieces", set(src.dims) | {half})
-    imp.imports |= {"split_dims", "reduce_max"}
+    imp.imports |= {"split_dims", mode}
     split = call("split_dims", src.tensor(), axis=imp.dim(feat), dims=_tuple(imp, [half, pieces]))
-    imp._emit(scope, var, call("reduce_max", split, axis=imp.dim(pieces)), layer)
+    imp._emit(scope, var, call(mode, split, axis=imp.dim(pieces)), layer)
     return Val(name(var), tuple(half if x == feat else x for x in src.dims))

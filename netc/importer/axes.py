@@ -36,11 +36,27 @@ class AxesLayers:
     """Handlers of `Importer` (`_l_<class>`), mixed into it."""
 
     def _l_squeeze(self, layer, d, scope, var, full) -> Val:
-        """A static dim of size 1 summed away (the one value it holds)."""
+        """A static dim of size 1 summed away (the one value it holds); a time dim of one frame per
+        sequence (RETURNN squeezes the padded axis: its longest sequence has one frame; a value per
+        utterance, a speaker's label) summed over its frames (labels: the one-hot labels summed, their
+        argmax)."""
         src = self._source(d, scope, full)
         axis = self._axis(src, d.get("axis"))
-        if axis is None or axis not in src.dims or src.sparse is not None:
-            raise Refused(full, "squeeze", f"axis {d.get('axis')!r} (F, T or a dim tag of a float input is supported)")
+        if axis is None or axis not in src.dims or axis == BATCH:
+            raise Refused(full, "squeeze", f"axis {d.get('axis')!r} (F, T or a dim tag of the input is supported)")
+        if self.dims.is_dynamic(axis) and scope.rec is None:
+            value = src.tensor()
+            if src.sparse is not None:
+                self.imports |= {"one_hot", "argmax"}
+                value = call("one_hot", value)
+            self.imports.add("reduce_sum")
+            value = call("reduce_sum", value, axis=self.dim(axis))
+            if src.sparse is not None:
+                value = call("argmax", value, axis=self.dim(src.sparse))
+            self._emit(scope, var, value, layer)
+            return Val(name(var), tuple(x for x in src.dims if x != axis), src.sparse)
+        if src.sparse is not None:
+            raise Refused(full, "squeeze", f"axis {d.get('axis')!r} of labels (their time axis is supported)")
         if not self.dims.is_static(axis) or self.dims.size(axis) != 1:
             raise Refused(full, "squeeze", f"axis {d.get('axis')!r}: a static dim of size 1 is supported")
         sd = scope.layers.get(d.get("from")) if isinstance(d.get("from"), str) else None

@@ -56,6 +56,7 @@ AXIS_FUNCTIONS = {
     "reduce_logsumexp": "logsumexp",
     "math.reduce_logsumexp": "logsumexp",
 }
+_INTEGER = {"floordiv", "math.floordiv", "floormod", "math.floormod", "mod", "math.mod", "truncatediv", "truncatemod"}
 _BINOPS = {ast.Add: (cst.Add, 1), ast.Sub: (cst.Subtract, 1), ast.Mult: (cst.Multiply, 2), ast.Div: (cst.Divide, 2)}
 _POW = 4
 
@@ -132,6 +133,8 @@ class EvalMapper:
             return self.pow(node.left, node.right)
         if isinstance(node, ast.Call):
             return self.call(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv | ast.Mod):
+            raise self.refuse(f"`{ast.unparse(node)}`: floor division and modulo (netc has neither)")
         raise self.refuse(f"`{ast.unparse(node)}`")
 
     def pow(self, base: ast.AST, exponent: ast.AST) -> tuple[Expr, int, bool]:
@@ -214,6 +217,11 @@ class EvalMapper:
             self.imp.imports.add(SOFTMAX[fn])
             axis = self.imp.dim(feature(src, self.imp.dims))
             return call(SOFTMAX[fn], self.tensor(args[0]), axis=axis), 9, True
+        if fn in _INTEGER:  # a factored label's parts (`tf.floordiv(source(0), 3)` of a state label)
+            raise self.refuse(
+                f"`{ast.unparse(node)}`: floor division and modulo (netc has neither; of labels, labels of "
+                "another class dim: netc's labels have no arithmetic)"
+            )
         raise self.refuse(f"`tf.{fn}` with {len(args)} argument{'s' if len(args) != 1 else ''}")
 
     def to_float(self, arg: ast.AST) -> Expr:

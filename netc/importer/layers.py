@@ -31,7 +31,7 @@ from netc.importer import (
 from netc.importer.defaults import at_default, rejected_by_returnn, unsupported_class
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
-from netc.importer.losses import LossLayers
+from netc.importer.losses import SEARCH_LOSSES, LossLayers
 from netc.importer.states import States
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
 from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
@@ -65,6 +65,7 @@ class Importer(
         self.inputs: dict[str, Val] = {}
         self.input_order: list[str] = []
         self.outputs: dict[str, str] = {}  # original layer -> output name
+        self.loss_outputs = False  # the layers with a loss are the outputs (no other: `_walk`)
         self.loss_names: dict[str, str] = {}  # original layer -> loss name
         self.out_vals: dict[str, Val] = {}
         self.refused: list[Refused] = []
@@ -138,6 +139,22 @@ class Importer(
                     f"layer `{n}` ({d.get('class')}, `{when[0]}`) left out: RETURNN builds it only when it "
                     f"{'evaluates' if when[0] == 'only_on_eval' else 'searches'} (an error measure, a decoding)"
                 )
+        for n in list(roots):  # built for a loss of a search in training only: left out with it
+            d = net[n]
+            if d.get("loss") in SEARCH_LOSSES and n != "output" and not d.get("is_output_layer"):
+                roots.remove(n)
+                self.notes.append(
+                    f"layer `{n}` ({d.get('class')}) and its loss {d['loss']!r} left out: "
+                    f"{SEARCH_LOSSES[d['loss']]}, which netc cannot train; the layer is built only for it"
+                )
+        # RETURNN's output layers (`LayerBase.is_output_layer`): `output`, `is_output_layer`, and the
+        # layers with a loss; netc returns the first two, and the third where there is neither
+        self.loss_outputs = not any(n == "output" or net[n].get("is_output_layer") for n in roots)
+        if self.loss_outputs and roots:
+            self.notes.append(
+                f"the network has no `output` layer and no `is_output_layer`: its outputs are its layers with a "
+                f"loss ({_shown(sorted(roots))}), RETURNN's output layers then"
+            )
         for layer in roots:
             try:
                 val = self.get(layer, self.top)
@@ -145,11 +162,15 @@ class Importer(
                 if all(r is not known for known in self.refused):
                     self.refused.append(r)
                 continue
-            d = net[layer]
-            if layer == "output" or d.get("is_output_layer"):
+            if self.is_output(layer, net[layer]):
                 out = self.top.names[layer]
                 self.outputs[layer] = out
                 self.out_vals[out] = val
+
+    def is_output(self, layer: str, d: dict, top: bool = True) -> bool:
+        """Whether the layer is one of the model's outputs (`_walk`; in a rec unit: its `output`)."""
+        loss_output = top and self.loss_outputs and bool(d.get("loss"))
+        return layer == "output" or bool(d.get("is_output_layer")) or loss_output
 
     def _step_counter(self, scope: Scope) -> Val:
         """RETURNN's `:i`, the loop's step (0 first): a state counted from `zeros(batch)` before the
@@ -245,7 +266,8 @@ class Importer(
             raise Refused(f"data:{key}", "extern_data", f"the config has no input `{key}` in `extern_data`")
         for t in (*spec.dims, spec.sparse_dim):
             tag = self.dims.tags.get(t) if t is not None else None
-            if tag is not None and tag.kind == "static" and (tag.size or 0) < 1:
+            static = tag is not None and (tag.kind == "static" or t == spec.sparse_dim)  # classes: a static dim
+            if static and (tag.size or 0) < 1:
                 raise Refused(
                     f"data:{key}",
                     "extern_data",
@@ -563,7 +585,17 @@ _KNOWN = {
     "generic_attention": {"weights", "base", "auto_squeeze"},
     "reduce_out": {"mode", "num_pieces"},
     "decide": set(),
-    "pool": {"mode", "padding", "pool_size", "strides", "dilation_rate", "dropout", "use_time_mask"},
+    # use_channel_first: where TensorFlow puts the channels in memory (NCHW or NHWC), not the numbers
+    "pool": {
+        "mode",
+        "padding",
+        "pool_size",
+        "strides",
+        "dilation_rate",
+        "dropout",
+        "use_time_mask",
+        "use_channel_first",
+    },
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
     **convnorm.KNOWN,
     **logic.KNOWN,

@@ -125,6 +125,12 @@ def _load(path: str, sets, network: str, python: str | None, no_exec: bool) -> L
     if commands := data.get("commands"):
         what = "the command" if len(commands) == 1 else "the commands"
         notes.append(f"the config runs {what} {_listed(commands)}, which only its cluster has: empty output here")
+    if files := data.get("files"):
+        what = "the file" if len(files) == 1 else "the files"
+        notes.append(
+            f"the config reads {what} {_listed(files)}, which only its cluster has: placeholders here "
+            "(a layer that reads one is refused)"
+        )
     if data.get("network_note"):
         notes.append(data["network_note"])
     return LoadedConfig(

@@ -118,7 +118,17 @@ class LogicLayers:
                 [x for x in v.dims if self.dims.is_static(x) and find(x) not in {find(y) for y in w.dims}]
                 for v, w in (branches, branches[::-1])
             )
-            if a_only and b_only:  # RETURNN matches them by size; netc's dims of concatenations differ
+            same = len(a_only) == len(b_only) == 1 and self.dims.size(a_only[0]) == self.dims.size(b_only[0])
+            if same:  # RETURNN matches them by size (a concatenation's dim and a layer's): the second renamed
+                self.imports.add("split_dims")
+                renamed = call(
+                    "split_dims",
+                    branches[1].tensor(),
+                    axis=self.dim(b_only[0]),
+                    dims=cst.Tuple([cst.Element(self.dim(a_only[0]))]),
+                )
+                branches[1] = Val(renamed, tuple(a_only[0] if x == b_only[0] else x for x in branches[1].dims))
+            elif a_only and b_only:  # netc's dims of concatenations differ
                 raise Refused(
                     full,
                     "switch",

@@ -100,7 +100,7 @@ class LossLayers:
             )
             return
         if kind == "as_is" and scope.rec is None and not d.get("loss_opts") and d.get("loss_scale", 1.0) == 1.0:
-            loss_name = self._loss_name(layer, kind, layer == "output" or d.get("is_output_layer"))
+            loss_name = self._loss_name(layer, kind, self.is_output(layer, d, scope.rec is None))
             self.imports.add("mark_as_loss")
             comment = f"loss 'as_is' of layer {layer!r}"
             scope.stmts.append(MarkLoss(val.tensor(), loss_name, comment=comment))
@@ -129,9 +129,10 @@ class LossLayers:
             opts.pop("beam_width", None)  # decoding only
             opts.pop("use_native", None)  # RETURNN's own implementation of the same loss
             _check_ctc_opts(opts.pop("ctc_opts", None) or {}, full, d.get("class", "?"), normalized=val.log_probs)
+        scale = opts.pop("scale", 1.0)  # RETURNN's `loss_scale` is this option (`LayerBase.transform_config_dict`)
         if opts:
             raise Refused(full, d.get("class", "?"), f"loss options {sorted(opts)} not supported")
-        if d.get("loss_scale", 1.0) != 1.0:  # the loss's weight in training: its value the same
+        if d.get("loss_scale", 1.0) != 1.0 or scale != 1.0:  # the loss's weight in training: its value the same
             self.dropped.setdefault("loss_scale", []).append(full)
         target = self._target(d, full)
         out = feature(logits, self.dims)
@@ -144,7 +145,7 @@ class LossLayers:
             self.imports.add("stack")
             scope.losses.append((layer, kind, logits, target, out, smoothing, full))
             return
-        is_output = layer == "output" or d.get("is_output_layer")
+        is_output = self.is_output(layer, d, scope.rec is None)
         self._mark_loss(layer, kind, logits, target, out, smoothing, full, self.top, is_output)
 
     def _ce_probs(self, val: Val, d: dict, full: str) -> Val:
@@ -191,9 +192,7 @@ class LossLayers:
         """The layer's name (`<layer>_<kind>` where it is an output too)."""
         base = identifier(layer.replace("/", "_")) + (f"_{kind}" if is_output else "")
         loss_name, i = base, 2
-        outputs = {
-            self.top.names[n] for n, ld in self.cfg.network.items() if n == "output" or ld.get("is_output_layer")
-        }
+        outputs = {self.top.names[n] for n, ld in self.cfg.network.items() if self.is_output(n, ld)}
         while loss_name in self.loss_names.values() or loss_name in outputs:
             loss_name, i = f"{base}_{i}", i + 1
         return loss_name
@@ -214,9 +213,10 @@ class LossLayers:
         if kind == "ce":
             time = [x for x in logits.dims if self.dims.is_dynamic(x)]
             ttime = [x for x in target.dims if self.dims.is_dynamic(x)]
-            if len(time) != 1 or len(ttime) != 1:
-                raise Refused(full, "softmax", "a ce loss needs one time dim in its output and target")
-            self.dims.join(time[0], ttime[0])  # RETURNN needs the same lengths
+            if len(time) != len(ttime) or len(time) > 1:  # none: a loss per sequence (a speaker's label)
+                raise Refused(full, "softmax", "a ce loss needs one time dim in its output and target, or none")
+            if time:
+                self.dims.join(time[0], ttime[0])  # RETURNN needs the same lengths
             p = None
             if full in getattr(self, "_prob_ce", ()):  # probabilities: -log(max(p(target), 1e-20))
                 self.imports |= {"log", "maximum", "one_hot", "reduce_sum"}
@@ -250,11 +250,17 @@ class LossLayers:
         self.loss_names[layer] = loss_name
 
 
-# losses computed by RASR (through Sprint) from an alignment netc cannot make: left out, with a note
+# losses computed by RASR (through Sprint) from an alignment netc cannot make, or from a search's
+# hypotheses in training: left out, with a note
 RASR_LOSSES = {
     "via_layer": "its gradient is that of another layer's alignment, RASR's through Sprint (`fast_bw`)",
     "fast_bw": "its alignment is RASR's full-sum Baum-Welch through Sprint",
     "sprint": "it is computed by RASR through Sprint",
+}
+# losses of a search's hypotheses in training (minimum-WER training on `extra.search:output`): the
+# layer, built only for its loss, is left out with it (its search is RETURNN's training schedule)
+SEARCH_LOSSES = {
+    "expected_loss": "the expected error of a search's n-best hypotheses in training (minimum-WER training)"
 }
 # `tf.nn.ctc_loss` options of RETURNN's `ctc_opts` that give netc's loss: TF's defaults, and
 # `ignore_longer_outputs_than_inputs` (it only changes sequences whose labels do not fit).

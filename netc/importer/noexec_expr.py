@@ -108,6 +108,8 @@ class Expressions(ConfigReads):
             value = Special("config")
         elif node.id in SAFE_BUILTINS:
             value = SAFE_BUILTINS[node.id]
+        elif node.id == "eval" and called:  # of a Python literal only (`e_Call`)
+            value = builtins.eval
         elif hasattr(builtins, node.id):
             raise self.refuse(node, f"{'a call of ' if called else ''}the builtin `{node.id}`")
         else:
@@ -207,7 +209,7 @@ class Expressions(ConfigReads):
         value = None
         for v in node.values:
             value = self.eval(v)
-            if not isinstance(value, PLAIN | DimValue):
+            if not isinstance(value, (*PLAIN, DimValue)):
                 raise self.refuse(v, f"the truth of {describe(value)}")
             if isinstance(node.op, ast.And) != bool(value):
                 return value
@@ -371,6 +373,11 @@ class Expressions(ConfigReads):
         args, kwargs = self.arguments(node)
         if isinstance(f, Special) and f.name in ("Dim", "FeatureDim", "SpatialDim"):
             return self.make_dim(node, f.name, args, kwargs)
+        if f is builtins.eval and len(args) == 1 and not kwargs and isinstance(args[0], str):
+            try:  # `eval(config.value("zips", "None"))`: of a string that is a Python literal, its value
+                return self.made(node, ast.literal_eval(args[0].strip()))
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                raise self.refuse(node.func, f"`eval` of {args[0][:40]!r} (of a Python literal it is)") from None
         if not any(f is b for b in SAFE_BUILTINS.values()):
             raise self.refuse(node.func, f"a call of {describe(f)}")
         if f is range:

@@ -99,5 +99,9 @@ def value_sources(d: dict) -> list[str]:
 def feature(val: Val, dims: DimTable) -> str:
     feats = [x for x in val.dims if dims.is_static(x)]
     if val.sparse is not None or len(feats) != 1:
-        raise Refused(str(val.expr.value if isinstance(val.expr, cst.Name) else "?"), "?", "needs one feature dim")
+        why = "needs one feature dim"
+        if val.sparse is None and feats:  # which of them is RETURNN's feature axis netc does not track
+            shown = ", ".join(f"`{dims.dims[dims.find(x)].name}` ({dims.size(x)})" for x in feats)
+            why += f" (it has {len(feats)} static dims: {shown})"
+        raise Refused(str(val.expr.value if isinstance(val.expr, cst.Name) else "?"), "?", why)
     return feats[0]

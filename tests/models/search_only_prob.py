@@ -1,6 +1,7 @@
 """`searching()` in a decoder, its value read in the loop: an `if` on it with a state only the
 search advances (not computed in training), `where` on it over an encoder value (the search reads the other branch than training), and `choice` over
-probabilities (`input_type="prob"`, the search takes their log)."""
+probabilities (`input_type="prob"`, the search takes their log); a loss of the probabilities times the
+target's one-hot labels (an imported `ce` on probabilities: nothing of it exists while searching)."""
 
 from netc import (
     Dim,
@@ -16,10 +17,14 @@ from netc import (
     end,
     log,
     mark_as_loss,
+    maximum,
     network,
+    one_hot,
     reduce_mean,
+    reduce_sum,
     searching,
     softmax,
+    stack,
     tanh,
     where,
     zeros,
@@ -54,4 +59,5 @@ def search_only_prob(x: Tensor[batch, time, feat], y: Labels[batch, dec, vocab])
         if end(label == 0):
             break
     mark_as_loss(cross_entropy(log(probs), y, axis=vocab), "ce")
+    mark_as_loss(-log(maximum(reduce_sum(stack(probs) * one_hot(y), axis=vocab), 1e-20)), "ce_probs")
     return {"output": labels, "probs": probs}
