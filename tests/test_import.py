@@ -97,9 +97,13 @@ def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3, sa
         net = TFNetwork(config=cfg, train_flag=train_flag)
         net.construct_from_dict(cfg.typed_value("network"))
         feed, inputs, lens, tag_lens = {train_flag: False}, {}, {}, {}
+        registered = {
+            ld.get("register_as_extern_data") for ld in cfg.typed_value("network").values() if isinstance(ld, dict)
+        }
         for key, data in net.extern_data.data.items():
             dyn = [d for d in data.dim_tags if d.is_dynamic() and not d.is_batch_dim()]
-            if not dyn or data.placeholder.op.type != "Placeholder":  # a layer's (`register_as_extern_data`)
+            # a layer's (`register_as_extern_data`; a reinterpreted input's has the input's placeholder)
+            if not dyn or data.placeholder.op.type != "Placeholder" or key in registered:
                 continue
             tag = dyn[0]
             if tag not in tag_lens:

@@ -23,6 +23,8 @@ CASES = {
     "set_axes": ("corpus_set_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "ce_probs": ("corpus_ce_probs.config", [[6, 4, 5], [3, 2, 4]]),  # a decoder's targets
     "masked": ("corpus_masked.config", [[7, 4, 6]]),  # the alignment over the features' frames
+    # the alignment over the pooled encoder's frames (half the features', multiples of the pool's 2)
+    "size_base": ("corpus_size_base.config", [[8, 4, 6], [4, 2, 3]]),
 }
 
 

@@ -10,8 +10,9 @@ import ast
 
 import libcst as cst
 
+from netc.importer.arith import _ACTIVATION_FORMS
 from netc.importer.dims import BATCH
-from netc.importer.syntax import Expr, call, name, num
+from netc.importer.syntax import Expr, call, compare, name, num
 from netc.importer.values import Refused, Val, feature
 
 # TF function (as written after `tf.`) -> netc function of one tensor
@@ -55,6 +56,15 @@ AXIS_FUNCTIONS = {
     "math.reduce_max": "reduce_max",
     "reduce_logsumexp": "logsumexp",
     "math.reduce_logsumexp": "logsumexp",
+}
+# TF's logical functions of bools -> (netc's form, the number of arguments)
+LOGICAL = {
+    "logical_and": ("and", 2),
+    "math.logical_and": ("and", 2),
+    "logical_or": ("or", 2),
+    "math.logical_or": ("or", 2),
+    "logical_not": ("not", 1),
+    "math.logical_not": ("not", 1),
 }
 _BINOPS = {ast.Add: (cst.Add, 1), ast.Sub: (cst.Subtract, 1), ast.Mult: (cst.Multiply, 2), ast.Div: (cst.Divide, 2)}
 _POW = 4
@@ -190,6 +200,13 @@ class EvalMapper:
                 9,
                 True,
             )
+        if fn in LOGICAL and len(args) == LOGICAL[fn][1]:
+            return self.logical(LOGICAL[fn][0], args), 0, True
+        form = _ACTIVATION_FORMS.get(fn.removeprefix("nn.").removeprefix("math."))
+        if form is not None and fn not in UNARY and len(args) == 1:  # `tf.log_sigmoid`: as the activation
+            arg = self.tensor(args[0])
+            self.imp.imports.update(form[1])
+            return self.like(form[0](_paren(arg, not isinstance(arg, cst.Name | cst.Call))), arg), 0, True
         if fn in UNARY and len(args) == 1:
             arg = self.tensor(args[0])
             self.imp.imports.add(UNARY[fn])
@@ -215,6 +232,22 @@ class EvalMapper:
             axis = self.imp.dim(feature(src, self.imp.dims))
             return call(SOFTMAX[fn], self.tensor(args[0]), axis=axis), 9, True
         raise self.refuse(f"`tf.{fn}` with {len(args)} argument{'s' if len(args) != 1 else ''}")
+
+    def logical(self, kind: str, args: list[ast.AST]) -> Expr:
+        """`tf.logical_and/or/not` of bools: netc has no logical operators, so their 0/1 values as
+        floats, compared (`cast(a, "float32") * cast(b, "float32") > 0.0`; `+` for or; `== 0.0` for
+        not)."""
+        parts = []
+        for arg in args:
+            x = self.tensor(arg)
+            self.dims(x)  # not labels
+            parts.append(self.like(call("cast", x, cst.SimpleString('"float32"')), x))
+        self.imp.imports.add("cast")
+        if kind == "not":
+            return self.like(compare("==", parts[0], num(0.0)), parts[0])
+        op = cst.Multiply() if kind == "and" else cst.Add()
+        both = self.broadcast(cst.BinaryOperation(parts[0], op, parts[1]), (parts[0], True), (parts[1], True))
+        return self.like(compare(">", both, num(0.0)), both)
 
     def to_float(self, arg: ast.AST) -> Expr:
         """`tf.to_float(x)`, `tf.cast(x, tf.float32)`: of labels (an `argmax`, a label source) their
