@@ -926,7 +926,8 @@ network = {
             '"from": "data",',
             5,
             '"output"',
-            "layer `output` (rec): a decoder over the frames of `from` with an `end` layer (it ends with the frames)",
+            "layer `output` (rec): a decoder over the frames of `from` with an `end` layer (it ends with the frames; "
+            "RNN-T's unit",
         ),
         (  # hard attention: a position chosen beside the label, each step
             '"end": {',

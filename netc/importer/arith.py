@@ -318,6 +318,13 @@ class ArithLayers:
             raise Refused(full, "reduce", "labels (sparse) as the input")
         axes = d.get("axes", d.get("axis"))
         axes = list(axes) if isinstance(axes, list | tuple) else [axes]
+        if any(isinstance(a, str) and a.lower() in ("b", "bt", "tb", "batch", "bf", "fb", "btf") for a in axes):
+            raise Refused(
+                full,
+                "reduce",
+                f"axes {axes!r}: over the batch axis (a value of the whole batch, e.g. a label prior over all its "
+                "frames; netc computes each sequence on its own, a batch-wide statistic is not in the language)",
+            )
         keys = [self._axis(src, a) for a in axes]
         if None in keys or not keys or any(k not in src.dims for k in keys):
             raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags of the input are)")

@@ -65,7 +65,12 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
     if sources(d):  # one class per frame of `from`
         if end is not None:
             raise Refused(
-                full, "rec", "a decoder over the frames of `from` with an `end` layer (it ends with the frames)"
+                full,
+                "rec",
+                "a decoder over the frames of `from` with an `end` layer (it ends with the frames; RNN-T's unit, "
+                "a step per label or blank until the `end` on its frame position, trained full-sum by the config's "
+                "loss function on the lattice RETURNN's loop optimisation computes: netc's decoder over frames takes "
+                "one class per frame, and netc's RNN-T is `rnnt_loss`/`transducer_search`, not a rec unit)",
             )
         bound, step, tail = _frames(imp, d, scope, var, full, inner)
         comment = f"layer {layer!r}: a decoder, one class per frame"
@@ -185,7 +190,14 @@ def _frames(imp, d: dict, scope: Scope, var: str, full: str, inner: Scope) -> tu
         raise Refused(full, "rec", "a decoder over a `from` that is not one sequence of vectors")
     axis = axes[0]
     if imp.dims.find(axis) != imp.dims.find(inner.time):
-        raise Refused(full, "rec", "a decoder over the frames of `from` whose `choice` target is over another time dim")
+        raise Refused(
+            full,
+            "rec",
+            "a decoder over the frames of `from` whose `choice` target is over another time dim (full-sum "
+            "training: the target the label sequence, not one label per frame; RETURNN's loop optimisation "
+            "computes the (frame, label) lattice for the config's loss function, netc's decoder over frames "
+            "trains on a frame-level alignment)",
+        )
     # `max_seq_len` is left out: without an `end` layer RETURNN's loop runs over the frames (or the
     # target's) and reads the bound only to unroll
     if isinstance(src.expr, cst.Name) and not src.is_list:
