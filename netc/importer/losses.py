@@ -47,11 +47,12 @@ class LossLayers:
         ctc = self._ctc_dim(d, full)
         if self.dims.size(feat) != self.dims.size(ctc):
             raise Refused(full, d.get("class", "?"), "a CTC loss needs one class more than its target")
-        return self._as_classes(val, ctc, scope, full)
+        return self._as_classes(val, ctc, scope, full, classes_root=True)
 
-    def _as_classes(self, val: Val, classes: str, scope, full: str) -> Val:
+    def _as_classes(self, val: Val, classes: str, scope, full: str, classes_root: bool = False) -> Val:
         """`val` over `classes`, a dim of its feature dim's size: the two joined into one dim (a
-        concatenation's dim its root: its parts fix its name), or, both concatenations of other
+        concatenation's dim its root: its parts fix its name; else the feature dim, or `classes`
+        with `classes_root`), or, both concatenations of other
         parts (netc's `concat` makes its own dim), its values read over `classes` (`onto_classes`)."""
         from netc.importer.decoders import onto_classes
 
@@ -61,7 +62,9 @@ class LossLayers:
             return val
         if self.dims.dims[a].parts and self.dims.dims[b].parts:
             return onto_classes(self, val, classes, scope, f"{identifier(full.rsplit('/', 1)[-1])}_classes")
-        self.dims.join(*((a, b) if self.dims.dims[a].parts else (b, a)))
+        if self.dims.dims[b].parts or (classes_root and not self.dims.dims[a].parts):
+            a, b = b, a
+        self.dims.join(a, b)
         return val
 
     def _ctc_dim(self, d: dict, full: str) -> str:

@@ -191,12 +191,15 @@ class States:
         return all(self._per_sequence(x, scope, seen | {key}) for x in sources(d) if isinstance(x, str))
 
     def _bool_state(self, layer: str, d: dict, scope: Scope, init: bool) -> Val:
-        """`prev:` of a `compare` (or an `eval` of `tf.logical_and/or/not`) with a bool
-        `initial_output` (RNA setups' `emit`): one bool per sequence, `full(batch, value=init, dtype="bool")` before the loop."""
+        """`prev:` of a `compare` (or an `eval` of `tf.logical_and/or/not`, or a `copy` of one) with
+        a bool `initial_output` (RNA setups' `emit`): one bool per sequence, `full(batch, value=init, dtype="bool")` before the loop."""
         srcs = [s for s in sources(d) if isinstance(s, str)]
-        logical = d.get("class") == "eval" and _is_logical(d.get("eval"))  # a bool by its outermost call
-        if (d.get("class") != "compare" and not logical) or any(s.startswith("prev:") for s in srcs):
-            raise Refused(self._full(layer, scope), str(d.get("class")), "a bool initial_output (of a `compare`)")
+        if not _is_bool(d, scope.layers) or any(s.startswith("prev:") for s in srcs):
+            raise Refused(
+                self._full(layer, scope),
+                str(d.get("class")),
+                "a bool initial_output (of a `compare`, a logical `eval` or a `copy` of one)",
+            )
         if not all(self._per_sequence(s, scope, {layer}) for s in srcs):
             raise Refused(self._full(layer, scope), "compare", "a bool state other than one per sequence")
         var = scope.names[layer]
@@ -205,6 +208,17 @@ class States:
         scope.outer.stmts.append(Assign([var], value, comment="initial state"))
         scope.states[layer] = Val(name(var), (BATCH,))
         return Val(name(PREV + var), (BATCH,))
+
+
+def _is_bool(d: dict, layers: dict, depth: int = 0) -> bool:
+    """Whether a unit layer's value is a bool by its class: a `compare`, an `eval` of TF's logical
+    functions, or a `copy` of one such layer of the unit."""
+    if d.get("class") == "compare" or (d.get("class") == "eval" and _is_logical(d.get("eval"))):
+        return True
+    srcs = sources(d)
+    if d.get("class") != "copy" or len(srcs) != 1 or depth > 10 or not isinstance(layers.get(srcs[0]), dict):
+        return False
+    return _is_bool(layers[srcs[0]], layers, depth + 1)
 
 
 def _is_logical(code: object) -> bool:
