@@ -1053,7 +1053,10 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
             '{"class": "eval", "eval": "tf.exp(source(0))", "loss": "ce", "target": "classes"}',
             "a ce loss on values whose feature dim is not the target's classes",
         ),
-        ('{"class": "reinterpret_data", "size_base": 3}', "size_base: a layer of one time dim, the base of one time dim"),
+        (
+            '{"class": "reinterpret_data", "size_base": 3}',
+            "size_base: a layer of one time dim, the base of one time dim",
+        ),
         ('{"class": "window", "window_size": 3, "stride": 0}', "stride 0 (a positive int)"),
         ('{"class": "window", "window_size": 3, "padding": "valid", "window_left": 1}', "window_left/window_right wi"),
         ('{"class": "window", "window_size": 3, "padding": "causal"}', "padding 'causal' ('same' or 'valid' are supp"),
