@@ -290,7 +290,8 @@ class ArithLayers:
             return True
         if cls == "variable":  # its `shape` in order, a batch axis (`add_batch_axis`) first
             return not d.get("add_time_axis")
-        if cls in ("eval", "combine", "activation", "copy", "dropout") and sources(d):
+        if cls in ("eval", "combine", "activation", "copy", "dropout", "slice", "pool") and sources(d):
+            # (a `slice` keeps its input's layout; a `pool` gives its channels last)
             return self._feature_last(sources(d)[0], scope, depth + 1)
         return False
 

@@ -183,6 +183,8 @@ class EvalMapper:
         fn = "tf." + fn[3:].removeprefix("compat.v1.")  # TF 1's names (`tf.to_float`) as TF 2 keeps them
         if fn[3:] in AXIS_FUNCTIONS:
             return self.axis_function(fn[3:], node), 9, True
+        if fn[3:] in ("math.l2_normalize", "nn.l2_normalize", "linalg.l2_normalize"):
+            return self.l2_normalize(node), 2, True
         if node.keywords:
             raise self.refuse(f"`{ast.unparse(node)}`")
         fn, args = fn[3:], node.args
@@ -281,6 +283,29 @@ class EvalMapper:
                 "feature axis is last in RETURNN's layout, as a `linear`'s, it is)"
             )
         return feat
+
+    def l2_normalize(self, node: ast.Call) -> Expr:
+        """`tf.math.l2_normalize(x, axis=k)` over the feature axis (k −1, or the last of x's axes:
+        RETURNN's layout of a source whose feature axis is last): TF's `x / sqrt(max(sum(x²),
+        1e-12))`, the sum over that axis."""
+        kw = {k.arg: k.value for k in node.keywords}
+        args = list(node.args)
+        if len(args) == 2 and "axis" not in kw:
+            kw["axis"] = args.pop()
+        if len(args) != 1 or set(kw) - {"axis"} or "axis" not in kw:
+            raise self.refuse(f"`{ast.unparse(node)}`")
+        x = self.tensor(args[0])
+        dims, sparse = self.dims(x)
+        if sparse is not None or self.number(kw["axis"]) not in (-1, len(dims) - 1):
+            raise self.refuse(f"`{ast.unparse(node)}` (axis -1, or the last of the value's axes, the feature axis, is)")
+        feat = self.imp.dim(self.axis_of(args[0], x, "math.l2_normalize"))
+        self.imp.imports |= {"sqrt", "maximum", "reduce_sum"}
+        x = _paren(x, not isinstance(x, cst.Name | cst.Call))
+        norm = call(
+            "sqrt",
+            call("maximum", call("reduce_sum", cst.BinaryOperation(x, cst.Multiply(), x), axis=feat), num(1e-12)),
+        )
+        return self.mark(cst.BinaryOperation(x, cst.Divide(), norm), dims)
 
     def axis_function(self, fn: str, node: ast.Call) -> Expr:
         """`tf.squeeze(x, axis=-1)` of a feature axis of size 1, `tf.argmax(x, axis=-1)` (labels over
