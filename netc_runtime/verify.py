@@ -72,6 +72,28 @@ def made_lengths(g: Graph, lens: dict[str, list[int]]) -> dict[str, list[int]]:
     return known
 
 
+def fitted_inputs(g: Graph) -> dict[str, str]:
+    """Input dims read over a dim an op makes by `fit_frames` (an alignment over a downsampled
+    encoder's frames, RETURNN's `size_base`): input dim -> that dim. Such an input has one frame
+    per frame of it, so its lengths are drawn as that dim's."""
+    dyn = set(input_dyn_dims(g))
+    out: dict[str, str] = {}
+    for op in ops(g.body):
+        if op.op == "fit_frames" and op.attrs["axis"] in dyn and op.attrs["out_axis"] not in dyn:
+            out.setdefault(op.attrs["axis"], op.attrs["out_axis"])
+    return out
+
+
+def tie_fitted(g: Graph, lens: dict) -> dict:
+    """`lens` with each input dim of `fitted_inputs` as long as the dim it is read over."""
+    out = dict(lens)
+    for d, base in fitted_inputs(g).items():
+        known = made_lengths(g, {k: [int(n) for n in v] for k, v in out.items() if k != d})
+        if base in known and d in out:
+            out[d] = np.asarray(known[base], dtype=np.int64) if isinstance(out[d], np.ndarray) else list(known[base])
+    return out
+
+
 def _draw(top: int, batch: int, rng: np.random.Generator) -> list[int]:
     """`top` first, then shorter ones, longest first (all 1 when `top` is 1)."""
     return [top] + (
@@ -118,7 +140,8 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
     label class, whose repeats need blanks between them); `random_inputs` then keeps their
     repeats within the frames. An `rnnt_loss`'s labels+1 dim gets its labels' lengths plus one
     (`rnnt_pred_dims`). A `choice` loop's target is no longer than the loop's bound
-    (`choice_target_bounds`): training runs over all of its frames."""
+    (`choice_target_bounds`): training runs over all of its frames. An input read over a dim an op
+    makes (`fit_frames`) gets that dim's lengths (`fitted_inputs`)."""
     dyn = input_dyn_dims(g)
     sizes = {d.name: d.size for d in g.dims if d.kind == "dynamic"}
     ctc: dict[str, list[CtcLabels]] = {}
@@ -150,6 +173,7 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
         known = made_lengths(g, {k: v for k, v in lens.items() if k != d})  # e.g. a pooled encoder's time
         if frames in known:
             lens[d] = [max(1, min(n, scale * m + offset)) for n, m in zip(lens[d], known[frames])]
+    lens = tie_fitted(g, lens)  # an input over a made dim's frames: its lengths
     for pred, label_dim in rnnt_pred_dims(g).items():  # one frame more than the labels
         lens[pred] = [n + 1 for n in lens[label_dim]]
     return {d: np.asarray(lens[d], dtype=np.int64) for d in dyn}

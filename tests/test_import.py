@@ -97,9 +97,13 @@ def run_original(config: Path, sets, lengths: list[list[int]], seed: int = 3, sa
         net = TFNetwork(config=cfg, train_flag=train_flag)
         net.construct_from_dict(cfg.typed_value("network"))
         feed, inputs, lens, tag_lens = {train_flag: False}, {}, {}, {}
+        registered = {
+            ld.get("register_as_extern_data") for ld in cfg.typed_value("network").values() if isinstance(ld, dict)
+        }
         for key, data in net.extern_data.data.items():
             dyn = [d for d in data.dim_tags if d.is_dynamic() and not d.is_batch_dim()]
-            if not dyn or data.placeholder.op.type != "Placeholder":  # a layer's (`register_as_extern_data`)
+            # a layer's (`register_as_extern_data`; a reinterpreted input's has the input's placeholder)
+            if not dyn or data.placeholder.op.type != "Placeholder" or key in registered:
                 continue
             tag = dyn[0]
             if tag not in tag_lens:
@@ -926,7 +930,8 @@ network = {
             '"from": "data",',
             5,
             '"output"',
-            "layer `output` (rec): a decoder over the frames of `from` with an `end` layer (it ends with the frames)",
+            "layer `output` (rec): a decoder over the frames of `from` with an `end` layer (it ends with the frames; "
+            "RNN-T's unit",
         ),
         (  # hard attention: a position chosen beside the label, each step
             '"end": {',
@@ -1052,7 +1057,10 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
             '{"class": "eval", "eval": "tf.exp(source(0))", "loss": "ce", "target": "classes"}',
             "a ce loss on values whose feature dim is not the target's classes",
         ),
-        ('{"class": "reinterpret_data", "size_base": 3}', "size_base: a layer of one time dim, the base's an input's"),
+        (
+            '{"class": "reinterpret_data", "size_base": 3}',
+            "size_base: a layer of one time dim, the base of one time dim",
+        ),
         ('{"class": "window", "window_size": 3, "stride": 0}', "stride 0 (a positive int)"),
         ('{"class": "window", "window_size": 3, "padding": "valid", "window_left": 1}', "window_left/window_right wi"),
         ('{"class": "window", "window_size": 3, "padding": "causal"}', "padding 'causal' ('same' or 'valid' are supp"),

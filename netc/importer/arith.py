@@ -201,6 +201,7 @@ class ArithLayers:
         vals = [self.get(s, scope) for s in sources(d)]
         if not vals:
             raise Refused(full, "combine", "it has no input")
+        vals = self._broadcast_ones(vals)
         dims = max((v.dims for v in vals), key=len)
         if kind in COMBINE:
             expr = vals[0].tensor()
@@ -216,6 +217,22 @@ class ArithLayers:
         val = self._activation(Val(expr, dims), d.get("activation"), full, "combine")
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims)
+
+    def _broadcast_ones(self, vals: list[Val]) -> list[Val]:
+        """Values whose feature dims differ, some of size 1 (RETURNN broadcasts those: the
+        transducer setups' label log-probs plus one emit log-prob): each size-1 feature dim read
+        as its one value, `reduce_sum(x, axis=one)` (netc's dims are named, it would not)."""
+        feats = {self.dims.find(v.dims[-1]) for v in vals if v.dims and self.dims.is_static(v.dims[-1])}
+        if len(feats) < 2:
+            return vals
+        out = []
+        for v in vals:
+            last = v.dims[-1] if v.dims and v.sparse is None else None
+            if last is not None and self.dims.is_static(last) and self.dims.size(last) == 1:
+                self.imports.add("reduce_sum")
+                v = Val(call("reduce_sum", v.tensor(), axis=self.dim(last)), v.dims[:-1])
+            out.append(v)
+        return out
 
     def _l_eval(self, layer, d, scope, var, full) -> Val:
         """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`); one
@@ -293,7 +310,8 @@ class ArithLayers:
             return True
         if cls == "variable":  # its `shape` in order, a batch axis (`add_batch_axis`) first
             return not d.get("add_time_axis")
-        if cls in ("eval", "combine", "activation", "copy", "dropout") and sources(d):
+        if cls in ("eval", "combine", "activation", "copy", "dropout", "slice", "pool") and sources(d):
+            # (a `slice` keeps its input's layout; a `pool` gives its channels last)
             return self._feature_last(sources(d)[0], scope, depth + 1)
         if cls == "subnetwork" and isinstance(d.get("subnetwork"), dict):  # its `output` layer's layout
             inner = SimpleNamespace(layers=d["subnetwork"], outer=scope)
@@ -324,6 +342,13 @@ class ArithLayers:
             raise Refused(full, "reduce", "labels (sparse) as the input")
         axes = d.get("axes", d.get("axis"))
         axes = list(axes) if isinstance(axes, list | tuple) else [axes]
+        if any(isinstance(a, str) and a.lower() in ("b", "bt", "tb", "batch", "bf", "fb", "btf") for a in axes):
+            raise Refused(
+                full,
+                "reduce",
+                f"axes {axes!r}: over the batch axis (a value of the whole batch, e.g. a label prior over all its "
+                "frames; netc computes each sequence on its own, a batch-wide statistic is not in the language)",
+            )
         keys = [self._axis(src, a) for a in axes]
         if None in keys or not keys or any(k not in src.dims for k in keys):
             raise Refused(full, "reduce", f"axes {axes!r} not supported (T, F or dim tags of the input are)")

@@ -65,7 +65,12 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
     if sources(d):  # one class per frame of `from`
         if end is not None:
             raise Refused(
-                full, "rec", "a decoder over the frames of `from` with an `end` layer (it ends with the frames)"
+                full,
+                "rec",
+                "a decoder over the frames of `from` with an `end` layer (it ends with the frames; RNN-T's unit, "
+                "a step per label or blank until the `end` on its frame position, trained full-sum by the config's "
+                "loss function on the lattice RETURNN's loop optimisation computes: netc's decoder over frames takes "
+                "one class per frame, and netc's RNN-T is `rnnt_loss`/`transducer_search`, not a rec unit)",
             )
         bound, step, tail = _frames(imp, d, scope, var, full, inner)
         comment = f"layer {layer!r}: a decoder, one class per frame"
@@ -99,7 +104,19 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     if input_type == "prob" and probs.logits is None:
         raise Refused(full, "choice", f"`choice` of `{srcs[0]}`, not a `softmax` layer")
     target = imp._target(d, full)
-    if input_type == "log_prob" and (probs.sparse is not None or probs.dims[-1:] != (target.sparse,)):
+    if not _input_labels(imp, d["target"]):
+        raise Refused(
+            full,
+            "choice",
+            f"target {d['target']!r}: a layer's value (`register_as_extern_data`) other than an input's labels "
+            "as they are (netc's `choice` trains on an input's labels)",
+        )
+    feat = probs.dims[-1] if probs.dims else None
+    if input_type == "log_prob" and probs.sparse is None and feat is not None and imp.dims.is_static(feat):
+        if imp.dims.size(feat) == imp.dims.size(target.sparse):  # the target's classes (a concatenation's)
+            probs = imp._as_classes(probs, target.sparse, scope, full)
+    same = bool(probs.dims) and imp.dims.find(probs.dims[-1]) == imp.dims.find(target.sparse)
+    if input_type == "log_prob" and (probs.sparse is not None or not same):
         raise Refused(full, "choice", f"`choice` of `{srcs[0]}`, not log-probabilities over the target's classes")
     if d.get("length_normalization", True) is not True and d.get("length_normalization") is not False:
         raise Refused(full, "choice", "length_normalization other than True/False")
@@ -117,6 +134,52 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     return Val(name(var), probs.dims[:1], target.sparse)
 
 
+def _input_labels(imp, key: str, depth: int = 0) -> bool:
+    """Whether target `key` is an input's labels as they are: an `extern_data` input, or a layer
+    registered as one (`register_as_extern_data`) that copies such (a `copy`, an identity `eval`
+    or `reinterpret_data` without `size_base`, through `data:` keys)."""
+    key = key.removeprefix("data:")
+    if key in imp.cfg.inputs or depth > 20:
+        return key in imp.cfg.inputs
+    net = imp.cfg.network
+    layer = next(
+        (n for n, ld in net.items() if isinstance(ld, dict) and ld.get("register_as_extern_data") == key), None
+    )
+    while layer is not None and not layer.startswith("data:") and isinstance(net.get(layer), dict):
+        ld = net[layer]
+        srcs = sources(ld)
+        copies = ld.get("class") == "copy" or (ld.get("class") == "eval" and str(ld.get("eval")).strip() == "source(0)")
+        copies = copies or (ld.get("class") == "reinterpret_data" and "size_base" not in ld)
+        if not copies or len(srcs) != 1 or not isinstance(srcs[0], str):
+            return False
+        layer = srcs[0]
+    return layer is not None and layer.startswith("data:") and _input_labels(imp, layer, depth + 1)
+
+
+def onto_classes(imp, val: Val, classes: str, scope: Scope, var: str) -> Val:
+    """Scores over a concatenation's dim (`label_log_prob` and `blank_log_prob` side by side: the
+    transducer setups' `output_log_prob`) read as scores over the target's classes of the same
+    size, in order, as RETURNN reads them: `reduce_sum(split_dims(x, axis=a+b, dims=(one,
+    classes)), axis=one)`, each value kept (the one of a size-1 dim). `val` itself otherwise."""
+    last = val.dims[-1] if val.dims else None
+    if last is None or not imp.dims.is_static(last) or not imp.dims.dims[imp.dims.find(last)].parts:
+        return val
+    if imp.dims.size(last) != imp.dims.size(classes) or classes in val.dims:
+        return val
+    one = imp.dims.static(1, "one")
+    split = call(
+        "split_dims",
+        val.tensor(),
+        axis=imp.dim(last),
+        dims=cst.Tuple([cst.Element(imp.dim(one)), cst.Element(imp.dim(classes))]),
+    )
+    imp.imports |= {"split_dims", "reduce_sum"}
+    var = imp.fresh(var)
+    comment = "the concatenated scores as the target's classes"
+    scope.stmts.append(Assign([var], call("reduce_sum", split, axis=imp.dim(one)), comment=comment))
+    return Val(name(var), (*val.dims[:-1], classes), None, log_probs=val.log_probs)
+
+
 def _frames(imp, d: dict, scope: Scope, var: str, full: str, inner: Scope) -> tuple[Expr, list, list]:
     """A decoder over the frames of the rec layer's `from`: the loop's bound, the statement that
     reads the step's frame (`data:source`), and the position's count with the `end` after the last
@@ -127,9 +190,16 @@ def _frames(imp, d: dict, scope: Scope, var: str, full: str, inner: Scope) -> tu
         raise Refused(full, "rec", "a decoder over a `from` that is not one sequence of vectors")
     axis = axes[0]
     if imp.dims.find(axis) != imp.dims.find(inner.time):
-        raise Refused(full, "rec", "a decoder over the frames of `from` whose `choice` target is over another time dim")
-    if "max_seq_len" in d:
-        raise Refused(full, "rec", "max_seq_len on a decoder over the frames of `from` (it ends with the frames)")
+        raise Refused(
+            full,
+            "rec",
+            "a decoder over the frames of `from` whose `choice` target is over another time dim (full-sum "
+            "training: the target the label sequence, not one label per frame; RETURNN's loop optimisation "
+            "computes the (frame, label) lattice for the config's loss function, netc's decoder over frames "
+            "trains on a frame-level alignment)",
+        )
+    # `max_seq_len` is left out: without an `end` layer RETURNN's loop runs over the frames (or the
+    # target's) and reads the bound only to unroll
     if isinstance(src.expr, cst.Name) and not src.is_list:
         seq = src.expr
     else:

@@ -10,8 +10,9 @@ import ast
 
 import libcst as cst
 
+from netc.importer.arith import _ACTIVATION_FORMS
 from netc.importer.dims import BATCH
-from netc.importer.syntax import Expr, call, name, num
+from netc.importer.syntax import Expr, call, compare, name, num
 from netc.importer.values import Refused, Val, feature
 
 # TF function (as written after `tf.`) -> netc function of one tensor
@@ -57,6 +58,15 @@ AXIS_FUNCTIONS = {
     "math.reduce_logsumexp": "logsumexp",
 }
 _INTEGER = {"floordiv", "math.floordiv", "floormod", "math.floormod", "mod", "math.mod", "truncatediv", "truncatemod"}
+# TF's logical functions of bools -> (netc's form, the number of arguments)
+LOGICAL = {
+    "logical_and": ("and", 2),
+    "math.logical_and": ("and", 2),
+    "logical_or": ("or", 2),
+    "math.logical_or": ("or", 2),
+    "logical_not": ("not", 1),
+    "math.logical_not": ("not", 1),
+}
 _BINOPS = {ast.Add: (cst.Add, 1), ast.Sub: (cst.Subtract, 1), ast.Mult: (cst.Multiply, 2), ast.Div: (cst.Divide, 2)}
 _POW = 4
 
@@ -176,6 +186,8 @@ class EvalMapper:
         fn = "tf." + fn[3:].removeprefix("compat.v1.")  # TF 1's names (`tf.to_float`) as TF 2 keeps them
         if fn[3:] in AXIS_FUNCTIONS:
             return self.axis_function(fn[3:], node), 9, True
+        if fn[3:] in ("math.l2_normalize", "nn.l2_normalize", "linalg.l2_normalize"):
+            return self.l2_normalize(node), 2, True
         if node.keywords:
             raise self.refuse(f"`{ast.unparse(node)}`")
         fn, args = fn[3:], node.args
@@ -193,6 +205,13 @@ class EvalMapper:
                 9,
                 True,
             )
+        if fn in LOGICAL and len(args) == LOGICAL[fn][1]:
+            return self.logical(LOGICAL[fn][0], args), 0, True
+        form = _ACTIVATION_FORMS.get(fn.removeprefix("nn.").removeprefix("math."))
+        if form is not None and fn not in UNARY and len(args) == 1:  # `tf.log_sigmoid`: as the activation
+            arg = self.tensor(args[0])
+            self.imp.imports.update(form[1])
+            return self.like(form[0](_paren(arg, not isinstance(arg, cst.Name | cst.Call))), arg), 0, True
         if fn in UNARY and len(args) == 1:
             arg = self.tensor(args[0])
             self.imp.imports.add(UNARY[fn])
@@ -223,6 +242,22 @@ class EvalMapper:
                 "another class dim: netc's labels have no arithmetic)"
             )
         raise self.refuse(f"`tf.{fn}` with {len(args)} argument{'s' if len(args) != 1 else ''}")
+
+    def logical(self, kind: str, args: list[ast.AST]) -> Expr:
+        """`tf.logical_and/or/not` of bools: netc has no logical operators, so their 0/1 values as
+        floats, compared (`cast(a, "float32") * cast(b, "float32") > 0.0`; `+` for or; `== 0.0` for
+        not)."""
+        parts = []
+        for arg in args:
+            x = self.tensor(arg)
+            self.dims(x)  # not labels
+            parts.append(self.like(call("cast", x, cst.SimpleString('"float32"')), x))
+        self.imp.imports.add("cast")
+        if kind == "not":
+            return self.like(compare("==", parts[0], num(0.0)), parts[0])
+        op = cst.Multiply() if kind == "and" else cst.Add()
+        both = self.broadcast(cst.BinaryOperation(parts[0], op, parts[1]), (parts[0], True), (parts[1], True))
+        return self.like(compare(">", both, num(0.0)), both)
 
     def to_float(self, arg: ast.AST) -> Expr:
         """`tf.to_float(x)`, `tf.cast(x, tf.float32)`: of labels (an `argmax`, a label source) their
@@ -256,6 +291,29 @@ class EvalMapper:
                 "feature axis is last in RETURNN's layout, as a `linear`'s, it is)"
             )
         return feat
+
+    def l2_normalize(self, node: ast.Call) -> Expr:
+        """`tf.math.l2_normalize(x, axis=k)` over the feature axis (k −1, or the last of x's axes:
+        RETURNN's layout of a source whose feature axis is last): TF's `x / sqrt(max(sum(x²),
+        1e-12))`, the sum over that axis."""
+        kw = {k.arg: k.value for k in node.keywords}
+        args = list(node.args)
+        if len(args) == 2 and "axis" not in kw:
+            kw["axis"] = args.pop()
+        if len(args) != 1 or set(kw) - {"axis"} or "axis" not in kw:
+            raise self.refuse(f"`{ast.unparse(node)}`")
+        x = self.tensor(args[0])
+        dims, sparse = self.dims(x)
+        if sparse is not None or self.number(kw["axis"]) not in (-1, len(dims) - 1):
+            raise self.refuse(f"`{ast.unparse(node)}` (axis -1, or the last of the value's axes, the feature axis, is)")
+        feat = self.imp.dim(self.axis_of(args[0], x, "math.l2_normalize"))
+        self.imp.imports |= {"sqrt", "maximum", "reduce_sum"}
+        x = _paren(x, not isinstance(x, cst.Name | cst.Call))
+        norm = call(
+            "sqrt",
+            call("maximum", call("reduce_sum", cst.BinaryOperation(x, cst.Multiply(), x), axis=feat), num(1e-12)),
+        )
+        return self.mark(cst.BinaryOperation(x, cst.Divide(), norm), dims)
 
     def axis_function(self, fn: str, node: ast.Call) -> Expr:
         """`tf.squeeze(x, axis=-1)` of a feature axis of size 1, `tf.argmax(x, axis=-1)` (labels over

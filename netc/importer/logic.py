@@ -316,23 +316,31 @@ class LogicLayers:
         layer's a dim it makes of an input's frames (a hybrid model's upsampled encoder) and the
         base's an input's (the alignment, one label per feature frame): those inputs' time dims are
         one, and each sequence's first n frames are taken (`fit_frames`), as many as RETURNN's
-        lengths mark valid."""
+        lengths mark valid. The base's a dim a layer makes (a downsampled encoder's frames): the
+        layer's frames read over it the same way (an alignment input over the encoder's frames, a
+        pooled i-vector over a strided front end's); `netc verify` draws such an input's lengths
+        as the base's (RETURNN reads the alignment as one label per encoder frame)."""
         base = self.get(d["size_base"], scope) if isinstance(d["size_base"], str) else None
         mine = [x for x in src.dims if self.dims.is_dynamic(x)]
         theirs = [x for x in base.dims if self.dims.is_dynamic(x)] if base else []
-        inputs = {self.dims.find(x) for v in self.inputs.values() for x in v.dims if self.dims.is_dynamic(x)}
-        if len(mine) != 1 or len(theirs) != 1 or self.dims.find(theirs[0]) not in inputs:
-            raise Refused(full, "reinterpret_data", "size_base: a layer of one time dim, the base's an input's")
-        if self.dims.find(mine[0]) in inputs:
-            self.dims.join(theirs[0], mine[0])
+        if len(mine) != 1 or len(theirs) != 1:
+            raise Refused(full, "reinterpret_data", "size_base: a layer of one time dim, the base of one time dim")
+        if self.dims.find(mine[0]) == self.dims.find(theirs[0]):
             return src.tensor(), src.dims
-        others = inputs - {self.dims.find(theirs[0])}
-        if len(others) > 1:  # which input's frames the layer's are made of is not known here
-            raise Refused(
-                full, "reinterpret_data", "size_base: a dim a layer makes, with several inputs' time dims it may be of"
-            )
-        for other in others:  # its frames are the base's: one dim
-            self.dims.join(theirs[0], other)
+        inputs = {self.dims.find(x) for v in self.inputs.values() for x in v.dims if self.dims.is_dynamic(x)}
+        if self.dims.find(theirs[0]) in inputs:
+            if self.dims.find(mine[0]) in inputs:
+                self.dims.join(theirs[0], mine[0])
+                return src.tensor(), src.dims
+            others = inputs - {self.dims.find(theirs[0])}
+            if len(others) > 1:  # which input's frames the layer's are made of is not known here
+                raise Refused(
+                    full,
+                    "reinterpret_data",
+                    "size_base: a dim a layer makes, with several inputs' time dims it may be of",
+                )
+            for other in others:  # its frames are the base's: one dim
+                self.dims.join(theirs[0], other)
         self.imports.add("fit_frames")
         value = call("fit_frames", src.tensor(), axis=self.dim(mine[0]), out_axis=self.dim(theirs[0]))
         return value, tuple(theirs[0] if x == mine[0] else x for x in src.dims)

@@ -44,14 +44,31 @@ class LossLayers:
         self._emit(scope, var, call("softmax", name(logits), axis=self.dim(out)), layer)
         return Val(name(var), dims, logits=Val(name(logits), dims))
 
-    def _ctc_log_probs(self, val: Val, d: dict, full: str) -> Val:
+    def _ctc_log_probs(self, val: Val, d: dict, full: str, scope) -> Val:
         """Log-probabilities over a dim of the target's classes plus one: that dim is the CTC's
         (`vocab + blank`, the blank last)."""
         feat = feature(val, self.dims)
         ctc = self._ctc_dim(d, full)
         if self.dims.size(feat) != self.dims.size(ctc):
             raise Refused(full, d.get("class", "?"), "a CTC loss needs one class more than its target")
-        self.dims.join(ctc, feat)
+        return self._as_classes(val, ctc, scope, full, classes_root=True)
+
+    def _as_classes(self, val: Val, classes: str, scope, full: str, classes_root: bool = False) -> Val:
+        """`val` over `classes`, a dim of its feature dim's size: the two joined into one dim (a
+        concatenation's dim its root: its parts fix its name; else the feature dim, or `classes`
+        with `classes_root`), or, both concatenations of other
+        parts (netc's `concat` makes its own dim), its values read over `classes` (`onto_classes`)."""
+        from netc.importer.decoders import onto_classes
+
+        feat = feature(val, self.dims)
+        a, b = self.dims.find(feat), self.dims.find(classes)
+        if a == b:
+            return val
+        if self.dims.dims[a].parts and self.dims.dims[b].parts:
+            return onto_classes(self, val, classes, scope, f"{identifier(full.rsplit('/', 1)[-1])}_classes")
+        if self.dims.dims[b].parts or (classes_root and not self.dims.dims[a].parts):
+            a, b = b, a
+        self.dims.join(a, b)
         return val
 
     def _ctc_dim(self, d: dict, full: str) -> str:
@@ -110,10 +127,10 @@ class LossLayers:
         if kind == "ctc" and logits is None and val.log_probs and opts.get("output_in_log_space"):
             # RETURNN's CTC of log-probabilities (`output_in_log_space`): netc's CTC normalises them
             # again, which leaves log-probabilities as they are
-            logits = self._ctc_log_probs(val, d, full)
+            logits = self._ctc_log_probs(val, d, full, scope)
             d = {**d, "loss_opts": {k: v for k, v in opts.items() if k != "output_in_log_space"}}
         if kind == "ce" and logits is None and d.get("class") != "softmax":
-            logits = self._ce_probs(val, d, full)  # probabilities: RETURNN's `input_type: "prob"`
+            logits = self._ce_probs(val, d, full, scope)  # probabilities: RETURNN's `input_type: "prob"`
             opts.pop("input_type", None)
         if kind not in ("ce", "ctc") or logits is None:
             what = f"loss {kind!r}" if kind not in ("ce", "ctc") else f"a {kind} loss on a `{d.get('class')}` layer"
@@ -148,7 +165,7 @@ class LossLayers:
         is_output = self.is_output(layer, d, scope.rec is None)
         self._mark_loss(layer, kind, logits, target, out, smoothing, full, self.top, is_output)
 
-    def _ce_probs(self, val: Val, d: dict, full: str) -> Val:
+    def _ce_probs(self, val: Val, d: dict, full: str, scope) -> Val:
         """A `ce` loss on a layer that is not a `softmax` (an `eval` of log-probabilities'
         `tf.exp`, a fused model's distribution): RETURNN reads its values as probabilities
         (`input_type: "prob"`, its default) and takes -log(max(p(target), 1e-20)) of them, not
@@ -166,7 +183,7 @@ class LossLayers:
         feat = feature(val, self.dims)
         if feat is None or self.dims.size(feat) != self.dims.size(target.sparse):
             raise Refused(full, cls, "a ce loss on values whose feature dim is not the target's classes")
-        self.dims.join(feat, target.sparse)
+        val = self._as_classes(val, target.sparse, scope, full)
         self._prob_ce = {*getattr(self, "_prob_ce", set()), full}
         return val
 

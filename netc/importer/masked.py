@@ -34,7 +34,9 @@ class MaskedLayers:
     def _child(self, scope: Scope, layers: dict, path: str, prefix: str, frame: Val | None) -> Scope:
         """A scope of a subnetwork's layers: its statements go where the parent's go, `data` is
         `frame`, `base:x` the parent's `x`, names prefixed by the layer's."""
-        child = Scope(layers, {}, scope.stmts, prefix, outer=scope, rec=scope.rec, frame=frame, time=scope.time)
+        # a `masked_computation`'s unit is a layer of the rec unit: its `base:` is the rec unit's
+        outer = scope.outer if scope.masked and scope.outer is not None else scope
+        child = Scope(layers, {}, scope.stmts, prefix, outer=outer, rec=scope.rec, frame=frame, time=scope.time)
         child.sub, child.path = True, path
         child.names = self._allocate(list(layers), set(), prefix=identifier(path.rsplit("/", 1)[-1]))
         self.used |= set(child.names.values())
@@ -93,7 +95,7 @@ class MaskedLayers:
         frame = self._source(d, scope, full) if sources(d) else None
         # the unit is named as the layer (RETURNN: `<layer>/...` for its variables)
         child = Scope({layer: unit}, {}, scope.stmts, scope.prefix, outer=scope, rec=scope.rec, frame=frame)
-        child.sub, child.time = True, scope.time
+        child.sub, child.time, child.masked = True, scope.time, True
         child.path = full[: -len(layer) - 1] if full.endswith("/" + layer) else None  # the unit is `full`
         child.names = {layer: self.fresh(f"{var}_unit")}
         masks = getattr(self, "_masks", None)

@@ -4,6 +4,8 @@ layer's `initial_output` and has the dims of the layer's value, found without bu
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from netc.importer.defaults import unsupported_class
@@ -29,6 +31,8 @@ class States:
             d = scope.layers[layer]
             if isinstance(d, dict) and d.get("class") == "choice":  # a label state
                 return self._label_state(layer, d, scope)
+            if (choice := self._labels_of_choice(layer, scope, 0)) is not None:  # the same labels
+                return self._label_state(layer, d, scope, scope.layers[choice])
             init = d.get("initial_output", 0)
             if isinstance(init, bool):  # a bool state (a mask): one per sequence
                 return self._bool_state(layer, d, scope, init)
@@ -57,13 +61,39 @@ class States:
         state = scope.states[layer]  # (a label state: labels again at every read)
         return Val(name(PREV + scope.names[layer]), state.dims, state.sparse)
 
-    def _label_state(self, layer: str, d: dict, scope: Scope) -> Val:
-        """`prev:` of the unit's `choice`: the previous step's label, before the first step the
-        layer's `initial_output` (a label; RETURNN's default 0): `full(batch, value=k, class_dim=vocab)`."""
+    def _labels_of_choice(self, layer: str, scope: Scope, depth: int) -> str | None:
+        """The unit's `choice` whose labels layer `layer` is (a `copy` of it, or an `eval` that is
+        the identity, also one calling the config's functions that is the identity outside
+        training: the transducer setups' SwitchOut `output_`), else None."""
+        from netc.importer.config_eval import config_eval, reads_config
+
+        d = scope.layers.get(layer)
+        if not isinstance(d, dict) or depth > 10:
+            return None
+        srcs = sources(d)
+        if len(srcs) != 1 or not isinstance(srcs[0], str) or srcs[0] not in scope.layers:
+            return None
+        if d.get("class") == "eval" and not d.get("activation") and not d.get("eval_locals"):
+            code = d.get("eval")
+            if reads_config(code):
+                code = config_eval(code, self.cfg.path).code
+            if not isinstance(code, str) or code.strip() != "source(0)":
+                return None
+        elif d.get("class") != "copy":
+            return None
+        src = scope.layers[srcs[0]]
+        if isinstance(src, dict) and src.get("class") == "choice":
+            return srcs[0]
+        return self._labels_of_choice(srcs[0], scope, depth + 1)
+
+    def _label_state(self, layer: str, d: dict, scope: Scope, choice: dict | None = None) -> Val:
+        """`prev:` of the unit's `choice` (or of a layer that is its labels, `choice`): the
+        previous step's label, before the first step the layer's `initial_output` (a label;
+        RETURNN's default 0): `full(batch, value=k, class_dim=vocab)`."""
         full = self._full(layer, scope)
         init = d.get("initial_output", 0)
         init = 0 if init in ("zeros", None) else init
-        target = self._target(d, full)
+        target = self._target(choice or d, full)
         size = self.dims.size(target.sparse)
         if isinstance(init, bool) or not isinstance(init, int) or not 0 <= init < (size or 0):
             raise Refused(full, "choice", f"initial_output {init!r} (a label of the target's classes)")
@@ -144,18 +174,33 @@ class States:
         dims = [self._sub_static_out(layer, layers, x, scope, seen | {sub}) for x in srcs]
         return dims[0] if len(dims) == 1 else self.dims.derived(dims)
 
+    def _per_sequence(self, src: str, scope: Scope, seen: set) -> bool:
+        """Whether a unit layer's value is one per sequence, told without building the layers
+        that read the unit's `choice` (they may read the state being made): the `choice` is one
+        label per sequence, and so is an elementwise layer of such values."""
+        key = src.removeprefix("prev:")
+        d = scope.layers.get(key)
+        if key in seen and isinstance(d, dict):
+            return True  # a state's previous value: as the layer itself
+        if not isinstance(d, dict) or key in scope.vals:
+            return self.get(src, scope).dims == (BATCH,)
+        if d.get("class") == "choice":
+            return True
+        if d.get("class") not in ("compare", "eval", "combine", "copy", "activation"):
+            return self.get(src, scope).dims == (BATCH,)
+        return all(self._per_sequence(x, scope, seen | {key}) for x in sources(d) if isinstance(x, str))
+
     def _bool_state(self, layer: str, d: dict, scope: Scope, init: bool) -> Val:
-        """`prev:` of a `compare` with a bool `initial_output` (RNA setups' `emit`): one bool per
-        sequence, `full(batch, value=init, dtype="bool")` before the loop."""
+        """`prev:` of a `compare` (or an `eval` of `tf.logical_and/or/not`, or a `copy` of one) with
+        a bool `initial_output` (RNA setups' `emit`): one bool per sequence, `full(batch, value=init, dtype="bool")` before the loop."""
         srcs = [s for s in sources(d) if isinstance(s, str)]
-        if d.get("class") != "compare" or any(s.startswith("prev:") for s in srcs):
-            raise Refused(self._full(layer, scope), str(d.get("class")), "a bool initial_output (of a `compare`)")
-        # a unit's `choice` is one label per sequence (read before it is built: it may read this state)
-        choices = {
-            s for s in srcs if isinstance(scope.layers.get(s), dict) and scope.layers[s].get("class") == "choice"
-        }
-        dims = {x for s in srcs for x in ((BATCH,) if s in choices else self.get(s, scope).dims)}
-        if dims != {BATCH}:
+        if not _is_bool(d, scope.layers) or any(s.startswith("prev:") for s in srcs):
+            raise Refused(
+                self._full(layer, scope),
+                str(d.get("class")),
+                "a bool initial_output (of a `compare`, a logical `eval` or a `copy` of one)",
+            )
+        if not all(self._per_sequence(s, scope, {layer}) for s in srcs):
             raise Refused(self._full(layer, scope), "compare", "a bool state other than one per sequence")
         var = scope.names[layer]
         self.imports.add("full")
@@ -163,3 +208,28 @@ class States:
         scope.outer.stmts.append(Assign([var], value, comment="initial state"))
         scope.states[layer] = Val(name(var), (BATCH,))
         return Val(name(PREV + var), (BATCH,))
+
+
+def _is_bool(d: dict, layers: dict, depth: int = 0) -> bool:
+    """Whether a unit layer's value is a bool by its class: a `compare`, an `eval` of TF's logical
+    functions, or a `copy` of one such layer of the unit."""
+    if d.get("class") == "compare" or (d.get("class") == "eval" and _is_logical(d.get("eval"))):
+        return True
+    srcs = sources(d)
+    if d.get("class") != "copy" or len(srcs) != 1 or depth > 10 or not isinstance(layers.get(srcs[0]), dict):
+        return False
+    return _is_bool(layers[srcs[0]], layers, depth + 1)
+
+
+def _is_logical(code: object) -> bool:
+    """An `eval` string whose value is TF's `logical_and/or/not` of its sources (a bool)."""
+    from netc.importer.evals import LOGICAL
+
+    if not isinstance(code, str):
+        return False
+    try:
+        tree = ast.parse(code.strip(), mode="eval").body
+    except SyntaxError:
+        return False
+    fn = ast.unparse(tree.func) if isinstance(tree, ast.Call) else ""
+    return fn.startswith("tf.") and fn[3:].removeprefix("compat.v1.") in LOGICAL

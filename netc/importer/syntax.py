@@ -61,7 +61,7 @@ def binop(op: str, a: Expr, b: Expr) -> Expr:
     return cst.BinaryOperation(left=a, operator=_OPS[op](), right=b)
 
 
-_COMPARISONS = {"==": cst.Equal, "<=": cst.LessThanEqual, ">=": cst.GreaterThanEqual}
+_COMPARISONS = {"==": cst.Equal, "<=": cst.LessThanEqual, ">=": cst.GreaterThanEqual, ">": cst.GreaterThan}
 
 
 def compare(op: str, a: Expr, b: Expr) -> cst.Comparison:

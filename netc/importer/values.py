@@ -60,6 +60,7 @@ class Scope:
     losses: list = field(default_factory=list)  # (layer, kind, logits list, target, axis) of the unit
     sub: bool = False  # a subnetwork's (or a masked computation's unit's) layers, inlined into `outer`'s
     path: str | None = None  # the full name of the layer whose layers these are (`sub`)
+    masked: bool = False  # a masked computation's unit's: `base:` in a subnetwork unit reads past it
 
 
 def tf_scope(layer: str) -> str:
