@@ -23,6 +23,7 @@ CASES = {
     "set_axes": ("corpus_set_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "ce_probs": ("corpus_ce_probs.config", [[6, 4, 5], [3, 2, 4]]),  # a decoder's targets
     "masked": ("corpus_masked.config", [[7, 4, 6]]),  # the alignment over the features' frames
+    "local_attention": ("corpus_local_attention.config", [[7, 3, 6], [4, 2, 3]]),  # windows inside the frames
 }
 
 
