@@ -231,3 +231,20 @@ def test_corpus_layer_count_counts_each_class_once_per_config():
     assert (
         "| `fast_bw` | 1 | refused: RASR's full-sum Baum-Welch alignment through Sprint" in table and "| 1 |" in table
     )
+
+
+def test_local_attention_eval_of_an_older_returnn_reads_its_layout(imported, tmp_path):
+    """The setups' `eval` as written for RETURNN before 2019-08: `source(0)` (one source) read as it
+    is, the weights' layout then [B, T, H] (the softmax axis kept in place): axis 1 is the encoder's
+    time, and the model is the one of the installed RETURNN's form (compared with RETURNN above)."""
+    model = imported("local_attention")[0].read_text()
+    line = "p_t_in = argmax(reduce_sum(att_weights, axis=energy_dim), axis=time)"
+    assert line in model, model
+    text = (CONFIGS / CASES["local_attention"][0]).read_text()
+    new = text.replace(", auto_convert=False), axis=2", "), axis=1").replace('"dtype": "int32"', '"dtype": "float32"')
+    assert new.count("source(0), axis=1") == 1
+    cfg, out = tmp_path / "old.config", tmp_path / "old.py"
+    cfg.write_text(new)
+    proc = netc_in_process("import", cfg, "-o", out, check=True)
+    assert "`source(i)` of `output/p_t_in` read as it is, as RETURNN before 2019-08 did" in proc.stderr, proc.stderr
+    assert out.read_text() == model.replace("corpus_local_attention", "old"), out.read_text()
