@@ -260,6 +260,8 @@ class ArithLayers:
         if sparse is not None and d.get("activation"):
             raise Refused(full, "eval", "an activation of labels (an `argmax`)")
         val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
+        if id(val.expr) in mapper.whole:  # a float of labels: its values are whole numbers
+            self.whole_floats.add(var)
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims, sparse, log_probs=_is_log_softmax(val.expr))
 

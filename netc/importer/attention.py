@@ -130,6 +130,10 @@ def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full:
         imp.imports |= {"where", "range_over"}
         cmp = {">=": cst.GreaterThanEqual, "<": cst.LessThan}[op]()
         at = positions
+        if isinstance(bound, cst.BinaryOperation | cst.Name) and _whole_float(imp, bound):
+            # a float of labels (whole numbers): the positions as floats too (TF compares one dtype)
+            imp.imports.add("cast")
+            at = call("cast", at, cst.SimpleString('"float32"'))
         for dim in static:  # a bound per a static dim: the positions over it too (netc broadcasts by name)
             imp.imports.add("expand")
             at = call("expand", at, imp.dim(dim))
@@ -153,6 +157,13 @@ def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full:
     imp.imports.add(fn)
     imp._emit(scope, var, call(fn, x, axis=imp.dim(axis)), layer)
     return Val(name(var), src.dims)
+
+
+def _whole_float(imp, bound: Expr) -> bool:
+    """Whether a bound reads a float of labels (`start + size` too)."""
+    if isinstance(bound, cst.BinaryOperation):
+        return _whole_float(imp, bound.left) or _whole_float(imp, bound.right)
+    return isinstance(bound, cst.Name) and bound.value in imp.whole_floats
 
 
 def _int_or_layer(imp, v, scope: Scope, full: str, energy: Val) -> tuple[Expr, list[str]]:

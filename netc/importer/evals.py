@@ -86,6 +86,7 @@ class EvalMapper:
         self.ordered: dict[int, tuple[str, ...]] = {}  # subexpression -> its dims in RETURNN's axis order
         self.argmaxed: dict[int, tuple[Expr, str]] = {}  # labels of an `argmax` -> (its input, the axis)
         self.nonneg_padded: set[int] = set()  # subexpressions of `weights`
+        self.whole: set[int] = set()  # floats of labels (whole numbers)
         self.full_dims = max((v.dims for v in srcs), key=len) if srcs else ()
         # the dims and label dim of a subexpression whose dims are not the sources' broadcast
         self.meta: dict[int, tuple[tuple[str, ...], str | None]] = {}
@@ -241,7 +242,9 @@ class EvalMapper:
             if src.sparse is None:
                 return x
         self.imp.imports.add("cast")
-        return self.mark(call("cast", x, cst.SimpleString('"float32"')), dims)
+        out = self.mark(call("cast", x, cst.SimpleString('"float32"')), dims)
+        self.whole.add(id(out))
+        return out
 
     def axis_of(self, arg: ast.AST, x: Expr, fn: str) -> str:
         """The dim `axis=-1` names: the feature dim of the sources `arg` reads, where RETURNN's layout
