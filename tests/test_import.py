@@ -831,7 +831,8 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
         ),
         (  # a TF axis number other than -1 names an axis of RETURNN's layout, which netc does not know
             "tf.squeeze(source(0), axis=1)",
-            "eval 'tf.squeeze(source(0), axis=1)': `tf.squeeze(source(0), axis=1)` (axis=-1, the feature axis, is) not",
+            "eval 'tf.squeeze(source(0), axis=1)': `tf.squeeze(source(0), axis=1)` (axis=-1, the feature axis, is; "
+            "other axis numbers of a `source(i, auto_convert=False)` whose layout in RETURNN netc knows",
         ),
         (
             "tf.math.reduce_logsumexp(source(0), axis=-1, keepdims=True)",
@@ -864,6 +865,42 @@ def test_eval_outside_the_restricted_language_is_refused_at_the_layer(tmp_path, 
         """,
     )
     _assert_at(proc, path, 4, '"output"', f"layer `output` (eval): {message}")
+
+
+@pytest.mark.parametrize(
+    "code, message",
+    [
+        (  # [B, T, F] known (enforce_batch_major), but TF's argmax over T counts its padded frames
+            "tf.argmax(source(0, auto_convert=False), axis=1)",
+            "`tf.argmax(source(0, auto_convert=False), axis=1)` over a time axis (its padded frames count in TF; "
+            "an argmax over a `softmax_over_spatial`'s weights is supported)",
+        ),
+        ("tf.reduce_max(source(0, auto_convert=False), axis=0)", "over the batch axis"),
+        # converting to `out_type`'s fewer axes RETURNN rejects: read as it is (RETURNN before 2019-08), its layout
+        ("tf.reduce_max(source(0), axis=1)", "`tf.reduce_max(source(0, auto_convert=False), axis=1)` over a time axis"),
+    ],
+)
+def test_eval_axis_numbers_of_a_known_layout_are_refused_where_tf_differs(tmp_path, code, message):
+    """Axis numbers of a source read `auto_convert=False` whose RETURNN layout netc knows name its
+    dims (the local-attention setups: tests/test_import_corpus_layers.py); where TF's op would read
+    padded frames or the batch axis, a refusal."""
+    path, proc = _import_error(
+        tmp_path,
+        f"""
+        #!rnn.py
+        extern_data = {{"data": {{"dim": 4, "shape": (None, 4)}}}}
+        network = {{
+            "bm": {{"class": "reinterpret_data", "enforce_batch_major": True, "from": "data"}},
+            "output": {{"class": "eval", "from": "bm", "eval": {code!r}, "out_type": {{"shape": (4,), "dim": 4}}}},
+        }}
+        """,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    col = path.read_text().splitlines()[4].index('"output"') + 1
+    errors = [
+        x for x in proc.stderr.splitlines() if x.startswith(f"{path.name}:5:{col}: error: layer `output` (eval): ")
+    ]
+    assert len(errors) == 1 and message in errors[0], proc.stderr
 
 
 DECODER = """

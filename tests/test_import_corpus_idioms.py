@@ -308,6 +308,11 @@ def stepped(data, network):
     return network.cond_on_train(lambda: x, lambda: x * tf.cast(network.global_train_step, tf.float32))
 
 
+def first_over_half(x):
+    cs = tf.cumsum(x, axis=1) - 0.5
+    return tf.argmin(tf.where(cs > 0.0, cs, tf.ones_like(cs)), axis=1)
+
+
 network = {
     "source": {"class": "eval", "eval": "self.network.get_config().typed_value('transform')(source(0, as_data=True), network=self.network)"},
     "output": {"class": "softmax", "loss": "ce", "from": "source"},
@@ -330,6 +335,18 @@ def test_spec_augment_recipe_is_its_input_outside_training(tmp_path):
     proc, model, cfg = _import(tmp_path, SPEC_AUGMENT.replace("typed_value('transform')", "typed_value('stepped')"))
     assert proc.returncode == 1, proc.stderr
     assert "`global_train_step` of the network not understood (outside training)" in proc.stderr, proc.stderr
+    # a comparison of tensors (the local-attention setups' median): refused, naming it and the tensor
+    first = "typed_dict['first_over_half'](source(0))"
+    proc, model, cfg = _import(
+        tmp_path,
+        SPEC_AUGMENT.replace(
+            "get_config().typed_value('transform')(source(0, as_data=True), network=self.network)", "_config." + first
+        ),
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert (
+        "`cs > 0.0` (a comparison of the tensor `tf.cumsum(source(0), axis=1) - 0.5`) not understood" in proc.stderr
+    ), proc.stderr
 
 
 SPARSE_DIM = """

@@ -22,6 +22,7 @@ CASES = {
     "hybrid_upsampled": ("hybrid_upsampled.config", [[6, 3, 9], [6, 3, 9]]),  # multiples of the pool's 3
     "set_axes": ("corpus_set_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "ce_probs": ("corpus_ce_probs.config", [[6, 4, 5], [3, 2, 4]]),  # a decoder's targets
+    "local_attention": ("corpus_local_attention.config", [[7, 3, 6], [4, 2, 3]]),  # windows inside the frames
     "masked": ("corpus_masked.config", [[7, 4, 6]]),  # the alignment over the features' frames
     "misc": ("corpus_misc.config", [[6, 3, 5], [6, 3, 5], [1, 1, 1]]),  # frame-wise targets; one speaker label
     # the alignment over the pooled encoder's frames (half the features', multiples of the pool's 2)
@@ -57,6 +58,31 @@ def test_imported_layers_give_the_originals_numbers(imported, case, backend):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_imported_layers_verify(imported, case):
     proc = verify_in_process(imported(case)[0])
+    assert proc.returncode == 0 and "verify: ok" in proc.stdout, proc.stdout
+
+
+def test_local_attention_eval_of_an_older_returnn_reads_its_layout(imported, tmp_path):
+    """The setups' `eval` as written for RETURNN before 2019-08: `source(0)` (one source) read as it
+    is, the weights' layout then [B, T, H] (the softmax axis kept in place): axis 1 is the encoder's
+    time, and the model is the one of the installed RETURNN's form (compared with RETURNN above)."""
+    model = imported("local_attention")[0].read_text()
+    line = "p_t_in = argmax(reduce_sum(att_weights, axis=energy_dim), axis=time)"
+    assert line in model, model
+    text = (CONFIGS / CASES["local_attention"][0]).read_text()
+    new = text.replace(", auto_convert=False), axis=2", "), axis=1").replace('"dtype": "int32"', '"dtype": "float32"')
+    assert new.count("source(0), axis=1") == 1
+    cfg, out = tmp_path / "old.config", tmp_path / "old.py"
+    cfg.write_text(new)
+    proc = netc_in_process("import", cfg, "-o", out, check=True)
+    assert "`source(i)` of `output/p_t_in` read as it is, as RETURNN before 2019-08 did" in proc.stderr, proc.stderr
+    assert out.read_text() == model.replace("corpus_local_attention", "old"), out.read_text()
+    # its float (`tf.to_float`) as the window's start: the positions compared as floats (TF takes one dtype)
+    cfg.write_text(
+        new.replace('"eval": "tf.squeeze(', '"eval": "tf.to_float(tf.squeeze(').replace('axis=1)",', 'axis=1))",')
+    )
+    proc = netc_in_process("import", cfg, "-o", out, check=True)
+    assert 'where(cast(range_over(time), "float32") >= p_t_in, energy_reinterpreted' in out.read_text()
+    proc = verify_in_process(out)
     assert proc.returncode == 0 and "verify: ok" in proc.stdout, proc.stdout
 
 

@@ -90,6 +90,13 @@ CASES = [
         "where(",
     ),
     (
+        "compare_dtypes_differ",
+        ["return where(cast(x, 'int32') >= x, x, x)"],
+        "operands of `>=` have different dtypes: int32 and float32",
+        1,
+        "cast(x, 'int32') >= x",
+    ),
+    (
         "where_int_with_float_number",
         ["return where(cast(x, 'bool'), cast(x, 'int32'), 0.5)"],
         "`where` cannot combine a tensor of dtype int32 with the number 0.5",

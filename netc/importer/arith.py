@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import libcst as cst
 
 from netc.importer import legacy
+from netc.importer.dims import BATCH
 from netc.importer.syntax import Expr, binop, call, identifier, name, num
 from netc.importer.values import Refused, Val, feature, sources
 
@@ -240,7 +241,7 @@ class ArithLayers:
         from netc.importer.config_eval import config_eval, reads_config
         from netc.importer.evals import EvalMapper, rejected_conversion
 
-        code, shown = d.get("eval"), None
+        code, shown, old = d.get("eval"), None, False
         if d.get("eval_locals"):
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
         vals = self._broadcast_ones([self.get(s, scope) for s in sources(d)])
@@ -248,6 +249,7 @@ class ArithLayers:
             if len(set(sources(d))) != 1 or not isinstance(code, str):
                 raise Refused(full, "eval", why)
             code = legacy.as_is_sources(code)  # an older RETURNN's meaning: its sources' common layout
+            old = True
             self.old_notes.setdefault(legacy.OLD_EVAL_NOTE, []).append(full)
         if reads_config(code):
             ce = config_eval(code, self.cfg.path)
@@ -262,7 +264,9 @@ class ArithLayers:
             self._emit(scope, var, vals[0].expr, layer)
             return Val(name(var), vals[0].dims, vals[0].sparse, vals[0].is_list and isinstance(vals[0].expr, cst.Name))
         last = frozenset(i for i, s in enumerate(sources(d)) if self._feature_last(s, scope))
-        mapper = EvalMapper(self, full, code, vals, shown, feature_last=last)
+        layouts = {i: self._layout(s, v, scope, old) for i, (s, v) in enumerate(zip(sources(d), vals, strict=True))}
+        weights = frozenset(i for i, s in enumerate(sources(d)) if self._spatial_weights(s, scope))
+        mapper = EvalMapper(self, full, code, vals, shown, feature_last=last, layouts=layouts, weights=weights)
         expr, _ = mapper.run()
         dims, sparse = mapper.result(expr)
         if (set(mapper.full_dims) - set(dims) or sparse is not None) and not d.get("out_type"):
@@ -275,6 +279,8 @@ class ArithLayers:
         if sparse is not None and d.get("activation"):
             raise Refused(full, "eval", "an activation of labels (an `argmax`)")
         val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
+        if id(val.expr) in mapper.whole:  # a float of labels: its values are whole numbers
+            self.whole_floats.add(var)
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims, sparse, log_probs=_is_log_softmax(val.expr))
 
@@ -317,6 +323,49 @@ class ArithLayers:
             inner = SimpleNamespace(layers=d["subnetwork"], outer=scope)
             return self._feature_last("output", inner, depth + 1)
         return False
+
+    def _layout(self, ref, val: Val, scope, old: bool, depth: int = 0) -> tuple[str, ...] | None:
+        """RETURNN's layout of layer `ref` (value `val`) as its dims in axis order, where netc knows it
+        (what an axis number in an `eval` reading it `auto_convert=False` names): a batch-major
+        `reinterpret_data` of [B, T] and at most one static dim is netc's order; a
+        `softmax_over_spatial` keeps its input's (`old`: RETURNN before 2019-08, whose `eval` the layer
+        is read as) or moves the softmax axis last (the installed RETURNN); else None."""
+        if not isinstance(ref, str) or depth > 20:
+            return None
+        if ref.startswith("base:"):
+            return None if scope.outer is None else self._layout(ref[5:], val, scope.outer, old, depth + 1)
+        d = scope.layers.get(ref.removeprefix("prev:"))
+        if not isinstance(d, dict) or val.sparse is not None:
+            return None
+        dims = val.dims
+        cls = d.get("class")
+        if (
+            cls == "reinterpret_data"
+            and d.get("enforce_batch_major") is True
+            and set(d) <= {"class", "from", "enforce_batch_major", "trainable"}
+        ):
+            dynamic = [x for x in dims if self.dims.is_dynamic(x)]
+            static = [x for x in dims if self.dims.is_static(x)]
+            return dims if dims[:1] == (BATCH,) and len(dynamic) == 1 and len(static) <= 1 else None
+        if cls == "softmax_over_spatial" and len(sources(d)) == 1:
+            inner = self._layout(sources(d)[0], val, scope, old, depth + 1)
+            axis = self._axis(val, d.get("axis", "T"))
+            if inner is None or old or axis not in inner:
+                return inner
+            return (*(x for x in inner if x != axis), axis)
+        return None
+
+    def _spatial_weights(self, ref, scope, depth: int = 0) -> bool:
+        """Whether layer `ref` is the weights of a `softmax_over_spatial` (not `log_space`): none below
+        0, its padded frames 0 (its value before the first frame, as `prev:`, 0 too)."""
+        if not isinstance(ref, str) or depth > 20:
+            return False
+        if ref.startswith("base:"):
+            return scope.outer is not None and self._spatial_weights(ref[5:], scope.outer, depth + 1)
+        d = scope.layers.get(ref.removeprefix("prev:"))
+        if not isinstance(d, dict) or d.get("class") != "softmax_over_spatial" or d.get("log_space"):
+            return False
+        return not ref.startswith("prev:") or d.get("initial_output", 0) in (0, "zeros")
 
     def _note_config_eval(self, full: str, ce) -> None:
         fns = ", ".join(f"`{n}` (line {line})" for n, line in ce.functions) or "values"

@@ -114,19 +114,30 @@ def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full:
     positions = call("range_over", imp.dim(axis))
     bounds = []  # (position >= lower) and (position < upper)
     if d.get("start") is not None:
-        bounds.append((">=", _int_or_layer(imp, d["start"], scope, full)))
+        bounds.append((">=", *_int_or_layer(imp, d["start"], scope, full, src)))
     if d.get("window_start") is not None:
         if d.get("window_size") is None:
             raise Refused(full, "softmax_over_spatial", "window_start without window_size (RETURNN needs it)")
         if not isinstance(d["window_start"], str):
             raise Refused(full, "softmax_over_spatial", "window_start: a layer (RETURNN takes no number)")
-        ws = _int_or_layer(imp, d["window_start"], scope, full)
-        size = _int_or_layer(imp, d["window_size"], scope, full)
-        bounds += [(">=", ws), ("<", binop("+", ws, size))]
-    for op, bound in bounds:
+        ws, ws_dims = _int_or_layer(imp, d["window_start"], scope, full, src)
+        size, size_dims = _int_or_layer(imp, d["window_size"], scope, full, src)
+        bounds += [
+            (">=", ws, ws_dims),
+            ("<", binop("+", ws, size), ws_dims + [x for x in size_dims if x not in ws_dims]),
+        ]
+    for op, bound, static in bounds:
         imp.imports |= {"where", "range_over"}
         cmp = {">=": cst.GreaterThanEqual, "<": cst.LessThan}[op]()
-        x = call("where", cst.Comparison(positions, [cst.ComparisonTarget(cmp, bound)]), x, num(-1e30))
+        at = positions
+        if isinstance(bound, cst.BinaryOperation | cst.Name) and _whole_float(imp, bound):
+            # a float of labels (whole numbers): the positions as floats too (TF compares one dtype)
+            imp.imports.add("cast")
+            at = call("cast", at, cst.SimpleString('"float32"'))
+        for dim in static:  # a bound per a static dim: the positions over it too (netc broadcasts by name)
+            imp.imports.add("expand")
+            at = call("expand", at, imp.dim(dim))
+        x = call("where", cst.Comparison(at, [cst.ComparisonTarget(cmp, bound)]), x, num(-1e30))
     fn = "log_softmax" if d.get("log_space") else "softmax"
     if imp.dims.is_static(axis) and sum(imp.dims.is_static(k) for k in src.dims) > 1:
         # netc's softmax over a static dim needs it to be the only one: exp(x - max) / sum, as TF computes it
@@ -148,14 +159,30 @@ def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full:
     return Val(name(var), src.dims)
 
 
-def _int_or_layer(imp, v, scope: Scope, full: str) -> Expr:
+def _whole_float(imp, bound: Expr) -> bool:
+    """Whether a bound reads a float of labels (`start + size` too)."""
+    if isinstance(bound, cst.BinaryOperation):
+        return _whole_float(imp, bound.left) or _whole_float(imp, bound.right)
+    return isinstance(bound, cst.Name) and bound.value in imp.whole_floats
+
+
+def _int_or_layer(imp, v, scope: Scope, full: str, energy: Val) -> tuple[Expr, list[str]]:
+    """A number, or a layer of one int per sequence (per a static dim of `energy` too: compared
+    by name, as RETURNN's `copy_compatible_to` broadcasts it), and its static dims."""
     if isinstance(v, int) and not isinstance(v, bool):
-        return num(v)
+        return num(v), []
     if isinstance(v, str):
         val = imp.get(v, scope)
-        if val.sparse is not None or any(imp.dims.is_static(x) for x in val.dims):
-            raise Refused(full, "softmax_over_spatial", f"`{v}`: one int per sequence is supported")
-        return val.tensor()
+        # labels over a time dim (an argmax over it) are positions: ints too
+        labels = val.sparse is not None and not imp.dims.is_dynamic(val.sparse)
+        own = {imp.dims.find(x) for x in energy.dims}
+        if labels or any(imp.dims.is_static(x) and imp.dims.find(x) not in own for x in val.dims):
+            raise Refused(
+                full,
+                "softmax_over_spatial",
+                f"`{v}`: one int per sequence (per a static dim of the input too) is supported",
+            )
+        return val.tensor(), [x for x in val.dims if imp.dims.is_static(x)]
     raise Refused(full, "softmax_over_spatial", f"{v!r} (an int or a layer is supported)")
 
 

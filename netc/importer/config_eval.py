@@ -171,6 +171,9 @@ class _Evaluator:
         if isinstance(node, ast.Compare | ast.BoolOp):
             parts = [node.left, *node.comparators] if isinstance(node, ast.Compare) else node.values
             vals = [self.expr(p, env) for p in parts]
+            if tensor := next((v for v in vals if isinstance(v, _Tensor | _Data)), None):
+                if not any(isinstance(v, Unknown) for v in vals):  # netc's `eval` language has no comparisons
+                    return Unknown(f"`{ast.unparse(node)}` (a comparison of the tensor `{tensor.code}`)")
             return self.plain(node, lambda: _logic(node, vals), *vals)
         if isinstance(node, ast.IfExp):
             test = self.expr(node.test, env)

@@ -82,12 +82,22 @@ class EvalMapper:
         srcs: list[Val],
         shown: str | None = None,
         feature_last: frozenset = frozenset(),
+        layouts: dict[int, tuple[str, ...] | None] | None = None,
+        weights: frozenset = frozenset(),
     ):
         self.imp, self.full, self.code, self.srcs = imp, full, code, srcs
         self.shown = shown or repr(code)  # how errors quote the eval (a config function's: what it computes)
         # TF axis numbers name axes of RETURNN's layout of the source, which netc's named dims do not
         # have: only `axis=-1` of sources whose layout has the feature axis last (`feature_last`: indices)
         self.feature_last = feature_last
+        # RETURNN's layout of sources read `auto_convert=False` where netc knows it (index -> dims in
+        # axis order): other axis numbers name its dims; `weights`: sources that are a
+        # `softmax_over_spatial`'s weights (none below 0, padded frames 0)
+        self.layouts, self.weights = layouts or {}, weights
+        self.ordered: dict[int, tuple[str, ...]] = {}  # subexpression -> its dims in RETURNN's axis order
+        self.argmaxed: dict[int, tuple[Expr, str]] = {}  # labels of an `argmax` -> (its input, the axis)
+        self.nonneg_padded: set[int] = set()  # subexpressions of `weights`
+        self.whole: set[int] = set()  # floats of labels (whole numbers)
         self.full_dims = max((v.dims for v in srcs), key=len) if srcs else ()
         # the dims and label dim of a subexpression whose dims are not the sources' broadcast
         self.meta: dict[int, tuple[tuple[str, ...], str | None]] = {}
@@ -275,7 +285,9 @@ class EvalMapper:
             if src.sparse is None:
                 return x
         self.imp.imports.add("cast")
-        return self.mark(call("cast", x, cst.SimpleString('"float32"')), dims)
+        out = self.mark(call("cast", x, cst.SimpleString('"float32"')), dims)
+        self.whole.add(id(out))
+        return out
 
     def axis_of(self, arg: ast.AST, x: Expr, fn: str) -> str:
         """The dim `axis=-1` names: the feature dim of the sources `arg` reads, where RETURNN's layout
@@ -328,32 +340,62 @@ class EvalMapper:
         if "output_type" in kw and _dtype(kw["output_type"]) not in ("int32", "int64"):
             raise self.refuse(f"`{ast.unparse(node)}` (output_type int32 or int64 is)")
         k = kw.get("axis")
-        if k is None or self.number(k) != -1:  # RETURNN's layout of the source decides which axis a number is
-            raise self.refuse(f"`{ast.unparse(node)}` (axis=-1, the feature axis, is)")
+        if k is None:
+            raise self.refuse(f"`{ast.unparse(node)}` (an axis number is needed)")
         x = self.tensor(args[0])
         dims, sparse = self.dims(x)
-        axis = self.axis_of(args[0], x, fn)
+        n, order = self.number(k), self.ordered.get(id(x))
+        if order is not None and n == int(n) and -len(order) <= n < len(order):
+            axis = order[int(n)]  # RETURNN's layout of a source read `auto_convert=False` (or of what is left of it)
+            if axis == BATCH:
+                raise self.refuse(f"`{ast.unparse(node)}` over the batch axis")
+        elif n != -1:  # RETURNN's layout of the source decides which axis a number is
+            raise self.refuse(
+                f"`{ast.unparse(node)}` (axis=-1, the feature axis, is; other axis numbers of a "
+                "`source(i, auto_convert=False)` whose layout in RETURNN netc knows, as a `softmax_over_spatial`'s "
+                "of a batch-major `reinterpret_data`)"
+            )
+        else:
+            axis = self.axis_of(args[0], x, fn)
         rest = tuple(d for d in dims if d != axis)
         what = AXIS_FUNCTIONS[fn]
         if what == "squeeze":
             if not self.imp.dims.is_static(axis) or self.imp.dims.size(axis) != 1:
                 raise self.refuse(f"`{ast.unparse(node)}` (a squeeze of an axis of size 1 is)")
-            if sparse is not None:
-                raise self.refuse(f"`{ast.unparse(node)}` of labels")
             self.imp.imports.add("reduce_sum")
-            return self.mark(call("reduce_sum", x, axis=self.imp.dim(axis)), rest)  # the one value it holds
+            if sparse is not None and id(x) in self.argmaxed:  # the argmax of its input squeezed: the same labels
+                inner, over = self.argmaxed[id(x)]
+                x = call("reduce_sum", inner, axis=self.imp.dim(axis))
+                out = self.mark(call("argmax", x, axis=self.imp.dim(over)), rest, sparse)
+                self.argmaxed[id(out)] = (x, over)
+            elif sparse is not None:
+                raise self.refuse(f"`{ast.unparse(node)}` of labels")
+            else:
+                out = self.mark(call("reduce_sum", x, axis=self.imp.dim(axis)), rest)  # the one value it holds
+            if order is not None:
+                self.ordered[id(out)] = tuple(d for d in order if d != axis)
+            return out
         if sparse is not None:
             raise self.refuse(f"`{ast.unparse(node)}` of labels")
-        if self.imp.dims.is_dynamic(axis):  # TF's reduction would count the padded frames
-            raise self.refuse(f"`{ast.unparse(node)}` over a time axis (its padded frames count in TF)")
+        if self.imp.dims.is_dynamic(axis) and not (what == "argmax" and id(x) in self.nonneg_padded):
+            # TF's reduction counts the padded frames; an argmax over a `softmax_over_spatial`'s weights
+            # does not differ (none is below 0, the padded ones are 0: the first valid frame wins a tie)
+            raise self.refuse(
+                f"`{ast.unparse(node)}` over a time axis (its padded frames count in TF; an argmax over a "
+                "`softmax_over_spatial`'s weights is supported)"
+            )
         self.imp.imports.add(what)
         out = self.mark(call(what, x, axis=self.imp.dim(axis)), rest, axis if what == "argmax" else None)
+        if what == "argmax":
+            self.argmaxed[id(out)] = (x, axis)
         if "keepdims" in kw:
             keep = kw["keepdims"]
             if not (isinstance(keep, ast.Constant) and isinstance(keep.value, bool)):
                 raise self.refuse(f"`{ast.unparse(node)}` (keepdims True or False is)")
             if keep.value:
                 self.kept.add(axis)
+        if order is not None and axis not in self.kept:
+            self.ordered[id(out)] = tuple(d for d in order if d != axis)
         return out
 
     def safe_log(self, arg: ast.AST) -> Expr:
@@ -372,7 +414,14 @@ class EvalMapper:
         if val.sparse is not None and not self.casting:
             raise Refused(self.full, "eval", "labels (sparse) as a source (`tf.to_float` of them is supported)")
         differs = val.dims != self.full_dims or val.sparse is not None
-        return self.mark(val.tensor(), val.dims, val.sparse) if differs else val.tensor()
+        out = self.mark(val.tensor(), val.dims, val.sparse) if differs else val.tensor()
+        i = self.source_index(node)
+        if not _converts(node) and self.layouts.get(i) is not None:
+            out = self.mark(out.deep_clone(), val.dims, val.sparse)  # its own node: marks are per node
+            self.ordered[id(out)] = self.layouts[i]
+        if i in self.weights:
+            self.nonneg_padded.add(id(out))
+        return out
 
     def source_index(self, node: ast.Call) -> int:
         kw = {k.arg: k.value for k in node.keywords}
@@ -409,6 +458,12 @@ class EvalMapper:
         ):
             return -float(inner.value) if neg else float(inner.value)
         raise self.refuse(f"`{ast.unparse(node)}` (a number is expected)")
+
+
+def _converts(node: ast.Call) -> bool:
+    """Whether `source(i, ...)` converts its input to the output's layout (`auto_convert`, its default)."""
+    kw = {k.arg: k.value for k in node.keywords}
+    return not (isinstance(kw.get("auto_convert"), ast.Constant) and kw["auto_convert"].value is False)
 
 
 def _dtype(node: ast.AST) -> str | None:

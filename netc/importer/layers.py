@@ -74,6 +74,7 @@ class Importer(
         self.dropped: dict[str, list[str]] = {}  # a training-only option -> the layers it was dropped from
         self.option_notes: dict[str, list[str]] = {}  # recunits.OPTION_NOTES key -> the layers it is about
         self.old_notes: dict[str, list[str]] = {}  # a note on an older RETURNN's option -> its layers
+        self.whole_floats: set[str] = set()  # variables of floats of labels (`tf.to_float` of an argmax)
         for key, spec in loaded.inputs.items():
             for tag in (*spec.dims, spec.sparse_dim):
                 if tag is not None:

@@ -120,6 +120,8 @@ class _Compare(_Binary):
     flipped = ""  # the comparison with operands swapped, for `number < tensor`
 
     def infer(self, dt, args, attrs):
+        if len({a.dtype for a in args}) > 1:  # RETURNN's `compare` (TF) takes one dtype
+            raise DimError(f"operands of `{self.symbol}` have different dtypes: {args[0].dtype} and {args[1].dtype}")
         return [OutType(broadcast(dt, args, f"`{self.symbol}`"), "bool")]
 
     def returnn(self, ctx, op):
