@@ -506,7 +506,9 @@ def verify(
         )
     click.echo(f"{model}: batch {batch}, lengths " + ", ".join(f"{d}={list(map(int, v))}" for d, v in lens.items()))
     if comps and comps[0].reference != "eager":
-        click.echo(f"  (eager mode runs one sequence at a time and cannot run this model: {eager_cannot_run(g)})")
+        click.echo(
+            f"  (eager mode runs one sequence at a time and cannot run this model: {eager_cannot_run(g, model)})"
+        )
     ok = True
     for c in comps:
         ok &= c.ok

@@ -12,6 +12,7 @@ from netc.ir.search import search_plan
 from netc.ir.uses import values_by_id
 from netc.ir.walk import ops
 from netc.ops import REGISTRY
+from netc.parser.tracer import parse_file
 from netc.progress import step
 from netc_runtime.backends import BACKEND_NAMES, BACKENDS, Result, run_backend, valid_mask
 from netc_runtime.failures import Mismatch, failing_as
@@ -285,8 +286,12 @@ def compare(g: Graph, ref: Result, other: Result, backend: str, reference: str =
     return out
 
 
-def eager_cannot_run(g: Graph) -> str | None:
-    """Why eager mode cannot run the model (an op whose numbers depend on the whole batch), or None."""
+def eager_cannot_run(g: Graph, model_path: str | None = None) -> str | None:
+    """Why eager mode cannot run the model (an op whose numbers depend on the whole batch), or None.
+    Eager mode runs every op the source calls, used or not: with the model's file, its graph as
+    parsed (before dead code goes) is the one asked."""
+    if model_path is not None:
+        g = parse_file(model_path, network=g.network)
     for n in ops(g.body):
         opdef = REGISTRY.get(n.op)
         if opdef is not None and opdef.batch_coupled(n.attrs):
@@ -315,7 +320,7 @@ def verify(
     lens = random_lengths(g, batch, max_len, rng)
     inputs = random_inputs(g, lens, rng)
     params = {**random_params(g, rng), **(params or {})}
-    if backends[0] == "eager" and len(backends) > 2 and eager_cannot_run(g):
+    if backends[0] == "eager" and len(backends) > 2 and eager_cannot_run(g, model_path):
         backends = tuple(backends[1:])
     results = {}
     for b in backends:

@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from conftest import assert_located_error
+from conftest import ROOT, assert_located_error, run_netc
 
 from netc.compiler import compile_graph
 from netc.errors import CompileError
@@ -216,3 +216,12 @@ def test_batch_norm_updated_in_inference(tmp_path):
     path.write_text(src.replace("x: Tensor[batch, time, feat]", "x: Tensor[batch, feat]"))
     with pytest.raises(CompileError, match=r"normalises \[batch, time, feature\] only"):
         compile_graph(str(path))
+
+
+def test_batch_norm_moved_that_nothing_reads_is_verified_against_torch():
+    """Eager mode runs every call the source makes, also a `BatchNorm(update_in_inference=True)`
+    the compiled graph drops as unread: `netc verify` asks the source, not the compiled graph,
+    whether eager can run it, and takes torch as the reference (the generator's seed 58811)."""
+    proc = run_netc("verify", ROOT / "tests" / "models" / "batch_norm_moved_unused.py", check=True)
+    assert "cannot run this model: `BatchNorm` here depends on the whole batch" in proc.stdout
+    assert "torch vs returnn" in proc.stdout and proc.stdout.rstrip().endswith("verify: ok"), proc.stdout

@@ -231,7 +231,7 @@ def _check(
     modes = [False, True] if prog.search else [False]
     # eager mode runs one sequence at a time: where the numbers depend on the whole batch
     # (`BatchNorm(update_in_inference=True)`), torch with the default options is the reference
-    reference = "torch" if eager_cannot_run(g) else "eager"
+    reference = "torch" if eager_cannot_run(g, path) else "eager"
     for search in modes:
         tag = "+search" if search else ""
         t0 = time.monotonic()
