@@ -56,15 +56,25 @@ def _shown(value: object) -> str:
     return value.__name__ if isinstance(value, type) else type(value).__name__ if callable(value) else repr(value)
 
 
+def _old_option(cls: str, opt: str) -> bool:
+    """`opt` of `cls` is an option of an older RETURNN (or a fork) that the installed one rejects
+    (where the installed RETURNN has it, its own meaning holds)."""
+    key = (cls, opt)
+    return (key in OLD_DEFAULTS or key in OLD_TRAINING or key in FORK_OPTIONS) and rejected_by_returnn(cls, opt)
+
+
+def _at_old_default(key: tuple[str, str], value: object) -> bool:
+    """`value` is the old option's default (a bool is never the number it equals)."""
+    return value == OLD_DEFAULTS[key][0] and not isinstance(value, bool)
+
+
 def take_old(cls: str, d: dict, full: str, notes: dict[str, list[str]]) -> str | None:
     """Pop `d`'s options of older RETURNN versions (those the installed RETURNN rejects) and add
     each one's note (note -> the layers it is about) to `notes`; the reason to refuse the layer
     where one is not at its old default or is a fork's, else None."""
     for opt in sorted(d):
         key = (cls, opt)
-        if key not in OLD_DEFAULTS and key not in OLD_TRAINING and key not in FORK_OPTIONS:
-            continue
-        if not rejected_by_returnn(cls, opt):  # the installed RETURNN has it: its own meaning
+        if not _old_option(cls, opt):
             continue
         value = d[opt]
         if key in FORK_OPTIONS:
@@ -75,7 +85,7 @@ def take_old(cls: str, d: dict, full: str, notes: dict[str, list[str]]) -> str |
             )
         if key in OLD_DEFAULTS:
             default, meaning = OLD_DEFAULTS[key]
-            if value != default or isinstance(value, bool):
+            if not _at_old_default(key, value):
                 return (
                     f"option {opt}: {_shown(value)} of an older RETURNN ({meaning}; the installed RETURNN "
                     f"rejects it) is not supported: only its default {default!r}"
@@ -116,11 +126,9 @@ def strip_old(net: dict, classes: int | None = None) -> list[str]:
             taken[f"`loss: {d['loss']!r}` (RASR's, left out of the import too)"] = None
             for opt in ("loss", "loss_opts", "loss_scale"):  # a `target` still gives the classes
                 d.pop(opt, None)
-        for opt in [o for o in d if (cls, o) in OLD_DEFAULTS or (cls, o) in OLD_TRAINING]:
-            if not rejected_by_returnn(cls, opt):
-                continue
+        for opt in [o for o in d if (cls, o) not in FORK_OPTIONS and _old_option(cls, o)]:
             if (cls, opt) in OLD_DEFAULTS:
-                if d[opt] != OLD_DEFAULTS[cls, opt][0] or isinstance(d[opt], bool):
+                if not _at_old_default((cls, opt), d[opt]):
                     continue
                 taken[f"`{opt}: {d[opt]!r}` (an option of an older RETURNN at its default)"] = None
             else:
