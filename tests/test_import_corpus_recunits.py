@@ -9,6 +9,7 @@ RETURNN builds (an option of its Theano backend, a syntax error), checked by bui
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -248,3 +249,36 @@ def test_corpus_runner_imports_verifies_matches_and_tells_configs_returnn_reject
     assert "`zoneout` of `l_fw`, `l_bw`, `output/s` and 1 more: each state is (1 - z) * new + z * previous" in " ".join(
         records["lm/zoneout.config"]["notes"]
     )
+
+
+def test_corpus_runner_stops_a_worker_over_its_memory_bound_and_keeps_the_stage_it_reached(tmp_path):
+    corpus = tmp_path / "corpus" / "lm"
+    corpus.mkdir(parents=True)
+    (corpus / "ln_lstm.config").write_text(LAYER_NORM_LSTM.lstrip())
+    out = tmp_path / "report"
+    proc = subprocess.run(  # 20 MB: the worker passes it while it starts, before the import ends
+        [sys.executable, ROOT / "tools" / "import_corpus.py", corpus.parent, "--out", out, "-j", "1"]
+        + ["--stages", "import", "--max-memory", "0.02"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (record,) = map(json.loads, (out / "results.jsonl").read_text().splitlines())
+    assert record["outcome"] == "error" and "over the bound of 0.0 GB (--max-memory)" in record["cause"], record
+    # a worker stopped after the import keeps the import's outcome; the stage it was in says why
+    sys.path.insert(0, str(ROOT / "tools"))
+    from import_corpus import Worker, stopped
+
+    worker = Worker(argparse.Namespace(out=str(out)))
+    worker.job = {"config": "lm/ln_lstm.config"}
+    worker.partial = {"config": "lm/ln_lstm.config", "folder": "lm", "outcome": "imported", "stage": "verify"}
+    assert worker.memory() > 0  # its process group's
+    worker.kill()
+
+    rec = stopped(worker, "memory", "used 9 GB")
+    assert rec == {
+        "config": "lm/ln_lstm.config",
+        "folder": "lm",
+        "outcome": "imported",
+        "verify": {"status": "memory", "cause": "used 9 GB"},
+    }

@@ -8,8 +8,10 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Callable
 
 _MARK = "@@corpus@@ "
+_PARTIAL = "@@partial@@ "  # the record so far, before a stage that may run out of time or memory
 
 
 def _slug(rel: str) -> str:
@@ -151,7 +153,7 @@ def forget_config_layer_classes() -> None:
     basic._LayerClassDict.update(_LAYER_CLASSES)
 
 
-def run_job(job: dict) -> dict:
+def run_job(job: dict, partial: Callable[[dict], None] = lambda rec: None) -> dict:
     forget_config_layer_classes()
     rec = {"config": job["config"], "folder": job["config"].split("/")[0]}
     try:
@@ -164,12 +166,14 @@ def run_job(job: dict) -> dict:
     if model is None:
         return rec
     if "verify" in job["stages"]:
+        partial(dict(rec, stage="verify"))
         rec["verify"] = do_verify(model)
     if "match" in job["stages"] and rec.get("verify", {"status": "ok"})["status"] == "ok":
         from corpus_match import match
 
         from netc_runtime.failures import error_line
 
+        partial(dict(rec, stage="match"))
         try:
             rec["match"] = match(job["path"], rec["load"] == "no-exec", model, rec["names"])
         except Exception as e:  # noqa: BLE001 - reported per config
@@ -188,7 +192,13 @@ def main() -> None:
     for line in sys.stdin:
         job = json.loads(line)
         print(f"== {job['config']}", file=sys.stderr, flush=True)
-        rec = run_job(job)
+
+        def partial(rec: dict) -> None:
+            rec.pop("names", None)
+            real_stdout.write(_PARTIAL + json.dumps(rec) + "\n")
+            real_stdout.flush()
+
+        rec = run_job(job, partial)
         real_stdout.write(_MARK + json.dumps(rec) + "\n")
         real_stdout.flush()
 

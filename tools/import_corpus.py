@@ -30,7 +30,15 @@ from corpus_find import find_configs  # noqa: E402
 from netc import tf_quiet  # noqa: E402
 
 _MARK = "@@corpus@@ "
+_PARTIAL = "@@partial@@ "
 STAGES = ("import", "verify", "match")
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def machine_memory() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * _PAGE
 
 
 class Worker:
@@ -46,10 +54,11 @@ class Worker:
         log.close()
         self.buf = b""
         self.job: dict | None = None
+        self.partial: dict | None = None  # the job's record before the stage now running
         self.deadline = 0.0
 
     def send(self, job: dict, timeout: float) -> None:
-        self.job, self.deadline = job, time.monotonic() + timeout
+        self.job, self.partial, self.deadline = job, None, time.monotonic() + timeout
         self.proc.stdin.write((json.dumps(job) + "\n").encode())
         self.proc.stdin.flush()
 
@@ -60,6 +69,19 @@ class Worker:
         self.buf += data
         *done, self.buf = self.buf.split(b"\n")
         return [d.decode(errors="replace") for d in done]
+
+    def memory(self) -> int:
+        """Resident bytes of the worker's process group (it and what it started)."""
+        total = 0
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == self.proc.pid:  # its process group
+                total += int(fields[21]) * _PAGE
+        return total
 
     def kill(self) -> None:
         try:
@@ -120,28 +142,37 @@ def run(args: argparse.Namespace) -> list[dict]:
             job = {"config": rel, "path": os.path.join(args.corpus, rel), "stages": args.stages, "out": args.out}
             w.send(job, args.timeout)
 
+    # one worker past its share of the machine would swap every other one (a large Transformer's
+    # verify grew to 21 GB): it is stopped, and the stage it was in is recorded as stopped for memory
+    limit = int(args.max_memory * 2**30) if args.max_memory else int(0.8 * machine_memory() / max(1, args.jobs))
     for _ in range(min(args.jobs, len(queue))):
         give(start())
     while any(w.job for w in workers):
         now = time.monotonic()
-        wait = max(0.1, min(w.deadline for w in workers if w.job) - now)
+        wait = min(2.0, max(0.1, min(w.deadline for w in workers if w.job) - now))
         for key, _ in sel.select(timeout=wait):
             w = key.data
             try:
                 lines = w.lines()
             except EOFError:
                 if w.job:
-                    finish(w, failed(w.job, "worker died (out of memory or a crash in native code)"))
+                    finish(w, stopped(w, "died", "worker died (out of memory or a crash in native code)"))
                 give(start(w))
                 continue
             for line in lines:
-                if line.startswith(_MARK) and w.job:
+                if line.startswith(_PARTIAL) and w.job:
+                    w.partial = json.loads(line[len(_PARTIAL) :])
+                elif line.startswith(_MARK) and w.job:
                     finish(w, json.loads(line[len(_MARK) :]))
                     give(w)
         now = time.monotonic()
         for w in list(workers):
             if w.job and now > w.deadline:
-                finish(w, failed(w.job, f"timeout ({args.timeout:.0f} s)", stage_timeout=True))
+                finish(w, stopped(w, "timeout", f"timeout ({args.timeout:.0f} s)"))
+                give(start(w))
+            elif w.job and (used := w.memory()) > limit:
+                why = f"used {used / 2**30:.1f} GB, over the bound of {limit / 2**30:.1f} GB (--max-memory)"
+                finish(w, stopped(w, "memory", why))
                 give(start(w))
     for w in workers:
         w.kill()
@@ -154,7 +185,14 @@ def run(args: argparse.Namespace) -> list[dict]:
     return records
 
 
-def failed(job: dict, why: str, stage_timeout: bool = False) -> dict:
+def stopped(w: Worker, status: str, why: str) -> dict:
+    """The record of a job whose worker was stopped: the stage it was in is `status` (the import's
+    outcome kept when it had one), else the job is an error."""
+    if w.partial is not None:
+        rec = dict(w.partial)
+        rec[rec.pop("stage")] = {"status": status, "cause": why}
+        return rec
+    job = w.job
     return {"config": job["config"], "folder": job["config"].split("/")[0], "outcome": "error", "cause": why}
 
 
@@ -234,6 +272,7 @@ def main() -> None:
     p.add_argument("--only", action="append", help="only configs whose path contains this (repeatable)")
     p.add_argument("--limit", type=int, default=0, help="only the first N configs")
     p.add_argument("--every", type=int, default=1, help="every N-th config only (a sample spread over the corpus)")
+    p.add_argument("--max-memory", type=float, default=0, help="GB a worker may use (default 80%% of memory over -j)")
     p.add_argument("--resume", action="store_true", help="keep the results already in --out, run the rest")
     p.add_argument("--table", action="store_true", help="only write the table of --out's results")
     args = p.parse_args()
