@@ -282,3 +282,21 @@ def test_corpus_runner_stops_a_worker_over_its_memory_bound_and_keeps_the_stage_
         "outcome": "imported",
         "verify": {"status": "memory", "cause": "used 9 GB"},
     }
+
+
+def test_match_stage_takes_out_load_on_init_of_files_not_here(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    from corpus_match import strip_load_on_init
+
+    here = tmp_path / "lm.ckpt"
+    (tmp_path / "lm.ckpt.index").write_text("")  # a TF checkpoint's files: kept
+    lm = {"class": "subnetwork", "load_on_init": str(here), "subnetwork": {}}
+    net = {
+        "output": {
+            "class": "rec",
+            "unit": {"lm": {"class": "subnetwork", "load_on_init": "/cluster/lm/network.035", "subnetwork": {}}},
+        },
+        "lm_here": lm,
+    }
+    assert strip_load_on_init(net) == ["`load_on_init` of `lm` (a file not here)"]
+    assert "load_on_init" not in net["output"]["unit"]["lm"] and lm["load_on_init"] == str(here)

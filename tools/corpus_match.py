@@ -202,6 +202,24 @@ def pooled_lengths(g, lens: dict, rng: np.random.Generator) -> dict:
     return out
 
 
+def strip_load_on_init(net: dict) -> list[str]:
+    """Take `load_on_init` of files not here out of `net` (in rec units and subnetworks too), in
+    place: the original's parameters are then its random ones, carried to the imported model as
+    every other parameter (the import reads no such file either)."""
+    taken = []
+    for name, d in net.items():
+        if not isinstance(d, dict):
+            continue
+        path = d.get("load_on_init")
+        if isinstance(path, str) and not os.path.exists(path) and not os.path.exists(path + ".index"):
+            del d["load_on_init"]
+            taken.append(f"`load_on_init` of `{name}` (a file not here)")
+        for sub in ("unit", "subnetwork"):
+            if isinstance(d.get(sub), dict):
+                taken += strip_load_on_init(d[sub])
+    return taken
+
+
 def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> dict:
     """Original = imported on one batch: {"status": "ok" | "differs" | "fail", "cause", "max"}."""
     from netc.compiler import compile_graph
@@ -220,7 +238,7 @@ def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> d
     config, net_dict = original_network(path, no_exec)
     # the options of an older RETURNN that the import takes as no difference to the forward numbers
     # (netc/importer/legacy.py), taken out: the installed RETURNN rejects them
-    taken = strip_old(net_dict, _classes(config))
+    taken = strip_old(net_dict, _classes(config)) + strip_load_on_init(net_dict)
     for key in config.typed_dict["extern_data"]:
         from netc.importer.syntax import identifier
 

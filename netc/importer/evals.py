@@ -117,6 +117,8 @@ class EvalMapper:
     def result(self, expr: Expr) -> tuple[tuple[str, ...], str | None]:
         """The value's dims and label dim; refused where a `keepdims` reduction is the whole value."""
         dims, sparse = self.dims(expr)
+        if set(dims) == set(self.full_dims):  # RETURNN's value has its widest source's layout (out_type's)
+            dims = self.full_dims
         if any(k not in dims for k in self.kept):
             raise self.refuse("a reduction with `keepdims=True` as the layer's value (as an operand it is)")
         return dims, sparse
