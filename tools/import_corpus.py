@@ -164,7 +164,10 @@ def run(args: argparse.Namespace) -> list[dict]:
                     w.partial = json.loads(line[len(_PARTIAL) :])
                 elif line.startswith(_MARK) and w.job:
                     finish(w, json.loads(line[len(_MARK) :]))
-                    give(w)
+                    # what one config's graphs left behind stays with the worker: the next config
+                    # starts in a fresh one where that is half the bound
+                    give(start(w) if queue and w.memory() > limit // 2 else w)
+                    break  # a fresh worker's lines come from its own pipe
         now = time.monotonic()
         for w in list(workers):
             if w.job and now > w.deadline:
