@@ -171,7 +171,10 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
         if frames is None:  # a constant bound: drawn again within it, unequal as any
             lens[d] = _draw(max(1, min(lens[d][0], offset)), batch, rng)
             continue
-        known = made_lengths(g, {k: v for k, v in lens.items() if k != d})  # e.g. a pooled encoder's time
+        # e.g. a pooled encoder's time; the search's ops too: where training's outputs are the
+        # target's labels themselves, its graph has no encoder
+        others = {k: v for k, v in lens.items() if k != d}
+        known = {**made_lengths(g.search, others), **made_lengths(g, others)} if g.search else made_lengths(g, others)
         if frames in known:
             lens[d] = [max(1, min(n, scale * m + offset)) for n, m in zip(lens[d], known[frames])]
     lens = tie_fitted(g, lens)  # an input over a made dim's frames: its lengths

@@ -126,6 +126,7 @@ SEARCHED = [
     "search_scores_before_label.py",
     "tied_decoder.py",
     "search_only_prob.py",
+    "search_labels_only_pooled_bound.py",
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

@@ -238,7 +238,8 @@ def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> d
     config, net_dict = original_network(path, no_exec)
     # the options of an older RETURNN that the import takes as no difference to the forward numbers
     # (netc/importer/legacy.py), taken out: the installed RETURNN rejects them
-    taken = strip_old(net_dict, _classes(config)) + strip_load_on_init(net_dict)
+    taken = strip_old(net_dict, _classes(config))
+    absent = strip_load_on_init(net_dict)  # parameters from files not here: the original's random ones
     for key in config.typed_dict["extern_data"]:
         from netc.importer.syntax import identifier
 
@@ -309,6 +310,8 @@ def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> d
     worst = max(diffs, key=diffs.get)
     status = "ok" if diffs[worst] <= TOLERANCE else "differs"
     out = {"status": status, "max": diffs[worst], "cause": f"{worst}: {diffs[worst]:.2e}"}
-    if taken:
-        out["note"] = f"matched with {', '.join(taken)} taken out of the original (the installed RETURNN rejects it)"
+    notes = [f"{', '.join(taken)} taken out of the original (the installed RETURNN rejects it)"] if taken else []
+    notes += [f"{', '.join(absent)} taken out of the original"] if absent else []
+    if notes:
+        out["note"] = "matched with " + "; with ".join(notes)
     return out
