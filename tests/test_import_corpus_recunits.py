@@ -300,3 +300,17 @@ def test_match_stage_takes_out_load_on_init_of_files_not_here(tmp_path):
     }
     assert strip_load_on_init(net) == ["`load_on_init` of `lm` (a file not here)"]
     assert "load_on_init" not in net["output"]["unit"]["lm"] and lm["load_on_init"] == str(here)
+
+
+def test_a_layer_entry_that_is_not_options_is_refused_and_returnn_rejects_it_too(tmp_path):
+    # a layer left None (its options meant to be filled in by a call whose name missed an f-string)
+    config = tmp_path / "none_entry.config"
+    config.write_text(LAYER_NORM_LSTM.lstrip().replace('"output": {', '"unused": None,\n    "output": {', 1))
+    proc = run_netc("import", config, "-o", tmp_path / "m.py")
+    assert (
+        proc.returncode == 1 and "its entry is NoneType, not a dict of options (RETURNN rejects it too)" in proc.stderr
+    )
+    sys.path.insert(0, str(ROOT / "tools"))
+    from corpus_match import returnn_error
+
+    assert returnn_error(str(config), False) is not None  # the runner's check: "not RETURNN's"

@@ -37,6 +37,8 @@ from netc.importer.syntax import Expr, binop, call, identifier, literal, name, n
 from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
 from netc.importer.writer import Assign, ModuleRef
 
+_NOT_OPTIONS = "its entry is {}, not a dict of options (RETURNN rejects it too)"
+
 
 class Importer(
     arith.ArithLayers,
@@ -131,6 +133,10 @@ class Importer(
 
     def _walk(self) -> None:
         net = self.cfg.network
+        for n, d in net.items():  # RETURNN reads every entry's options (`is_output_layer`, a loss)
+            if not isinstance(d, dict):
+                self.refused.append(Refused(n, "?", _NOT_OPTIONS.format(type(d).__name__)))
+        net = {n: d for n, d in net.items() if isinstance(d, dict)}
         roots = [n for n, d in net.items() if n == "output" or _is_root(d)]
         for n in list(roots):  # built by RETURNN only when it evaluates or searches: not in training
             d = net[n]
@@ -170,6 +176,8 @@ class Importer(
 
     def is_output(self, layer: str, d: dict, top: bool = True) -> bool:
         """Whether the layer is one of the model's outputs (`_walk`; in a rec unit: its `output`)."""
+        if not isinstance(d, dict):  # refused where it is read (`_walk`, `_layer`)
+            return False
         loss_output = top and self.loss_outputs and bool(d.get("loss"))
         return layer == "output" or bool(d.get("is_output_layer")) or loss_output
 
@@ -286,7 +294,7 @@ class Importer(
 
     def _layer(self, layer: str, d: dict, scope: Scope) -> Val:
         if not isinstance(d, dict):
-            raise Refused(self._full(layer, scope), "?", f"its entry is {type(d).__name__}, not a dict")
+            raise Refused(self._full(layer, scope), "?", _NOT_OPTIONS.format(type(d).__name__))
         cls = d.get("class")
         if cls in CLASS_ALIASES:  # RETURNN's other names of a layer class
             d["class"] = cls = CLASS_ALIASES[cls]
