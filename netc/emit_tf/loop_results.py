@@ -114,7 +114,7 @@ def _stack(r: RecLowering, name: str, value: int | str, out: Value, hint: str) -
     """A stack of the unit's layer `name`, read after the loop."""
     layer = r.unit.layers[name]
     layer["is_output_layer"] = True
-    if r.beam and name != r.beam and value in r.beamed:
+    if r.beam and value in r.beamed and name not in {r.unit.refs[c] for c in r.chosen}:
         # RETURNN moves a layer no step needs out of a searched loop, and one reading
         # two such layers there finds no search choices ("has beam but no search
         # choices": `where(s > 0, s, 0.1 * s)` stacked); collocated with the choice,

@@ -92,7 +92,7 @@ def check_inner_states_searched(n: Loop) -> None:
     labels = chosen(n)
     if not labels:
         return
-    beamed = computed_from(n, labels[0])
+    beamed = computed_from(n, set(labels))
     for nd in n.body:
         if not isinstance(nd, Loop) or not nd.carries:
             continue
@@ -125,8 +125,8 @@ def output_carry(n: Loop, single: set[int], outer: Block, unfit: Callable[[Value
             return None
         return results[0] if outer.refs[results[0].init].startswith("base:") else None
     labels = chosen(n)
-    if labels:  # a search follows the output: the choice's layer, or a copy of it
-        return next((c for c in own if c.next in labels), None)
+    if labels:  # a search follows the output: a choice's layer (the step's last's first), or a copy
+        return next((c for label in reversed(labels) for c in own if c.next == label), None)
     return own[0] if own else None
 
 

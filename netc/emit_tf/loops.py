@@ -41,7 +41,7 @@ from netc.emit_tf.loop_rules import (
     stepped_values,
 )
 from netc.errors import CompileError
-from netc.ir.loopkinds import chosen, loop_chunk
+from netc.ir.loopkinds import chooses, chosen, loop_chunk
 from netc.ir.model import Loop, LoopLast, Op, Value
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code
@@ -100,7 +100,7 @@ class RecLowering:
         self.feeding = feeding_state(n)  # values a state or `end` needs: RETURNN keeps them in the loop
         self.single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
         self.chosen = chosen(n)
-        self.beamed = computed_from(n, self.chosen[0]) if self.chosen else set()  # values with the beam
+        self.beamed = computed_from(n, set(self.chosen))  # values with the beam
         self.grown = [c for c in n.carries if c.init in em.grown]  # its layer is `cum_concat`, its own state
         # made by the seams, in `lower`'s order
         self.crossing: list[int] = []  # outer values read as `base:` refs (invariants, initial values)
@@ -111,7 +111,7 @@ class RecLowering:
         self.reserved: dict[int, str] = {}  # a state's next value -> its layer (the state's), named up front
         self.prev_layers: dict[int, str] = {}  # a state read through a layer kept in the loop -> that layer
         self.held_layers: dict[int, str] = {}  # a value held across `end` (its `out`) -> its state layer
-        self.beam: str | None = None  # searching: the choice's layer
+        self.beam: str | None = None  # searching: the step's last choice's layer (its final beam)
         self.include_eos = n.include_eos
         self.trim: str | None = None  # the loop's own axis when it runs with `include_eos` for its appends
         self.kept = ""  # with `trim`: the layer of each sequence's kept steps (`loop_results._kept`)
@@ -156,9 +156,10 @@ class RecLowering:
         em, n, unit = self.em, self.n, self.unit
         read = unit.read = count_uses_in_loop(n)
         self.batched = {self.base[v] for v in self.crossing if "batch" in em.values[v].dims}
+        targets = {nd.args[1] for nd in n.body if isinstance(nd, Op) and chooses(nd)}
         for s in n.seqs:
             em.values[s.inner.id] = s.inner
-            if s.outer == n.target:  # the choice layer takes its target by data key
+            if s.inner.id in targets:  # a choice layer takes its target by data key
                 continue
             src = self._crossing(s.outer)
             if n.reverse:
@@ -360,7 +361,7 @@ class RecLowering:
         }
         em.block(n.body, unit, self.reserved)
         # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
-        self.beam = unit.refs[self.chosen[0]] if self.chosen else None
+        self.beam = unit.refs[self.chosen[-1]] if self.chosen else None
         for nd in kept_cum_concats(n):  # its frame through a layer RETURNN keeps in the loop
             layer = unit.layers[em.op_layers[nd.outs[0].id][-1]]
             frame = unit.ns.fresh(f"{em.op_layers[nd.outs[0].id][-1]}_frame")
@@ -427,7 +428,7 @@ class RecLowering:
             # asserts they reach the choice): an end of the frames alone (a transducer's last frame)
             # reads the choice through a comparison that never holds
             never = unit.ns.fresh("never")
-            unit.layers[never] = {"class": "compare", "kind": "less", "from": [unit.refs[self.chosen[0]]], "value": 0}
+            unit.layers[never] = {"class": "compare", "kind": "less", "from": [unit.refs[self.chosen[-1]]], "value": 0}
             ended = unit.ns.fresh("ended")
             unit.layers[ended] = {"class": "combine", "kind": "logical_or", "from": [cond, never]}
             cond = ended
