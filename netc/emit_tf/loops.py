@@ -37,6 +37,7 @@ from netc.emit_tf.loop_rules import (
     output_carry,
     per_step,
     readers,
+    rebeamed_states,
     shaped_by_others,
     stepped_values,
 )
@@ -101,6 +102,8 @@ class RecLowering:
         self.single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
         self.chosen = chosen(n)
         self.beamed = computed_from(n, set(self.chosen))  # values with the beam
+        self.rebeamed = rebeamed_states(n)  # states to carry with the step's last choice's hypotheses
+        self.rebeam_zeros: str | None = None  # their layer of zeros with those hypotheses
         self.grown = [c for c in n.carries if c.init in em.grown]  # its layer is `cum_concat`, its own state
         # made by the seams, in `lower`'s order
         self.crossing: list[int] = []  # outer values read as `base:` refs (invariants, initial values)
@@ -238,7 +241,9 @@ class RecLowering:
             em.values[c.inner.id] = c.inner
             unit.carries[c.inner.id] = Carry(self.base.get(c.init, ""), c.init in em.zeros, c.next)
             self.carry_layers[c.inner.id] = "output" if c is output else unit.ns.fresh(c.name)
-            if c.next in self.single and c.next not in self.reserved and c.next in self.stepped:
+            # (a rebeamed state's layer is a copy with the last choice's hypotheses: not its op's)
+            reserve = c.next in self.single and c.next not in self.reserved and c.next not in self.rebeamed
+            if reserve and c.next in self.stepped:
                 self.reserved[c.next] = self.carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{self.carry_layers[c.inner.id]}"
         read_whole = {s.value for s in n.stacks} | {ll.value for ll in n.lasts}
@@ -272,8 +277,11 @@ class RecLowering:
         for c in n.carries:
             name = self.carry_layers[c.inner.id]
             if name not in unit.layers:
-                unit.layers[name] = self.per_step_layer(name, unit.refs[c.next], c.next in self.stepped, self.beam)
-                if c.next in self.stepped:
+                stepped = c.next in self.stepped
+                unit.layers[name] = self.per_step_layer(name, unit.refs[c.next], stepped, self.beam)
+                if c.next in self.rebeamed:
+                    unit.layers[name] = self._rebeamed(unit.refs[c.next])
+                elif stepped:
                     unit.layer_of.setdefault(c.next, name)
             if c not in self.grown:
                 self._initial_output(name, c.init, self.base[c.init])
@@ -286,6 +294,24 @@ class RecLowering:
         for ll in n.lasts:
             if ll.after_end:
                 self.held_layers[ll.out.id] = self._held(ll)
+
+    def _rebeamed(self, src: str) -> dict:
+        """A state's layer giving `src` (of an earlier choice's hypotheses) with the step's last
+        choice's (`rebeamed_states`): plus zeros computed from that choice, which RETURNN gives
+        the combined hypotheses; the sum's dims are `src`'s, whatever its template so far."""
+        unit = self.unit
+        if self.rebeam_zeros is None:
+            self.rebeam_zeros = unit.ns.fresh("last_choice_zeros")
+            unit.layers[self.rebeam_zeros] = {
+                "class": "eval",
+                "from": [self.beam, *(f"prev:{unit.refs[c]}" for c in self.chosen[:-1])],
+                "eval": "([source(i) for i in range(1, len(self.sources))], tf.zeros_like(tf.cast(source(0), tf.float32)))[-1]",
+                "out_type": {"dtype": "float32", "sparse": False, "dim": None, "shape": ()},
+                "collocate_with": [self.beam],
+            }
+        for c in self.chosen[:-1]:  # RETURNN maps this step's earlier choices to their `prev:` layers
+            unit.layers[unit.refs[c]].setdefault("initial_output", 0)
+        return {"class": "combine", "kind": "add", "from": [src, self.rebeam_zeros], "collocate_with": [self.beam]}
 
     def _initial_output(self, name: str, init: int, ref: str) -> None:
         """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""

@@ -1,7 +1,9 @@
 """Two choices in one decoder step (hard attention): each step first chooses a position (trained
 on `pos_target`), reads it (its embedding), then chooses the label (trained on `y`); the loop
 runs over the first choice's target's dim. Searching, the label's choice extends the hypotheses
-the position's choice made, each pruned to the beam (RETURNN's `choice` layers in one unit)."""
+the position's choice made, each pruned to the beam (RETURNN's `choice` layers in one unit). The
+state is updated from the position, not the label: RETURNN carries it with the hypotheses of the
+step's last choice (a copy reading that choice)."""
 
 from netc import (
     Dim,
@@ -46,7 +48,8 @@ def two_choices(
         pos_logits.append(pos_scores)
         where = choice(pos_scores, target=pos_target, beam=3)
         h = tanh(Embedding(model)(where) + s)
-        scores = Linear(vocab)(h)
+        s = 0.5 * (s + h)  # the state follows the position chosen (carried with the label's hypotheses)
+        scores = Linear(vocab)(s)
         logits.append(scores)
         label = choice(scores, target=y, beam=3)
         labels.append(label)
