@@ -6,7 +6,9 @@ a one-hot `dot` over positions, `end(pos >= frames)`) and an unconditional LM (i
 network's only input, a constant bound). Their steps hold any op, states that ignore the label
 (counters, states fed only by loop-invariant values), stacks of values that do not depend on
 `choice` and stacks over dynamic dims (attention weights over a dim an op made); after the loop
-its state, its last label and its last values are read (`if`s, several ops) and returned.
+its state, its last label and its last values are read (`if`s, several ops) and returned. With
+`two_choices` the plain decoder's step first chooses a position (its own target over the
+decoder's dim) that updates the state, then the label (hard attention).
 
 `declare` picks the decoder's form with the inputs (its target's lengths depend on it);
 `decoder` writes the loop after the network's other loops.
