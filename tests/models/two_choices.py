@@ -3,7 +3,8 @@ on `pos_target`), reads it (its embedding), then chooses the label (trained on `
 runs over the first choice's target's dim. Searching, the label's choice extends the hypotheses
 the position's choice made, each pruned to the beam (RETURNN's `choice` layers in one unit). The
 state is updated from the position, not the label: RETURNN carries it with the hypotheses of the
-step's last choice (a copy reading that choice)."""
+step's last choice (a copy reading that choice). The labels are no state (their embedding is):
+the rec unit's `output`, whose hypotheses RETURNN's search follows, is the label's choice."""
 
 from netc import (
     Dim,
@@ -11,7 +12,6 @@ from netc import (
     Labels,
     Linear,
     Tensor,
-    argmax,
     batch,
     choice,
     cross_entropy,
@@ -38,12 +38,12 @@ def two_choices(
 ):
     enc = tanh(Linear(model)(x))
     s = zeros(batch, model)
-    label = argmax(zeros(batch, vocab), axis=vocab)
+    emb = zeros(batch, model)  # the previous label's embedding: the label itself is no state
     labels, positions, logits, pos_logits = [], [], [], []
     for _ in range(x.max_seq_len + 2):
         att = softmax(dot(s, enc, reduce=model), axis=enc_time)
         context = dot(att, enc, reduce=enc_time)
-        s = tanh(Embedding(model)(label) + Linear(model, with_bias=False)(s) + context)
+        s = tanh(emb + Linear(model, with_bias=False)(s) + context)
         pos_scores = Linear(pos)(s)
         pos_logits.append(pos_scores)
         where = choice(pos_scores, target=pos_target, beam=3)
@@ -52,6 +52,7 @@ def two_choices(
         scores = Linear(vocab)(s)
         logits.append(scores)
         label = choice(scores, target=y, beam=3)
+        emb = Embedding(model)(label)
         labels.append(label)
         positions.append(where)
         if end(label == 0):
