@@ -33,6 +33,7 @@ class Beam:
     scores: torch.Tensor = field(default_factory=lambda: torch.zeros(1, 1))
     ended: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.bool))
     lens: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.long))
+    steps: int = 0  # the steps ended so far (a step may make several choices: versions)
 
     @property
     def version(self) -> int:
@@ -45,13 +46,14 @@ class Beam:
             rows = src[rows]
         return rows
 
-    def choose(self, logp: torch.Tensor) -> torch.Tensor:
-        """One step: the new hypotheses' labels (rows of the new version)."""
-        args = (logp, self.scores.to(logp.dtype), self.ended, self.version, self.size, self.length_normalization)
+    def choose(self, logp: torch.Tensor, first: bool = True) -> torch.Tensor:
+        """One choice: the new hypotheses' labels (rows of the new version). `first`: the step's
+        first choice (a later one extends all hypotheses the one before made, also at step 0)."""
+        args = (logp, self.scores.to(logp.dtype), self.ended, self.steps, self.size, self.length_normalization)
         if self.sample:
             labels, self.scores, src = sample_step(*args, self.seed, self.seq)
         else:
-            labels, self.scores, src = beam_step(*args)
+            labels, self.scores, src = beam_step(*args, first)
         self.src.append(src)
         self.ended, self.lens = self.ended[src], self.lens[src]
         return labels
@@ -60,6 +62,7 @@ class Beam:
         """The step's end condition (one bool per current row); True when all have ended."""
         self.lens = self.lens + (~self.ended).long()  # the ending step counts (appends before `end`)
         self.ended = self.ended | cond
+        self.steps += 1
         return bool(self.ended.all())
 
     def best(self) -> tuple[int, int, float]:
@@ -67,5 +70,5 @@ class Beam:
         row = int(self.scores[0].argmax())
         score = float(self.scores[0, row])
         if self.length_normalization:
-            score /= self.version
+            score /= self.steps
         return row, int(self.lens[row]), score

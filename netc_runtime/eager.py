@@ -57,7 +57,8 @@ class _Run:
     seq: int = 0  # the sequence's index in the batch (a sampling search's draws depend on it)
     beam: Beam | None = None  # made by the first `choice` when searching
     search_loop: LoopTag | None = None  # searching: the choice loop's run (known at its first `end`)
-    choice_step: int = 0  # training: which frame of its target the next `choice` gives
+    choice_step: int = 0  # training: which frame of its target the step's choices give (plus one)
+    chose: bool = False  # whether this step made a choice already (a later one extends its hypotheses)
     choice_loop: LoopTag | None = None  # training: the run of the loop with `choice` (a `range` loop)
     target_len: int = 0  # training: the length of that target
 
@@ -459,6 +460,7 @@ def end(cond) -> bool:
 
 
 def _ends(run: _Run, cond) -> bool:
+    run.chose = False  # the next step's first choice starts it
     if run.beam is not None:  # searching: each hypothesis ends on its own; stop when all have
         # (rows of the current hypotheses: `cond` may be of an older version, made before the last choice)
         (cond,), _ = run.align([cond], run.beam.version)
@@ -485,11 +487,14 @@ def choice(
     if not run.searching:
         run.choice_loop = run.loops[-1] if run.loops else None
         axis = run.net.dims.dynamic(target.dims)[0]
-        run.target_len = target.data.shape[target.dims.index(axis)]
-        run.choice_step += 1
+        if not run.chose:  # the loop runs over the first choice's target (all are over one dim)
+            run.target_len = target.data.shape[target.dims.index(axis)]
+            run.choice_step += 1
+        run.chose = True
         return target._frame(axis, run.choice_step - 1)
     if run.beam is None:
         run.beam = Beam(beam, length_normalization, sample, seed, run.seq)
+    first, run.chose = not run.chose, True
     # rows of the current hypotheses: scores made before the last choice (not reading its label,
     # e.g. from a state the step updates after them) are of an older version, a row per hypothesis it had
     (logits,), _ = run.align([stack_list(logits) if isinstance(logits, list) else logits], run.beam.version)
@@ -498,7 +503,7 @@ def choice(
         logp = torch.log_softmax(logp, dim=logits.dims.index(target.sparse_dim))
     elif input_type == "prob":
         logp = torch.log(logp)
-    labels = run.beam.choose(logp)
+    labels = run.beam.choose(logp, first)
     return ETensor(labels, ("batch",), run.frames(), target.sparse_dim, run.beam.version)
 
 

@@ -18,6 +18,7 @@ from netc.ir.search import BATCH_SIZE, SCORES, SearchPlan, search_dims, search_p
 from netc.ir.uses import values_by_id
 from netc.naming import lens_name
 from netc.ops.align import align_tensor
+from netc_runtime.beam import Beam
 from netc_runtime.eager import _UNSET, Absent, ETensor, _current, _range, _Run, stack_list
 from netc_runtime.eager_loops import output_loop, unbound_after_end
 
@@ -165,6 +166,7 @@ class Network:
             raise TypeError(f"missing inputs: {', '.join(missing)}")
         per_seq: list[dict[str, ETensor]] = []
         per_seq_losses: list[dict[str, torch.Tensor]] = []
+        beams: list[Beam | None] = []  # searching: each sequence's
         batch = _batch_size(g, plan, bound)
         # an oracle for forward values: eager parameters are plain tensors, nothing to differentiate
         with torch.no_grad():
@@ -192,6 +194,7 @@ class Network:
                     run.check_target_covered()
                     if plan is not None:
                         res = self._decide(run, plan, res)
+                        beams.append(run.beam)
                     else:
                         res = {k: self._as_output(k, v) for k, v in res.items()}
                 finally:
@@ -199,6 +202,7 @@ class Network:
                 per_seq.append(res)
                 per_seq_losses.append({k: v.data.sum() for k, v in run.losses.items()})
         if plan is not None:
+            _batch_steps(per_seq, beams)
             return _pad(per_seq, search_dims(g), dt)
         outs, lens = _pad(per_seq, self.output_dims, dt)
         for loss in g.losses:  # summed over the batch, as RETURNN's `as_is` and the torch module do
@@ -236,6 +240,21 @@ class Network:
             out[name] = ETensor(data, v.dims, sparse_dim=v.sparse_dim)
         out[SCORES] = ETensor(torch.tensor([score]), ("batch",))
         return out
+
+
+def _batch_steps(per_seq: list[dict[str, ETensor]], beams: list[Beam | None]) -> None:
+    """A search with several choices per step and length normalization: each sequence's score as
+    the batch's search gives it. Each choice scales an ended hypothesis' score by (t + 1) / t
+    (RETURNN's `choice`), so one that has ended gains (T / E)^k over the steps from its
+    sequence's last E to the batch's last T (k choices per step), and the score, divided by T,
+    is the sequence's own per step times (T / E)^(k - 1): with one choice per step, its own."""
+    steps = max((b.steps for b in beams if b is not None), default=0)
+    for res, beam in zip(per_seq, beams):
+        if beam is None or not beam.length_normalization or not beam.steps:
+            continue
+        k = beam.version // beam.steps
+        if k > 1:
+            res[SCORES] = ETensor(res[SCORES].data * (steps / beam.steps) ** (k - 1), ("batch",))
 
 
 def _batch_size(g: Graph, plan: SearchPlan | None, bound: dict[str, Any]) -> int:

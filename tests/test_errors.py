@@ -856,6 +856,51 @@ LOOP_CASES += [
         8,
     ),
     (
+        # a second choice of a step extends the hypotheses the first made: one beam for both
+        "two_choices_with_other_beams",
+        """
+        from netc import Labels, choice, full
+        dec = Dim("dec")
+        vocab = Dim("vocab", 5)
+        pos = Dim("pos", 3)
+        @network
+        def f(x: Tensor[batch, time, feat], p: Labels[batch, dec, pos], y: Labels[batch, dec, vocab]):
+            labels = []
+            for _ in range(2 * x.max_seq_len):
+                where = choice(Linear(pos)(reduce_sum(x, axis=time)), target=p, beam=2)
+                label = choice(Linear(vocab)(reduce_sum(x, axis=time)), target=y, beam=3)
+                labels.append(label)
+                if end(label == 0):
+                    break
+            return labels
+        """,
+        "the choices of one loop share its dim and beam: this one's target is over `dec` with beam 3",
+        10,
+        16,
+    ),
+    (
+        "two_choices_one_sampling",
+        """
+        from netc import Labels, choice, full
+        dec = Dim("dec")
+        vocab = Dim("vocab", 5)
+        pos = Dim("pos", 3)
+        @network
+        def f(x: Tensor[batch, time, feat], p: Labels[batch, dec, pos], y: Labels[batch, dec, vocab]):
+            labels = []
+            for _ in range(2 * x.max_seq_len):
+                where = choice(Linear(pos)(reduce_sum(x, axis=time)), target=p, beam=2)
+                label = choice(Linear(vocab)(reduce_sum(x, axis=time)), target=y, beam=2, sample=True)
+                labels.append(label)
+                if end(label == 0):
+                    break
+            return labels
+        """,
+        "a loop with several choices searches by beam: `sample=True` is for one `choice` per loop",
+        10,
+        16,
+    ),
+    (
         "input_named_self",
         """
         @network

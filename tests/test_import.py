@@ -64,6 +64,7 @@ CASES = {
     "doc_rec_self_att": ("doc_rec_self_att.config", [], [[5, 2, 4]]),
     "doc_rel_pos_self_att": ("doc_rel_pos_self_att.config", [], [[5, 2, 4]]),
     "doc_decoder": ("doc_decoder.config", [], [[5, 2, 4], [3, 2, 4]]),  # labels, not frame-wise
+    "hard_attention": ("hard_attention.config", [], [[7, 4, 6], [3, 2, 4]]),  # two choices a step
 }
 DOC_CASES = sorted(c for c in CASES if c.startswith("doc_"))
 TOLERANCE = 1e-5
@@ -970,13 +971,12 @@ network = {
             "layer `output` (rec): a decoder over the frames of `from` with an `end` layer (it ends with the frames; "
             "RNN-T's unit",
         ),
-        (  # hard attention: a position chosen beside the label, each step
+        (  # a position chosen beside the label, each step, trained on the label's target too
             '"end": {',
             '"t": {"class": "choice", "target": "classes", "beam_size": 4, "from": ["prob"]},\n            "end": {',
             5,
             '"output"',
-            "layer `output` (rec): a unit with 2 `choice`s (output, t: a search over several labels per step; "
-            "netc's decoder loop has one `choice`)",
+            "layer `output` (rec): 2 `choice`s (output, t) of one target: netc's choices each take their own",
         ),
     ],
 )

@@ -127,6 +127,7 @@ SEARCHED = [
     "tied_decoder.py",
     "search_only_prob.py",
     "search_labels_only_pooled_bound.py",
+    "two_choices.py",  # two choices in one step: a position, then a label (hard attention)
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
@@ -267,7 +268,8 @@ def test_decoders_searched(verify, model):
     bound, a decoder reading the encoder's list, a `choice` whose label nothing reads (it still
     searches), an `if` on the last label after the searched loop (eagerly the best hypothesis'
     branch), a returned list of the encoder's final state appended at each step, scores made
-    before the step reads the last label."""
+    before the step reads the last label, two choices in one step (the second extending the
+    hypotheses the first made)."""
     proc = verify(ROOT / "tests" / "models" / model, "--seed", "2", "--search")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("verify: ok")

@@ -114,7 +114,7 @@ def _stack(r: RecLowering, name: str, value: int | str, out: Value, hint: str) -
     """A stack of the unit's layer `name`, read after the loop."""
     layer = r.unit.layers[name]
     layer["is_output_layer"] = True
-    if r.beam and name != r.beam and value in r.beamed:
+    if r.beam and value in r.beamed and name not in {r.unit.refs[c] for c in r.chosen}:
         # RETURNN moves a layer no step needs out of a searched loop, and one reading
         # two such layers there finds no search choices ("has beam but no search
         # choices": `where(s > 0, s, 0.1 * s)` stacked); collocated with the choice,
@@ -220,8 +220,8 @@ def _gather_last(r: RecLowering, out: Value, init: str | None) -> str:
 def _unit_output(r: RecLowering, results: list[Result], result_layers: list[str]) -> None:
     """The unit's `output` where no state is (see `RecLowering._has_other` for what it must not be)."""
     unit = r.unit
-    # searching, RETURNN takes the rec layer's hypotheses from its output: the choice
-    first = r.own_layer(unit, r.chosen[0], "out") if r.chosen else result_layers[0]
+    # searching, RETURNN takes the rec layer's hypotheses from its output: the (step's last) choice
+    first = r.own_layer(unit, r.chosen[-1], "out") if r.chosen else result_layers[0]
     unit.layers["output"] = {"class": "copy", "from": first}
 
     # a held value's result is its layer (`RecLowering._held`); its outer value has the body value's dims

@@ -84,6 +84,29 @@ def computed_from(n: Loop, source: int | set[int]) -> set[int]:
     return deps
 
 
+def rebeamed_states(n: Loop) -> set[int]:
+    """A loop with several choices: the next values of states that, within the step, depend on
+    an earlier choice but not on the last. RETURNN carries a state to the next step with the
+    hypotheses its layer has; one of an earlier choice's would be compared with the last's
+    there ("cannot compare search choices"). Such a state's layer is a copy that also reads the
+    last choice (`per_step` with `beam`): its frames follow the step's final hypotheses."""
+    labels = chosen(n)
+    if len(labels) < 2:
+        return set()
+    earlier, last = _in_step(n, set(labels[:-1])), _in_step(n, {labels[-1]})
+    return {c.next for c in n.carries if c.next in earlier and c.next not in last}
+
+
+def _in_step(n: Loop, source: set[int]) -> set[int]:
+    """The body values of loop `n` computed from `source` within one step (not through states)."""
+    deps = set(source)
+    for nd in n.body:
+        outs = nd.outs if isinstance(nd, Op) else nd.results()
+        if any(a in deps for a in node_uses(nd)):
+            deps.update(o.id for o in outs)
+    return deps
+
+
 def check_inner_states_searched(n: Loop) -> None:
     """RETURNN's search cannot follow the beam into the state of a rec layer nested in the searched
     unit: at each inner step it looks the outer `prev:output` (where a value computed from the
@@ -92,7 +115,7 @@ def check_inner_states_searched(n: Loop) -> None:
     labels = chosen(n)
     if not labels:
         return
-    beamed = computed_from(n, labels[0])
+    beamed = computed_from(n, set(labels))
     for nd in n.body:
         if not isinstance(nd, Loop) or not nd.carries:
             continue
@@ -125,8 +148,8 @@ def output_carry(n: Loop, single: set[int], outer: Block, unfit: Callable[[Value
             return None
         return results[0] if outer.refs[results[0].init].startswith("base:") else None
     labels = chosen(n)
-    if labels:  # a search follows the output: the choice's layer, or a copy of it
-        return next((c for c in own if c.next in labels), None)
+    if labels:  # a search follows the output: a choice's layer (the step's last's first), or a copy
+        return next((c for label in reversed(labels) for c in own if c.next == label), None)
     return own[0] if own else None
 
 

@@ -37,11 +37,12 @@ from netc.emit_tf.loop_rules import (
     output_carry,
     per_step,
     readers,
+    rebeamed_states,
     shaped_by_others,
     stepped_values,
 )
 from netc.errors import CompileError
-from netc.ir.loopkinds import chosen, loop_chunk
+from netc.ir.loopkinds import chooses, chosen, loop_chunk
 from netc.ir.model import Loop, LoopLast, Op, Value
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code
@@ -100,7 +101,9 @@ class RecLowering:
         self.feeding = feeding_state(n)  # values a state or `end` needs: RETURNN keeps them in the loop
         self.single = {nd.outs[0].id for nd in n.body if isinstance(nd, Op) and len(nd.outs) == 1}
         self.chosen = chosen(n)
-        self.beamed = computed_from(n, self.chosen[0]) if self.chosen else set()  # values with the beam
+        self.beamed = computed_from(n, set(self.chosen))  # values with the beam
+        self.rebeamed = rebeamed_states(n)  # states to carry with the step's last choice's hypotheses
+        self.rebeam_zeros: str | None = None  # their layer of zeros with those hypotheses
         self.grown = [c for c in n.carries if c.init in em.grown]  # its layer is `cum_concat`, its own state
         # made by the seams, in `lower`'s order
         self.crossing: list[int] = []  # outer values read as `base:` refs (invariants, initial values)
@@ -111,7 +114,7 @@ class RecLowering:
         self.reserved: dict[int, str] = {}  # a state's next value -> its layer (the state's), named up front
         self.prev_layers: dict[int, str] = {}  # a state read through a layer kept in the loop -> that layer
         self.held_layers: dict[int, str] = {}  # a value held across `end` (its `out`) -> its state layer
-        self.beam: str | None = None  # searching: the choice's layer
+        self.beam: str | None = None  # searching: the step's last choice's layer (its final beam)
         self.include_eos = n.include_eos
         self.trim: str | None = None  # the loop's own axis when it runs with `include_eos` for its appends
         self.kept = ""  # with `trim`: the layer of each sequence's kept steps (`loop_results._kept`)
@@ -156,9 +159,10 @@ class RecLowering:
         em, n, unit = self.em, self.n, self.unit
         read = unit.read = count_uses_in_loop(n)
         self.batched = {self.base[v] for v in self.crossing if "batch" in em.values[v].dims}
+        targets = {nd.args[1] for nd in n.body if isinstance(nd, Op) and chooses(nd)}
         for s in n.seqs:
             em.values[s.inner.id] = s.inner
-            if s.outer == n.target:  # the choice layer takes its target by data key
+            if s.inner.id in targets:  # a choice layer takes its target by data key
                 continue
             src = self._crossing(s.outer)
             if n.reverse:
@@ -237,7 +241,9 @@ class RecLowering:
             em.values[c.inner.id] = c.inner
             unit.carries[c.inner.id] = Carry(self.base.get(c.init, ""), c.init in em.zeros, c.next)
             self.carry_layers[c.inner.id] = "output" if c is output else unit.ns.fresh(c.name)
-            if c.next in self.single and c.next not in self.reserved and c.next in self.stepped:
+            # (a rebeamed state's layer is a copy with the last choice's hypotheses: not its op's)
+            reserve = c.next in self.single and c.next not in self.reserved and c.next not in self.rebeamed
+            if reserve and c.next in self.stepped:
                 self.reserved[c.next] = self.carry_layers[c.inner.id]
             unit.refs[c.inner.id] = f"prev:{self.carry_layers[c.inner.id]}"
         read_whole = {s.value for s in n.stacks} | {ll.value for ll in n.lasts}
@@ -271,8 +277,11 @@ class RecLowering:
         for c in n.carries:
             name = self.carry_layers[c.inner.id]
             if name not in unit.layers:
-                unit.layers[name] = self.per_step_layer(name, unit.refs[c.next], c.next in self.stepped, self.beam)
-                if c.next in self.stepped:
+                stepped = c.next in self.stepped
+                unit.layers[name] = self.per_step_layer(name, unit.refs[c.next], stepped, self.beam)
+                if c.next in self.rebeamed:
+                    unit.layers[name] = self._rebeamed(unit.refs[c.next])
+                elif stepped:
                     unit.layer_of.setdefault(c.next, name)
             if c not in self.grown:
                 self._initial_output(name, c.init, self.base[c.init])
@@ -285,6 +294,24 @@ class RecLowering:
         for ll in n.lasts:
             if ll.after_end:
                 self.held_layers[ll.out.id] = self._held(ll)
+
+    def _rebeamed(self, src: str) -> dict:
+        """A state's layer giving `src` (of an earlier choice's hypotheses) with the step's last
+        choice's (`rebeamed_states`): plus zeros computed from that choice, which RETURNN gives
+        the combined hypotheses; the sum's dims are `src`'s, whatever its template so far."""
+        unit = self.unit
+        if self.rebeam_zeros is None:
+            self.rebeam_zeros = unit.ns.fresh("last_choice_zeros")
+            unit.layers[self.rebeam_zeros] = {
+                "class": "eval",
+                "from": [self.beam, *(f"prev:{unit.refs[c]}" for c in self.chosen[:-1])],
+                "eval": "([source(i) for i in range(1, len(self.sources))], tf.zeros_like(tf.cast(source(0), tf.float32)))[-1]",
+                "out_type": {"dtype": "float32", "sparse": False, "dim": None, "shape": ()},
+                "collocate_with": [self.beam],
+            }
+        for c in self.chosen[:-1]:  # RETURNN maps this step's earlier choices to their `prev:` layers
+            unit.layers[unit.refs[c]].setdefault("initial_output", 0)
+        return {"class": "combine", "kind": "add", "from": [src, self.rebeam_zeros], "collocate_with": [self.beam]}
 
     def _initial_output(self, name: str, init: int, ref: str) -> None:
         """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""
@@ -360,7 +387,7 @@ class RecLowering:
         }
         em.block(n.body, unit, self.reserved)
         # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
-        self.beam = unit.refs[self.chosen[0]] if self.chosen else None
+        self.beam = unit.refs[self.chosen[-1]] if self.chosen else None
         for nd in kept_cum_concats(n):  # its frame through a layer RETURNN keeps in the loop
             layer = unit.layers[em.op_layers[nd.outs[0].id][-1]]
             frame = unit.ns.fresh(f"{em.op_layers[nd.outs[0].id][-1]}_frame")
@@ -427,7 +454,7 @@ class RecLowering:
             # asserts they reach the choice): an end of the frames alone (a transducer's last frame)
             # reads the choice through a comparison that never holds
             never = unit.ns.fresh("never")
-            unit.layers[never] = {"class": "compare", "kind": "less", "from": [unit.refs[self.chosen[0]]], "value": 0}
+            unit.layers[never] = {"class": "compare", "kind": "less", "from": [unit.refs[self.chosen[-1]]], "value": 0}
             ended = unit.ns.fresh("ended")
             unit.layers[ended] = {"class": "combine", "kind": "logical_or", "from": [cond, never]}
             cond = ended

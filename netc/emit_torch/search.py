@@ -31,8 +31,11 @@ class SearchEmitter(TorchEmitter):
     def __init__(self, g: Graph, names: ModuleNames, public: list[str], plan: SearchPlan):
         super().__init__(g, names, public)
         self.plan = plan
-        self.src: str | None = None  # after the step's choice: each new hypothesis' source row
-        self.pending: set[int] = set()  # values of the step's old hypotheses not yet re-selected
+        # after the step's choices: each new hypothesis' source row among the step's first
+        self.src: str | None = None
+        # values of older hypotheses not yet re-selected -> the rows to take (`ref`)
+        self.pending: dict[int, str] = {}
+        self.composed: dict[tuple[str, str], str] = {}  # (older src, newer src) -> the two in one
         self.beam_masks: dict[str, str] = {}  # inside the beam loop: masks for [batch * beam] rows
         self.beam: _Beam | None = None
         self.step_values: set[int] = set()  # values of the beam loop's body (and its states)
@@ -76,9 +79,9 @@ class SearchEmitter(TorchEmitter):
     def ref(self, vid: int) -> str:
         """A value as the step's current hypotheses see it (re-selected once after the choice)."""
         if vid in self.pending:
-            self.pending.discard(vid)
+            src = self.pending.pop(vid)
             name = self.ns.fresh(f"{self.var[vid]}_sel")
-            self.emit(f"{name} = {self.var[vid]}[{self.src}]  # of the hypothesis each new one continues")
+            self.emit(f"{name} = {self.var[vid]}[{src}]  # of the hypothesis each new one continues")
             self.var[vid] = name
         return self.var[vid]
 
@@ -97,17 +100,37 @@ class SearchEmitter(TorchEmitter):
         if not chooses(op):
             super().op(op)
             return
-        # what the step computed so far belongs to the old hypotheses
-        self.pending = set(self.var) & self.step_values
+        # what the step computed so far belongs to the old hypotheses; a second choice of the step
+        # extends the hypotheses the one before made (`first`: only the step's first choice
+        # starts from the hypotheses as they began the step)
         name = self.define(op.outs[0], op.outs[0].name or "label")
-        self.src = self.ns.fresh("src")
+        src, before = self.ns.fresh("src"), self.src
         b = self.beam
+        first = "" if before is None else ", False"
         self.emit(
-            f"{name}, {b.scores}, {self.src} = {self.names.beam_fn}({self.var[op.args[0]]}, {b.scores}, "
-            f"{b.ended}, {b.step}, {b.size}, {op.attrs['length_normalization']!r}{_draws(op)})  # line {op.span.line}"
+            f"{name}, {b.scores}, {src} = {self.names.beam_fn}({self.var[op.args[0]]}, {b.scores}, "
+            f"{b.ended}, {b.step}, {b.size}, {op.attrs['length_normalization']!r}{_draws(op)}{first})"
+            f"  # line {op.span.line}"
         )
-        self.emit(f"{b.ended}, {b.lens} = {b.ended}[{self.src}], {b.lens}[{self.src}]")
+        self.emit(f"{b.ended}, {b.lens} = {b.ended}[{src}], {b.lens}[{src}]")
         self.op_lines[op.outs[0].id] = self.lines[-2].strip()
+        self.pending = {
+            v: src if v not in self.pending else self._composed(self.pending[v], src)
+            for v in set(self.var) & self.step_values
+            if v != op.outs[0].id
+        }
+        self.src = src if before is None else self._composed(before, src)
+
+    def start_step(self) -> None:
+        """Before a step of the beam loop: no choice made yet."""
+        self.src, self.pending = None, {}
+
+    def _composed(self, older: str, newer: str) -> str:
+        """The rows of `older`'s hypotheses that `newer`'s continue: `older[newer]`."""
+        if (older, newer) not in self.composed:
+            name = self.composed[(older, newer)] = self.ns.fresh("src")
+            self.emit(f"{name} = {older}[{newer}]  # the rows before both choices")
+        return self.composed[(older, newer)]
 
     def _grouped_dot(self, op: Op) -> str | None:
         """A step's `dot` of a hypothesis' vector with what the loop reads from before it (the
@@ -161,6 +184,7 @@ class SearchEmitter(TorchEmitter):
         self.indent += 1
         # the loop's own variables: a carry read after the choice is re-selected under a new name
         carried = {c.inner.id: self.var[c.inner.id] for c in n.carries}
+        self.start_step()
         self.block(n.body)
         # a hypothesis ends where the loop's end holds, or at its sequence's bound
         end = self.ref(n.end)

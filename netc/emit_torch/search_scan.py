@@ -82,6 +82,7 @@ def beam_while_loop(
     em.emit(f"def {step_fn}({carry}: list[torch.Tensor]):")
     em.indent += 1
     em.emit(f"{_unpack(carried)} = {carry}")
+    em.start_step()
     em.block(n.body)
     # a hypothesis ends where the loop's end holds, or at its sequence's bound
     end = em.ref(n.end)

@@ -44,20 +44,34 @@ CHOICE_OPTS = {"target", "beam_size", "length_normalization", "input_type"}
 def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Scope, choices: list[str]) -> Val:
     from netc.importer.loops import mark_unit_losses, unit_body
 
-    if len(choices) > 1:  # hard attention's position and the label: a search over both, which netc has not
+    if "output" not in choices:
+        raise Refused(full, "rec", f"a unit whose `choice` is not its `output` ({choices[0]})")
+    ch = unit["output"]
+    # several choices (hard attention: a position, then the label): each its own target, all over
+    # the loop's dim, one beam (docs/language.md, "Several choices in one step")
+    targets = [unit[c].get("target") for c in choices]
+    if len(set(targets)) < len(targets):
         raise Refused(
             full,
             "rec",
-            f"a unit with {len(choices)} `choice`s ({', '.join(choices)}: a search over several labels per step; "
-            "netc's decoder loop has one `choice`)",
+            f"{len(choices)} `choice`s ({', '.join(choices)}) of one target: netc's choices each take their own",
         )
-    if choices[0] != "output":
-        raise Refused(full, "rec", f"a unit whose `choice` is not its `output` ({choices[0]})")
-    ch = unit["output"]
-    if d.get("target") not in (None, ch.get("target")):
+    beams = {unit[c].get("beam_size", 1) for c in choices}
+    if len(beams) > 1:
+        raise Refused(
+            full,
+            "rec",
+            f"choices with other beam sizes ({', '.join(choices)}): netc's choices of a step share one beam",
+        )
+    rec_targets = d.get("target")
+    if isinstance(rec_targets, list | tuple) and len(choices) > 1 and set(rec_targets) <= set(targets):
+        rec_targets = None  # each choice's own target: the loop's length is any of theirs (one dim)
+    if rec_targets not in (None, ch.get("target")):
         raise Refused(full, "rec", f"its target {d.get('target')!r} is not its choice's {ch.get('target')!r}")
-    if d.get("size_target") not in (None, ch.get("target")):  # the choice's own: the length it has anyway
+    if d.get("size_target") not in (None, *targets):  # a choice's own: the length it has anyway
         raise Refused(full, "rec", f"size_target {d['size_target']!r}: another length than its choice's target's")
+    if len(choices) > 1 and sources(d):
+        raise Refused(full, "rec", f"a decoder over the frames of `from` with {len(choices)} `choice`s")
     end = unit.get("end")
     target = imp._target(ch, f"{layer}/output")
     dyn = [x for x in target.dims if imp.dims.is_dynamic(x)]
@@ -91,8 +105,9 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
 
 
 def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
-    if scope.rec is None or layer != "output":
-        raise Refused(full, "choice", "`choice` only as the `output` of a rec unit")
+    # (`import_decoder` checked that the unit's `output` is one of its choices)
+    if scope.rec is None:
+        raise Refused(full, "choice", "`choice` only in a rec unit")
     imp._search_only(d, full)
     srcs = sources(d)
     if len(srcs) != 1:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netc.errors import CompileError, Span
+from netc.ir.loopkinds import choice_ops
 from netc.ir.model import Graph, Loop
 from netc.ir.search import BATCH_SIZE
 from netc.ir.uses import values_by_id
@@ -44,7 +45,9 @@ def search_arguments(g: Graph) -> dict[str, str]:
     """The arguments a model with `choice` takes besides its inputs (eager mode, the torch module):
     `search`, and `batch_size` where a search takes no input (its only inputs are targets)."""
     searched = g.search or g  # training's graph has made the loop one over its target
-    targets = {n.target for n in searched.body if isinstance(n, Loop) and n.target is not None}
+    # every choice's target (a loop may make several choices)
+    names = {c.attrs["target"] for n in searched.body if isinstance(n, Loop) for c in choice_ops(n)}
+    targets = {i.value.id for i in g.inputs if i.name in names}
     if not targets:
         return {}
     out = {"search": "the argument `search` of a model with `choice`"}

@@ -136,28 +136,35 @@ def chunk_dims(nodes: Iterable[Node]) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class LoopSearch:
-    """A loop with a choice: `target` the outer reference labels (`Loop.target`), `choice` the op
-    (absent from training's view of the loop: teacher forcing replaced it by the target's frame)."""
+    """A loop with choices: `target` the outer reference labels of the first (`Loop.target`: the
+    loop runs over their dim), `choices` the ops in the step's order (none in training's view of
+    the loop: teacher forcing replaced each by its target's frame)."""
 
     target: int
-    choice: Op | None
+    choices: tuple[Op, ...]
 
 
 def loop_search(n: Loop) -> LoopSearch | None:
     """`n` as a search, or None where it is no loop with a choice."""
     if n.target is None:
         return None
-    return LoopSearch(n.target, choice_op(n))
+    return LoopSearch(n.target, tuple(choice_ops(n)))
+
+
+def choice_ops(n: Loop) -> list[Op]:
+    """The choices of `n`'s own body, in the step's order: a later one extends the hypotheses
+    the one before made (docs/language.md, "Several choices in one step")."""
+    return [m for m in n.body if isinstance(m, Op) and chooses(m)]
 
 
 def choice_op(n: Loop) -> Op | None:
-    """The choice of `n`'s own body, if it has one."""
-    return next((m for m in n.body if isinstance(m, Op) and chooses(m)), None)
+    """The first choice of `n`'s own body, if it has one."""
+    return next(iter(choice_ops(n)), None)
 
 
 def chosen(n: Loop) -> list[int]:
-    """The labels the choices of `n`'s own body make (at most one)."""
-    return [m.outs[0].id for m in n.body if isinstance(m, Op) and chooses(m)]
+    """The labels the choices of `n`'s own body make, in the step's order."""
+    return [m.outs[0].id for m in choice_ops(n)]
 
 
 def kinds(n: Loop) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netc.errors import CompileError
+from netc.ir.loopkinds import choice_ops
 from netc.ir.model import Graph, Loop
 from netc.ir.uses import node_uses, values_by_id
 from netc.ir.walk import param_paths
@@ -45,15 +46,17 @@ def search_plan(g: Graph) -> SearchPlan | None:
         raise CompileError(loops[1].span, "a network can search in one loop; this is a second loop with `choice`")
     loop = loops[0]
     names = {i.value.id: i.name for i in g.inputs}
-    targets = frozenset(names[n.target] for n in loops)
+    # the first choice's target (the loop's dim) and every other choice's of the step
+    targets = frozenset(names[n.target] for n in loops) | {c.attrs["target"] for c in choice_ops(loop)}
     needs: set[int] = {i.value.id for i in g.inputs if i.name in targets}
+    target_ids = set(needs)
     for n in g.body:
         if isinstance(n, Loop):
             if n.target is None and any(v in needs for v in node_uses(n)):
                 needs.update(r.id for r in n.results())
         elif any(a in needs for a in n.args):
             needs.update(o.id for o in n.outs)
-    if any(v in needs for v in node_uses(loop) if v != loop.target):
+    if any(v in needs for v in node_uses(loop) if v not in target_ids):
         raise CompileError(loop.span, "this search needs values computed from its target before the loop")
     stacks = {s.out.id for s in loop.stacks}
     outputs = tuple(o.name for o in g.outputs if o.value in stacks)

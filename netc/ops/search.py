@@ -11,7 +11,11 @@ RETURNN's `ChoiceLayer` (`returnn/tf/layers/rec.py`) does it, so the three targe
 - with `length_normalization` (RETURNN's default), at step t > 0 the score of a hypothesis
   that had ended is multiplied by (t + 1) / t, so ended and running hypotheses compare by
   score per step;
-- the first step expands only the first hypothesis (all start equal); then the top `beam`
+- several choices in one step (hard attention: a position, then a label) each take the top
+  `beam` continuations of the hypotheses the one before made, by accumulated score; each
+  filters ended hypotheses and normalises their scores as above (RETURNN's `choice` layers
+  each do, given the previous step's end flags);
+- the first step's first choice expands only the first hypothesis (all start equal); then the top `beam`
   of (hypothesis, label) pairs by score survive, ties to the lower flat index; where there are
   fewer pairs than `beam` (the first step with a beam above the class dim's size), the others
   continue the first hypothesis with label 0 at score -inf (RETURNN's `beam_search`), so they
@@ -76,9 +80,10 @@ class Choice(OpDef):
 
 def torch_beam_step(name: str) -> str:
     """The emitted torch module's beam search step (module level, named `name`), as above."""
-    return f'''def {name}(logp, scores, ended, t: int, beam: int, length_normalization: bool):
+    return f'''def {name}(logp, scores, ended, t: int, beam: int, length_normalization: bool, first: bool = True):
     """One step of RETURNN's beam search (its `choice` layer) for [batch * beam] hypotheses:
-    the labels, scores [batch, beam] and source hypotheses of the best `beam` continuations."""
+    the labels, scores [batch, beam] and source hypotheses of the best `beam` continuations.
+    `first`: the step's first choice (a later one extends every hypothesis, also at step 0)."""
     batch, labels = scores.shape[0], logp.shape[-1]
     ended_scores = torch.full((labels,), {ENDED_OTHER_SCORE!r}, dtype=logp.dtype, device=logp.device)
     ended_scores[0] = 0.0  # a hypothesis that has ended continues with label 0 at no cost
@@ -86,7 +91,7 @@ def torch_beam_step(name: str) -> str:
     if length_normalization and t > 0:  # ended ones compare by score per step
         scores = scores * torch.where(ended.view(batch, -1), (t + 1) / t, 1.0)
     combined = scores[:, :, None] + logp
-    if t == 0:  # all hypotheses start equal: continue the first only
+    if t == 0 and first:  # all hypotheses start equal: continue the first only
         combined = combined[:, :1]
     k = min(beam, combined.shape[1] * labels)  # fewer continuations than the beam: the first step
     scores, best = combined.flatten(1).topk(k, dim=1)
@@ -104,9 +109,10 @@ def torch_beam_step_scan(name: str) -> str:
     step `t` is a tensor there, so its two cases are `torch.where`s, not Python branches (the
     same numbers: the first step's other hypotheses score -inf, which `topk` takes only where
     there are fewer continuations than the beam)."""
-    return f'''def {name}(logp, scores, ended, t: torch.Tensor, beam: int, length_normalization: bool):
+    return f'''def {name}(logp, scores, ended, t: torch.Tensor, beam: int, length_normalization: bool, first: bool = True):
     """One step of RETURNN's beam search (its `choice` layer) for [batch * beam] hypotheses:
-    the labels, scores [batch, beam] and source hypotheses of the best `beam` continuations."""
+    the labels, scores [batch, beam] and source hypotheses of the best `beam` continuations.
+    `first`: the step's first choice (a later one extends every hypothesis, also at step 0)."""
     batch, labels = scores.shape[0], logp.shape[-1]
     label_ids = torch.arange(labels, device=logp.device)
     # a hypothesis that has ended continues with label 0 at no cost
@@ -116,7 +122,7 @@ def torch_beam_step_scan(name: str) -> str:
         scores = scores * torch.where(ended.view(batch, -1) & (t > 0), (t + 1) / t.clamp(min=1), 1.0)
     combined = scores[:, :, None] + logp
     # all hypotheses start equal: the first step continues the first only
-    others = (t == 0) & (torch.arange(combined.shape[1], device=logp.device) > 0)
+    others = (t == 0) & first & (torch.arange(combined.shape[1], device=logp.device) > 0)
     combined = torch.where(others[None, :, None], float("-inf"), combined)
     scores, best = combined.flatten(1).topk(beam, dim=1)
     # fewer continuations than the beam (its first step): the others continue the first

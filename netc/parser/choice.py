@@ -38,8 +38,6 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
         raise t.error(node, "`choice` belongs in a loop that ends with `if end(cond): break`")
     if len(lb.active) > 1:
         raise t.error(node, "a loop with `choice` cannot be inside another loop")
-    if ctx.target is not None:
-        raise t.error(node, "one `choice` per loop")
     if not isinstance(beam, int) or isinstance(beam, bool) or beam < 1:
         raise t.error(node, f"`beam` must be a positive integer, got {beam!r}")
     if not isinstance(length_norm, bool):
@@ -65,9 +63,21 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
             f"choice scores are float [batch, {vocab}] (the target's class dim), got "
             f"{logits.value.dtype}[{', '.join(logits.dims)}]",
         )
-    ctx.target = (target, dyn[0])
-    ctx.loop.target = lb.capture(target, ctx.block.parent, node).value.id
+    if ctx.target is not None and (sample or ctx.sample):
+        raise t.error(node, "a loop with several choices searches by beam: `sample=True` is for one `choice` per loop")
+    if ctx.target is not None and (dyn[0] != ctx.target[1] or beam != ctx.beam):
+        # a second choice of the step extends the hypotheses the first made: one beam, one axis
+        raise t.error(
+            node,
+            f"the choices of one loop share its dim and beam: this one's target is over `{dyn[0]}` with "
+            f"beam {beam}, the loop's first choice's over `{ctx.target[1]}` with beam {ctx.beam}",
+        )
     outer = lb.capture(target, ctx.block.parent, node)
+    if ctx.target is None:  # the loop runs over the first choice's target
+        ctx.target, ctx.beam, ctx.sample = (target, dyn[0]), beam, sample
+        ctx.loop.target = outer.value.id
+    elif any(s.outer == outer.value.id for s in ctx.loop.seqs):
+        raise t.error(node, "two choices of one loop take the same target")
     frame = t.new_value(("batch",), "int32", sparse_dim=vocab)
     ctx.loop.seqs.append(LoopSeq(outer=outer.value.id, inner=frame))
     logp = logits  # "log_prob": the model's own log-probabilities, used as they are

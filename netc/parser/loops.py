@@ -45,7 +45,9 @@ class _LoopCtx:
     target_names: set[str] = field(default_factory=set)
     python_before: dict[str, Any] = field(default_factory=dict)
     append_sides: set[bool] = field(default_factory=set)  # appends before (True) / after the end
-    target: tuple[V.TV, str] | None = None  # a `choice`'s target labels (outer) and their dim
+    target: tuple[V.TV, str] | None = None  # the first `choice`'s target labels (outer) and their dim
+    beam: int = 0  # its beam, which every choice of the loop shares
+    sample: bool = False  # whether it samples (then it is the loop's one choice)
     kind: OpenLoop | None = None  # a loop over a loop kind's iterable (`netc.parser.iterables`)
 
     def stacks_into(self, lst: V.PyList) -> bool:

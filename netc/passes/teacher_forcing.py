@@ -27,28 +27,32 @@ def transform(g: Graph) -> tuple[Graph, bool]:
         search = loop_search(loop) if isinstance(loop, Loop) else None
         if search is None:
             continue
-        choice = search.choice
-        assert choice is not None, "a search's loop has its choice until this pass"
-        label, frame = choice.outs[0].id, choice.args[1]
-        loop.body.remove(choice)
-        replace_uses(loop.body, {label: frame})
-        for c in loop.carries:
-            c.next = frame if c.next == label else c.next
-        for s in loop.stacks:
-            s.value = frame if s.value == label else s.value
-        for ll in loop.lasts:
-            ll.value = frame if ll.value == label else ll.value
-            if ll.after_end:  # the target's last frame is the ending step: the value from the one before
-                prev = Value(
-                    id=next_id, dims=ll.out.dims, dtype=ll.out.dtype, name=ll.name, sparse_dim=ll.out.sparse_dim
-                )
-                next_id += 1
-                init = next(i.outer for i in loop.invariants if i.inner.id == ll.init)
-                made = (n.span for n in loop.body if isinstance(n, Op) and any(o.id == ll.value for o in n.outs))
-                span = next(made, None)  # the op assigning it, where one in the body does
-                loop.carries.append(LoopCarry(name=ll.name, init=init, inner=prev, next=ll.value, span=span))
-                ll.value, ll.after_end, ll.init = prev.id, False, None
+        assert search.choices, "a search's loop has its choices until this pass"
+        for choice in search.choices:
+            next_id = _teacher_force(loop, choice, next_id)
         loop.target = loop.end = loop.bound = loop.max_steps = None
         loop.include_eos = True
         changed = True
     return g, changed
+
+
+def _teacher_force(loop: Loop, choice: Op, next_id: int) -> int:
+    """`choice`'s label replaced by its target's frame; the next free value id."""
+    label, frame = choice.outs[0].id, choice.args[1]
+    loop.body.remove(choice)
+    replace_uses(loop.body, {label: frame})
+    for c in loop.carries:
+        c.next = frame if c.next == label else c.next
+    for s in loop.stacks:
+        s.value = frame if s.value == label else s.value
+    for ll in loop.lasts:
+        ll.value = frame if ll.value == label else ll.value
+        if ll.after_end:  # the target's last frame is the ending step: the value from the one before
+            prev = Value(id=next_id, dims=ll.out.dims, dtype=ll.out.dtype, name=ll.name, sparse_dim=ll.out.sparse_dim)
+            next_id += 1
+            init = next(i.outer for i in loop.invariants if i.inner.id == ll.init)
+            made = (n.span for n in loop.body if isinstance(n, Op) and any(o.id == ll.value for o in n.outs))
+            span = next(made, None)  # the op assigning it, where one in the body does
+            loop.carries.append(LoopCarry(name=ll.name, init=init, inner=prev, next=ll.value, span=span))
+            ll.value, ll.after_end, ll.init = prev.id, False, None
+    return next_id

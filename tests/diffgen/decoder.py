@@ -6,7 +6,9 @@ a one-hot `dot` over positions, `end(pos >= frames)`) and an unconditional LM (i
 network's only input, a constant bound). Their steps hold any op, states that ignore the label
 (counters, states fed only by loop-invariant values), stacks of values that do not depend on
 `choice` and stacks over dynamic dims (attention weights over a dim an op made); after the loop
-its state, its last label and its last values are read (`if`s, several ops) and returned.
+its state, its last label and its last values are read (`if`s, several ops) and returned. With
+`two_choices` the plain decoder's step first chooses a position (its own target over the
+decoder's dim) that updates the state, then the label (hard attention).
 
 `declare` picks the decoder's form with the inputs (its target's lengths depend on it);
 `decoder` writes the loop after the network's other loops.
@@ -27,6 +29,7 @@ class Dec:
     cls: str  # the class dim
     beam: int
     bound: str  # the loop header's `range(...)` argument
+    second: str | None = None  # `two_choices`: the first choice's target (a position over `pos`)
 
 
 def declare(g: Gen, lm: bool = False) -> Dec:
@@ -63,6 +66,10 @@ def declare(g: Gen, lm: bool = False) -> Dec:
         else:
             g.derived_lens["dec"] = ("time", 1, 0)
     g.dec = Dec(form, "tgt", cls, beam, bound)
+    if form == "plain" and g.on("two_choices", 0.25):  # hard attention: a position, then the label
+        g.dim("pos", r.randint(2, 4))
+        g.params.append(f"ptgt: nc.Labels[{labels_annotation(g, 'dec', 'pos')}]")
+        g.dec.second = "ptgt"
     return g.dec
 
 
@@ -142,7 +149,7 @@ def decoder(g: Gen) -> None:
     if grow:
         g.dim("hist")
         g.emit("keys = nc.empty(batch, hist, emb)")
-    lists = ["logits"] + (["labels"] if label_read else [])
+    lists = ["logits"] + (["labels"] if label_read else []) + (["plogits", "positions"] if d.second else [])
     extra = [g.fresh("dout") for _ in range(r.randint(1, 2))]
     g.emit(f"{', '.join(lists + extra)} = {', '.join('[]' for _ in lists + extra)}")
     # the scores' weight is the label embedding's (transposed), as in a Transformer LM
@@ -198,6 +205,13 @@ def decoder(g: Gen) -> None:
     else:
         g.emit(f"s = nc.tanh(nc.Linear(hidden)({inp}) + nc.Linear(hidden, with_bias=False)(s))")
     g.add(V("s", frozenset({"batch", "hidden"})))
+    if d.second:  # the step's first choice: a position, read back into the state
+        g.emit("pscores = nc.Linear(pos)(s)")
+        g.emit("plogits.append(pscores)")
+        g.emit(f"where = nc.choice(pscores, target={d.second}, beam={d.beam})")
+        g.emit("s = s + nc.tanh(nc.Embedding(hidden)(where))")
+        g.emit("positions.append(where)")
+        g.add(V("where", frozenset({"batch"}), "labels", "pos"))
     if counter:
         g.emit("cnt = cnt + 1.0")
         g.add(V("cnt", frozenset({"batch"})))
@@ -249,6 +263,7 @@ def decoder(g: Gen) -> None:
         g.emit("pos = pos + 1.0")
         g.add(V("pos", frozenset({"batch"})))
     roots = {"label", "keys"} if label_read else set()  # what depends on the chosen labels
+    roots |= {"where"} if d.second else set()
     appends(g, extra, stack_dyn, chosen(g.body[step_start:], roots))
     if d.form == "rna":
         cond = "pos >= frames"
@@ -268,6 +283,10 @@ def decoder(g: Gen) -> None:
     if label_read:
         g.add(V("labels", frozenset({"batch", "dec"}), "labels", d.cls, stacked=True))
         g.decoder_outputs.append("labels")
+    if d.second:
+        g.emit(f'nc.mark_as_loss(nc.cross_entropy(plogits, {d.second}, axis=pos), "pos_ce")')
+        g.add(V("positions", frozenset({"batch", "dec"}), "labels", "pos", stacked=True))
+        g.decoder_outputs.append("positions")
     for li in extra:
         if li in g.stacked_dims:
             g.add(V(li, frozenset(g.stacked_dims[li] | {"dec"}), stacked=True))
