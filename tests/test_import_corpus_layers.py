@@ -28,8 +28,6 @@ CASES = {
     # the alignment over the pooled encoder's frames (half the features', multiples of the pool's 2)
     "size_base": ("corpus_size_base.config", [[8, 4, 6], [4, 2, 3]]),
     "rna_unit": ("corpus_rna_unit.config", [[7, 4, 6]]),  # the alignment over the encoder's frames
-    # the alignment over the pooled encoder's frames as a decoder's target
-    "rna_align": ("corpus_rna_align.config", [[8, 4, 6], [4, 2, 3]]),
 }
 
 
