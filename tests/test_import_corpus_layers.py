@@ -86,6 +86,17 @@ def test_local_attention_eval_of_an_older_returnn_reads_its_layout(imported, tmp
     assert proc.returncode == 0 and "verify: ok" in proc.stdout, proc.stdout
 
 
+def test_label_replacement_in_training_is_left_out_with_a_note(imported):
+    """A decoder's fed-back label through the config's SwitchOut function: its value outside training
+    (the label), the random replacement in training named in a note."""
+    model, _, _, proc = imported("size_base")
+    assert "decoder_output = decoder_output_2  # layer 'output_'" in model.read_text(), model.read_text()
+    assert (
+        "layer `decoder/output_` (eval): the config's `switchout_target` (line 29) computes its input outside "
+        "training; what it does in training only (`network.cond_on_train`: random replacement of the labels)"
+    ) in proc.stderr, proc.stderr
+
+
 def test_spec_augment_recipes_are_what_they_compute_outside_training(imported, tmp_path):
     model, _, _, proc = imported("spec_augment")
     source = model.read_text()
