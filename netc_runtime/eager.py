@@ -520,6 +520,7 @@ class Absent:
         return self
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _self
+    __pow__ = __abs__ = _self  # ETensor's other operators (a focal loss's `(1 - p) ** 2.0`)
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __neg__ = _self  # type: ignore[assignment]
     __hash__ = object.__hash__
 

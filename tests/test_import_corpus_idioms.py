@@ -237,6 +237,36 @@ def test_old_dimension_tag_and_same_dim_tags_as(tmp_path):
     assert "data: Tensor[batch, time, feat]" in model and "alignment: Labels[batch, time, vocab]" in model
 
 
+def test_old_dimension_tag_also_where_returnn_was_imported_before(tmp_path):
+    """The old signature also where `returnn.tf.util.data` was imported (and its `DimensionTag` the
+    new `Dim`) before the config runs: the corpus runner's match stage loads the original after
+    its verify stage ran RETURNN in the same process."""
+    import returnn.tf.util.basic as basic_module
+    import returnn.tf.util.data as data_module
+    from returnn.config import Config
+    from returnn.tensor import Dim
+
+    from netc.importer._as_run import AsRun
+
+    cfg = tmp_path / "old.config"
+    cfg.write_text(
+        "#!rnn.py\nfrom TFUtil import DimensionTag\n"
+        'time_tag = DimensionTag(kind=DimensionTag.Types.Spatial, description="time")\n'
+    )
+    modules = (basic_module, data_module)
+    before = [m.DimensionTag for m in modules]
+    for m in modules:
+        m.DimensionTag = Dim  # as RETURNN defines it
+    try:
+        config = Config()
+        with AsRun(str(cfg)) as run:
+            run.load(config)
+        assert config.typed_dict["time_tag"].description == "time"
+    finally:
+        for m, b in zip(modules, before, strict=True):
+            m.DimensionTag = b
+
+
 DECODER = """
 #!rnn.py
 # A decoder bounded by `max_len_from` a pooled encoder; the labels come first in extern_data.

@@ -86,6 +86,33 @@ def test_local_attention_eval_of_an_older_returnn_reads_its_layout(imported, tmp
     assert proc.returncode == 0 and "verify: ok" in proc.stdout, proc.stdout
 
 
+def test_rna_decoder_on_a_reframed_alignment_searches(imported):
+    """The decoder whose target is the alignment read over the pooled encoder's frames searches too;
+    its labels without the blank, looked up under a `masked_computation`, are label 0 on the
+    steps the mask leaves out (a search chooses the blank there; RETURNN never computes them)."""
+    model = imported("size_base")[0]
+    assert "choice(decoder_output_log_prob, target=alignment, beam=3" in model.read_text(), model.read_text()
+    proc = verify_in_process(model, "--search")
+    assert proc.returncode == 0 and "verify: ok" in proc.stdout, proc.stdout
+
+
+def test_label_replacement_in_training_is_left_out_with_a_note(imported):
+    """A decoder's fed-back label through the config's SwitchOut function: its value outside training
+    (the label), the random replacement in training named in a note."""
+    model, _, _, proc = imported("size_base")
+    assert "decoder_output = decoder_output_2  # layer 'output_'" in model.read_text(), model.read_text()
+    line = (
+        (CONFIGS / CASES["size_base"][0])
+        .read_text()
+        .splitlines()
+        .index("def switchout_target(self, source, **kwargs):")
+    )
+    assert (
+        f"layer `decoder/output_` (eval): the config's `switchout_target` (line {line + 1}) computes its input "
+        "outside training; what it does in training only (`network.cond_on_train`: random replacement of the labels)"
+    ) in proc.stderr, proc.stderr
+
+
 def test_spec_augment_recipes_are_what_they_compute_outside_training(imported, tmp_path):
     model, _, _, proc = imported("spec_augment")
     source = model.read_text()

@@ -312,3 +312,17 @@ def test_dropout_returnn_active_only_in_training():
                 outs[train] = s.run(net.get_layer("output").output.placeholder, feed)
     _check_dropped(outs[True], inputs["x"], 0.3)
     np.testing.assert_array_equal(outs[False], inputs["x"])
+
+
+@pytest.mark.parametrize("labels", [[], [2], [1, 1]])
+def test_eager_ctc_is_torchs_also_without_labels(labels):
+    """Eager's CTC forward algorithm gives torch's loss, also for a sequence of no labels (a search's
+    transducer that emitted nothing: its masked labels, the CTC target, are empty; only blanks)."""
+    from netc.ops.losses import ctc_neg_log_prob
+
+    logp = torch.log_softmax(torch.randn(5, 4, generator=torch.Generator().manual_seed(0)), dim=-1)
+    ours = ctc_neg_log_prob(logp, labels)
+    theirs = torch.nn.functional.ctc_loss(
+        logp[:, None], torch.tensor([labels], dtype=torch.long), [5], [len(labels)], blank=3, reduction="none"
+    )
+    assert abs(float(ours) - float(theirs[0])) < 1e-5, (float(ours), float(theirs[0]))

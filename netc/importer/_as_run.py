@@ -295,6 +295,11 @@ class AsRun:
     def __enter__(self):
         if not any(isinstance(f, OldDimensionTag) for f in sys.meta_path):
             sys.meta_path.insert(0, OldDimensionTag())
+        for loaded in OldDimensionTag.MODULES:  # imported before (a process that ran RETURNN already)
+            module = sys.modules.get(loaded)
+            if module is not None and getattr(module, "DimensionTag", _dimension_tag) is not _dimension_tag:
+                _dimension_tag.Types = module.DimensionTag.Types
+                module.DimensionTag = _dimension_tag
         sys.meta_path.append(self._finder)
         self._cwd = os.getcwd()
         folder = os.path.dirname(self.path)

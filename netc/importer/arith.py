@@ -257,7 +257,7 @@ class ArithLayers:
             if ce.code is None:
                 raise Refused(full, "eval", f"eval {what}: {ce.why} not understood (outside training)")
             shown, code = f"{what} (outside training: {ce.code!r})", ce.code
-            self._note_config_eval(full, ce)
+            self._note_config_eval(full, ce, labels=len(vals) == 1 and vals[0].sparse is not None)
         if not isinstance(code, str):
             raise Refused(full, "eval", f"eval {code!r} is not a string (an expression over `source(i)` is)")
         if code.strip() == "source(0)" and len(vals) == 1 and not d.get("activation"):  # the identity
@@ -367,15 +367,21 @@ class ArithLayers:
             return False
         return not ref.startswith("prev:") or d.get("initial_output", 0) in (0, "zeros")
 
-    def _note_config_eval(self, full: str, ce) -> None:
+    def _note_config_eval(self, full: str, ce, labels: bool = False) -> None:
         fns = ", ".join(f"`{n}` (line {line})" for n, line in ce.functions) or "values"
         if ce.train_only:
             what = "its input" if ce.code.strip() == "source(0)" else f"`{ce.code}`"
             one = len(ce.functions) == 1
+            # of labels (a decoder's fed-back label): SwitchOut-style random replacement of labels
+            kind, own = (
+                ("random replacement of the labels", "replacement")
+                if labels
+                else ("SpecAugment-style masking", "masking")
+            )
             self.notes.append(
                 f"layer `{full}` (eval): the config's {fns} compute{'s' if one else ''} {what} outside training; "
-                f"what {'it does' if one else 'they do'} in training only (`network.cond_on_train`: SpecAugment-style "
-                "masking) is left out: the same numbers outside training (add masking of your own for training)"
+                f"what {'it does' if one else 'they do'} in training only (`network.cond_on_train`: {kind}) is left "
+                f"out: the same numbers outside training (add {own} of your own for training)"
             )
 
     def _l_reduce(self, layer, d, scope, var, full) -> Val:

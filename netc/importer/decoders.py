@@ -73,7 +73,19 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
     if len(choices) > 1 and sources(d):
         raise Refused(full, "rec", f"a decoder over the frames of `from` with {len(choices)} `choice`s")
     end = unit.get("end")
+    if not isinstance(ch.get("target"), str):
+        raise Refused(f"{full}/output", "choice", "`choice` needs a `target` (an extern_data key)")
+    key, reframed = _input_labels(imp, ch["target"], f"{full}/output")
     target = imp._target(ch, f"{layer}/output")
+    if reframed is not None:  # the alignment itself, over its own frames (as many as the base's)
+        labels = imp._input(key)
+        if labels.sparse is None or imp.dims.size(labels.sparse) != imp.dims.size(target.sparse):
+            raise Refused(
+                f"{full}/output",
+                "choice",
+                f"target {ch['target']!r}: the classes of input `{key}` renamed to another number of classes",
+            )
+        target = labels
     dyn = [x for x in target.dims if imp.dims.is_dynamic(x)]
     inner.time = dyn[0]
     if sources(d):  # one class per frame of `from`
@@ -86,7 +98,7 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
                 "loss function on the lattice RETURNN's loop optimisation computes: netc's decoder over frames takes "
                 "one class per frame, and netc's RNN-T is `rnnt_loss`/`transducer_search`, not a rec unit)",
             )
-        bound, step, tail = _frames(imp, d, scope, var, full, inner)
+        bound, step, tail = _frames(imp, d, scope, var, full, inner, reframed)
         comment = f"layer {layer!r}: a decoder, one class per frame"
     else:
         if not isinstance(end, dict):
@@ -98,7 +110,11 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
         comment = f"layer {layer!r}: a decoder, one step per label"
     imp.loops[layer] = inner
     scope.stmts.append(Assign([var], cst.List([])))
-    out, body = unit_body(imp, layer, scope, inner, unit, var)
+    imp.unit_target = (ch["target"], target)  # the unit's losses on it read the labels the choice does
+    try:
+        out, body = unit_body(imp, layer, scope, inner, unit, var)
+    finally:
+        imp.unit_target = None
     scope.stmts.append(Loop(["_"], call("range", bound), step + imp.count_steps(layer, body) + tail, comment=comment))
     mark_unit_losses(imp, layer, inner, scope)
     return Val(name(var), (*target.dims[:1], inner.time), out.sparse, is_list=True)
@@ -118,14 +134,7 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
         raise Refused(full, "choice", f"input_type {input_type!r} (prob and log_prob are supported)")
     if input_type == "prob" and probs.logits is None:
         raise Refused(full, "choice", f"`choice` of `{srcs[0]}`, not a `softmax` layer")
-    target = imp._target(d, full)
-    if not _input_labels(imp, d["target"]):
-        raise Refused(
-            full,
-            "choice",
-            f"target {d['target']!r}: a layer's value (`register_as_extern_data`) other than an input's labels "
-            "as they are (netc's `choice` trains on an input's labels)",
-        )
+    target = imp._target(d, full)  # an input's labels (`import_decoder`)
     feat = probs.dims[-1] if probs.dims else None
     if input_type == "log_prob" and probs.sparse is None and feat is not None and imp.dims.is_static(feat):
         if imp.dims.size(feat) == imp.dims.size(target.sparse):  # the target's classes (a concatenation's)
@@ -149,26 +158,58 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     return Val(name(var), probs.dims[:1], target.sparse)
 
 
-def _input_labels(imp, key: str, depth: int = 0) -> bool:
-    """Whether target `key` is an input's labels as they are: an `extern_data` input, or a layer
-    registered as one (`register_as_extern_data`) that copies such (a `copy`, an identity `eval`
-    or `reinterpret_data` without `size_base`, through `data:` keys)."""
-    key = key.removeprefix("data:")
-    if key in imp.cfg.inputs or depth > 20:
-        return key in imp.cfg.inputs
-    net = imp.cfg.network
-    layer = next(
-        (n for n, ld in net.items() if isinstance(ld, dict) and ld.get("register_as_extern_data") == key), None
-    )
-    while layer is not None and not layer.startswith("data:") and isinstance(net.get(layer), dict):
-        ld = net[layer]
-        srcs = sources(ld)
-        copies = ld.get("class") == "copy" or (ld.get("class") == "eval" and str(ld.get("eval")).strip() == "source(0)")
-        copies = copies or (ld.get("class") == "reinterpret_data" and "size_base" not in ld)
-        if not copies or len(srcs) != 1 or not isinstance(srcs[0], str):
-            return False
-        layer = srcs[0]
-    return layer is not None and layer.startswith("data:") and _input_labels(imp, layer, depth + 1)
+def _input_labels(imp, key: str, full: str) -> tuple[str, dict | None]:
+    """Target `key` as an input's labels: the input's key and the `reinterpret_data` with
+    `size_base` on the way (the alignment read over the encoder's frames: its labels as they are,
+    one per frame of the base), None where there is none. The way is an `extern_data` input, or a
+    layer registered as one (`register_as_extern_data`) that copies such: a `copy`, an identity
+    `eval`, a `reinterpret_data` that only renames (`set_sparse`, `set_sparse_dim` with as many
+    classes, `size_base`, `enforce_batch_major`), through `data:` keys. Anything else changes the
+    labels: refused, naming the layer."""
+    net, reframed, seen = imp.cfg.network, None, set()
+    while (key := key.removeprefix("data:")) not in imp.cfg.inputs:
+        layer = next(
+            (n for n, ld in net.items() if isinstance(ld, dict) and ld.get("register_as_extern_data") == key), None
+        )
+        if layer is None or key in seen:
+            raise Refused(full, "choice", f"target {key!r}: neither an input nor a layer's registered value")
+        seen.add(key)
+        while not layer.startswith("data:"):
+            ld = net.get(layer)
+            srcs = sources(ld) if isinstance(ld, dict) else []
+            cls = ld.get("class") if isinstance(ld, dict) else None
+            why = _changes_labels(imp, ld) if len(srcs) == 1 and isinstance(srcs[0], str) else "not one input"
+            if why:
+                raise Refused(
+                    full,
+                    "choice",
+                    f"target {key!r}: layer `{layer}` ({cls}) on its way from an input {why} (netc's `choice` "
+                    "trains on an input's labels as they are)",
+                )
+            if cls == "reinterpret_data" and "size_base" in ld:
+                if reframed is not None:
+                    raise Refused(full, "choice", f"target {key!r}: `size_base` twice on its way from an input")
+                reframed = ld
+            layer = srcs[0]
+        key = layer
+    return key, reframed
+
+
+_RENAMES = {"class", "from", "set_sparse", "set_sparse_dim", "size_base", "enforce_batch_major"}
+
+
+def _changes_labels(imp, ld: dict) -> str | None:
+    """How layer `ld` on a target's way changes its labels, None where it keeps them."""
+    cls = ld.get("class")
+    if cls == "copy" or (cls == "eval" and str(ld.get("eval")).strip() == "source(0)"):
+        return None
+    if cls != "reinterpret_data":
+        return "computes other labels"
+    if set(ld) - _RENAMES - {"register_as_extern_data", "trainable", "is_output_layer"}:
+        return f"reinterprets them by {sorted(set(ld) - _RENAMES)}"
+    if ld.get("set_sparse", True) is not True:
+        return "makes them dense (set_sparse False)"
+    return None
 
 
 def onto_classes(imp, val: Val, classes: str, scope: Scope, var: str) -> Val:
@@ -195,16 +236,22 @@ def onto_classes(imp, val: Val, classes: str, scope: Scope, var: str) -> Val:
     return Val(name(var), (*val.dims[:-1], classes), None, log_probs=val.log_probs)
 
 
-def _frames(imp, d: dict, scope: Scope, var: str, full: str, inner: Scope) -> tuple[Expr, list, list]:
+def _frames(
+    imp, d: dict, scope: Scope, var: str, full: str, inner: Scope, reframed: dict | None
+) -> tuple[Expr, list, list]:
     """A decoder over the frames of the rec layer's `from`: the loop's bound, the statement that
     reads the step's frame (`data:source`), and the position's count with the `end` after the last
-    frame; the positions and frame counts are written before the loop."""
+    frame; the positions and frame counts are written before the loop. The target an alignment of
+    its own time dim read over `from`'s frames (`reframed`, its `size_base` of `from`'s time dim):
+    training's loop runs over the alignment's frames, one per frame of `from`, as RETURNN's."""
     src = imp._source(d, scope, full)
     axes = [x for x in src.dims if imp.dims.is_dynamic(x)]
     if src.sparse is not None or len(axes) != 1:
         raise Refused(full, "rec", "a decoder over a `from` that is not one sequence of vectors")
     axis = axes[0]
-    if imp.dims.find(axis) != imp.dims.find(inner.time):
+    base = imp.get(reframed["size_base"], imp.top) if reframed and isinstance(reframed["size_base"], str) else None
+    based = base is not None and any(imp.dims.find(x) == imp.dims.find(axis) for x in base.dims)
+    if imp.dims.find(axis) != imp.dims.find(inner.time) and not based:
         raise Refused(
             full,
             "rec",

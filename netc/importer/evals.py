@@ -193,6 +193,8 @@ class EvalMapper:
             return self.source(node), 9, True
         if fn == "safe_log" and len(node.args) == 1 and not node.keywords:
             return self.safe_log(node.args[0]), 9, True
+        if fn.startswith("tf_compat.v1."):  # RETURNN's `returnn.tf.compat` (in an eval's namespace): tf.compat.v1
+            fn = "tf.compat.v1." + fn.removeprefix("tf_compat.v1.")
         if not fn.startswith("tf."):
             raise self.refuse(f"`{ast.unparse(node)}`")
         fn = "tf." + fn[3:].removeprefix("compat.v1.")  # TF 1's names (`tf.to_float`) as TF 2 keeps them

@@ -83,6 +83,9 @@ class LossLayers:
         target = d.get("target")
         if not isinstance(target, str):
             raise Refused(full, d.get("class", "?"), "a loss needs a `target` (an extern_data key)")
+        over = getattr(self, "unit_target", None)  # a decoder's: the labels its `choice` reads
+        if over is not None and over[0] == target:
+            return over[1]
         val = self._input(target[5:] if target.startswith("data:") else target)
         if val.sparse is None:
             raise Refused(full, d.get("class", "?"), f"target `{target}` is not sparse (labels)")

@@ -93,6 +93,16 @@ class MaskedLayers:
         if tuple(mask.dims) != (BATCH,) or mask.sparse is not None:
             raise Refused(full, "masked_computation", f"mask `{d['mask']}` is not one bool per sequence")
         frame = self._source(d, scope, full) if sources(d) else None
+        if frame is not None and frame.sparse is not None and not frame.is_list:
+            # RETURNN computes the unit on the steps the mask keeps only; netc on every step, so a
+            # label there that the unit cannot look up (a transducer's blank beyond the classes
+            # `set_sparse_dim` left) is label 0 instead: nothing kept reads those steps
+            self.imports |= {"where", "full"}
+            zero = call("full", name("batch"), value=cst.Integer("0"), class_dim=self.dim(frame.sparse))
+            kept = self.fresh(f"{var}_in")
+            comment = "the masked-away steps' labels as 0 (never read)"
+            scope.stmts.append(Assign([kept], call("where", mask.tensor(), frame.tensor(), zero), comment=comment))
+            frame = Val(name(kept), frame.dims, frame.sparse)
         # the unit is named as the layer (RETURNN: `<layer>/...` for its variables)
         child = Scope({layer: unit}, {}, scope.stmts, scope.prefix, outer=scope, rec=scope.rec, frame=frame)
         child.sub, child.time, child.masked = True, scope.time, True

@@ -53,7 +53,9 @@ class SharingLayers:
         else:
             raise Refused(full, "gather", f"position {pos!r} (a number or a layer is supported)")
         self.imports |= {"dot", "cast", "range_over"}
-        hit = call("range_over", self.dim(axis))
+        # `:i`, a loop's step, is counted in float32 (`_step_counter`): the positions compared as such
+        counted = isinstance(position, cst.Name) and position.value in self.step_counters.values()
+        hit = call("range_over", self.dim(axis), **({"dtype": literal("float32")} if counted else {}))
         onehot = call("cast", compare("==", hit, position), literal("float32"))
         self._emit(scope, var, call("dot", onehot, src.tensor(), reduce=self.dim(axis)), layer)
         return Val(name(var), tuple(x for x in src.dims if x != axis))

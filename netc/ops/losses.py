@@ -224,7 +224,7 @@ def ctc_neg_log_prob(logp, labels: list[int]):
         alpha[1] = logp[0, ext[1]]
     for t in range(1, logp.shape[0]):
         one_back = torch.cat([neg_inf.reshape(1), alpha[:-1]])
-        two_back = torch.where(skip, torch.cat([neg_inf.expand(2), alpha[:-2]]), neg_inf)
+        two_back = torch.where(skip, torch.cat([neg_inf.expand(2), alpha[:-2]])[:n], neg_inf)  # n 1: no labels
         alpha = torch.logsumexp(torch.stack([alpha, one_back, two_back]), dim=0) + logp[t, ext]
     return -torch.logsumexp(alpha[-2:], dim=0)
 
