@@ -231,6 +231,14 @@ def main() -> None:
             "task": config.value("task", "train"),
             "behavior_version": config.int("behavior_version", 0),  # decides some layers' defaults
             "default_target": config.value("target", "classes"),  # of a loss without `target`
+            # the config's names bound to plain numbers/strings as its run left them (an `eval` calling
+            # its functions reads them: `lm_scale = config.float("lm_scale", 0.36)`)
+            "values": {
+                k: v
+                for k, v in config.typed_dict.items()
+                if isinstance(k, str)
+                and (v is None or isinstance(v, bool | int | float) or isinstance(v, str) and len(v) < 200)
+            },
         }
         result["dims"] = sorted(table.values(), key=lambda d: d["id"])
         result["answered"] = run.answered if run else []

@@ -252,7 +252,7 @@ class ArithLayers:
             old = True
             self.old_notes.setdefault(legacy.OLD_EVAL_NOTE, []).append(full)
         if reads_config(code):
-            ce = config_eval(code, self.cfg.path)
+            ce = config_eval(code, self.cfg.path, self.cfg.values)
             what = code["__object__"].split(" at ")[0] + ">" if isinstance(code, dict) else repr(code)
             if ce.code is None:
                 raise Refused(full, "eval", f"eval {what}: {ce.why} not understood (outside training)")

@@ -44,6 +44,7 @@ class LoadedConfig:
     default_target: str = "classes"  # the target of a loss without `target` (RETURNN's config `target`)
     notes: list[str] = field(default_factory=list)  # how it was loaded, for the user (one line each)
     no_exec: bool = False  # read with --no-exec (asked for, or the fallback)
+    values: dict = field(default_factory=dict)  # the config's names bound to plain numbers/strings, as loaded
 
 
 def load_config(
@@ -144,6 +145,7 @@ def _load(path: str, sets, network: str, python: str | None, no_exec: bool) -> L
         data.get("default_target", "classes"),
         notes,
         no_exec,
+        data.get("values", {}),
     )
 
 
