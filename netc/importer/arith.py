@@ -421,13 +421,35 @@ class ArithLayers:
 
             kept = list(src.dims)
             for k in keys:
-                one = new_dim(self, 1, f"{identifier(layer)}_kept", set(kept))
+                # in a time axis' place: a dim of its own (the feature axis stays RETURNN's)
+                one = self.dims.kept_time() if self.dims.is_dynamic(k) else None
+                if one is None or one in kept:
+                    one = new_dim(self, 1, f"{identifier(layer)}_kept", set(kept))
                 self.imports.add("expand")
                 expr = call("expand", expr, self.dim(one))
                 kept[kept.index(k)] = one
             dims = tuple(kept)
         self._emit(scope, var, expr, layer)
         return Val(name(var), dims)
+
+    def _kept_squeezed(self, src: Val) -> tuple[Val, int | None]:
+        """`src` without the size-1 axis a `reduce` with `keep_dims` left in a time axis' place (its
+        one value: a layer over the feature axis of [B, 1, F], netc's over one static dim), and
+        where it was (None: it has none)."""
+        kept = [x for x in src.dims if self.dims.find(x) in self.dims.not_feature]
+        if len(kept) != 1 or src.sparse is not None:
+            return src, None
+        self.imports.add("reduce_sum")
+        at = src.dims.index(kept[0])
+        return Val(call("reduce_sum", src.tensor(), axis=self.dim(kept[0])), src.dims[:at] + src.dims[at + 1 :]), at
+
+    def _kept_back(self, expr: Expr, dims: tuple, at: int | None) -> tuple[Expr, tuple]:
+        """The kept axis `_kept_squeezed` took out, back in its place."""
+        if at is None:
+            return expr, dims
+        self.imports.add("expand")
+        kept = self.dims.kept_time()
+        return call("expand", expr, self.dim(kept)), (*dims[:at], kept, *dims[at:])
 
     def _l_dot(self, layer, d, scope, var, full) -> Val:
         """`dot(a, b, reduce=...)`: every other dim is kept. RETURNN's forms: `reduce` (dim tags, `T`,
