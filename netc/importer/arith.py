@@ -342,10 +342,12 @@ class ArithLayers:
         if (
             cls == "reinterpret_data"
             and d.get("enforce_batch_major") is True
-            and set(d) <= {"class", "from", "enforce_batch_major", "trainable"}
+            and set(d) <= {"class", "from", "enforce_batch_major", "trainable", "set_axes"}
         ):
             dynamic = [x for x in dims if self.dims.is_dynamic(x)]
             static = [x for x in dims if self.dims.is_static(x)]
+            if d.get("set_axes") not in (None, {}, {"T": 1, "F": 2}, {"F": 2, "T": 1}, {"T": 1}):
+                return None  # `set_axes` restating [B, T, F] only
             return dims if dims[:1] == (BATCH,) and len(dynamic) == 1 and len(static) <= 1 else None
         if cls == "softmax_over_spatial" and len(sources(d)) == 1:
             inner = self._layout(sources(d)[0], val, scope, old, depth + 1)
@@ -475,8 +477,11 @@ class ArithLayers:
             legacy = self.cfg.behavior_version < 3 and d.get("var1") != "auto" and d.get("var2") != "auto"
             red1, red2 = (d.get(k, default if legacy else None) for k, default in (("red1", -1), ("red2", -2)))
             var1, var2 = (d.get(k, default if legacy else "auto") for k, default in (("var1", -2), ("var2", -1)))
-            keys, keys2 = self._dot_axes(a, red1, full, "red1"), self._dot_axes(b, red2, full, "red2")
-            own1, own2 = self._dot_axes(a, var1, full, "var1"), self._dot_axes(b, var2, full, "var2")
+            from netc.importer.layouts import batch_major_order
+
+            la, lb = (batch_major_order(self, s, v, scope) for s, v in ((srcs[0], a), (srcs[1], b)))
+            keys, keys2 = self._dot_axes(a, red1, full, "red1", la), self._dot_axes(b, red2, full, "red2", lb)
+            own1, own2 = self._dot_axes(a, var1, full, "var1", la), self._dot_axes(b, var2, full, "var2", lb)
             if var1 == "auto" or var2 == "auto":  # RETURNN's automatic: each source's dims the other has not
                 own1 = [x for x in a.dims if x not in keys and find(x) not in {find(y) for y in b.dims}]
                 own2 = [x for x in b.dims if x not in keys2 and find(x) not in {find(y) for y in a.dims}]
@@ -512,9 +517,10 @@ class ArithLayers:
         self._emit(scope, var, expr, layer)
         return Val(name(var), tuple(dims))
 
-    def _dot_axes(self, val: Val, desc, full: str, opt: str) -> list[str]:
+    def _dot_axes(self, val: Val, desc, full: str, opt: str, order: tuple[str, ...] | None) -> list[str]:
         """`red1`/`red2`/`var1`/`var2` of a `dot` as dims of `val`: None, an axis description, `T?`
-        (the time dim, if any), -1 (RETURNN's feature axis: the last static dim) or a list of them."""
+        (the time dim, if any), -1 (RETURNN's feature axis: the last static dim), another axis
+        number where RETURNN's layout of the source is known (`order`, `layouts.py`) or a list of them."""
         if desc is None or desc == "auto":
             return []
         out = []
@@ -525,6 +531,16 @@ class ArithLayers:
             if ax == -1 and not isinstance(ax, bool):
                 static = [x for x in val.dims if self.dims.is_static(x)]
                 key = static[-1] if static else None
+            elif isinstance(ax, int) and not isinstance(ax, bool):  # RETURNN's axis of its layout, batch counted
+                key = order[ax] if order is not None and -len(order) <= ax < len(order) and order[ax] != BATCH else None
+                if key is None:
+                    raise Refused(
+                        full,
+                        "dot",
+                        f"{opt} {desc!r}: an axis number of a source whose layout in RETURNN netc does not know "
+                        "(T, T?, F, static:i, -1 or dim tags are supported; axis numbers of batch-major layers "
+                        "from the inputs or a conv)",
+                    )
             else:
                 key = self._axis(val, ax) if isinstance(ax, str | dict) else None
             if key is None or key not in val.dims:
