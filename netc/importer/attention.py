@@ -78,7 +78,10 @@ def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> V
     # and the time dim (all but batch where there is none); `except_batch`: all but batch
     axes = d.get("axes")
     if isinstance(axes, list | tuple):  # axis descriptions: every static dim (`static`), in an order
-        given = [imp._axis(src, a) for a in axes]
+        from netc.importer.layouts import batch_major_order
+
+        order = batch_major_order(imp, sources(d)[0], src, scope) if len(sources(d)) == 1 else None
+        given = [_merge_axis(imp, src, a, order) for a in axes]
         ok = None not in given and sorted(map(imp.dims.find, given)) == sorted(map(imp.dims.find, merged))
         keep_order = d.get("keep_order", imp.cfg.behavior_version >= 6)  # RETURNN's default
         merged = [next(x for x in src.dims if imp.dims.find(x) == imp.dims.find(g)) for g in given] if ok else merged
@@ -101,6 +104,13 @@ def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> V
     imp.imports.add("merge_dims")
     imp._emit(scope, var, call("merge_dims", src.tensor(), dims=_tuple(imp, merged), out_dim=imp.dim(out)), layer)
     return Val(name(var), (*(x for x in src.dims if x not in merged), out))
+
+
+def _merge_axis(imp, src: Val, ax, order: tuple[str, ...] | None) -> str | None:
+    """An axis of `merge_dims`: a description, or a number of RETURNN's layout where netc knows it."""
+    if isinstance(ax, int) and not isinstance(ax, bool):
+        return order[ax] if order is not None and -len(order) <= ax < len(order) and order[ax] != BATCH else None
+    return imp._axis(src, ax)
 
 
 def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:

@@ -5,11 +5,14 @@ numbers count the axes of the layer's output as it is laid out, which depends on
 batch-major origin through layers that keep the order of their input's axes are known:
 
 - an input of `extern_data` whose batch axis comes first,
-- a `conv` (RETURNN's output is batch-major: time, the spatial axes, the channels),
+- a `conv` or `pool` of such a layout (RETURNN's output is batch-major: time, the spatial axes, the
+  channels last, unless `use_channel_first`: RETURNN's default from behavior version 9, on a GPU),
 - a batch-major `reinterpret_data` of [B, T] and at most one static dim (`arith._layout`),
 - then layers that keep the order: elementwise ones and `eval` (the first source's layout), a
   `linear` (the feature axis, last, replaced in its place), a `slice` of the feature axis, a
-  `reduce` with `keep_dims` (the axis of size 1 in its place), a `merge_dims` of the last axes.
+  `reduce` with `keep_dims` (the axis of size 1 in its place), a `merge_dims` of the last axes, a
+  `split_dims` of the feature axis, a
+  `window` over time before behavior version 18 (its axis right after time's).
 
 Anything else: None (the axis number is refused)."""
 
@@ -38,14 +41,19 @@ def batch_major_order(imp, ref, val: Val, scope, depth: int = 0) -> tuple[str, .
     if not isinstance(d, dict):
         return None
     cls, srcs = d.get("class"), sources(d)
-    if cls == "conv":  # batch-major: [B, T, spatial..., channels], as netc's dims replace the input's
-        return val.dims if _ends_static(imp, val) else None
     if not srcs or not isinstance(srcs[0], str):
         return None
     src_val = imp.get(srcs[0], scope)
     inner = batch_major_order(imp, srcs[0], src_val, scope, depth + 1)
     if inner is None or inner != src_val.dims:
         return None
+    if cls in ("conv", "pool"):
+        # [B, spatial..., channels] as netc's dims replace the input's; RETURNN puts the channels
+        # first instead with `use_channel_first` (from behavior version 9 by default, on a GPU)
+        channel_first = d.get("use_channel_first", d.get("auto_use_channel_first", imp.cfg.behavior_version >= 9))
+        return val.dims if not channel_first and _ends_static(imp, val) else None
+    if cls == "split_dims" and val.dims[: len(inner) - 1] == inner[:-1] and d.get("axis", "F") in ("F", "f"):
+        return val.dims  # the last (feature) axis split in its place
     if val.dims == inner and cls in _KEEPS_ORDER:
         return val.dims
     if cls in ("linear", "slice") and len(val.dims) == len(inner) and val.dims[:-1] == inner[:-1]:
@@ -56,6 +64,8 @@ def batch_major_order(imp, ref, val: Val, scope, depth: int = 0) -> tuple[str, .
         return val.dims if inner[-1] == feat else None  # the feature axis, last, changed
     if cls == "reduce" and d.get("keep_dims") and len(val.dims) == len(inner):
         return val.dims  # netc keeps the axis of size 1 in the reduced one's place, as RETURNN
+    if cls == "window" and imp.cfg.behavior_version < 18 and d.get("axis", "T") in ("T", "t"):
+        return val.dims  # [B, T, window, F]: the window axis right after time (later versions move time first)
     if cls == "merge_dims" and val.dims[: len(val.dims) - 1] == inner[: len(val.dims) - 1]:
         return val.dims  # the merged axes were the last ones: the merged one last
     return None
