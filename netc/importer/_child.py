@@ -245,6 +245,7 @@ def main() -> None:
         result["absent"] = run.absent if run else []
         result["commands"] = run.commands if run else []
         result["files"] = run.files if run else []
+        result["unset"] = run.unset if run else []
         result["network_note"] = how
     except BaseException as e:  # noqa: BLE001 - the config's own mistakes, reported at its line
         result = {"error": _config_frame(e, path, offset)}
