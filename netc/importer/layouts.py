@@ -5,8 +5,9 @@ numbers count the axes of the layer's output as it is laid out, which depends on
 batch-major origin through layers that keep the order of their input's axes are known:
 
 - an input of `extern_data` whose batch axis comes first,
-- a `conv` or `pool` of such a layout (RETURNN's output is batch-major: time, the spatial axes, the
-  channels last, unless `use_channel_first`: RETURNN's default from behavior version 9, on a GPU),
+- a `conv` or `pool` (RETURNN's output is batch-major: time, the spatial axes, the channels last,
+  unless `use_channel_first`, RETURNN's default from behavior version 9 on a GPU, or after such a
+  layer),
 - a batch-major `reinterpret_data` of [B, T] and at most one static dim (`arith._layout`),
 - then layers that keep the order: elementwise ones and `eval` (the first source's layout), a
   `linear` (the feature axis, last, replaced in its place), a `slice` of the feature axis, a
@@ -43,15 +44,17 @@ def batch_major_order(imp, ref, val: Val, scope, depth: int = 0) -> tuple[str, .
     cls, srcs = d.get("class"), sources(d)
     if not srcs or not isinstance(srcs[0], str):
         return None
+    if cls in ("conv", "pool"):
+        # [B, spatial..., channels] (RETURNN's conv makes its input batch-major) as netc's dims replace
+        # the input's; the channels first instead with `use_channel_first` (RETURNN's default from
+        # behavior version 9, on a GPU) or after a layer that puts them first (such a conv or pool)
+        if _channel_first(imp, d) or any(_channel_first(imp, scope.layers.get(s)) for s in srcs):
+            return None
+        return val.dims if _ends_static(imp, val) else None
     src_val = imp.get(srcs[0], scope)
     inner = batch_major_order(imp, srcs[0], src_val, scope, depth + 1)
     if inner is None or inner != src_val.dims:
         return None
-    if cls in ("conv", "pool"):
-        # [B, spatial..., channels] as netc's dims replace the input's; RETURNN puts the channels
-        # first instead with `use_channel_first` (from behavior version 9 by default, on a GPU)
-        channel_first = d.get("use_channel_first", d.get("auto_use_channel_first", imp.cfg.behavior_version >= 9))
-        return val.dims if not channel_first and _ends_static(imp, val) else None
     if cls == "split_dims" and val.dims[: len(inner) - 1] == inner[:-1] and d.get("axis", "F") in ("F", "f"):
         return val.dims  # the last (feature) axis split in its place
     if val.dims == inner and cls in _KEEPS_ORDER:
@@ -69,6 +72,13 @@ def batch_major_order(imp, ref, val: Val, scope, depth: int = 0) -> tuple[str, .
     if cls == "merge_dims" and val.dims[: len(val.dims) - 1] == inner[: len(val.dims) - 1]:
         return val.dims  # the merged axes were the last ones: the merged one last
     return None
+
+
+def _channel_first(imp, d) -> bool:
+    """Whether a layer is a conv or pool that puts its channels first (RETURNN's `use_channel_first`)."""
+    if not isinstance(d, dict) or d.get("class") not in ("conv", "pool"):
+        return False
+    return bool(d.get("use_channel_first", d.get("auto_use_channel_first", imp.cfg.behavior_version >= 9)))
 
 
 def _ends_static(imp, val: Val) -> bool:
