@@ -214,6 +214,8 @@ def _compare(case: str, model: Path, names: dict, orig: dict, backend: str) -> N
     for layer, out in names["outputs"].items():
         ours, theirs = res.outputs[out], orig["fetch"][f"out:{layer}"]
         dyn = [d for d in res.dims[out] if d in res.lens.get(out, {})]
+        if not dyn and ours.shape != theirs.shape:  # an axis of size 1 (`keep_dims`) where netc's order puts it
+            ours, theirs = (a.reshape(a.shape[0], *(n for n in a.shape[1:] if n != 1)) for a in (ours, theirs))
         diffs[layer] = _valid_diff(ours, theirs, res.lens[out][dyn[0]]) if dyn else float(np.abs(ours - theirs).max())
     for layer, loss in names["losses"].items():
         theirs = float(orig["fetch"][f"loss:{layer}"])
@@ -999,7 +1001,12 @@ def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new
         ),
         (
             '{"class": "merge_dims", "axes": "T", "from": "data"}',
-            "layer `output` (merge_dims): axes 'T' (`static`, `except_batch` or `except_time` of [batch, time, ...] where",
+            "layer `output` (merge_dims): axes 'T' (`static`, `except_batch`, `except_time` or a list of all the static "
+            "dims of [batch, time, ...] where",
+        ),
+        (
+            '{"class": "pool", "mode": "max", "padding": "same", "pool_size": (2,), "in_spatial_dims": ["F"], "from": "data"}',
+            "layer `output` (pool): in_spatial_dims ['F'] (the time dim is supported)",
         ),
         (
             '{"class": "reduce_out", "mode": "max", "num_pieces": 3, "from": "data"}',

@@ -58,6 +58,33 @@ def test_file_checks_of_the_config_are_answered_as_on_its_cluster(tmp_path):
     assert "lstm_fw = Lstm(" in model
 
 
+def test_command_line_value_the_config_fails_without_is_a_placeholder_string(tmp_path):
+    # `ext_model + ".index"` of `config.value("ext_model", None)`: RETURNN needs `++ext_model` here
+    text = """
+        #!rnn.py
+        import os
+        ext_model = config.value("ext_model", None)
+        ext_epochs = config.value("ext_epochs", None)
+        model_check = ext_model + ".250.index"
+        if not os.path.exists(model_check):
+            raise Exception("no model")
+        num_inputs = 3
+        num_outputs = 5
+        """
+    proc, model, cfg = _import(tmp_path, _d(text))
+    assert proc.returncode == 0, proc.stderr
+    assert "note: the config fails to load without the command-line value 'ext_model' (`config.value(name, None)`" in (
+        proc.stderr
+    )
+    assert "lstm_fw = Lstm(" in model
+    # None in arithmetic of a value not read from the command line: the config's own failure (read without running)
+    proc, model, cfg = _import(tmp_path, _d(text.replace('ext_model + ".250.index"', 'os.environ.get("NO_VAR") + "x"')))
+    assert "not given" not in proc.stderr, proc.stderr
+    assert "fails to load here (line 5: TypeError: unsupported operand type(s) for +: 'NoneType' and 'str')" in (
+        proc.stderr
+    ), proc.stderr
+
+
 def test_config_that_cannot_run_here_is_read_without_running_it(tmp_path):
     proc, model, cfg = _import(
         tmp_path,

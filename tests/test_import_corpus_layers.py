@@ -318,3 +318,21 @@ def test_loss_of_a_search_in_training_is_left_out_with_its_layer(tmp_path):
         proc.stderr
     )
     assert "min_wer" not in model.read_text() and "extra_search" not in model.read_text()
+
+
+def test_dot_axis_numbers_of_a_layout_netc_does_not_know_are_refused(tmp_path):
+    # a `rec` layer's output is time-major in RETURNN: its axis 1 is the batch, not the frames
+    from test_import import _assert_at, _import_error
+
+    path, proc = _import_error(
+        tmp_path,
+        """
+        #!rnn.py
+        extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
+        network = {
+            "lstm": {"class": "rec", "unit": "nativelstm2", "n_out": 3, "from": "data"},
+            "output": {"class": "dot", "from": ["lstm", "lstm"], "red1": 2, "red2": 2, "var1": 1, "var2": 1},
+        }
+        """,
+    )
+    _assert_at(proc, path, 5, '"output"', "layer `output` (dot): red1 2: an axis number of a source whose layout")

@@ -279,6 +279,7 @@ class AsRun:
         self._checks = AnsweredFileChecks(self.path)
         self._commands = _AbsentCommands(self.path)
         self._files = _AbsentFiles(self.path)
+        self.unset: list[str] = []  # command-line values the config fails without: placeholder strings
 
     @property
     def answered(self) -> list[str]:
@@ -330,6 +331,16 @@ class AsRun:
         before = dict(config.typed_dict), dict(config.dict)  # the `++name value` options
         real_import = util.generic_import_module
         util.generic_import_module = self._generic_import(real_import)
+        unset: set[str] = set()  # names `config.value(name, None)` answered None (not on the command line)
+        real_value = config.value
+
+        def value(key, default=None, *args, **kwargs):
+            got = real_value(key, default, *args, **kwargs)
+            if got is None and default is None and isinstance(key, str):
+                unset.add(key)
+            return got
+
+        config.value = value
         try:
             while True:
                 try:
@@ -340,11 +351,18 @@ class AsRun:
                         raise
                     self.absent.append(e.name)
                     self._finder.names.append(e.name)
-                    for now, then in zip((config.typed_dict, config.dict), before):  # as before the first run
-                        now.clear()
-                        now.update(then)
+                except TypeError as e:  # `ext_model + ".index"` of a value the command line gives
+                    names = _unset_in_failing_line(e, self.path, unset) - set(self.unset)
+                    if "NoneType" not in str(e) or not names or len(self.unset) >= MAX_ABSENT:
+                        raise
+                    self.unset += sorted(names)
+                for now, then in zip((config.typed_dict, config.dict), before):  # as before the first run
+                    now.clear()
+                    now.update(then)
+                config.typed_dict.update({k: _placeholder(k) for k in self.unset})
         finally:
             util.generic_import_module = real_import
+            del config.value
 
     def _generic_import(self, real):
         """RETURNN's `Util.generic_import_module(filename)`; a file that is not here (`/u/.../x.py`),
@@ -360,6 +378,29 @@ class AsRun:
             return real(filename)
 
         return generic_import_module
+
+
+def _placeholder(name: str) -> str:
+    return f"<{name}: not given>"
+
+
+def _unset_in_failing_line(e: BaseException, path: str, unset: set[str]) -> set[str]:
+    """The names of the config's line that raised `e` bound to None by `config.value(name, None)`."""
+    import linecache
+    import re
+
+    tb, found = e.__traceback__, set()
+    while tb is not None:
+        frame = tb.tb_frame
+        if os.path.abspath(frame.f_code.co_filename) == path:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            offset = text[: len(text) - len(text.lstrip())].count("\n")  # RETURNN strips the file first
+            line = linecache.getline(path, tb.tb_lineno + offset)
+            scope = {**frame.f_globals, **frame.f_locals}
+            found = {n for n in re.findall(r"[A-Za-z_]\w*", line) if n in unset and n in scope and scope[n] is None}
+        tb = tb.tb_next
+    return found
 
 
 def network_of(config, name: str = "network") -> tuple[object, str | None]:

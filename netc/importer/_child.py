@@ -231,12 +231,21 @@ def main() -> None:
             "task": config.value("task", "train"),
             "behavior_version": config.int("behavior_version", 0),  # decides some layers' defaults
             "default_target": config.value("target", "classes"),  # of a loss without `target`
+            # the config's names bound to plain numbers/strings as its run left them (an `eval` calling
+            # its functions reads them: `lm_scale = config.float("lm_scale", 0.36)`)
+            "values": {
+                k: v
+                for k, v in config.typed_dict.items()
+                if isinstance(k, str)
+                and (v is None or isinstance(v, bool | int | float) or isinstance(v, str) and len(v) < 200)
+            },
         }
         result["dims"] = sorted(table.values(), key=lambda d: d["id"])
         result["answered"] = run.answered if run else []
         result["absent"] = run.absent if run else []
         result["commands"] = run.commands if run else []
         result["files"] = run.files if run else []
+        result["unset"] = run.unset if run else []
         result["network_note"] = how
     except BaseException as e:  # noqa: BLE001 - the config's own mistakes, reported at its line
         result = {"error": _config_frame(e, path, offset)}

@@ -252,7 +252,7 @@ class ArithLayers:
             old = True
             self.old_notes.setdefault(legacy.OLD_EVAL_NOTE, []).append(full)
         if reads_config(code):
-            ce = config_eval(code, self.cfg.path)
+            ce = config_eval(code, self.cfg.path, self.cfg.values)
             what = code["__object__"].split(" at ")[0] + ">" if isinstance(code, dict) else repr(code)
             if ce.code is None:
                 raise Refused(full, "eval", f"eval {what}: {ce.why} not understood (outside training)")
@@ -342,10 +342,12 @@ class ArithLayers:
         if (
             cls == "reinterpret_data"
             and d.get("enforce_batch_major") is True
-            and set(d) <= {"class", "from", "enforce_batch_major", "trainable"}
+            and set(d) <= {"class", "from", "enforce_batch_major", "trainable", "set_axes"}
         ):
             dynamic = [x for x in dims if self.dims.is_dynamic(x)]
             static = [x for x in dims if self.dims.is_static(x)]
+            if d.get("set_axes") not in (None, {}, {"T": 1, "F": 2}, {"F": 2, "T": 1}, {"T": 1}):
+                return None  # `set_axes` restating [B, T, F] only
             return dims if dims[:1] == (BATCH,) and len(dynamic) == 1 and len(static) <= 1 else None
         if cls == "softmax_over_spatial" and len(sources(d)) == 1:
             inner = self._layout(sources(d)[0], val, scope, old, depth + 1)
@@ -427,13 +429,35 @@ class ArithLayers:
 
             kept = list(src.dims)
             for k in keys:
-                one = new_dim(self, 1, f"{identifier(layer)}_kept", set(kept))
+                # in a time axis' place: a dim of its own (the feature axis stays RETURNN's)
+                one = self.dims.kept_time() if self.dims.is_dynamic(k) else None
+                if one is None or one in kept:
+                    one = new_dim(self, 1, f"{identifier(layer)}_kept", set(kept))
                 self.imports.add("expand")
                 expr = call("expand", expr, self.dim(one))
                 kept[kept.index(k)] = one
             dims = tuple(kept)
         self._emit(scope, var, expr, layer)
         return Val(name(var), dims)
+
+    def _kept_squeezed(self, src: Val) -> tuple[Val, int | None]:
+        """`src` without the size-1 axis a `reduce` with `keep_dims` left in a time axis' place (its
+        one value: a layer over the feature axis of [B, 1, F], netc's over one static dim), and
+        where it was (None: it has none)."""
+        kept = [x for x in src.dims if self.dims.find(x) in self.dims.not_feature]
+        if len(kept) != 1 or src.sparse is not None:
+            return src, None
+        self.imports.add("reduce_sum")
+        at = src.dims.index(kept[0])
+        return Val(call("reduce_sum", src.tensor(), axis=self.dim(kept[0])), src.dims[:at] + src.dims[at + 1 :]), at
+
+    def _kept_back(self, expr: Expr, dims: tuple, at: int | None) -> tuple[Expr, tuple]:
+        """The kept axis `_kept_squeezed` took out, back in its place."""
+        if at is None:
+            return expr, dims
+        self.imports.add("expand")
+        kept = self.dims.kept_time()
+        return call("expand", expr, self.dim(kept)), (*dims[:at], kept, *dims[at:])
 
     def _l_dot(self, layer, d, scope, var, full) -> Val:
         """`dot(a, b, reduce=...)`: every other dim is kept. RETURNN's forms: `reduce` (dim tags, `T`,
@@ -459,8 +483,11 @@ class ArithLayers:
             legacy = self.cfg.behavior_version < 3 and d.get("var1") != "auto" and d.get("var2") != "auto"
             red1, red2 = (d.get(k, default if legacy else None) for k, default in (("red1", -1), ("red2", -2)))
             var1, var2 = (d.get(k, default if legacy else "auto") for k, default in (("var1", -2), ("var2", -1)))
-            keys, keys2 = self._dot_axes(a, red1, full, "red1"), self._dot_axes(b, red2, full, "red2")
-            own1, own2 = self._dot_axes(a, var1, full, "var1"), self._dot_axes(b, var2, full, "var2")
+            from netc.importer.layouts import batch_major_order
+
+            la, lb = (batch_major_order(self, s, v, scope) for s, v in ((srcs[0], a), (srcs[1], b)))
+            keys, keys2 = self._dot_axes(a, red1, full, "red1", la), self._dot_axes(b, red2, full, "red2", lb)
+            own1, own2 = self._dot_axes(a, var1, full, "var1", la), self._dot_axes(b, var2, full, "var2", lb)
             if var1 == "auto" or var2 == "auto":  # RETURNN's automatic: each source's dims the other has not
                 own1 = [x for x in a.dims if x not in keys and find(x) not in {find(y) for y in b.dims}]
                 own2 = [x for x in b.dims if x not in keys2 and find(x) not in {find(y) for y in a.dims}]
@@ -496,9 +523,10 @@ class ArithLayers:
         self._emit(scope, var, expr, layer)
         return Val(name(var), tuple(dims))
 
-    def _dot_axes(self, val: Val, desc, full: str, opt: str) -> list[str]:
+    def _dot_axes(self, val: Val, desc, full: str, opt: str, order: tuple[str, ...] | None) -> list[str]:
         """`red1`/`red2`/`var1`/`var2` of a `dot` as dims of `val`: None, an axis description, `T?`
-        (the time dim, if any), -1 (RETURNN's feature axis: the last static dim) or a list of them."""
+        (the time dim, if any), -1 (RETURNN's feature axis: the last static dim), another axis
+        number where RETURNN's layout of the source is known (`order`, `layouts.py`) or a list of them."""
         if desc is None or desc == "auto":
             return []
         out = []
@@ -509,6 +537,16 @@ class ArithLayers:
             if ax == -1 and not isinstance(ax, bool):
                 static = [x for x in val.dims if self.dims.is_static(x)]
                 key = static[-1] if static else None
+            elif isinstance(ax, int) and not isinstance(ax, bool):  # RETURNN's axis of its layout, batch counted
+                key = order[ax] if order is not None and -len(order) <= ax < len(order) and order[ax] != BATCH else None
+                if key is None:
+                    raise Refused(
+                        full,
+                        "dot",
+                        f"{opt} {desc!r}: an axis number of a source whose layout in RETURNN netc does not know "
+                        "(T, T?, F, static:i, -1 or dim tags are supported; axis numbers of batch-major layers "
+                        "from the inputs or a conv)",
+                    )
             else:
                 key = self._axis(val, ax) if isinstance(ax, str | dict) else None
             if key is None or key not in val.dims:

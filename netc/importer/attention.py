@@ -77,9 +77,23 @@ def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> V
     # `static`: every static dim; `except_time` (a window's frames and features): every dim but batch
     # and the time dim (all but batch where there is none); `except_batch`: all but batch
     axes = d.get("axes")
-    ok = {"except_batch": not dynamic, "except_time": len(dynamic) <= 1, "static": True}.get(axes)
+    if isinstance(axes, list | tuple):  # axis descriptions: every static dim (`static`), in an order
+        from netc.importer.layouts import batch_major_order
+
+        order = batch_major_order(imp, sources(d)[0], src, scope) if len(sources(d)) == 1 else None
+        given = [_merge_axis(imp, src, a, order) for a in axes]
+        ok = None not in given and sorted(map(imp.dims.find, given)) == sorted(map(imp.dims.find, merged))
+        keep_order = d.get("keep_order", imp.cfg.behavior_version >= 6)  # RETURNN's default
+        merged = [next(x for x in src.dims if imp.dims.find(x) == imp.dims.find(g)) for g in given] if ok else merged
+        if ok and not keep_order:  # the old default: the input's order
+            merged = [x for x in src.dims if x in merged]
+    else:
+        ok = {"except_batch": not dynamic, "except_time": len(dynamic) <= 1, "static": True}.get(axes)
     if not ok or src.dims[0] != BATCH or src.sparse is not None or not merged:
-        forms = "`static`, `except_batch` or `except_time` of [batch, time, ...] where the rest are static dims"
+        forms = (
+            "`static`, `except_batch`, `except_time` or a list of all the static dims of [batch, time, ...] "
+            "where the rest are static dims"
+        )
         raise Refused(full, "merge_dims", f"axes {d.get('axes')!r} ({forms} are supported)")
     if len(merged) == 1:  # one dim: itself
         imp._emit(scope, var, src.tensor(), layer)
@@ -90,6 +104,13 @@ def merge_dims(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> V
     imp.imports.add("merge_dims")
     imp._emit(scope, var, call("merge_dims", src.tensor(), dims=_tuple(imp, merged), out_dim=imp.dim(out)), layer)
     return Val(name(var), (*(x for x in src.dims if x not in merged), out))
+
+
+def _merge_axis(imp, src: Val, ax, order: tuple[str, ...] | None) -> str | None:
+    """An axis of `merge_dims`: a description, or a number of RETURNN's layout where netc knows it."""
+    if isinstance(ax, int) and not isinstance(ax, bool):
+        return order[ax] if order is not None and -len(order) <= ax < len(order) and order[ax] != BATCH else None
+    return imp._axis(src, ax)
 
 
 def softmax_over_spatial(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
@@ -242,7 +263,16 @@ def pool(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     """Max-pooling over time, `padding: "same"`, windows of `pool_size` frames, stride the same:
     `max_pool(x, axis=time, size=k, out_axis=<layer>_time)`; size 1 is `x` itself."""
     src = imp._source(d, scope, full)
-    if isinstance(d.get("pool_size"), list | tuple) and len(d["pool_size"]) == 2:
+    two = isinstance(d.get("pool_size"), list | tuple) and len(d["pool_size"]) == 2
+    if "in_spatial_dims" in d:  # RETURNN's default said explicitly: time (then the feature axis)
+        given = d["in_spatial_dims"]
+        want = [x for x in src.dims if imp.dims.is_dynamic(x)][:1]
+        want += [x for x in src.dims if imp.dims.is_static(x)][:1] if two else []
+        axes = [imp._axis(src, a) for a in given] if isinstance(given, list | tuple) else None
+        if axes is None or [imp.dims.find(a) if a else None for a in axes] != [imp.dims.find(w) for w in want]:
+            what = "the time dim, then the feature axis" if two else "the time dim"
+            raise Refused(full, "pool", f"in_spatial_dims {given!r} ({what} is supported)")
+    if two:
         return _pool_feature(imp, layer, d, scope, var, full, src)
     size, strides = d.get("pool_size"), d.get("strides", d.get("pool_size"))
     size = size[0] if isinstance(size, list | tuple) and len(size) == 1 else size
@@ -305,10 +335,14 @@ def _pool_feature(imp, layer: str, d: dict, scope: Scope, var: str, full: str, s
         raise Refused(full, "pool", f"pool_size {d['pool_size']!r}: k dividing the feature axis' {imp.dims.size(feat)}")
     if k == 1:
         imp._emit(scope, var, src.tensor(), layer)
+        if scope.outer is None:
+            imp.layer_tags |= {f"{layer}:conv:s0": dyn[0], f"{layer}:conv:s1": feat}
         return Val(name(var), src.dims)
     half = new_dim(imp, imp.dims.size(feat) // k, identifier(layer), set(src.dims))
     pieces = new_dim(imp, k, f"{identifier(layer)}_pieces", set(src.dims) | {half})
     imp.imports |= {"split_dims", mode}
     split = call("split_dims", src.tensor(), axis=imp.dim(feat), dims=_tuple(imp, [half, pieces]))
     imp._emit(scope, var, call(mode, split, axis=imp.dim(pieces)), layer)
+    if scope.outer is None:  # RETURNN's names of its spatial tags (what `stag:` reads)
+        imp.layer_tags |= {f"{layer}:conv:s0": dyn[0], f"{layer}:conv:s1": half}
     return Val(name(var), tuple(half if x == feat else x for x in src.dims))

@@ -72,10 +72,11 @@ def reads_config(code) -> bool:
     return isinstance(code, str) and "self" in code and re.search(r"\bself\b", code) is not None
 
 
-def config_eval(code, config_path: str) -> ConfigEval:
+def config_eval(code, config_path: str, values: dict | None = None) -> ConfigEval:
     """What `code` (an eval string or a config function's `{"__object__": "<function f at ..>"}`)
-    computes outside training."""
-    ev = _Evaluator(_globals(config_path))
+    computes outside training; `values`: the config's names bound to plain numbers and strings as
+    its run left them (a value set under an `if config.has(...)`, read with `config.float(...)`)."""
+    ev = _Evaluator(_globals(config_path, values or {}))
     try:
         if isinstance(code, dict):
             fn = ev.globals.get(_OBJECT_FUNCTION.match(code["__object__"]).group(1))
@@ -105,16 +106,17 @@ def _parsed(path: str) -> ast.Module | None:
         return None
 
 
-def _globals(path: str) -> dict:
-    """The config's top-level functions and its names bound to literals (others: unknown)."""
+def _globals(path: str, values: dict) -> dict:
+    """The config's top-level functions, its names bound to literals and those its run bound to
+    plain values (`values`; others: unknown)."""
     tree = _parsed(path)
-    env: dict = {}
+    env: dict = {k: v for k, v in values.items() if _plain(v)}
     for node in tree.body if tree else []:
         if isinstance(node, ast.FunctionDef):
             env[node.name] = _Fn(node, env, node.name)
         elif isinstance(node, ast.Assign):
             for t in node.targets:
-                if isinstance(t, ast.Name):
+                if isinstance(t, ast.Name) and t.id not in values:
                     try:
                         env[t.id] = ast.literal_eval(node.value)
                     except (ValueError, SyntaxError, TypeError):
@@ -222,6 +224,8 @@ class _Evaluator:
             return _Obj("tf", "tf")
         if ident in ("source", "self"):
             return _Obj(ident)
+        if ident == "safe_log":  # RETURNN's, which an `eval` string sees (`evals.py` maps it)
+            return _Obj("tf", "safe_log")
         return Unknown(f"`{ident}`")
 
     def attribute(self, base, attr: str):

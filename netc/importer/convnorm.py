@@ -264,7 +264,13 @@ class ConvNormLayers:
         if "in_spatial_dims" in d:
             given = d["in_spatial_dims"]
             axes = [self._axis(src, a) for a in given] if isinstance(given, list | tuple) else None
-            if axes is None or len(axes) != 2 or axes[0] != time or self.dims.find(axes[1]) != self.dims.find(spatial):
+            if (
+                axes is None
+                or len(axes) != 2
+                or axes[0] != time
+                or axes[1] is None
+                or self.dims.find(axes[1]) != self.dims.find(spatial)
+            ):
                 raise Refused(full, "conv", f"in_spatial_dims {given!r} (the time dim, then the feature axis)")
         if "in_dim" in d and self._axis(src, d["in_dim"]) != channel:
             raise Refused(full, "conv", f"in_dim {d['in_dim']!r} (the input's channels)")
@@ -299,6 +305,8 @@ class ConvNormLayers:
         expr = call(call("Conv2d", self.dim(out), **kwargs), src.tensor(), **at)
         new = {time: out_time, spatial: out_feat, channel: out}
         dims = tuple(new.get(x, x) for x in src.dims)
+        if scope.outer is None:  # RETURNN's names of its spatial tags (what `stag:` reads)
+            self.layer_tags |= {f"{layer}:conv:s0": out_time, f"{layer}:conv:s1": out_feat}
         val = self._activation(Val(expr, dims), d.get("activation"), full, "conv")
         self._emit(scope, var, val.expr, layer, ModuleRef("conv", self._tf_prefix(layer, d, scope)))
         if padding == "same" and st > 1:

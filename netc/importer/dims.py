@@ -43,6 +43,15 @@ class DimTable:
         self._names: set[str] = set()
         self._preferred: dict[int, tuple[int, str]] = {}
         self.tags = tags
+        # dims of size 1 that a `reduce` with `keep_dims` leaves in a time axis' place: never
+        # RETURNN's feature axis (it stays where it was: [B, 1, F] has F), so not one by size
+        self.not_feature: set[str] = set()
+
+    def kept_time(self) -> str:
+        """The dim of size 1 in a time axis' place after a `reduce` with `keep_dims` (one for all)."""
+        if not self.not_feature:
+            self.not_feature.add(self.fresh("time_kept", 1))
+        return next(iter(self.not_feature))
 
     # -- making dims
 

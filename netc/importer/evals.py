@@ -67,6 +67,15 @@ LOGICAL = {
     "logical_not": ("not", 1),
     "math.logical_not": ("not", 1),
 }
+# TF's comparisons -> netc's operator (a bool tensor)
+COMPARISONS = {
+    "greater": ">",
+    "greater_equal": ">=",
+    "less": "<",
+    "less_equal": "<=",
+    "equal": "==",
+    "not_equal": "!=",
+}
 _BINOPS = {ast.Add: (cst.Add, 1), ast.Sub: (cst.Subtract, 1), ast.Mult: (cst.Multiply, 2), ast.Div: (cst.Divide, 2)}
 _POW = 4
 
@@ -103,6 +112,7 @@ class EvalMapper:
         self.meta: dict[int, tuple[tuple[str, ...], str | None]] = {}
         self.kept: set[str] = set()  # dims a `keepdims` reduction keeps (of size 1 in RETURNN)
         self.casting = False
+        self.bools: set[int] = set()  # subexpressions that are bool (a comparison)
 
     def dims(self, e: Expr, is_tensor: bool = True) -> tuple[tuple[str, ...], str | None]:
         """(dims, label dim) of a mapped subexpression."""
@@ -202,9 +212,24 @@ class EvalMapper:
             return self.axis_function(fn[3:], node), 9, True
         if fn[3:] in ("math.l2_normalize", "nn.l2_normalize", "linalg.l2_normalize"):
             return self.l2_normalize(node), 2, True
-        if node.keywords:
-            raise self.refuse(f"`{ast.unparse(node)}`")
         fn, args = fn[3:], node.args
+        if fn in ("cast", "dtypes.cast") and [k.arg for k in node.keywords] == ["dtype"] and len(args) == 1:
+            args = [*args, node.keywords[0].value]  # `tf.cast(x, dtype=...)`
+        elif node.keywords:
+            raise self.refuse(f"`{ast.unparse(node)}`")
+        if fn in ("cast", "dtypes.cast") and len(args) == 2 and _dtype(args[1]) in ("float32", "bool"):
+            out = self.bool_cast(args[0], _dtype(args[1]))
+            if out is not None:
+                return out, 0 if id(out) in self.bools else 9, True
+        if fn.removeprefix("math.") in COMPARISONS and len(args) == 2:
+            (a, _, ta), (b, _, tb) = self.expr(args[0]), self.expr(args[1])
+            if not (ta or tb):
+                raise self.refuse(f"`{ast.unparse(node)}` of two numbers")
+            out = self.broadcast(compare(COMPARISONS[fn.removeprefix("math.")], a, b), (a, ta), (b, tb))
+            self.bools.add(id(out))
+            return out, 0, True
+        if fn in ("where", "compat.v2.where") and len(args) == 3:
+            return self.where(node, args), 9, True
         if fn in CASTS and len(args) == CASTS[fn] and (len(args) == 1 or _dtype(args[1]) == "float32"):
             return self.to_float(args[0]), 9, True
         if fn in ("zeros_like", "ones_like") and len(args) == 1:  # a constant over x's dims
@@ -256,6 +281,37 @@ class EvalMapper:
                 "another class dim: netc's labels have no arithmetic)"
             )
         raise self.refuse(f"`tf.{fn}` with {len(args)} argument{'s' if len(args) != 1 else ''}")
+
+    def bool_cast(self, arg: ast.AST, dtype: str) -> Expr | None:
+        """`tf.cast(b, tf.float32)` of a bool (a comparison): its 0/1 as floats; `tf.cast(x,
+        tf.bool)` of a float: `x != 0`; None: not a bool cast (a float's own cast)."""
+        if dtype == "float32":
+            if not (
+                isinstance(arg, ast.Call)
+                and ast.unparse(arg.func).removeprefix("tf.").removeprefix("math.") in COMPARISONS
+            ):
+                return None
+            x = self.tensor(arg)
+            self.imp.imports.add("cast")
+            return self.like(call("cast", x, cst.SimpleString('"float32"')), x)
+        x, prec, _ = self.expr(arg)
+        if id(x) in self.bools:
+            return x
+        self.dims(x)
+        if self.dims(x)[1] is not None:
+            raise self.refuse(f"`tf.cast({ast.unparse(arg)}, tf.bool)` of labels")
+        out = self.like(compare("!=", _paren(x, prec < 1), num(0.0)), x)
+        self.bools.add(id(out))
+        return out
+
+    def where(self, node: ast.Call, args: list[ast.AST]) -> Expr:
+        """`tf.where(cond, a, b)` (TF 2's, elementwise; TF 1's of one argument is not this): netc's `where`."""
+        c, _, tc = self.expr(args[0])
+        if id(c) not in self.bools:
+            raise self.refuse(f"`{ast.unparse(node)}` (a condition that is a comparison or a cast to bool is)")
+        (a, _, ta), (b, _, tb) = self.expr(args[1]), self.expr(args[2])
+        self.imp.imports.add("where")
+        return self.broadcast(call("where", c, a, b), (c, tc), (a, ta), (b, tb))
 
     def logical(self, kind: str, args: list[ast.AST]) -> Expr:
         """`tf.logical_and/or/not` of bools: netc has no logical operators, so their 0/1 values as

@@ -77,6 +77,8 @@ class Importer(
         self.option_notes: dict[str, list[str]] = {}  # recunits.OPTION_NOTES key -> the layers it is about
         self.old_notes: dict[str, list[str]] = {}  # a note on an older RETURNN's option -> its layers
         self.whole_floats: set[str] = set()  # variables of floats of labels (`tf.to_float` of an argmax)
+        # RETURNN's tags a conv/pool makes, by their names (`<layer>:conv:s1`, for `stag:`) -> the netc dim
+        self.layer_tags: dict[str, str] = {}
         for key, spec in loaded.inputs.items():
             for tag in (*spec.dims, spec.sparse_dim):
                 if tag is not None:
@@ -420,7 +422,9 @@ class Importer(
     def _l_linear(self, layer, d, scope, var, full) -> Val:
         src = self._source(d, scope, full)  # first: dims are named in the order they are met
         out = self._out_dim(layer, d, full)
+        src, at = self._kept_squeezed(src)  # [B, 1, F] of a `reduce` with `keep_dims`: over F
         expr, dims, ref = self._linear_expr(layer, d, scope, full, out, src)
+        expr, dims = self._kept_back(expr, dims, at)
         val = self._activation(Val(expr, dims), d.get("activation"), full, "linear")
         self._emit(scope, var, val.expr, layer, ref)
         return Val(name(var), dims)
@@ -468,8 +472,13 @@ class Importer(
             spatial = [x for x in val.dims if x != BATCH and x != last]
             i = int(m.group(1))
             return spatial[i] if -len(spatial) <= i < len(spatial) else None
+        if m := re.fullmatch(r"dim:(\d+)", text, re.IGNORECASE):  # RETURNN's: the one axis of that size
+            of_size = [x for x in val.dims if self.dims.is_static(x) and self.dims.size(x) == int(m.group(1))]
+            return of_size[0] if len(of_size) == 1 else None
         if text.startswith("stag:"):
             found = {self.dims.find(x) for x in val.dims}
+            if text[5:] in self.layer_tags and self.dims.find(self.layer_tags[text[5:]]) in found:
+                return next(x for x in val.dims if self.dims.find(x) == self.dims.find(self.layer_tags[text[5:]]))
             for tid, t in self.dims.tags.items():
                 if t.name == text[5:] and t.kind != "batch" and self.dims.find(self.dims.tag(tid)) in found:
                     return next(x for x in val.dims if self.dims.find(x) == self.dims.find(self.dims.tag(tid)))
@@ -581,7 +590,7 @@ _KNOWN = {
     "dot": {"reduce", "var1", "var2", "red1", "red2", "add_var2_if_empty"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},
     "split_dims": {"axis", "dims"},
-    "merge_dims": {"axes", "n_out"},  # n_out: RETURNN checks it is the merged size
+    "merge_dims": {"axes", "n_out", "keep_order"},  # n_out: RETURNN checks it is the merged size
     "softmax_over_spatial": {
         "axis",
         "energy_factor",
@@ -604,6 +613,7 @@ _KNOWN = {
         "dropout",
         "use_time_mask",
         "use_channel_first",
+        "in_spatial_dims",  # checked: the axes netc pools over
     },
     "sparse_softmax_cross_entropy_with_logits": {"logits", "targets", "axis"},
     **convnorm.KNOWN,

@@ -44,6 +44,7 @@ class LoadedConfig:
     default_target: str = "classes"  # the target of a loss without `target` (RETURNN's config `target`)
     notes: list[str] = field(default_factory=list)  # how it was loaded, for the user (one line each)
     no_exec: bool = False  # read with --no-exec (asked for, or the fallback)
+    values: dict = field(default_factory=dict)  # the config's names bound to plain numbers/strings, as loaded
 
 
 def load_config(
@@ -131,6 +132,13 @@ def _load(path: str, sets, network: str, python: str | None, no_exec: bool) -> L
             f"the config reads {what} {_listed(files)}, which only its cluster has: placeholders here "
             "(a layer that reads one is refused)"
         )
+    if unset := data.get("unset"):
+        what = "value" if len(unset) == 1 else "values"
+        notes.append(
+            f"the config fails to load without the command-line {what} {_listed(unset)} (`config.value(name, None)`, "
+            "not given): loaded with placeholder strings (`<name: not given>`) as a path would be; give the real "
+            "ones with --set name=value"
+        )
     if data.get("network_note"):
         notes.append(data["network_note"])
     return LoadedConfig(
@@ -144,6 +152,7 @@ def _load(path: str, sets, network: str, python: str | None, no_exec: bool) -> L
         data.get("default_target", "classes"),
         notes,
         no_exec,
+        data.get("values", {}),
     )
 
 

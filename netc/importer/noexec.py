@@ -34,6 +34,41 @@ class _Continue(Exception):
     pass
 
 
+_MAX_FUNCTION_GLOBALS = 20
+
+
+def _function_globals(path: str, text: str, tree: ast.Module, sets, known: set[str]) -> dict:
+    """The config's plain values (numbers, strings, bools) that its functions read (an `eval` calling
+    them reads them: `lm_scale`, set under `if config.has(...)`), where --no-exec can evaluate them."""
+    bound = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    bound |= {
+        t.id
+        for n in tree.body
+        if isinstance(n, ast.If)
+        for m in ast.walk(n)
+        if isinstance(m, ast.Assign)
+        for t in m.targets
+        if isinstance(t, ast.Name)
+    }
+    read = {
+        m.id
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef)
+        for m in ast.walk(n)
+        if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Load)
+    }
+    names = sorted((bound & read) - known)[:_MAX_FUNCTION_GLOBALS]
+    out: dict = {}
+    for key in names:  # each on its own: one outside the language is no error
+        try:
+            value = _Evaluator(path, text, tree, sets).run({key})
+        except CompileError:
+            continue
+        if isinstance(value.get(key), str | int | float | bool):
+            out[key] = value[key]
+    return out
+
+
 def evaluate_config(path: str, sets: list[tuple[str, str]], network: str) -> dict:
     """The config's values the importer reads, by name (those the config binds), and its dim tags
     as recipes: `{"values": {...}, "dims": [...]}`, JSON data (see `encode`)."""
@@ -72,6 +107,7 @@ def evaluate_config(path: str, sets: list[tuple[str, str]], network: str) -> dic
                 values[key] = value[key]
         except CompileError:
             pass
+    values.update(_function_globals(path, text, tree, sets, set(values)))
     dims: list[DimValue] = []
     try:
         encoded = {k: encode(v, dims) for k, v in values.items()}

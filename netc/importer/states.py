@@ -76,7 +76,7 @@ class States:
         if d.get("class") == "eval" and not d.get("activation") and not d.get("eval_locals"):
             code = d.get("eval")
             if reads_config(code):
-                code = config_eval(code, self.cfg.path).code
+                code = config_eval(code, self.cfg.path, self.cfg.values).code
             if not isinstance(code, str) or code.strip() != "source(0)":
                 return None
         elif d.get("class") != "copy":

@@ -61,7 +61,14 @@ def binop(op: str, a: Expr, b: Expr) -> Expr:
     return cst.BinaryOperation(left=a, operator=_OPS[op](), right=b)
 
 
-_COMPARISONS = {"==": cst.Equal, "<=": cst.LessThanEqual, ">=": cst.GreaterThanEqual, ">": cst.GreaterThan}
+_COMPARISONS = {
+    "==": cst.Equal,
+    "!=": cst.NotEqual,
+    "<": cst.LessThan,
+    "<=": cst.LessThanEqual,
+    ">=": cst.GreaterThanEqual,
+    ">": cst.GreaterThan,
+}
 
 
 def compare(op: str, a: Expr, b: Expr) -> cst.Comparison:

@@ -99,6 +99,8 @@ def value_sources(d: dict) -> list[str]:
 
 def feature(val: Val, dims: DimTable) -> str:
     feats = [x for x in val.dims if dims.is_static(x)]
+    if len(feats) > 1:  # a time axis kept by a `reduce` is not RETURNN's feature axis
+        feats = [x for x in feats if dims.find(x) not in dims.not_feature] or feats
     if val.sparse is not None or len(feats) != 1:
         why = "needs one feature dim"
         if val.sparse is None and feats:  # which of them is RETURNN's feature axis netc does not track
