@@ -303,9 +303,14 @@ def test_match_stage_takes_out_load_on_init_of_files_not_here(tmp_path):
 
 
 def test_a_layer_entry_that_is_not_options_is_refused_and_returnn_rejects_it_too(tmp_path):
-    # a layer left None (its options meant to be filled in by a call whose name missed an f-string)
+    # a layer left None (its options meant to be filled in by a call whose name missed an f-string);
+    # a "#" key is one of RETURNN's meta options (`#copy_param_mode`), no layer
     config = tmp_path / "none_entry.config"
-    config.write_text(LAYER_NORM_LSTM.lstrip().replace('"output": {', '"unused": None,\n    "output": {', 1))
+    config.write_text(
+        LAYER_NORM_LSTM.lstrip().replace(
+            '"output": {', '"unused": None,\n    "#copy_param_mode": "subset",\n    "output": {', 1
+        )
+    )
     proc = run_netc("import", config, "-o", tmp_path / "m.py")
     assert (
         proc.returncode == 1 and "its entry is NoneType, not a dict of options (RETURNN rejects it too)" in proc.stderr

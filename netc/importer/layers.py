@@ -135,8 +135,8 @@ class Importer(
 
     def _walk(self) -> None:
         net = self.cfg.network
-        for n, d in net.items():  # RETURNN reads every entry's options (`is_output_layer`, a loss)
-            if not isinstance(d, dict):
+        for n, d in net.items():  # RETURNN reads every entry's options (`is_output_layer`, a loss),
+            if not isinstance(d, dict) and not n.startswith("#"):  # not those of "#" keys (its meta options)
                 self.refused.append(Refused(n, "?", _NOT_OPTIONS.format(type(d).__name__)))
         net = {n: d for n, d in net.items() if isinstance(d, dict)}
         roots = [n for n, d in net.items() if n == "output" or _is_root(d)]
