@@ -40,14 +40,14 @@ def test_grown_states_and_the_search_of_a_decoder():
     assert [gr.carry.name for gr in grown] == ["keys", "values"]
     assert all(gr.axis == "hist" and gr.carry.init in grow_starts(g.body) for gr in grown)
     search = loop_search(loop)
-    assert search is not None and search.choice is choice_op(loop) is not None
+    assert search is not None and search.choices == (choice_op(loop),) and choice_op(loop) is not None
     assert {"carry", "stack", "end", "bound", "grow", "search"} <= set(kinds(loop))
 
     compiled = compile_graph(path)
     (trained,) = (n for n in compiled.body if isinstance(n, Loop))
     assert loop_search(trained) is None and choice_op(trained) is None  # an ordinary loop over the labels
     (searched,) = (n for n in compiled.search.body if isinstance(n, Loop))
-    assert loop_search(searched).choice is not None and len(loop_grows(searched)) == 2
+    assert len(loop_search(searched).choices) == 1 and len(loop_grows(searched)) == 2
 
 
 def test_plain_and_reverse_loops_have_no_grown_state_or_search():

@@ -122,6 +122,7 @@ class Importer(
 
     def run(self) -> None:
         self._walk()
+        self._not_options()
         for opt, layers in sorted(self.dropped.items()):
             self.notes.append(
                 f"`{opt}` dropped on {_shown(layers)}: {TRAINING_ONLY[opt]} (the forward numbers are the same)"
@@ -133,12 +134,16 @@ class Importer(
                 f"`{opt}` {recunits.OPTION_NOTES[opt][0]} {_shown(layers)}: {recunits.OPTION_NOTES[opt][1]}"
             )
 
+    def _not_options(self) -> None:
+        """RETURNN reads every entry's options (`is_output_layer`, a loss), not those of "#" keys
+        (its meta options, `#copy_param_mode`): an entry that is not a dict is refused."""
+        for n, d in self.cfg.network.items():
+            if not isinstance(d, dict) and not n.startswith("#") and all(r.layer != n for r in self.refused):
+                self.refused.append(Refused(n, "?", _NOT_OPTIONS.format(type(d).__name__)))
+
     def _walk(self) -> None:
         net = self.cfg.network
-        for n, d in net.items():  # RETURNN reads every entry's options (`is_output_layer`, a loss),
-            if not isinstance(d, dict) and not n.startswith("#"):  # not those of "#" keys (its meta options)
-                self.refused.append(Refused(n, "?", _NOT_OPTIONS.format(type(d).__name__)))
-        net = {n: d for n, d in net.items() if isinstance(d, dict)}
+        net = {n: d for n, d in net.items() if isinstance(d, dict)}  # the others: `_not_options`
         roots = [n for n, d in net.items() if n == "output" or _is_root(d)]
         for n in list(roots):  # built by RETURNN only when it evaluates or searches: not in training
             d = net[n]

@@ -66,7 +66,7 @@ def declare(g: Gen, lm: bool = False) -> Dec:
         else:
             g.derived_lens["dec"] = ("time", 1, 0)
     g.dec = Dec(form, "tgt", cls, beam, bound)
-    if form == "plain" and g.on("two_choices", 0.25):  # hard attention: a position, then the label
+    if form == "plain" and g.on_side("two_choices", 0.25):  # hard attention: a position, then the label
         g.dim("pos", r.randint(2, 4))
         g.params.append(f"ptgt: nc.Labels[{labels_annotation(g, 'dec', 'pos')}]")
         g.dec.second = "ptgt"

@@ -71,6 +71,9 @@ class Loop:
 class Gen:
     def __init__(self, seed: int, features: set[str] | None):
         self.r = random.Random(seed)
+        # features added later decide on draws of their own (`on_side`): a seed's program without
+        # them stays the program it was (FOUND_SEEDS, tests/diffgen/found/)
+        self.side = random.Random(seed * 7919 + 1)
         self.allowed = set(FEATURES if features is None else features)
         self.used: set[str] = set()
         self.dims: dict[str, D] = {"batch": D("batch", "batch", 0)}
@@ -89,7 +92,9 @@ class Gen:
         self.after_outputs: list[V] = []  # values read after the decoder, returned
         self.stacked_dims: dict[str, frozenset[str]] = {}  # a decoder list -> the dims of its items
         self.raw_inputs: set[str] = set()  # float inputs annotated in another order than batch, time, feat
-        self.modules: list[tuple[str, str, str, frozenset[str]]] = []  # instance, in dim, out dim, dims
+        # instance, in dim, out dim, dims, the loops it was made in (outside them it may be unbound:
+        # made after an `end`'s break, a sequence ending at its first step never makes it)
+        self.modules: list[tuple[str, str, str, frozenset[str], tuple[Loop, ...]]] = []
         self.params: list[str] = []
         self.decoder_outputs: list[str] = []
         self.made_dims: set[str] = set()  # dynamic dims ops made (max_pool, slice_frames, ...)
@@ -111,6 +116,13 @@ class Gen:
     # ---- basics
     def on(self, feat: str, p: float = 0.5) -> bool:
         if feat in self.allowed and self.r.random() < p:
+            self.used.add(feat)
+            return True
+        return False
+
+    def on_side(self, feat: str, p: float = 0.5) -> bool:
+        """`on`, drawn apart from the program's other choices."""
+        if feat in self.allowed and self.side.random() < p:
             self.used.add(feat)
             return True
         return False
@@ -451,7 +463,9 @@ class Gen:
         """A Module class and an instance made at its first call; `module_shared`: an instance
         is called again later, on values with the same dims."""
         sa = self.static(a)
-        for inst, _, outd, dims in self.modules:
+        for inst, _, outd, dims, made_in in self.modules:
+            if len(made_in) > len(self.loops) or any(a is not b for a, b in zip(made_in, self.loops)):
+                continue
             if dims == a.dims and self.on("module_shared", 0.7):
                 return self.new(f"{inst}({self.ref(a)})", (a.dims - {sa.name}) | {outd}, variant=a.variant)
         out = self.r.choice(self.statics())
@@ -479,7 +493,7 @@ class Gen:
         self.defs.append("\n".join(lines) + "\n")
         inst = self.fresh("block")
         self.emit(f"{inst} = {cls}({out.code})")
-        self.modules.append((inst, sa.name, out.name, a.dims))
+        self.modules.append((inst, sa.name, out.name, a.dims, tuple(self.loops)))
         if self.on("unused_module_result", 0.2):
             self.emit(f"{inst}({self.ref(a)})")
         return self.new(f"{inst}({self.ref(a)})", (a.dims - {sa.name}) | {out.name}, variant=a.variant)
