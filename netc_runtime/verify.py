@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,13 +78,25 @@ def made_lengths(g: Graph, lens: dict[str, list[int]]) -> dict[str, list[int]]:
 def fitted_inputs(g: Graph) -> dict[str, str]:
     """Input dims read over a dim an op makes by `fit_frames` (an alignment over a downsampled
     encoder's frames, RETURNN's `size_base`): input dim -> that dim. Such an input has one frame
-    per frame of it, so its lengths are drawn as that dim's."""
+    per frame of it, so its lengths are drawn as that dim's. A `fit_frames` whose value nothing
+    reads (an imported alignment the decoder takes as its target over its own dim) still says so:
+    with the model's file, the graph as parsed (before dead code goes) is asked too."""
     dyn = set(input_dyn_dims(g))
+    bodies = [g.body]
+    if os.path.isfile(g.source_file):
+        bodies.append(_parsed(g.source_file, os.stat(g.source_file).st_mtime_ns, g.network).body)
     out: dict[str, str] = {}
-    for op in ops(g.body):
-        if op.op == "fit_frames" and op.attrs["axis"] in dyn and op.attrs["out_axis"] not in dyn:
-            out.setdefault(op.attrs["axis"], op.attrs["out_axis"])
+    for body in bodies:
+        for op in ops(body):
+            if op.op == "fit_frames" and op.attrs["axis"] in dyn and op.attrs["out_axis"] not in dyn:
+                out.setdefault(op.attrs["axis"], op.attrs["out_axis"])
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(path: str, mtime_ns: int, network: str) -> Graph:
+    """The model's graph as parsed (by its file's modification time: an edited file is parsed again)."""
+    return parse_file(path, network=network)
 
 
 def tie_fitted(g: Graph, lens: dict) -> dict:

@@ -186,7 +186,7 @@ def pooled_lengths(g, lens: dict, rng: np.random.Generator) -> dict:
     frames only, and original = imported is a claim about the import. A decoder's target bounded by
     the pooled time is drawn again within the bound the scaled lengths give (else a pooled 1-frame
     encoder would leave it 1 label long)."""
-    from netc_runtime.verify import _draw, choice_target_bounds, made_lengths, tie_fitted
+    from netc_runtime.verify import _draw, choice_target_bounds, fitted_inputs, made_lengths, tie_fitted
 
     factors = pool_factors(g)
     out = {d: np.asarray(n) * factors.get(d, 1) for d, n in lens.items()}
@@ -194,6 +194,8 @@ def pooled_lengths(g, lens: dict, rng: np.random.Generator) -> dict:
         return out
     out = tie_fitted(g, out)  # an input over a pooled dim's frames: as long as it, again
     for d, (frames, scale, offset) in choice_target_bounds(g).items():
+        if d in fitted_inputs(g):  # tied above (a frame-level alignment): as long as its frames
+            continue
         known = made_lengths(g, {k: list(v) for k, v in out.items() if k != d})
         if frames in known and d in out:
             top = max(int(out[d].max()), min(7, scale * max(known[frames]) + offset))  # as verify's: at most 7

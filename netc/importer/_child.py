@@ -105,7 +105,9 @@ def _num_outputs(config) -> dict:
 def input_kwargs(key: str, opts: dict) -> dict:
     """An input's `Tensor` kwargs as the importer reads them: `same_dim_tags_as` (RETURNN's old form
     of `dims`, whose own merging of the tags recurses) made `dims`; `vocab` left out (it names the
-    labels; RETURNN reads its file, which only the config's cluster has)."""
+    labels; RETURNN reads its file, which only the config's cluster has). The `Tensor`'s version
+    is kept: `dims` alone make a version-2 tensor, which has no time and feature axes (a config's
+    function reading `data.time_dim_axis` then gets None)."""
     from returnn.tensor import Tensor
 
     opts = dict(opts)
@@ -118,7 +120,7 @@ def input_kwargs(key: str, opts: dict) -> dict:
     dims = list(t.dims)
     for axis, tag in same.items():
         dims[t.get_axis_from_description(axis)] = tag
-    out = {"dims": dims, "sparse_dim": t.sparse_dim, "dtype": t.dtype}
+    out = {"dims": dims, "sparse_dim": t.sparse_dim, "dtype": t.dtype, "version": t.version}
     if avail is not None:
         out["available_for_inference"] = avail
     return out
