@@ -76,9 +76,12 @@ def test_local_attention_eval_of_an_older_returnn_reads_its_layout(imported, tmp
     proc = netc_in_process("import", cfg, "-o", out, check=True)
     assert "`source(i)` of `output/p_t_in` read as it is, as RETURNN before 2019-08 did" in proc.stderr, proc.stderr
     assert out.read_text() == model.replace("corpus_local_attention", "old"), out.read_text()
-    # its float (`tf.to_float`) as the window's start: the positions compared as floats (TF takes one dtype)
+    # its float (`tf.to_float`, a frame earlier, at least 0: whole numbers) as the window's start: the
+    # positions compared as floats (TF takes one dtype)
     cfg.write_text(
-        new.replace('"eval": "tf.squeeze(', '"eval": "tf.to_float(tf.squeeze(').replace('axis=1)",', 'axis=1))",')
+        new.replace('"eval": "tf.squeeze(', '"eval": "tf.maximum(tf.to_float(tf.squeeze(').replace(
+            'axis=1)",', 'axis=1)) - 1.0, 0.0)",'
+        )
     )
     proc = netc_in_process("import", cfg, "-o", out, check=True)
     assert 'where(cast(range_over(time), "float32") >= p_t_in, energy_reinterpreted' in out.read_text()

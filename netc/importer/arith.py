@@ -145,6 +145,26 @@ class ArithLayers:
             raise Refused(full, cls, f"activation {act!r} not supported")
         return Val(expr, val.dims)
 
+    def _safe_log(self, src: Val, d: dict, scope, opts, full: str) -> Val:
+        """RETURNN's `safe_log(x, eps=1e-20)`: log(max(x, eps)); of a softmax its log-softmax. Of a
+        layer whose TF op is an exp, a sigmoid or another softmax it would take their input: refused."""
+        if not isinstance(opts, dict) or set(opts) - {"eps", "use_fake_grad"}:
+            raise Refused(full, "activation", f"opts {opts!r} of safe_log (eps and use_fake_grad are supported)")
+        eps = opts.get("eps", 1e-20)
+        if not isinstance(eps, int | float) or isinstance(eps, bool):
+            raise Refused(full, "activation", f"opts eps {eps!r} of safe_log (a number is supported)")
+        if src.logits is not None and not d.get("dropout"):
+            self.imports.add("log_softmax")
+            return Val(call("log_softmax", src.logits.tensor(), axis=self.dim(feature(src, self.dims))), src.dims)
+        froms = sources(d)
+        if len(froms) == 1 and isinstance(scope.layers.get(froms[0]), dict) and not d.get("dropout"):
+            inner = scope.layers[froms[0]]
+            if inner.get("activation") in ("exp", "sigmoid", "softmax") and inner.get("class") in ("activation", "linear"):
+                raise Refused(full, "activation", f"safe_log of the {inner['activation']} of layer `{froms[0]}`")
+        # `use_fake_grad` changes the gradient only (max with the identity's gradient)
+        self.imports |= {"log", "maximum"}
+        return Val(call("log", call("maximum", src.tensor(), num(float(eps)))), src.dims)
+
     def _act(self, val: Val, x: Expr, act: str) -> Expr | None:
         """RETURNN's `get_activation_function(act)` of x: a name (TF's `tf.nn.<name>` first), or
         two of them or numbers joined by one of `+ - * /` ("2 * sigmoid"); None: not known."""
@@ -189,7 +209,13 @@ class ArithLayers:
         return name(pre)
 
     def _l_activation(self, layer, d, scope, var, full) -> Val:
-        val = self._activation(self._source(d, scope, full), d.get("activation"), full, "activation")
+        src, act, opts = self._source(d, scope, full), d.get("activation"), d.get("opts")
+        if act == "safe_log":  # RETURNN passes `opts` to the function: `eps`, `use_fake_grad`
+            val = self._safe_log(src, d, scope, opts or {}, full)
+        elif opts:
+            raise Refused(full, "activation", f"opts {opts!r} of activation {act!r} (eps of safe_log is supported)")
+        else:
+            val = self._activation(src, act, full, "activation")
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), val.dims, val.sparse, False, log_probs=_is_log_softmax(val.expr))
 

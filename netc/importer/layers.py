@@ -585,7 +585,7 @@ _KNOWN = {
     | _LOSS
     | sharing.SHARED_OPTS
     | _INIT,
-    "activation": {"activation", "dropout"},
+    "activation": {"activation", "dropout", "opts"},
     "copy": {"dropout", "n_out", "out_dim"},
     "dropout": {"dropout"},
     "combine": {"kind", "activation", "n_out", "out_dim", "eval", "eval_locals", "eval_for_output_loss"},
