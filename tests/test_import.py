@@ -1149,6 +1149,11 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ),
         ('{"class": "gather", "axis": "F", "position": "data:classes"}', "a position layer of one int per sequence"),
         ('{"class": "linear", "n_out": 4, "reuse_params": "data"}', "reuse_params 'data' (a `linear` layer's name"),
+        (
+            '{"class": "activation", "activation": "relu", "opts": {"eps": 1.0}}',
+            "opts {'eps': 1.0} of activation 'relu'",
+        ),
+        ('{"class": "activation", "activation": "safe_log", "opts": {"beta": 1}}', "opts {'beta': 1} of safe_log (eps"),
         ('{"class": "subnetwork", "subnetwork": {"a": {"class": "copy"}}}', "a `subnetwork` dict with an `output`"),
         (
             '{"class": "softmax", "loss": "ctc", "target": "classes", "loss_opts": {"ctc_opts": '

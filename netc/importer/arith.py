@@ -159,7 +159,10 @@ class ArithLayers:
         froms = sources(d)
         if len(froms) == 1 and isinstance(scope.layers.get(froms[0]), dict) and not d.get("dropout"):
             inner = scope.layers[froms[0]]
-            if inner.get("activation") in ("exp", "sigmoid", "softmax") and inner.get("class") in ("activation", "linear"):
+            if inner.get("activation") in ("exp", "sigmoid", "softmax") and inner.get("class") in (
+                "activation",
+                "linear",
+            ):
                 raise Refused(full, "activation", f"safe_log of the {inner['activation']} of layer `{froms[0]}`")
         # `use_fake_grad` changes the gradient only (max with the identity's gradient)
         self.imports |= {"log", "maximum"}
