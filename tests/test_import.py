@@ -876,7 +876,12 @@ def test_eval_outside_the_restricted_language_is_refused_at_the_layer(tmp_path, 
         (  # [B, T, F] known (enforce_batch_major), but TF's argmax over T counts its padded frames
             "tf.argmax(source(0, auto_convert=False), axis=1)",
             "`tf.argmax(source(0, auto_convert=False), axis=1)` over a time axis (its padded frames count in TF; "
-            "an argmax over a `softmax_over_spatial`'s weights is supported)",
+            "an argmax over a `softmax_over_spatial`'s weights is supported, and an argmin/argmax of elementwise "
+            "functions of their cumulative sum)",
+        ),
+        (  # a cumulative sum over T is netc's, but its padded frames repeat the last valid one only of weights
+            "tf.argmin(tf.cumsum(source(0, auto_convert=False), axis=1) - 0.5, axis=1)",
+            "`tf.argmin(tf.cumsum(source(0, auto_convert=False), axis=1) - 0.5, axis=1)` over a time axis",
         ),
         ("tf.reduce_max(source(0, auto_convert=False), axis=0)", "over the batch axis"),
         # converting to `out_type`'s fewer axes RETURNN rejects: read as it is (RETURNN before 2019-08), its layout

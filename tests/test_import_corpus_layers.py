@@ -24,7 +24,8 @@ CASES = {
     "ce_probs": ("corpus_ce_probs.config", [[6, 4, 5], [3, 2, 4]]),  # a decoder's targets
     "local_attention": ("corpus_local_attention.config", [[7, 3, 6], [4, 2, 3]]),  # windows inside the frames
     "masked": ("corpus_masked.config", [[7, 4, 6]]),  # the alignment over the features' frames
-    "misc": ("corpus_misc.config", [[6, 3, 5], [6, 3, 5], [1, 1, 1]]),  # frame-wise targets; one speaker label
+    # frame-wise targets; one speaker label; frame-wise regression targets
+    "misc": ("corpus_misc.config", [[6, 3, 5], [6, 3, 5], [1, 1, 1], [6, 3, 5]]),
     # the alignment over the pooled encoder's frames (half the features', multiples of the pool's 2)
     "size_base": ("corpus_size_base.config", [[8, 4, 6], [4, 2, 3]]),
     "rna_unit": ("corpus_rna_unit.config", [[7, 4, 6]]),  # the alignment over the encoder's frames

@@ -333,7 +333,7 @@ class Importer(
             )
         if extra:
             raise Refused(full, cls, f"option{'s' if len(extra) > 1 else ''} {', '.join(sorted(extra))} not supported")
-        if d.get("loss") in ("ce", "ctc") and "target" not in d:  # RETURNN's default target
+        if d.get("loss") in ("ce", "ctc", "mse") and "target" not in d:  # RETURNN's default target
             d["target"] = self.cfg.default_target
         self._pre_activation: list = []  # (variable, value): what an activation reads twice, bound first
         val = handler(layer, d, scope, var, full)
