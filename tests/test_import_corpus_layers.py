@@ -307,13 +307,15 @@ network = {
     "extra.search:output": {"class": "copy", "from": "data"},
     "min_wer": {"class": "copy", "from": "extra.search:output", "loss": "expected_loss",
                 "loss_opts": {"loss": {"class": "edit_distance"}, "loss_kind": "error"}},
+    "beam_scores": {"class": "choice_get_beam_scores", "from": "extra.search:output"},
+    "denominator": {"class": "eval", "from": "beam_scores", "eval": "source(0)", "loss": "as_is"},
 }
 """
 
 
 def test_loss_of_a_search_in_training_is_left_out_with_its_layer(tmp_path):
     # minimum-WER training: the expected error of `extra.search:output`'s hypotheses (RETURNN searches
-    # in training for it); the layer is built only for that loss
+    # in training for it), and MMI training's loss of its beam's scores; the layers are built only for them
     cfg, model = tmp_path / "mwer.config", tmp_path / "mwer.py"
     cfg.write_text(MIN_WER)
     proc = netc_in_process("import", cfg, "-o", model)
@@ -321,7 +323,12 @@ def test_loss_of_a_search_in_training_is_left_out_with_its_layer(tmp_path):
     assert "note: layer `min_wer` (copy) and its loss 'expected_loss' left out: the expected error of a search's" in (
         proc.stderr
     )
-    assert "min_wer" not in model.read_text() and "extra_search" not in model.read_text()
+    # MMI training: a loss of the beam's scores (`choice_get_beam_scores`), its layers built only for it
+    assert "note: layer `denominator` (eval) and its loss 'as_is' left out: it reads `extra.search:output`" in (
+        proc.stderr
+    )
+    text = model.read_text()
+    assert "min_wer" not in text and "extra_search" not in text and "denominator" not in text, text
 
 
 def test_dot_axis_numbers_of_a_layout_netc_does_not_know_are_refused(tmp_path):

@@ -161,6 +161,15 @@ class Importer(
                     f"layer `{n}` ({d.get('class')}) and its loss {d['loss']!r} left out: "
                     f"{SEARCH_LOSSES[d['loss']]}, which netc cannot train; the layer is built only for it"
                 )
+        for n in list(roots):  # a loss of the hypotheses of a search RETURNN runs in training (MMI's denominator)
+            d = net[n]
+            if d.get("loss") and n != "output" and not d.get("is_output_layer") and (via := _reads_search(net, n)):
+                roots.remove(n)
+                self.notes.append(
+                    f"layer `{n}` ({d.get('class')}) and its loss {d['loss']!r} left out: it reads `{via}`, the "
+                    "hypotheses of a search RETURNN runs in training (a sequence-discriminative loss), which netc "
+                    "cannot train; the layer is built only for it"
+                )
         # RETURNN's output layers (`LayerBase.is_output_layer`): `output`, `is_output_layer`, and the
         # layers with a loss; netc returns the first two, and the third where there is neither
         self.loss_outputs = not any(n == "output" or net[n].get("is_output_layer") for n in roots)
@@ -637,6 +646,22 @@ _NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC, **passthrough.NOT_NETC}
 
 def _shown(layers: list[str]) -> str:
     return ", ".join(f"`{x}`" for x in layers[:3]) + (f" and {len(layers) - 3} more" if len(layers) > 3 else "")
+
+
+def _reads_search(net: dict, layer: str) -> str | None:
+    """The `extra.search:` layer that `layer` reads through its `from`s (a search in training), or None."""
+    seen, todo = set(), [layer]
+    while todo:
+        n = todo.pop()
+        if n in seen or not isinstance(net.get(n), dict):
+            continue
+        seen.add(n)
+        for src in sources(net[n]):
+            if isinstance(src, str) and src.startswith("extra.search:"):
+                return src
+            if isinstance(src, str):
+                todo.append(src)
+    return None
 
 
 def _is_root(d: dict) -> bool:
