@@ -1216,7 +1216,10 @@ def test_doc_decoder_prev_of_lstm_step_starts_at_its_initial_state(tmp_path):
         (', "direction": -1', '{"class": "get_last_hidden_state", "from": "lstm", "n_out": 6}', '"lstm"',
          "layer `lstm` (rec): get_last_hidden_state of an LSTM of direction -1 is not supported"),
         (', "initial_state": "var"', '{"class": "copy", "from": "lstm"}', '"lstm"',
-         "layer `lstm` (rec): initial_state of an LSTM over a sequence (of one in a rec unit it is supported)"),
+         "layer `lstm` (rec): initial_state 'var' of an LSTM over a sequence (of one in a rec unit it is supported)"),
+        (', "initial_state": "keep_over_epoch"', '{"class": "copy", "from": "lstm"}', '"lstm"',
+         "layer `lstm` (rec): initial_state 'keep_over_epoch' of an LSTM over a sequence (the state the previous "
+         "batch ended in: netc's models keep no state from one run to the next)"),
         ("", '{"class": "rec", "from": "data", "initial_state": "zeros", "unit": {"output": {"class": "copy", "from": "data:source"}}}',
          '"x"', "layer `x` (rec): initial_state of a rec layer with a subnetwork unit (use `initial_output`)"),
     ],
