@@ -329,6 +329,11 @@ class Importer(
         for k, v in d.items():  # a handler reads data only
             if k not in _ANY_VALUE and k not in TRAINING_ONLY and (obj := python_object(v)) is not None:
                 raise Refused(full, str(cls), f"option {k} is a Python object, not data: {obj}")
+        norm = d.get("batch_norm") if cls != "batch_norm" else None  # any layer's: its output batch-normed
+        if norm is not None and norm is not False:
+            if not (norm is True or isinstance(norm, dict)) or d.get("loss") or cls in ("softmax", "rec"):
+                raise Refused(full, str(cls), f"batch_norm {norm!r} (True or options, on a layer without a loss)")
+            d = {k: v for k, v in d.items() if k != "batch_norm"}
         extra = {k for k in set(d) - _KNOWN.get(cls, set()) - _COMMON if not at_default(cls, k, d[k])}
         for opt in sorted(extra & set(TRAINING_ONLY)):  # never in the forward numbers
             self.dropped.setdefault(opt, []).append(full)
@@ -345,6 +350,12 @@ class Importer(
         if d.get("loss") in ("ce", "ctc", "mse") and "target" not in d:  # RETURNN's default target
             d["target"] = self.cfg.default_target
         self._pre_activation: list = []  # (variable, value): what an activation reads twice, bound first
+        if norm is not None and norm is not False:  # RETURNN's `batch_norm` after the layer's activation
+            val = handler(layer, d, scope, self.fresh(f"{var}_before_norm"), full)
+            opts = {**(norm if isinstance(norm, dict) else {}), "class": "batch_norm"}
+            if "name_scope" in d:  # its variables under the layer's, `<layer>/batch_norm/...`
+                opts["name_scope"] = d["name_scope"]
+            return self._l_batch_norm(layer, opts, scope, var, full, src=val)
         val = handler(layer, d, scope, var, full)
         if "loss" in d and d["loss"] is not None:
             self._loss(layer, d, scope, val, full)
