@@ -240,6 +240,8 @@ class EvalMapper:
         fn, args = fn[3:], node.args
         if fn in ("cast", "dtypes.cast") and [k.arg for k in node.keywords] == ["dtype"] and len(args) == 1:
             args = [*args, node.keywords[0].value]  # `tf.cast(x, dtype=...)`
+        elif fn in ("clip_by_value", "math.clip_by_value") and _clip_keywords(node) is not None:
+            args = _clip_keywords(node)  # `tf.clip_by_value(x, clip_value_min=lo, clip_value_max=hi)`
         elif node.keywords:
             raise self.refuse(f"`{ast.unparse(node)}`")
         if fn in ("cast", "dtypes.cast") and len(args) == 2 and _dtype(args[1]) in ("float32", "bool"):
@@ -603,6 +605,16 @@ def _integral(node: ast.AST) -> bool:
         node = node.operand
     v = node.value if isinstance(node, ast.Constant) else None
     return isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer()
+
+
+def _clip_keywords(node: ast.Call) -> list[ast.AST] | None:
+    """`tf.clip_by_value`'s three arguments, given by position or by name; None where others are given."""
+    names = ["t", "clip_value_min", "clip_value_max"]
+    given = {k.arg: k.value for k in node.keywords}
+    if len(node.args) > 3 or set(given) - set(names[len(node.args) :]):
+        return None
+    args = [*node.args, *(given[n] for n in names[len(node.args) :] if n in given)]
+    return args if len(args) == 3 else None
 
 
 def _dtype_arg(node: ast.AST) -> bool:
