@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import libcst as cst
@@ -274,6 +275,7 @@ class ArithLayers:
         if d.get("eval_locals"):
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
         vals = self._broadcast_ones([self.get(s, scope) for s in sources(d)])
+        vals = self._same_size_features(vals)
         if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
             if len(set(sources(d))) != 1 or not isinstance(code, str):
                 raise Refused(full, "eval", why)
@@ -326,6 +328,25 @@ class ArithLayers:
                 v = Val(call("reduce_sum", v.tensor(), axis=axis), tuple(x for x in v.dims if x not in ones))
             out.append(v)
         return out
+
+    def _same_size_features(self, vals: list[Val]) -> list[Val]:
+        """Sources of one static (feature) dim each, of one size but other dims (a `merge_dims`'s and
+        a `reduce`'s): RETURNN's common data matches them (`get_common_data`: its auto-generated dims
+        of one size are one), so the eval reads them elementwise; netc's dims become one."""
+        feats = []
+        for v in vals:
+            static = [x for x in v.dims if self.dims.is_static(x)]
+            if v.sparse is not None or len(static) != 1:
+                return vals
+            feats.append(static[0])
+        if len({self.dims.find(f) for f in feats}) < 2 or len({self.dims.size(f) for f in feats}) > 1:
+            return vals
+        if self.dims.size(feats[0]) == 1:  # `_broadcast_ones`' case
+            return vals
+        for f in feats[1:]:
+            self.dims.join(feats[0], f)
+        one = self.dims.find(feats[0])
+        return [replace(v, dims=tuple(one if x == f else x for x in v.dims)) for v, f in zip(vals, feats, strict=True)]
 
     def _feature_last(self, ref, scope, depth: int = 0) -> bool:
         """Whether RETURNN's layout of layer `ref` has its feature axis last: an input, a frame, a
