@@ -31,7 +31,7 @@ from netc.importer import (
 from netc.importer.defaults import at_default, rejected_by_returnn, unsupported_class
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
-from netc.importer.losses import SEARCH_LOSSES, LossLayers
+from netc.importer.losses import SEARCH_LOSSES, LossLayers, reads_search
 from netc.importer.states import States
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
 from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
@@ -163,7 +163,7 @@ class Importer(
                 )
         for n in list(roots):  # a loss of the hypotheses of a search RETURNN runs in training (MMI's denominator)
             d = net[n]
-            if d.get("loss") and n != "output" and not d.get("is_output_layer") and (via := _reads_search(net, n)):
+            if d.get("loss") and n != "output" and not d.get("is_output_layer") and (via := reads_search(net, n)):
                 roots.remove(n)
                 self.notes.append(
                     f"layer `{n}` ({d.get('class')}) and its loss {d['loss']!r} left out: it reads `{via}`, the "
@@ -657,22 +657,6 @@ _NOT_NETC = {**logic.NOT_NETC, **sharing.NOT_NETC, **passthrough.NOT_NETC}
 
 def _shown(layers: list[str]) -> str:
     return ", ".join(f"`{x}`" for x in layers[:3]) + (f" and {len(layers) - 3} more" if len(layers) > 3 else "")
-
-
-def _reads_search(net: dict, layer: str) -> str | None:
-    """The `extra.search:` layer that `layer` reads through its `from`s (a search in training), or None."""
-    seen, todo = set(), [layer]
-    while todo:
-        n = todo.pop()
-        if n in seen or not isinstance(net.get(n), dict):
-            continue
-        seen.add(n)
-        for src in sources(net[n]):
-            if isinstance(src, str) and src.startswith("extra.search:"):
-                return src
-            if isinstance(src, str):
-                todo.append(src)
-    return None
 
 
 def _is_root(d: dict) -> bool:

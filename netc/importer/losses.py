@@ -11,7 +11,7 @@ import libcst as cst
 from netc.importer import legacy
 from netc.importer.dims import BATCH
 from netc.importer.syntax import call, identifier, name, num
-from netc.importer.values import Refused, Scope, Val, feature
+from netc.importer.values import Refused, Scope, Val, feature, sources
 from netc.importer.writer import Append, Assign, MarkLoss
 
 
@@ -323,6 +323,24 @@ RASR_LOSSES = {
 SEARCH_LOSSES = {
     "expected_loss": "the expected error of a search's n-best hypotheses in training (minimum-WER training)"
 }
+
+
+def reads_search(net: dict, layer: str) -> str | None:
+    """The `extra.search:` layer that `layer` reads through its `from`s (a search in training), or None."""
+    seen, todo = set(), [layer]
+    while todo:
+        n = todo.pop()
+        if n in seen or not isinstance(net.get(n), dict):
+            continue
+        seen.add(n)
+        for src in sources(net[n]):
+            if isinstance(src, str) and src.startswith("extra.search:"):
+                return src
+            if isinstance(src, str):
+                todo.append(src)
+    return None
+
+
 # `tf.nn.ctc_loss` options of RETURNN's `ctc_opts` that give netc's loss: TF's defaults, and
 # `ignore_longer_outputs_than_inputs` (it only changes sequences whose labels do not fit).
 _CTC_OPTS = {"preprocess_collapse_repeated": False, "ctc_merge_repeated": True}
