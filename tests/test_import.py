@@ -876,7 +876,12 @@ def test_eval_outside_the_restricted_language_is_refused_at_the_layer(tmp_path, 
         (  # [B, T, F] known (enforce_batch_major), but TF's argmax over T counts its padded frames
             "tf.argmax(source(0, auto_convert=False), axis=1)",
             "`tf.argmax(source(0, auto_convert=False), axis=1)` over a time axis (its padded frames count in TF; "
-            "an argmax over a `softmax_over_spatial`'s weights is supported)",
+            "an argmax over a `softmax_over_spatial`'s weights is supported, and an argmin/argmax of elementwise "
+            "functions of their cumulative sum)",
+        ),
+        (  # a cumulative sum over T is netc's, but its padded frames repeat the last valid one only of weights
+            "tf.argmin(tf.cumsum(source(0, auto_convert=False), axis=1) - 0.5, axis=1)",
+            "`tf.argmin(tf.cumsum(source(0, auto_convert=False), axis=1) - 0.5, axis=1)` over a time axis",
         ),
         ("tf.reduce_max(source(0, auto_convert=False), axis=0)", "over the batch axis"),
         # converting to `out_type`'s fewer axes RETURNN rejects: read as it is (RETURNN before 2019-08), its layout
@@ -1149,6 +1154,11 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ),
         ('{"class": "gather", "axis": "F", "position": "data:classes"}', "a position layer of one int per sequence"),
         ('{"class": "linear", "n_out": 4, "reuse_params": "data"}', "reuse_params 'data' (a `linear` layer's name"),
+        (
+            '{"class": "activation", "activation": "relu", "opts": {"eps": 1.0}}',
+            "opts {'eps': 1.0} of activation 'relu'",
+        ),
+        ('{"class": "activation", "activation": "safe_log", "opts": {"beta": 1}}', "opts {'beta': 1} of safe_log (eps"),
         ('{"class": "subnetwork", "subnetwork": {"a": {"class": "copy"}}}', "a `subnetwork` dict with an `output`"),
         (
             '{"class": "softmax", "loss": "ctc", "target": "classes", "loss_opts": {"ctc_opts": '
@@ -1206,7 +1216,10 @@ def test_doc_decoder_prev_of_lstm_step_starts_at_its_initial_state(tmp_path):
         (', "direction": -1', '{"class": "get_last_hidden_state", "from": "lstm", "n_out": 6}', '"lstm"',
          "layer `lstm` (rec): get_last_hidden_state of an LSTM of direction -1 is not supported"),
         (', "initial_state": "var"', '{"class": "copy", "from": "lstm"}', '"lstm"',
-         "layer `lstm` (rec): initial_state of an LSTM over a sequence (of one in a rec unit it is supported)"),
+         "layer `lstm` (rec): initial_state 'var' of an LSTM over a sequence (of one in a rec unit it is supported)"),
+        (', "initial_state": "keep_over_epoch"', '{"class": "copy", "from": "lstm"}', '"lstm"',
+         "layer `lstm` (rec): initial_state 'keep_over_epoch' of an LSTM over a sequence (the state the previous "
+         "batch ended in: netc's models keep no state from one run to the next)"),
         ("", '{"class": "rec", "from": "data", "initial_state": "zeros", "unit": {"output": {"class": "copy", "from": "data:source"}}}',
          '"x"', "layer `x` (rec): initial_state of a rec layer with a subnetwork unit (use `initial_output`)"),
     ],

@@ -24,7 +24,8 @@ CASES = {
     "ce_probs": ("corpus_ce_probs.config", [[6, 4, 5], [3, 2, 4]]),  # a decoder's targets
     "local_attention": ("corpus_local_attention.config", [[7, 3, 6], [4, 2, 3]]),  # windows inside the frames
     "masked": ("corpus_masked.config", [[7, 4, 6]]),  # the alignment over the features' frames
-    "misc": ("corpus_misc.config", [[6, 3, 5], [6, 3, 5], [1, 1, 1]]),  # frame-wise targets; one speaker label
+    # frame-wise targets; one speaker label; frame-wise regression targets
+    "misc": ("corpus_misc.config", [[6, 3, 5], [6, 3, 5], [1, 1, 1], [6, 3, 5]]),
     # the alignment over the pooled encoder's frames (half the features', multiples of the pool's 2)
     "size_base": ("corpus_size_base.config", [[8, 4, 6], [4, 2, 3]]),
     "rna_unit": ("corpus_rna_unit.config", [[7, 4, 6]]),  # the alignment over the encoder's frames
@@ -76,9 +77,12 @@ def test_local_attention_eval_of_an_older_returnn_reads_its_layout(imported, tmp
     proc = netc_in_process("import", cfg, "-o", out, check=True)
     assert "`source(i)` of `output/p_t_in` read as it is, as RETURNN before 2019-08 did" in proc.stderr, proc.stderr
     assert out.read_text() == model.replace("corpus_local_attention", "old"), out.read_text()
-    # its float (`tf.to_float`) as the window's start: the positions compared as floats (TF takes one dtype)
+    # its float (`tf.to_float`, a frame earlier, at least 0: whole numbers) as the window's start: the
+    # positions compared as floats (TF takes one dtype)
     cfg.write_text(
-        new.replace('"eval": "tf.squeeze(', '"eval": "tf.to_float(tf.squeeze(').replace('axis=1)",', 'axis=1))",')
+        new.replace('"eval": "tf.squeeze(', '"eval": "tf.maximum(tf.to_float(tf.squeeze(').replace(
+            'axis=1)",', 'axis=1)) - 1.0, 0.0)",'
+        )
     )
     proc = netc_in_process("import", cfg, "-o", out, check=True)
     assert 'where(cast(range_over(time), "float32") >= p_t_in, energy_reinterpreted' in out.read_text()
@@ -303,13 +307,15 @@ network = {
     "extra.search:output": {"class": "copy", "from": "data"},
     "min_wer": {"class": "copy", "from": "extra.search:output", "loss": "expected_loss",
                 "loss_opts": {"loss": {"class": "edit_distance"}, "loss_kind": "error"}},
+    "beam_scores": {"class": "choice_get_beam_scores", "from": "extra.search:output"},
+    "denominator": {"class": "eval", "from": "beam_scores", "eval": "source(0)", "loss": "as_is"},
 }
 """
 
 
 def test_loss_of_a_search_in_training_is_left_out_with_its_layer(tmp_path):
     # minimum-WER training: the expected error of `extra.search:output`'s hypotheses (RETURNN searches
-    # in training for it); the layer is built only for that loss
+    # in training for it), and MMI training's loss of its beam's scores; the layers are built only for them
     cfg, model = tmp_path / "mwer.config", tmp_path / "mwer.py"
     cfg.write_text(MIN_WER)
     proc = netc_in_process("import", cfg, "-o", model)
@@ -317,7 +323,12 @@ def test_loss_of_a_search_in_training_is_left_out_with_its_layer(tmp_path):
     assert "note: layer `min_wer` (copy) and its loss 'expected_loss' left out: the expected error of a search's" in (
         proc.stderr
     )
-    assert "min_wer" not in model.read_text() and "extra_search" not in model.read_text()
+    # MMI training: a loss of the beam's scores (`choice_get_beam_scores`), its layers built only for it
+    assert "note: layer `denominator` (eval) and its loss 'as_is' left out: it reads `extra.search:output`" in (
+        proc.stderr
+    )
+    text = model.read_text()
+    assert "min_wer" not in text and "extra_search" not in text and "denominator" not in text, text
 
 
 def test_dot_axis_numbers_of_a_layout_netc_does_not_know_are_refused(tmp_path):

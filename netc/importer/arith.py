@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import libcst as cst
@@ -145,6 +146,29 @@ class ArithLayers:
             raise Refused(full, cls, f"activation {act!r} not supported")
         return Val(expr, val.dims)
 
+    def _safe_log(self, src: Val, d: dict, scope, opts, full: str) -> Val:
+        """RETURNN's `safe_log(x, eps=1e-20)`: log(max(x, eps)); of a softmax its log-softmax. Of a
+        layer whose TF op is an exp, a sigmoid or another softmax it would take their input: refused."""
+        if not isinstance(opts, dict) or set(opts) - {"eps", "use_fake_grad"}:
+            raise Refused(full, "activation", f"opts {opts!r} of safe_log (eps and use_fake_grad are supported)")
+        eps = opts.get("eps", 1e-20)
+        if not isinstance(eps, int | float) or isinstance(eps, bool):
+            raise Refused(full, "activation", f"opts eps {eps!r} of safe_log (a number is supported)")
+        if src.logits is not None and not d.get("dropout"):
+            self.imports.add("log_softmax")
+            return Val(call("log_softmax", src.logits.tensor(), axis=self.dim(feature(src, self.dims))), src.dims)
+        froms = sources(d)
+        if len(froms) == 1 and isinstance(scope.layers.get(froms[0]), dict) and not d.get("dropout"):
+            inner = scope.layers[froms[0]]
+            if inner.get("activation") in ("exp", "sigmoid", "softmax") and inner.get("class") in (
+                "activation",
+                "linear",
+            ):
+                raise Refused(full, "activation", f"safe_log of the {inner['activation']} of layer `{froms[0]}`")
+        # `use_fake_grad` changes the gradient only (max with the identity's gradient)
+        self.imports |= {"log", "maximum"}
+        return Val(call("log", call("maximum", src.tensor(), num(float(eps)))), src.dims)
+
     def _act(self, val: Val, x: Expr, act: str) -> Expr | None:
         """RETURNN's `get_activation_function(act)` of x: a name (TF's `tf.nn.<name>` first), or
         two of them or numbers joined by one of `+ - * /` ("2 * sigmoid"); None: not known."""
@@ -189,7 +213,13 @@ class ArithLayers:
         return name(pre)
 
     def _l_activation(self, layer, d, scope, var, full) -> Val:
-        val = self._activation(self._source(d, scope, full), d.get("activation"), full, "activation")
+        src, act, opts = self._source(d, scope, full), d.get("activation"), d.get("opts")
+        if act == "safe_log":  # RETURNN passes `opts` to the function: `eps`, `use_fake_grad`
+            val = self._safe_log(src, d, scope, opts or {}, full)
+        elif opts:
+            raise Refused(full, "activation", f"opts {opts!r} of activation {act!r} (eps of safe_log is supported)")
+        else:
+            val = self._activation(src, act, full, "activation")
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), val.dims, val.sparse, False, log_probs=_is_log_softmax(val.expr))
 
@@ -245,6 +275,7 @@ class ArithLayers:
         if d.get("eval_locals"):
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
         vals = self._broadcast_ones([self.get(s, scope) for s in sources(d)])
+        vals = self._same_size_features(vals)
         if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
             if len(set(sources(d))) != 1 or not isinstance(code, str):
                 raise Refused(full, "eval", why)
@@ -297,6 +328,25 @@ class ArithLayers:
                 v = Val(call("reduce_sum", v.tensor(), axis=axis), tuple(x for x in v.dims if x not in ones))
             out.append(v)
         return out
+
+    def _same_size_features(self, vals: list[Val]) -> list[Val]:
+        """Sources of one static (feature) dim each, of one size but other dims (a `merge_dims`'s and
+        a `reduce`'s): RETURNN's common data matches them (`get_common_data`: its auto-generated dims
+        of one size are one), so the eval reads them elementwise; netc's dims become one."""
+        feats = []
+        for v in vals:
+            static = [x for x in v.dims if self.dims.is_static(x)]
+            if v.sparse is not None or len(static) != 1:
+                return vals
+            feats.append(static[0])
+        if len({self.dims.find(f) for f in feats}) < 2 or len({self.dims.size(f) for f in feats}) > 1:
+            return vals
+        if self.dims.size(feats[0]) == 1:  # `_broadcast_ones`' case
+            return vals
+        for f in feats[1:]:
+            self.dims.join(feats[0], f)
+        one = self.dims.find(feats[0])
+        return [replace(v, dims=tuple(one if x == f else x for x in v.dims)) for v, f in zip(vals, feats, strict=True)]
 
     def _feature_last(self, ref, scope, depth: int = 0) -> bool:
         """Whether RETURNN's layout of layer `ref` has its feature axis last: an input, a frame, a

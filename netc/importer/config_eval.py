@@ -174,7 +174,11 @@ class _Evaluator:
             parts = [node.left, *node.comparators] if isinstance(node, ast.Compare) else node.values
             vals = [self.expr(p, env) for p in parts]
             if tensor := next((v for v in vals if isinstance(v, _Tensor | _Data)), None):
-                if not any(isinstance(v, Unknown) for v in vals):  # netc's `eval` language has no comparisons
+                if not any(isinstance(v, Unknown) for v in vals):
+                    op = _TF_COMPARE.get(type(node.ops[0])) if isinstance(node, ast.Compare) else None
+                    ok = op and len(node.ops) == 1 and all(isinstance(v, _Tensor | _Data | int | float) for v in vals)
+                    if ok and not any(isinstance(v, bool) for v in vals):  # `a > b`: `tf.greater(a, b)`
+                        return _Tensor(f"tf.{op}({_code(vals[0])}, {_code(vals[1])})")
                     return Unknown(f"`{ast.unparse(node)}` (a comparison of the tensor `{tensor.code}`)")
             return self.plain(node, lambda: _logic(node, vals), *vals)
         if isinstance(node, ast.IfExp):
@@ -270,7 +274,12 @@ class _Evaluator:
             i = args[0] if args else kwargs.get("i")
             if not isinstance(i, int) or isinstance(i, bool) or set(kwargs) - {"i", "as_data", "auto_convert"}:
                 return Unknown(shown)
-            return _Data(f"source({i})") if kwargs.get("as_data") else _Tensor(f"source({i})")
+            if kwargs.get("as_data"):
+                return _Data(f"source({i})")
+            # read in its own layout (what axis numbers of it name) as the call says
+            return _Tensor(
+                f"source({i}, auto_convert=False)" if kwargs.get("auto_convert") is False else f"source({i})"
+            )
         if fn.kind == "getter" and fn.path == "get_config":
             return _Obj("config")
         if fn.kind == "getter" and fn.path == "typed_value":
@@ -289,7 +298,7 @@ class _Evaluator:
             vals = [*args, *kwargs.values()]
             if bad := next((v for v in vals if isinstance(v, Unknown)), None):
                 return bad
-            if not all(isinstance(v, _Tensor | _Data) or isinstance(v, int | float) for v in vals):
+            if not all(isinstance(v, _Tensor | _Data | int | float) or _is_dtype(v) for v in vals):
                 return Unknown(shown)
             if not any(isinstance(v, _Tensor | _Data) for v in vals):
                 return Unknown(f"{shown} (TensorFlow of numbers only)")
@@ -433,7 +442,17 @@ def _same(a, b) -> bool:
 
 
 def _code(v) -> str:
+    if _is_dtype(v):
+        return v.path
     return v.code if isinstance(v, _Tensor | _Data) else repr(v)
+
+
+def _is_dtype(v) -> bool:
+    """`tf.int32`, `tf.float32`: a dtype argument of a TensorFlow call (`output_type=tf.int32`)."""
+    return isinstance(v, _Obj) and v.kind == "tf" and v.path in _DTYPES
+
+
+_DTYPES = {"tf.float32", "tf.int32", "tf.int64", "tf.bool"}
 
 
 _BINARY = {
@@ -443,6 +462,15 @@ _BINARY = {
     ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
+}
+# a comparison of tensors as the eval language writes it (TF's function)
+_TF_COMPARE = {
+    ast.Gt: "greater",
+    ast.GtE: "greater_equal",
+    ast.Lt: "less",
+    ast.LtE: "less_equal",
+    ast.Eq: "equal",
+    ast.NotEq: "not_equal",
 }
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
 _COMPARE = {

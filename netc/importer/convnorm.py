@@ -379,15 +379,16 @@ class ConvNormLayers:
         self._emit(scope, var, value, layer, ModuleRef("layer_norm", self._tf_prefix(layer, d, scope)))
         return Val(name(var), src.dims)
 
-    def _l_batch_norm(self, layer, d, scope, var, full) -> Val:
+    def _l_batch_norm(self, layer, d, scope, var, full, src: Val | None = None) -> Val:
         """`BatchNorm(eps, momentum)`: RETURNN's batch norm where netc's is the same: statistics of
         the batch's valid frames in training (`use_sample` 0, `masked_time`), the running ones
         otherwise, updated in training only; or, with RETURNN's defaults before behavior version
         12 (`update_sample_only_in_training` and `delay_sample_update` False), updated outside
         training too and then used: `update_in_inference=True`. (With updates in training only,
         `delay_sample_update` changes nothing: the running statistics are read only where they are
-        not updated.) Param versions 0 and 1 name the variables otherwise, [1, ..., feature]."""
-        src = self._source(d, scope, full)
+        not updated.) Param versions 0 and 1 name the variables otherwise, [1, ..., feature]. `src`:
+        the output of a layer with the `batch_norm` option (RETURNN's `LayerBase.batch_norm` the same)."""
+        src = self._source(d, scope, full) if src is None else src
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
         if scope.rec is not None or src.sparse is not None or BATCH not in src.dims or len(src.dims) != 2 + len(dyn):
             raise Refused(full, "batch_norm", "[batch, feature] or [batch, time, feature] outside rec units")

@@ -12,70 +12,10 @@ import libcst as cst
 
 from netc.importer.arith import _ACTIVATION_FORMS
 from netc.importer.dims import BATCH
+from netc.importer.eval_tables import _INTEGER, AXIS_FUNCTIONS, BINARY, CASTS, COMPARISONS, LOGICAL, SOFTMAX, UNARY
 from netc.importer.syntax import Expr, call, compare, name, num
 from netc.importer.values import Refused, Val, feature
 
-# TF function (as written after `tf.`) -> netc function of one tensor
-UNARY = {
-    "tanh": "tanh",
-    "nn.tanh": "tanh",
-    "math.tanh": "tanh",
-    "sigmoid": "sigmoid",
-    "nn.sigmoid": "sigmoid",
-    "math.sigmoid": "sigmoid",
-    "exp": "exp",
-    "math.exp": "exp",
-    "log": "log",
-    "math.log": "log",
-    "sqrt": "sqrt",
-    "math.sqrt": "sqrt",
-    "abs": "abs",
-    "math.abs": "abs",
-    "sin": "sin",
-    "math.sin": "sin",
-    "cos": "cos",
-    "math.cos": "cos",
-    "nn.relu": "relu",
-    "nn.silu": "silu",
-    "nn.swish": "silu",
-    "stop_gradient": "stop_gradient",
-}
-BINARY = {"maximum": "maximum", "math.maximum": "maximum", "minimum": "minimum", "math.minimum": "minimum"}
-SOFTMAX = {"nn.softmax": "softmax", "nn.log_softmax": "log_softmax"}  # over the feature dim (TF's last axis)
-CASTS = {"to_float": 1, "cast": 2, "dtypes.cast": 2}  # to float32: the number of arguments
-# TF functions over an axis -> netc's (squeeze: the one value of a size-1 axis)
-AXIS_FUNCTIONS = {
-    "squeeze": "squeeze",
-    "argmax": "argmax",
-    "math.argmax": "argmax",
-    "reduce_sum": "reduce_sum",
-    "math.reduce_sum": "reduce_sum",
-    "reduce_mean": "reduce_mean",
-    "math.reduce_mean": "reduce_mean",
-    "reduce_max": "reduce_max",
-    "math.reduce_max": "reduce_max",
-    "reduce_logsumexp": "logsumexp",
-    "math.reduce_logsumexp": "logsumexp",
-}
-_INTEGER = {"floordiv", "math.floordiv", "floormod", "math.floormod", "mod", "math.mod", "truncatediv", "truncatemod"}
-# TF's logical functions of bools -> (netc's form, the number of arguments)
-LOGICAL = {
-    "logical_and": ("and", 2),
-    "math.logical_and": ("and", 2),
-    "logical_or": ("or", 2),
-    "math.logical_or": ("or", 2),
-    "logical_not": ("not", 1),
-    "math.logical_not": ("not", 1),
-}
-# TF's comparisons -> netc's operator (a bool tensor)
-COMPARISONS = {
-    "greater": ">",
-    "greater_equal": ">=",
-    "less": "<",
-    "less_equal": "<=",
-    "equal": "==",
-    "not_equal": "!=",
-}
 _BINOPS = {ast.Add: (cst.Add, 1), ast.Sub: (cst.Subtract, 1), ast.Mult: (cst.Multiply, 2), ast.Div: (cst.Divide, 2)}
 _POW = 4
 
@@ -106,6 +46,9 @@ class EvalMapper:
         self.ordered: dict[int, tuple[str, ...]] = {}  # subexpression -> its dims in RETURNN's axis order
         self.argmaxed: dict[int, tuple[Expr, str]] = {}  # labels of an `argmax` -> (its input, the axis)
         self.nonneg_padded: set[int] = set()  # subexpressions of `weights`
+        # `tf.cumsum` calls (ast nodes) of a `nonneg_padded` value -> the axis: past a sequence's end
+        # each repeats its last valid frame's sum
+        self.flat_padded: dict[int, str] = {}
         self.whole: set[int] = set()  # floats of labels (whole numbers)
         self.full_dims = max((v.dims for v in srcs), key=len) if srcs else ()
         # the dims and label dim of a subexpression whose dims are not the sources' broadcast
@@ -160,7 +103,10 @@ class EvalMapper:
             op, prec = _BINOPS[type(node.op)]
             (a, pa, ta), (b, pb, tb) = self.expr(node.left), self.expr(node.right)
             out = cst.BinaryOperation(_paren(a, pa < prec), op(), _paren(b, pb <= prec))
-            return self.broadcast(out, (a, ta), (b, tb)), prec, ta or tb
+            out = self.broadcast(out, (a, ta), (b, tb))
+            if not isinstance(node.op, ast.Div):
+                out = self.whole_of(out, (node.left, a), (node.right, b))
+            return out, prec, ta or tb
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
             return self.pow(node.left, node.right)
         if isinstance(node, ast.Call):
@@ -168,6 +114,13 @@ class EvalMapper:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv | ast.Mod):
             raise self.refuse(f"`{ast.unparse(node)}`: floor division and modulo (netc has neither)")
         raise self.refuse(f"`{ast.unparse(node)}`")
+
+    def whole_of(self, out: Expr, *parts: tuple[ast.AST, Expr]) -> Expr:
+        """`out` (`+ - *`, maximum or minimum of `parts`) is a whole number where each part is (a
+        float of labels, an integral number): a window's start `tf.to_float(pos) - 2.0` is one."""
+        if all(id(e) in self.whole or _integral(n) for n, e in parts) and any(id(e) in self.whole for _, e in parts):
+            self.whole.add(id(out))
+        return out
 
     def pow(self, base: ast.AST, exponent: ast.AST) -> tuple[Expr, int, bool]:
         a, pa, ta = self.expr(base)
@@ -183,6 +136,8 @@ class EvalMapper:
             if sparse is not None:
                 raise self.refuse("arithmetic on labels (an `argmax`; `tf.to_float` of it is a number)")
             self.meta[id(out)] = (dims, None)
+        if is_tensor and id(inner) in self.ordered:
+            self.ordered[id(out)] = self.ordered[id(inner)]
         return out
 
     def broadcast(self, out: Expr, *parts: tuple[Expr, bool]) -> Expr:
@@ -195,6 +150,10 @@ class EvalMapper:
                     raise self.refuse("arithmetic on labels (an `argmax`; `tf.to_float` of it is a number)")
                 dims += [x for x in d if x not in dims]
             self.meta[id(out)] = (tuple(dims), None)
+        # RETURNN's layout of operands of one known layout (and numbers) is the result's
+        orders = {self.ordered.get(id(e)) for e, t in parts if t}
+        if len(orders) == 1 and None not in orders:
+            self.ordered[id(out)] = orders.pop()
         return out
 
     def call(self, node: ast.Call) -> tuple[Expr, int, bool]:
@@ -215,6 +174,8 @@ class EvalMapper:
         fn, args = fn[3:], node.args
         if fn in ("cast", "dtypes.cast") and [k.arg for k in node.keywords] == ["dtype"] and len(args) == 1:
             args = [*args, node.keywords[0].value]  # `tf.cast(x, dtype=...)`
+        elif fn in ("clip_by_value", "math.clip_by_value") and _clip_keywords(node) is not None:
+            args = _clip_keywords(node)  # `tf.clip_by_value(x, clip_value_min=lo, clip_value_max=hi)`
         elif node.keywords:
             raise self.refuse(f"`{ast.unparse(node)}`")
         if fn in ("cast", "dtypes.cast") and len(args) == 2 and _dtype(args[1]) in ("float32", "bool"):
@@ -239,11 +200,10 @@ class EvalMapper:
                 raise self.refuse(f"`{ast.unparse(node)}` of labels")
             what = fn.removesuffix("_like")
             self.imp.imports.add(what)
-            return (
-                self.mark(call(what, *(name("batch") if d == BATCH else self.imp.dim(d) for d in dims)), dims),
-                9,
-                True,
-            )
+            out = self.mark(call(what, *(name("batch") if d == BATCH else self.imp.dim(d) for d in dims)), dims)
+            if id(x) in self.ordered:
+                self.ordered[id(out)] = self.ordered[id(x)]
+            return out, 9, True
         if fn in LOGICAL and len(args) == LOGICAL[fn][1]:
             return self.logical(LOGICAL[fn][0], args), 0, True
         form = _ACTIVATION_FORMS.get(fn.removeprefix("nn.").removeprefix("math."))
@@ -260,7 +220,8 @@ class EvalMapper:
             if not (ta or tb):
                 raise self.refuse(f"`{ast.unparse(node)}` of two numbers")
             self.imp.imports.add(BINARY[fn])
-            return self.broadcast(call(BINARY[fn], a, b), (a, ta), (b, tb)), 9, True
+            out = self.broadcast(call(BINARY[fn], a, b), (a, ta), (b, tb))
+            return self.whole_of(out, (args[0], a), (args[1], b)), 9, True
         if fn in ("clip_by_value", "math.clip_by_value") and len(args) == 3:
             x = self.tensor(args[0])
             lo, hi = (self.number(a) for a in args[1:])
@@ -394,7 +355,9 @@ class EvalMapper:
         args = list(node.args)
         if len(args) == 2 and "axis" not in kw:
             kw["axis"] = args.pop()
-        allowed = {"squeeze": {"axis"}, "argmax": {"axis", "output_type"}}.get(AXIS_FUNCTIONS[fn], {"axis", "keepdims"})
+        labels = {"axis", "output_type"}
+        allowed = {"squeeze": {"axis"}, "cumsum": {"axis"}, "argmax": labels, "argmin": labels}
+        allowed = allowed.get(AXIS_FUNCTIONS[fn], {"axis", "keepdims"})
         if len(args) != 1 or set(kw) - allowed or None in kw:
             raise self.refuse(f"`{ast.unparse(node)}`")
         if "output_type" in kw and _dtype(kw["output_type"]) not in ("int32", "int64"):
@@ -432,18 +395,33 @@ class EvalMapper:
                 raise self.refuse(f"`{ast.unparse(node)}` of labels")
             else:
                 out = self.mark(call("reduce_sum", x, axis=self.imp.dim(axis)), rest)  # the one value it holds
+                if id(x) in self.nonneg_padded:
+                    self.nonneg_padded.add(id(out))
             if order is not None:
                 self.ordered[id(out)] = tuple(d for d in order if d != axis)
             return out
         if sparse is not None:
             raise self.refuse(f"`{ast.unparse(node)}` of labels")
-        if self.imp.dims.is_dynamic(axis) and not (what == "argmax" and id(x) in self.nonneg_padded):
+        if what == "cumsum":  # a sequence's padded frames stand after its valid ones: they add nothing
+            self.imp.imports.add("cumsum")
+            out = self.mark(call("cumsum", x, axis=self.imp.dim(axis)), dims)
+            if id(x) in self.nonneg_padded:  # its padded frames 0: their sums repeat the last valid frame's
+                self.flat_padded[id(node)] = axis
+            if order is not None:
+                self.ordered[id(out)] = order
+            return out
+        flat = what in ("argmax", "argmin") and self._flat_after(args[0], axis)
+        if self.imp.dims.is_dynamic(axis) and not (what == "argmax" and id(x) in self.nonneg_padded or flat):
             # TF's reduction counts the padded frames; an argmax over a `softmax_over_spatial`'s weights
-            # does not differ (none is below 0, the padded ones are 0: the first valid frame wins a tie)
+            # does not differ (none is below 0, the padded ones are 0: the first valid frame wins a tie),
+            # nor an argmin/argmax of values whose padded frames repeat the last valid one's
             raise self.refuse(
                 f"`{ast.unparse(node)}` over a time axis (its padded frames count in TF; an argmax over a "
-                "`softmax_over_spatial`'s weights is supported)"
+                "`softmax_over_spatial`'s weights is supported, and an argmin/argmax of elementwise functions "
+                "of their cumulative sum)"
             )
+        if what == "argmin":  # the first smallest: the first largest of the negated values
+            x, what = cst.UnaryOperation(cst.Minus(), _paren(x, not isinstance(x, cst.Name | cst.Call))), "argmax"
         self.imp.imports.add(what)
         out = self.mark(call(what, x, axis=self.imp.dim(axis)), rest, axis if what == "argmax" else None)
         if what == "argmax":
@@ -457,6 +435,27 @@ class EvalMapper:
         if order is not None and axis not in self.kept:
             self.ordered[id(out)] = tuple(d for d in order if d != axis)
         return out
+
+    def _flat_after(self, node: ast.AST, axis: str) -> bool:
+        """Whether the padded frames along `axis` of `node`'s value repeat the value of the sequence's
+        last valid frame: a number, the cumulative sum of a value whose padded frames are 0
+        (`flat_padded`), elementwise functions of those. An argmin/argmax over it is the one over the
+        valid frames (the first of equal values wins)."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, int | float)
+        if isinstance(node, ast.UnaryOp):
+            return self._flat_after(node.operand, axis)
+        if isinstance(node, ast.BinOp):
+            return self._flat_after(node.left, axis) and self._flat_after(node.right, axis)
+        if not isinstance(node, ast.Call):
+            return False
+        if self.flat_padded.get(id(node)) == axis:
+            return True
+        fn = ast.unparse(node.func).removeprefix("tf.").removeprefix("compat.v1.").removeprefix("math.")
+        if fn in ("ones_like", "zeros_like"):  # a constant
+            return True
+        elementwise = {*COMPARISONS, *UNARY, *BINARY, *CASTS, "where", "compat.v2.where"}
+        return fn in elementwise and all(self._flat_after(a, axis) for a in node.args if not _dtype_arg(a))
 
     def safe_log(self, arg: ast.AST) -> Expr:
         """RETURNN's `safe_log`: of a softmax, its log-softmax (of the logits); else log(max(x, 1e-20))."""
@@ -532,6 +531,29 @@ def _dtype(node: ast.AST) -> str | None:
         return node.value
     text = ast.unparse(node)
     return text[3:] if text.startswith("tf.") else None
+
+
+def _integral(node: ast.AST) -> bool:
+    """Whether `node` is a number with no fraction (`2`, `2.0`, `-1.0`)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    v = node.value if isinstance(node, ast.Constant) else None
+    return isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer()
+
+
+def _clip_keywords(node: ast.Call) -> list[ast.AST] | None:
+    """`tf.clip_by_value`'s three arguments, given by position or by name; None where others are given."""
+    names = ["t", "clip_value_min", "clip_value_max"]
+    given = {k.arg: k.value for k in node.keywords}
+    if len(node.args) > 3 or set(given) - set(names[len(node.args) :]):
+        return None
+    args = [*node.args, *(given[n] for n in names[len(node.args) :] if n in given)]
+    return args if len(args) == 3 else None
+
+
+def _dtype_arg(node: ast.AST) -> bool:
+    """Whether `node` is a dtype argument (`tf.float32`, `"float32"`)."""
+    return isinstance(node, ast.Attribute | ast.Constant) and isinstance(_dtype(node), str)
 
 
 def _paren(e: Expr, need: bool) -> Expr:

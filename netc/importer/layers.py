@@ -31,7 +31,7 @@ from netc.importer import (
 from netc.importer.defaults import at_default, rejected_by_returnn, unsupported_class
 from netc.importer.dims import BATCH, DimTable
 from netc.importer.load import LoadedConfig
-from netc.importer.losses import SEARCH_LOSSES, LossLayers
+from netc.importer.losses import SEARCH_LOSSES, LossLayers, reads_search
 from netc.importer.states import States
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
 from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
@@ -160,6 +160,15 @@ class Importer(
                 self.notes.append(
                     f"layer `{n}` ({d.get('class')}) and its loss {d['loss']!r} left out: "
                     f"{SEARCH_LOSSES[d['loss']]}, which netc cannot train; the layer is built only for it"
+                )
+        for n in list(roots):  # a loss of the hypotheses of a search RETURNN runs in training (MMI's denominator)
+            d = net[n]
+            if d.get("loss") and n != "output" and not d.get("is_output_layer") and (via := reads_search(net, n)):
+                roots.remove(n)
+                self.notes.append(
+                    f"layer `{n}` ({d.get('class')}) and its loss {d['loss']!r} left out: it reads `{via}`, the "
+                    "hypotheses of a search RETURNN runs in training (a sequence-discriminative loss), which netc "
+                    "cannot train; the layer is built only for it"
                 )
         # RETURNN's output layers (`LayerBase.is_output_layer`): `output`, `is_output_layer`, and the
         # layers with a loss; netc returns the first two, and the third where there is neither
@@ -320,6 +329,11 @@ class Importer(
         for k, v in d.items():  # a handler reads data only
             if k not in _ANY_VALUE and k not in TRAINING_ONLY and (obj := python_object(v)) is not None:
                 raise Refused(full, str(cls), f"option {k} is a Python object, not data: {obj}")
+        norm = d.get("batch_norm") if cls != "batch_norm" else None  # any layer's: its output batch-normed
+        if norm is not None and norm is not False:
+            if not (norm is True or isinstance(norm, dict)) or d.get("loss") or cls in ("softmax", "rec"):
+                raise Refused(full, str(cls), f"batch_norm {norm!r} (True or options, on a layer without a loss)")
+            d = {k: v for k, v in d.items() if k != "batch_norm"}
         extra = {k for k in set(d) - _KNOWN.get(cls, set()) - _COMMON if not at_default(cls, k, d[k])}
         for opt in sorted(extra & set(TRAINING_ONLY)):  # never in the forward numbers
             self.dropped.setdefault(opt, []).append(full)
@@ -333,9 +347,15 @@ class Importer(
             )
         if extra:
             raise Refused(full, cls, f"option{'s' if len(extra) > 1 else ''} {', '.join(sorted(extra))} not supported")
-        if d.get("loss") in ("ce", "ctc") and "target" not in d:  # RETURNN's default target
+        if d.get("loss") in ("ce", "ctc", "mse") and "target" not in d:  # RETURNN's default target
             d["target"] = self.cfg.default_target
         self._pre_activation: list = []  # (variable, value): what an activation reads twice, bound first
+        if norm is not None and norm is not False:  # RETURNN's `batch_norm` after the layer's activation
+            val = handler(layer, d, scope, self.fresh(f"{var}_before_norm"), full)
+            opts = {**(norm if isinstance(norm, dict) else {}), "class": "batch_norm"}
+            if "name_scope" in d:  # its variables under the layer's, `<layer>/batch_norm/...`
+                opts["name_scope"] = d["name_scope"]
+            return self._l_batch_norm(layer, opts, scope, var, full, src=val)
         val = handler(layer, d, scope, var, full)
         if "loss" in d and d["loss"] is not None:
             self._loss(layer, d, scope, val, full)
@@ -585,7 +605,7 @@ _KNOWN = {
     | _LOSS
     | sharing.SHARED_OPTS
     | _INIT,
-    "activation": {"activation", "dropout"},
+    "activation": {"activation", "dropout", "opts"},
     "copy": {"dropout", "n_out", "out_dim"},
     "dropout": {"dropout"},
     "combine": {"kind", "activation", "n_out", "out_dim", "eval", "eval_locals", "eval_for_output_loss"},

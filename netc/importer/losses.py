@@ -1,5 +1,5 @@
 """Layers with losses: `softmax` (logits, then their softmax), its `ce` and `ctc` losses,
-`as_is` losses on any layer, and `sparse_softmax_cross_entropy_with_logits`. A loss of a rec unit
+`mse` losses, `as_is` losses on any layer, and `sparse_softmax_cross_entropy_with_logits`. A loss of a rec unit
 layer stacks its logits in the loop and is marked after it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import libcst as cst
 from netc.importer import legacy
 from netc.importer.dims import BATCH
 from netc.importer.syntax import call, identifier, name, num
-from netc.importer.values import Refused, Scope, Val, feature
+from netc.importer.values import Refused, Scope, Val, feature, sources
 from netc.importer.writer import Append, Assign, MarkLoss
 
 
@@ -126,6 +126,9 @@ class LossLayers:
             scope.stmts.append(MarkLoss(val.tensor(), loss_name, comment=comment))
             self.loss_names[layer] = loss_name
             return
+        if kind == "mse":
+            self._mse_loss(layer, d, scope, val, full)
+            return
         opts = dict(d.get("loss_opts") or {})
         if kind == "ctc" and logits is None and val.log_probs and opts.get("output_in_log_space"):
             # RETURNN's CTC of log-probabilities (`output_in_log_space`): netc's CTC normalises them
@@ -208,6 +211,44 @@ class LossLayers:
         summed = call("reduce_sum", cst.BinaryOperation(q, cst.Multiply(), logp), axis=self.dim(out))
         return cst.BinaryOperation(cst.UnaryOperation(cst.Minus(), summed), cst.Subtract(), num(best))
 
+    def _mse_loss(self, layer: str, d: dict, scope: Scope, val: Val, full: str) -> None:
+        """RETURNN's `mse`: per frame the mean over the features of (output - target)^2 (a sparse
+        target as its one-hot); the layer's output its value (a softmax's as it is)."""
+        cls = d.get("class", "?")
+        if scope.rec is not None or d.get("loss_opts"):
+            raise Refused(full, cls, "loss 'mse' in a rec unit or with loss_opts not supported")
+        target = d.get("target")
+        if not isinstance(target, str):
+            raise Refused(full, cls, "a loss needs a `target` (an extern_data key)")
+        tgt = self._input(target[5:] if target.startswith("data:") else target)
+        out = feature(val, self.dims)
+        if tgt.sparse is not None:
+            if self.dims.size(tgt.sparse) != self.dims.size(out):
+                raise Refused(full, cls, "loss 'mse' on labels of another number of classes than its features")
+            self.imports.add("one_hot")
+            y, tdims = call("one_hot", tgt.tensor()), (*tgt.dims, tgt.sparse)
+        else:
+            y, tdims = tgt.tensor(), tgt.dims
+        time = [x for x in val.dims if self.dims.is_dynamic(x)]
+        ttime = [x for x in tdims if self.dims.is_dynamic(x)]
+        tfeat = [x for x in tdims if self.dims.is_static(x)]
+        feats = [x for x in val.dims if self.dims.is_static(x)]
+        if len(time) != len(ttime) or len(time) > 1 or len(feats) != 1 or len(tfeat) != 1:
+            raise Refused(full, cls, "loss 'mse' needs one feature dim and one time dim (or none) in output and target")
+        if self.dims.size(tfeat[0]) != self.dims.size(out):
+            raise Refused(full, cls, "loss 'mse' on a target of another feature size")
+        if time:
+            self.dims.join(time[0], ttime[0])  # RETURNN needs the same lengths
+        self.dims.join(out, tfeat[0])  # the same features, under one name
+        if d.get("loss_scale", 1.0) != 1.0:  # the loss's weight in training: its value the same
+            self.dropped.setdefault("loss_scale", []).append(full)
+        diff = cst.BinaryOperation(val.tensor(), cst.Subtract(), y, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        self.imports |= {"reduce_mean", "mark_as_loss"}
+        value = call("reduce_mean", cst.BinaryOperation(diff, cst.Power(), num(2)), axis=self.dim(out))
+        loss_name = self._loss_name(layer, "mse", self.is_output(layer, d, True))
+        scope.stmts.append(MarkLoss(value, loss_name, comment=f"loss 'mse' of layer {layer!r}"))
+        self.loss_names[layer] = loss_name
+
     def _loss_name(self, layer: str, kind: str, is_output) -> str:
         """The layer's name (`<layer>_<kind>` where it is an output too)."""
         base = identifier(layer.replace("/", "_")) + (f"_{kind}" if is_output else "")
@@ -282,6 +323,24 @@ RASR_LOSSES = {
 SEARCH_LOSSES = {
     "expected_loss": "the expected error of a search's n-best hypotheses in training (minimum-WER training)"
 }
+
+
+def reads_search(net: dict, layer: str) -> str | None:
+    """The `extra.search:` layer that `layer` reads through its `from`s (a search in training), or None."""
+    seen, todo = set(), [layer]
+    while todo:
+        n = todo.pop()
+        if n in seen or not isinstance(net.get(n), dict):
+            continue
+        seen.add(n)
+        for src in sources(net[n]):
+            if isinstance(src, str) and src.startswith("extra.search:"):
+                return src
+            if isinstance(src, str):
+                todo.append(src)
+    return None
+
+
 # `tf.nn.ctc_loss` options of RETURNN's `ctc_opts` that give netc's loss: TF's defaults, and
 # `ignore_longer_outputs_than_inputs` (it only changes sequences whose labels do not fit).
 _CTC_OPTS = {"preprocess_collapse_repeated": False, "ctc_merge_repeated": True}

@@ -178,10 +178,11 @@ class RecUnits(cells.WrittenCells):
         direction = d.get("direction", 1)
         if direction not in (1, -1) or src.sparse is not None:
             raise Refused(full, "rec", "direction other than 1/-1, or labels as input")
-        if d.get("initial_state") not in (None, 0, 0.0, "zeros"):
-            raise Refused(
-                full, "rec", "initial_state of an LSTM over a sequence (of one in a rec unit it is supported)"
-            )
+        if (init := d.get("initial_state")) not in (None, 0, 0.0, "zeros"):
+            why = "of one in a rec unit it is supported"
+            if init in ("keep_over_epoch", "keep_over_epoch_no_init"):  # a TF variable RETURNN assigns after each batch
+                why = "the state the previous batch ended in: netc's models keep no state from one run to the next"
+            raise Refused(full, "rec", f"initial_state {init!r} of an LSTM over a sequence ({why})")
         if self._reads_last_state(layer, scope):
             return self._lstm_loop(layer, d, scope, var, full, src, out)
         self.imports.add("Lstm")

@@ -108,3 +108,38 @@ ONE_HOT_TYPE_SOURCE = f'''def {ONE_HOT_TYPE}(sources, name, **_kwargs):
     kwargs.update(name=f"{{name}}_output", dims=(*x.dim_tags, x.sparse_dim), dtype="float32")
     return Tensor(**kwargs, feature_dim=x.sparse_dim)
 '''
+
+
+@register
+class Cumsum(OpDef):
+    """`cumsum(x, axis=d)`: the running sum over a dim (not batch), each frame's value included;
+    float32 or int32, the dims of `x`. Over a dynamic dim a sequence's padded frames stand after
+    its valid ones, so they add nothing to a valid frame's sum (no target masks them). RETURNN
+    `cumsum` layer (tf.cumsum)."""
+
+    name = fn_name = "cumsum"
+
+    def api(self, x, axis):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x, axis = args[0], attrs["axis"]
+        if x.dtype not in ("float32", "int32"):
+            raise DimError(f"`cumsum` needs a float32 or int32 tensor, got {x.dtype}")
+        if not isinstance(axis, str) or axis not in dt.dims:
+            raise DimError("`cumsum` needs `axis` to be one dim")
+        if axis not in x.dims:
+            raise DimError(f"`cumsum`'s axis `{axis}` is not a dim of [{', '.join(x.dims)}]")
+        if dt[axis].kind == "batch":
+            raise DimError("`cumsum` over the batch dim is not allowed")
+        return [OutType(x.dims, x.dtype)]  # a running sum of labels is no label
+
+    def returnn(self, ctx, op):
+        return {"class": "cumsum", "from": ctx.src(0), "axis": ctx.dim(op.attrs["axis"])}
+
+    def torch(self, ctx, op):
+        return f"{ctx.arg(0)}.cumsum(dim={ctx.in_dims(0).index(op.attrs['axis'])})"
+
+    def eager(self, ctx, args, attrs, outs):
+        x = args[0]
+        return x.data.cumsum(dim=x.dims.index(attrs["axis"]), dtype=x.data.dtype)

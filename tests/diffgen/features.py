@@ -120,6 +120,7 @@ FEATURES = frozenset(
         # transformer/conformer ops (shapes.py)
         "sin_cos",
         "logsumexp",
+        "cumsum",  # a running sum of an op's result over one of its dims (its own random stream)
         "one_hot",
         "range_over",
         "slice_frames",

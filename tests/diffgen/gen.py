@@ -74,6 +74,8 @@ class Gen:
         # features added later decide on draws of their own (`on_side`): a seed's program without
         # them stays the program it was (FOUND_SEEDS, tests/diffgen/found/)
         self.side = random.Random(seed * 7919 + 1)
+        self.seed = seed
+        self.own_streams: dict[str, random.Random] = {}  # `on_own`: one stream per feature
         self.allowed = set(FEATURES if features is None else features)
         self.used: set[str] = set()
         self.dims: dict[str, D] = {"batch": D("batch", "batch", 0)}
@@ -123,6 +125,20 @@ class Gen:
     def on_side(self, feat: str, p: float = 0.5) -> bool:
         """`on`, drawn apart from the program's other choices."""
         if feat in self.allowed and self.side.random() < p:
+            self.used.add(feat)
+            return True
+        return False
+
+    def own(self, feat: str) -> random.Random:
+        """The random stream of feature `feat` alone (features added after `two_choices`: drawing
+        one changes neither the program's other choices nor another late feature's)."""
+        if feat not in self.own_streams:
+            self.own_streams[feat] = random.Random(f"{self.seed}/{feat}")
+        return self.own_streams[feat]
+
+    def on_own(self, feat: str, p: float = 0.5) -> bool:
+        """`on`, drawn on the feature's own stream (`own`)."""
+        if feat in self.allowed and self.own(feat).random() < p:
             self.used.add(feat)
             return True
         return False

@@ -15,7 +15,20 @@ SLICES = ((None, -1), (1, None), (-2, None), (None, 3), (1, -1), (-3, -1))
 
 
 def op(g: Gen, kind: str, a: V) -> V | None:
-    """One of OP_FEATURES on a float value `a` with one static dim (None when it does not apply)."""
+    """One of OP_FEATURES on a float value `a` with one static dim (None when it does not apply),
+    its result maybe summed up along one of its dims (`cumsum`, drawn on a stream of its own)."""
+    v = _op(g, kind, a)
+    if v is None or v.kind != "float" or v.stacked:
+        return v
+    loop_axis = g.loops[-1].axis if g.loops else None
+    ds = [g.dims[d] for d in sorted(v.dims) if d != "batch" and g.dims[d].code and d != loop_axis]
+    if ds and g.on_own("cumsum", 0.3):
+        d = g.own("cumsum").choice(ds)
+        return g.new(f"nc.cumsum({v.name}, axis={d.code}) * 0.25", v.dims, variant=v.variant)
+    return v
+
+
+def _op(g: Gen, kind: str, a: V) -> V | None:
     r, sa, var = g.r, g.static(a), a.variant
     if kind == "sin_cos" and g.on("sin_cos"):
         return g.new(f"nc.{r.choice(['sin', 'cos'])}({g.ref(a)})", a.dims, variant=var)
