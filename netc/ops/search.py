@@ -62,9 +62,24 @@ class Choice(OpDef):
                 "which neither draws each hypothesis on its own nor gives netc's draws; sample with "
                 "eager mode or the torch module",
             )
+        if _positions_dim(ctx):  # the scores made the feature axis; the choice is the extra layer
+            return {"class": "reinterpret_data", "from": ctx.src(0), "set_axes": {"f": ctx.dim(_positions_dim(ctx))}}
+        return self._layer(ctx.src(0), op)
+
+    def returnn_extra(self, ctx, layer, own, op, fresh):
+        """Positions (a hard attention's choice over an encoder's frames, a dynamic dim): RETURNN's
+        `choice` chooses over its input's feature axis, so the scores are reinterpreted with that
+        dim as the feature axis first (as RETURNN's hard attention configs do). The padded frames
+        score -inf already (the `log_softmax` over the frames masks them)."""
+        if not _positions_dim(ctx):
+            return {}
+        return {0: (fresh(op.hint()), self._layer(layer, op))}
+
+    @staticmethod
+    def _layer(src: str, op) -> dict:
         return {
             "class": "choice",
-            "from": ctx.src(0),
+            "from": src,
             "target": op.attrs["target"],
             "beam_size": op.attrs["beam"],
             "input_type": "log_prob",
@@ -76,6 +91,12 @@ class Choice(OpDef):
 
     def eager(self, ctx, args, attrs, outs):
         return args[1].data
+
+
+def _positions_dim(ctx) -> str | None:
+    """The scores' dim where they are over a dynamic one (positions in an encoder's frames)."""
+    (dim,) = [d for d in ctx.in_dims(0) if d != "batch"]
+    return dim if ctx.is_dynamic(dim) else None
 
 
 def torch_beam_step(name: str) -> str:
