@@ -32,6 +32,7 @@ RETURNN's `ChoiceLayer` (`returnn/tf/layers/rec.py`) does it, so the three targe
 from __future__ import annotations
 
 from netc.ir.dims import DimError
+from netc.naming import Code
 from netc.ops.base import OpDef, OutType, register
 
 ENDED_OTHER_SCORE = -1.0e30  # RETURNN's `filter_ended_scores`
@@ -91,6 +92,34 @@ class Choice(OpDef):
 
     def eager(self, ctx, args, attrs, outs):
         return args[1].data
+
+
+@register
+class MaskPadding(OpDef):
+    """Scores over a dynamic dim at -inf on its padded frames: what a `choice` over an encoder's
+    frames gets where its scores are not from a softmax over them (which masks them already), so a
+    padded frame is never chosen. Made by the parser (`choice`), not called by users."""
+
+    name = "mask_padding"
+    tensors = ("x",)
+
+    def infer(self, dt, args, attrs):
+        axis = attrs["axis"]
+        if args[0].dtype != "float32" or axis not in args[0].dims or dt[axis].kind != "dynamic":
+            raise DimError(f"`mask_padding` takes float scores over the dynamic dim `{axis}`")
+        return [OutType(args[0].dims)]
+
+    def returnn(self, ctx, op):
+        axis = ctx.dim(op.attrs["axis"])
+        return {"class": "seq_len_mask", "from": ctx.src(0), "axis": axis, "mask_value": Code('float("-inf")')}
+
+    def torch(self, ctx, op):
+        from netc.ops.align import where_valid
+
+        return where_valid(ctx.arg(0), ctx.mask(op.attrs["axis"], ctx.in_dims(0)), "float('-inf')")
+
+    def eager(self, ctx, args, attrs, outs):
+        return args[0].data  # eager mode runs each sequence on its own: no padded frames
 
 
 def _positions_dim(ctx) -> str | None:

@@ -39,12 +39,14 @@ def hard_attention(
     for _ in range(x.max_seq_len + 2):
         energy = dot(tanh(Linear(model)(s) + enc), Linear(model)(s), reduce=model)  # [batch, enc_time]
         att_energies.append(energy)
-        where = choice(energy, target=align, beam=5)  # a position: int32 with class dim enc_time
+        # a position: int32 with class dim enc_time; the energies as log-probabilities (unnormalised:
+        # padded frames hold anything, the choice masks them)
+        where = choice(energy, target=align, beam=5, input_type="log_prob", length_normalization=False)
         frame = dot(one_hot(where), enc, reduce=enc_time)  # the chosen encoder frame
         s = tanh(Linear(model)(frame) + Linear(model, with_bias=False)(s))
         scores = Linear(vocab)(s)
         logits.append(scores)
-        label = choice(scores, target=y, beam=5)
+        label = choice(scores, target=y, beam=5, length_normalization=False)
         s = s + Embedding(model)(label)
         labels.append(label)
         positions.append(where)
