@@ -901,28 +901,6 @@ LOOP_CASES += [
         16,
     ),
     (
-        # each choice rescales ended hypotheses by its own flag; the search's score is normalised once
-        "two_choices_other_length_normalization",
-        """
-        from netc import Labels, choice
-        dec = Dim("dec")
-        vocab = Dim("vocab", 5)
-        @network
-        def f(x: Tensor[batch, time, feat], p: Labels[batch, dec, time], y: Labels[batch, dec, vocab]):
-            labels = []
-            for _ in range(2 * x.max_seq_len):
-                where = choice(reduce_sum(x, axis=feat), target=p, beam=2, length_normalization=False)
-                label = choice(Linear(vocab)(reduce_sum(x, axis=time)), target=y, beam=2)
-                labels.append(label)
-                if end(label == 0):
-                    break
-            return labels
-        """,
-        "the choices of one loop share `length_normalization`: this one's is True, the loop's first choice's False",
-        9,
-        16,
-    ),
-    (
         # a position choice (target over an encoder's frames) takes scores over those frames
         "position_choice_scores_over_other_dim",
         """

@@ -72,17 +72,9 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
             f"the choices of one loop share its dim and beam: this one's target is over `{dyn[0]}` with "
             f"beam {beam}, the loop's first choice's over `{ctx.target[1]}` with beam {ctx.beam}",
         )
-    if ctx.target is not None and length_norm != ctx.length_norm:
-        # each choice rescales ended hypotheses as its own flag says, and the search's score is
-        # normalised once: mixed, eager mode's per-sequence scores and the batch's disagree
-        raise t.error(
-            node,
-            f"the choices of one loop share `length_normalization`: this one's is {length_norm}, the loop's "
-            f"first choice's {ctx.length_norm}",
-        )
     outer = lb.capture(target, ctx.block.parent, node)
     if ctx.target is None:  # the loop runs over the first choice's target
-        ctx.target, ctx.beam, ctx.sample, ctx.length_norm = (target, dyn[0]), beam, sample, length_norm
+        ctx.target, ctx.beam, ctx.sample = (target, dyn[0]), beam, sample
         ctx.loop.target = outer.value.id
     elif any(s.outer == outer.value.id for s in ctx.loop.seqs):
         raise t.error(node, "two choices of one loop take the same target")

@@ -48,7 +48,6 @@ class _LoopCtx:
     target: tuple[V.TV, str] | None = None  # the first `choice`'s target labels (outer) and their dim
     beam: int = 0  # its beam, which every choice of the loop shares
     sample: bool = False  # whether it samples (then it is the loop's one choice)
-    length_norm: bool = True  # its `length_normalization`, which every choice of the loop shares
     kind: OpenLoop | None = None  # a loop over a loop kind's iterable (`netc.parser.iterables`)
 
     def stacks_into(self, lst: V.PyList) -> bool:

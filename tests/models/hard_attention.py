@@ -2,7 +2,9 @@
 encoder POSITION, a `choice` over the encoder's frames (a dynamic dim: a sequence's padded
 frames are never chosen), trained on `align` (a position per decoder step), reads that frame
 (`one_hot` of the position, a `dot` over the frames), then chooses the label (trained on `y`).
-The beam (5) is above the shortest sequence's frames (4): its other hypotheses score -inf."""
+The beam (5) is above the shortest sequence's frames (4): its other hypotheses score -inf. As the
+corpus' configs, the position's choice has no length normalization, the label's has (each choice
+rescales ended hypotheses as its own flag says; the last one's normalises the final score)."""
 
 from netc import (
     Dim,
@@ -46,7 +48,7 @@ def hard_attention(
         s = tanh(Linear(model)(frame) + Linear(model, with_bias=False)(s))
         scores = Linear(vocab)(s)
         logits.append(scores)
-        label = choice(scores, target=y, beam=5, length_normalization=False)
+        label = choice(scores, target=y, beam=5)
         s = s + Embedding(model)(label)
         labels.append(label)
         positions.append(where)
