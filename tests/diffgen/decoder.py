@@ -214,8 +214,11 @@ def decoder(g: Gen) -> None:
     g.add(V("s", frozenset({"batch", "hidden"})))
     if d.second and d.pcls == "time":  # the step's first choice: an encoder frame (a sequence's padding never)
         feat = g.dims["feat"].code
-        g.emit(f"pscores = nc.dot(x, nc.Linear({feat})(s), reduce={feat})")
-        g.emit(f"where = nc.choice(pscores, target={d.second}, beam={d.beam})")
+        pscores = f"nc.dot(x, nc.Linear({feat})(s), reduce={feat})"  # padded frames score anything
+        kind = r.choice(["logits", "log_prob", "prob"])  # RETURNN's configs: a softmax over the frames
+        g.emit(f"pscores = {f'nc.softmax({pscores}, axis=time)' if kind == 'prob' else pscores}")
+        kw = "" if kind == "logits" else f', input_type="{kind}"'
+        g.emit(f"where = nc.choice(pscores, target={d.second}, beam={d.beam}{kw})")
         g.emit("s = s + nc.tanh(nc.Linear(hidden)(nc.dot(nc.one_hot(where), x, reduce=time)))")
         g.emit("positions.append(where)")  # `where` stays out of scope: no op takes labels over a dynamic dim
     elif d.second:  # the step's first choice: a position, read back into the state
