@@ -34,6 +34,7 @@ class Beam:
     ended: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.bool))
     lens: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.long))
     steps: int = 0  # the steps ended so far (a step may make several choices: versions)
+    normalising: int = 0  # the choices per step with length normalization
 
     @property
     def version(self) -> int:
@@ -46,10 +47,16 @@ class Beam:
             rows = src[rows]
         return rows
 
-    def choose(self, logp: torch.Tensor, first: bool = True) -> torch.Tensor:
+    def choose(self, logp: torch.Tensor, first: bool, length_normalization: bool) -> torch.Tensor:
         """One choice: the new hypotheses' labels (rows of the new version). `first`: the step's
-        first choice (a later one extends all hypotheses the one before made, also at step 0)."""
-        args = (logp, self.scores.to(logp.dtype), self.ended, self.steps, self.size, self.length_normalization)
+        first choice (a later one extends all hypotheses the one before made, also at step 0).
+        `length_normalization`: this choice's own (each choice rescales ended hypotheses as its
+        own says, as RETURNN's `choice` layers do); the last one's normalises the final score."""
+        self.length_normalization = length_normalization
+        if first and not self.steps:
+            self.normalising = 0
+        self.normalising += length_normalization and not self.steps  # per step: the first step's count
+        args = (logp, self.scores.to(logp.dtype), self.ended, self.steps, self.size, length_normalization)
         if self.sample:
             labels, self.scores, src = sample_step(*args, self.seed, self.seq)
         else:
@@ -69,6 +76,6 @@ class Beam:
         """The best hypothesis: its row, its length and its score (per step, normalised)."""
         row = int(self.scores[0].argmax())
         score = float(self.scores[0, row])
-        if self.length_normalization:
+        if self.length_normalization:  # the step's last choice's: RETURNN's search result is its scores
             score /= self.steps
         return row, int(self.lens[row]), score

@@ -503,7 +503,7 @@ def choice(
         logp = torch.log_softmax(logp, dim=logits.dims.index(target.sparse_dim))
     elif input_type == "prob":
         logp = torch.log(logp)
-    labels = run.beam.choose(logp, first)
+    labels = run.beam.choose(logp, first, length_normalization)
     return ETensor(labels, ("batch",), run.frames(), target.sparse_dim, run.beam.version)
 
 

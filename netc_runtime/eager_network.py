@@ -250,11 +250,13 @@ def _batch_steps(per_seq: list[dict[str, ETensor]], beams: list[Beam | None]) ->
     is the sequence's own per step times (T / E)^(k - 1): with one choice per step, its own."""
     steps = max((b.steps for b in beams if b is not None), default=0)
     for res, beam in zip(per_seq, beams):
-        if beam is None or not beam.length_normalization or not beam.steps:
+        if beam is None or not beam.steps:
             continue
-        k = beam.version // beam.steps
-        if k > 1:
-            res[SCORES] = ETensor(res[SCORES].data * (steps / beam.steps) ** (k - 1), ("batch",))
+        # k choices with length normalization per step scale by (T / E)^k; the score was divided
+        # by E here, by T in the batch, where the last choice normalises
+        k = beam.normalising - beam.length_normalization
+        if k:
+            res[SCORES] = ETensor(res[SCORES].data * (steps / beam.steps) ** k, ("batch",))
 
 
 def _batch_size(g: Graph, plan: SearchPlan | None, bound: dict[str, Any]) -> int:

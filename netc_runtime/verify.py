@@ -211,7 +211,9 @@ def random_inputs(
             for d in inp.annotated_dims
             if d != inp.value.sparse_dim
         ]
-        if inp.value.sparse_dim:
+        if inp.value.sparse_dim and sizes[inp.value.sparse_dim] is None:  # positions in a dynamic dim's frames
+            x = _positions(rng, shape, inp.annotated_dims.index("batch"), lens[inp.value.sparse_dim])
+        elif inp.value.sparse_dim:
             x = rng.integers(0, sizes[inp.value.sparse_dim], size=shape).astype(np.int32)
         elif inp.value.dtype == "bool":  # a streamed step's flag cache (which cached frames are frames)
             x = rng.random(shape) < 0.5
@@ -226,6 +228,13 @@ def random_inputs(
             inp = next(i for i in g.inputs if i.name == c.input)
             _fit_repeats(out[c.input], list(inp.annotated_dims), c, lens[c.labels_dim], frames[c.frames_dim])
     return out
+
+
+def _positions(rng: np.random.Generator, shape: list[int], batch_axis: int, frames: np.ndarray) -> np.ndarray:
+    """Labels over a dynamic class dim (a hard attention's positions): each sequence's within its
+    own frames of that dim (a sequence with none gets 0)."""
+    high = np.maximum(frames, 1).reshape([-1 if i == batch_axis else 1 for i in range(len(shape))])
+    return np.floor(rng.random(shape) * high).astype(np.int32)
 
 
 def _fit_repeats(x: np.ndarray, dims: list[str], c: CtcLabels, label_lens, frames: list[int]) -> None:

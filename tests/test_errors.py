@@ -901,6 +901,26 @@ LOOP_CASES += [
         16,
     ),
     (
+        # a position choice (target over an encoder's frames) takes scores over those frames
+        "position_choice_scores_over_other_dim",
+        """
+        from netc import Labels, choice
+        dec = Dim("dec")
+        @network
+        def f(x: Tensor[batch, time, feat], p: Labels[batch, dec, time]):
+            positions = []
+            for _ in range(2 * x.max_seq_len):
+                where = choice(reduce_sum(x, axis=time), target=p, beam=2)
+                positions.append(where)
+                if end(where == 0):
+                    break
+            return positions
+        """,
+        "choice scores are float [batch, time] (the target's class dim), got float32[batch, feat]",
+        7,
+        16,
+    ),
+    (
         "input_named_self",
         """
         @network

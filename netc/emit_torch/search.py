@@ -16,7 +16,7 @@ import re
 
 from netc.emit_torch.emitter import ModuleNames, TorchEmitter, _OpCtx, zeroed
 from netc.emit_torch.scan import beam_buffers, beam_while
-from netc.ir.loopkinds import choice_op, chooses
+from netc.ir.loopkinds import choice_op, choice_ops, chooses
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import BATCH_SIZE, SCORES, SearchPlan
 from netc.ir.uses import node_uses
@@ -292,7 +292,8 @@ class SearchEmitter(TorchEmitter):
             self.zero_padding(name, s.out.dims, s.out.dtype)
             results.append((out, name))
         scores = self.ns.fresh("scores")
-        if choice.attrs["length_normalization"]:  # as RETURNN: the sum of log-probabilities per step
+        # as RETURNN: the sum of log-probabilities per step, where the step's last choice normalises
+        if choice_ops(n)[-1].attrs["length_normalization"]:
             self.emit(f"{scores} = {beam.scores}.amax(dim=1) / {beam.step}  # the best hypotheses' scores")
         else:
             self.emit(f"{scores} = {beam.scores}.amax(dim=1)  # the best hypotheses' scores")

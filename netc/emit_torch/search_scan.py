@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from netc.emit_torch.scan import WHILE_HELPER, _paren, _unpack, beam_while
+from netc.ir.loopkinds import choice_ops
 from netc.ir.model import Loop, Op
 from netc.ir.search import SCORES
 from netc.naming import lens_name, plain_text
@@ -156,7 +157,8 @@ def _best(em: SearchEmitter, n: Loop, beam: _Beam, limit: str, srcs: str, output
         em.zero_padding(name, s.out.dims, s.out.dtype)
         results.append((out, name))
     scores = em.ns.fresh("scores")
-    if choice.attrs["length_normalization"]:  # as RETURNN: the sum of log-probabilities per step
+    # as RETURNN: the sum of log-probabilities per step, where the step's last choice normalises
+    if choice_ops(n)[-1].attrs["length_normalization"]:
         em.emit(f"{scores} = {beam.scores}.amax(dim=1) / {beam.step}  # the best hypotheses' scores")
     else:
         em.emit(f"{scores} = {beam.scores}.amax(dim=1)  # the best hypotheses' scores")

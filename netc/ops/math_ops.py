@@ -91,11 +91,12 @@ class OneHot(OpDef):
 
 ONE_HOT_HELPER = "one_hot_of_labels"
 ONE_HOT_SOURCE = f'''def {ONE_HOT_HELPER}(source, **_kwargs):
-    """Float one-hot vectors of sparse labels, over their class dim (the last axis)."""
+    """Float one-hot vectors of sparse labels, over their class dim (the last axis; a dynamic one,
+    positions in an encoder's frames: as long as its longest sequence)."""
     import tensorflow as tf
 
     x = source(0, as_data=True, auto_convert=False)  # its own axes: the template adds the class dim last
-    return tf.one_hot(x.placeholder, x.sparse_dim.dimension, dtype=tf.float32)
+    return tf.one_hot(x.placeholder, x.sparse_dim.get_dim_value(), dtype=tf.float32)
 '''
 ONE_HOT_TYPE = "one_hot_of_labels_type"
 ONE_HOT_TYPE_SOURCE = f'''def {ONE_HOT_TYPE}(sources, name, **_kwargs):

@@ -32,6 +32,7 @@ RETURNN's `ChoiceLayer` (`returnn/tf/layers/rec.py`) does it, so the three targe
 from __future__ import annotations
 
 from netc.ir.dims import DimError
+from netc.naming import Code
 from netc.ops.base import OpDef, OutType, register
 
 ENDED_OTHER_SCORE = -1.0e30  # RETURNN's `filter_ended_scores`
@@ -62,9 +63,24 @@ class Choice(OpDef):
                 "which neither draws each hypothesis on its own nor gives netc's draws; sample with "
                 "eager mode or the torch module",
             )
+        if _positions_dim(ctx):  # the scores made the feature axis; the choice is the extra layer
+            return {"class": "reinterpret_data", "from": ctx.src(0), "set_axes": {"f": ctx.dim(_positions_dim(ctx))}}
+        return self._layer(ctx.src(0), op)
+
+    def returnn_extra(self, ctx, layer, own, op, fresh):
+        """Positions (a hard attention's choice over an encoder's frames, a dynamic dim): RETURNN's
+        `choice` chooses over its input's feature axis, so the scores are reinterpreted with that
+        dim as the feature axis first (as RETURNN's hard attention configs do). The padded frames
+        score -inf already (the `log_softmax` over the frames masks them)."""
+        if not _positions_dim(ctx):
+            return {}
+        return {0: (fresh(op.hint()), self._layer(layer, op))}
+
+    @staticmethod
+    def _layer(src: str, op) -> dict:
         return {
             "class": "choice",
-            "from": ctx.src(0),
+            "from": src,
             "target": op.attrs["target"],
             "beam_size": op.attrs["beam"],
             "input_type": "log_prob",
@@ -76,6 +92,40 @@ class Choice(OpDef):
 
     def eager(self, ctx, args, attrs, outs):
         return args[1].data
+
+
+@register
+class MaskPadding(OpDef):
+    """Scores over a dynamic dim at -inf on its padded frames: what a `choice` over an encoder's
+    frames gets where its scores are not from a softmax over them (which masks them already), so a
+    padded frame is never chosen. Made by the parser (`choice`), not called by users."""
+
+    name = "mask_padding"
+    tensors = ("x",)
+
+    def infer(self, dt, args, attrs):
+        axis = attrs["axis"]
+        if args[0].dtype != "float32" or axis not in args[0].dims or dt[axis].kind != "dynamic":
+            raise DimError(f"`mask_padding` takes float scores over the dynamic dim `{axis}`")
+        return [OutType(args[0].dims)]
+
+    def returnn(self, ctx, op):
+        axis = ctx.dim(op.attrs["axis"])
+        return {"class": "seq_len_mask", "from": ctx.src(0), "axis": axis, "mask_value": Code('float("-inf")')}
+
+    def torch(self, ctx, op):
+        from netc.ops.align import where_valid
+
+        return where_valid(ctx.arg(0), ctx.mask(op.attrs["axis"], ctx.in_dims(0)), "float('-inf')")
+
+    def eager(self, ctx, args, attrs, outs):
+        return args[0].data  # eager mode runs each sequence on its own: no padded frames
+
+
+def _positions_dim(ctx) -> str | None:
+    """The scores' dim where they are over a dynamic one (positions in an encoder's frames)."""
+    (dim,) = [d for d in ctx.in_dims(0) if d != "batch"]
+    return dim if ctx.is_dynamic(dim) else None
 
 
 def torch_beam_step(name: str) -> str:

@@ -85,6 +85,9 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
         (logp,) = t.emit(REGISTRY["log_softmax"], [logits], {"axis": vocab}, node)
     elif input_type == "prob":
         (logp,) = t.emit(REGISTRY["log"], [logits], {}, node)
+    if input_type != "logits" and t.dims[vocab].kind == "dynamic":
+        # positions in an encoder's frames: a padded frame is never chosen (`log_softmax` masks them)
+        (logp,) = t.emit(REGISTRY["mask_padding"], [logp], {"axis": vocab}, node)
     attrs = {"target": inp.name, "beam": beam, "length_normalization": length_norm}
     if sample:  # searching draws `beam` labels sequences instead (`ops.search.torch_sample_step`)
         attrs |= {"sample": True, "seed": seed}

@@ -350,7 +350,11 @@ class Tracer(Statements, Expressions, Calls):
                     raise self.error(ann, "a dim appears twice in the annotation")
                 if "batch" not in dims:
                     raise self.error(ann, "network inputs need the `batch` dim")
-                if kind.name == "Labels" and (len(dims) < 2 or self.dims[dims[-1]].kind != "static"):
+                # the class dim: static (a vocabulary), or dynamic (positions in another input's frames,
+                # e.g. a hard attention's alignment `Labels[batch, dec_time, enc_time]`)
+                if kind.name == "Labels" and (
+                    len(dims) < 2 or self.dims[dims[-1]].kind not in ("static", "dynamic") or dims[-1] in dims[:-1]
+                ):
                     raise self.error(ann, "Labels[...] ends with its class dim, e.g. Labels[batch, time, vocab]")
                 return kind.name, dims
         raise self.error(ann, "network inputs are annotated Tensor[...] or Labels[...]")

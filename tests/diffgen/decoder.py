@@ -8,7 +8,9 @@ network's only input, a constant bound). Their steps hold any op, states that ig
 `choice` and stacks over dynamic dims (attention weights over a dim an op made); after the loop
 its state, its last label and its last values are read (`if`s, several ops) and returned. With
 `two_choices` the plain decoder's step first chooses a position (its own target over the
-decoder's dim) that updates the state, then the label (hard attention).
+decoder's dim) that updates the state, then the label (hard attention); with
+`choice_enc_position` that position is one of the encoder's frames (a `choice` over the dynamic
+dim `time`, its target `Labels[batch, dec, time]`), the chosen frame read by a one-hot `dot`.
 
 `declare` picks the decoder's form with the inputs (its target's lengths depend on it);
 `decoder` writes the loop after the network's other loops.
@@ -30,6 +32,7 @@ class Dec:
     beam: int
     bound: str  # the loop header's `range(...)` argument
     second: str | None = None  # `two_choices`: the first choice's target (a position over `pos`)
+    pcls: str = "pos"  # the position's class dim: `pos`, or `time` (the encoder's frames)
 
 
 def declare(g: Gen, lm: bool = False) -> Dec:
@@ -67,8 +70,11 @@ def declare(g: Gen, lm: bool = False) -> Dec:
             g.derived_lens["dec"] = ("time", 1, 0)
     g.dec = Dec(form, "tgt", cls, beam, bound)
     if form == "plain" and g.on_side("two_choices", 0.25):  # hard attention: a position, then the label
-        g.dim("pos", r.randint(2, 4))
-        g.params.append(f"ptgt: nc.Labels[{labels_annotation(g, 'dec', 'pos')}]")
+        if g.on_side("choice_enc_position", 0.5):  # a position in the encoder's frames: a dynamic class dim
+            g.dec.pcls = "time"
+        else:
+            g.dim("pos", r.randint(2, 4))
+        g.params.append(f"ptgt: nc.Labels[{labels_annotation(g, 'dec', g.dec.pcls)}]")
         g.dec.second = "ptgt"
     return g.dec
 
@@ -149,7 +155,8 @@ def decoder(g: Gen) -> None:
     if grow:
         g.dim("hist")
         g.emit("keys = nc.empty(batch, hist, emb)")
-    lists = ["logits"] + (["labels"] if label_read else []) + (["plogits", "positions"] if d.second else [])
+    lists = ["logits"] + (["labels"] if label_read else [])
+    lists += (["plogits", "positions"] if d.pcls == "pos" else ["positions"]) if d.second else []
     extra = [g.fresh("dout") for _ in range(r.randint(1, 2))]
     g.emit(f"{', '.join(lists + extra)} = {', '.join('[]' for _ in lists + extra)}")
     # the scores' weight is the label embedding's (transposed), as in a Transformer LM
@@ -205,7 +212,16 @@ def decoder(g: Gen) -> None:
     else:
         g.emit(f"s = nc.tanh(nc.Linear(hidden)({inp}) + nc.Linear(hidden, with_bias=False)(s))")
     g.add(V("s", frozenset({"batch", "hidden"})))
-    if d.second:  # the step's first choice: a position, read back into the state
+    if d.second and d.pcls == "time":  # the step's first choice: an encoder frame (a sequence's padding never)
+        feat = g.dims["feat"].code
+        pscores = f"nc.dot(x, nc.Linear({feat})(s), reduce={feat})"  # padded frames score anything
+        kind = r.choice(["logits", "log_prob", "prob"])  # RETURNN's configs: a softmax over the frames
+        g.emit(f"pscores = {f'nc.softmax({pscores}, axis=time)' if kind == 'prob' else pscores}")
+        kw = "" if kind == "logits" else f', input_type="{kind}"'
+        g.emit(f"where = nc.choice(pscores, target={d.second}, beam={d.beam}{kw})")
+        g.emit("s = s + nc.tanh(nc.Linear(hidden)(nc.dot(nc.one_hot(where), x, reduce=time)))")
+        g.emit("positions.append(where)")  # `where` stays out of scope: no op takes labels over a dynamic dim
+    elif d.second:  # the step's first choice: a position, read back into the state
         g.emit("pscores = nc.Linear(pos)(s)")
         g.emit("plogits.append(pscores)")
         g.emit(f"where = nc.choice(pscores, target={d.second}, beam={d.beam})")
@@ -283,7 +299,9 @@ def decoder(g: Gen) -> None:
     if label_read:
         g.add(V("labels", frozenset({"batch", "dec"}), "labels", d.cls, stacked=True))
         g.decoder_outputs.append("labels")
-    if d.second:
+    if d.second and d.pcls == "time":
+        g.decoder_outputs.append("positions")
+    elif d.second:
         g.emit(f'nc.mark_as_loss(nc.cross_entropy(plogits, {d.second}, axis=pos), "pos_ce")')
         g.add(V("positions", frozenset({"batch", "dec"}), "labels", "pos", stacked=True))
         g.decoder_outputs.append("positions")

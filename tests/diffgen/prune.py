@@ -69,7 +69,7 @@ def prune_function(fn: ast.FunctionDef) -> None:
     stmts = list(_walk(fn.body))
     live: set[str] = set()
     for s in stmts:  # roots
-        if isinstance(s, ast.Return | ast.Expr) and _targets(s) is None:
+        if isinstance(s, ast.Return | ast.Expr | ast.Assign) and _targets(s) is None:  # an Assign: a `choice`
             live |= _loads(s)
     changed = True
     while changed:
