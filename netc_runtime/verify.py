@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from netc.errors import CompileError
 from netc.ir.interface import input_dyn_dims
 from netc.ir.model import Graph, Loop
 from netc.ir.search import search_plan
@@ -84,7 +85,10 @@ def fitted_inputs(g: Graph) -> dict[str, str]:
     dyn = set(input_dyn_dims(g))
     bodies = [g.body]
     if os.path.isfile(g.source_file):
-        bodies.append(_parsed(g.source_file, os.stat(g.source_file).st_mtime_ns, g.network).body)
+        try:
+            bodies.append(_parsed(g.source_file, os.stat(g.source_file).st_mtime_ns, g.network).body)
+        except CompileError:  # a graph derived from the file's (a streamed model's parts): its own body only
+            pass
     out: dict[str, str] = {}
     for body in bodies:
         for op in ops(body):

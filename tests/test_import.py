@@ -745,11 +745,13 @@ def test_unsupported_option_names_it(tmp_path):
         #!rnn.py
         extern_data = {"data": {"dim": 4, "shape": (None, 4)}}
         network = {
-            "output": {"class": "linear", "n_out": 3, "batch_norm": True},
+            "output": {"class": "linear", "n_out": 3, "copy_output_loss_from_source_idx": 0},
         }
         """,
     )
-    _assert_at(proc, path, 4, '"output"', "layer `output` (linear): option batch_norm not supported")
+    _assert_at(
+        proc, path, 4, '"output"', "layer `output` (linear): option copy_output_loss_from_source_idx not supported"
+    )
 
 
 @pytest.mark.parametrize(
