@@ -86,7 +86,7 @@ def fitted_inputs(g: Graph) -> dict[str, str]:
     bodies = [g.body]
     if os.path.isfile(g.source_file):
         try:
-            bodies.append(_parsed(g.source_file, os.stat(g.source_file).st_mtime_ns, g.network).body)
+            bodies.append(as_parsed(g.source_file, g.network).body)
         except CompileError:  # a graph derived from the file's (a streamed model's parts): its own body only
             pass
     out: dict[str, str] = {}
@@ -97,9 +97,13 @@ def fitted_inputs(g: Graph) -> dict[str, str]:
     return out
 
 
+def as_parsed(path: str, network: str) -> Graph:
+    """The model's graph as parsed, before dead code goes (a file edited since is parsed again)."""
+    return _parsed(path, os.stat(path).st_mtime_ns, network)
+
+
 @functools.lru_cache(maxsize=8)
 def _parsed(path: str, mtime_ns: int, network: str) -> Graph:
-    """The model's graph as parsed (by its file's modification time: an edited file is parsed again)."""
     return parse_file(path, network=network)
 
 
@@ -321,7 +325,7 @@ def eager_cannot_run(g: Graph, model_path: str | None = None) -> str | None:
     Eager mode runs every op the source calls, used or not: with the model's file, its graph as
     parsed (before dead code goes) is the one asked."""
     if model_path is not None:
-        g = parse_file(model_path, network=g.network)
+        g = as_parsed(model_path, g.network)
     for n in ops(g.body):
         opdef = REGISTRY.get(n.op)
         if opdef is not None and opdef.batch_coupled(n.attrs):

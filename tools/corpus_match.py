@@ -193,8 +193,9 @@ def pooled_lengths(g, lens: dict, rng: np.random.Generator) -> dict:
     if all(f == 1 for f in factors.values()):
         return out
     out = tie_fitted(g, out)  # an input over a pooled dim's frames: as long as it, again
+    fitted = fitted_inputs(g)
     for d, (frames, scale, offset) in choice_target_bounds(g).items():
-        if d in fitted_inputs(g):  # tied above (a frame-level alignment): as long as its frames
+        if d in fitted:  # tied above (a frame-level alignment): as long as its frames
             continue
         known = made_lengths(g, {k: list(v) for k, v in out.items() if k != d})
         if frames in known and d in out:
