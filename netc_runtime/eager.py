@@ -54,6 +54,9 @@ class _Run:
     zipped: dict[tuple[int, str, bool], LoopTag] = field(default_factory=dict)  # see `_iterate`
     losses: dict[str, ETensor] = field(default_factory=dict)
     searching: bool = False  # a beam search: `choice` runs one, the targets are absent
+    # searching: the dynamic dims only the absent targets have (a value over one, made before the
+    # search gives the dim its steps, is computed from a target: a computed `choice` target)
+    target_dims: frozenset[str] = frozenset()
     seq: int = 0  # the sequence's index in the batch (a sampling search's draws depend on it)
     beam: Beam | None = None  # made by the first `choice` when searching
     search_loop: LoopTag | None = None  # searching: the choice loop's run (known at its first `end`)
@@ -225,6 +228,11 @@ class ETensor:
 
     def __abs__(self):
         return _apply(REGISTRY["abs"], [self], {})
+
+    def __round__(self, ndigits=None):
+        if ndigits is not None:
+            raise TypeError("round(x) of a tensor takes no digits")
+        return _apply(REGISTRY["round"], [self], {})
 
     def __pow__(self, k):
         return _apply(REGISTRY["pow"], [self], {"scalar": k, "scalar_left": False})
@@ -412,6 +420,8 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     args, version = run.align(args)
     vals = [Value(id=0, dims=a.dims, dtype=_dtype(a.data), sparse_dim=a.sparse_dim) for a in args]
     outs = opdef.infer(run.net.dims, vals, attrs)
+    if run.target_dims and run.search_loop is None and any(d in run.target_dims for o in outs for d in o.dims):
+        return ABSENT  # over a target's dim before the search made it: a computed target's
     rows = max((a.data.shape[0] for a in args if "batch" in a.dims), default=1)  # batch is the first dim
     try:
         res = opdef.eager(_Ctx(params, rows), args, attrs, outs)
@@ -499,12 +509,15 @@ def choice(
     # e.g. from a state the step updates after them) are of an older version, a row per hypothesis it had
     (logits,), _ = run.align([stack_list(logits) if isinstance(logits, list) else logits], run.beam.version)
     logp = logits.data  # "log_prob": as the model computed them (the compiler checked the name)
+    # the class dim: the scores' other dim (the compiler checked it is the target's, which a
+    # computed target, absent here, does not tell)
+    classes = next(d for d in logits.dims if d != "batch")
     if input_type == "logits":
-        logp = torch.log_softmax(logp, dim=logits.dims.index(target.sparse_dim))
+        logp = torch.log_softmax(logp, dim=logits.dims.index(classes))
     elif input_type == "prob":
         logp = torch.log(logp)
     labels = run.beam.choose(logp, first, length_normalization)
-    return ETensor(labels, ("batch",), run.frames(), target.sparse_dim, run.beam.version)
+    return ETensor(labels, ("batch",), run.frames(), classes, run.beam.version)
 
 
 class Absent:
@@ -520,7 +533,7 @@ class Absent:
         return self
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _self
-    __pow__ = __abs__ = _self  # ETensor's other operators (a focal loss's `(1 - p) ** 2.0`)
+    __pow__ = __abs__ = __round__ = _self  # ETensor's other operators (a focal loss's `(1 - p) ** 2.0`)
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __neg__ = _self  # type: ignore[assignment]
     __hash__ = object.__hash__
 

@@ -168,6 +168,10 @@ class Network:
         per_seq_losses: list[dict[str, torch.Tensor]] = []
         beams: list[Beam | None] = []  # searching: each sequence's
         batch = _batch_size(g, plan, bound)
+        given = {d for i in g.inputs if plan is None or i.name not in plan.targets for d in i.value.dims}
+        target_dims = frozenset(
+            d for i in g.inputs if plan is not None and i.name in plan.targets for d in i.value.dims
+        ) - given - {d.name for d in g.dims if d.kind != "dynamic"}
         # an oracle for forward values: eager parameters are plain tensors, nothing to differentiate
         with torch.no_grad():
             for b in range(batch):
@@ -185,7 +189,7 @@ class Network:
                     x = align_tensor(x, inp.annotated_dims, inp.value.dims)
                     x = x.long() if inp.value.dtype == "int32" else x.float()
                     inputs[inp.name] = ETensor(x, inp.value.dims, sparse_dim=inp.value.sparse_dim)
-                run = _Run(self, lengths, searching=plan is not None, seq=b)
+                run = _Run(self, lengths, searching=plan is not None, seq=b, target_dims=target_dims)
                 token = _current.set(run)
                 try:
                     res = self._call(inputs, b)

@@ -129,6 +129,7 @@ SEARCHED = [
     "search_labels_only_pooled_bound.py",
     "two_choices.py",  # two choices in one step: a position, then a label (hard attention)
     "hard_attention.py",  # a choice over an encoder's frames (a dynamic dim), then the label
+    "hard_attention_linear.py",  # the same with the position target computed from the lengths
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

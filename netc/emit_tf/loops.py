@@ -42,7 +42,7 @@ from netc.emit_tf.loop_rules import (
     stepped_values,
 )
 from netc.errors import CompileError
-from netc.ir.loopkinds import chooses, chosen, loop_chunk
+from netc.ir.loopkinds import choice_ops, chooses, chosen, loop_chunk
 from netc.ir.model import Loop, LoopLast, Op, Value
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code
@@ -137,7 +137,10 @@ class RecLowering:
             rec_layer["optimize_move_layers_out"] = False
         if n.target is not None:  # training: the target's frames; searching: a new axis per search
             del rec_layer["axis"]
-            rec_layer["target"] = next(i.name for i in self.em.g.inputs if i.value.id == n.target)
+            # by data key: an input's (a computed target is training's, which has no `choice` layer)
+            given = [c.attrs["target"] for c in choice_ops(n) if c.attrs["target"] is not None]
+            if given:
+                rec_layer["target"] = given[0]
         self._end_layers(rec_layer)
         outer.layers[self.rec].update(rec_layer)
 

@@ -16,7 +16,7 @@ import re
 
 from netc.emit_torch.emitter import ModuleNames, TorchEmitter, _OpCtx, zeroed
 from netc.emit_torch.scan import beam_buffers, beam_while
-from netc.ir.loopkinds import choice_op, choice_ops, chooses
+from netc.ir.loopkinds import choice_op, choice_ops, chooses, target_seqs
 from netc.ir.model import Graph, Loop, Op
 from netc.ir.search import BATCH_SIZE, SCORES, SearchPlan
 from netc.ir.uses import node_uses
@@ -321,7 +321,8 @@ def _grown(n: Loop) -> dict[int, Op]:
 def _needed(body: list, loop: Loop) -> set[int]:
     """Top-level values the loop needs, directly or not: what it reads, and what gives the
     lengths of the dims its values have (a `max_pool` whose result only an `expand` names)."""
-    needed = set(node_uses(loop))
+    training_only = {s.outer for s in target_seqs(loop)}  # a target the search has not
+    needed = set(node_uses(loop)) - training_only
     dims = _dims_of([loop])
     for n in reversed(body[: body.index(loop)]):
         outs = n.results() if isinstance(n, Loop) else n.outs

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from netc.ir.dims import DimTable
-from netc.ir.model import Graph, Loop, LoopCarry, Node, Op
+from netc.ir.model import Graph, Loop, LoopCarry, LoopSeq, Node, Op
 from netc.ir.walk import ops
 from netc.ops import REGISTRY
 
@@ -155,6 +155,13 @@ def choice_ops(n: Loop) -> list[Op]:
     """The choices of `n`'s own body, in the step's order: a later one extends the hypotheses
     the one before made (docs/language.md, "Several choices in one step")."""
     return [m for m in n.body if isinstance(m, Op) and chooses(m)]
+
+
+def target_seqs(n: Loop) -> list[LoopSeq]:
+    """The sequences of `n` whose frames are its choices' targets: training's only (a search
+    neither reads them nor computes a target made before the loop)."""
+    frames = {c.args[1] for c in choice_ops(n)}
+    return [s for s in n.seqs if s.inner.id in frames]
 
 
 def choice_op(n: Loop) -> Op | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netc.errors import CompileError
-from netc.ir.loopkinds import choice_ops
+from netc.ir.loopkinds import choice_ops, target_seqs
 from netc.ir.model import Graph, Loop
 from netc.ir.uses import node_uses, values_by_id
 from netc.ir.walk import param_paths
@@ -45,10 +45,11 @@ def search_plan(g: Graph) -> SearchPlan | None:
     if len(loops) > 1:
         raise CompileError(loops[1].span, "a network can search in one loop; this is a second loop with `choice`")
     loop = loops[0]
-    names = {i.value.id: i.name for i in g.inputs}
-    # the first choice's target (the loop's dim) and every other choice's of the step
-    targets = frozenset(names[n.target] for n in loops) | {c.attrs["target"] for c in choice_ops(loop)}
+    # the inputs the step's choices take their targets from (a computed target names none)
+    targets = frozenset(c.attrs["target"] for c in choice_ops(loop) if c.attrs["target"] is not None)
     needs: set[int] = {i.value.id for i in g.inputs if i.name in targets}
+    # a target computed before the loop is training's too: a search neither reads nor computes it
+    needs |= {s.outer for s in target_seqs(loop)}
     target_ids = set(needs)
     for n in g.body:
         if isinstance(n, Loop):

@@ -193,6 +193,8 @@ for _n, _act, _fn in [
     ("exp", "exp", "torch.exp"),
     ("log", "log", "torch.log"),
     ("sqrt", "sqrt", "torch.sqrt"),
+    # half to even on every target (TensorFlow's `tf.round`, torch's `torch.round`): 2.5 -> 2.0
+    ("round", "round", "torch.round"),
 ]:
     _unary(_n, _act, _fn)
 

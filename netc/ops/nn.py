@@ -292,7 +292,8 @@ class Where(OpDef):
 class Cast(OpDef):
     """`cast(x, dtype)` to "float32", "int32" or "bool" (float → int truncates toward zero).
     `cast(x, "int32", class_dim=vocab)`: int32 labels over the class dim `vocab` (the values are
-    kept: RETURNN's `reinterpret_data` with `set_sparse_dim`, which does not check them either)."""
+    kept: RETURNN's `reinterpret_data` with `set_sparse_dim`, which does not check them either);
+    over a dynamic dim, positions in its frames."""
 
     name = fn_name = "cast"
 
@@ -312,8 +313,9 @@ class Cast(OpDef):
         if class_dim is not None:
             if dtype != "int32":
                 raise DimError(f"`cast` with a class dim makes int32 labels, not {dtype}")
-            if not isinstance(class_dim, str) or class_dim not in dt.dims or dt[class_dim].kind != "static":
-                raise DimError("`cast` needs `class_dim` to be a static dim")
+            # a dynamic class dim: positions in its frames (a `choice` target over an encoder's frames)
+            if not isinstance(class_dim, str) or class_dim not in dt.dims or dt[class_dim].kind == "batch":
+                raise DimError("`cast` needs `class_dim` to be a static or dynamic dim (not batch)")
             if class_dim in x.dims:
                 raise DimError(f"the class dim `{class_dim}` cannot also be a dim of the labels")
             return [OutType(x.dims, dtype, sparse_dim=class_dim)]

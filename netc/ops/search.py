@@ -81,6 +81,7 @@ class Choice(OpDef):
         return {
             "class": "choice",
             "from": src,
+            # None for a computed target (training's only: the classes are the scores' feature dim)
             "target": op.attrs["target"],
             "beam_size": op.attrs["beam"],
             "input_type": "log_prob",

@@ -91,11 +91,12 @@ class Calls:
             return None  # printing is for eager runs; compiled code has nothing to show
         if name == "len" and len(args) == 1 and isinstance(args[0], (tuple, list)):
             return len(args[0])
-        if name == "abs" and len(args) == 1 and not kwargs:
-            if isinstance(args[0], V.TV):  # `abs(x)` on a tensor is netc's `abs` (eagerly, `ETensor.__abs__`)
-                return self.call_netc("abs", args, {}, node)
+        if name in ("abs", "round") and len(args) == 1 and not kwargs:
+            # `abs(x)`, `round(x)` on a tensor are netc's ops (eagerly, `ETensor.__abs__`, `__round__`)
+            if isinstance(args[0], V.TV):
+                return self.call_netc(name, args, {}, node)
             if isinstance(args[0], (int, float)):
-                return abs(args[0])
+                return abs(args[0]) if name == "abs" else round(args[0])
         if name in ("float", "int") and len(args) == 1 and isinstance(args[0], (int, float)):
             return self.budget.number(float(args[0]) if name == "float" else int(args[0]), node)
         if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], (tuple, list)):

@@ -48,9 +48,13 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
         raise t.error(node, f"`seed` must be an integer in [0, 2**31), got {seed!r}")
     if not isinstance(logits, V.TV) or not isinstance(target, V.TV):
         raise t.error(node, "choice(logits, target=labels, beam=K) takes a tensor and labels")
+    # a `Labels` input, or labels computed before the loop (training's only: a search has no
+    # targets and computes nothing for them, `netc.ir.search`)
     inp = next((i for i in t.inputs if i.value.id == target.value.id), None)
-    if inp is None or target.value.sparse_dim is None:
-        raise t.error(node, "the target of `choice` must be a `Labels[...]` input of the network")
+    if target.value.sparse_dim is None or target.value.dtype != "int32":
+        raise t.error(node, "the target of `choice` must be labels: a `Labels[...]` input or a `cast(..., class_dim=)`")
+    if inp is None and _inside(target.block, ctx.block):
+        raise t.error(node, "the target of `choice` is computed inside its loop; compute it before the loop")
     dyn = t.dims.dynamic(target.dims)
     vocab = target.value.sparse_dim
     if len(dyn) != 1 or set(target.dims) != {"batch", dyn[0]}:
@@ -88,11 +92,20 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
     if input_type != "logits" and t.dims[vocab].kind == "dynamic":
         # positions in an encoder's frames: a padded frame is never chosen (`log_softmax` masks them)
         (logp,) = t.emit(REGISTRY["mask_padding"], [logp], {"axis": vocab}, node)
-    attrs = {"target": inp.name, "beam": beam, "length_normalization": length_norm}
+    # `target`: the input's name (RETURNN's data key), None for a computed target
+    attrs = {"target": inp.name if inp is not None else None, "beam": beam, "length_normalization": length_norm}
     if sample:  # searching draws `beam` labels sequences instead (`ops.search.torch_sample_step`)
         attrs |= {"sample": True, "seed": seed}
     (label,) = t.emit(REGISTRY["choice"], [logp, V.TV(frame, ctx.block)], attrs, node)
     return label
+
+
+def _inside(block: V.Block | None, loop_block: V.Block) -> bool:
+    while block is not None:
+        if block is loop_block:
+            return True
+        block = block.parent
+    return False
 
 
 def _choice_args(logits, target, beam, length_normalization=True, input_type="logits", sample=False, seed=0):

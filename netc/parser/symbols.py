@@ -31,7 +31,7 @@ DSL_SYMBOLS = {
 NETC_NAMES = DSL_SYMBOLS | set(BY_FN_NAME)
 
 
-BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "abs"}
+BUILTINS = {"range", "zip", "reversed", "super", "print", "len", "float", "int", "tuple", "list", "abs", "round"}
 
 
 BINOPS = {

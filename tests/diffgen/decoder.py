@@ -33,6 +33,7 @@ class Dec:
     bound: str  # the loop header's `range(...)` argument
     second: str | None = None  # `two_choices`: the first choice's target (a position over `pos`)
     pcls: str = "pos"  # the position's class dim: `pos`, or `time` (the encoder's frames)
+    computed: bool = False  # `choice_computed_target`: the position's target computed in the network
 
 
 def declare(g: Gen, lm: bool = False) -> Dec:
@@ -74,9 +75,30 @@ def declare(g: Gen, lm: bool = False) -> Dec:
             g.dec.pcls = "time"
         else:
             g.dim("pos", r.randint(2, 4))
-        g.params.append(f"ptgt: nc.Labels[{labels_annotation(g, 'dec', g.dec.pcls)}]")
         g.dec.second = "ptgt"
+        if g.on_own("choice_computed_target", 0.4):  # computed before the loop (`decoder`), no input
+            g.dec.computed = True
+        else:
+            g.params.append(f"ptgt: nc.Labels[{labels_annotation(g, 'dec', g.dec.pcls)}]")
     return g.dec
+
+
+def computed_target(g: Gen, d: Dec) -> None:
+    """The position target computed from the lengths, as RETURNN's latent attention configs
+    compute theirs: decoder step i of N over T frames is round((i + 1) * max(T - 1, 0) / max(N, 1)),
+    at most T - 1 (over `pos`: |pos| frames). A search computes none of it (`tgt` is absent)."""
+    rr, time, dec = g.own("choice_computed_target"), g.dims["time"].code, g.dims["dec"].code
+    if d.pcls == "time":
+        g.emit(f'pt_frames = nc.reduce_sum(nc.range_over({time}, dtype="float32") * 0.0 + 1.0, axis={time})')
+    else:
+        g.emit(f'pt_frames = nc.full(batch, value={float(g.dims["pos"].size)})')
+    if rr.random() < 0.5:  # the target's lengths from its labels, or from the dim alone
+        g.emit(f'pt_labels = nc.reduce_sum(nc.cast({d.target} >= 0, "float32"), axis={dec})')
+    else:
+        g.emit(f'pt_labels = nc.reduce_sum(nc.range_over({dec}, dtype="float32") * 0.0 + 1.0, axis={dec})')
+    g.emit(f'pt_steps = nc.range_over({dec}, dtype="float32") + 1.0')
+    g.emit("pt_at = nc.round(pt_steps * (nc.maximum(pt_frames - 1.0, 0.0) / nc.maximum(pt_labels, 1.0)))")
+    g.emit(f'ptgt = nc.cast(nc.minimum(pt_at, pt_frames - 1.0), "int32", class_dim={g.dims[d.pcls].code})')
 
 
 def labels_annotation(g: Gen, dim: str, cls: str) -> str:
@@ -119,6 +141,8 @@ def decoder(g: Gen) -> None:
     counter = not label_read or g.on("search_counter", 0.3)
     free = g.on("search_free_state", 0.3)
     carried = [V("s", frozenset({"batch", "hidden"}), variant=True)]  # states read after the loop
+    if d.computed:
+        computed_target(g, d)
     g.emit("s = nc.zeros(batch, hidden)")
     cell = r.choice(["plain", "lstm", "gru"])
     if cell == "lstm" and g.on("tuple_state", 0.8):
