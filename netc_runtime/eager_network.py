@@ -169,9 +169,11 @@ class Network:
         beams: list[Beam | None] = []  # searching: each sequence's
         batch = _batch_size(g, plan, bound)
         given = {d for i in g.inputs if plan is None or i.name not in plan.targets for d in i.value.dims}
-        target_dims = frozenset(
-            d for i in g.inputs if plan is not None and i.name in plan.targets for d in i.value.dims
-        ) - given - {d.name for d in g.dims if d.kind != "dynamic"}
+        target_dims = (
+            frozenset(d for i in g.inputs if plan is not None and i.name in plan.targets for d in i.value.dims)
+            - given
+            - {d.name for d in g.dims if d.kind != "dynamic"}
+        )
         # an oracle for forward values: eager parameters are plain tensors, nothing to differentiate
         with torch.no_grad():
             for b in range(batch):

@@ -91,7 +91,7 @@ def computed_target(g: Gen, d: Dec) -> None:
     if d.pcls == "time":
         g.emit(f'pt_frames = nc.reduce_sum(nc.range_over({time}, dtype="float32") * 0.0 + 1.0, axis={time})')
     else:
-        g.emit(f'pt_frames = nc.full(batch, value={float(g.dims["pos"].size)})')
+        g.emit(f"pt_frames = nc.full(batch, value={float(g.dims['pos'].size)})")
     if rr.random() < 0.5:  # the target's lengths from its labels, or from the dim alone
         g.emit(f'pt_labels = nc.reduce_sum(nc.cast({d.target} >= 0, "float32"), axis={dec})')
     else:
