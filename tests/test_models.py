@@ -130,6 +130,7 @@ SEARCHED = [
     "two_choices.py",  # two choices in one step: a position, then a label (hard attention)
     "hard_attention.py",  # a choice over an encoder's frames (a dynamic dim), then the label
     "hard_attention_linear.py",  # the same with the position target computed from the lengths
+    "label_arith_state.py",  # arithmetic on labels (plain ints) as a state
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

@@ -298,6 +298,11 @@ class ReturnnEmitter:
         opdef = REGISTRY[op.op]
         ctx = _OpCtx(self, blk, op)
         layer = opdef.returnn(ctx, op)
+        if layer is not None and _dense_of_labels(op, self.values, layer):
+            # arithmetic on labels gives plain ints in netc (`maximum(label, k)`, `label + 1`); RETURNN's
+            # `combine`/`eval` keep their first source's class dim unless told (a state of them would
+            # then differ from its dense initial value)
+            layer["out_type"] = {"sparse": False}
         if starts_growth(op):  # no layer: the `cum_concat` layer growing the state starts it
             self.grown.add(op.outs[0].id)
             self.values[op.outs[0].id] = op.outs[0]
@@ -367,6 +372,16 @@ class ReturnnEmitter:
 def _fed(g: Graph, plan: SearchPlan) -> list[str]:
     """The inputs a search is given, with a batch dim, in the order they are declared."""
     return [i.name for i in g.inputs if i.name not in plan.targets and "batch" in i.value.dims]
+
+
+def _dense_of_labels(op: Op, values: dict, layer: dict) -> bool:
+    """Whether `op`'s layer computes plain ints from labels (which RETURNN would keep labels)."""
+    out = op.outs[0]
+    if len(op.outs) != 1 or out.dtype != "int32" or out.sparse_dim is not None or "out_type" in layer:
+        return False
+    return layer.get("class") in ("combine", "eval") and any(
+        values[a].sparse_dim is not None for a in op.args if a in values
+    )
 
 
 def extern_data(g: Graph, dim_vars: dict[str, str], batch_major: bool = False, target_read: bool = False) -> dict:

@@ -103,7 +103,7 @@ class RecLowering:
         self.chosen = chosen(n)
         self.beamed = computed_from(n, set(self.chosen))  # values with the beam
         self.rebeamed = rebeamed_states(n)  # states to carry with the step's last choice's hypotheses
-        self.rebeam_zeros: str | None = None  # their layer of zeros with those hypotheses
+        self.rebeam_zeros: dict[str, str] = {}  # dtype -> their layer of zeros with those hypotheses
         self.grown = [c for c in n.carries if c.init in em.grown]  # its layer is `cum_concat`, its own state
         # made by the seams, in `lower`'s order
         self.crossing: list[int] = []  # outer values read as `base:` refs (invariants, initial values)
@@ -283,7 +283,7 @@ class RecLowering:
                 stepped = c.next in self.stepped
                 unit.layers[name] = self.per_step_layer(name, unit.refs[c.next], stepped, self.beam)
                 if c.next in self.rebeamed:
-                    unit.layers[name] = self._rebeamed(unit.refs[c.next])
+                    unit.layers[name] = self._rebeamed(unit.refs[c.next], self.em.values[c.next].dtype)
                 elif stepped:
                     unit.layer_of.setdefault(c.next, name)
             if c not in self.grown:
@@ -298,23 +298,26 @@ class RecLowering:
             if ll.after_end:
                 self.held_layers[ll.out.id] = self._held(ll)
 
-    def _rebeamed(self, src: str) -> dict:
+    def _rebeamed(self, src: str, dtype: str) -> dict:
         """A state's layer giving `src` (of an earlier choice's hypotheses) with the step's last
         choice's (`rebeamed_states`): plus zeros computed from that choice, which RETURNN gives
-        the combined hypotheses; the sum's dims are `src`'s, whatever its template so far."""
+        the combined hypotheses; the sum's dims are `src`'s, whatever its template so far. The
+        zeros have the state's dtype (an int state: a position chosen before the label)."""
         unit = self.unit
-        if self.rebeam_zeros is None:
-            self.rebeam_zeros = unit.ns.fresh("last_choice_zeros")
-            unit.layers[self.rebeam_zeros] = {
+        if dtype not in self.rebeam_zeros:
+            zeros = self.rebeam_zeros[dtype] = unit.ns.fresh("last_choice_zeros")
+            unit.layers[zeros] = {
                 "class": "eval",
                 "from": [self.beam, *(f"prev:{unit.refs[c]}" for c in self.chosen[:-1])],
-                "eval": "([source(i) for i in range(1, len(self.sources))], tf.zeros_like(tf.cast(source(0), tf.float32)))[-1]",
-                "out_type": {"dtype": "float32", "sparse": False, "dim": None, "shape": ()},
+                "eval": "([source(i) for i in range(1, len(self.sources))], "
+                f"tf.zeros_like(tf.cast(source(0), tf.{dtype})))[-1]",
+                "out_type": {"dtype": dtype, "sparse": False, "dim": None, "shape": ()},
                 "collocate_with": [self.beam],
             }
         for c in self.chosen[:-1]:  # RETURNN maps this step's earlier choices to their `prev:` layers
             unit.layers[unit.refs[c]].setdefault("initial_output", 0)
-        return {"class": "combine", "kind": "add", "from": [src, self.rebeam_zeros], "collocate_with": [self.beam]}
+        zeros = self.rebeam_zeros[dtype]
+        return {"class": "combine", "kind": "add", "from": [src, zeros], "collocate_with": [self.beam]}
 
     def _initial_output(self, name: str, init: int, ref: str) -> None:
         """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""

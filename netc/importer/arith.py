@@ -11,7 +11,7 @@ import libcst as cst
 
 from netc.importer import legacy
 from netc.importer.dims import BATCH
-from netc.importer.syntax import Expr, binop, call, identifier, name, num
+from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
 from netc.importer.values import Refused, Val, feature, sources
 
 # RETURNN `activation` names -> netc functions (None: the identity)
@@ -249,6 +249,25 @@ class ArithLayers:
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims)
 
+    def _positions(self, layer, d, scope, var, full) -> Val | None:
+        """An `eval` whose config function computes positions from its sources' lengths (the
+        latent attention configs' linear alignment, `positions.py`); None for another `eval`."""
+        from netc.importer.positions import positions_eval
+
+        found = positions_eval(self, d, full, [self.get(s, scope) for s in sources(d)])
+        if found is None:
+            return None
+        expr, dims, cls = found
+        if cls is not None:  # positions in a source's frames: labels over its time dim
+            self.imports.add("cast")
+            expr = call("cast", expr, literal("int32"), class_dim=self.dim(cls))
+        if "size_target" in d:  # the result's frames are the target's: its time dim
+            target = self._input(str(d["size_target"]).removeprefix("data:"))
+            if not any(x in dims for x in target.dims if self.dims.is_dynamic(x)):
+                raise Refused(full, "eval", f"size_target {d['size_target']!r}: another time dim than the result's")
+        self._emit(scope, var, expr, layer)
+        return Val(name(var), dims, cls)
+
     def _broadcast_ones(self, vals: list[Val]) -> list[Val]:
         """Values whose feature dims differ, some of size 1 (RETURNN broadcasts those: the
         transducer setups' label log-probs plus one emit log-prob): each size-1 feature dim read
@@ -271,10 +290,17 @@ class ArithLayers:
         from netc.importer.config_eval import config_eval, reads_config
         from netc.importer.evals import EvalMapper, rejected_conversion
 
+        if (pos := self._positions(layer, d, scope, var, full)) is not None:
+            return pos
+        if "size_target" in d:
+            raise Refused(full, "eval", "size_target (of an `eval` computing positions from lengths only)")
         code, shown, old = d.get("eval"), None, False
         if d.get("eval_locals"):
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
         vals = self._broadcast_ones([self.get(s, scope) for s in sources(d)])
+        # positions (labels over a time dim: a position `choice`) are numbers to an `eval` (clipped,
+        # compared, shifted by the latent attention configs), not classes
+        vals = [Val(v.expr, v.dims) if v.sparse is not None and self.dims.is_dynamic(v.sparse) else v for v in vals]
         vals = self._same_size_features(vals)
         if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
             if len(set(sources(d))) != 1 or not isinstance(code, str):

@@ -289,6 +289,8 @@ def pool(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     value = call("max_pool", src.tensor(), axis=imp.dim(dyn[0]), size=num(size), out_axis=imp.dim(out))
     imp._emit(scope, var, value, layer)
     _warn_pool_padding(imp, layer, d, scope, full, size)
+    if scope.outer is None:  # RETURNN's name of the time tag it makes (what `stag:` reads)
+        imp.layer_tags[f"{layer}:conv:s0"] = out
     return Val(name(var), tuple(out if x == dyn[0] else x for x in src.dims))
 
 

@@ -125,6 +125,10 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     if scope.rec is None:
         raise Refused(full, "choice", "`choice` only in a rec unit")
     imp._search_only(d, full)
+    if d.get("search") not in (None, False):  # a search in training (`extra.search:`)
+        raise Refused(full, "choice", f"search {d['search']!r}: a search in training")
+    if d.get("search") is False:  # the config's value for its task `train` (`task != "train"`)
+        imp.option_notes.setdefault("search", []).append(full)
     srcs = sources(d)
     if len(srcs) != 1:
         raise Refused(full, "choice", "`choice` of one `softmax` layer")
@@ -132,9 +136,12 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     input_type = d.get("input_type", "prob")
     if input_type not in ("prob", "log_prob"):
         raise Refused(full, "choice", f"input_type {input_type!r} (prob and log_prob are supported)")
-    if input_type == "prob" and probs.logits is None:
+    target = imp._target(d, full)  # an input's labels (`import_decoder`), or computed ones
+    # a position: probabilities over the frames its target's classes are (a `softmax_over_spatial`,
+    # the latent attention configs' `t0`), chosen as they are (netc's `input_type="prob"`)
+    position = imp.dims.is_dynamic(target.sparse) and probs.sparse is None and probs.dims == (BATCH, target.sparse)
+    if input_type == "prob" and probs.logits is None and not position:
         raise Refused(full, "choice", f"`choice` of `{srcs[0]}`, not a `softmax` layer")
-    target = imp._target(d, full)  # an input's labels (`import_decoder`)
     feat = probs.dims[-1] if probs.dims else None
     if input_type == "log_prob" and probs.sparse is None and feat is not None and imp.dims.is_static(feat):
         if imp.dims.size(feat) == imp.dims.size(target.sparse):  # the target's classes (a concatenation's)
@@ -152,7 +159,9 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
         kwargs["length_normalization"] = literal(False)
     if input_type == "log_prob":  # scores the config normalised itself (a fused LM): summed as they are
         kwargs["input_type"] = literal("log_prob")
-    scores = probs.logits.tensor() if input_type == "prob" else probs.tensor()
+    if position and input_type == "prob":
+        kwargs["input_type"] = literal("prob")
+    scores = probs.logits.tensor() if input_type == "prob" and not position else probs.tensor()
     imp.imports.add("choice")
     imp._emit(scope, var, call("choice", scores, **kwargs), layer)
     return Val(name(var), probs.dims[:1], target.sparse)

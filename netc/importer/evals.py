@@ -223,6 +223,12 @@ class EvalMapper:
             out = self.broadcast(call(BINARY[fn], a, b), (a, ta), (b, tb))
             return self.whole_of(out, (args[0], a), (args[1], b)), 9, True
         if fn in ("clip_by_value", "math.clip_by_value") and len(args) == 3:
+            if not all(isinstance(a, ast.Constant) or isinstance(a, ast.UnaryOp) for a in args[1:]):
+                # bounds that are tensors (a position kept within [start, length - 1]): TF's
+                # minimum(maximum(x, lo), hi)
+                tf_fn = lambda f: ast.Attribute(ast.Name("tf"), f)  # noqa: E731
+                inner = ast.Call(tf_fn("maximum"), [args[0], args[1]], [])
+                return self.expr(ast.Call(tf_fn("minimum"), [inner, args[2]], []))
             x = self.tensor(args[0])
             lo, hi = (self.number(a) for a in args[1:])
             self.imp.imports.add("clip")

@@ -34,7 +34,18 @@ from netc.importer.load import LoadedConfig
 from netc.importer.losses import SEARCH_LOSSES, LossLayers, reads_search
 from netc.importer.states import States
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
-from netc.importer.values import CLASS_ALIASES, DIM, Refused, Scope, Val, feature, python_object, sources, tf_scope
+from netc.importer.values import (
+    CLASS_ALIASES,
+    DIM,
+    Refused,
+    Scope,
+    Val,
+    feature,
+    python_object,
+    sources,
+    tf_scope,
+    value_sources,
+)
 from netc.importer.writer import Assign, ModuleRef
 
 _NOT_OPTIONS = "its entry is {}, not a dict of options (RETURNN rejects it too)"
@@ -254,6 +265,8 @@ class Importer(
                     return self.sub_layers[self._full(ref, scope)]
                 cls = scope.layers[rec].get("class", "?") if isinstance(scope.layers[rec], dict) else "?"
                 raise Refused(ref, str(cls), f"sub-layer `{sub}` of `{rec}` not supported")
+        if ref not in scope.layers and scope.outer is None and (plain := self._extra_as_main(ref)) is not None:
+            return self.get(plain, scope)
         if ref not in scope.layers:
             where = f"in the unit of `{scope.rec}`" if scope.rec else "in the network"
             raise Refused(ref, "?", f"no layer `{ref}` {where}")
@@ -273,6 +286,44 @@ class Importer(
             scope.busy.discard(ref)
         scope.vals[ref] = val
         return val
+
+    def _extra_as_main(self, ref: str) -> str | None:
+        """`extra.<net>:x` with no entry of that name: RETURNN builds the main network's `x` in that
+        extra network (`extra.search:`: with the search flag). Its value is the main one's where
+        nothing it reads searches (no `rec` with a `choice`, no other extra network's layer: the
+        latent attention configs' `extra.search:t_search_or_fallback`, a copy of an input); None
+        otherwise (then refused as a layer not in the network)."""
+        m = re.fullmatch(r"extra\.[\w-]+:(.+)", ref)
+        net = self.cfg.network
+        if m is None or m.group(1) not in net:
+            return None
+        todo, seen = [m.group(1)], set()
+        while todo:
+            name_ = todo.pop()
+            if name_ in seen:
+                continue
+            seen.add(name_)
+            ld = net.get(name_)
+            if name_.startswith("extra.") or not isinstance(ld, dict):
+                return None
+            unit = ld.get("unit")
+            if isinstance(unit, dict) and any(
+                isinstance(u, dict) and u.get("class") == "choice" for u in unit.values()
+            ):
+                return None
+            for src in value_sources(ld):
+                if not isinstance(src, str):
+                    continue
+                src = src.removeprefix("base:")
+                if src.startswith("data:"):  # a layer registered as an input: that layer
+                    key = src[5:]
+                    src = next(
+                        (n for n, x in net.items() if isinstance(x, dict) and x.get("register_as_extern_data") == key),
+                        "",
+                    )
+                if src and src != "data":
+                    todo.append(src)
+        return m.group(1)
 
     def _full(self, layer: str, scope: Scope) -> str:
         if scope.sub:
@@ -507,6 +558,14 @@ class Importer(
             for tid, t in self.dims.tags.items():
                 if t.name == text[5:] and t.kind != "batch" and self.dims.find(self.dims.tag(tid)) in found:
                     return next(x for x in val.dims if self.dims.find(x) == self.dims.find(self.dims.tag(tid)))
+            # RETURNN matches a part of the tag's description (`stag:lstm`: the time dim the encoder's
+            # `lstm0_pool` made), which must be unique among the value's dims
+            part = text[5:].lower()
+            named = {self.dims.find(d) for n, d in self.layer_tags.items() if part in n.lower()}
+            named |= {self.dims.find(self.dims.tag(tid)) for tid, t in self.dims.tags.items() if part in t.name.lower()}
+            hits = [x for x in val.dims if self.dims.find(x) in named and x != BATCH]
+            if len(hits) == 1:
+                return hits[0]
         return None
 
     def _l_choice(self, layer, d, scope, var, full) -> Val:
@@ -585,6 +644,9 @@ TRAINING_ONLY = {
     "gradient_clip": "a clip of the layer's gradient",
     "back_prop": "whether the gradient flows back through the rec layer",
     "loss_scale": "the weight of the layer's loss in the training objective, not the loss's value",
+    # (not training's only, and no number either: TensorFlow assertions, the latent attention configs'
+    # checks of the chosen positions)
+    "control_dependencies_on_output": "checks (TensorFlow assertions) run on the layer's output",
     **{f"unit_opts.{k}": v for k, v in recunits.UNIT_TRAINING_ONLY.items()},
 }
 # options whose value the importer never reads (RETURNN's placement and printing, the output's type),
@@ -610,7 +672,7 @@ _KNOWN = {
     "dropout": {"dropout"},
     "combine": {"kind", "activation", "n_out", "out_dim", "eval", "eval_locals", "eval_for_output_loss"},
     "concat": {"out_dim"},
-    "eval": {"eval", "eval_locals", "activation"},
+    "eval": {"eval", "eval_locals", "activation", "size_target"},
     "reduce": {"mode", "axes", "axis", "keep_dims", "n_out"},
     "dot": {"reduce", "var1", "var2", "red1", "red2", "add_var2_if_empty"},
     "rec_last_output": {"rec_layer", "sub_layer_name"},

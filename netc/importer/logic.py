@@ -166,11 +166,13 @@ class LogicLayers:
         return Val(name(var), tuple(dims))
 
     def _l_length(self, layer, d, scope, var, full) -> Val:
-        """Each sequence's length [batch]: ones over its time dim, summed (padded frames never count)."""
+        """Each sequence's length [batch]: ones over its time dim, summed (padded frames never count).
+        `sparse` (of int32) marks RETURNN's value as labels without a class dim: the same numbers
+        (the latent attention configs clip positions to the lengths with it)."""
         src = self._source(d, scope, full)
         dtype = d.get("dtype", "int32")
-        if d.get("add_time_axis") or d.get("sparse") or dtype not in ("int32", "float32"):
-            raise Refused(full, "length", "dtype int32 or float32 (and no add_time_axis, sparse) is supported")
+        if d.get("add_time_axis") or (d.get("sparse") and dtype != "int32") or dtype not in ("int32", "float32"):
+            raise Refused(full, "length", "dtype int32 or float32 (and no add_time_axis; sparse of int32) is supported")
         axis = self._axis(src, d.get("axis", "T"))
         if axis is None or not self.dims.is_dynamic(axis) or BATCH not in src.dims:
             raise Refused(full, "length", f"axis {d.get('axis', 'T')!r} (a dynamic dim of the input is supported)")
@@ -289,6 +291,8 @@ class LogicLayers:
         names): refused."""
         axes = d["set_axes"]
         dims = src.dims
+        if isinstance(axes, dict) and axes and all(self._restates(src, k, v) for k, v in axes.items()):
+            return
         ok = (
             isinstance(axes, dict)
             and d.get("enforce_batch_major") is True
@@ -309,6 +313,22 @@ class LogicLayers:
                 f"set_axes {axes!r} (with enforce_batch_major, of a [B, T, F] value: T 1 and F 2, RETURNN's axes "
                 "there already, are supported)",
             )
+
+    def _restates(self, src: Val, key, ax) -> bool:
+        """Whether `set_axes` entry `key: ax` (`"t"`/`"f"` and a dim by its tag, `"stag:lstm"`) names
+        the axis RETURNN has there already, or one netc's named dims make no difference to: the
+        time axis of a value with one dynamic dim, or as the feature axis the one dim beside batch
+        of [batch, time] (the latent attention configs' scores over the encoder's frames, which
+        their `choice` chooses over: netc's `choice` takes a dynamic class dim as it is)."""
+        if not isinstance(key, str) or key.upper() not in ("T", "F") or not isinstance(ax, str | dict):
+            return False
+        if isinstance(ax, str) and not ax.startswith("stag:"):
+            return False
+        dim = self._axis(src, ax)
+        dynamic = [x for x in src.dims if self.dims.is_dynamic(x)]
+        if dim is None or src.sparse is not None or dynamic != [dim]:
+            return False
+        return key.upper() == "T" or src.dims == (BATCH, dim)
 
     def _size_base(self, d: dict, scope, src: Val, full: str) -> tuple[Expr, tuple]:
         """`size_base`: the layer's frames are those of another layer's one time dim, whose lengths

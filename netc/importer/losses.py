@@ -158,7 +158,8 @@ class LossLayers:
         if d.get("loss_scale", 1.0) != 1.0 or scale != 1.0:  # the loss's weight in training: its value the same
             self.dropped.setdefault("loss_scale", []).append(full)
         target = self._target(d, full)
-        out = feature(logits, self.dims)
+        positions = self.dims.is_dynamic(target.sparse) and target.sparse in logits.dims
+        out = target.sparse if positions else feature(logits, self.dims)
         if scope.rec is not None:  # stacked in the loop, the loss after it
             what = "probs" if full in getattr(self, "_prob_ce", ()) else "logits"
             lst = self.fresh(f"{scope.names[layer]}_{what}_seq")
@@ -186,6 +187,11 @@ class LossLayers:
         if val.sparse is not None or val.is_list:
             raise Refused(full, cls, "a ce loss on labels (probabilities over the target's classes are supported)")
         target = self._target(d, full)
+        if self.dims.is_dynamic(target.sparse) and val.dims == (BATCH, target.sparse):
+            # probabilities of positions (`softmax_over_spatial` over the frames a position choice
+            # takes its target's classes from: the latent attention configs' `t_weights1`)
+            self._prob_ce = {*getattr(self, "_prob_ce", set()), full}
+            return val
         feat = feature(val, self.dims)
         if feat is None or self.dims.size(feat) != self.dims.size(target.sparse):
             raise Refused(full, cls, "a ce loss on values whose feature dim is not the target's classes")
@@ -272,7 +278,7 @@ class LossLayers:
         """`mark_as_loss` of the loss of `kind` on the logits."""
         loss_name = self._loss_name(layer, kind, is_output)
         if kind == "ce":
-            time = [x for x in logits.dims if self.dims.is_dynamic(x)]
+            time = [x for x in logits.dims if self.dims.is_dynamic(x) and x != out]  # (not positions' class dim)
             ttime = [x for x in target.dims if self.dims.is_dynamic(x)]
             if len(time) != len(ttime) or len(time) > 1:  # none: a loss per sequence (a speaker's label)
                 raise Refused(full, "softmax", "a ce loss needs one time dim in its output and target, or none")

@@ -34,6 +34,11 @@ OPTION_NOTES = {
         "dropped on",
         "RETURNN's search keeps the true label in the beam (a search that knows the labels; training computes the same)",
     ),
+    "search": (
+        "of",
+        "False (its value as the config loads, for training): RETURNN's `choice` then takes the target, as netc's "
+        "training does; netc's search searches it",
+    ),
     "zoneout": (
         "of",
         "each state is (1 - z) * new + z * previous, RETURNN's form outside training, also in training (RETURNN keeps "
@@ -42,7 +47,7 @@ OPTION_NOTES = {
 }
 _REC_INIT = {"forward_weights_init", "recurrent_weights_init", "bias_init"}  # parameters' initialisers
 KNOWN = {
-    "choice": {"target", "beam_size", "length_normalization", "input_type", "cheating"},
+    "choice": {"target", "beam_size", "length_normalization", "input_type", "cheating", "search"},
     "rnn_cell": {"unit", "n_out", "out_dim", "unit_opts", "weights_init", "dropout"},  # dropout: of its input
     "rec": {
         "unit",

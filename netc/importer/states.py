@@ -10,9 +10,9 @@ import libcst as cst
 
 from netc.importer.defaults import unsupported_class
 from netc.importer.dims import BATCH
-from netc.importer.syntax import call, identifier, name, num
-from netc.importer.values import CLASS_ALIASES, PREV, Refused, Scope, Val, feature, sources, value_sources
-from netc.importer.writer import Assign
+from netc.importer.syntax import call, identifier, literal, name, num
+from netc.importer.values import CLASS_ALIASES, PREV, Refused, Scope, Val, feature, sources, tf_scope, value_sources
+from netc.importer.writer import Assign, ModuleRef
 
 # layers without `n_out` whose value is their sources concatenated on the feature dim
 _CONCATENATES = {"copy", "activation", "dropout"}
@@ -36,6 +36,8 @@ class States:
             init = d.get("initial_output", 0)
             if isinstance(init, bool):  # a bool state (a mask): one per sequence
                 return self._bool_state(layer, d, scope, init)
+            if isinstance(init, int) and self._from_choice(layer, scope, 0):
+                return self._int_state(layer, scope, init)
             feat = self._static_out(layer, d, scope, set())
             var = scope.names[layer]
             lstm_step = d.get("class") == "rec" and isinstance(d.get("unit"), str)
@@ -51,6 +53,15 @@ class States:
             elif isinstance(init, int | float):
                 value = call("full", name("batch"), self.dim(feat), value=num(float(init)))
                 self.imports.add("full")
+            elif init == "var" and not self._state_time(layer, scope, set()):
+                # a learned initial value, the same for each sequence: RETURNN's variable
+                # `init_<layer>_var` in the layer's scope, zeros at first
+                self.imports |= {"Bias", "zeros"}
+                value = call(call("Bias", self.dim(feat)), call("zeros", name("batch"), self.dim(feat)))
+                ref = ModuleRef("bias", self._tf_prefix(layer, d, scope), {"b": f"init_{tf_scope(layer)}_var"})
+                scope.states[layer] = Val(name(var), (BATCH, feat))
+                scope.outer.stmts.append(Assign([var], value, comment="initial state: learned", module=ref))
+                return Val(name(PREV + var), (BATCH, feat))
             else:
                 raise Refused(self._full(layer, scope), d.get("class", "?"), f"initial_output {init!r}")
             dims = (BATCH, *self._state_time(layer, scope, set()), feat)
@@ -60,6 +71,30 @@ class States:
             scope.outer.stmts.append(Assign([var], value, comment="initial state"))
         state = scope.states[layer]  # (a label state: labels again at every read)
         return Val(name(PREV + scope.names[layer]), state.dims, state.sparse)
+
+    def _from_choice(self, layer: str, scope: Scope, depth: int) -> bool:
+        """Whether unit layer `layer` computes on a `choice`'s labels through `copy` and `eval`
+        layers (their first source): an int per sequence (the latent attention configs' position
+        `t`, a `choice` clipped to the sequence's frames)."""
+        d = scope.layers.get(layer)
+        if not isinstance(d, dict) or depth > 10:
+            return False
+        if d.get("class") == "choice":
+            return True
+        srcs = sources(d)
+        if d.get("class") not in ("copy", "eval") or not srcs or not isinstance(srcs[0], str):
+            return False
+        return srcs[0] in scope.layers and self._from_choice(srcs[0], scope, depth + 1)
+
+    def _int_state(self, layer: str, scope: Scope, init: int) -> Val:
+        """`prev:` of an int per sequence computed from a `choice` (a position), started at the
+        layer's `initial_output` (-1 in the latent attention configs: before the first frame)."""
+        var = scope.names[layer]
+        self.imports.add("full")
+        value = call("full", name("batch"), value=num(init), dtype=literal("int32"))
+        scope.states[layer] = Val(name(var), (BATCH,))
+        scope.outer.stmts.append(Assign([var], value, comment="initial state"))
+        return Val(name(PREV + var), (BATCH,))
 
     def _labels_of_choice(self, layer: str, scope: Scope, depth: int) -> str | None:
         """The unit's `choice` whose labels layer `layer` is (a `copy` of it, or an `eval` that is

@@ -2,7 +2,9 @@
 monotonic attention configs compute theirs (`t_linear`): decoder step i of a sequence with N
 labels and T encoder frames is trained on frame round((i + 1) * max(T - 1, 0) / max(N, 1)), at most
 T - 1. The lengths come from the inputs themselves (`y`'s through its labels, so a search, which
-has no `y`, computes none of it); a search chooses the positions itself."""
+has no `y`, computes none of it); a search chooses the positions itself. `furthest`, the furthest
+position so far, is an int state that depends on the step's first choice only (RETURNN carries it
+with the last choice's hypotheses: zeros of its own dtype added)."""
 
 from netc import (
     Dim,
@@ -16,6 +18,7 @@ from netc import (
     cross_entropy,
     dot,
     end,
+    full,
     mark_as_loss,
     maximum,
     minimum,
@@ -44,11 +47,13 @@ def hard_attention_linear(x: Tensor[batch, enc_time, feat], y: Labels[batch, dec
     align = cast(minimum(pos, enc_len - 1.0), "int32", class_dim=enc_time)  # positions over enc_time
     enc = tanh(Linear(model)(x))
     s = zeros(batch, model)
-    labels, positions, logits = [], [], []
+    furthest = full(batch, value=-1, dtype="int32")
+    labels, positions, logits, furthests = [], [], [], []
     for _ in range(x.max_seq_len + 2):
         energy = dot(tanh(Linear(model)(s) + enc), Linear(model)(s), reduce=model)  # [batch, enc_time]
         where = choice(energy, target=align, beam=4, input_type="log_prob", length_normalization=False)
         frame = dot(one_hot(where), enc, reduce=enc_time)
+        furthest = maximum(where, furthest)
         s = tanh(Linear(model)(frame) + Linear(model, with_bias=False)(s))
         scores = Linear(vocab)(s)
         logits.append(scores)
@@ -56,7 +61,8 @@ def hard_attention_linear(x: Tensor[batch, enc_time, feat], y: Labels[batch, dec
         s = s + Embedding(model)(label)
         labels.append(label)
         positions.append(where)
+        furthests.append(furthest)
         if end(label == 0):
             break
     mark_as_loss(cross_entropy(logits, y, axis=vocab), "ce")
-    return {"output": labels, "positions": positions, "logits": logits}
+    return {"output": labels, "positions": positions, "logits": logits, "furthest": furthests}
