@@ -7,7 +7,8 @@ the `choice` options `search` at its value for training (`task != "train"`) and
 position on), trained on a linear alignment a config function computes from the lengths
 (`positions.py`) and reaches through `register_as_extern_data` and `extra.search:`, a `ce` loss on
 the positions' probabilities, the position an int state (`initial_output: -1`) clipped by
-`tf.clip_by_value` with tensor bounds, the sequences' lengths as `sparse` labels. Each run through
+`tf.clip_by_value` with tensor bounds, the sequences' lengths as `sparse` labels, the loss's
+`fake_upper_bound` (each frame's loss at most that, its gradient the loss's own). Each run through
 the corpus runner: imported, verified (training and search) and matched against RETURNN running
 the original."""
 
@@ -128,7 +129,8 @@ network = {
                         "eval": "tf.minimum(source(0), source(1) - 1)"},
             "t_weights": {"class": "softmax_over_spatial", "from": "energy2", "axis": "stag:lstm", "start": "t_start"},
             "t_weights1": {"class": "reinterpret_data", "from": "t_weights", "set_axes": {"f": "stag:lstm"},
-                           "target": "t_target", "loss": "ce", "loss_opts": {"scale": 0.1}},
+                           "target": "t_target", "loss": "ce",
+                           "loss_opts": {"scale": 0.1, "fake_upper_bound": 0.9}},
             "t0": {"class": "choice", "from": "t_weights1", "target": "t_target", "cheating": True, "beam_size": 3,
                    "keep_beams": False, "control_dependencies_on_output": search_checks,
                    "length_normalization": False, "initial_output": -1},
@@ -184,6 +186,7 @@ def test_local_window_hard_attention_on_a_computed_alignment_imports_verifies_an
     assert "round(" in model
     assert 'choice(t_weights1, target=l2_t_target, beam=3, length_normalization=False, input_type="prob")' in model
     assert "t1 = minimum(maximum(t0, t_start), enc_seq_len - 1)" in model
+    assert "- stop_gradient(" in model and ", 0.9))" in model  # the loss's fake upper bound
     assert 't = full(batch, value=-1, dtype="int32")  # initial state' in model
     notes = " ".join(rec["notes"])
     assert "`cheating` dropped on `output/t0`" in notes and "`loss_scale` dropped on `output/t_weights1`" in notes

@@ -148,6 +148,11 @@ class LossLayers:
             raise Refused(full, d.get("class", "?"), f"focal_loss_factor {focal!r} (a number >= 0 is supported)")
         if focal:
             self._focal = {**getattr(self, "_focal", {}), full: float(focal)}
+        bound = opts.pop("fake_upper_bound", None) if kind == "ce" else None
+        if bound is not None:  # the loss of each frame at most this, its gradient the loss's own
+            if not isinstance(bound, int | float) or isinstance(bound, bool):
+                raise Refused(full, d.get("class", "?"), f"fake_upper_bound {bound!r} (a number is supported)")
+            self._upper = {**getattr(self, "_upper", {}), full: float(bound)}
         if kind == "ctc":
             opts.pop("beam_width", None)  # decoding only
             opts.pop("use_native", None)  # RETURNN's own implementation of the same loss
@@ -309,6 +314,11 @@ class LossLayers:
                     num(focal),
                 )
                 value = cst.BinaryOperation(value, cst.Multiply(), weight)
+            if (bound := getattr(self, "_upper", {}).get(full)) is not None:
+                # RETURNN's `minimum_with_identity_grad`: min(loss, bound) forward, the loss's gradient
+                self.imports |= {"minimum", "stop_gradient"}
+                over = cst.BinaryOperation(value, cst.Subtract(), call("minimum", value, num(bound)))
+                value = cst.BinaryOperation(value, cst.Subtract(), call("stop_gradient", over))
         else:
             self.imports.add("ctc_loss")
             value = call("ctc_loss", logits.expr, target.expr, axis=self.dim(out))
