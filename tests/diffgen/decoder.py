@@ -290,6 +290,16 @@ def decoder(g: Gen) -> None:
         )
     extra_kw = "" if kind == "logits" else f', input_type="{kind}"'
     g.emit(f"label = nc.choice(scores, target={d.target}, beam={d.beam}{extra_kw})")
+    if label_read and g.on_own("label_arith", 0.3):
+        # arithmetic on labels is plain ints: the largest label (or position) so far, a state; a
+        # position's depends on the step's first choice only (carried with the last one's hypotheses)
+        src = "where" if d.second and g.own("label_arith").random() < 0.5 else "label"
+        indent = "    " * (g.ind - 1)
+        g.body[step_start - 1 : step_start - 1] = [f'{indent}ltop = nc.full(batch, value=-1, dtype="int32")', f"{indent}ltops = []"]
+        step_start += 2
+        g.emit(f"ltop = nc.maximum({src}, ltop)")
+        g.emit("ltops.append(ltop + 1)")
+        g.decoder_outputs.append("ltops")
     if label_read:
         g.add(V("label", frozenset({"batch"}), "labels", d.cls))
         g.emit("labels.append(label)")
