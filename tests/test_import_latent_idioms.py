@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import run_netc
+
 ROOT = Path(__file__).resolve().parent.parent
 LATENT = """
 #!rnn.py
@@ -221,3 +223,15 @@ def test_latent_attention_decoder_idioms_import_verify_and_match(tmp_path):
     bad = records["asr/other_tag.config"]
     assert bad["outcome"] == "refused", bad
     assert "layer `output/energy2` (reinterpret_data): set_axes {'t': 'stag:frames'}" in bad["errors"][0], bad
+
+
+def test_a_positions_function_with_a_call_it_does_not_know_is_refused_naming_it(tmp_path):
+    cfg = tmp_path / "local.config"
+    old = "    x = tf.cast(tf.round(x), tf.int32)\n"
+    assert old in LOCAL
+    cfg.write_text(LOCAL.lstrip().replace(old, old + "    x = tf.sort(x)\n"))
+    proc = run_netc("import", cfg, "-o", tmp_path / "model.py")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "layer `t_linear` (eval): eval linear_positions (line 24): `tf.sort(x)` (of lengths and positions)" in (
+        proc.stderr
+    ), proc.stderr

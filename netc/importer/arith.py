@@ -254,7 +254,7 @@ class ArithLayers:
         latent attention configs' linear alignment, `positions.py`); None for another `eval`."""
         from netc.importer.positions import positions_eval
 
-        found = positions_eval(self, d, full, [self.get(s, scope) for s in sources(d)])
+        found = positions_eval(self, d, full, lambda: [self.get(s, scope) for s in sources(d)])
         if found is None:
             return None
         expr, dims, cls = found

@@ -14,6 +14,7 @@ whose class dim is its time dim. Anything else in the function is a refusal nami
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -59,9 +60,10 @@ class _T:
     last_of: int | None = None
 
 
-def positions_eval(imp, d: dict, full: str, srcs: list[Val]) -> tuple[Expr, tuple, str | None] | None:
+def positions_eval(imp, d: dict, full: str, sources: Callable[[], list[Val]]) -> tuple[Expr, tuple, str | None] | None:
     """The netc value of `eval` layer `d` whose config function computes positions from lengths
-    (its expression, dims, class dim), None where the `eval` is not such a function."""
+    (its expression, dims, class dim), None where the `eval` is not such a function (`sources`
+    gives the layer's sources, read only for such a function)."""
     code = d.get("eval")
     if not isinstance(code, dict) or not isinstance(code.get("__object__"), str):
         return None
@@ -70,7 +72,7 @@ def positions_eval(imp, d: dict, full: str, srcs: list[Val]) -> tuple[Expr, tupl
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == m.group(1)), None) if tree else None
     if fn is None or "as_data" not in ast.unparse(fn) or "get_sequence_lengths" not in ast.unparse(fn):
         return None
-    ev = _Lengths(imp, full, fn.name, srcs)
+    ev = _Lengths(imp, full, fn.name, sources())
     out = ev.run(fn)
     cls = None
     if out.last_of is not None and out.dtype == _INT:

@@ -295,7 +295,10 @@ def decoder(g: Gen) -> None:
         # position's depends on the step's first choice only (carried with the last one's hypotheses)
         src = "where" if d.second and g.own("label_arith").random() < 0.5 else "label"
         indent = "    " * (g.ind - 1)
-        g.body[step_start - 1 : step_start - 1] = [f'{indent}ltop = nc.full(batch, value=-1, dtype="int32")', f"{indent}ltops = []"]
+        g.body[step_start - 1 : step_start - 1] = [
+            f'{indent}ltop = nc.full(batch, value=-1, dtype="int32")',
+            f"{indent}ltops = []",
+        ]
         step_start += 2
         g.emit(f"ltop = nc.maximum({src}, ltop)")
         g.emit("ltops.append(ltop + 1)")
