@@ -235,3 +235,25 @@ def test_a_positions_function_with_a_call_it_does_not_know_is_refused_naming_it(
     assert "layer `t_linear` (eval): eval linear_positions (line 24): `tf.sort(x)` (of lengths and positions)" in (
         proc.stderr
     ), proc.stderr
+
+
+def test_match_stage_takes_out_the_search_in_training_the_import_leaves_out():
+    """The original's monitors of a search it runs in training (`extra.search:output` and the
+    zero-scale losses reading it) go, as the import leaves them out; `extra.search:` of a layer
+    that searches nothing (the alignment's fallback) stays."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from corpus_match import strip_training_search
+
+    net = {
+        "output": {"class": "rec", "from": [], "unit": {"output": {"class": "choice", "from": "p"}}},
+        "extra.search:output": {"class": "rec", "from": [], "unit": {"output": {"class": "choice", "from": "p"}}},
+        "extra.search:t": {"class": "decide", "from": "extra.search:output"},
+        "t_err": {"class": "eval", "from": ["extra.search:t", "fallback"], "loss": "as_is", "loss_scale": 0},
+        "fallback": {"class": "copy", "from": "data:t_base"},
+        "t_target": {"class": "copy", "from": "extra.search:fallback", "register_as_extern_data": "t_target"},
+    }
+    taken = strip_training_search(net)
+    assert sorted(net) == ["fallback", "output", "t_target"]
+    assert taken == [
+        "`t_err`, `extra.search:t`, `extra.search:output` (they read a search in training, which the import leaves out)"
+    ]

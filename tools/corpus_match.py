@@ -223,6 +223,39 @@ def strip_load_on_init(net: dict) -> list[str]:
     return taken
 
 
+def strip_training_search(net: dict) -> list[str]:
+    """Take out of `net`, in place, what the import leaves out for reading a search RETURNN runs in
+    training (netc/importer/layers.py): the layers with a loss that read an `extra.search:` layer
+    (monitors of a latent alignment's search, an MMI denominator), then the `extra.search:` layers
+    nothing left reads. The installed RETURNN may not build such a search (the latent attention
+    configs' score function calls an API it no longer has); nothing compared reads it."""
+    from netc.importer.losses import reads_search
+    from netc.importer.values import sources
+
+    gone = [
+        n
+        for n, d in net.items()
+        if isinstance(d, dict)
+        and d.get("loss")
+        and n != "output"
+        and not d.get("is_output_layer")
+        and reads_search(net, n)
+    ]
+    for n in gone:
+        del net[n]
+    while True:
+        read = {s for d in net.values() if isinstance(d, dict) for s in sources(d) if isinstance(s, str)}
+        unread = [n for n, d in net.items() if n.startswith("extra.search:") and isinstance(d, dict) and n not in read]
+        if not unread:
+            break
+        for n in unread:
+            del net[n]
+        gone += unread
+    if not gone:
+        return []
+    return [f"{', '.join(f'`{n}`' for n in gone)} (they read a search in training, which the import leaves out)"]
+
+
 def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> dict:
     """Original = imported on one batch: {"status": "ok" | "differs" | "fail", "cause", "max"}."""
     from netc.compiler import compile_graph
@@ -243,6 +276,7 @@ def match(path: str, no_exec: bool, model: str, names: dict, seed: int = 0) -> d
     # (netc/importer/legacy.py), taken out: the installed RETURNN rejects them
     taken = strip_old(net_dict, _classes(config))
     absent = strip_load_on_init(net_dict)  # parameters from files not here: the original's random ones
+    absent += strip_training_search(net_dict)  # the import leaves them out too
     for key in config.typed_dict["extern_data"]:
         from netc.importer.syntax import identifier
 

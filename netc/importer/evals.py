@@ -226,9 +226,8 @@ class EvalMapper:
             if not all(isinstance(a, ast.Constant) or isinstance(a, ast.UnaryOp) for a in args[1:]):
                 # bounds that are tensors (a position kept within [start, length - 1]): TF's
                 # minimum(maximum(x, lo), hi)
-                tf_fn = lambda f: ast.Attribute(ast.Name("tf"), f)  # noqa: E731
-                inner = ast.Call(tf_fn("maximum"), [args[0], args[1]], [])
-                return self.expr(ast.Call(tf_fn("minimum"), [inner, args[2]], []))
+                inner = ast.Call(ast.Attribute(ast.Name("tf"), "maximum"), [args[0], args[1]], [])
+                return self.expr(ast.Call(ast.Attribute(ast.Name("tf"), "minimum"), [inner, args[2]], []))
             x = self.tensor(args[0])
             lo, hi = (self.number(a) for a in args[1:])
             self.imp.imports.add("clip")
