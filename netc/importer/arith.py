@@ -268,22 +268,6 @@ class ArithLayers:
         self._emit(scope, var, expr, layer)
         return Val(name(var), dims, cls)
 
-    def _broadcast_ones(self, vals: list[Val]) -> list[Val]:
-        """Values whose feature dims differ, some of size 1 (RETURNN broadcasts those: the
-        transducer setups' label log-probs plus one emit log-prob): each size-1 feature dim read
-        as its one value, `reduce_sum(x, axis=one)` (netc's dims are named, it would not)."""
-        feats = {self.dims.find(v.dims[-1]) for v in vals if v.dims and self.dims.is_static(v.dims[-1])}
-        if len(feats) < 2:
-            return vals
-        out = []
-        for v in vals:
-            last = v.dims[-1] if v.dims and v.sparse is None else None
-            if last is not None and self.dims.is_static(last) and self.dims.size(last) == 1:
-                self.imports.add("reduce_sum")
-                v = Val(call("reduce_sum", v.tensor(), axis=self.dim(last)), v.dims[:-1])
-            out.append(v)
-        return out
-
     def _l_eval(self, layer, d, scope, var, full) -> Val:
         """The `eval` string parsed (never run) into netc ops over its sources (`evals.py`); one
         calling the config's functions, as what it computes outside training (`config_eval.py`)."""
