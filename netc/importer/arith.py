@@ -297,8 +297,18 @@ class ArithLayers:
         last = frozenset(i for i, s in enumerate(sources(d)) if self._feature_last(s, scope))
         layouts = {i: self._layout(s, v, scope, old) for i, (s, v) in enumerate(zip(sources(d), vals, strict=True))}
         weights = frozenset(i for i, s in enumerate(sources(d)) if self._spatial_weights(s, scope))
-        mapper = EvalMapper(self, full, code, vals, shown, feature_last=last, layouts=layouts, weights=weights)
+        mapper = EvalMapper(
+            self, full, code, vals, shown, feature_last=last, layouts=layouts, weights=weights, in_loop=bool(scope.rec)
+        )
         expr, _ = mapper.run()
+        if mapper.loop_axes:
+            why = (
+                f"`{mapper.loop_axes[0]}` in a rec unit is read over a step's layout (its last axis, as RETURNN "
+                "computes the layer in the loop: in search, under a `choice`); where RETURNN's training graph "
+                "computes the layer over all frames at once, the axis number names another axis and the layer's "
+                "values differ (a `choice` reading them takes its target in training)"
+            )
+            self.warnings.append(Refused(full, "eval", why))
         dims, sparse = mapper.result(expr)
         if (set(mapper.full_dims) - set(dims) or sparse is not None) and not d.get("out_type"):
             # RETURNN's output of an `eval` is its sources' (common) dims, unless `out_type` says
