@@ -35,6 +35,7 @@ class EvalMapper:
         layouts: dict[int, tuple[str, ...] | None] | None = None,
         weights: frozenset = frozenset(),
         in_loop: bool = False,
+        int_labels: bool = False,
     ):
         self.imp, self.full, self.code, self.srcs = imp, full, code, srcs
         self.shown = shown or repr(code)  # how errors quote the eval (a config function's: what it computes)
@@ -68,6 +69,10 @@ class EvalMapper:
         # in a rec unit a step's layout (search's) is not RETURNN's training graph's, which computes
         # the layer over all frames at once: axis numbers read as the step's (`loop_axes`: where)
         self.in_loop, self.loop_axes = in_loop, []
+        # an `out_type` of labels (`sparse`): label sources are their numbers (int32), whose `+ - *`,
+        # `//`, `%` (`tf.floordiv`, `tf.floormod`) make the labels' numbers (a factored label's parts)
+        self.int_labels = int_labels
+        self.ints: set[int] = set()  # int32 subexpressions (labels' numbers)
 
     def dims(self, e: Expr, is_tensor: bool = True) -> tuple[tuple[str, ...], str | None]:
         """(dims, label dim) of a mapped subexpression."""
@@ -128,17 +133,21 @@ class EvalMapper:
                     return self.infinite(-1, self.zeros[id(y)]), 9, False
             if any(id(x) in self.neg_inf or id(x) in self.pos_inf for x in (a, b)):
                 raise self.refuse(f"`{ast.unparse(node)}`: arithmetic on an infinite value")
+            if self.int_operands(node, (node.left, a, ta), (node.right, b, tb)) and isinstance(node.op, ast.Div):
+                raise self.refuse(f"`{ast.unparse(node)}`: `/` of labels' numbers (`//` is)")
             out = cst.BinaryOperation(_paren(a, pa < prec), op(), _paren(b, pb <= prec))
             out = self.broadcast(out, (a, ta), (b, tb))
             if not isinstance(node.op, ast.Div):
                 out = self.whole_of(out, (node.left, a), (node.right, b))
+            if id(a) in self.ints or id(b) in self.ints:
+                self.ints.add(id(out))
             return out, prec, ta or tb
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
             return self.pow(node.left, node.right)
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv | ast.Mod):
-            raise self.refuse(f"`{ast.unparse(node)}`: floor division and modulo (netc has neither)")
+            return self.int_division(node, node.op, node.left, node.right), 2, True
         raise self.refuse(f"`{ast.unparse(node)}`")
 
     def infinite(self, sign: int, dims: tuple[str, ...]) -> Expr:
@@ -150,6 +159,31 @@ class EvalMapper:
             self.neg_inf[id(out)] = dims
         else:
             self.pos_inf.add(id(out))
+        return out
+
+    def int_operands(self, node: ast.AST, *parts: tuple[ast.AST, Expr, bool]) -> bool:
+        """Whether the operands are labels' numbers (and integers); refused where they mix with floats."""
+        ints = [id(e) in self.ints for _, e, t in parts if t]
+        if not any(ints):
+            return False
+        if not all(ints) or any(not t and not _integer(n) for n, _, t in parts):
+            raise self.refuse(f"`{ast.unparse(node)}`: labels' numbers with floats (`tf.to_float` of them is a float)")
+        return True
+
+    def int_division(self, node: ast.AST, op: ast.operator, left: ast.AST, right: ast.AST) -> Expr:
+        """`a // b`, `a % b` (`tf.floordiv`, `tf.floormod`) of labels' numbers: netc's `//` and `%`
+        (TF's floor semantics); a number divisor must be a nonzero integer."""
+        (a, pa, ta), (b, pb, tb) = self.expr(left), self.expr(right)
+        if not ta or not self.int_operands(node, (left, a, ta), (right, b, tb)):
+            raise self.refuse(
+                f"`{ast.unparse(node)}`: floor division and modulo of labels' numbers (in an `eval` whose "
+                "`out_type` is labels) are supported"
+            )
+        if not tb and self.number(right) == 0:
+            raise self.refuse(f"`{ast.unparse(node)}`: division by zero")
+        sym = cst.FloorDivide() if isinstance(op, ast.FloorDiv) else cst.Modulo()
+        out = self.broadcast(cst.BinaryOperation(_paren(a, pa < 2), sym, _paren(b, pb <= 2)), (a, ta), (b, tb))
+        self.ints.add(id(out))
         return out
 
     def whole_of(self, out: Expr, *parts: tuple[ast.AST, Expr]) -> Expr:
@@ -307,11 +341,11 @@ class EvalMapper:
             self.imp.imports.add(SOFTMAX[fn])
             axis = self.imp.dim(feature(src, self.imp.dims))
             return call(SOFTMAX[fn], self.tensor(args[0]), axis=axis), 9, True
-        if fn in _INTEGER:  # a factored label's parts (`tf.floordiv(source(0), 3)` of a state label)
-            raise self.refuse(
-                f"`{ast.unparse(node)}`: floor division and modulo (netc has neither; of labels, labels of "
-                "another class dim: netc's labels have no arithmetic)"
-            )
+        if fn in _INTEGER and len(args) == 2:  # a factored label's parts (`tf.floordiv(source(0), 3)`)
+            if "truncate" in fn:
+                raise self.refuse(f"`{ast.unparse(node)}`: truncating division (`tf.floordiv`, `tf.floormod` are)")
+            op = ast.FloorDiv() if "div" in fn else ast.Mod()
+            return self.int_division(node, op, args[0], args[1]), 9, True
         raise self.refuse(f"`tf.{fn}` with {len(args)} argument{'s' if len(args) != 1 else ''}")
 
     def bool_cast(self, arg: ast.AST, dtype: str) -> Expr | None:
@@ -606,8 +640,17 @@ class EvalMapper:
 
     def source(self, node: ast.Call) -> Expr:
         val = self.srcs[self.source_index(node)]
+        if val.sparse is not None and self.int_labels and not self.casting:  # their numbers
+            out = self.mark(val.tensor(), val.dims)
+            self.ints.add(id(out))
+            return out
         if val.sparse is not None and not self.casting:
-            raise Refused(self.full, "eval", "labels (sparse) as a source (`tf.to_float` of them is supported)")
+            raise Refused(
+                self.full,
+                "eval",
+                "labels (sparse) as a source (`tf.to_float` of them is supported; arithmetic of their numbers "
+                "where `out_type` is labels)",
+            )
         differs = val.dims != self.full_dims or val.sparse is not None
         out = self.mark(val.tensor(), val.dims, val.sparse) if differs else val.tensor()
         i = self.source_index(node)
@@ -667,6 +710,13 @@ def _dtype(node: ast.AST) -> str | None:
         return node.value
     text = ast.unparse(node)
     return text[3:] if text.startswith("tf.") else None
+
+
+def _integer(node: ast.AST) -> bool:
+    """Whether `node` is an int literal (`3`, `-1`)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
 
 
 def _integral(node: ast.AST) -> bool:

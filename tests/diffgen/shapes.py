@@ -25,7 +25,28 @@ def op(g: Gen, kind: str, a: V) -> V | None:
     if ds and g.on_own("cumsum", 0.3):
         d = g.own("cumsum").choice(ds)
         return g.new(f"nc.cumsum({v.name}, axis={d.code}) * 0.25", v.dims, variant=v.variant)
-    return _mask_inf(g, v)
+    return _int_parts(g, _mask_inf(g, v))
+
+
+def _int_parts(g: Gen, v: V) -> V:
+    """`v` plus a float of labels' parts (`//`, `%` of their numbers, negative ones and tensor
+    divisors too: floor semantics), drawn on a stream of its own, in `v`'s place."""
+    labs = [x for x in g.visible() if x.kind == "labels" and not x.stacked and x.dims <= v.dims]
+    if not labs or not g.on_own("int_div", 0.3):
+        return v
+    r = g.own("int_div")
+    lab = r.choice(labs).name
+    c, k, m = r.randint(0, 5), r.choice([2, 3, 4]), r.randint(1, 3)
+    parts = [
+        f"({lab} - {c}) // {k}",
+        f"({lab} + {m}) % {k}",
+        f"{lab} // ({lab} % {k} + 1)",
+        f"({c} - {lab}) % ({lab} % 2 + {m})",
+    ]
+    ints = " + ".join(r.sample(parts, 2))
+    out = g.new_own("int_div", f'{v.name} + 0.25 * nc.cast({ints}, "float32")', v.dims, variant=v.variant)
+    g.scopes[-1].remove(v)
+    return out
 
 
 def _mask_inf(g: Gen, v: V) -> V:
