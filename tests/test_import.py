@@ -68,6 +68,8 @@ CASES = {
     "hard_attention": ("hard_attention.config", [], [[7, 4, 6], [3, 2, 4]]),  # two choices a step
     # shallow fusion with an EOS threshold: scores of -inf (`mask_inf`) in the outputs
     "fused_eos": ("fused_eos_threshold.config", [], [[6, 4, 5], [3, 2, 4]]),
+    # a factored hybrid's label parts (`tf.floordiv`, `tf.floormod`), registered as inputs
+    "factored_labels": ("factored_labels.config", [], [[6, 3, 5]]),
 }
 DOC_CASES = sorted(c for c in CASES if c.startswith("doc_"))
 TOLERANCE = 1e-5
@@ -523,6 +525,7 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
         "pretrain",
         "fold_stacks",
         "fused_eos",
+        "factored_labels",
         *DOC_CASES,
     ],
 )
