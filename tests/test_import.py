@@ -884,9 +884,28 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
         ),
         (
             "tf.to_float(source(0)) + tf.floordiv(source(0), 3)",
-            "eval 'tf.to_float(source(0)) + tf.floordiv(source(0), 3)': `tf.floordiv(source(0), 3)`: floor division "
-            "and modulo (netc has neither; of labels, labels of another class dim: netc's labels have no arithmetic) "
-            "not supported",
+            "eval 'tf.to_float(source(0)) + tf.floordiv(source(0), 3)': `tf.floordiv(source(0), 3)` (floor division "
+            "and modulo of labels' numbers, in an `eval` whose `out_type` is labels, are) not supported",
+        ),
+        (  # netc's numbers are finite: -inf only as a `tf.where` branch (`mask_inf`)
+            "tf.where(tf.greater(source(0), 0.0), source(0), float('inf'))",
+            "eval \"tf.where(tf.greater(source(0), 0.0), source(0), float('inf'))\": `tf.where(tf.greater(source(0), "
+            "0.0), source(0), float('inf'))` with a branch of +inf (−inf is) not supported",
+        ),
+        (
+            "source(0) + float('-inf')",
+            "eval \"source(0) + float('-inf')\": `source(0) + float('-inf')`: arithmetic on an infinite value not "
+            "supported",
+        ),
+        (
+            "tf.expand_dims(source(0), 0)",
+            "eval 'tf.expand_dims(source(0), 0)': `tf.expand_dims` as the layer's value (as an operand it is) not "
+            "supported",
+        ),
+        (
+            "tf.range(tf.shape(source(0))[0])",
+            "eval 'tf.range(tf.shape(source(0))[0])': `tf.range(tf.shape(source(0))[0])` (`tf.range(tf.shape(x)[-1])`, "
+            "x's feature axis, is) not supported",
         ),
         ("tf.erf(source(0))", "eval 'tf.erf(source(0))': `tf.erf` with 1 argument not supported"),
         ("source(0)[:, ::-1]", "eval 'source(0)[:, ::-1]': `source(0)[:, ::-1]` not supported"),

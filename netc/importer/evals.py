@@ -176,8 +176,8 @@ class EvalMapper:
         (a, pa, ta), (b, pb, tb) = self.expr(left), self.expr(right)
         if not ta or not self.int_operands(node, (left, a, ta), (right, b, tb)):
             raise self.refuse(
-                f"`{ast.unparse(node)}`: floor division and modulo of labels' numbers (in an `eval` whose "
-                "`out_type` is labels) are supported"
+                f"`{ast.unparse(node)}` (floor division and modulo of labels' numbers, in an `eval` whose "
+                "`out_type` is labels, are)"
             )
         if not tb and self.number(right) == 0:
             raise self.refuse(f"`{ast.unparse(node)}`: division by zero")
