@@ -314,7 +314,9 @@ def test_fused_search_gives_the_originals_best_labels(tmp_path, backend, config,
     config = CONFIGS / config
     model, map_file = tmp_path / "fused.py", tmp_path / "names.json"
     opts = [a for k, v in sets for a in ("--set", f"{k}={v}")]
-    netc_in_process("import", config, "-o", model, "--param-map", map_file, *opts, check=True)
+    proc = netc_in_process("import", config, "-o", model, "--param-map", map_file, *opts, check=True)
+    # the setups' `axis=1` is a step's labels, not what RETURNN's training graph reduces: warned
+    assert ("`tf.reduce_max(..., axis=1)` in a rec unit is read over a step's layout" in proc.stderr) == bool(sets)
     names = json.loads(map_file.read_text())
     # (with the EOS threshold no hypothesis ends: inputs of one length, as RETURNN's bound is the
     # batch's longest, netc's each sequence's)

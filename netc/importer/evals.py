@@ -541,7 +541,7 @@ class EvalMapper:
         elif n == len(dims) - 1 and n > 0:  # the last axis of RETURNN's layout: as -1
             axis = self.axis_of(args[0], x, fn)
             if self.in_loop:
-                self.loop_axes.append(ast.unparse(node))
+                self.loop_axes.append(f"tf.{fn}(..., axis={ast.unparse(k)})")
         elif n != -1:  # RETURNN's layout of the source decides which axis a number is
             raise self.refuse(
                 f"`{ast.unparse(node)}` (axis=-1, the feature axis, is; other axis numbers of a "
