@@ -213,6 +213,18 @@ class ETensor:
     def __rtruediv__(self, o):
         return self._binary("div", o, True)
 
+    def __floordiv__(self, o):
+        return self._binary("floordiv", o, False)
+
+    def __rfloordiv__(self, o):
+        return self._binary("floordiv", o, True)
+
+    def __mod__(self, o):
+        return self._binary("mod", o, False)
+
+    def __rmod__(self, o):
+        return self._binary("mod", o, True)
+
     def __bool__(self) -> bool:
         """`if cond:` in eager mode: one sequence at a time, so one bool. Searching, a value has a
         row per hypothesis (`batch`): after the search, the best one's; in its loop, the one all
@@ -533,6 +545,7 @@ class Absent:
         return self
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _self
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _self
     __pow__ = __abs__ = __round__ = _self  # ETensor's other operators (a focal loss's `(1 - p) ** 2.0`)
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __neg__ = _self  # type: ignore[assignment]
     __hash__ = object.__hash__

@@ -291,6 +291,14 @@ class Comparison:
         return self.max_abs_diff <= TOLERANCE * self.scale
 
 
+def abs_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| in float64, 0 where both hold the same value: equal infinities (scores a
+    `mask_inf` or a search set to -inf) are equal, not NaN apart."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(a == b, 0.0, np.abs(a - b))
+
+
 def compare(g: Graph, ref: Result, other: Result, backend: str, reference: str = "eager") -> list[Comparison]:
     """Every result of `ref` (outputs and losses, or what a search returns) against `other`'s."""
     losses = {loss.name for loss in g.losses}
@@ -311,8 +319,7 @@ def compare(g: Graph, ref: Result, other: Result, backend: str, reference: str =
         a = a[tuple(slice(0, n) for n in shape)]
         b = b[tuple(slice(0, n) for n in shape)]
         mask = valid_mask(dims, ref.lens[name], g, shape)
-        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-        diff = np.where(mask, diff, 0.0)
+        diff = np.where(mask, abs_diff(a, b), 0.0)
         bad = np.isnan(b) & mask
         worst = float("inf") if bad.any() else float(diff.max(initial=0.0))
         scale = max(1.0, float(np.abs(a).max(initial=0.0))) if name in losses else 1.0

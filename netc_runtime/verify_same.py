@@ -16,7 +16,7 @@ from netc.ir.model import Graph
 from netc.progress import step
 from netc_runtime.backends import BACKEND_NAMES, Result, run_backend, valid_mask
 from netc_runtime.failures import failing_as
-from netc_runtime.verify import random_inputs, random_lengths, random_params
+from netc_runtime.verify import abs_diff, random_inputs, random_lengths, random_params
 
 SAME_TOLERANCE = 1e-5
 
@@ -93,7 +93,7 @@ def _compare(g: Graph, ra: Result, rb: Result, backend: str, losses: set[str]) -
                 raise ValueError(f"output {name!r} on {backend}: shorter than its lengths along {d}")
         cut = tuple(slice(0, n) for n in shape)
         mask = valid_mask(dims, ra.lens[name], g, shape)
-        diff = np.where(mask, np.abs(x[cut] - y[cut]), 0.0)
+        diff = np.where(mask, abs_diff(x[cut], y[cut]), 0.0)
         worst = float("inf") if (np.isnan(y[cut]) & mask).any() else float(diff.max(initial=0.0))
         scale = max(1.0, float(np.abs(x).max(initial=0.0))) if name in losses else 1.0
         out.append(SameComparison(name, backend, worst, int(mask.sum()), scale))

@@ -19,6 +19,7 @@ from netc.importer.checkpoint import model_value
 from netc.ir.interface import interface
 from netc.naming import lens_name
 from netc_runtime.backends import run_backend
+from netc_runtime.verify import abs_diff
 
 CONFIGS = ROOT / "tests" / "import_configs"
 # config, --set options, the lengths of each dynamic dim of the inputs (in order of appearance)
@@ -65,6 +66,10 @@ CASES = {
     "doc_rel_pos_self_att": ("doc_rel_pos_self_att.config", [], [[5, 2, 4]]),
     "doc_decoder": ("doc_decoder.config", [], [[5, 2, 4], [3, 2, 4]]),  # labels, not frame-wise
     "hard_attention": ("hard_attention.config", [], [[7, 4, 6], [3, 2, 4]]),  # two choices a step
+    # shallow fusion with an EOS threshold: scores of -inf (`mask_inf`) in the outputs
+    "fused_eos": ("fused_eos_threshold.config", [], [[6, 4, 5], [3, 2, 4]]),
+    # a factored hybrid's label parts (`tf.floordiv`, `tf.floormod`), registered as inputs
+    "factored_labels": ("factored_labels.config", [], [[6, 3, 5]]),
 }
 DOC_CASES = sorted(c for c in CASES if c.startswith("doc_"))
 TOLERANCE = 1e-5
@@ -194,7 +199,7 @@ def _inputs(g, original: dict) -> tuple[dict, dict]:
 
 def _valid_diff(a: np.ndarray, b: np.ndarray, n: np.ndarray) -> float:
     assert a.shape[0] == b.shape[0] and a.shape[2:] == b.shape[2:], (a.shape, b.shape)
-    return max(float(np.abs(a[i, :k].astype(np.float64) - b[i, :k]).max()) for i, k in enumerate(n))
+    return max(float(abs_diff(a[i, :k], b[i, :k]).max()) for i, k in enumerate(n))
 
 
 @pytest.mark.parametrize("backend", ["returnn", "torch"])
@@ -216,7 +221,7 @@ def _compare(case: str, model: Path, names: dict, orig: dict, backend: str) -> N
         dyn = [d for d in res.dims[out] if d in res.lens.get(out, {})]
         if not dyn and ours.shape != theirs.shape:  # an axis of size 1 (`keep_dims`) where netc's order puts it
             ours, theirs = (a.reshape(a.shape[0], *(n for n in a.shape[1:] if n != 1)) for a in (ours, theirs))
-        diffs[layer] = _valid_diff(ours, theirs, res.lens[out][dyn[0]]) if dyn else float(np.abs(ours - theirs).max())
+        diffs[layer] = _valid_diff(ours, theirs, res.lens[out][dyn[0]]) if dyn else float(abs_diff(ours, theirs).max())
     for layer, loss in names["losses"].items():
         theirs = float(orig["fetch"][f"loss:{layer}"])
         assert theirs > 0.1, (layer, theirs)  # a real loss
@@ -226,16 +231,31 @@ def _compare(case: str, model: Path, names: dict, orig: dict, backend: str) -> N
     assert all(d <= TOLERANCE for d in diffs.values()), diffs  # a NaN difference fails too
 
 
-def run_original_search(config: Path, original: dict) -> dict:
+def test_eos_threshold_sets_eos_to_minus_inf_where_the_original_does(imported):
+    """The EOS threshold of a fusion function (`tf.range(tf.shape(x)[-1])`, `-float("inf")`) holds
+    -inf where RETURNN's does, not a large finite number, and finite scores elsewhere."""
+    model, names, orig = imported("fused_eos")
+    theirs = orig["fetch"]["out:fused_scores"]
+    valid = [theirs[i, :k] for i, k in enumerate(orig["lens"]["classes"])]
+    eos = np.concatenate([v[..., 0] for v in valid])
+    assert np.isneginf(eos).any() and np.isfinite(eos).any(), eos  # the threshold both ways
+    assert all(np.isfinite(v[..., 1:]).all() for v in valid)
+    _compare("fused_eos", model, names, orig, "torch")
+
+
+def run_original_search(config: Path, original: dict, sets=()) -> dict:
     """The config's network in RETURNN's search (`search_flag`), with the training run's
     parameters and batch: each sequence's best hypothesis (the beam's first) and its score."""
     import tensorflow as tf
     from returnn.config import Config, set_global_config
     from returnn.tf.network import TFNetwork
 
+    args = [a for k, v in sets for a in (f"++{k}", v)]
     cfg = Config()
     set_global_config(cfg)
+    cfg.parse_cmd_args(args)
     cfg.load_file(str(config))
+    cfg.parse_cmd_args(args)
     with tf.Graph().as_default() as graph:
         net = TFNetwork(config=cfg, train_flag=False, search_flag=True)
         net.construct_from_dict(cfg.typed_value("network"))
@@ -276,30 +296,45 @@ def test_rna_search_gives_the_originals_best_labels(imported, backend):
     assert np.abs(res.outputs["scores"] - theirs["scores"]).max() <= TOLERANCE, (res.outputs["scores"], theirs)
 
 
+@pytest.mark.parametrize(
+    "config, sets",
+    [
+        ("fused_decoder.config", []),
+        ("fused_eos_threshold.config", []),
+        ("fused_eos_threshold.config", [("eos_axis", "1")]),  # the setups' axis number (a step's labels)
+    ],
+)
 @pytest.mark.parametrize("backend", ["returnn", "torch"])
-def test_fused_search_gives_the_originals_best_labels(tmp_path, backend):
+def test_fused_search_gives_the_originals_best_labels(tmp_path, backend, config, sets):
     """A decoder whose `choice` takes log-probabilities it fused itself (`input_type: "log_prob"`:
-    the AM's plus 0.5 times an LM's) searched: the imported model's beam search (netc's `choice`
-    with `input_type="log_prob"`, the scores summed as they are) finds the original's best labels
-    with its score, RETURNN's search of the original config with the same parameters."""
-    config = CONFIGS / "fused_decoder.config"
+    the AM's plus 0.5 times an LM's; with an EOS threshold, EOS at -inf where it is below gamma
+    times the best other label) searched: the imported model's beam search (netc's `choice` with
+    `input_type="log_prob"`, the scores summed as they are) finds the original's best labels with
+    its score, RETURNN's search of the original config with the same parameters."""
+    config = CONFIGS / config
     model, map_file = tmp_path / "fused.py", tmp_path / "names.json"
-    netc_in_process("import", config, "-o", model, "--param-map", map_file, check=True)
+    opts = [a for k, v in sets for a in ("--set", f"{k}={v}")]
+    proc = netc_in_process("import", config, "-o", model, "--param-map", map_file, *opts, check=True)
+    # the setups' `axis=1` is a step's labels, not what RETURNN's training graph reduces: warned
+    assert ("`tf.reduce_max(..., axis=1)` in a rec unit is read over a step's layout" in proc.stderr) == bool(sets)
     names = json.loads(map_file.read_text())
-    orig = run_original(config, [], [[6, 4, 5], [3, 2, 4]])
+    # (with the EOS threshold no hypothesis ends: inputs of one length, as RETURNN's bound is the
+    # batch's longest, netc's each sequence's)
+    orig = run_original(config, sets, [[6, 4, 5] if config.name == "fused_decoder.config" else [5, 5, 5], [3, 2, 4]])
     # RETURNN's training network has no LM (nothing it trains reads it): its parameters drawn here
     rng = np.random.default_rng(5)
     params = {
         k: orig["params"].get(k, rng.normal(0.0, 0.5, v["shape"]).astype(np.float32))
         for k, v in names["params"].items()
     }
-    assert len(params) > len(orig["params"])
+    # (with the EOS threshold its `eval` is an output layer: RETURNN's training network has the LM)
+    assert len(params) > len(orig["params"]) or config.name == "fused_eos_threshold.config"
     # 3 times as large (labels of every class) and EOS (label 0) more likely: hypotheses end before
     # the bound (RETURNN's is the batch's, netc's each sequence's)
     params = {k: np.float32(3.0) * v for k, v in params.items()}
     params["output/rec/output_prob/b"] = params["output/rec/output_prob/b"] + np.float32(2.0) * (np.arange(7) == 0)
     orig = {**orig, "params": params}
-    theirs = run_original_search(config, orig)
+    theirs = run_original_search(config, orig, sets)
     g = compile_graph(str(model))
     params = {names["params"][k]["returnn"]: model_value(v, names["params"][k]) for k, v in orig["params"].items()}
     inputs, lens = _inputs(g, orig)
@@ -309,7 +344,10 @@ def test_fused_search_gives_the_originals_best_labels(tmp_path, backend):
     n = res.lens[out][dec]
     ours = res.outputs[out]
     assert [list(r[:k]) for r, k in zip(ours, n)] == [list(r[:k]) for r, k in zip(theirs["labels"], n)]
-    assert len({len(r[:k]) for r, k in zip(ours, n)}) > 1 and all(r[k - 1] == 0 for r, k in zip(ours, n))
+    if config.name == "fused_decoder.config":
+        assert len({len(r[:k]) for r, k in zip(ours, n)}) > 1 and all(r[k - 1] == 0 for r, k in zip(ours, n))
+    else:  # the threshold keeps EOS below it at -inf: no hypothesis ends before its bound (RETURNN's neither)
+        assert all(0 not in list(r[:k]) for r, k in zip(ours, n)) and set(n) == {10}
     assert np.abs(res.outputs["scores"] - theirs["scores"]).max() <= TOLERANCE, (res.outputs["scores"], theirs)
 
 
@@ -488,6 +526,8 @@ def test_librispeech_2018_imports_and_gives_the_originals_numbers(tmp_path_facto
         "transformer_class",
         "pretrain",
         "fold_stacks",
+        "fused_eos",
+        "factored_labels",
         *DOC_CASES,
     ],
 )
@@ -846,9 +886,28 @@ def test_malformed_networks_are_errors_not_tracebacks(tmp_path, network, message
         ),
         (
             "tf.to_float(source(0)) + tf.floordiv(source(0), 3)",
-            "eval 'tf.to_float(source(0)) + tf.floordiv(source(0), 3)': `tf.floordiv(source(0), 3)`: floor division "
-            "and modulo (netc has neither; of labels, labels of another class dim: netc's labels have no arithmetic) "
-            "not supported",
+            "eval 'tf.to_float(source(0)) + tf.floordiv(source(0), 3)': `tf.floordiv(source(0), 3)` (floor division "
+            "and modulo of labels' numbers, in an `eval` whose `out_type` is labels, are) not supported",
+        ),
+        (  # netc's numbers are finite: -inf only as a `tf.where` branch (`mask_inf`)
+            "tf.where(tf.greater(source(0), 0.0), source(0), float('inf'))",
+            "eval \"tf.where(tf.greater(source(0), 0.0), source(0), float('inf'))\": `tf.where(tf.greater(source(0), "
+            "0.0), source(0), float('inf'))` with a branch of +inf (−inf is) not supported",
+        ),
+        (
+            "source(0) + float('-inf')",
+            "eval \"source(0) + float('-inf')\": `source(0) + float('-inf')`: arithmetic on an infinite value not "
+            "supported",
+        ),
+        (
+            "tf.expand_dims(source(0), 0)",
+            "eval 'tf.expand_dims(source(0), 0)': `tf.expand_dims` as the layer's value (as an operand it is) not "
+            "supported",
+        ),
+        (
+            "tf.range(tf.shape(source(0))[0])",
+            "eval 'tf.range(tf.shape(source(0))[0])': `tf.range(tf.shape(source(0))[0])` (`tf.range(tf.shape(x)[-1])`, "
+            "x's feature axis, is) not supported",
         ),
         ("tf.erf(source(0))", "eval 'tf.erf(source(0))': `tf.erf` with 1 argument not supported"),
         ("source(0)[:, ::-1]", "eval 'source(0)[:, ::-1]': `source(0)[:, ::-1]` not supported"),

@@ -20,6 +20,7 @@ CASES = {
     "eval_axes": ("corpus_eval_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "old_batch_norm": ("old_batch_norm.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "hybrid_upsampled": ("hybrid_upsampled.config", [[6, 3, 9], [6, 3, 9]]),  # multiples of the pool's 3
+    "hybrid_cut": ("hybrid_cut.config", [[6, 3, 9]]),  # `slice_nd` of the first frames (multiples of 3)
     "set_axes": ("corpus_set_axes.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
     "ce_probs": ("corpus_ce_probs.config", [[6, 4, 5], [3, 2, 4]]),  # a decoder's targets
     "local_attention": ("corpus_local_attention.config", [[7, 3, 6], [4, 2, 3]]),  # windows inside the frames

@@ -228,6 +228,50 @@ def test_where_broadcasts_by_dim_union():
             )
 
 
+def test_mask_inf_is_minus_inf_where_the_condition_holds():
+    g, inputs, lens, params, res = _all("ops_mask_inf.py")
+    x = inputs["x"].astype(np.float64)
+    scores = _log_softmax(x)
+    best = scores[..., 1:].max(-1)
+    want = {
+        "output": np.concatenate(
+            [np.where(scores[..., :1] < best[..., None] * 1.5, -np.inf, scores[..., :1]), scores[..., 1:]], -1
+        ),
+        "best_other": best,
+        "below": np.where(x < 0.0, -np.inf, x),
+    }
+    for b, r in res.items():
+        for name, w in want.items():
+            mask = _mask(g, r, name)
+            got = np.where(mask, r.outputs[name], 0.0)
+            np.testing.assert_array_equal(np.isneginf(got), np.isneginf(np.where(mask, w, 0.0)), err_msg=f"{b} {name}")
+            fin = np.isfinite(got)
+            np.testing.assert_allclose(got[fin], np.where(mask, w, 0.0)[fin], atol=1e-5, err_msg=f"{b} {name}")
+    eos = res["eager"].outputs["output"][..., 0][_mask(g, res["eager"], "best_other")]
+    assert np.isneginf(eos).any() and np.isfinite(eos).any()  # the threshold both ways
+
+
+def test_floordiv_and_mod_are_tfs_floor_division():
+    g, inputs, lens, params, res = _all("ops_floordiv.py")
+    y = inputs["y"].astype(np.int64)
+    want = {  # Python's (numpy's) // and % floor, as TF's floordiv and floormod
+        "output": y,
+        "phoneme": y // 3,
+        "state": y % 3,
+        "negative": (y - 7) // 4 + 10 * ((y - 7) % 4),
+        "by_tensor": (y - 5) // (y % 4 + 1) + 10 * ((5 - y) % (y % 3 + 1)),
+    }
+    assert (want["negative"] < 0).any()
+    for b, r in res.items():
+        for name, w in want.items():
+            mask = _mask(g, r, name)
+            np.testing.assert_array_equal(
+                np.where(mask, r.outputs[name], 0), np.where(mask, w, 0), err_msg=f"{b} {name}"
+            )
+    vals = _values(g)
+    assert vals["phoneme"].sparse_dim == "phon" and vals["negative"].sparse_dim is None
+
+
 def test_cast_truncates_and_keeps_dtypes():
     g, inputs, lens, params, res = _all("ops_cast.py")
     vals = _values(g)

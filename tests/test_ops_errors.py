@@ -8,7 +8,7 @@ from conftest import check_located_case
 
 HEADER = """\
 from netc import (Dim, Embedding, LayerNorm, Labels, Linear, Tensor, argmax, batch, cast, cross_entropy,
-                  dropout, network, where, zeros)
+                  dropout, mask_inf, network, where, zeros)
 time = Dim("time")
 feat = Dim("feat", 8)
 vocab = Dim("vocab", 5)
@@ -200,6 +200,17 @@ CASES = [
         "`dropout` needs a float tensor, got int32",
         1,
         "dropout(",
+    ),
+    ("floordiv_by_zero", ["return y // 0"], "`// 0`: division by zero", 1, "y // 0"),
+    ("floordiv_of_floats", ["return x // 2"], "`//` takes int32 tensors (labels' numbers), got float32", 1, "x // 2"),
+    ("mod_of_a_number", ["return 3 % y"], "`3 % x` of a number and a tensor is not supported (`x % n` is)", 1, "3 % y"),
+    ("mask_inf_of_labels", ["return mask_inf(y, y == 0)"], "`mask_inf` needs float scores, got int32", 1, "mask_inf("),
+    (
+        "mask_inf_float_condition",
+        ["return mask_inf(x, x)"],
+        "`mask_inf` needs a bool condition, got float32",
+        1,
+        "mask_inf(",
     ),
 ]
 

@@ -12,7 +12,7 @@ import libcst as cst
 from netc.importer import legacy
 from netc.importer.dims import BATCH
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
-from netc.importer.values import Refused, Val, feature, sources
+from netc.importer.values import DIM, Refused, Val, feature, sources
 
 # RETURNN `activation` names -> netc functions (None: the identity)
 ACTIVATIONS = {
@@ -307,9 +307,34 @@ class ArithLayers:
         last = frozenset(i for i, s in enumerate(sources(d)) if self._feature_last(s, scope))
         layouts = {i: self._layout(s, v, scope, old) for i, (s, v) in enumerate(zip(sources(d), vals, strict=True))}
         weights = frozenset(i for i, s in enumerate(sources(d)) if self._spatial_weights(s, scope))
-        mapper = EvalMapper(self, full, code, vals, shown, feature_last=last, layouts=layouts, weights=weights)
+        ot = d.get("out_type")
+        int_labels = isinstance(ot, dict) and (ot.get("sparse") is True or "sparse_dim" in ot)
+        mapper = EvalMapper(
+            self,
+            full,
+            code,
+            vals,
+            shown,
+            feature_last=last,
+            layouts=layouts,
+            weights=weights,
+            in_loop=bool(scope.rec),
+            int_labels=int_labels,
+        )
         expr, _ = mapper.run()
+        if mapper.loop_axes:
+            why = (
+                f"`{mapper.loop_axes[0]}` in a rec unit is read over a step's layout (its last axis, as RETURNN "
+                "computes the layer in the loop: in search, under a `choice`); where RETURNN's training graph "
+                "computes the layer over all frames at once, the axis number names another axis and the layer's "
+                "values differ (a `choice` reading them takes its target in training)"
+            )
+            self.warnings.append(Refused(full, "eval", why))
         dims, sparse = mapper.result(expr)
+        if id(expr) in mapper.ints:  # labels' numbers: labels of `out_type`'s class dim (the values kept)
+            sparse = self._out_classes(layer, ot, full)
+            self.imports.add("cast")
+            expr = call("cast", expr, cst.SimpleString('"int32"'), class_dim=self.dim(sparse))
         if (set(mapper.full_dims) - set(dims) or sparse is not None) and not d.get("out_type"):
             # RETURNN's output of an `eval` is its sources' (common) dims, unless `out_type` says
             raise Refused(
@@ -324,6 +349,20 @@ class ArithLayers:
             self.whole_floats.add(var)
         self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims, sparse, log_probs=_is_log_softmax(val.expr))
+
+    def _out_classes(self, layer: str, ot: dict, full: str) -> str:
+        """The class dim of an `eval`'s `out_type` of labels (`dim`: a number of classes, or
+        `sparse_dim`: a dim tag): a static dim."""
+        n = ot.get("sparse_dim", ot.get("dim"))
+        if isinstance(n, dict) and DIM in n:
+            tag = self.dims.tag(n[DIM])
+        elif isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+            tag = self.dims.static(n, identifier(f"{layer}_classes"))
+        else:
+            raise Refused(full, "eval", f"out_type {ot!r}: labels of a number of classes or a dim tag are supported")
+        if not self.dims.is_static(tag) or ot.get("dtype", "int32") not in ("int32", "int64"):
+            raise Refused(full, "eval", f"out_type {ot!r}: int32 labels of a static class dim are supported")
+        return tag
 
     def _broadcast_ones(self, vals: list[Val]) -> list[Val]:
         """RETURNN's `eval` broadcasts a static dim of size 1 (a `variable` of shape [1]: a scale)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from netc.importer.attention import new_dim
 from netc.importer.dims import BATCH
 from netc.importer.syntax import binop, call, compare, identifier, literal, name, num
-from netc.importer.values import Refused, Val, feature
+from netc.importer.values import DIM, Refused, Val, feature
 
 KNOWN = {
     "squeeze": {"axis", "allow_no_op"},
@@ -247,6 +247,14 @@ class AxesLayers:
         src = self._source(d, scope, full)
         size, start = d.get("size"), d.get("start")
         time = self._axis(src, d.get("axis", "T"))
+        if _int(start) == 0 and isinstance(size, dict) and DIM in size and time is not None:
+            # the first frames, as many as a time dim's (an upsampled encoder's cut to the alignment's)
+            other = self.dims.tag(size[DIM])
+            if not self.dims.is_dynamic(other) or not self.dims.is_dynamic(time) or src.sparse is not None:
+                raise Refused(full, "slice_nd", f"size {size!r}: a time dim (of a float input's time) is supported")
+            value, dims = self._frames_over(src, time, other, full, "slice_nd", "size")
+            self._emit(scope, var, value, layer)
+            return Val(name(var), dims)
         if _int(size) is None or size < 1 or not isinstance(start, str) or time is None:
             raise Refused(full, "slice_nd", "a `start` layer and a number `size` over the time dim are supported")
         if not self.dims.is_dynamic(time) or src.sparse is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import operator
 import re
 from dataclasses import dataclass, field
@@ -192,6 +193,8 @@ class _Evaluator:
                 return base[key]
             if isinstance(base, _Obj) and base.kind == "typed_dict" and isinstance(key, str) and key in self.globals:
                 return self.globals[key]  # `config.typed_dict['f']`: the config's own value
+            if isinstance(base, _Tensor) and isinstance(key, int) and not isinstance(key, bool):
+                return _Tensor(f"{base.code}[{key}]")  # `tf.shape(x)[-1]`: the eval language decides
             return Unknown(f"`{ast.unparse(node)}`")
         if isinstance(node, ast.Tuple | ast.List):
             return Unknown(f"`{ast.unparse(node)}` (a {type(node).__name__.lower()})")
@@ -230,6 +233,8 @@ class _Evaluator:
             return _Obj(ident)
         if ident == "safe_log":  # RETURNN's, which an `eval` string sees (`evals.py` maps it)
             return _Obj("tf", "safe_log")
+        if ident in _BUILTINS:  # `-float("inf")`: a number
+            return _BUILTINS[ident]
         return Unknown(f"`{ident}`")
 
     def attribute(self, base, attr: str):
@@ -268,6 +273,8 @@ class _Evaluator:
             return Unknown(f"{shown}: the config file defines no such function")
         if isinstance(fn, _Fn):
             return self.run_function(fn, args, kwargs)
+        if any(fn is b for b in _BUILTINS.values()) and not kwargs and node is not None:
+            return self.plain(node, lambda: fn(*args), *args)
         if not isinstance(fn, _Obj):
             return Unknown(shown)
         if fn.kind == "source":
@@ -444,6 +451,8 @@ def _same(a, b) -> bool:
 def _code(v) -> str:
     if _is_dtype(v):
         return v.path
+    if isinstance(v, float) and math.isinf(v):  # `repr` gives `-inf`, a name
+        return f"float({str(v)!r})"
     return v.code if isinstance(v, _Tensor | _Data) else repr(v)
 
 
@@ -453,6 +462,8 @@ def _is_dtype(v) -> bool:
 
 
 _DTYPES = {"tf.float32", "tf.int32", "tf.int64", "tf.bool"}
+# builtins of numbers a config's function calls (`-float("inf")`)
+_BUILTINS = {"float": float, "int": int}
 
 
 _BINARY = {

@@ -7,6 +7,7 @@ refusal naming the layer and the part of the string it does not understand."""
 from __future__ import annotations
 
 import ast
+import math
 
 import libcst as cst
 
@@ -33,6 +34,8 @@ class EvalMapper:
         feature_last: frozenset = frozenset(),
         layouts: dict[int, tuple[str, ...] | None] | None = None,
         weights: frozenset = frozenset(),
+        in_loop: bool = False,
+        int_labels: bool = False,
     ):
         self.imp, self.full, self.code, self.srcs = imp, full, code, srcs
         self.shown = shown or repr(code)  # how errors quote the eval (a config function's: what it computes)
@@ -56,6 +59,20 @@ class EvalMapper:
         self.kept: set[str] = set()  # dims a `keepdims` reduction keeps (of size 1 in RETURNN)
         self.casting = False
         self.bools: set[int] = set()  # subexpressions that are bool (a comparison)
+        # −inf (`float('-inf')`, plus TF's zeros of some dims: their dims) and +inf: netc's numbers
+        # are finite, so only a `tf.where` branch may be −inf (`mask_inf`)
+        self.neg_inf: dict[int, tuple[str, ...]] = {}
+        self.pos_inf: set[int] = set()
+        self.zeros: dict[int, tuple[str, ...]] = {}  # `tf.zeros_like(x)`: x's dims
+        self.expanded: set[int] = set()  # `tf.expand_dims` (netc broadcasts by name): operands only
+        self.keep: list[Expr] = []  # nodes left out of the result, alive so that their ids stay theirs
+        # in a rec unit a step's layout (search's) is not RETURNN's training graph's, which computes
+        # the layer over all frames at once: axis numbers read as the step's (`loop_axes`: where)
+        self.in_loop, self.loop_axes = in_loop, []
+        # an `out_type` of labels (`sparse`): label sources are their numbers (int32), whose `+ - *`,
+        # `//`, `%` (`tf.floordiv`, `tf.floormod`) make the labels' numbers (a factored label's parts)
+        self.int_labels = int_labels
+        self.ints: set[int] = set()  # int32 subexpressions (labels' numbers)
 
     def dims(self, e: Expr, is_tensor: bool = True) -> tuple[tuple[str, ...], str | None]:
         """(dims, label dim) of a mapped subexpression."""
@@ -74,6 +91,8 @@ class EvalMapper:
             dims = self.full_dims
         if any(k not in dims for k in self.kept):
             raise self.refuse("a reduction with `keepdims=True` as the layer's value (as an operand it is)")
+        if id(expr) in self.expanded:
+            raise self.refuse("`tf.expand_dims` as the layer's value (as an operand it is)")
         return dims, sparse
 
     def refuse(self, what: str) -> Refused:
@@ -86,6 +105,8 @@ class EvalMapper:
         except SyntaxError as e:
             raise Refused(self.full, "eval", f"eval {self.shown} is not a Python expression ({e.msg})") from None
         expr, prec, is_tensor = self.expr(tree.body)
+        if id(expr) in self.neg_inf or id(expr) in self.pos_inf:
+            raise self.refuse("an infinite value outside a `tf.where` branch")
         if not is_tensor:
             raise self.refuse("an expression that reads no `source(i)`")
         return expr, is_tensor
@@ -98,22 +119,72 @@ class EvalMapper:
             inner, prec, t = self.expr(node.operand)
             if isinstance(node.op, ast.UAdd):
                 return inner, prec, t
+            if id(inner) in self.pos_inf:  # `-float('inf')`
+                return self.infinite(-1, ()), 9, False
+            if id(inner) in self.neg_inf:
+                return self.infinite(1, ()), 9, False
             return self.like(cst.UnaryOperation(cst.Minus(), _paren(inner, prec < 3)), inner, t), 3, t
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             op, prec = _BINOPS[type(node.op)]
             (a, pa, ta), (b, pb, tb) = self.expr(node.left), self.expr(node.right)
+            for x, y in ((a, b), (b, a)):
+                if id(x) in self.neg_inf and isinstance(node.op, ast.Add) and id(y) in self.zeros:
+                    # `-float('inf') + tf.zeros_like(x)`: −inf over x's dims (TF's broadcast)
+                    return self.infinite(-1, self.zeros[id(y)]), 9, False
+            if any(id(x) in self.neg_inf or id(x) in self.pos_inf for x in (a, b)):
+                raise self.refuse(f"`{ast.unparse(node)}`: arithmetic on an infinite value")
+            if self.int_operands(node, (node.left, a, ta), (node.right, b, tb)) and isinstance(node.op, ast.Div):
+                raise self.refuse(f"`{ast.unparse(node)}`: `/` of labels' numbers (`//` is)")
             out = cst.BinaryOperation(_paren(a, pa < prec), op(), _paren(b, pb <= prec))
             out = self.broadcast(out, (a, ta), (b, tb))
             if not isinstance(node.op, ast.Div):
                 out = self.whole_of(out, (node.left, a), (node.right, b))
+            if id(a) in self.ints or id(b) in self.ints:
+                self.ints.add(id(out))
             return out, prec, ta or tb
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
             return self.pow(node.left, node.right)
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv | ast.Mod):
-            raise self.refuse(f"`{ast.unparse(node)}`: floor division and modulo (netc has neither)")
+            return self.int_division(node, node.op, node.left, node.right), 2, True
         raise self.refuse(f"`{ast.unparse(node)}`")
+
+    def infinite(self, sign: int, dims: tuple[str, ...]) -> Expr:
+        """±inf (over `dims`, where TF's zeros of them were added): a marker only a `tf.where`
+        branch takes (`mask_inf`)."""
+        out = call("float", cst.SimpleString("'-inf'" if sign < 0 else "'inf'"))
+        self.keep.append(out)
+        if sign < 0:
+            self.neg_inf[id(out)] = dims
+        else:
+            self.pos_inf.add(id(out))
+        return out
+
+    def int_operands(self, node: ast.AST, *parts: tuple[ast.AST, Expr, bool]) -> bool:
+        """Whether the operands are labels' numbers (and integers); refused where they mix with floats."""
+        ints = [id(e) in self.ints for _, e, t in parts if t]
+        if not any(ints):
+            return False
+        if not all(ints) or any(not t and not _integer(n) for n, _, t in parts):
+            raise self.refuse(f"`{ast.unparse(node)}`: labels' numbers with floats (`tf.to_float` of them is a float)")
+        return True
+
+    def int_division(self, node: ast.AST, op: ast.operator, left: ast.AST, right: ast.AST) -> Expr:
+        """`a // b`, `a % b` (`tf.floordiv`, `tf.floormod`) of labels' numbers: netc's `//` and `%`
+        (TF's floor semantics); a number divisor must be a nonzero integer."""
+        (a, pa, ta), (b, pb, tb) = self.expr(left), self.expr(right)
+        if not ta or not self.int_operands(node, (left, a, ta), (right, b, tb)):
+            raise self.refuse(
+                f"`{ast.unparse(node)}` (floor division and modulo of labels' numbers, in an `eval` whose "
+                "`out_type` is labels, are)"
+            )
+        if not tb and self.number(right) == 0:
+            raise self.refuse(f"`{ast.unparse(node)}`: division by zero")
+        sym = cst.FloorDivide() if isinstance(op, ast.FloorDiv) else cst.Modulo()
+        out = self.broadcast(cst.BinaryOperation(_paren(a, pa < 2), sym, _paren(b, pb <= 2)), (a, ta), (b, tb))
+        self.ints.add(id(out))
+        return out
 
     def whole_of(self, out: Expr, *parts: tuple[ast.AST, Expr]) -> Expr:
         """`out` (`+ - *`, maximum or minimum of `parts`) is a whole number where each part is (a
@@ -162,6 +233,13 @@ class EvalMapper:
             return self.source(node), 9, True
         if fn == "safe_log" and len(node.args) == 1 and not node.keywords:
             return self.safe_log(node.args[0]), 9, True
+        if fn == "float" and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Constant):
+            v = node.args[0].value
+            x = float(v) if isinstance(v, str | int | float) and not isinstance(v, bool) else None
+            if x is not None and math.isinf(x):
+                return self.infinite(1 if x > 0 else -1, ()), 9, False
+            if x is not None and math.isfinite(x):
+                return num(x), 9 if x >= 0 else 3, False
         if fn.startswith("tf_compat.v1."):  # RETURNN's `returnn.tf.compat` (in an eval's namespace): tf.compat.v1
             fn = "tf.compat.v1." + fn.removeprefix("tf_compat.v1.")
         if not fn.startswith("tf."):
@@ -172,7 +250,24 @@ class EvalMapper:
         if fn[3:] in ("math.l2_normalize", "nn.l2_normalize", "linalg.l2_normalize"):
             return self.l2_normalize(node), 2, True
         fn, args = fn[3:], node.args
-        if fn in ("cast", "dtypes.cast") and [k.arg for k in node.keywords] == ["dtype"] and len(args) == 1:
+        if fn in ("range", "math.range"):
+            return self.range_along(node), 9, True
+        if fn == "expand_dims" and len(args) + len(node.keywords) == 2:
+            # a size-1 axis only TF's broadcasting needs (netc's is by name): the value as it is
+            inner = self.tensor(args[0])
+            out = inner.deep_clone()
+            self.keep.append(inner)
+            self.meta[id(out)] = self.dims(inner)
+            if id(inner) in self.bools:
+                self.bools.add(id(out))
+            self.expanded.add(id(out))
+            return out, 9, True
+        zeros_dtype = None
+        if fn in ("zeros_like", "ones_like") and [k.arg for k in node.keywords] == ["dtype"] and len(args) == 1:
+            zeros_dtype = _dtype(node.keywords[0].value)  # `tf.zeros_like(x, dtype=tf.int32)`
+            if zeros_dtype not in ("float32", "int32", "int64"):
+                raise self.refuse(f"`{ast.unparse(node)}` (dtype float32 or int32 is)")
+        elif fn in ("cast", "dtypes.cast") and [k.arg for k in node.keywords] == ["dtype"] and len(args) == 1:
             args = [*args, node.keywords[0].value]  # `tf.cast(x, dtype=...)`
         elif fn in ("clip_by_value", "math.clip_by_value") and _clip_keywords(node) is not None:
             args = _clip_keywords(node)  # `tf.clip_by_value(x, clip_value_min=lo, clip_value_max=hi)`
@@ -199,8 +294,18 @@ class EvalMapper:
             if sparse is not None:
                 raise self.refuse(f"`{ast.unparse(node)}` of labels")
             what = fn.removesuffix("_like")
-            self.imp.imports.add(what)
-            out = self.mark(call(what, *(name("batch") if d == BATCH else self.imp.dim(d) for d in dims)), dims)
+            over = [name("batch") if d == BATCH else self.imp.dim(d) for d in dims]
+            if zeros_dtype in ("int32", "int64"):  # netc's ints are int32
+                self.imp.imports.add("full")
+                value = num(0 if what == "zeros" else 1)
+                out = call("full", *over, value=value, dtype=cst.SimpleString('"int32"'))
+            else:
+                self.imp.imports.add(what)
+                out = call(what, *over)
+            out = self.mark(out, dims)
+            if what == "zeros":
+                self.zeros[id(out)] = dims
+                self.keep.append(out)
             if id(x) in self.ordered:
                 self.ordered[id(out)] = self.ordered[id(x)]
             return out, 9, True
@@ -241,11 +346,11 @@ class EvalMapper:
             self.imp.imports.add(SOFTMAX[fn])
             axis = self.imp.dim(feature(src, self.imp.dims))
             return call(SOFTMAX[fn], self.tensor(args[0]), axis=axis), 9, True
-        if fn in _INTEGER:  # a factored label's parts (`tf.floordiv(source(0), 3)` of a state label)
-            raise self.refuse(
-                f"`{ast.unparse(node)}`: floor division and modulo (netc has neither; of labels, labels of "
-                "another class dim: netc's labels have no arithmetic)"
-            )
+        if fn in _INTEGER and len(args) == 2:  # a factored label's parts (`tf.floordiv(source(0), 3)`)
+            if "truncate" in fn:
+                raise self.refuse(f"`{ast.unparse(node)}`: truncating division (`tf.floordiv`, `tf.floormod` are)")
+            op = ast.FloorDiv() if "div" in fn else ast.Mod()
+            return self.int_division(node, op, args[0], args[1]), 9, True
         raise self.refuse(f"`tf.{fn}` with {len(args)} argument{'s' if len(args) != 1 else ''}")
 
     def bool_cast(self, arg: ast.AST, dtype: str) -> Expr | None:
@@ -276,8 +381,67 @@ class EvalMapper:
         if id(c) not in self.bools:
             raise self.refuse(f"`{ast.unparse(node)}` (a condition that is a comparison or a cast to bool is)")
         (a, _, ta), (b, _, tb) = self.expr(args[1]), self.expr(args[2])
+        if id(a) in self.pos_inf or id(b) in self.pos_inf:
+            raise self.refuse(f"`{ast.unparse(node)}` with a branch of +inf (−inf is)")
+        for inf, other, cond in ((a, b, c), (b, a, None)):
+            if id(inf) not in self.neg_inf:
+                continue
+            if id(other) in self.neg_inf or not (tb if other is b else ta):
+                raise self.refuse(f"`{ast.unparse(node)}` (−inf and a tensor as its branches are)")
+            if cond is None:  # −inf where the condition does not hold
+                cond = self.negated(c, args[0])
+            self.imp.imports.add("mask_inf")
+            out = self.broadcast(call("mask_inf", other, cond), (other, True), (cond, True))
+            dims = self.dims(out)[0]
+            if any(d not in dims for d in self.neg_inf[id(inf)]):
+                raise self.refuse(f"`{ast.unparse(node)}`: a −inf branch of more dims than the others")
+            return out
         self.imp.imports.add("where")
         return self.broadcast(call("where", c, a, b), (c, tc), (a, ta), (b, tb))
+
+    def negated(self, c: Expr, node: ast.AST) -> Expr:
+        """The bool `c` negated: a comparison's operator flipped (`a >= b` -> `a < b`: no NaN in
+        scores), else its 0/1 compared with 0."""
+        flip = {cst.GreaterThanEqual: cst.LessThan, cst.GreaterThan: cst.LessThanEqual}
+        flip |= {cst.LessThan: cst.GreaterThanEqual, cst.LessThanEqual: cst.GreaterThan}
+        flip |= {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}
+        if isinstance(c, cst.Comparison) and len(c.comparisons) == 1 and type(c.comparisons[0].operator) in flip:
+            target = c.comparisons[0].with_changes(operator=flip[type(c.comparisons[0].operator)]())
+            out = c.with_changes(comparisons=[target], lpar=[], rpar=[])
+        else:
+            self.imp.imports.add("cast")
+            out = compare("==", call("cast", c, cst.SimpleString('"float32"')), num(0.0))
+        self.like(out, c)
+        self.bools.add(id(out))
+        return out
+
+    def range_along(self, node: ast.Call) -> Expr:
+        """`tf.range(tf.shape(x)[-1], dtype=...)`: the positions along x's feature axis (last in
+        RETURNN's layout, as `axis=-1` reads it): `range_over(f, dtype=...)` (int32 or float32)."""
+        kw = {k.arg: k.value for k in node.keywords}
+        args = list(node.args)
+        if len(args) == 2 and "dtype" not in kw:
+            kw["dtype"] = args.pop()
+        dtype = _dtype(kw["dtype"]) if "dtype" in kw else "int32"
+        size = args[0] if len(args) == 1 else None
+        shape = size.value if isinstance(size, ast.Subscript) else None
+        if (
+            set(kw) - {"dtype"}
+            or dtype not in ("int32", "int64", "float32")
+            or not (isinstance(shape, ast.Call) and ast.unparse(shape.func) in ("tf.shape", "tf.compat.v1.shape"))
+            or len(shape.args) != 1
+            or shape.keywords
+        ):
+            raise self.refuse(f"`{ast.unparse(node)}` (`tf.range(tf.shape(x)[-1])`, x's feature axis, is)")
+        x = self.tensor(shape.args[0])
+        dims, sparse = self.dims(x)
+        k = self.number(size.slice)
+        if sparse is not None or id(x) in self.expanded or k not in (-1, len(dims) - 1):
+            raise self.refuse(f"`{ast.unparse(node)}` (`tf.range(tf.shape(x)[-1])`, x's feature axis, is)")
+        feat = self.axis_of(shape.args[0], x, "range")
+        self.imp.imports.add("range_over")
+        dt = cst.SimpleString('"float32"' if dtype == "float32" else '"int32"')
+        return self.mark(call("range_over", self.imp.dim(feat), dtype=dt), (feat,))
 
     def logical(self, kind: str, args: list[ast.AST]) -> Expr:
         """`tf.logical_and/or/not` of bools: netc has no logical operators, so their 0/1 values as
@@ -377,6 +541,12 @@ class EvalMapper:
             axis = order[int(n)]  # RETURNN's layout of a source read `auto_convert=False` (or of what is left of it)
             if axis == BATCH:
                 raise self.refuse(f"`{ast.unparse(node)}` over the batch axis")
+        elif id(x) in self.expanded:
+            raise self.refuse(f"`{ast.unparse(node)}` of a `tf.expand_dims`")
+        elif n == len(dims) - 1 and n > 0:  # the last axis of RETURNN's layout: as -1
+            axis = self.axis_of(args[0], x, fn)
+            if self.in_loop:
+                self.loop_axes.append(f"tf.{fn}(..., axis={ast.unparse(k)})")
         elif n != -1:  # RETURNN's layout of the source decides which axis a number is
             raise self.refuse(
                 f"`{ast.unparse(node)}` (axis=-1, the feature axis, is; other axis numbers of a "
@@ -475,8 +645,17 @@ class EvalMapper:
 
     def source(self, node: ast.Call) -> Expr:
         val = self.srcs[self.source_index(node)]
+        if val.sparse is not None and self.int_labels and not self.casting:  # their numbers
+            out = self.mark(val.tensor(), val.dims)
+            self.ints.add(id(out))
+            return out
         if val.sparse is not None and not self.casting:
-            raise Refused(self.full, "eval", "labels (sparse) as a source (`tf.to_float` of them is supported)")
+            raise Refused(
+                self.full,
+                "eval",
+                "labels (sparse) as a source (`tf.to_float` of them is supported; arithmetic of their numbers "
+                "where `out_type` is labels)",
+            )
         differs = val.dims != self.full_dims or val.sparse is not None
         out = self.mark(val.tensor(), val.dims, val.sparse) if differs else val.tensor()
         i = self.source_index(node)
@@ -536,6 +715,13 @@ def _dtype(node: ast.AST) -> str | None:
         return node.value
     text = ast.unparse(node)
     return text[3:] if text.startswith("tf.") else None
+
+
+def _integer(node: ast.AST) -> bool:
+    """Whether `node` is an int literal (`3`, `-1`)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
 
 
 def _integral(node: ast.AST) -> bool:

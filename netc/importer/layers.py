@@ -333,12 +333,14 @@ class Importer(
     def _input(self, key: str) -> Val:
         if key in self.inputs:
             return self.inputs[key]
+        # a layer's output RETURNN adds to the inputs (`register_as_extern_data`): that layer's value,
+        # also where `extern_data` declares the key (RETURNN builds those layers first, replacing it);
+        # the layer itself (reading the key on its way) reads the declared input
+        for layer, ld in self.cfg.network.items():
+            if isinstance(ld, dict) and ld.get("register_as_extern_data") == key and layer not in self.top.busy:
+                return self.get(layer, self.top)
         spec = self.cfg.inputs.get(key)
         if spec is None:
-            # a layer's output RETURNN adds to the inputs (`register_as_extern_data`): that layer's value
-            for layer, ld in self.cfg.network.items():
-                if isinstance(ld, dict) and ld.get("register_as_extern_data") == key:
-                    return self.get(layer, self.top)
             raise Refused(f"data:{key}", "extern_data", f"the config has no input `{key}` in `extern_data`")
         for t in (*spec.dims, spec.sparse_dim):
             tag = self.dims.tags.get(t) if t is not None else None

@@ -345,6 +345,12 @@ class LogicLayers:
         theirs = [x for x in base.dims if self.dims.is_dynamic(x)] if base else []
         if len(mine) != 1 or len(theirs) != 1:
             raise Refused(full, "reinterpret_data", "size_base: a layer of one time dim, the base of one time dim")
+        return self._frames_over(src, mine[0], theirs[0], full, "reinterpret_data", "size_base")
+
+    def _frames_over(self, src: Val, own: str, other: str, full: str, cls: str, what: str) -> tuple[Expr, tuple]:
+        """`src`'s frames along its time dim `own` read over the time dim `other` (`size_base`, a
+        `slice_nd` of the first frames): one dim, or each sequence's first frames (`fit_frames`)."""
+        mine, theirs = [own], [other]
         if self.dims.find(mine[0]) == self.dims.find(theirs[0]):
             return src.tensor(), src.dims
         inputs = {self.dims.find(x) for v in self.inputs.values() for x in v.dims if self.dims.is_dynamic(x)}
@@ -354,11 +360,7 @@ class LogicLayers:
                 return src.tensor(), src.dims
             others = inputs - {self.dims.find(theirs[0])}
             if len(others) > 1:  # which input's frames the layer's are made of is not known here
-                raise Refused(
-                    full,
-                    "reinterpret_data",
-                    "size_base: a dim a layer makes, with several inputs' time dims it may be of",
-                )
+                raise Refused(full, cls, f"{what}: a dim a layer makes, with several inputs' time dims it may be of")
             for other in others:  # its frames are the base's: one dim
                 self.dims.join(theirs[0], other)
         self.imports.add("fit_frames")

@@ -114,6 +114,72 @@ class Div(_Binary):
         return a / b
 
 
+class _IntBinary(_Binary):
+    """`a // b`, `a % b` of int32 tensors (labels' numbers: their class dim is not the result's),
+    TF's floor semantics (torch's `rounding_mode="floor"`, `remainder`: the sign of the divisor).
+    A number divisor must not be 0; a tensor's 0 is an error at run time, as in TF and torch."""
+
+    tf_fn = ""
+
+    def infer(self, dt, args, attrs):
+        if any(a.dtype != "int32" for a in args):
+            raise DimError(f"`{self.symbol}` takes int32 tensors (labels' numbers), got {args[0].dtype}")
+        if "scalar" in attrs:
+            s = attrs["scalar"]
+            if isinstance(s, bool) or not isinstance(s, int):
+                raise DimError(f"`{self.symbol}` of an int32 tensor and the number {s!r} (an integer is needed)")
+            if attrs.get("scalar_left"):
+                raise DimError(
+                    f"`{s} {self.symbol} x` of a number and a tensor is not supported (`x {self.symbol} n` is)"
+                )
+            if s == 0:
+                raise DimError(f"`{self.symbol} 0`: division by zero")
+        return [OutType(broadcast(dt, args, f"`{self.symbol}`"), "int32")]
+
+    def returnn(self, ctx, op):
+        # an `eval` with a dense int32 output: of labels, RETURNN would keep their class dim
+        if "scalar" in op.attrs:
+            code, srcs = f"tf.math.{self.tf_fn}(source(0), {op.attrs['scalar']!r})", [ctx.src(0)]
+        else:
+            code, srcs = f"tf.math.{self.tf_fn}(source(0), source(1))", [ctx.src(0), ctx.src(1)]
+        return {"class": "eval", "from": srcs, "eval": code, "out_type": {"dtype": "int32", "sparse": False}}
+
+    def torch(self, ctx, op):
+        dims = op.outs[0].dims
+        a = ctx.arg(0) if "scalar" in op.attrs else ctx.aligned(0, dims)
+        b = repr(op.attrs["scalar"]) if "scalar" in op.attrs else ctx.aligned(1, dims)
+        return self.torch_code(a, b)
+
+    def torch_code(self, a: str, b: str) -> str:
+        raise NotImplementedError
+
+
+@register
+class FloorDiv(_IntBinary):
+    name, symbol, tf_fn = "floordiv", "//", "floordiv"
+
+    def torch_code(self, a: str, b: str) -> str:
+        return f'torch.div({a}, {b}, rounding_mode="floor")'
+
+    def apply(self, a, b):
+        import torch
+
+        return torch.div(a, b, rounding_mode="floor")
+
+
+@register
+class Mod(_IntBinary):
+    name, symbol, tf_fn = "mod", "%", "floormod"
+
+    def torch_code(self, a: str, b: str) -> str:
+        return f"torch.remainder({a}, {b})"
+
+    def apply(self, a, b):
+        import torch
+
+        return torch.remainder(a, b)
+
+
 class _Compare(_Binary):
     """Elementwise comparison: a bool tensor (RETURNN `compare`, torch operators)."""
 

@@ -289,6 +289,46 @@ class Where(OpDef):
 
 
 @register
+class MaskInf(OpDef):
+    """`mask_inf(x, cond)`: −inf where cond holds, x elsewhere (dims: the union of both's): scores
+    a search must never choose (a shallow fusion's EOS threshold). Its own op because netc's
+    numbers are finite (a `where` branch cannot be −inf): RETURNN `switch` with a −inf branch."""
+
+    name = fn_name = "mask_inf"
+    tensors = ("x", "cond")
+
+    def api(self, x, cond):
+        pass
+
+    def infer(self, dt, args, attrs):
+        x, cond = args
+        if x.dtype != "float32":
+            raise DimError(f"`mask_inf` needs float scores, got {x.dtype}")
+        if cond.dtype != "bool":
+            raise DimError(f"`mask_inf` needs a bool condition, got {cond.dtype}")
+        return [OutType(broadcast(dt, args, "`mask_inf`"))]
+
+    def returnn(self, ctx, op):
+        return {
+            "class": "switch",
+            "condition": ctx.src(1),
+            "true_from": Code('float("-inf")'),
+            "false_from": ctx.src(0),
+        }
+
+    def torch(self, ctx, op):
+        dims = op.outs[0].dims
+        return f'torch.where({ctx.aligned(1, dims)}, float("-inf"), {ctx.aligned(0, dims)})'
+
+    def eager(self, ctx, args, attrs, outs):
+        dims = outs[0].dims
+        import torch
+
+        x, cond = (align_tensor(a.data, a.dims, dims) for a in args)
+        return torch.where(cond, float("-inf"), x)
+
+
+@register
 class Cast(OpDef):
     """`cast(x, dtype)` to "float32", "int32" or "bool" (float → int truncates toward zero).
     `cast(x, "int32", class_dim=vocab)`: int32 labels over the class dim `vocab` (the values are

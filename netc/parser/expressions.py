@@ -109,7 +109,7 @@ class Expressions:
             except DimError as e:
                 raise self.error(node, str(e)) from None
         if isinstance(a, num) and isinstance(b, num):
-            if opname == "div" and b == 0:
+            if opname in ("div", "floordiv", "mod") and b == 0:
                 raise self.error(node, "division by zero")
             return self.budget.number(pyfn(a, b), node)
         if isinstance(a, V.SeqLen) or isinstance(b, V.SeqLen):

@@ -39,6 +39,8 @@ BINOPS = {
     ast.Sub: ("sub", lambda a, b: a - b),
     ast.Mult: ("mul", lambda a, b: a * b),
     ast.Div: ("div", lambda a, b: a / b),
+    ast.FloorDiv: ("floordiv", lambda a, b: a // b),
+    ast.Mod: ("mod", lambda a, b: a % b),
     ast.Pow: ("pow", lambda a, b: a**b),
 }
 

@@ -123,6 +123,8 @@ FEATURES = frozenset(
         "cumsum",  # a running sum of an op's result over one of its dims (its own random stream)
         "one_hot",
         "range_over",
+        "mask_inf",  # -inf at a position or below a threshold, then exp (its own random stream)
+        "int_div",  # a float of labels' `//` and `%` parts (floor semantics) added (its own random stream)
         "slice_frames",
         "pad_frames",
         "fit_frames",  # padded onto a new dim and read back over the first (each sequence's first frames)

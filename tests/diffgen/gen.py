@@ -76,6 +76,7 @@ class Gen:
         self.side = random.Random(seed * 7919 + 1)
         self.seed = seed
         self.own_streams: dict[str, random.Random] = {}  # `on_own`: one stream per feature
+        self.own_names: dict[str, int] = {}  # `new_own`: names counted per feature
         self.allowed = set(FEATURES if features is None else features)
         self.used: set[str] = set()
         self.dims: dict[str, D] = {"batch": D("batch", "batch", 0)}
@@ -199,6 +200,14 @@ class Gen:
 
     def new(self, expr: str, dims, kind: str = "float", cls: str | None = None, prefix: str = "v", **kw) -> V:
         v = V(self.fresh(prefix), frozenset(dims), kind, cls, **kw)
+        self.emit(f"{v.name} = {expr}")
+        return self.add(v)
+
+    def new_own(self, feat: str, expr: str, dims, **kw) -> V:
+        """`new` named from a counter of feature `feat`'s own (`<feat>_<k>`): the names after it, and
+        so the program where it is pruned away, stay what they were without the feature."""
+        self.own_names[feat] = self.own_names.get(feat, 0) + 1
+        v = V(f"{feat}_{self.own_names[feat]}", frozenset(dims), "float", None, **kw)
         self.emit(f"{v.name} = {expr}")
         return self.add(v)
 

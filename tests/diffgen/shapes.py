@@ -1,5 +1,5 @@
-"""Constructs of the transformer/conformer ops: sin/cos, logsumexp, one_hot, range_over (any
-step's work), and, on whole sequences before the loops, slice_frames, pad_frames, fit_frames,
+"""Constructs of the transformer/conformer ops: sin/cos, logsumexp, one_hot, range_over, mask_inf
+(any step's work), and, on whole sequences before the loops, slice_frames, pad_frames, fit_frames,
 compact_frames, shift_right and self-attention over a `replace_dim` view (ops that make dims stand outside loops)."""
 
 from __future__ import annotations
@@ -25,7 +25,45 @@ def op(g: Gen, kind: str, a: V) -> V | None:
     if ds and g.on_own("cumsum", 0.3):
         d = g.own("cumsum").choice(ds)
         return g.new(f"nc.cumsum({v.name}, axis={d.code}) * 0.25", v.dims, variant=v.variant)
-    return v
+    return _int_parts(g, _mask_inf(g, v))
+
+
+def _int_parts(g: Gen, v: V) -> V:
+    """`v` plus a float of labels' parts (`//`, `%` of their numbers, negative ones and tensor
+    divisors too: floor semantics), drawn on a stream of its own, in `v`'s place."""
+    labs = [x for x in g.visible() if x.kind == "labels" and not x.stacked and x.dims <= v.dims]
+    if not labs or not g.on_own("int_div", 0.3):
+        return v
+    r = g.own("int_div")
+    lab = r.choice(labs).name
+    c, k, m = r.randint(0, 5), r.choice([2, 3, 4]), r.randint(1, 3)
+    parts = [
+        f"({lab} - {c}) // {k}",
+        f"({lab} + {m}) % {k}",
+        f"{lab} // ({lab} % {k} + 1)",
+        f"({c} - {lab}) % ({lab} % 2 + {m})",
+    ]
+    ints = " + ".join(r.sample(parts, 2))
+    out = g.new_own("int_div", f'{v.name} + 0.25 * nc.cast({ints}, "float32")', v.dims, variant=v.variant)
+    g.scopes[-1].remove(v)
+    return out
+
+
+def _mask_inf(g: Gen, v: V) -> V:
+    """`mask_inf` of `v` (−inf where a label's position or a threshold says), then `exp` (0 there:
+    later ops keep finite numbers), drawn on a stream of its own, in `v`'s place."""
+    statics = [g.dims[d] for d in sorted(v.dims) if g.dims[d].code and g.dims[d].size]
+    if not statics or not g.on_own("mask_inf", 0.25):
+        return v
+    r = g.own("mask_inf")
+    d = r.choice(statics)
+    if r.random() < 0.5:  # one position along a static dim (the EOS threshold's label 0)
+        cond = f"nc.range_over({d.code}) == {r.randrange(d.size)}"
+    else:  # a threshold on the values themselves (maybe none or every one)
+        cond = f"{v.name} < {r.choice(['-0.5', '0.0', '0.5'])}"
+    out = g.new_own("mask_inf", f"nc.exp(nc.mask_inf({v.name}, {cond}))", v.dims, variant=v.variant)
+    g.scopes[-1].remove(v)  # in its place: the later draws pick among as many values as without it
+    return out
 
 
 def _op(g: Gen, kind: str, a: V) -> V | None:
