@@ -1149,7 +1149,10 @@ def test_attention_and_pool_forms_not_supported_are_refused_at_the_layer(tmp_pat
         ('{"class": "compare", "from": ["data", "data"], "value": 1.0}', "one source with a number `value`, or two"),
         ('{"class": "switch", "condition": "data", "true_from": "data", "false_from": [1]}', "false_from [1] (a"),
         ('{"class": "constant", "value": 1, "dtype": "float64"}', "dtype 'float64' (float32, int32, bool are"),
-        ('{"class": "length", "add_time_axis": True}', "dtype int32 or float32 (and no add_time_axis; sparse of int32)"),
+        (
+            '{"class": "length", "add_time_axis": True}',
+            "dtype int32 or float32 (and no add_time_axis; sparse of int32)",
+        ),
         ('{"class": "cast", "dtype": "float16"}', "dtype 'float16' (float32, int32, bool are supported)"),
         ('{"class": "expand_dims", "axis": "B"}', "axis 'B' (F, T, spatial or a number is supported)"),
         ('{"class": "split", "size_splits": [1, 2]}', "parts [1, 2] do not add up to the feature dim's 4"),
