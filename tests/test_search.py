@@ -230,7 +230,7 @@ hidden = Dim("hidden", 4)
             3,
         ),
         (
-            "target_not_an_input",
+            "target_computed_in_the_loop",
             """
             @network
             def f(x: Tensor[batch, time, vocab], y: Labels[batch, dec, vocab]):
@@ -243,7 +243,7 @@ hidden = Dim("hidden", 4)
                         break
                 return labels
             """,
-            "the target of `choice` must be a `Labels[...]` input",
+            "the target of `choice` is computed inside its loop; compute it before the loop",
             6,
         ),
         (
