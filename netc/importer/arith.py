@@ -282,9 +282,12 @@ class ArithLayers:
         if d.get("eval_locals"):
             code = _with_locals(code, d["eval_locals"], full, d.get("class", "eval"))
         vals = self._broadcast_ones([self.get(s, scope) for s in sources(d)])
-        # positions (labels over a time dim: a position `choice`) are numbers to an `eval` (clipped,
+        # positions a `choice` made (labels over a time dim) are numbers to an `eval` (clipped,
         # compared, shifted by the latent attention configs), not classes
-        vals = [Val(v.expr, v.dims) if v.sparse is not None and self.dims.is_dynamic(v.sparse) else v for v in vals]
+        vals = [
+            Val(v.expr, v.dims) if v.sparse is not None and self.dims.is_dynamic(v.sparse) and chosen else v
+            for v, chosen in zip(vals, (scope.rec is not None and self._from_choice(s, scope, 0) for s in sources(d)))
+        ]
         vals = self._same_size_features(vals)
         if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
             if len(set(sources(d))) != 1 or not isinstance(code, str):
