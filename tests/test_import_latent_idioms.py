@@ -257,3 +257,29 @@ def test_match_stage_takes_out_the_search_in_training_the_import_leaves_out():
     assert taken == [
         "`t_err`, `extra.search:t`, `extra.search:output` (they read a search in training, which the import leaves out)"
     ]
+
+
+def test_a_window_starting_at_an_argmax_read_as_a_float_compiles_and_verifies(tmp_path):
+    """The local-attention median setups' window start: the argmax's labels over the frames as a
+    float (`tf.to_float(source(0)) - k`, whole numbers), which the window compares with the frames'
+    positions as floats. (Only a position a `choice` made is a number to an `eval`: taking any
+    labels over the frames so made the comparison int32 against float32 and the model did not
+    compile.) TensorFlow 2 has no `tf.to_float`, nor does RETURNN's window take a float start here:
+    the netc model is verified, not compared with the original."""
+    text = (ROOT / "tests" / "import_configs" / "corpus_local_attention.config").read_text()
+    old = '"window_start": "p_t3_in", "window_size": win},'
+    assert old in text
+    text = text.replace(
+        old,
+        '"window_start": "p_t3", "window_size": win},\n'
+        '            "p_t3": {"class": "eval", "from": "p_t3_in", "eval": "tf.maximum(tf.to_float(source(0)) - 1.0, 0.0)",\n'
+        '                     "out_type": {"sparse": False, "dtype": "float32"}},',
+    )
+    cfg = tmp_path / "median.config"
+    cfg.write_text(text)
+    model = tmp_path / "median.py"
+    proc = run_netc("import", cfg, "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    assert "cast(range_over(" in model.read_text() and '"float32") >= p_t3' in model.read_text(), model.read_text()
+    out = run_netc("verify", model)
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
