@@ -154,6 +154,7 @@ FEATURES = frozenset(
         "choice_label_unused",  # a `choice` whose label nothing reads (an `end` on a counter)
         "two_choices",  # a position `choice` (its own target over the decoder's dim) before the label's
         "choice_enc_position",  # with two_choices: the position a `choice` over the encoder's frames (dynamic)
+        "choice_no_length_norm",  # with two_choices: the position's `choice` without length_normalization
         "search_read_after",  # its state, counter, last label and last values read after the searched loop
         "search_after_if",  # after the searched loop: a tensor `if` on its label or a value of it
         "search_after_ops",  # after the searched loop: ops on its state, label and last values, returned
