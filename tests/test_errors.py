@@ -504,6 +504,29 @@ CASES = [
 ]
 
 LOOP_CASES = [
+    (  # a position over a dynamic dim has no fixed vocabulary: no embedding table can hold it
+        "embedding_of_position",
+        """
+        from netc import Embedding, Labels, choice, full, dot, one_hot
+        vocab = Dim("vocab", 5)
+        dec = Dim("dec")
+        @network
+        def f(x: Tensor[batch, time, feat], align: Labels[batch, dec, time], y: Labels[batch, dec, vocab]):
+            s = zeros(batch, hidden)
+            out = []
+            for _ in range(x.max_seq_len):
+                where = choice(dot(x, Linear(feat)(s), reduce=feat), target=align, beam=2)
+                s = tanh(Embedding(hidden)(where))
+                label = choice(Linear(vocab)(s), target=y, beam=2)
+                out.append(label)
+                if end(label == 0):
+                    break
+            return out
+        """,
+        "`Embedding` needs labels over a static class dim (a vocabulary)",
+        10,
+        17,
+    ),
     (
         "end_outside_loop",
         """

@@ -67,7 +67,12 @@ class Embedding(OpDef):
 
     def infer(self, dt, args, attrs):
         x = args[0]
-        _labels("Embedding", x, dt)  # int32 labels with a class dim
+        cls = _labels("Embedding", x, dt)  # int32 labels with a class dim
+        if cls is not None and dt[cls].kind == "dynamic":  # W's rows would be as many as a batch's frames
+            raise DimError(
+                f"`Embedding` needs labels over a static class dim (a vocabulary); these are positions in "
+                f"the frames of dynamic dim `{cls}`: read the chosen frame with `dot(one_hot(...), ..., reduce={cls})`"
+            )
         out = attrs["out_dim"]
         check_out_dim(dt, "Embedding", out, x.dims)  # the class dim is no dim of the labels
         return [OutType(dt.canonical([*x.dims, out]))]

@@ -101,6 +101,12 @@ def computed_target(g: Gen, d: Dec) -> None:
     g.emit(f'ptgt = nc.cast(nc.minimum(pt_at, pt_frames - 1.0), "int32", class_dim={g.dims[d.pcls].code})')
 
 
+def no_length_norm(g: Gen) -> str:
+    """`, length_normalization=False` half the time (RETURNN's hard-attention configs choose the
+    position so), drawn on its own stream: earlier seeds' programs stay as they were."""
+    return ", length_normalization=False" if g.on_own("choice_no_length_norm") else ""
+
+
 def labels_annotation(g: Gen, dim: str, cls: str) -> str:
     """`batch, dim, cls`, or with `input_dim_order` `dim, batch, cls` (the class dim stays last)."""
     if g.on("input_dim_order", 0.3):
@@ -242,13 +248,14 @@ def decoder(g: Gen) -> None:
         kind = r.choice(["logits", "log_prob", "prob"])  # RETURNN's configs: a softmax over the frames
         g.emit(f"pscores = {f'nc.softmax({pscores}, axis=time)' if kind == 'prob' else pscores}")
         kw = "" if kind == "logits" else f', input_type="{kind}"'
+        kw += no_length_norm(g)
         g.emit(f"where = nc.choice(pscores, target={d.second}, beam={d.beam}{kw})")
         g.emit("s = s + nc.tanh(nc.Linear(hidden)(nc.dot(nc.one_hot(where), x, reduce=time)))")
         g.emit("positions.append(where)")  # `where` stays out of scope: no op takes labels over a dynamic dim
     elif d.second:  # the step's first choice: a position, read back into the state
         g.emit("pscores = nc.Linear(pos)(s)")
         g.emit("plogits.append(pscores)")
-        g.emit(f"where = nc.choice(pscores, target={d.second}, beam={d.beam})")
+        g.emit(f"where = nc.choice(pscores, target={d.second}, beam={d.beam}{no_length_norm(g)})")
         g.emit("s = s + nc.tanh(nc.Embedding(hidden)(where))")
         g.emit("positions.append(where)")
         g.add(V("where", frozenset({"batch"}), "labels", "pos"))
