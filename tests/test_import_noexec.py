@@ -21,6 +21,8 @@ REFUSED = {
     "transformer_class.config": "the class `TransformerNetwork`",
     "transformer_decoder.config": "the function `add_dec_layer`",
     "hybrid_upsampled.config": "the function `add_block`",
+    # (its `DimensionTag`, RETURNN's older name of `Dim`, is read: the refusal is at the call after it)
+    "factored_labels.config": "the function `labels`",
 }
 # configs that give a function of theirs as an option's value (an `eval` that is a function)
 FUNCTION_VALUES = {"corpus_size_base.config": "the function `switchout_target`"}

@@ -17,7 +17,7 @@ import ast
 from netc.errors import CompileError, Span
 from netc.importer.noexec_expr import Expressions
 from netc.importer.noexec_flow import Flow
-from netc.importer.noexec_values import DIM_MODULES, IBINOPS, DimKind, DimValue, Opaque, Special, describe
+from netc.importer.noexec_values import DIM_ALIASES, DIM_MODULES, IBINOPS, DimKind, DimValue, Opaque, Special, describe
 
 STATEMENTS = {
     ast.While: "a `while` loop", ast.With: "a `with` statement", ast.Try: "a `try` statement",
@@ -239,7 +239,9 @@ class _Evaluator(Expressions):
                 if a.name == "*":
                     raise self.refuse(s, f"`from {s.module} import *`")
                 if a.name in DIM_MODULES[s.module]:
-                    self.env[a.asname or a.name] = DimValue("batch_dim") if a.name == "batch_dim" else Special(a.name)
+                    # `DimensionTag` is RETURNN's older name of `Dim` (its compatibility alias)
+                    made = DimValue("batch_dim") if a.name == "batch_dim" else Special(DIM_ALIASES.get(a.name, a.name))
+                    self.env[a.asname or a.name] = made
                     continue
             if a.name == "*":
                 raise self.refuse(s, f"`from {s.module} import *`")

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 # the names of RETURNN's dim API a config may import, by module
 DIM_MODULES = {
     "returnn.tensor": {"Dim", "batch_dim"},
-    "returnn.tf.util.data": {"Dim", "FeatureDim", "SpatialDim", "batch_dim"},
+    "returnn.tf.util.data": {"Dim", "FeatureDim", "SpatialDim", "batch_dim", "DimensionTag"},
 }
+DIM_ALIASES = {"DimensionTag": "Dim"}  # RETURNN's older names, as its compatibility layer has them
 DIM_KINDS = ("Batch", "Spatial", "Time", "Feature", "Unspecified")
 DIM_OPTIONS = {"name", "kind", "description", "dimension"}
 SAFE_BUILTINS = {
