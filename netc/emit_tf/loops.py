@@ -42,7 +42,7 @@ from netc.emit_tf.loop_rules import (
     stepped_values,
 )
 from netc.errors import CompileError
-from netc.ir.loopkinds import choice_ops, chooses, chosen, loop_chunk
+from netc.ir.loopkinds import choice_ops, chosen, loop_chunk, target_seqs
 from netc.ir.model import Loop, LoopLast, Op, Value
 from netc.ir.uses import count_uses_in_loop
 from netc.naming import Code
@@ -162,7 +162,7 @@ class RecLowering:
         em, n, unit = self.em, self.n, self.unit
         read = unit.read = count_uses_in_loop(n)
         self.batched = {self.base[v] for v in self.crossing if "batch" in em.values[v].dims}
-        targets = {nd.args[1] for nd in n.body if isinstance(nd, Op) and chooses(nd)}
+        targets = {s.inner.id for s in target_seqs(n)}
         for s in n.seqs:
             em.values[s.inner.id] = s.inner
             if s.inner.id in targets:  # a choice layer takes its target by data key

@@ -35,7 +35,7 @@ import libcst as cst
 
 from netc.importer.dims import BATCH
 from netc.importer.syntax import Expr, binop, call, compare, literal, name, num
-from netc.importer.values import Refused, Scope, Val, sources
+from netc.importer.values import Refused, Scope, Val, registered_layer, sources
 from netc.importer.writer import Assign, EndIf, Loop
 
 CHOICE_OPTS = {"target", "beam_size", "length_normalization", "input_type"}
@@ -177,9 +177,7 @@ def _input_labels(imp, key: str, full: str) -> tuple[str, dict | None]:
     labels: refused, naming the layer."""
     net, reframed, seen = imp.cfg.network, None, set()
     while (key := key.removeprefix("data:")) not in imp.cfg.inputs:
-        layer = next(
-            (n for n, ld in net.items() if isinstance(ld, dict) and ld.get("register_as_extern_data") == key), None
-        )
+        layer = registered_layer(net, key)
         if layer is None or key in seen:
             raise Refused(full, "choice", f"target {key!r}: neither an input nor a layer's registered value")
         seen.add(key)

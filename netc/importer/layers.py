@@ -42,6 +42,7 @@ from netc.importer.values import (
     Val,
     feature,
     python_object,
+    registered_layer,
     sources,
     tf_scope,
     value_sources,
@@ -316,11 +317,7 @@ class Importer(
                     continue
                 src = src.removeprefix("base:")
                 if src.startswith("data:"):  # a layer registered as an input: that layer
-                    key = src[5:]
-                    src = next(
-                        (n for n, x in net.items() if isinstance(x, dict) and x.get("register_as_extern_data") == key),
-                        "",
-                    )
+                    src = registered_layer(net, src[5:]) or ""
                 if src and src != "data":
                     todo.append(src)
         return m.group(1)

@@ -161,7 +161,7 @@ class _Lengths:
         return _T(binop(op, a.expr, b.expr), _union(a.dims, b.dims), dtype, last)
 
     def call(self, node: ast.Call):  # noqa: C901 - one case per call the functions make
-        fn = _callee(node.func)
+        fn = ast.unparse(node.func)
         args, kw = node.args, {k.arg: k.value for k in node.keywords}
         if fn == "source" and args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, int):
             i = args[0].value
@@ -224,13 +224,6 @@ class _Lengths:
 
 
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
-
-
-def _callee(func: ast.AST) -> str:
-    try:
-        return ast.unparse(func)
-    except Exception:  # noqa: BLE001 - any node unparse cannot write is no callee we know
-        return ""
 
 
 def _is_tf(node: ast.AST) -> bool:

@@ -75,6 +75,11 @@ def sources(d: dict) -> list[str]:
     return [src] if isinstance(src, str) else list(src) if isinstance(src, list | tuple) else [src]
 
 
+def registered_layer(net: dict, key: str) -> str | None:
+    """The layer whose output RETURNN adds to the inputs as `key` (`register_as_extern_data`), if any."""
+    return next((n for n, d in net.items() if isinstance(d, dict) and d.get("register_as_extern_data") == key), None)
+
+
 def python_object(value) -> str | None:
     """The `repr` of the first Python object (not data: a function, a placeholder of a module only the
     config's cluster has) in an option's value, as `_child` passes them (`{"__object__": repr}`)."""
