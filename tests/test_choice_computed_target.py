@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 
 import numpy as np
+import pytest
 import torch
 from conftest import ROOT
 
@@ -51,7 +52,7 @@ def test_training_takes_the_computed_positions():
 
 
 HEADER = """\
-from netc import Dim, Labels, Linear, Tensor, batch, cast, choice, end, network, range_over, zeros, tanh
+from netc import Dim, Labels, Linear, Tensor, batch, cast, choice, end, network, range_over, reduce_sum, searching, zeros, tanh
 enc = Dim("enc")
 dec = Dim("dec")
 feat = Dim("feat", 4)
@@ -109,3 +110,68 @@ def test_target_that_is_not_labels_is_a_located_error(tmp_path, netc):
     assert proc.returncode == 1
     assert "m.py:13:17: error: the target of `choice` must be labels" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+STEP_READS = [
+    (  # a search makes its own steps: no target frame to read
+        """
+        @network
+        def f(x: Tensor[batch, enc, feat], y: Labels[batch, dec, vocab]):
+            s = zeros(batch, feat)
+            out = []
+            for i in range(x.max_seq_len):
+                s = s + cast(y[i], "float32")
+                label = choice(Linear(vocab)(s), target=y, beam=2)
+                out.append(label)
+                if end(label == 0):
+                    break
+            return out
+        """,
+        "m.py:12:17: error: `x[i]` by the step reads the frame of a sequence training runs over, which a search "
+        "does not have",
+    ),
+    (  # training's steps are the target's frames only in a loop with `choice`
+        """
+        @network
+        def f(x: Tensor[batch, enc, feat], y: Labels[batch, dec, vocab]):
+            s = zeros(batch, feat)
+            out = []
+            for i in range(x.max_seq_len):
+                s = s + cast(y[i], "float32")
+                out.append(s)
+                if end(reduce_sum(s, axis=feat) > 1.0):
+                    break
+            return out
+        """,
+        "only a loop with `choice` runs over a target's frames in training",
+    ),
+    (  # a sequence over another dim than the loop's target's
+        """
+        @network
+        def f(x: Tensor[batch, enc, feat], y: Labels[batch, dec, vocab]):
+            s = zeros(batch, feat)
+            out = []
+            for i in range(x.max_seq_len):
+                if searching():
+                    s = s * 1.0
+                else:
+                    s = s + x[i]
+                label = choice(Linear(vocab)(s), target=y, beam=2)
+                out.append(label)
+                if end(label == 0):
+                    break
+            return out
+        """,
+        "m.py:15:21: error: `x[i]` reads a sequence over `enc`; this loop's training runs over `dec`",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "message"), STEP_READS)
+def test_step_reads_are_training_only(tmp_path, netc, body, message):
+    """`x[i]` by the step of a choice loop (tests/models/target_frame_in_loop.py): the target's
+    frame in training, refused where a search would read it or no target's frames are the steps."""
+    proc = _compile(tmp_path, netc, body)
+    assert proc.returncode == 1, proc.stdout
+    assert message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "^" in proc.stderr

@@ -131,6 +131,7 @@ SEARCHED = [
     "hard_attention.py",  # a choice over an encoder's frames (a dynamic dim), then the label
     "hard_attention_linear.py",  # the same with the position target computed from the lengths
     "label_arith_state.py",  # arithmetic on labels (plain ints) as a state
+    "target_frame_in_loop.py",  # the step's target frame read in training (`align[i]`), a chosen position as a state
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

@@ -148,8 +148,9 @@ def output_carry(n: Loop, single: set[int], outer: Block, unfit: Callable[[Value
             return None
         return results[0] if outer.refs[results[0].init].startswith("base:") else None
     labels = chosen(n)
-    if labels:  # a search follows the output: a choice's layer (the step's last's first), or a copy
-        return next((c for label in reversed(labels) for c in own if c.next == label), None)
+    if labels:  # a search follows the output: the step's last choice's layer, or a copy (a state
+        # of an earlier choice is carried with the last one's hypotheses: `_rebeamed`)
+        return next((c for c in own if c.next == labels[-1]), None)
     return own[0] if own else None
 
 

@@ -282,8 +282,16 @@ class RecLowering:
             if name not in unit.layers:
                 stepped = c.next in self.stepped
                 unit.layers[name] = self.per_step_layer(name, unit.refs[c.next], stepped, self.beam)
+                # labels kept as a plain int state (`t = where` after `t = full(..., -1)`): RETURNN
+                # would keep them labels, which its initial value is not
+                dense = self.em.values[c.next].sparse_dim is not None and c.inner.sparse_dim is None
                 if c.next in self.rebeamed:
                     unit.layers[name] = self._rebeamed(unit.refs[c.next], self.em.values[c.next].dtype)
+                    if dense:
+                        unit.layers[name]["out_type"] = {"sparse": False}
+                elif dense and stepped:
+                    unit.layers[name] = {"class": "eval", "from": unit.refs[c.next], "eval": "source(0)"}
+                    unit.layers[name]["out_type"] = {"sparse": False}
                 elif stepped:
                     unit.layer_of.setdefault(c.next, name)
             if c not in self.grown:

@@ -17,7 +17,7 @@ from netc.importer.writer import Assign, ModuleRef
 # layers without `n_out` whose value is their sources concatenated on the feature dim
 _CONCATENATES = {"copy", "activation", "dropout"}
 # layers whose value has no outer time dim, whatever they read
-_DROPS_TIME = {"generic_attention", "reduce", "merge_dims", "rnn_cell", "choice", "rec", "rec_unstack"}
+_DROPS_TIME = {"generic_attention", "reduce", "merge_dims", "rnn_cell", "choice", "rec", "rec_unstack", "gather_nd"}
 
 
 class States:

@@ -15,7 +15,7 @@ from netc.errors import CompileError
 from netc.ir.loopkinds import choice_ops, target_seqs
 from netc.ir.model import Graph, Loop
 from netc.ir.uses import node_uses, values_by_id
-from netc.ir.walk import param_paths
+from netc.ir.walk import ops, param_paths
 from netc.naming import lens_name
 
 SCORES = "scores"
@@ -83,6 +83,25 @@ def search_plan(g: Graph) -> SearchPlan | None:
         inputs=tuple(i.name for i in search_inputs),
         input_dims=input_dims,
     )
+
+
+def check_no_training_frames(g: Graph) -> None:
+    """A search (`g`, its graph as written, `searching()` decided) has no target frames: the
+    sequences of its choice loop other than its choices' targets are `x[i]` reads by the step
+    (training's), which it must not compute. Checked before hoisting, which would move the read's
+    reader out of the loop (the error points at the op reading the frame)."""
+    loop = next((n for n in g.body if isinstance(n, Loop) and n.target is not None), None)
+    targets = {s.inner.id for s in target_seqs(loop)} if loop is not None else set()
+    for s in loop.seqs if loop is not None else ():
+        if s.inner.id in targets:
+            continue
+        reader = next((n for n in ops(loop.body) if s.inner.id in n.args), None)
+        raise CompileError(
+            reader.span if reader is not None else loop.span,
+            "`x[i]` by the step reads the frame of a sequence training runs over, which a search does not "
+            "have (it makes its own steps): read it only in training, `where(searching(), a, ...)` or "
+            "`if searching(): ... else: ...`",
+        )
 
 
 def search_dims(g: Graph) -> dict[str, list[str]]:

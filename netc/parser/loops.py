@@ -49,6 +49,7 @@ class _LoopCtx:
     beam: int = 0  # its beam, which every choice of the loop shares
     sample: bool = False  # whether it samples (then it is the loop's one choice)
     kind: OpenLoop | None = None  # a loop over a loop kind's iterable (`netc.parser.iterables`)
+    step_reads: list[tuple[str, ast.AST]] = field(default_factory=list)  # `x[i]` by the step: (dim, node)
 
     def stacks_into(self, lst: V.PyList) -> bool:
         """Whether `lst` is one of the empty lists bound when the loop started: appending to it
@@ -275,11 +276,9 @@ class LoopBuilder:
         elif isinstance(it, V.RangeSpec):
             if not isinstance(stmt.target, ast.Name):
                 raise t.error(stmt.target, "`for t in range(...)` binds one name")
-            if end is None:
-                ctx.index = V.LoopIndex(block=body, axis=axis)
-                env[stmt.target.id] = ctx.index
-            else:
-                env[stmt.target.id] = V.EndLoopIndex()
+            # with `end`, the step: it reads the frames training runs over (`_step_axis`)
+            ctx.index = V.LoopIndex(block=body, axis=axis if end is None else "", step=end is not None)
+            env[stmt.target.id] = ctx.index
         else:
             for target, frame in targets:
                 t.assign(target, frame)
@@ -380,6 +379,19 @@ class LoopBuilder:
         t, loop, body, env = self.t, ctx.loop, ctx.block, ctx.env
         carried = {c.name for c in loop.carries}
         final = {n: env.get(n) for n in ctx.after_end}  # before the carries' names are rebound
+        for axis, node in ctx.step_reads:  # `x[i]` read before the choice that tells training's dim
+            if ctx.target is None:
+                raise t.error(
+                    node,
+                    "`x[i]` by the step of a loop with `end` reads the frame training is at: only a loop "
+                    "with `choice` runs over a target's frames in training",
+                )
+            if axis != ctx.target[1]:
+                raise t.error(
+                    node,
+                    f"`x[i]` reads a sequence over `{axis}`; this loop's training runs over `{ctx.target[1]}` "
+                    "(its `choice`'s target's dim)",
+                )
         if ctx.target is not None:  # the target's frames in training, a search's steps otherwise
             if not loop.include_eos:
                 raise t.error(ctx.end, "in a loop with `choice`, append before `if end(...)`: the ending label counts")
@@ -553,16 +565,33 @@ class LoopBuilder:
         ctx = next((c for c in self.active if c.index is idx), None)
         if ctx is None:
             raise self.t.error(node, "the loop index is only valid inside its loop")
-        if idx.axis not in x.dims:
-            raise self.t.error(node, f"cannot index [{', '.join(x.dims)}] by the loop index over `{idx.axis}`")
+        axis = self._step_axis(ctx, x, node) if idx.step else idx.axis
+        if axis not in x.dims:
+            raise self.t.error(node, f"cannot index [{', '.join(x.dims)}] by the loop index over `{axis}`")
         outer = self.capture(x, ctx.block.parent, node)
         frame = idx.seqs.get(outer.value.id)
         if frame is None:
             v = outer.value
-            inner = self.t.new_value(tuple(d for d in v.dims if d != idx.axis), v.dtype, sparse_dim=v.sparse_dim)
+            inner = self.t.new_value(tuple(d for d in v.dims if d != axis), v.dtype, sparse_dim=v.sparse_dim)
             ctx.loop.seqs.append(LoopSeq(outer=v.id, inner=inner))
             frame = idx.seqs[v.id] = V.TV(inner, ctx.block)
         return self.capture(frame, self.t.block, node)
+
+    def _step_axis(self, ctx: _LoopCtx, x: V.TV, node: ast.AST) -> str:
+        """The dim `x[i]` reads by the step of a loop with `end`: training's, the dim of its
+        `choice`'s target (checked at the loop's end where the choice follows: `_close`)."""
+        if ctx.target is not None:
+            return ctx.target[1]
+        dyn = self.t.dims.dynamic(x.dims)
+        if len(dyn) != 1:
+            raise self.t.error(
+                node,
+                f"`x[i]` by the step of a loop with `end` reads a sequence over the dim training runs over "
+                f"(its `choice`'s target's); before the loop's first `choice` that is its one dynamic dim, "
+                f"and [{', '.join(x.dims)}] has {len(dyn)}",
+            )
+        ctx.step_reads.append((dyn[0], node))
+        return dyn[0]
 
     def end_break(self, node: ast.If) -> bool:
         """An `if end(...)` outside a loop's top level (inside a loop it is handled by `_run`)."""

@@ -161,11 +161,6 @@ class RangeSpec:
 
 
 @dataclass(frozen=True)
-class EndLoopIndex:
-    """The `t` of a loop with `end`: the step count is not a tensor netc exposes."""
-
-
-@dataclass(frozen=True)
 class UnstackSpec:
     tensor: TV
     axis: str
@@ -185,11 +180,14 @@ class ZipSpec:
 
 @dataclass(eq=False)
 class LoopIndex:
-    """The `t` of `for t in range(x.max_seq_len)`: only good for indexing `x[t]`."""
+    """The `t` of `for t in range(x.max_seq_len)`: only good for indexing `x[t]`. In a loop with
+    `end` (`step`), the step: it indexes the frames training runs over, its `choice`'s target's
+    dim (`axis` is "" until a read or the loop's first `choice` tells it)."""
 
     block: Block  # the loop's body block
     axis: str
     seqs: dict[int, TV] = field(default_factory=dict)  # outer value id -> frame
+    step: bool = False
 
 
 @dataclass(frozen=True)

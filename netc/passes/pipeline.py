@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from netc.emit_tf import lowering as returnn_lowering
 from netc.emit_torch import lowering as torch_lowering
 from netc.ir.model import Graph, Loop
+from netc.ir.search import check_no_training_frames
 from netc.ir.verify import verify
 from netc.passes import (
     dce,
@@ -88,7 +89,9 @@ def _common(g: Graph, options: PassOptions) -> Graph:
     #    more can move out of it); both keep every parameter either uses
     params = g.params
     # a search computes what it returns: the outputs stacked in the loop (no values after it, no loss)
-    search = _optimise(_run(dce, _run(search_results, _decided(copy.deepcopy(g), True))), options)
+    search = _run(dce, _run(search_results, _decided(copy.deepcopy(g), True)))
+    check_no_training_frames(search)  # (before hoisting moves what reads them)
+    search = _optimise(search, options)
     g = _optimise(_run(dce, _run(teacher_forcing, _decided(g, False))), options)
     used = {p.name for p in [*g.params, *search.params]}
     g.params = search.params = [p for p in params if p.name in used]
