@@ -170,6 +170,9 @@ def _used_netc_names(model: Model) -> set[str]:
                 walk(s.body)
             elif hasattr(s, "value"):
                 s.value.visit(v)
+                if getattr(s, "search", None) is not None:  # `if searching(): ... else: ...`
+                    s.search.visit(v)
+                    v.found.add("searching")
             elif isinstance(s, EndIf):
                 s.cond.visit(v)
                 v.found.add("end")
@@ -205,7 +208,7 @@ def _resolve_body(stmts: list, t: _DimNames) -> list:
     out = []
     for s in stmts:
         if isinstance(s, Assign):
-            out.append(replace(s, value=s.value.visit(t)))
+            out.append(replace(s, value=s.value.visit(t), search=s.search and s.search.visit(t)))
         elif isinstance(s, MarkLoss):
             out.append(MarkLoss(s.value.visit(t), s.name, s.comment))
         elif isinstance(s, Loop):

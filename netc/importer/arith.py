@@ -12,7 +12,8 @@ import libcst as cst
 from netc.importer import legacy
 from netc.importer.dims import BATCH
 from netc.importer.syntax import Expr, binop, call, identifier, literal, name, num
-from netc.importer.values import DIM, Refused, Val, feature, sources
+from netc.importer.values import DIM, Refused, Val, feature, sources, step_read_refused
+from netc.importer.writer import Assign
 
 # RETURNN `activation` names -> netc functions (None: the identity)
 ACTIVATIONS = {
@@ -289,6 +290,8 @@ class ArithLayers:
             for v, chosen in zip(vals, (scope.rec is not None and self._from_choice(s, scope, 0) for s in sources(d)))
         ]
         vals = self._same_size_features(vals)
+        search = _without_step_frame(code, vals, full)
+        search_src = sources(d)[vals.index(search)] if search is not None else None
         if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
             if len(set(sources(d))) != 1 or not isinstance(code, str):
                 raise Refused(full, "eval", why)
@@ -350,7 +353,13 @@ class ArithLayers:
         val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
         if id(val.expr) in mapper.whole:  # a float of labels: its values are whole numbers
             self.whole_floats.add(var)
-        self._emit(scope, var, val.expr, layer)
+        if search is not None:  # training's reads the target's frame, a search computes without it
+            if (search.dims, search.sparse) != (dims, sparse):
+                raise Refused(full, "eval", step_read_refused(f"eval {mapper.shown}"))
+            note = f"layer {layer!r}: a search has no target frame; its `{search_src}` there"
+            scope.stmts.append(Assign([var], val.expr, note=note, search=search.expr))
+        else:
+            self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims, sparse, log_probs=_is_log_softmax(val.expr))
 
     def _out_classes(self, layer: str, ot: dict, full: str) -> str:
@@ -655,3 +664,19 @@ class ArithLayers:
                 raise Refused(full, "dot", f"{opt} {desc!r} (T, T?, F, static:i, -1 or dim tags of the source)")
             out.append(key)
         return out
+
+
+_STEP_FRAME_OPS = ("tf.minimum(source(0),source(1))", "tf.maximum(source(0),source(1))")
+
+
+def _without_step_frame(code, vals: list[Val], full: str) -> Val | None:
+    """An `eval` reading the step's frame of a `choice`'s target (`data:<target>` in its unit,
+    training's only): the minimum or maximum of it and another source is that source in a search
+    (as the latent attention configs build their search network without the target: `t_start`
+    the previous position, training's `tf.minimum(prev:t, data:t_target)`). None: no such read."""
+    frames = [i for i, v in enumerate(vals) if v.training]
+    if not frames:
+        return None
+    if not isinstance(code, str) or "".join(code.split()) not in _STEP_FRAME_OPS or len(vals) != 2 or len(frames) != 1:
+        raise Refused(full, "eval", step_read_refused(f"eval {code!r}"))
+    return vals[1 - frames[0]]

@@ -88,6 +88,7 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
         target = labels
     dyn = [x for x in target.dims if imp.dims.is_dynamic(x)]
     inner.time = dyn[0]
+    inner.step_targets = frozenset(t for t in targets if isinstance(t, str))  # `data:<target>` by the step
     if sources(d):  # one class per frame of `from`
         if end is not None:
             raise Refused(
@@ -115,7 +116,9 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
         out, body = unit_body(imp, layer, scope, inner, unit, var)
     finally:
         imp.unit_target = None
-    scope.stmts.append(Loop(["_"], call("range", bound), step + imp.count_steps(layer, body) + tail, comment=comment))
+    # (`inner.step_var`: the step, where a layer reads a target's frame by it)
+    body = step + imp.count_steps(layer, body) + tail
+    scope.stmts.append(Loop([inner.step_var or "_"], call("range", bound), body, comment=comment))
     mark_unit_losses(imp, layer, inner, scope)
     return Val(name(var), (*target.dims[:1], inner.time), out.sparse, is_list=True)
 

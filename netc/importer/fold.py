@@ -219,6 +219,7 @@ def _all_names(stmts: list) -> set[str]:
             continue
         elif hasattr(s, "value"):
             out |= _names(s.value) | ({s.target} if isinstance(s, Append) else set())
+            out |= _names(s.search) if getattr(s, "search", None) is not None else set()
         elif hasattr(s, "cond"):
             out |= _names(s.cond)
     return out

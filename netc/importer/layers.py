@@ -44,6 +44,7 @@ from netc.importer.values import (
     python_object,
     registered_layer,
     sources,
+    step_read_refused,
     tf_scope,
     value_sources,
 )
@@ -222,6 +223,19 @@ class Importer(
             unit.outer.stmts.append(Assign([var], call("zeros", name("batch")), comment="`:i`: the step, counted"))
         return Val(name(self.step_counters[unit.rec]), (BATCH,))
 
+    def _step_frame(self, key: str, scope: Scope) -> Val:
+        """`data:<key>` in a decoder's unit, `key` a choice's target: its frame at this step,
+        `labels[i]` by the loop's step (training's only: an `eval` reading it computes without
+        it in a search, `_l_eval`). Positions are numbers there, as an `eval` takes a choice's."""
+        labels = self._input(key)
+        if scope.step_var is None:
+            scope.step_var = self.fresh("i")
+        dyn = [x for x in labels.dims if self.dims.is_dynamic(x)]
+        frame = cst.Subscript(labels.tensor(), [cst.SubscriptElement(cst.Index(name(scope.step_var)))])
+        dims = tuple(x for x in labels.dims if x not in dyn[:1])
+        keep = labels.sparse if labels.sparse is not None and not self.dims.is_dynamic(labels.sparse) else None
+        return Val(frame, dims, keep, training=True)
+
     def count_steps(self, layer: str, body: list) -> list:
         """The loop's body with its step counter (`:i`, where read) one more at its end."""
         if layer not in self.step_counters:
@@ -250,6 +264,8 @@ class Importer(
                 return self._prev(ref[5:], scope)
             if ref == ":i":
                 return self._step_counter(scope)
+            if ref.startswith("data:") and ref[5:] in scope.step_targets:
+                return self._step_frame(ref[5:], scope)
         elif ref == "data" or ref.startswith("data:"):
             return self._input(ref[5:] if ref.startswith("data:") else "data")
         if "/" in ref and ref not in scope.layers:  # `rec/sub`: a unit layer stacked by the loop
@@ -277,6 +293,14 @@ class Importer(
             raise scope.failed[ref]
         if ref in scope.busy:
             raise Refused(self._full(ref, scope), scope.layers[ref].get("class", "?"), "it reads itself (a cycle)")
+        d = scope.layers[ref]
+        step_reads = (
+            []
+            if not isinstance(d, dict)
+            else [s for s in sources(d) if isinstance(s, str) and s.startswith("data:") and s[5:] in scope.step_targets]
+        )
+        if step_reads and isinstance(d, dict) and d.get("class") != "eval":
+            raise Refused(self._full(ref, scope), str(d.get("class", "?")), step_read_refused(f"`{step_reads[0]}`"))
         scope.busy.add(ref)
         try:
             val = self._layer(ref, scope.layers[ref], scope)

@@ -159,7 +159,7 @@ def resolve_prev(scope: Scope) -> list:
     out = []
     for s in head + scope.stmts:
         if isinstance(s, Assign):
-            out.append(replace(s, value=s.value.visit(renamer)))
+            out.append(replace(s, value=s.value.visit(renamer), search=s.search and s.search.visit(renamer)))
         elif isinstance(s, Append):
             out.append(Append(s.target, s.value.visit(renamer)))
         else:
@@ -181,6 +181,8 @@ def _placeholders(s) -> set[str]:
         return set()
     v = _Collect()
     s.value.visit(v)
+    if isinstance(s, Assign) and s.search is not None:
+        s.search.visit(v)
     return v.found
 
 

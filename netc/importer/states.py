@@ -44,16 +44,23 @@ class States:
             if d.get("class") == "rnn_cell" or lstm_step:  # its statement starts its states (`initial_state`)
                 scope.states[layer] = Val(name(var), (BATCH, feat))
                 return Val(name(PREV + var), (BATCH, feat))
+            # [batch, feat], or over an outer time dim (`accum_att_weights`); a state of no feature dim:
+            # its values per frame (`_static_out` gives "")
+            time = self._state_time(layer, scope, set())
+            dims = (BATCH, *time, *([feat] if feat else []))
+            shape = [name("batch"), *(self.dim(x) for x in dims[1:])]
+            if not feat and not time:
+                raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
             if init in (0, "zeros", None, 0.0):
-                value = call("zeros", name("batch"), self.dim(feat))
+                value = call("zeros", *shape)
                 self.imports.add("zeros")
             elif init in (1, "ones", 1.0):
-                value = call("ones", name("batch"), self.dim(feat))
+                value = call("ones", *shape)
                 self.imports.add("ones")
             elif isinstance(init, int | float):
-                value = call("full", name("batch"), self.dim(feat), value=num(float(init)))
+                value = call("full", *shape, value=num(float(init)))
                 self.imports.add("full")
-            elif init == "var" and not self._state_time(layer, scope, set()):
+            elif init == "var" and feat and not time:
                 # a learned initial value, the same for each sequence: RETURNN's variable
                 # `init_<layer>_var` in the layer's scope, zeros at first
                 self.imports |= {"Bias", "zeros"}
@@ -64,9 +71,6 @@ class States:
                 return Val(name(PREV + var), (BATCH, feat))
             else:
                 raise Refused(self._full(layer, scope), d.get("class", "?"), f"initial_output {init!r}")
-            dims = (BATCH, *self._state_time(layer, scope, set()), feat)
-            if len(dims) == 3:
-                value = value.with_changes(args=[value.args[0], cst.Arg(self.dim(dims[1])), *value.args[1:]])
             scope.states[layer] = Val(name(var), dims)
             scope.outer.stmts.append(Assign([var], value, comment="initial state"))
         state = scope.states[layer]  # (a label state: labels again at every read)
@@ -145,7 +149,10 @@ class States:
         d = scope.layers[layer]
         if not isinstance(d, dict) or d.get("class") in _DROPS_TIME:
             return ()
-        for src in value_sources(d):
+        srcs = value_sources(d)
+        if d.get("class") == "scatter_nd" and isinstance(d.get("output_dim_via_time_from"), str):
+            srcs = [d["output_dim_via_time_from"]]  # the positions' axis becomes its time dim
+        for src in srcs:
             if src.startswith("base:"):
                 own = self.dims.find(scope.time) if scope.time else None  # the loop's own: a frame
                 outer = self.get(src[5:], scope.outer).dims
@@ -177,7 +184,10 @@ class States:
             return self._sub_static_out(layer, d["subnetwork"], "output", scope, set())
         srcs = value_sources(d)
         if cls in _CONCATENATES and len(srcs) > 1:  # its sources concatenated: the sum of their dims
-            return self.dims.derived([self._static_out(layer, {**d, "from": [x]}, scope, seen - {layer}) for x in srcs])
+            parts = [self._static_out(layer, {**d, "from": [x]}, scope, seen - {layer}) for x in srcs]
+            if not all(parts):
+                raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
+            return self.dims.derived(parts)
         # a `prev:x` has x's dim: read last (the other sources may tell it without a cycle)
         for src in sorted(srcs, key=lambda x: x.startswith("prev:")):
             if src.startswith("prev:") and src[5:] in scope.layers and src[5:] not in seen:
@@ -189,6 +199,8 @@ class States:
             if src in scope.layers and src not in scope.vals and not src.startswith(("base:", "data")):
                 return self._static_out(src, scope.layers[src], scope, seen)
             val = self.get(src, scope)
+            if val.sparse is None and not any(self.dims.is_static(x) for x in val.dims):
+                return ""  # values per frame of an outer time dim only (the state's `_state_time`)
             return feature(val, self.dims)
         raise Refused(self._full(layer, scope), d.get("class", "?"), "cannot tell the dim of its state")
 

@@ -34,6 +34,7 @@ class Val:
     is_list: bool = False  # a list stacked by a loop
     logits: Val | None = None  # a `softmax` layer's logits, for its loss
     log_probs: bool = False  # log-probabilities over the feature dim (a log_softmax): a CTC loss reads them
+    training: bool = False  # the step's frame of a `choice`'s target (`data:<target>` in its unit): a search has none
 
     def tensor(self) -> Expr:
         """The value where an operator needs a tensor (a stacked list: `stack(...)`)."""
@@ -61,6 +62,8 @@ class Scope:
     sub: bool = False  # a subnetwork's (or a masked computation's unit's) layers, inlined into `outer`'s
     path: str | None = None  # the full name of the layer whose layers these are (`sub`)
     masked: bool = False  # a masked computation's unit's: `base:` in a subnetwork unit reads past it
+    step_targets: frozenset[str] = frozenset()  # a decoder unit's: its choices' targets (`data:<key>` by the step)
+    step_var: str | None = None  # its loop's step variable, once a layer reads a target's frame by it
 
 
 def tf_scope(layer: str) -> str:
@@ -73,6 +76,15 @@ def tf_scope(layer: str) -> str:
 def sources(d: dict) -> list[str]:
     src = d.get("from", "data")
     return [src] if isinstance(src, str) else list(src) if isinstance(src, list | tuple) else [src]
+
+
+def step_read_refused(what: str) -> str:
+    """Why a layer reading the step's frame of a `choice`'s target (`data:<target>` in its unit) is refused."""
+    return (
+        f"{what} reads the step's frame of a `choice`'s target (`data:<target>` in its unit), which a search "
+        "does not have: an `eval` of the `tf.minimum` or `tf.maximum` of it and one other source is supported "
+        "(the other source in a search, as the config's search network computes it without the target)"
+    )
 
 
 def registered_layer(net: dict, key: str) -> str | None:

@@ -32,6 +32,9 @@ class Assign:
     comment: str | None = None
     module: ModuleRef | None = None
     note: str | None = None  # a comment line above the statement (a warning)
+    # `if searching(): targets = search` `else: targets = value`: a decoder step's value that
+    # reads its target's frame in training (`x[i]`), which a search computes without
+    search: Expr | None = None
 
 
 @dataclass
@@ -104,6 +107,11 @@ def _stmts(items: list, modules: dict[int, object]) -> list[cst.BaseStatement]:
             node = _simple(cst.Assign([cst.AssignTarget(name(s.var))], call(s.cls)), s.comment)
             modules[id(node)] = s
             out.append(node)
+        elif isinstance(s, Assign) and s.search is not None:
+            search = _simple(cst.Assign([cst.AssignTarget(_target(s.targets))], s.search), s.comment)
+            train = _simple(cst.Assign([cst.AssignTarget(_target(s.targets))], s.value), None)
+            node = cst.If(call("searching"), cst.IndentedBlock([search]), orelse=cst.Else(cst.IndentedBlock([train])))
+            out.append(node.with_changes(leading_lines=[_comment_line(s.note)]) if s.note else node)
         elif isinstance(s, Assign):
             node = _simple(cst.Assign([cst.AssignTarget(_target(s.targets))], s.value), s.comment)
             if s.note:
