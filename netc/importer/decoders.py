@@ -38,8 +38,6 @@ from netc.importer.syntax import Expr, binop, call, compare, literal, name, num
 from netc.importer.values import Refused, Scope, Val, registered_layer, sources
 from netc.importer.writer import Assign, EndIf, Loop
 
-CHOICE_OPTS = {"target", "beam_size", "length_normalization", "input_type"}
-
 
 def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Scope, choices: list[str]) -> Val:
     from netc.importer.loops import mark_unit_losses, unit_body
@@ -165,6 +163,18 @@ def choice(imp, layer: str, d: dict, scope: Scope, var: str, full: str) -> Val:
     if position and input_type == "prob":
         kwargs["input_type"] = literal("prob")
     scores = probs.logits.tensor() if input_type == "prob" and not position else probs.tensor()
+    scale = d.get("prob_scale", 1.0)
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or scale <= 0:
+        raise Refused(full, "choice", f"prob_scale {scale!r} (a positive number)")
+    if scale != 1.0:  # RETURNN's search scores the labels' log-probabilities times it: scaled log-probabilities
+        if input_type == "prob" and not position:
+            imp.imports.add("log_softmax")
+            scores = call("log_softmax", scores, axis=imp.dim(target.sparse))
+        elif input_type == "prob":
+            imp.imports.add("log")
+            scores = call("log", scores)
+        scores = binop("*", scores, num(float(scale)))
+        kwargs["input_type"] = literal("log_prob")
     imp.imports.add("choice")
     imp._emit(scope, var, call("choice", scores, **kwargs), layer)
     return Val(name(var), probs.dims[:1], target.sparse)

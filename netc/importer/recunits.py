@@ -47,7 +47,7 @@ OPTION_NOTES = {
 }
 _REC_INIT = {"forward_weights_init", "recurrent_weights_init", "bias_init"}  # parameters' initialisers
 KNOWN = {
-    "choice": {"target", "beam_size", "length_normalization", "input_type", "cheating", "search"},
+    "choice": {"target", "beam_size", "length_normalization", "input_type", "cheating", "search", "prob_scale"},
     "rnn_cell": {"unit", "n_out", "out_dim", "unit_opts", "weights_init", "dropout"},  # dropout: of its input
     "rec": {
         "unit",

@@ -101,6 +101,25 @@ def computed_target(g: Gen, d: Dec) -> None:
     g.emit(f'ptgt = nc.cast(nc.minimum(pt_at, pt_frames - 1.0), "int32", class_dim={g.dims[d.pcls].code})')
 
 
+def target_frame(g: Gen, d: Dec) -> None:
+    """`tgt[i]` by the step (the label, or the position, the step's choice takes in training),
+    as RETURNN's latent attention configs read `data:t_target` in their unit: only in training,
+    a search has no target (`if nc.searching():`, or the `where` on it), drawn on its own stream."""
+    rr = g.own("choice_target_frame")
+    src = d.second if d.second and rr.random() < 0.5 else d.target
+    frame = f'nc.cast({src}[i], "float32")'
+    if rr.random() < 0.5:  # the least of it and the state's (as the configs' window start)
+        frame = f"nc.minimum({frame}, nc.reduce_mean(s, axis=hidden))"
+    other = rr.choice(["nc.zeros(batch)", "nc.reduce_mean(s, axis=hidden)"])
+    g.emit("if nc.searching():")
+    g.emit(f"    tfr = {other}")
+    g.emit("else:")
+    g.emit(f"    tfr = {frame}")
+    g.emit("s = s + 0.1 * nc.expand(tfr, hidden)")
+    g.add(V("tfr", frozenset({"batch"})))
+    g.add(V("s", frozenset({"batch", "hidden"})))
+
+
 def no_length_norm(g: Gen) -> str:
     """`, length_normalization=False` half the time (RETURNN's hard-attention configs choose the
     position so), drawn on its own stream: earlier seeds' programs stay as they were."""
@@ -193,7 +212,8 @@ def decoder(g: Gen) -> None:
     tied = label_read and d.form != "rna" and g.on("tied", 0.4)
     if tied:
         g.emit("dec_emb = nc.Embedding(hidden)")
-    g.emit(f"for _ in range({d.bound}):")
+    step_read = g.on_own("choice_target_frame", 0.3)  # the step's target frame read in training
+    g.emit(f"for {'i' if step_read else '_'} in range({d.bound}):")
     g.ind += 1
     step_start = len(g.body)
     g.scopes.append([])
@@ -242,6 +262,8 @@ def decoder(g: Gen) -> None:
     else:
         g.emit(f"s = nc.tanh(nc.Linear(hidden)({inp}) + nc.Linear(hidden, with_bias=False)(s))")
     g.add(V("s", frozenset({"batch", "hidden"})))
+    if step_read:
+        target_frame(g, d)
     if d.second and d.pcls == "time":  # the step's first choice: an encoder frame (a sequence's padding never)
         feat = g.dims["feat"].code
         pscores = f"nc.dot(x, nc.Linear({feat})(s), reduce={feat})"  # padded frames score anything
