@@ -101,7 +101,7 @@ def computed_target(g: Gen, d: Dec) -> None:
     g.emit(f'ptgt = nc.cast(nc.minimum(pt_at, pt_frames - 1.0), "int32", class_dim={g.dims[d.pcls].code})')
 
 
-def target_frame(g: Gen, d: Dec) -> None:
+def target_frame(g: Gen, d: Dec, out: str) -> None:
     """`tgt[i]` by the step (the label, or the position, the step's choice takes in training),
     as RETURNN's latent attention configs read `data:t_target` in their unit: only in training,
     a search has no target (`if nc.searching():`, or the `where` on it), drawn on its own stream."""
@@ -115,9 +115,9 @@ def target_frame(g: Gen, d: Dec) -> None:
     g.emit(f"    tfr = {other}")
     g.emit("else:")
     g.emit(f"    tfr = {frame}")
-    g.emit("s = s + 0.1 * nc.expand(tfr, hidden)")
+    g.emit(f"{out} = s + 0.1 * nc.expand(tfr, hidden)")
     g.add(V("tfr", frozenset({"batch"})))
-    g.add(V("s", frozenset({"batch", "hidden"})))
+    g.add(V(out, frozenset({"batch", "hidden"})))
 
 
 def no_length_norm(g: Gen) -> str:
@@ -263,7 +263,7 @@ def decoder(g: Gen) -> None:
         g.emit(f"s = nc.tanh(nc.Linear(hidden)({inp}) + nc.Linear(hidden, with_bias=False)(s))")
     g.add(V("s", frozenset({"batch", "hidden"})))
     if step_read:
-        target_frame(g, d)
+        target_frame(g, d, "sf" if cell in ("lstm", "gru") else "s")  # (a cell's state is the one it returned)
     if d.second and d.pcls == "time":  # the step's first choice: an encoder frame (a sequence's padding never)
         feat = g.dims["feat"].code
         pscores = f"nc.dot(x, nc.Linear({feat})(s), reduce={feat})"  # padded frames score anything
