@@ -161,6 +161,45 @@ network = {
 """
 
 
+# the fertility variant: the window starts at the step's target position where that is before the
+# previous one (`data:t_target` read in the unit, training's only), the chosen positions' fertility
+# accumulated over the encoder's frames (`scatter_nd`) fed back into the energies, the position's
+# scores scaled in the search (`prob_scale`)
+FERTILITY = (
+    LOCAL.replace(
+        """    "enc_seq_len": {"class": "length", "from": "encoder", "sparse": True},""",
+        """    "enc_seq_len": {"class": "length", "from": "encoder", "sparse": True},
+    "inv_fertility": {"class": "linear", "activation": "sigmoid", "with_bias": False, "from": "encoder", "n_out": 1},""",
+    )
+    .replace(
+        """            "energy_in": {"class": "combine", "kind": "add", "from": ["base:enc_ctx", "s_transformed"]},""",
+        """            "weight_feedback": {"class": "linear", "activation": None, "with_bias": False,
+                                "from": "prev:accum_att_weights1", "n_out": 5},
+            "energy_in": {"class": "combine", "kind": "add",
+                          "from": ["base:enc_ctx", "s_transformed", "weight_feedback"]},""",
+    )
+    .replace(
+        """            "t_start": {"class": "eval", "from": ["prev_t_plus1", "base:enc_seq_len"],
+                        "eval": "tf.minimum(source(0), source(1) - 1)"},""",
+        """            "t_start": {"class": "eval", "from": ["prev:t", "data:t_target"],
+                        "eval": "tf.minimum(source(0), source(1))"},""",
+    )
+    .replace('"cheating": True, "beam_size": 3,', '"cheating": True, "beam_size": 3, "prob_scale": 0.5,')
+    .replace(
+        """            "t": {"class": "copy", "from": "t1", "initial_output": -1},""",
+        """            "t": {"class": "copy", "from": "t1", "initial_output": -1},
+            "fertility": {"class": "gather_nd", "position": "t", "from": "base:inv_fertility"},
+            "fertility1": {"class": "squeeze", "axis": "f", "from": "fertility"},
+            "t_ext": {"class": "expand_dims", "from": "t", "axis": "spatial", "dim": 1},
+            "sparse_fertility": {"class": "scatter_nd", "position": "t_ext", "position_axis": "static:-1",
+                                 "output_dim_via_time_from": "base:inv_fertility", "from": "fertility1"},
+            "accum_att_weights": {"class": "eval", "from": ["sparse_fertility", "prev:accum_att_weights"],
+                                  "eval": "source(0) * 0.5 + source(1)"},
+            "accum_att_weights1": {"class": "expand_dims", "from": "accum_att_weights", "axis": "f"},""",
+    )
+)
+
+
 def _run(tmp_path, configs: dict[str, str]) -> dict[str, dict]:
     corpus = tmp_path / "corpus"
     (corpus / "asr").mkdir(parents=True)
@@ -283,3 +322,33 @@ def test_a_window_starting_at_an_argmax_read_as_a_float_compiles_and_verifies(tm
     assert "cast(range_over(" in model.read_text() and '"float32") >= p_t3' in model.read_text(), model.read_text()
     out = run_netc("verify", model)
     assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
+
+
+def test_fertility_and_the_targets_frame_in_the_unit_import_verify_and_match(tmp_path):
+    """The window's start reads the step's target position (training's `t_target[i]`; a search
+    starts at the previous position), the fertility is a state over the encoder's frames."""
+    assert FERTILITY.count("data:t_target") == 1 and FERTILITY.count("sparse_fertility") == 2
+    rec = _run(tmp_path, {"fertility.config": FERTILITY})["asr/fertility.config"]
+    assert rec["outcome"] == "imported", rec
+    assert rec["verify"] == {"status": "ok", "train": "ok", "search": "ok"}, rec
+    assert rec["match"]["status"] == "ok" and rec["match"]["max"] < 1e-4, rec
+    model = Path(rec["model"]).read_text()
+    assert "for i in range(" in model, model
+    branches = (
+        "if searching():\n            t_start = t\n        else:\n            t_start = minimum(t, l2_t_target[i])"
+    )
+    assert branches in model, model
+    assert "accum_att_weights = zeros(batch, lstm0_pool_time)" in model, model
+    assert "choice(log(t_weights1) * 0.5, target=l2_t_target" in model and 'input_type="log_prob"' in model, model
+
+
+def test_other_reads_of_the_targets_frame_are_refused_naming_them(tmp_path):
+    cfg = tmp_path / "fertility.config"
+    minimum = '"eval": "tf.minimum(source(0), source(1))"}'
+    assert minimum in FERTILITY
+    cfg.write_text(FERTILITY.lstrip().replace(minimum, '"eval": "source(0) + source(1)"}'))
+    proc = run_netc("import", cfg, "-o", tmp_path / "model.py")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "layer `output/t_start` (eval): eval 'source(0) + source(1)' reads the step's frame" in proc.stderr, (
+        proc.stderr
+    )
