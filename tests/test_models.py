@@ -131,6 +131,8 @@ SEARCHED = [
     "hard_attention.py",  # a choice over an encoder's frames (a dynamic dim), then the label
     "hard_attention_linear.py",  # the same with the position target computed from the lengths
     "label_arith_state.py",  # arithmetic on labels (plain ints) as a state
+    "two_choices_label_from_old_state.py",  # the label scored before the position chosen first
+    "two_choices_position_from_old_state.py",  # the position scored before the label chosen first
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
