@@ -209,6 +209,19 @@ STEP_TYPE_HELPER_SOURCE = f'''def {STEP_TYPE_HELPER}(sources, name, **_kwargs):
 '''
 
 
+REBEAM_TYPE_HELPER = "netc_rebeamed_type"
+REBEAM_TYPE_HELPER_SOURCE = f'''def {REBEAM_TYPE_HELPER}(sources, name, **_kwargs):
+    """The sum of the sources (a state and zeros of the step's last choice) as `combine` makes it,
+    batch-major: RETURNN's templates of a unit's layers come without beams selected, while the
+    layer itself reads a source of an earlier choice's hypotheses through a beam selection, which
+    is batch-major; the state's template and its layer must put the batch axis alike."""
+    from returnn.tf.util.data import Data
+
+    out = Data.get_common_data([s.output for s in sources], allow_broadcast_all_sources=True, name=f"{{name}}_output")
+    return out.copy_as_batch_major()
+'''
+
+
 # layers whose output always has the batch dim, whatever their sources
 _BATCHED_CLASSES = {"rnn_cell", "choice"}
 

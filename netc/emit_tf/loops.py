@@ -27,6 +27,8 @@ from netc.emit_tf.block import Block, loop_names
 from netc.emit_tf.grow_rules import check_grown_reads, kept_cum_concats
 from netc.emit_tf.loop_results import lower_results
 from netc.emit_tf.loop_rules import (
+    REBEAM_TYPE_HELPER,
+    REBEAM_TYPE_HELPER_SOURCE,
     STEP_TYPE_HELPER,
     STEP_TYPE_HELPER_SOURCE,
     axes_of_prev,
@@ -318,7 +320,14 @@ class RecLowering:
         for c in self.chosen[:-1]:  # RETURNN maps this step's earlier choices to their `prev:` layers
             unit.layers[unit.refs[c]].setdefault("initial_output", 0)
         zeros = self.rebeam_zeros[dtype]
-        return {"class": "combine", "kind": "add", "from": [src, zeros], "collocate_with": [self.beam]}
+        self.em.helpers[REBEAM_TYPE_HELPER] = REBEAM_TYPE_HELPER_SOURCE
+        return {
+            "class": "combine",
+            "kind": "add",
+            "from": [src, zeros],
+            "out_type": Code(REBEAM_TYPE_HELPER),
+            "collocate_with": [self.beam],
+        }
 
     def _initial_output(self, name: str, init: int, ref: str) -> None:
         """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""
