@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from netc.emit_tf.block import Block
 from netc.errors import CompileError
-from netc.ir.loopkinds import chooses, chosen
+from netc.ir.loopkinds import choice_ops, chooses, chosen
 from netc.ir.model import Loop, LoopCarry, Op, Value
 from netc.ir.uses import node_uses
 from netc.naming import Code
@@ -95,6 +95,15 @@ def rebeamed_states(n: Loop) -> set[int]:
         return set()
     earlier, last = _in_step(n, set(labels[:-1])), _in_step(n, {labels[-1]})
     return {c.next for c in n.carries if c.next in earlier and c.next not in last}
+
+
+def unchained_choices(n: Loop) -> list[tuple[int, int]]:
+    """(earlier, later) labels of consecutive choices of a step where the later one's scores are
+    not computed from the earlier one within the step (`RecLowering._chain_choices`)."""
+    labels, ops = chosen(n), choice_ops(n)
+    return [
+        (labels[i - 1], labels[i]) for i in range(1, len(labels)) if ops[i].args[0] not in _in_step(n, {labels[i - 1]})
+    ]
 
 
 def _in_step(n: Loop, source: set[int]) -> set[int]:
@@ -198,6 +207,19 @@ STEP_TYPE_HELPER_SOURCE = f'''def {STEP_TYPE_HELPER}(sources, name, **_kwargs):
     out = out.copy_template_new_dim_tags(out.dim_tags, name=f"{{name}}_output")
     beam = SearchBeam.get_combined_beam(*(s.output.beam for s in sources))
     return out.copy_extend_with_beam(beam) if beam else out
+'''
+
+
+REBEAM_TYPE_HELPER = "netc_rebeamed_type"
+REBEAM_TYPE_HELPER_SOURCE = f'''def {REBEAM_TYPE_HELPER}(sources, name, **_kwargs):
+    """The sum of the sources (a state and zeros of the step's last choice) as `combine` makes it,
+    batch-major: RETURNN's templates of a unit's layers come without beams selected, while the
+    layer itself reads a source of an earlier choice's hypotheses through a beam selection, which
+    is batch-major; the state's template and its layer must put the batch axis alike."""
+    from returnn.tf.util.data import Data
+
+    out = Data.get_common_data([s.output for s in sources], allow_broadcast_all_sources=True, name=f"{{name}}_output")
+    return out.copy_as_batch_major()
 '''
 
 

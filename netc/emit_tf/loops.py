@@ -27,6 +27,8 @@ from netc.emit_tf.block import Block, loop_names
 from netc.emit_tf.grow_rules import check_grown_reads, kept_cum_concats
 from netc.emit_tf.loop_results import lower_results
 from netc.emit_tf.loop_rules import (
+    REBEAM_TYPE_HELPER,
+    REBEAM_TYPE_HELPER_SOURCE,
     STEP_TYPE_HELPER,
     STEP_TYPE_HELPER_SOURCE,
     axes_of_prev,
@@ -40,6 +42,7 @@ from netc.emit_tf.loop_rules import (
     rebeamed_states,
     shaped_by_others,
     stepped_values,
+    unchained_choices,
 )
 from netc.errors import CompileError
 from netc.ir.loopkinds import choice_ops, chosen, loop_chunk, target_seqs
@@ -325,7 +328,14 @@ class RecLowering:
         for c in self.chosen[:-1]:  # RETURNN maps this step's earlier choices to their `prev:` layers
             unit.layers[unit.refs[c]].setdefault("initial_output", 0)
         zeros = self.rebeam_zeros[dtype]
-        return {"class": "combine", "kind": "add", "from": [src, zeros], "collocate_with": [self.beam]}
+        self.em.helpers[REBEAM_TYPE_HELPER] = REBEAM_TYPE_HELPER_SOURCE
+        return {
+            "class": "combine",
+            "kind": "add",
+            "from": [src, zeros],
+            "out_type": Code(REBEAM_TYPE_HELPER),
+            "collocate_with": [self.beam],
+        }
 
     def _initial_output(self, name: str, init: int, ref: str) -> None:
         """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""
@@ -402,12 +412,41 @@ class RecLowering:
         em.block(n.body, unit, self.reserved)
         # a layer kept in a searched loop reads the choice too: its frames are per hypothesis
         self.beam = unit.refs[self.chosen[-1]] if self.chosen else None
+        self._chain_choices()
         for nd in kept_cum_concats(n):  # its frame through a layer RETURNN keeps in the loop
             layer = unit.layers[em.op_layers[nd.outs[0].id][-1]]
             frame = unit.ns.fresh(f"{em.op_layers[nd.outs[0].id][-1]}_frame")
             # not reading the choice (a search's beam): the frame is needed before it
             unit.layers[frame] = self.per_step_layer(frame, layer["from"], False)
             layer["from"] = frame
+
+    def _chain_choices(self) -> None:
+        """A later choice of the step whose scores are computed without the choice before it (a
+        label scored from attention on the previous state, read after the step's position
+        choice: `unchained_choices`) reads them through a layer that also reads that choice.
+
+        A later choice extends the hypotheses the one before made (docs/language.md, "Several
+        choices in one step"); RETURNN's `choice` extends those of its input's search choices,
+        and it orders a step's choices by their dependencies alone: two choices of the step that
+        do not depend on each other cannot be compared (`get_search_choices`, "Search choices
+        cannot be compared", at the first layer reading both, such as a state computed from
+        both). Adding zeros computed from the earlier choice gives the scores its hypotheses:
+        RETURNN selects the scores' frames by that choice's source hypotheses."""
+        unit = self.unit
+        for before, label in unchained_choices(self.n):
+            choice = unit.layers[unit.refs[label]]
+            src, prev = choice["from"], unit.refs[before]
+            zeros = unit.ns.fresh(f"{prev}_zeros")
+            unit.layers[zeros] = {
+                "class": "eval",
+                "from": [prev],
+                "eval": "tf.zeros_like(tf.cast(source(0), tf.float32))",
+                "out_type": {"dtype": "float32", "sparse": False, "dim": None, "shape": ()},
+                "collocate_with": [prev],
+            }
+            rebeamed = unit.ns.fresh(f"{src}_rebeamed")
+            unit.layers[rebeamed] = {"class": "combine", "kind": "add", "from": [src, zeros]}
+            choice["from"] = rebeamed
 
     def per_step_layer(self, name: str, src: str, stepped: bool, beam: str | None = None) -> dict:
         """`loop_rules.per_step`, with the config's helper it may call."""
