@@ -34,6 +34,7 @@ import ast
 import libcst as cst
 
 from netc.importer.dims import BATCH
+from netc.importer.lattice import import_lattice, lattice_unit
 from netc.importer.syntax import Expr, binop, call, compare, literal, name, num
 from netc.importer.values import Refused, Scope, Val, registered_layer, sources
 from netc.importer.writer import Assign, EndIf, Loop
@@ -88,6 +89,13 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
         target = labels
     dyn = [x for x in target.dims if imp.dims.is_dynamic(x)]
     inner.time = dyn[0]
+    if (
+        sources(d)
+        and lattice_unit(unit)
+        and (end is not None or reframed is None and not _over_frames(imp, d, scope, target))
+    ):
+        # trained full-sum: RETURNN's loop optimisation computes the unit on the (frame, label) lattice
+        return import_lattice(imp, layer, d, scope, var, full, unit, target)
     if sources(d):  # one class per frame of `from`
         if end is not None:
             raise Refused(
@@ -340,3 +348,10 @@ def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
     if tree is None:
         raise Refused(full, "rec", f"max_seq_len {spec!r} is not an expression")
     return conv(tree)
+
+
+def _over_frames(imp, d: dict, scope: Scope, target: Val) -> bool:
+    """Whether the `choice`'s target is over the frames of the rec layer's `from`."""
+    src = imp._source(d, scope, d.get("name", "rec"))
+    frames = {imp.dims.find(x) for x in src.dims if imp.dims.is_dynamic(x)}
+    return any(imp.dims.find(x) in frames for x in target.dims if imp.dims.is_dynamic(x))

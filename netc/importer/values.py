@@ -61,6 +61,7 @@ class Scope:
     sub: bool = False  # a subnetwork's (or a masked computation's unit's) layers, inlined into `outer`'s
     path: str | None = None  # the full name of the layer whose layers these are (`sub`)
     masked: bool = False  # a masked computation's unit's: `base:` in a subnetwork unit reads past it
+    lattice: bool = False  # a transducer unit's layers on the (frame, label) lattice (lattice.py): sources broadcast
 
 
 def tf_scope(layer: str) -> str:
