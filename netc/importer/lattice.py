@@ -45,8 +45,9 @@ def _redirect(ref):
     return ref
 
 
-def _rewritten(unit: dict, full: str) -> dict:
-    """The unit's layers as RETURNN computes them outside the loop."""
+def _rewritten(unit: dict, full: str, frames_of: list[str]) -> dict:
+    """The unit's layers as RETURNN computes them outside the loop; `frames_of` gets the layers that
+    were a `gather_nd` at the step (`:i`), each frame's value on the lattice."""
     out = {}
     for n, ld in unit.items():
         if not isinstance(ld, dict):
@@ -60,6 +61,10 @@ def _rewritten(unit: dict, full: str) -> dict:
             if not isinstance(inner, dict) or sources(inner) != ["data"]:
                 raise Refused(f"{full}/{n}", "masked_computation", "a unit that does not read its `data`")
             ld = {**inner, "from": ld["masked_from"]}
+        if ld.get("class") == "gather_nd" and ld.get("position") == ":i":
+            # the step's frame of a value over the encoder's frames: on the lattice, each frame's own
+            ld = {"class": "copy", "from": ld.get("from")}
+            frames_of.append(n)
         if ld.get("class") == "linear" and "out_type" in ld:
             ld.pop("out_type")  # the broadcast layout of its sources (RETURNN needs it said; netc's dims are named)
         out[n] = ld
@@ -90,15 +95,22 @@ def import_lattice(imp, layer: str, d: dict, scope: Scope, var: str, full: str, 
         raise Refused(
             lfull, "eval", "a loss function of three sources (log-probabilities, labels, encoder) is supported"
         )
-    sign, blank = _rnnt_function(imp, ld.get("eval"), lfull)
+    found = _rnnt_function(imp, ld.get("eval"), lfull)
     encoder = imp._source(d, scope, full)
-    layers = _rewritten(unit, full)
+    frames_of: list[str] = []
+    layers = _rewritten(unit, full, frames_of)
     child = imp._child(scope, layers, full, f"{imp._tf_prefix(layer, d, scope)}/rec/", encoder)
     child.lattice = True
+    time = [x for x in encoder.dims if imp.dims.is_dynamic(x)]
+    for n in frames_of:  # a value of the encoder's frames read at the step: on the lattice, each frame's
+        v = imp.get(n, child)
+        if [x for x in v.dims if imp.dims.is_dynamic(x)] != time:
+            raise Refused(
+                f"{full}/{n}", "gather_nd", "position `:i` of a value not over the frames of the rec layer's `from`"
+            )
     log_probs = imp.get(_redirect(srcs[0]), child)
     labels = imp.get(_redirect(srcs[1]), child)
     enc = imp.get(_redirect(srcs[2]), child)
-    time = [x for x in encoder.dims if imp.dims.is_dynamic(x)]
     if [x for x in enc.dims if imp.dims.is_dynamic(x)] != time or len(time) != 1:
         raise Refused(lfull, "eval", f"its third source `{srcs[2]}` is not over the frames of the rec layer's `from`")
     if labels.sparse is None or imp.dims.find(labels.sparse) != imp.dims.find(target.sparse):
@@ -113,41 +125,46 @@ def import_lattice(imp, layer: str, d: dict, scope: Scope, var: str, full: str, 
             "eval",
             f"its log-probabilities have {imp.dims.size(classes[0])} classes, not the labels' {n} + blank",
         )
-    if blank != n:
-        # warp-transducer reads label k as class k: netc's `rnnt_loss` does so only with the blank last
-        raise Refused(
-            lfull,
-            "eval",
-            f"blank {blank!r} of the RNN-T loss function: it reads label k as class k, which is netc's "
-            f"`rnnt_loss` with the blank last ({n}) only",
-        )
     if imp.dims.find(time[0]) not in {imp.dims.find(x) for x in log_probs.dims}:
         raise Refused(lfull, "eval", "its log-probabilities are not over the encoder's frames")
-    imp.imports |= {"rnnt_loss", "mark_as_loss"}
-    loss = call(
-        "rnnt_loss",
-        log_probs.tensor(),
-        labels.tensor(),
-        axis=imp.dim(classes[0]),
-        time_axis=imp.dim(time[0]),
-        blank_index=num(blank),
-    )
-    del sign  # both functions' costs are −log p(labels | frames), as `rnnt_loss`'s
-    loss_name = imp._loss_name(loss_layer, "as_is", False)
-    comment = f"loss of layer {lfull!r}: the config's RNN-T loss function on the lattice"
-    scope.stmts.append(MarkLoss(loss, loss_name, comment=comment))
-    imp.loss_names[f"{layer}/{loss_layer}"] = loss_name
-    imp.notes.append(
-        f"layer `{full}`: a transducer trained full-sum, written as RETURNN's training computes it (the unit's "
-        f"layers on the (frame, label) lattice, its loss `rnnt_loss`); the value of the rec layer is its target "
-        "(the search's positions, strings and `end` are not computed)"
-    )
+    fn, blank, why = found
+    if why is None and blank != n:
+        # warp-transducer reads label k as class k: netc's `rnnt_loss` does so only with the blank last
+        why = (
+            f"the RNN-T loss with the blank at class {blank} and label k read as class k (label {blank} as the "
+            f"blank too), which netc's `rnnt_loss` computes only with the blank last ({n})"
+        )
+    if why is not None:  # the loss left out, as any loss netc cannot compute (the forward numbers the same)
+        imp.notes.append(
+            f"loss of layer `{lfull}` left out: the config's function `{fn}` computes {why}; the unit is imported as RETURNN trains it on the (frame, label) lattice (the rec layer's "
+            "value, its target, the same forward numbers): train the model with a loss of your own"
+        )
+    else:
+        imp.imports |= {"rnnt_loss", "mark_as_loss"}
+        loss = call(
+            "rnnt_loss",
+            log_probs.tensor(),
+            labels.tensor(),
+            axis=imp.dim(classes[0]),
+            time_axis=imp.dim(time[0]),
+            blank_index=num(blank),
+        )
+        loss_name = imp._loss_name(loss_layer, "as_is", False)
+        comment = f"loss of layer {lfull!r}: the config's RNN-T loss function on the lattice"
+        scope.stmts.append(MarkLoss(loss, loss_name, comment=comment))
+        imp.loss_names[f"{layer}/{loss_layer}"] = loss_name
+        imp.notes.append(
+            f"layer `{full}`: a transducer trained full-sum, written as RETURNN's training computes it (the unit's "
+            f"layers on the (frame, label) lattice, its loss `{fn}` as `rnnt_loss`); the rec layer's value is its "
+            "target (the search's positions, strings and `end` are not computed)"
+        )
     imp._emit(scope, var, target.expr, layer)
     return Val(name(var), target.dims, target.sparse)
 
 
-def _rnnt_function(imp, code, full: str) -> tuple[int, int]:
-    """The sign and blank of the config's RNN-T loss function `code`; refused where it is another."""
+def _rnnt_function(imp, code, full: str) -> tuple[str, int | None, str | None]:
+    """The config's loss function `code`: its name, its blank, and None where it is the RNN-T loss
+    of the lattice, else what it computes instead (another loss: left out)."""
     what = code.get("__object__") if isinstance(code, dict) else None
     m = _OBJECT_FUNCTION.match(what) if isinstance(what, str) else None
     tree = _parsed(imp.cfg.path) if m else None
@@ -169,13 +186,14 @@ def _rnnt_function(imp, code, full: str) -> tuple[int, int]:
         and imported.get(node.func.id) in RNNT_FUNCTIONS
     ]
     if len(calls) != 1:
-        raise Refused(
-            full,
-            "eval",
-            f"loss function `{fn.name}` of the config: not the RNN-T loss (warp-transducer's `rnnt_loss` or "
-            "`rnnt_tf_impl.tf_forward_shifted`); netc has no op for it",
+        used = {c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+        called = sorted({f"{m}.{f}" for k, (m, f) in imported.items() if k in used})
+        return (
+            fn.name,
+            None,
+            f"the loss of {', '.join(called) or 'its own code'} (not the RNN-T loss), which netc has no op for",
         )
-    node, sign = calls[0]
+    node, _sign = calls[0]  # both functions' costs are −log p(labels | frames), as `rnnt_loss`'s
     kw = {k.arg: k.value for k in node.keywords}
     b = kw.get("blank_label", kw.get("blank_index"))
     if isinstance(b, ast.Constant) and isinstance(b.value, int):
@@ -185,7 +203,7 @@ def _rnnt_function(imp, code, full: str) -> tuple[int, int]:
     else:
         raise Refused(full, "eval", f"loss function `{fn.name}`: its blank is not a number of the config")
     _check_args(fn, node, full)
-    return sign, blank
+    return fn.name, blank, None
 
 
 def _check_args(fn: ast.FunctionDef, node: ast.Call, full: str) -> None:

@@ -233,6 +233,13 @@ class Importer(
         """The value `ref` (a `from` entry) names in `scope`."""
         if not isinstance(ref, str):
             raise Refused(str(scope.rec or "network"), "?", f"a source {ref!r} that is not a layer name")
+        if scope.lattice and (ref.startswith("prev:") or ref == ":i"):
+            raise Refused(
+                scope.path or "?",
+                "rec",
+                f"`{ref}` read on the (frame, label) lattice RETURNN trains the unit on (a value of the loop's "
+                "steps, which its loop optimisation leaves in the loop: netc computes the lattice outside any loop)",
+            )
         if scope.sub and (ref == "data" or ref.startswith(("base:", "prev:", "data:"))):
             if ref == "data" and scope.frame is not None:
                 return scope.frame
