@@ -1,0 +1,147 @@
+"""`netc import` of transducer units trained full-sum (configs written here, in the idiom of the
+corpus's RNN-T and RNA setups): in training RETURNN's loop optimisation computes the unit on the
+(frame, label) lattice (the label-side network under a `masked_computation` with `masked_from`,
+the joint a `linear` of both with `out_type` [T, U+1, B, F]) and the config's own function
+computes the loss; netc writes the lattice outside any loop and the loss as `rnnt_loss` where the
+function is the RNN-T loss with the blank last (docs/import.md, "Transducers trained full-sum")."""
+
+from __future__ import annotations
+
+from conftest import run_netc
+
+RNNT = """
+#!rnn.py
+import os
+task = "train"
+num_labels = 5
+blank_idx = BLANK
+extern_data = {
+    "data": {"dim": 3, "shape": (None, 3)},
+    "bpe": {"dim": num_labels, "shape": (None,), "sparse": True},
+}
+
+
+def transducer_cost(source, **kwargs):
+    IMPORT
+    scores = source(0, as_data=True, auto_convert=False)
+    labels = source(1, as_data=True, auto_convert=False)
+    frames = source(2, as_data=True, auto_convert=False)
+    frame_lens = frames.get_sequence_lengths()
+    label_lens = labels.get_sequence_lengths()
+    cost = COST(scores.get_placeholder_as_batch_major(), labels.get_placeholder_as_batch_major(),
+                     frame_lens, label_lens, blank_label=blank_idx)
+    cost.set_shape((None,))
+    return cost
+
+
+def cost_out(sources, **kwargs):
+    from returnn.tf.util.data import Data
+    return Data(name="transducer_cost", shape=())
+
+
+network = {
+    "fw": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "direction": 1, "from": "data"},
+    "bw": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "direction": -1, "from": "data"},
+    "encoder": {"class": "copy", "from": ["fw", "bw"]},
+    "enc_len": {"class": "length", "from": "encoder", "sparse": True},
+    "pred_in0": {"class": "copy", "from": "data:bpe"},
+    "pred_in1": {"class": "prefix_in_time", "from": "pred_in0", "prefix": 0},
+    "pred_in": {"class": "copy", "from": "pred_in1"},
+    "output": {
+        "class": "rec", "from": "encoder", "include_eos": True, "target": "bpe",
+        "max_seq_len": "max_len_from('base:encoder') * 2",
+        "unit": {
+            "enc0": {"class": "gather_nd", "from": "base:encoder", "position": "prev:t"},
+            "enc": {"class": "copy", "from": ENC},
+            "prev_label": {"class": "reinterpret_data", "from": "prev:output", "set_sparse_dim": num_labels},
+            "pred": {"class": "masked_computation", "mask": "prev:emit", "from": "prev_label",
+                     "masked_from": "base:pred_in" if task == "train" else None,
+                     "unit": {"class": "subnetwork", "from": "data", "subnetwork": {
+                         "embed": {"class": "linear", "activation": None, "with_bias": False, "from": "data", "n_out": 3},
+                         "lstm": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "from": "embed"},
+                         "output": {"class": "copy", "from": "lstm"}}}},
+            "joint": {"class": "linear", "from": ["enc", "pred"], "activation": None, "n_out": 6, "dropout": 0.1,
+                      "out_type": {"batch_dim_axis": 2, "shape": (None, None, 6), "time_dim_axis": 0}},
+            "joint_max": {"class": "reduce_out", "mode": "max", "num_pieces": 2, "from": "joint"},
+            "label_lp": {"class": "linear", "from": "joint_max", "activation": "log_softmax", "n_out": num_labels},
+            "emit0": {"class": "linear", "from": "joint_max", "activation": None, "n_out": 1},
+            "emit_lp": {"class": "activation", "from": "emit0", "activation": "log_sigmoid"},
+            "blank_lp": {"class": "eval", "from": "emit0", "eval": "tf.compat.v1.log_sigmoid(-source(0))"},
+            "label_emit_lp": {"class": "combine", "kind": "add", "from": ["label_lp", "emit_lp"]},
+            "scores": {"class": "copy", "from": SCORES},
+            "cost": {"class": "eval", "from": ["scores", "base:data:bpe", "base:encoder"], "eval": transducer_cost,
+                     "out_type": cost_out, "loss": "as_is"},
+            "output": {"class": "choice", "target": "bpe", "beam_size": 3, "from": "scores", "input_type": "log_prob",
+                       "initial_output": 0, "cheating": "exclusive" if task == "train" else None},
+            "not_blank": {"class": "compare", "from": "output", "value": blank_idx, "kind": "not_equal",
+                          "initial_output": True},
+            "emit": {"class": "copy", "from": "not_blank", "initial_output": True},
+            "zero": {"class": "constant", "value": 0},
+            "one": {"class": "constant", "value": 1},
+            "dt": {"class": "switch", "condition": "not_blank", "true_from": "zero", "false_from": "one"},
+            "t": {"class": "combine", "from": ["prev:t", "dt"], "kind": "add", "initial_output": 0},
+            "end": {"class": "compare", "from": ["t", "base:enc_len"], "kind": "greater"},
+        },
+    },
+}
+"""
+
+WARP = "from extern.HawkAaronWarpTransducer import rnnt_loss"
+RNA = "from rna_tf_impl import tf_forward_shifted_rna"
+LAST = '["label_emit_lp", "blank_lp"]'
+FIRST = '["blank_lp", "label_emit_lp"]'
+TRAIN_ENC = '"data:source" if task == "train" else "enc0"'
+
+
+def config(tmp_path, blank="num_labels", scores=LAST, imp=WARP, cost="rnnt_loss", enc=TRAIN_ENC):
+    text = RNNT.replace("BLANK", blank).replace("SCORES", scores).replace("IMPORT", imp).replace("COST", cost)
+    cfg = tmp_path / "rnnt.config"
+    cfg.write_text(text.replace("ENC", enc).lstrip())
+    return cfg
+
+
+def test_rnnt_unit_trained_full_sum_is_the_lattice_and_rnnt_loss_and_verifies(tmp_path):
+    model = tmp_path / "model.py"
+    proc = run_netc("import", config(tmp_path), "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    assert "layer `output`: a transducer trained full-sum" in proc.stderr
+    text = model.read_text()
+    # the labels with the begin label before them, the label-side network over them (the masked unit)
+    assert "pred_in1 = pad_frames(pred_in0, axis=bpe_time, left=1, value=0, out_axis=pred_in1_time)" in text
+    assert "embed = Embedding(feat)(pred_in)  # layer 'output/pred/embed'" in text
+    assert "lstm = Lstm(fw_dim)(embed)  # layer 'output/pred/lstm'" in text
+    # the joint: the encoder's frames by the labels' (RETURNN's `out_type` [T, U+1, B, F])
+    assert "concat(expand(output_enc, pred_in1_time), expand(output_pred, time))" in text
+    assert (
+        'mark_as_loss(rnnt_loss(output_scores, bpe, axis=vocab + emit0_dim, time_axis=time, blank_index=5), "cost")'
+        in text
+    )
+    assert "output = bpe" in text
+    out = run_netc("verify", model)
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_loss_function_netc_cannot_compute_is_left_out_with_a_note(tmp_path):
+    # the RNN-T loss with the blank first, reading label k as class k (label 0 as the blank too)
+    model = tmp_path / "model.py"
+    proc = run_netc("import", config(tmp_path, blank="0", scores=FIRST), "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "note: loss of layer `output/cost` left out: the config's function `transducer_cost` computes the RNN-T loss"
+        in proc.stderr
+    )
+    assert "rnnt_loss" not in model.read_text()
+    # RNA's loss (one label per frame), which netc has no op for
+    proc = run_netc("import", config(tmp_path, imp=RNA, cost="-tf_forward_shifted_rna"), "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "the loss of rna_tf_impl.tf_forward_shifted_rna (not the RNN-T loss), which netc has no op for" in proc.stderr
+    )
+    assert "output = bpe" in model.read_text()
+
+
+def test_a_step_value_read_on_the_lattice_is_refused_at_the_rec_layer(tmp_path):
+    # the encoder's frame at the position the loop counts: RETURNN leaves it in the loop
+    proc = run_netc("import", config(tmp_path, enc='"enc0"'), "-o", tmp_path / "model.py")
+    assert proc.returncode != 0
+    assert "error: layer `output` (rec): `prev:t` read on the (frame, label) lattice" in proc.stderr
