@@ -58,7 +58,7 @@ network = {
                      "masked_from": "base:pred_in" if task == "train" else None,
                      "unit": {"class": "subnetwork", "from": "data", "subnetwork": {
                          "embed": {"class": "linear", "activation": None, "with_bias": False, "from": "data", "n_out": 3},
-                         "lstm": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "from": "embed"},
+                         "lstm": LSTM,
                          "output": {"class": "copy", "from": "lstm"}}}},
             "joint": {"class": "linear", "from": ["enc", "pred"], "activation": None, "n_out": 6, "dropout": 0.1,
                       "out_type": {"batch_dim_axis": 2, "shape": (None, None, 6), "time_dim_axis": 0}},
@@ -93,8 +93,18 @@ FIRST = '["blank_lp", "label_emit_lp"]'
 TRAIN_ENC = '"data:source" if task == "train" else "enc0"'
 
 
-def config(tmp_path, blank="num_labels", scores=LAST, imp=WARP, cost="rnnt_loss", enc=TRAIN_ENC):
-    text = RNNT.replace("BLANK", blank).replace("SCORES", scores).replace("IMPORT", imp).replace("COST", cost)
+NATIVE = '{"class": "rec", "unit": "nativelstm2", "n_out": 4, "from": "embed"}'
+ZONEOUT = '{"class": "rnn_cell", "unit": "ZoneoutLSTM", "n_out": 4, "from": "embed", "unit_opts": {"zoneout_factor_cell": 0.15, "zoneout_factor_output": 0.05}}'
+
+
+def config(tmp_path, blank="num_labels", scores=LAST, imp=WARP, cost="rnnt_loss", enc=TRAIN_ENC, lstm=NATIVE):
+    text = (
+        RNNT.replace("LSTM", lstm)
+        .replace("BLANK", blank)
+        .replace("SCORES", scores)
+        .replace("IMPORT", imp)
+        .replace("COST", cost)
+    )
     cfg = tmp_path / "rnnt.config"
     cfg.write_text(text.replace("ENC", enc).lstrip())
     return cfg
@@ -117,6 +127,18 @@ def test_rnnt_unit_trained_full_sum_is_the_lattice_and_rnnt_loss_and_verifies(tm
         in text
     )
     assert "output = bpe" in text
+    out = run_netc("verify", model)
+    assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
+
+
+def test_an_rnn_cell_of_the_label_side_runs_over_the_labels(tmp_path):
+    # a cell in the masked computation's unit: RETURNN runs it over `masked_from`'s frames
+    model = tmp_path / "model.py"
+    proc = run_netc("import", config(tmp_path, lstm=ZONEOUT), "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    text = model.read_text()
+    assert "# layer 'lstm': a zoneoutlstm unit, step by step" in text
+    assert "rnnt_loss(output_scores, bpe" in text
     out = run_netc("verify", model)
     assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
 

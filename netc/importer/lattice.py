@@ -61,6 +61,12 @@ def _rewritten(unit: dict, full: str, frames_of: list[str]) -> dict:
             if not isinstance(inner, dict) or sources(inner) != ["data"]:
                 raise Refused(f"{full}/{n}", "masked_computation", "a unit that does not read its `data`")
             ld = {**inner, "from": ld["masked_from"]}
+            if ld.get("class") == "subnetwork" and isinstance(ld.get("subnetwork"), dict):
+                # its `rnn_cell`s run over `masked_from`'s frames: RETURNN's cell over a sequence, a `rec`
+                ld["subnetwork"] = {
+                    k: {**v, "class": "rec"} if isinstance(v, dict) and v.get("class") == "rnn_cell" else v
+                    for k, v in ld["subnetwork"].items()
+                }
         if ld.get("class") == "gather_nd" and ld.get("position") == ":i":
             # the step's frame of a value over the encoder's frames: on the lattice, each frame's own
             ld = {"class": "copy", "from": ld.get("from")}
@@ -155,7 +161,7 @@ def import_lattice(imp, layer: str, d: dict, scope: Scope, var: str, full: str, 
         imp.loss_names[f"{layer}/{loss_layer}"] = loss_name
         imp.notes.append(
             f"layer `{full}`: a transducer trained full-sum, written as RETURNN's training computes it (the unit's "
-            f"layers on the (frame, label) lattice, its loss `{fn}` as `rnnt_loss`); the rec layer's value is its "
+            f"layers on the (frame, label) lattice, the loss of its function `{fn}` as netc's `rnnt_loss`); the rec layer's value is its "
             "target (the search's positions, strings and `end` are not computed)"
         )
     imp._emit(scope, var, target.expr, layer)
