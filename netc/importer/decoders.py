@@ -102,9 +102,9 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
                 full,
                 "rec",
                 "a decoder over the frames of `from` with an `end` layer (it ends with the frames; RNN-T's unit, "
-                "a step per label or blank until the `end` on its frame position, trained full-sum by the config's "
-                "loss function on the lattice RETURNN's loop optimisation computes: netc's decoder over frames takes "
-                "one class per frame, and netc's RNN-T is `rnnt_loss`/`transducer_search`, not a rec unit)",
+                "a step per label or blank until the `end` on its frame position, as RETURNN searches it: netc's "
+                "decoder over frames takes one class per frame; trained full-sum, a unit whose label side is a "
+                "`masked_computation` with `masked_from` is imported on the (frame, label) lattice)",
             )
         bound, step, tail = _frames(imp, d, scope, var, full, inner, reframed)
         comment = f"layer {layer!r}: a decoder, one class per frame"
