@@ -7,7 +7,51 @@ function is the RNN-T loss with the blank last (docs/import.md, "Transducers tra
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from conftest import run_netc
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# a stand-in for warp-transducer's TF binding (the corpus's configs import it from RETURNN's `extern`,
+# which is not installed here): its RNN-T loss, labels read as classes as they are and `blank_label`
+# the blank, as a plain forward recursion in numpy (no gradient): the original's loss, computed
+# independently of netc, for the runner's match stage
+WARP_STANDIN = """
+import numpy as np
+import tensorflow as tf
+
+
+def _costs(acts, labels, frame_lens, label_lens, blank):
+    out = []
+    for b in range(acts.shape[0]):
+        x = acts[b].astype(np.float64)
+        top = x.max(-1, keepdims=True)
+        logp = x - top - np.log(np.exp(x - top).sum(-1, keepdims=True))
+        n_t, n_u = int(frame_lens[b]), int(label_lens[b])
+        alpha = np.full((n_t, n_u + 1), -np.inf)
+        alpha[0, 0] = 0.0
+        for t in range(n_t):
+            for u in range(n_u + 1):
+                terms = [alpha[t, u]] if t == 0 and u == 0 else []
+                if t > 0:
+                    terms.append(alpha[t - 1, u] + logp[t - 1, u, blank])
+                if u > 0:
+                    terms.append(alpha[t, u - 1] + logp[t, u - 1, labels[b, u - 1]])
+                alpha[t, u] = np.logaddexp.reduce(terms)
+        out.append(-(alpha[n_t - 1, n_u] + logp[n_t - 1, n_u, blank]))
+    return np.array(out, np.float32)
+
+
+def rnnt_loss(acts, labels, input_lengths, label_lengths, blank_label=0):
+    return tf.numpy_function(
+        lambda a, l, t, u: _costs(a, l, t, u, blank_label), [acts, labels, input_lengths, label_lengths], tf.float32
+    )
+"""
 
 RNNT = """
 #!rnn.py
@@ -152,7 +196,10 @@ def test_a_loss_function_netc_cannot_compute_is_left_out_with_a_note(tmp_path):
         "note: loss of layer `output/cost` left out: the config's function `transducer_cost` computes the RNN-T loss"
         in proc.stderr
     )
-    assert "rnnt_loss" not in model.read_text()
+    text = model.read_text()
+    assert "rnnt_loss" not in text
+    # the lattice's log-probabilities an output: the unit's parameters are the model's
+    assert 'return {"output_scores": output_scores, "output": output}' in text
     # RNA's loss (one label per frame), which netc has no op for
     proc = run_netc("import", config(tmp_path, imp=RNA, cost="-tf_forward_shifted_rna"), "-o", model)
     assert proc.returncode == 0, proc.stderr
@@ -167,3 +214,28 @@ def test_a_step_value_read_on_the_lattice_is_refused_at_the_rec_layer(tmp_path):
     proc = run_netc("import", config(tmp_path, enc='"enc0"'), "-o", tmp_path / "model.py")
     assert proc.returncode != 0
     assert "error: layer `output` (rec): `prev:t` read on the (frame, label) lattice" in proc.stderr
+
+
+def test_corpus_runner_matches_the_original_with_its_rnnt_loss(tmp_path):
+    corpus = tmp_path / "corpus"
+    (corpus / "asr" / "extern").mkdir(parents=True)
+    (corpus / "asr" / "extern" / "__init__.py").write_text("")
+    (corpus / "asr" / "extern" / "HawkAaronWarpTransducer.py").write_text(WARP_STANDIN.lstrip())
+    config(tmp_path).rename(corpus / "asr" / "rnnt.config")
+    config(tmp_path, blank="0", scores=FIRST).rename(corpus / "asr" / "blank0.config")
+    out = tmp_path / "report"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(corpus / "asr")]))
+    proc = subprocess.run(
+        [sys.executable, ROOT / "tools" / "import_corpus.py", corpus, "--out", out, "-j", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = {r["config"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    for name in ("asr/rnnt.config", "asr/blank0.config"):
+        rec = records[name]
+        assert rec["outcome"] == "imported" and rec["verify"] == {"status": "ok", "train": "ok"}, rec
+        assert rec["match"]["status"] == "ok", rec
+    # the loss itself: RETURNN's original (the stand-in's recursion) against netc's `rnnt_loss`
+    assert "loss output/cost" in records["asr/rnnt.config"]["match"]["cause"], records["asr/rnnt.config"]

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ast
 
+import libcst as cst
+
 from netc.importer.config_eval import _OBJECT_FUNCTION, _parsed
 from netc.importer.syntax import call, name, num
 from netc.importer.values import Refused, Scope, Val, sources
@@ -141,9 +143,19 @@ def import_lattice(imp, layer: str, d: dict, scope: Scope, var: str, full: str, 
             f"blank too), which netc's `rnnt_loss` computes only with the blank last ({n})"
         )
     if why is not None:  # the loss left out, as any loss netc cannot compute (the forward numbers the same)
+        # the lattice's log-probabilities an output of the model (RETURNN's layer `<rec>/<source>`): the
+        # unit's parameters are the model's, and a loss of the user's own reads them
+        if isinstance(log_probs.expr, cst.Name):
+            out = log_probs.expr.value
+        else:
+            out = imp.fresh(f"{layer}_{srcs[0]}")
+            imp._emit(scope, out, log_probs.tensor(), f"{layer}/{srcs[0]}")
+        imp.outputs[f"{layer}/{srcs[0]}"] = out
+        imp.out_vals[out] = Val(name(out), log_probs.dims, log_probs.sparse)
         imp.notes.append(
             f"loss of layer `{lfull}` left out: the config's function `{fn}` computes {why}; the unit is imported as RETURNN trains it on the (frame, label) lattice (the rec layer's "
-            "value, its target, the same forward numbers): train the model with a loss of your own"
+            f"value, its target, the same forward numbers; the lattice's log-probabilities `{srcs[0]}` an output of "
+            "the model): train the model with a loss of your own"
         )
     else:
         imp.imports |= {"rnnt_loss", "mark_as_loss"}
