@@ -92,7 +92,7 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
     if (
         sources(d)
         and lattice_unit(unit)
-        and (end is not None or reframed is None and not _over_frames(imp, d, scope, target))
+        and (end is not None or reframed is None and not _over_frames(imp, d, scope, full, target))
     ):
         # trained full-sum: RETURNN's loop optimisation computes the unit on the (frame, label) lattice
         return import_lattice(imp, layer, d, scope, var, full, unit, target)
@@ -350,8 +350,8 @@ def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
     return conv(tree)
 
 
-def _over_frames(imp, d: dict, scope: Scope, target: Val) -> bool:
+def _over_frames(imp, d: dict, scope: Scope, full: str, target: Val) -> bool:
     """Whether the `choice`'s target is over the frames of the rec layer's `from`."""
-    src = imp._source(d, scope, d.get("name", "rec"))
+    src = imp._source(d, scope, full)
     frames = {imp.dims.find(x) for x in src.dims if imp.dims.is_dynamic(x)}
     return any(imp.dims.find(x) in frames for x in target.dims if imp.dims.is_dynamic(x))
