@@ -187,6 +187,19 @@ def test_an_rnn_cell_of_the_label_side_runs_over_the_labels(tmp_path):
     assert out.returncode == 0 and "verify: ok" in out.stdout, out.stdout + out.stderr
 
 
+def test_the_setups_own_rnnt_log_likelihood_negated_is_the_rnnt_loss(tmp_path):
+    model = tmp_path / "model.py"
+    own = "from rnnt_tf_impl import tf_forward_shifted"
+    proc = run_netc("import", config(tmp_path, imp=own, cost="-tf_forward_shifted"), "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    assert "rnnt_loss(output_scores, bpe, axis=vocab + emit0_dim, time_axis=time, blank_index=5)" in model.read_text()
+    # not negated: the log-likelihood, not a cost
+    proc = run_netc("import", config(tmp_path, imp=own, cost="tf_forward_shifted"), "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    assert "`tf_forward_shifted(...)`: the RNN-T log-likelihood, not its cost, which netc has no op for" in proc.stderr
+    assert "rnnt_loss" not in model.read_text()
+
+
 def test_a_loss_function_netc_cannot_compute_is_left_out_with_a_note(tmp_path):
     # the RNN-T loss with the blank first, reading label k as class k (label 0 as the blank too)
     model = tmp_path / "model.py"

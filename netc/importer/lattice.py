@@ -27,7 +27,7 @@ from netc.importer.syntax import call, name, num
 from netc.importer.values import Refused, Scope, Val, sources
 from netc.importer.writer import MarkLoss
 
-# the losses recognised: (module, function) -> the sign of the function's result as a cost
+# the losses recognised: (module, function) -> the sign of the function's result as a cost (-1: a log-likelihood)
 RNNT_FUNCTIONS = {("HawkAaronWarpTransducer", "rnnt_loss"): 1, ("rnnt_tf_impl", "tf_forward_shifted"): -1}
 
 
@@ -211,7 +211,13 @@ def _rnnt_function(imp, code, full: str) -> tuple[str, int | None, str | None]:
             None,
             f"the loss of {', '.join(called) or 'its own code'} (not the RNN-T loss), which netc has no op for",
         )
-    node, _sign = calls[0]  # both functions' costs are −log p(labels | frames), as `rnnt_loss`'s
+    node, sign = calls[0]
+    # the cost −log p(labels | frames), as `rnnt_loss`'s: warp-transducer's as it is, the log-likelihood
+    # of `tf_forward_shifted` negated where it is called
+    negated = any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and n.operand is node for n in ast.walk(fn))
+    if negated != (sign < 0):
+        why = f"`{'-' if negated else ''}{node.func.id}(...)`: the RNN-T log-likelihood, not its cost"
+        return fn.name, None, f"{why}, which netc has no op for"
     kw = {k.arg: k.value for k in node.keywords}
     b = kw.get("blank_label", kw.get("blank_index"))
     if isinstance(b, ast.Constant) and isinstance(b.value, int):
