@@ -151,7 +151,7 @@ class AxesLayers:
             kwargs["left"] = num(left)
         if right:
             kwargs["right"] = num(right)
-        if value:
+        if value or src.sparse is not None:  # labels: an integer (pad_frames' default 0.0 is a float's)
             kwargs["value"] = num(int(value) if src.sparse is not None else float(value))
         kwargs["out_axis"] = self.dim(out)
         self.imports.add("pad_frames")

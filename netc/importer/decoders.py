@@ -34,6 +34,7 @@ import ast
 import libcst as cst
 
 from netc.importer.dims import BATCH
+from netc.importer.lattice import import_lattice, lattice_unit
 from netc.importer.syntax import Expr, binop, call, compare, literal, name, num
 from netc.importer.values import Refused, Scope, Val, registered_layer, sources
 from netc.importer.writer import Assign, EndIf, Loop
@@ -87,15 +88,22 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
     dyn = [x for x in target.dims if imp.dims.is_dynamic(x)]
     inner.time = dyn[0]
     inner.step_targets = frozenset(t for t in targets if isinstance(t, str))  # `data:<target>` by the step
+    if (
+        sources(d)
+        and lattice_unit(unit)
+        and (end is not None or reframed is None and not _over_frames(imp, d, scope, full, target))
+    ):
+        # trained full-sum: RETURNN's loop optimisation computes the unit on the (frame, label) lattice
+        return import_lattice(imp, layer, d, scope, var, full, unit, target)
     if sources(d):  # one class per frame of `from`
         if end is not None:
             raise Refused(
                 full,
                 "rec",
                 "a decoder over the frames of `from` with an `end` layer (it ends with the frames; RNN-T's unit, "
-                "a step per label or blank until the `end` on its frame position, trained full-sum by the config's "
-                "loss function on the lattice RETURNN's loop optimisation computes: netc's decoder over frames takes "
-                "one class per frame, and netc's RNN-T is `rnnt_loss`/`transducer_search`, not a rec unit)",
+                "a step per label or blank until the `end` on its frame position, as RETURNN searches it: netc's "
+                "decoder over frames takes one class per frame; trained full-sum, a unit whose label side is a "
+                "`masked_computation` with `masked_from` is imported on the (frame, label) lattice)",
             )
         bound, step, tail = _frames(imp, d, scope, var, full, inner, reframed)
         comment = f"layer {layer!r}: a decoder, one class per frame"
@@ -353,3 +361,10 @@ def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
     if tree is None:
         raise Refused(full, "rec", f"max_seq_len {spec!r} is not an expression")
     return conv(tree)
+
+
+def _over_frames(imp, d: dict, scope: Scope, full: str, target: Val) -> bool:
+    """Whether the `choice`'s target is over the frames of the rec layer's `from`."""
+    src = imp._source(d, scope, full)
+    frames = {imp.dims.find(x) for x in src.dims if imp.dims.is_dynamic(x)}
+    return any(imp.dims.find(x) in frames for x in target.dims if imp.dims.is_dynamic(x))

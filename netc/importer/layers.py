@@ -247,6 +247,13 @@ class Importer(
         """The value `ref` (a `from` entry) names in `scope`."""
         if not isinstance(ref, str):
             raise Refused(str(scope.rec or "network"), "?", f"a source {ref!r} that is not a layer name")
+        if scope.lattice and (ref.startswith("prev:") or ref == ":i"):
+            raise Refused(
+                scope.path or "?",
+                "rec",
+                f"`{ref}` read on the (frame, label) lattice RETURNN trains the unit on (a value of the loop's "
+                "steps, which its loop optimisation leaves in the loop: netc computes the lattice outside any loop)",
+            )
         if scope.sub and (ref == "data" or ref.startswith(("base:", "prev:", "data:"))):
             if ref == "data" and scope.frame is not None:
                 return scope.frame
@@ -451,17 +458,31 @@ class Importer(
         vals = [self.get(s, scope) for s in sources(d)]
         if not vals:
             raise Refused(full, d.get("class", "?"), "it has no input (`from: []`)")
-        val = vals[0] if len(vals) == 1 else self._concat(vals, full, d)
+        val = vals[0] if len(vals) == 1 else self._concat(vals, full, d, broadcast=scope.lattice)
         if d.get("dropout"):
             self.imports.add("dropout")
             val = Val(call("dropout", val.expr, num(float(d["dropout"]))), val.dims, val.sparse)
         return val
 
-    def _concat(self, vals: list[Val], full: str, d: dict) -> Val:
+    def _concat(self, vals: list[Val], full: str, d: dict, broadcast: bool = False) -> Val:
         if any(v.sparse for v in vals):  # RETURNN's concat_sources: "sparse concat not supported"
             raise Refused(full, d.get("class", "?"), "labels (sparse) among several inputs (RETURNN rejects it too)")
         feats = [feature(v, self.dims) for v in vals]
         rest = [tuple(x for x in v.dims if x != f) for v, f in zip(vals, feats)]
+        if broadcast and any(r != rest[0] for r in rest):
+            # on a transducer's lattice (lattice.py): each source over the others' frames too, as
+            # RETURNN broadcasts them to the layer's `out_type` (the encoder's frames by the labels')
+            union: list[str] = []
+            for r in rest:
+                union += [x for x in r if x not in union]
+            self.imports.add("expand")
+            for i, (v, r) in enumerate(zip(vals, rest)):
+                expr = v.tensor()
+                for x in union:
+                    if x not in r:
+                        expr = call("expand", expr, self.dim(x))
+                vals[i] = Val(expr, (*r, *(x for x in union if x not in r), feats[i]))
+            rest = [tuple(union)] * len(vals)
         if any(r != rest[0] for r in rest):
             raise Refused(full, d.get("class", "?"), "its inputs differ in dims other than the feature dim")
         self.imports.add("concat")

@@ -64,6 +64,7 @@ class Scope:
     masked: bool = False  # a masked computation's unit's: `base:` in a subnetwork unit reads past it
     step_targets: frozenset[str] = frozenset()  # a decoder unit's: its choices' targets (`data:<key>` by the step)
     step_var: str | None = None  # its loop's step variable, once a layer reads a target's frame by it
+    lattice: bool = False  # a transducer unit's layers on the (frame, label) lattice (lattice.py): sources broadcast
 
 
 def tf_scope(layer: str) -> str:
