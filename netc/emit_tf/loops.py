@@ -413,29 +413,33 @@ class RecLowering:
             layer["from"] = frame
 
     def _chain_choices(self) -> None:
-        """A later choice of the step whose scores are computed without the choice before it (a
-        label scored from attention on the previous state, read after the step's position
-        choice: `unchained_choices`) reads them through a layer that also reads that choice.
+        """Each later choice of the step reads its scores through a layer that also reads the
+        choice before it, and the step's first choice the previous step's last where its scores
+        read nothing carried from it (`unchained_choices`).
 
-        A later choice extends the hypotheses the one before made (docs/language.md, "Several
-        choices in one step"); RETURNN's `choice` extends those of its input's search choices,
-        and it orders a step's choices by their dependencies alone: two choices of the step that
-        do not depend on each other cannot be compared (`get_search_choices`, "Search choices
-        cannot be compared", at the first layer reading both, such as a state computed from
-        both). Adding zeros computed from the earlier choice gives the scores its hypotheses:
-        RETURNN selects the scores' frames by that choice's source hypotheses."""
+        A choice extends the hypotheses the one before made (docs/language.md, "Several choices
+        in one step"); RETURNN's `choice` extends those of its input's search choices (or, where
+        its input has none, its own previous step's), and it orders a step's choices by their
+        dependencies alone: two choices it finds independent cannot be compared
+        (`get_search_choices`, "Search choices cannot be compared", at a layer reading both,
+        such as a state computed from both). Adding zeros computed from the earlier choice gives
+        the scores its hypotheses (RETURNN selects the scores' frames by that choice's source
+        hypotheses) and a dependency RETURNN always sees."""
         unit = self.unit
-        for before, label in unchained_choices(self.n):
+        for before, label, across in unchained_choices(self.n):
             choice = unit.layers[unit.refs[label]]
             src, prev = choice["from"], unit.refs[before]
-            zeros = unit.ns.fresh(f"{prev}_zeros")
+            zeros = unit.ns.fresh(f"prev_{prev}_zeros" if across else f"{prev}_zeros")
             unit.layers[zeros] = {
                 "class": "eval",
-                "from": [prev],
+                "from": [f"prev:{prev}" if across else prev],
                 "eval": "tf.zeros_like(tf.cast(source(0), tf.float32))",
                 "out_type": {"dtype": "float32", "sparse": False, "dim": None, "shape": ()},
-                "collocate_with": [prev],
             }
+            if across:  # never read: the first step's first choice has no hypotheses to follow
+                unit.layers[prev].setdefault("initial_output", 0)
+            else:
+                unit.layers[zeros]["collocate_with"] = [prev]
             rebeamed = unit.ns.fresh(f"{src}_rebeamed")
             unit.layers[rebeamed] = {"class": "combine", "kind": "add", "from": [src, zeros]}
             choice["from"] = rebeamed
