@@ -136,6 +136,7 @@ SEARCHED = [
     "two_choices_state_batch_axis.py",  # a state over the frames from the position only, time-major encoder
     "two_choices_through_attention.py",  # the label reads the position through attention only
     "two_choices_label_unread.py",  # the next position reads nothing of the label
+    "two_choices_position_only_in_state.py",  # a position read only by a state its own scores read
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
