@@ -290,7 +290,7 @@ class RecLowering:
                 elif stepped:
                     unit.layer_of.setdefault(c.next, name)
             if c not in self.grown:
-                self._initial_output(name, c.init, self.base[c.init])
+                self._initial_output(name, c.init, self.base[c.init], given=c.next in self.rebeamed)
             init = unit.layers[name].get("initial_output")
             if c.inner.id in self.prev_layers and isinstance(init, str) and init.startswith("base:"):
                 # RETURNN's first template of a layer is its `base:` initial value's: the state and
@@ -329,11 +329,14 @@ class RecLowering:
             "collocate_with": [self.beam],
         }
 
-    def _initial_output(self, name: str, init: int, ref: str) -> None:
-        """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""
+    def _initial_output(self, name: str, init: int, ref: str, given: bool = False) -> None:
+        """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`;
+        `given`: also where it is zeros that RETURNN's default would give (a rebeamed state: the
+        last choice its zeros read looks like a source giving the state's dims, which they do not)."""
         em, unit, outer = self.em, self.unit, self.outer
         if (
-            init in em.zeros
+            not given
+            and init in em.zeros
             and not outer.in_unit
             and shaped_by_others(unit.layers, name, self.batched)
             and not axes_of_prev(unit.layers, name)
