@@ -138,6 +138,7 @@ SEARCHED = [
     "two_choices_label_unread.py",  # the next position reads nothing of the label
     "two_choices_position_only_in_state.py",  # a position read only by a state its own scores read
     "two_choices_state_broadcast.py",  # a rebeamed state from zeros with a dim its update lacks
+    "search_scores_from_prev_state.py",  # one choice scored from attention on the previous state only
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

@@ -98,17 +98,19 @@ def rebeamed_states(n: Loop) -> set[int]:
 
 
 def unchained_choices(n: Loop) -> list[tuple[int, int, bool]]:
-    """(earlier, later, across) labels of a loop with several choices whose later choice's scores
-    read the earlier choice through a layer of zeros computed from it (`RecLowering._chain_choices`):
-    every later choice of the step, after the one before it (`across` false), and the step's
-    first, after the previous step's last (`across` true), where its scores read no state computed
-    from that choice. RETURNN orders choices by their dependencies as it finds them while it builds
-    the unit's templates, which go round the step's cycles: a dependency through the step's
-    other layers (attention on the position chosen) may not be seen yet where it compares two
-    choices; a direct one always is. A `choice` whose scores have no hypotheses at all follows its
-    own previous step's, not the last choice's."""
+    """(earlier, later, across) labels of a search loop whose later choice's scores read the
+    earlier choice through a layer of zeros computed from it (`RecLowering._chain_choices`): every
+    later choice of the step, after the one before it (`across` false), and the step's first
+    (with one choice, the choice itself), after the previous step's last (`across` true), where
+    its scores read no state computed within the step from that choice (scores from attention on
+    the previous decoder state only). RETURNN orders choices by their dependencies as it finds
+    them while it builds the unit's templates, which go round the step's cycles: a dependency
+    through the step's other layers (attention on the position chosen) or through a state
+    computed before the choice may not be seen yet where it compares two choices ("Search
+    choices cannot be compared"); a direct one always is. A `choice` whose scores have no
+    hypotheses at all follows its own previous step's, not the last choice's."""
     labels, ops = chosen(n), choice_ops(n)
-    if len(labels) < 2:
+    if not labels:
         return []
     out = []
     beamed = {c.inner.id for c in n.carries if c.next in _in_step(n, {labels[-1]})}
