@@ -135,6 +135,11 @@ SEARCHED = [
     "two_choices_label_from_old_state.py",  # the label scored before the position chosen first
     "two_choices_position_from_old_state.py",  # the position scored before the label chosen first
     "two_choices_state_batch_axis.py",  # a state over the frames from the position only, time-major encoder
+    "two_choices_through_attention.py",  # the label reads the position through attention only
+    "two_choices_label_unread.py",  # the next position reads nothing of the label
+    "two_choices_position_only_in_state.py",  # a position read only by a state its own scores read
+    "two_choices_state_broadcast.py",  # a rebeamed state from zeros with a dim its update lacks
+    "search_scores_from_prev_state.py",  # one choice scored from attention on the previous state only
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with

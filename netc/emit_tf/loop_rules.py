@@ -97,13 +97,27 @@ def rebeamed_states(n: Loop) -> set[int]:
     return {c.next for c in n.carries if c.next in earlier and c.next not in last}
 
 
-def unchained_choices(n: Loop) -> list[tuple[int, int]]:
-    """(earlier, later) labels of consecutive choices of a step where the later one's scores are
-    not computed from the earlier one within the step (`RecLowering._chain_choices`)."""
+def unchained_choices(n: Loop) -> list[tuple[int, int, bool]]:
+    """(earlier, later, across) labels of a search loop whose later choice's scores read the
+    earlier choice through a layer of zeros computed from it (`RecLowering._chain_choices`): every
+    later choice of the step, after the one before it (`across` false), and the step's first
+    (with one choice, the choice itself), after the previous step's last (`across` true), where
+    its scores read no state computed within the step from that choice (scores from attention on
+    the previous decoder state only). RETURNN orders choices by their dependencies as it finds
+    them while it builds the unit's templates, which go round the step's cycles: a dependency
+    through the step's other layers (attention on the position chosen) or through a state
+    computed before the choice may not be seen yet where it compares two choices ("Search
+    choices cannot be compared"); a direct one always is. A `choice` whose scores have no
+    hypotheses at all follows its own previous step's, not the last choice's."""
     labels, ops = chosen(n), choice_ops(n)
-    return [
-        (labels[i - 1], labels[i]) for i in range(1, len(labels)) if ops[i].args[0] not in _in_step(n, {labels[i - 1]})
-    ]
+    if not labels:
+        return []
+    out = []
+    beamed = {c.inner.id for c in n.carries if c.next in _in_step(n, {labels[-1]})}
+    if ops[0].args[0] not in _in_step(n, beamed):
+        out.append((labels[-1], labels[0], True))
+    out += [(labels[i - 1], labels[i], False) for i in range(1, len(labels))]
+    return out
 
 
 def _in_step(n: Loop, source: set[int]) -> set[int]:

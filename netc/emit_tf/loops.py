@@ -298,7 +298,7 @@ class RecLowering:
                 elif stepped:
                     unit.layer_of.setdefault(c.next, name)
             if c not in self.grown:
-                self._initial_output(name, c.init, self.base[c.init])
+                self._initial_output(name, c.init, self.base[c.init], given=c.next in self.rebeamed)
             init = unit.layers[name].get("initial_output")
             if c.inner.id in self.prev_layers and isinstance(init, str) and init.startswith("base:"):
                 # RETURNN's first template of a layer is its `base:` initial value's: the state and
@@ -337,11 +337,14 @@ class RecLowering:
             "collocate_with": [self.beam],
         }
 
-    def _initial_output(self, name: str, init: int, ref: str) -> None:
-        """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`."""
+    def _initial_output(self, name: str, init: int, ref: str, given: bool = False) -> None:
+        """The initial value `init` (an outer value, read as `ref`) of the unit's state layer `name`;
+        `given`: also where it is zeros that RETURNN's default would give (a rebeamed state: the
+        last choice its zeros read looks like a source giving the state's dims, which they do not)."""
         em, unit, outer = self.em, self.unit, self.outer
         if (
-            init in em.zeros
+            not given
+            and init in em.zeros
             and not outer.in_unit
             and shaped_by_others(unit.layers, name, self.batched)
             and not axes_of_prev(unit.layers, name)
@@ -421,29 +424,33 @@ class RecLowering:
             layer["from"] = frame
 
     def _chain_choices(self) -> None:
-        """A later choice of the step whose scores are computed without the choice before it (a
-        label scored from attention on the previous state, read after the step's position
-        choice: `unchained_choices`) reads them through a layer that also reads that choice.
+        """Each later choice of the step reads its scores through a layer that also reads the
+        choice before it, and the step's first choice the previous step's last where its scores
+        read nothing carried from it (`unchained_choices`).
 
-        A later choice extends the hypotheses the one before made (docs/language.md, "Several
-        choices in one step"); RETURNN's `choice` extends those of its input's search choices,
-        and it orders a step's choices by their dependencies alone: two choices of the step that
-        do not depend on each other cannot be compared (`get_search_choices`, "Search choices
-        cannot be compared", at the first layer reading both, such as a state computed from
-        both). Adding zeros computed from the earlier choice gives the scores its hypotheses:
-        RETURNN selects the scores' frames by that choice's source hypotheses."""
+        A choice extends the hypotheses the one before made (docs/language.md, "Several choices
+        in one step"); RETURNN's `choice` extends those of its input's search choices (or, where
+        its input has none, its own previous step's), and it orders a step's choices by their
+        dependencies alone: two choices it finds independent cannot be compared
+        (`get_search_choices`, "Search choices cannot be compared", at a layer reading both,
+        such as a state computed from both). Adding zeros computed from the earlier choice gives
+        the scores its hypotheses (RETURNN selects the scores' frames by that choice's source
+        hypotheses) and a dependency RETURNN always sees."""
         unit = self.unit
-        for before, label in unchained_choices(self.n):
+        for before, label, across in unchained_choices(self.n):
             choice = unit.layers[unit.refs[label]]
             src, prev = choice["from"], unit.refs[before]
-            zeros = unit.ns.fresh(f"{prev}_zeros")
+            zeros = unit.ns.fresh(f"prev_{prev}_zeros" if across else f"{prev}_zeros")
             unit.layers[zeros] = {
                 "class": "eval",
-                "from": [prev],
+                "from": [f"prev:{prev}" if across else prev],
                 "eval": "tf.zeros_like(tf.cast(source(0), tf.float32))",
                 "out_type": {"dtype": "float32", "sparse": False, "dim": None, "shape": ()},
-                "collocate_with": [prev],
             }
+            if across:  # never read: the first step's first choice has no hypotheses to follow
+                unit.layers[prev].setdefault("initial_output", 0)
+            else:
+                unit.layers[zeros]["collocate_with"] = [prev]
             rebeamed = unit.ns.fresh(f"{src}_rebeamed")
             unit.layers[rebeamed] = {"class": "combine", "kind": "add", "from": [src, zeros]}
             choice["from"] = rebeamed

@@ -48,13 +48,15 @@ def _makes_used_dims(n: Op, dim_uses: Counter) -> bool:
 
 def _dead_carries(n: Loop) -> list[LoopCarry]:
     """States of loop `n` that nothing but their own updates reads: no result after the loop, and
-    no stack, last value, end condition or live state computed from them (a fixpoint of what is
-    live, from the loop's results back through its body). RETURNN builds no layer for such a state
-    (nor its parameters), so the other targets must not compute it either."""
+    no stack, last value, end condition, choice or live state computed from them (a fixpoint of
+    what is live, from the loop's results and choices back through its body). RETURNN builds no
+    layer for such a state (nor its parameters), so the other targets must not compute it either."""
     live = {s.value for s in n.stacks} | {ll.value for ll in n.lasts}
     live |= {ll.init for ll in n.lasts if ll.init is not None} | {c.next for c in n.carries if c.out is not None}
     if n.end is not None:
         live.add(n.end)
+    # a `choice` stays whoever reads its label (`OpDef.shapes_loop`): what its scores read is live
+    live |= {o.id for nd in n.body if isinstance(nd, Op) and REGISTRY[nd.op].shapes_loop for o in nd.outs}
     changed = True
     while changed:
         changed = False
