@@ -132,6 +132,7 @@ SEARCHED = [
     "hard_attention_linear.py",  # the same with the position target computed from the lengths
     "label_arith_state.py",  # arithmetic on labels (plain ints) as a state
     "target_frame_in_loop.py",  # the step's target frame read in training (`align[i]`), a chosen position as a state
+    "two_choices_window_over_state.py",  # a first-choice state feeding the energies a window after it reads
     "two_choices_label_from_old_state.py",  # the label scored before the position chosen first
     "two_choices_position_from_old_state.py",  # the position scored before the label chosen first
     "two_choices_state_batch_axis.py",  # a state over the frames from the position only, time-major encoder
