@@ -175,6 +175,7 @@ LOOP_LOWERING = [
     "nested_zeros_state_unbatched_step.py",
     "nested_end_loop_invariant.py",
     "nested_reads_whole_made_dim.py",
+    "nested_end_from_outer_state.py",
 ]
 # values assigned around `if end(...): break` read after the loop, in a batch where a sequence
 # ends at its first step (verify's lengths 7, 6, 2: the bound, a later step, the first step)

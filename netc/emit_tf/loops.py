@@ -298,7 +298,11 @@ class RecLowering:
                 elif stepped:
                     unit.layer_of.setdefault(c.next, name)
             if c not in self.grown:
-                self._initial_output(name, c.init, self.base[c.init], given=c.next in self.rebeamed)
+                # (a state read through its `_prev` layer: that layer's template comes from the
+                # initial value alone, which RETURNN's default zeros give without the batch dim an
+                # inner loop's `end` then lacks: its lengths lose the batch, an assertion)
+                given = c.next in self.rebeamed or c.inner.id in self.prev_layers
+                self._initial_output(name, c.init, self.base[c.init], given=given)
             init = unit.layers[name].get("initial_output")
             if c.inner.id in self.prev_layers and isinstance(init, str) and init.startswith("base:"):
                 # RETURNN's first template of a layer is its `base:` initial value's: the state and
