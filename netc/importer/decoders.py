@@ -9,7 +9,8 @@
 
 `choice` is the target's label in training (teacher forcing: the loop runs over the target's
 frames) and a beam search's when searching, as RETURNN's `choice`; the bound is the rec layer's
-`max_seq_len` (`max_len_from('base:x')` with integer arithmetic, or a number).
+`max_seq_len` (`max_len_from('base:x')` with integer arithmetic, TF's int32 of its float times a factor
+(`n * p // q`), or a number).
 
 A rec layer over a sequence's frames (`from` an encoder, no `end` layer) whose `output` is a
 `choice` is an RNA-style transducer: one class per frame. It becomes netc's form of that decoder
@@ -30,8 +31,10 @@ the loop ends after each sequence's last frame,
 from __future__ import annotations
 
 import ast
+from fractions import Fraction
 
 import libcst as cst
+import numpy as np
 
 from netc.importer.dims import BATCH
 from netc.importer.syntax import Expr, binop, call, compare, literal, name, num
@@ -311,6 +314,32 @@ def _end(imp, d: dict, inner: Scope, full: str) -> Expr:
     return compare("==", val.expr, num(value))
 
 
+def _float_scaled(node: ast.AST) -> tuple[ast.AST, float] | None:
+    """`tf.to_int32(tf.to_float(n) * f)` (or `tf.cast(..., tf.int32)`, `tf.cast(n, tf.float32)`, f on
+    either side): (n, f)."""
+
+    def cast_of(n: ast.AST, to: tuple[str, ...], dtype: str) -> ast.AST | None:
+        if not isinstance(n, ast.Call):
+            return None
+        fn = ast.unparse(n.func)
+        if fn in to and len(n.args) == 1 and not n.keywords:
+            return n.args[0]
+        if fn == "tf.cast":
+            dt = n.args[1] if len(n.args) == 2 else {k.arg: k.value for k in n.keywords}.get("dtype")
+            if len(n.args) in (1, 2) and dt is not None and ast.unparse(dt) in (f"tf.{dtype}", repr(dtype)):
+                return n.args[0]
+        return None
+
+    arg = cast_of(node, ("tf.to_int32",), "int32")
+    if not isinstance(arg, ast.BinOp) or not isinstance(arg.op, ast.Mult):
+        return None
+    for a, b in ((arg.left, arg.right), (arg.right, arg.left)):
+        inner = cast_of(a, ("tf.to_float",), "float32")
+        if inner is not None and isinstance(b, ast.Constant) and type(b.value) in (int, float):
+            return inner, b.value
+    return None
+
+
 def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
     """The rec layer's `max_seq_len` as a loop bound."""
     spec = d.get("max_seq_len")
@@ -329,6 +358,21 @@ def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
             op = cst.Add() if isinstance(node.op, ast.Add) else cst.Multiply()
             return cst.BinaryOperation(conv(node.left), op, conv(node.right))
+        scaled = _float_scaled(node)
+        if scaled is not None:  # TF's int32 of float32(n) * f: n * p // q where f is p / q exactly
+            inner, f = scaled
+            frac = Fraction(float(np.float32(f)))
+            if f > 0 and frac.numerator < 256:  # float32(n) * f exact (n below 2 ** 16): the cast floors it
+                inner_expr = conv(inner)
+                if isinstance(inner_expr, cst.BinaryOperation):
+                    inner_expr = inner_expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                out = cst.BinaryOperation(inner_expr, cst.Multiply(), num(frac.numerator))
+                return (
+                    out if frac.denominator == 1 else cst.BinaryOperation(out, cst.FloorDivide(), num(frac.denominator))
+                )
+            raise Refused(
+                full, "rec", f"max_seq_len {spec!r}: the factor {f!r} (one whose float32 is p / 2**k, p below 256, is)"
+            )
         is_from = isinstance(node, ast.Call) and ast.unparse(node.func) == "max_len_from" and len(node.args) == 1
         arg = node.args[0] if is_from else None
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("base:"):
