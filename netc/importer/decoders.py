@@ -31,6 +31,7 @@ the loop ends after each sequence's last frame,
 from __future__ import annotations
 
 import ast
+import math
 from fractions import Fraction
 
 import libcst as cst
@@ -314,6 +315,20 @@ def _end(imp, d: dict, inner: Scope, full: str) -> Expr:
     return compare("==", val.expr, num(value))
 
 
+_EXACT_BELOW = 1 << 16  # the lengths for which a factor's integer form is checked
+
+
+def _exact_factor(f: float) -> Fraction | None:
+    """p / q (q at most 1000) where TF's `int32(float32(n) * float32(f))` is `n * p // q` for every
+    length n below `_EXACT_BELOW` (checked for all of them); None if there is none."""
+    if not f > 0 or not math.isfinite(f):
+        return None
+    frac = Fraction(f).limit_denominator(1000)
+    n = np.arange(_EXACT_BELOW, dtype=np.int64)
+    tf_like = (n.astype(np.float32) * np.float32(f)).astype(np.int32).astype(np.int64)
+    return frac if np.array_equal(tf_like, n * frac.numerator // frac.denominator) else None
+
+
 def _float_scaled(node: ast.AST) -> tuple[ast.AST, float] | None:
     """`tf.to_int32(tf.to_float(n) * f)` (or `tf.cast(..., tf.int32)`, `tf.cast(n, tf.float32)`, f on
     either side): (n, f)."""
@@ -361,8 +376,8 @@ def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
         scaled = _float_scaled(node)
         if scaled is not None:  # TF's int32 of float32(n) * f: n * p // q where f is p / q exactly
             inner, f = scaled
-            frac = Fraction(float(np.float32(f)))
-            if f > 0 and frac.numerator < 256:  # float32(n) * f exact (n below 2 ** 16): the cast floors it
+            frac = _exact_factor(f)
+            if frac is not None:
                 inner_expr = conv(inner)
                 if isinstance(inner_expr, cst.BinaryOperation):
                     inner_expr = inner_expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
@@ -371,12 +386,16 @@ def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
                     out if frac.denominator == 1 else cst.BinaryOperation(out, cst.FloorDivide(), num(frac.denominator))
                 )
             raise Refused(
-                full, "rec", f"max_seq_len {spec!r}: the factor {f!r} (one whose float32 is p / 2**k, p below 256, is)"
+                full,
+                "rec",
+                f"max_seq_len {spec!r}: the factor {f!r} (one whose TF product, cast down, is `n * p // q` for "
+                f"every length n below {_EXACT_BELOW}, with q at most 1000, is)",
             )
         is_from = isinstance(node, ast.Call) and ast.unparse(node.func) == "max_len_from" and len(node.args) == 1
         arg = node.args[0] if is_from else None
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("base:"):
-            val = imp.get(arg.value[5:], scope)
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            # RETURNN reads it in the rec layer's network: `base:x` (its older meaning) and `x` alike
+            val = imp.get(arg.value.removeprefix("base:"), scope)
             if isinstance(val.expr, cst.Name) and not val.is_list:
                 return cst.Attribute(val.expr, name("max_seq_len"))
         raise Refused(full, "rec", f"max_seq_len {spec!r} (`max_len_from('base:x')`, integer `*`/`+`, are supported)")
