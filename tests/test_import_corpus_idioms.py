@@ -351,6 +351,12 @@ def test_decoder_bounded_by_a_float_factor_of_the_encoder_verifies(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert ":14:5: error: layer `output` (rec): max_seq_len" in proc.stderr, proc.stderr
     assert "the factor 1.3 (one whose TF product, cast down, is `n * p // q` for every length n" in proc.stderr
+    # the bound of a search in training, over the decoder's own target: netc's search reads no target
+    own = bound.replace("base:encoder", "data:classes")
+    proc, _, _ = _import(tmp_path, DECODER.replace("\"max_len_from('base:encoder')\"", own))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert ":14:5: error: layer `output` (rec): max_seq_len" in proc.stderr, proc.stderr
+    assert "a bound of the decoder's own target `classes`" in proc.stderr
 
 
 SPEC_AUGMENT = """

@@ -395,7 +395,17 @@ def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
         arg = node.args[0] if is_from else None
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
             # RETURNN reads it in the rec layer's network: `base:x` (its older meaning) and `x` alike
-            val = imp.get(arg.value.removeprefix("base:"), scope)
+            ref = arg.value.removeprefix("base:")
+            target = d.get("target")
+            if isinstance(target, str) and ref in (f"data:{target}", target):
+                raise Refused(
+                    full,
+                    "rec",
+                    f"max_seq_len {spec!r}: a bound of the decoder's own target `{target}` (a search in training's; "
+                    "netc's search reads no target: a config's bound for recognition, as `--set task=search` "
+                    "gives, is imported)",
+                )
+            val = imp.get(ref, scope)
             if isinstance(val.expr, cst.Name) and not val.is_list:
                 return cst.Attribute(val.expr, name("max_seq_len"))
         raise Refused(full, "rec", f"max_seq_len {spec!r} (`max_len_from('base:x')`, integer `*`/`+`, are supported)")
