@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -124,22 +126,24 @@ def _draw(top: int, batch: int, rng: np.random.Generator) -> list[int]:
     )
 
 
-def choice_target_bounds(g: Graph) -> dict[str, tuple[str | None, int, int]]:
+def choice_target_bounds(g: Graph) -> dict[str, tuple[str | None, Fraction, Fraction]]:
     """For every loop with `choice` whose target's dim is a dynamic input dim and whose bound is
-    `scale * x.max_seq_len + offset` over another dim (an input's, or one an op makes of it, as a
+    `scale * x.max_seq_len + offset` (or that `// k`: scale and offset Fractions) over another dim (an input's, or one an op makes of it, as a
     pooled encoder's time), or a constant `range(n)`: that dim -> (the bound's dim, scale, offset),
     or (None, 0, n). Training runs over the target's frames, which the bound must cover."""
     dyn = set(input_dyn_dims(g))
     g = g.search or g  # training has made the loop one over its target (`teacher_forcing`)
     made = {o.id: n for n in g.body if not isinstance(n, Loop) for o in n.outs}
-    out: dict[str, tuple[str | None, int, int]] = {}
+    out: dict[str, tuple[str | None, Fraction, Fraction]] = {}
     for loop in g.body:
         if not isinstance(loop, Loop) or loop.target is None or loop.axis not in dyn:
             continue
         if loop.max_steps is not None:
             out[loop.axis] = (None, 0, loop.max_steps)
             continue
-        scale, offset, v = 1, 0, loop.bound
+        scale, offset, div, v = 1, 0, 1, loop.bound
+        if v in made and made[v].op == "floordiv" and isinstance(made[v].attrs.get("scalar"), int):
+            div, v = made[v].attrs["scalar"], made[v].args[0]  # `(n * x.max_seq_len + m) // k`: last
         while v in made and made[v].op in ("mul", "add") and isinstance(made[v].attrs.get("scalar"), int):
             op = made[v]
             if len(op.args) != 1:
@@ -151,7 +155,8 @@ def choice_target_bounds(g: Graph) -> dict[str, tuple[str | None, int, int]]:
             v = op.args[0]
         op = made.get(v)
         if op is not None and op.op == "seq_lens" and op.attrs["axis"] != loop.axis:  # an input's dim or one made of it
-            out[loop.axis] = (op.attrs["axis"], scale, offset)
+            # floor(scale * m + offset) (a bound `// k` as Fractions of k)
+            out[loop.axis] = (op.attrs["axis"], Fraction(scale, div), Fraction(offset, div))
     return out
 
 
@@ -198,7 +203,7 @@ def random_lengths(g: Graph, batch: int, max_len: int, rng: np.random.Generator)
         others = {k: v for k, v in lens.items() if k != d}
         known = {**made_lengths(g.search, others), **made_lengths(g, others)} if g.search else made_lengths(g, others)
         if frames in known:
-            lens[d] = [max(1, min(n, scale * m + offset)) for n, m in zip(lens[d], known[frames])]
+            lens[d] = [max(1, min(n, math.floor(scale * m + offset))) for n, m in zip(lens[d], known[frames])]
     lens = tie_fitted(g, lens)  # an input over a made dim's frames: its lengths
     for pred, label_dim in rnnt_pred_dims(g).items():  # one frame more than the labels
         lens[pred] = [n + 1 for n in lens[label_dim]]

@@ -879,6 +879,28 @@ LOOP_CASES += [
         8,
     ),
     (
+        # a bound's floor division comes last: (n // k) * m is not (n * m) // k
+        "max_seq_len_arithmetic_after_floordiv",
+        """
+        from netc import Labels, choice, full
+        dec = Dim("dec")
+        vocab = Dim("vocab", 5)
+        @network
+        def f(x: Tensor[batch, time, feat], y: Labels[batch, dec, vocab]):
+            label = full(batch, value=0, class_dim=vocab)
+            labels = []
+            for _ in range(x.max_seq_len // 2 * 3):
+                label = choice(Linear(vocab)(reduce_sum(x, axis=time)), target=y, beam=2)
+                labels.append(label)
+                if end(label == 0):
+                    break
+            return labels
+        """,
+        "`max_seq_len`'s `// n` comes last (`(n * x.max_seq_len + m) // k`)",
+        8,
+        19,
+    ),
+    (
         # a second choice of a step extends the hypotheses the first made: one beam for both
         "two_choices_with_other_beams",
         """

@@ -336,6 +336,29 @@ def test_decoder_bounded_by_a_pooled_encoder_verifies(tmp_path):
         assert "verify: ok" in out.stdout
 
 
+def test_decoder_bounded_by_a_float_factor_of_the_encoder_verifies(tmp_path):
+    """`tf.to_int32(tf.to_float(max_len_from(...)) * 1.5)`: TF's float32 product (exact) cast down,
+    `n * 3 // 2`; 1.3, whose float32 is below 1.3 (13 * 10 // 10 is 12 in TF), is refused at the layer."""
+    bound = "\"tf.to_int32(tf.to_float(max_len_from('base:encoder')) * 1.5)\""
+    proc, model, cfg = _import(tmp_path, DECODER.replace("\"max_len_from('base:encoder')\"", bound))
+    assert proc.returncode == 0, proc.stderr
+    assert "for _ in range(encoder.max_seq_len * 3 // 2):" in model
+    for extra in ([], ["--search"]):
+        out = run_netc("verify", tmp_path / "model.py", *extra)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "verify: ok" in out.stdout
+    proc, _, _ = _import(tmp_path, DECODER.replace("\"max_len_from('base:encoder')\"", bound.replace("1.5", "1.3")))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert ":14:5: error: layer `output` (rec): max_seq_len" in proc.stderr, proc.stderr
+    assert "the factor 1.3 (one whose TF product, cast down, is `n * p // q` for every length n" in proc.stderr
+    # the bound of a search in training, over the decoder's own target: netc's search reads no target
+    own = bound.replace("base:encoder", "data:classes")
+    proc, _, _ = _import(tmp_path, DECODER.replace("\"max_len_from('base:encoder')\"", own))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert ":14:5: error: layer `output` (rec): max_seq_len" in proc.stderr, proc.stderr
+    assert "a bound of the decoder's own target `classes`" in proc.stderr
+
+
 SPEC_AUGMENT = """
 #!rnn.py
 num_inputs = 3

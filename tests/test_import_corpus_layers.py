@@ -30,6 +30,7 @@ CASES = {
     # the alignment over the pooled encoder's frames (half the features', multiples of the pool's 2)
     "size_base": ("corpus_size_base.config", [[8, 4, 6], [4, 2, 3]]),
     "rna_unit": ("corpus_rna_unit.config", [[7, 4, 6]]),  # the alignment over the encoder's frames
+    "xvector": ("corpus_xvector.config", [[6, 3, 5], [6, 3, 5]]),  # frame-wise targets
 }
 
 

@@ -312,6 +312,9 @@ class ArithLayers:
             return Val(name(var), vals[0].dims, vals[0].sparse, vals[0].is_list and isinstance(vals[0].expr, cst.Name))
         last = frozenset(i for i, s in enumerate(sources(d)) if self._feature_last(s, scope))
         layouts = {i: self._layout(s, v, scope, old) for i, (s, v) in enumerate(zip(sources(d), vals, strict=True))}
+        # a lone source read `auto_convert` (without `out_type`) keeps its own layout: where it is an
+        # `expand_dims`, its axis numbers are that layout's
+        one = len(vals) == 1 and not d.get("out_type") and self._class_of(sources(d)[0], scope) == "expand_dims"
         weights = frozenset(i for i, s in enumerate(sources(d)) if self._spatial_weights(s, scope))
         ot = d.get("out_type")
         int_labels = isinstance(ot, dict) and (ot.get("sparse") is True or "sparse_dim" in ot)
@@ -323,6 +326,7 @@ class ArithLayers:
             shown,
             feature_last=last,
             layouts=layouts,
+            own_layout=one,
             weights=weights,
             in_loop=bool(scope.rec),
             int_labels=int_labels,
@@ -409,6 +413,12 @@ class ArithLayers:
         one = self.dims.find(feats[0])
         return [replace(v, dims=tuple(one if x == f else x for x in v.dims)) for v, f in zip(vals, feats, strict=True)]
 
+    @staticmethod
+    def _class_of(ref, scope) -> str | None:
+        """The class of layer `ref` of `scope` (None for an input or a `base:` layer)."""
+        d = scope.layers.get(ref.removeprefix("prev:")) if isinstance(ref, str) else None
+        return d.get("class") if isinstance(d, dict) else None
+
     def _feature_last(self, ref, scope, depth: int = 0) -> bool:
         """Whether RETURNN's layout of layer `ref` has its feature axis last: an input, a frame, a
         `linear`/`softmax`/`rnn_cell`/LSTM output, a `variable` (its last `shape` dim), and what keeps its first source's layout (an
@@ -460,6 +470,17 @@ class ArithLayers:
             if d.get("set_axes") not in (None, {}, {"T": 1, "F": 2}, {"F": 2, "T": 1}, {"T": 1}):
                 return None  # `set_axes` restating [B, T, F] only
             return dims if dims[:1] == (BATCH,) and len(dynamic) == 1 and len(static) <= 1 else None
+        axis = d.get("axis")
+        if cls == "expand_dims" and isinstance(axis, int) and not isinstance(axis, bool) and len(sources(d)) == 1:
+            # RETURNN's input batch-major, the new dim inserted at `axis` (netc's value: it last)
+            src, inner_dims = sources(d)[0], dims[:-1]
+            inner = self._layout(src, replace(val, dims=inner_dims), scope, old, depth + 1)
+            if inner is None and self._feature_last(src, scope) and len(inner_dims) == 2 and BATCH in inner_dims:
+                inner = (BATCH, *(x for x in inner_dims if x != BATCH))  # [B, F]
+            if inner is None or not 0 <= axis <= len(inner):
+                return None
+            inner = (BATCH, *(x for x in inner if x != BATCH)) if BATCH in inner else inner
+            return (*inner[:axis], dims[-1], *inner[axis:])
         if cls == "softmax_over_spatial" and len(sources(d)) == 1:
             inner = self._layout(sources(d)[0], val, scope, old, depth + 1)
             axis = self._axis(val, d.get("axis", "T"))

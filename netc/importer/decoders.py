@@ -9,7 +9,8 @@
 
 `choice` is the target's label in training (teacher forcing: the loop runs over the target's
 frames) and a beam search's when searching, as RETURNN's `choice`; the bound is the rec layer's
-`max_seq_len` (`max_len_from('base:x')` with integer arithmetic, or a number).
+`max_seq_len` (`max_len_from('base:x')` with integer arithmetic, TF's int32 of its float times a factor
+(`n * p // q`), or a number).
 
 A rec layer over a sequence's frames (`from` an encoder, no `end` layer) whose `output` is a
 `choice` is an RNA-style transducer: one class per frame. It becomes netc's form of that decoder
@@ -30,8 +31,11 @@ the loop ends after each sequence's last frame,
 from __future__ import annotations
 
 import ast
+import math
+from fractions import Fraction
 
 import libcst as cst
+import numpy as np
 
 from netc.importer.dims import BATCH
 from netc.importer.lattice import import_lattice, lattice_unit
@@ -332,6 +336,46 @@ def _end(imp, d: dict, inner: Scope, full: str) -> Expr:
     return compare("==", val.expr, num(value))
 
 
+_EXACT_BELOW = 1 << 16  # the lengths for which a factor's integer form is checked
+
+
+def _exact_factor(f: float) -> Fraction | None:
+    """p / q (q at most 1000) where TF's `int32(float32(n) * float32(f))` is `n * p // q` for every
+    length n below `_EXACT_BELOW` (checked for all of them); None if there is none."""
+    if not f > 0 or not math.isfinite(f):
+        return None
+    frac = Fraction(f).limit_denominator(1000)
+    n = np.arange(_EXACT_BELOW, dtype=np.int64)
+    tf_like = (n.astype(np.float32) * np.float32(f)).astype(np.int32).astype(np.int64)
+    return frac if np.array_equal(tf_like, n * frac.numerator // frac.denominator) else None
+
+
+def _float_scaled(node: ast.AST) -> tuple[ast.AST, float] | None:
+    """`tf.to_int32(tf.to_float(n) * f)` (or `tf.cast(..., tf.int32)`, `tf.cast(n, tf.float32)`, f on
+    either side): (n, f)."""
+
+    def cast_of(n: ast.AST, to: tuple[str, ...], dtype: str) -> ast.AST | None:
+        if not isinstance(n, ast.Call):
+            return None
+        fn = ast.unparse(n.func)
+        if fn in to and len(n.args) == 1 and not n.keywords:
+            return n.args[0]
+        if fn == "tf.cast":
+            dt = n.args[1] if len(n.args) == 2 else {k.arg: k.value for k in n.keywords}.get("dtype")
+            if len(n.args) in (1, 2) and dt is not None and ast.unparse(dt) in (f"tf.{dtype}", repr(dtype)):
+                return n.args[0]
+        return None
+
+    arg = cast_of(node, ("tf.to_int32",), "int32")
+    if not isinstance(arg, ast.BinOp) or not isinstance(arg.op, ast.Mult):
+        return None
+    for a, b in ((arg.left, arg.right), (arg.right, arg.left)):
+        inner = cast_of(a, ("tf.to_float",), "float32")
+        if inner is not None and isinstance(b, ast.Constant) and type(b.value) in (int, float):
+            return inner, b.value
+    return None
+
+
 def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
     """The rec layer's `max_seq_len` as a loop bound."""
     spec = d.get("max_seq_len")
@@ -350,10 +394,39 @@ def _bound(imp, d: dict, scope: Scope, full: str) -> Expr:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
             op = cst.Add() if isinstance(node.op, ast.Add) else cst.Multiply()
             return cst.BinaryOperation(conv(node.left), op, conv(node.right))
+        scaled = _float_scaled(node)
+        if scaled is not None:  # TF's int32 of float32(n) * f: n * p // q where f is p / q exactly
+            inner, f = scaled
+            frac = _exact_factor(f)
+            if frac is not None:
+                inner_expr = conv(inner)
+                if isinstance(inner_expr, cst.BinaryOperation):
+                    inner_expr = inner_expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                out = cst.BinaryOperation(inner_expr, cst.Multiply(), num(frac.numerator))
+                return (
+                    out if frac.denominator == 1 else cst.BinaryOperation(out, cst.FloorDivide(), num(frac.denominator))
+                )
+            raise Refused(
+                full,
+                "rec",
+                f"max_seq_len {spec!r}: the factor {f!r} (one whose TF product, cast down, is `n * p // q` for "
+                f"every length n below {_EXACT_BELOW}, with q at most 1000, is)",
+            )
         is_from = isinstance(node, ast.Call) and ast.unparse(node.func) == "max_len_from" and len(node.args) == 1
         arg = node.args[0] if is_from else None
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("base:"):
-            val = imp.get(arg.value[5:], scope)
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            # RETURNN reads it in the rec layer's network: `base:x` (its older meaning) and `x` alike
+            ref = arg.value.removeprefix("base:")
+            target = d.get("target")
+            if isinstance(target, str) and ref in (f"data:{target}", target):
+                raise Refused(
+                    full,
+                    "rec",
+                    f"max_seq_len {spec!r}: a bound of the decoder's own target `{target}` (a search in training's; "
+                    "netc's search reads no target: a config's bound for recognition, as `--set task=search` "
+                    "gives, is imported)",
+                )
+            val = imp.get(ref, scope)
             if isinstance(val.expr, cst.Name) and not val.is_list:
                 return cst.Attribute(val.expr, name("max_seq_len"))
         raise Refused(full, "rec", f"max_seq_len {spec!r} (`max_len_from('base:x')`, integer `*`/`+`, are supported)")

@@ -33,6 +33,7 @@ class EvalMapper:
         shown: str | None = None,
         feature_last: frozenset = frozenset(),
         layouts: dict[int, tuple[str, ...] | None] | None = None,
+        own_layout: bool = False,
         weights: frozenset = frozenset(),
         in_loop: bool = False,
         int_labels: bool = False,
@@ -46,6 +47,7 @@ class EvalMapper:
         # axis order): other axis numbers name its dims; `weights`: sources that are a
         # `softmax_over_spatial`'s weights (none below 0, padded frames 0)
         self.layouts, self.weights = layouts or {}, weights
+        self.own_layout = own_layout  # a source read `auto_convert` keeps its layout (`layouts` holds)
         self.ordered: dict[int, tuple[str, ...]] = {}  # subexpression -> its dims in RETURNN's axis order
         self.argmaxed: dict[int, tuple[Expr, str]] = {}  # labels of an `argmax` -> (its input, the axis)
         self.nonneg_padded: set[int] = set()  # subexpressions of `weights`
@@ -506,9 +508,18 @@ class EvalMapper:
             raise self.refuse(f"`{ast.unparse(node)}`")
         x = self.tensor(args[0])
         dims, sparse = self.dims(x)
-        if sparse is not None or self.number(kw["axis"]) not in (-1, len(dims) - 1):
-            raise self.refuse(f"`{ast.unparse(node)}` (axis -1, or the last of the value's axes, the feature axis, is)")
-        feat = self.imp.dim(self.axis_of(args[0], x, "math.l2_normalize"))
+        n, order = self.number(kw["axis"]), self.ordered.get(id(x))
+        if sparse is None and order is not None and n == int(n) and -len(order) <= n < len(order):
+            if order[int(n)] == BATCH:
+                raise self.refuse(f"`{ast.unparse(node)}` over the batch axis")
+            feat = self.imp.dim(order[int(n)])  # an axis of the source's layout RETURNN's netc knows
+        elif sparse is not None or id(x) in self.expanded or n not in (-1, len(dims) - 1):
+            raise self.refuse(
+                f"`{ast.unparse(node)}` (axis -1, or the last of the value's axes, the feature axis, is; or an axis "
+                "of a source whose layout netc knows, as an `expand_dims`'s of a `linear`'s)"
+            )
+        else:
+            feat = self.imp.dim(self.axis_of(args[0], x, "math.l2_normalize"))
         self.imp.imports |= {"sqrt", "maximum", "reduce_sum"}
         x = _paren(x, not isinstance(x, cst.Name | cst.Call))
         norm = call(
@@ -659,7 +670,7 @@ class EvalMapper:
         differs = val.dims != self.full_dims or val.sparse is not None
         out = self.mark(val.tensor(), val.dims, val.sparse) if differs else val.tensor()
         i = self.source_index(node)
-        if not _converts(node) and self.layouts.get(i) is not None:
+        if (not _converts(node) or self.own_layout) and self.layouts.get(i) is not None:
             out = self.mark(out.deep_clone(), val.dims, val.sparse)  # its own node: marks are per node
             self.ordered[id(out)] = self.layouts[i]
         if i in self.weights:

@@ -541,7 +541,12 @@ class Importer(
 
     def _l_linear(self, layer, d, scope, var, full) -> Val:
         src = self._source(d, scope, full)  # first: dims are named in the order they are met
-        out = self._out_dim(layer, d, full)
+        if "n_out" not in d and "out_dim" not in d and d.get("target") and d.get("loss") != "ctc":
+            out = self._target(d, full).sparse  # RETURNN: the target's classes (a loss's default target)
+            if out is None:
+                raise Refused(full, "linear", "give `n_out` or `out_dim` (its target is not labels)")
+        else:
+            out = self._out_dim(layer, d, full)
         src, at = self._kept_squeezed(src)  # [B, 1, F] of a `reduce` with `keep_dims`: over F
         expr, dims, ref = self._linear_expr(layer, d, scope, full, out, src)
         expr, dims = self._kept_back(expr, dims, at)

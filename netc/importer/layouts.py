@@ -53,8 +53,10 @@ def batch_major_order(imp, ref, val: Val, scope, depth: int = 0) -> tuple[str, .
         return val.dims if _ends_static(imp, val) else None
     src_val = imp.get(srcs[0], scope)
     inner = batch_major_order(imp, srcs[0], src_val, scope, depth + 1)
-    if inner is None or inner != src_val.dims:
+    if inner is None:
         return None
+    if inner != src_val.dims:  # RETURNN's order not netc's (an `expand_dims`' new axis before the features)
+        return _kept_other_order(imp, d, val, src_val, inner)
     if cls == "split_dims" and val.dims[: len(inner) - 1] == inner[:-1] and d.get("axis", "F") in ("F", "f"):
         return val.dims  # the last (feature) axis split in its place
     if val.dims == inner and cls in _KEEPS_ORDER:
@@ -71,6 +73,27 @@ def batch_major_order(imp, ref, val: Val, scope, depth: int = 0) -> tuple[str, .
         return val.dims  # [B, T, window, F]: the window axis right after time (later versions move time first)
     if cls == "merge_dims" and val.dims[: len(val.dims) - 1] == inner[: len(val.dims) - 1]:
         return val.dims  # the merged axes were the last ones: the merged one last
+    return None
+
+
+def _kept_other_order(imp, d: dict, val: Val, src_val: Val, inner: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The order of a layer of one source whose RETURNN order `inner` is not netc's: an elementwise
+    layer's is its input's; a `linear`'s its input's with the last (feature) axis replaced."""
+    cls = d.get("class")
+    if len(sources(d)) != 1 or d.get("out_type"):
+        return None
+    if cls in _KEEPS_ORDER - {"linear", "slice"} and set(val.dims) == set(inner) and len(val.dims) == len(inner):
+        return inner
+    if cls == "linear" and len(val.dims) == len(inner):
+        try:
+            feat = feature(src_val, imp.dims)
+        except Refused:
+            return None
+        new = [x for x in val.dims if x not in inner]
+        if inner[-1] == feat and not new and set(val.dims) == set(inner):
+            return inner  # its output dim the input's (of one size netc's one dim)
+        if inner[-1] == feat and len(new) == 1 and set(val.dims) - set(new) == set(inner) - {feat}:
+            return (*inner[:-1], new[0])
     return None
 
 

@@ -207,6 +207,13 @@ class LogicLayers:
             key = new_dim(self, size, f"{identifier(layer)}_dim", set(src.dims))
         else:
             raise Refused(full, "expand_dims", f"dim {size!r} (a size or a dim tag is supported)")
+        if src.sparse is None and not isinstance(size, dict) and (ok or str(axis).lower() not in ("f", "feature")):
+            # a number or T: RETURNN's feature axis stays the input's (the last feature-kind axis)
+            try:
+                feature(src, self.dims)
+                self.dims.not_feature.add(self.dims.find(key))
+            except Refused:
+                pass
         self.imports.add("expand")
         self._emit(scope, var, call("expand", src.tensor(), self.dim(key)), layer)
         return Val(name(var), (*src.dims, key), src.sparse)  # labels stay labels

@@ -116,13 +116,19 @@ class Expressions:
             seq, n = (a, b) if isinstance(a, V.SeqLen) else (b, a)
             if isinstance(n, int) and not isinstance(n, bool):
                 check = self.budget.number
+                if opname == "floordiv" and seq is a and n > 0:  # (a // m) // n is a // (m * n)
+                    return V.SeqLen(seq.dim, seq.tensor, seq.scale, seq.offset, check(seq.div * n, node))
+                if seq.div != 1:
+                    raise self.error(node, "`max_seq_len`'s `// n` comes last (`(n * x.max_seq_len + m) // k`)")
                 if opname == "mul":
                     return V.SeqLen(seq.dim, seq.tensor, check(seq.scale * n, node), check(seq.offset * n, node))
                 if opname == "add":
                     return V.SeqLen(seq.dim, seq.tensor, seq.scale, check(seq.offset + n, node))
                 if opname == "sub" and seq is a:
                     return V.SeqLen(seq.dim, seq.tensor, seq.scale, check(seq.offset - n, node))
-            raise self.error(node, "`max_seq_len` takes `n * x.max_seq_len + m` with integers n, m")
+            raise self.error(
+                node, "`max_seq_len` takes `n * x.max_seq_len + m` with integers n, m (and `// k`, k > 0, last)"
+            )
         raise self.error(node, f"unsupported operands: {describe(a)} and {describe(b)}")
 
     def tensor_binop(self, opname: str, a: Any, b: Any, node: ast.AST) -> V.TV:

@@ -305,6 +305,8 @@ class LoopBuilder:
             lens = t.emit(REGISTRY["mul"], [lens], {"scalar": bound.scale, "scalar_left": True}, node)[0]
         if bound.offset:
             lens = t.emit(REGISTRY["add"], [lens], {"scalar": bound.offset, "scalar_left": False}, node)[0]
+        if bound.div != 1:
+            lens = t.emit(REGISTRY["floordiv"], [lens], {"scalar": bound.div}, node)[0]
         loop.bound = lens.value.id
 
     def _open(self, stmt, loop: Loop, target_names: set[str], end: ast.If | None) -> _LoopCtx:

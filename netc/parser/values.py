@@ -143,16 +143,18 @@ class PyList:
 
 @dataclass(frozen=True)
 class SeqLen:
-    """`x.max_seq_len` (times `scale`, plus `offset`): per sequence, its own length of `dim`."""
+    """`x.max_seq_len` (times `scale`, plus `offset`, floor-divided by `div`): per sequence, its own
+    length of `dim`."""
 
     dim: str
     tensor: TV
     scale: int = 1
     offset: int = 0
+    div: int = 1
 
     @property
     def plain(self) -> bool:
-        return self.scale == 1 and self.offset == 0
+        return self.scale == 1 and self.offset == 0 and self.div == 1
 
 
 @dataclass(frozen=True)
