@@ -69,6 +69,8 @@ def declare(g: Gen, lm: bool = False) -> Dec:
             g.bounded_lens["dec"] = ("time", a, b)
         else:
             g.derived_lens["dec"] = ("time", 1, 0)
+            if g.on_own("search_bound_floordiv", 0.3):  # a bound ending in `// k` (RETURNN's `* 1.5`)
+                bound = f"x.max_seq_len * {g.own('search_bound_floordiv').choice([3, 5])} // 2"
     g.dec = Dec(form, "tgt", cls, beam, bound)
     if form == "plain" and g.on_side("two_choices", 0.25):  # hard attention: a position, then the label
         if g.on_side("choice_enc_position", 0.5):  # a position in the encoder's frames: a dynamic class dim

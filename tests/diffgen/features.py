@@ -160,6 +160,7 @@ FEATURES = frozenset(
         "label_arith",  # an int state of the chosen labels (or positions): the largest so far, stacked plus one
         "choice_no_length_norm",  # with two_choices: the position's `choice` without length_normalization
         "choice_target_frame",  # the step's target frame `tgt[i]` read in training (`if nc.searching():`)
+        "search_bound_floordiv",  # the decoder's bound `x.max_seq_len * 3 // 2` (targets as long as the encoder)
         "search_read_after",  # its state, counter, last label and last values read after the searched loop
         "search_after_if",  # after the searched loop: a tensor `if` on its label or a value of it
         "search_after_ops",  # after the searched loop: ops on its state, label and last values, returned
