@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import ast
 import math
+import struct
 from fractions import Fraction
 
 import libcst as cst
-import numpy as np
 
 from netc.importer.dims import BATCH
 from netc.importer.lattice import import_lattice, lattice_unit
@@ -345,9 +345,15 @@ def _exact_factor(f: float) -> Fraction | None:
     if not f > 0 or not math.isfinite(f):
         return None
     frac = Fraction(f).limit_denominator(1000)
-    n = np.arange(_EXACT_BELOW, dtype=np.int64)
-    tf_like = (n.astype(np.float32) * np.float32(f)).astype(np.int32).astype(np.int64)
-    return frac if np.array_equal(tf_like, n * frac.numerator // frac.denominator) else None
+    p, q, f32 = frac.numerator, frac.denominator, _float32(f)
+    # float32 products as TF computes them: the double product of two float32s is exact, rounded once
+    exact = all(int(_float32(_float32(n) * f32)) == n * p // q for n in range(_EXACT_BELOW))
+    return frac if exact else None
+
+
+def _float32(x: float) -> float:
+    """`x` rounded to float32 (round to nearest even, as numpy's and TF's casts)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _float_scaled(node: ast.AST) -> tuple[ast.AST, float] | None:
