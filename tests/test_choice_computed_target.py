@@ -175,3 +175,31 @@ def test_step_reads_are_training_only(tmp_path, netc, body, message):
     assert proc.returncode == 1, proc.stdout
     assert message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and "^" in proc.stderr
+
+
+TWO_CHOICES = """
+@network
+def f(x: Tensor[batch, enc, feat], y: Labels[batch, dec, vocab], p: Labels[batch, dec, vocab]):
+    s = zeros(batch, feat)
+    out = []
+    for i in range(x.max_seq_len):
+        if searching():
+            s = s * 1.0
+        else:
+            s = s + cast(y[i], "float32")
+        where = choice(Linear(vocab)(s), target=FIRST, beam=2)
+        label = choice(Linear(vocab)(s), target=y, beam=2)
+        out.append(label)
+        if end(label == 0):
+            break
+    return out
+"""
+
+
+def test_a_step_read_of_a_later_choices_target_is_no_choice_of_it(tmp_path, netc):
+    """`y[i]` before the step's second choice takes `y` (generator seed 428); two choices of `y`
+    stay a located error."""
+    assert _compile(tmp_path, netc, TWO_CHOICES.replace("FIRST", "p")).returncode == 0
+    proc = _compile(tmp_path, netc, TWO_CHOICES.replace("FIRST", "y"))
+    assert proc.returncode == 1
+    assert "m.py:17:17: error: two choices of one loop take the same target" in proc.stderr, proc.stderr

@@ -80,8 +80,9 @@ def trace_choice(lb: LoopBuilder, node: ast.Call) -> V.TV:
     if ctx.target is None:  # the loop runs over the first choice's target
         ctx.target, ctx.beam, ctx.sample = (target, dyn[0]), beam, sample
         ctx.loop.target = outer.value.id
-    elif any(s.outer == outer.value.id for s in ctx.loop.seqs):
+    elif outer.value.id in ctx.chosen_targets:  # (a step read `y[i]` of it is no choice)
         raise t.error(node, "two choices of one loop take the same target")
+    ctx.chosen_targets.add(outer.value.id)
     frame = t.new_value(("batch",), "int32", sparse_dim=vocab)
     ctx.loop.seqs.append(LoopSeq(outer=outer.value.id, inner=frame))
     logp = logits  # "log_prob": the model's own log-probabilities, used as they are

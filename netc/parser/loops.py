@@ -50,6 +50,7 @@ class _LoopCtx:
     sample: bool = False  # whether it samples (then it is the loop's one choice)
     kind: OpenLoop | None = None  # a loop over a loop kind's iterable (`netc.parser.iterables`)
     step_reads: list[tuple[str, ast.AST]] = field(default_factory=list)  # `x[i]` by the step: (dim, node)
+    chosen_targets: set[int] = field(default_factory=set)  # the outer values its choices take as targets
 
     def stacks_into(self, lst: V.PyList) -> bool:
         """Whether `lst` is one of the empty lists bound when the loop started: appending to it
