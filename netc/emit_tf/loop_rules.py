@@ -234,6 +234,13 @@ REBEAM_TYPE_HELPER_SOURCE = f'''def {REBEAM_TYPE_HELPER}(sources, name, **_kwarg
 
     out = Data.get_common_data([s.output for s in sources], allow_broadcast_all_sources=True, name=f"{{name}}_output")
     return out.copy_as_batch_major()
+
+
+def {REBEAM_TYPE_HELPER}_ints(sources, name, **kwargs):
+    """`{REBEAM_TYPE_HELPER}` of labels a state keeps as plain ints (it started as ints)."""
+    out = {REBEAM_TYPE_HELPER}(sources, name, **kwargs)
+    out.sparse = False
+    return out
 '''
 
 

@@ -289,9 +289,7 @@ class RecLowering:
                 # would keep them labels, which its initial value is not
                 dense = self.em.values[c.next].sparse_dim is not None and c.inner.sparse_dim is None
                 if c.next in self.rebeamed:
-                    unit.layers[name] = self._rebeamed(unit.refs[c.next], self.em.values[c.next].dtype)
-                    if dense:
-                        unit.layers[name]["out_type"] = {"sparse": False}
+                    unit.layers[name] = self._rebeamed(unit.refs[c.next], self.em.values[c.next].dtype, dense)
                 elif dense and stepped:
                     unit.layers[name] = {"class": "eval", "from": unit.refs[c.next], "eval": "source(0)"}
                     unit.layers[name]["out_type"] = {"sparse": False}
@@ -313,11 +311,12 @@ class RecLowering:
             if ll.after_end:
                 self.held_layers[ll.out.id] = self._held(ll)
 
-    def _rebeamed(self, src: str, dtype: str) -> dict:
+    def _rebeamed(self, src: str, dtype: str, ints: bool = False) -> dict:
         """A state's layer giving `src` (of an earlier choice's hypotheses) with the step's last
         choice's (`rebeamed_states`): plus zeros computed from that choice, which RETURNN gives
         the combined hypotheses; the sum's dims are `src`'s, whatever its template so far. The
-        zeros have the state's dtype (an int state: a position chosen before the label)."""
+        zeros have the state's dtype (an int state: a position chosen before the label); `ints`:
+        `src` is labels the state keeps as plain ints."""
         unit = self.unit
         if dtype not in self.rebeam_zeros:
             zeros = self.rebeam_zeros[dtype] = unit.ns.fresh("last_choice_zeros")
@@ -337,7 +336,7 @@ class RecLowering:
             "class": "combine",
             "kind": "add",
             "from": [src, zeros],
-            "out_type": Code(REBEAM_TYPE_HELPER),
+            "out_type": Code(f"{REBEAM_TYPE_HELPER}_ints" if ints else REBEAM_TYPE_HELPER),
             "collocate_with": [self.beam],
         }
 
