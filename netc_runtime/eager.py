@@ -134,6 +134,8 @@ class ETensor:
     """An eager tensor: torch data with named dims (canonical order), plus the loop axes
     it was computed in (so that a list of per-step values knows its stacking axis)."""
 
+    searching: bool | None = None  # `searching()`'s value: the network decides it (`_apply`'s `where`)
+
     def __init__(
         self,
         data: torch.Tensor,
@@ -427,6 +429,11 @@ def _attr(v: Any) -> Any:
 
 def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None = None):
     run = _run()
+    if opdef.name == "where" and len(args) == 3 and isinstance(args[0], ETensor) and args[0].searching is not None:
+        # `where(searching(), a, b)` is the operand it selects, as each compiled network decides it:
+        # the other may read what only the other network has (a target's frame, `y[i]`)
+        taken = args[1] if args[0].searching else args[2]
+        args = [args[0], taken, taken]
     if any(isinstance(a, Absent) for a in args):  # searching: what needs a target does not exist
         return ABSENT
     args, version = run.align(args)
@@ -446,7 +453,10 @@ def _apply(opdef: OpDef, args: list[ETensor], attrs: dict, params: dict | None =
     frames = run.frames()
     if isinstance(res, tuple):
         return tuple(ETensor(r, o.dims, frames, o.sparse_dim, version) for r, o in zip(res, outs))
-    return ETensor(res, outs[0].dims, frames, outs[0].sparse_dim, version)
+    out = ETensor(res, outs[0].dims, frames, outs[0].sparse_dim, version)
+    if opdef.name == "searching":
+        out.searching = run.searching
+    return out
 
 
 def _dtype(t: torch.Tensor) -> str:
@@ -547,6 +557,7 @@ class Absent:
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _self
     __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _self
     __pow__ = __abs__ = __round__ = _self  # ETensor's other operators (a focal loss's `(1 - p) ** 2.0`)
+    __getitem__ = _self  # a frame of a target (`y[i]` by a decoder's step)
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __neg__ = _self  # type: ignore[assignment]
     __hash__ = object.__hash__
 

@@ -203,3 +203,21 @@ def test_a_step_read_of_a_later_choices_target_is_no_choice_of_it(tmp_path, netc
     proc = _compile(tmp_path, netc, TWO_CHOICES.replace("FIRST", "y"))
     assert proc.returncode == 1
     assert "m.py:17:17: error: two choices of one loop take the same target" in proc.stderr, proc.stderr
+
+
+def test_a_step_read_selected_by_where_on_searching(tmp_path, verify):
+    """`where(searching(), t, minimum(t, align[i]))` instead of the `if`: each network keeps the
+    operand it selects, eager mode too (a search has no `align`, whose frame it never reads)."""
+    src = (ROOT / "tests" / "models" / "target_frame_in_loop.py").read_text()
+    branches = """        if searching():
+            start = t
+        else:
+            start = minimum(t, align[i])"""
+    assert branches in src
+    src = src.replace(branches, "        start = select(searching(), t, minimum(t, align[i]))")
+    model = tmp_path / "m.py"
+    model.write_text(src.replace("    searching,\n", "    searching,\n    where as select,\n"))
+    for flags in ((), ("--search",)):
+        proc = verify(model, "--seed", "2", *flags)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert proc.stdout.rstrip().endswith("verify: ok") and "eager vs returnn" in proc.stdout
