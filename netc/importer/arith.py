@@ -290,8 +290,7 @@ class ArithLayers:
             for v, chosen in zip(vals, (scope.rec is not None and self._from_choice(s, scope, 0) for s in sources(d)))
         ]
         vals = self._same_size_features(vals)
-        search = _without_step_frame(code, vals, full)
-        search_src = sources(d)[vals.index(search)] if search is not None else None
+        other = _without_step_frame(code, vals, full)  # the source a search computes it as, if any
         if (why := rejected_conversion(d.get("eval"), vals, d.get("out_type"))) is not None:
             if len(set(sources(d))) != 1 or not isinstance(code, str):
                 raise Refused(full, "eval", why)
@@ -357,11 +356,11 @@ class ArithLayers:
         val = self._activation(Val(expr, dims), d.get("activation"), full, "eval")
         if id(val.expr) in mapper.whole:  # a float of labels: its values are whole numbers
             self.whole_floats.add(var)
-        if search is not None:  # training's reads the target's frame, a search computes without it
-            if (search.dims, search.sparse) != (dims, sparse):
+        if other is not None:  # training's reads the target's frame, a search computes without it
+            if (vals[other].dims, vals[other].sparse) != (dims, sparse):
                 raise Refused(full, "eval", step_read_refused(f"eval {mapper.shown}"))
-            note = f"layer {layer!r}: a search has no target frame; its `{search_src}` there"
-            scope.stmts.append(Assign([var], val.expr, note=note, search=search.expr))
+            note = f"layer {layer!r}: a search has no target frame; its `{sources(d)[other]}` there"
+            scope.stmts.append(Assign([var], val.expr, note=note, search=vals[other].expr))
         else:
             self._emit(scope, var, val.expr, layer)
         return Val(name(var), dims, sparse, log_probs=_is_log_softmax(val.expr))
@@ -690,14 +689,15 @@ class ArithLayers:
 _STEP_FRAME_OPS = ("tf.minimum(source(0),source(1))", "tf.maximum(source(0),source(1))")
 
 
-def _without_step_frame(code, vals: list[Val], full: str) -> Val | None:
+def _without_step_frame(code, vals: list[Val], full: str) -> int | None:
     """An `eval` reading the step's frame of a `choice`'s target (`data:<target>` in its unit,
     training's only): the minimum or maximum of it and another source is that source in a search
     (as the latent attention configs build their search network without the target: `t_start`
-    the previous position, training's `tf.minimum(prev:t, data:t_target)`). None: no such read."""
+    the previous position, training's `tf.minimum(prev:t, data:t_target)`): its index. None: no
+    such read."""
     frames = [i for i, v in enumerate(vals) if v.training]
     if not frames:
         return None
     if not isinstance(code, str) or "".join(code.split()) not in _STEP_FRAME_OPS or len(vals) != 2 or len(frames) != 1:
         raise Refused(full, "eval", step_read_refused(f"eval {code!r}"))
-    return vals[1 - frames[0]]
+    return 1 - frames[0]

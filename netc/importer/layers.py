@@ -301,13 +301,12 @@ class Importer(
         if ref in scope.busy:
             raise Refused(self._full(ref, scope), scope.layers[ref].get("class", "?"), "it reads itself (a cycle)")
         d = scope.layers[ref]
-        step_reads = (
-            []
-            if not isinstance(d, dict)
-            else [s for s in sources(d) if isinstance(s, str) and s.startswith("data:") and s[5:] in scope.step_targets]
-        )
-        if step_reads and isinstance(d, dict) and d.get("class") != "eval":
-            raise Refused(self._full(ref, scope), str(d.get("class", "?")), step_read_refused(f"`{step_reads[0]}`"))
+        if isinstance(d, dict) and d.get("class") != "eval":  # (an `eval`'s: `_l_eval`)
+            frames = [
+                s for s in sources(d) if isinstance(s, str) and s.startswith("data:") and s[5:] in scope.step_targets
+            ]
+            if frames:
+                raise Refused(self._full(ref, scope), str(d.get("class", "?")), step_read_refused(f"`{frames[0]}`"))
         scope.busy.add(ref)
         try:
             val = self._layer(ref, scope.layers[ref], scope)

@@ -91,8 +91,10 @@ def check_no_training_frames(g: Graph) -> None:
     (training's), which it must not compute. Checked before hoisting, which would move the read's
     reader out of the loop (the error points at the op reading the frame)."""
     loop = next((n for n in g.body if isinstance(n, Loop) and n.target is not None), None)
-    targets = {s.inner.id for s in target_seqs(loop)} if loop is not None else set()
-    for s in loop.seqs if loop is not None else ():
+    if loop is None:
+        return
+    targets = {s.inner.id for s in target_seqs(loop)}
+    for s in loop.seqs:
         if s.inner.id in targets:
             continue
         reader = next((n for n in ops(loop.body) if s.inner.id in n.args), None)

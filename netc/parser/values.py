@@ -184,7 +184,7 @@ class ZipSpec:
 class LoopIndex:
     """The `t` of `for t in range(x.max_seq_len)`: only good for indexing `x[t]`. In a loop with
     `end` (`step`), the step: it indexes the frames training runs over, its `choice`'s target's
-    dim (`axis` is "" until a read or the loop's first `choice` tells it)."""
+    dim, which each read takes (`LoopBuilder._step_axis`; `axis` is then "")."""
 
     block: Block  # the loop's body block
     axis: str
