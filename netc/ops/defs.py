@@ -624,6 +624,12 @@ class Expand(OpDef):
             }
             switch = {"class": "switch", "condition": "mask", "true_from": "data", "false_from": "data"}
             sub = {"mask": mask, "expanded": switch}
+            if ctx.in_unit:
+                # the `switch` puts the dim where RETURNN adds a new one, which depends on the data's
+                # other axes: elsewhere in the frames' template than in the layer RETURNN moves out
+                # of the loop (stacked over the loop's axis); last in both
+                last = {"class": "transpose", "from": "switched", "perm": {-1: ctx.dim(d)}}
+                sub = {"mask": mask, "switched": switch, "expanded": last}
         if as_time:
             axes = {"T": ctx.dim(d), "F": None} if alone else {"T": ctx.dim(d)}
             sub["output"] = {"class": "reinterpret_data", "from": "expanded", "set_axes": axes}

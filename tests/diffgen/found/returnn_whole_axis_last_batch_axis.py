@@ -1,7 +1,8 @@
-# diffgen seed 67738 (green features), shrunk; fails (also hoisted; the generator saw it with --no-hoist): traceback returnn: AssertionError in
-# rec.py:_construct (the state holding `v27`'s last value: its layer's batch axis differs from its previous
-# template's). A loop over a made dim reading a value over that whole dim (`v13`), its frame expanded
-# over the dim, the last value read after the loop. Open (found while reviewing the turn-5 change).
+# diffgen seed 67738 (green features), shrunk; failed (also hoisted; the generator saw it with --no-hoist): traceback
+# returnn: AssertionError in rec.py:_construct (the state holding `v27`'s last value: its layer's batch axis
+# differed from its previous template's). A loop over a made dim reading a value over that whole dim (`v13`), its
+# frame expanded over the dim, the last value read after the loop. Fixed: `expand`'s `switch` in a unit puts the
+# new dim last (a `transpose`), as in the layer RETURNN moves out of the loop.
 import netc as nc
 from netc import batch
 
