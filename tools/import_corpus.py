@@ -103,6 +103,11 @@ def run(args: argparse.Namespace) -> list[dict]:
     configs = find_configs(args.corpus)
     if args.only:
         configs = [c for c in configs if any(s in c for s in args.only)]
+    if args.list:
+        with open(args.list) as f:
+            listed = [x.strip() for x in f if x.strip()]
+        known = set(configs)
+        configs = [c for c in listed if c in known]  # in the list's order (e.g. smallest first)
     if args.every > 1:
         configs = configs[:: args.every]
     if args.limit:
@@ -215,6 +220,26 @@ def cause_of_invalid(r: dict) -> str:
     return re.sub(r"\b\d+\b", "N", re.sub(r"'[^']*'|\([^)]*line \d+\)", "…", why))[:120]
 
 
+def merged_records(out: str, merge: list[str]) -> list[dict]:
+    """`out`'s results, each with the verify and match results of the runs in `merge` (later runs,
+    such as verify batches over part of the corpus, win) for a config `out` imported too."""
+
+    def read(folder: str) -> list[dict]:
+        with open(os.path.join(folder, "results.jsonl")) as f:
+            return [json.loads(x) for x in f if x.strip()]
+
+    records = {r["config"]: r for r in read(out)}
+    for folder in merge:
+        for r in read(folder):
+            base = records.get(r["config"])
+            if base is None or base["outcome"] != "imported" or r["outcome"] != "imported":
+                continue
+            for s in ("verify", "match"):
+                if isinstance(r.get(s), dict):
+                    base[s] = r[s]
+    return list(records.values())
+
+
 def render_table(records: list[dict], stages) -> str:
     """Counts per top-level folder: configs, imported (of them by the `--no-exec` fallback),
     verified, matched, refused, errors; then the refusals and errors by cause."""
@@ -239,6 +264,8 @@ def render_table(records: list[dict], stages) -> str:
         for s in ("verify", "match"):
             if isinstance(r.get(s), dict) and r[s].get("status") == "unbuildable":
                 causes["match: original not buildable here: " + cause_of_invalid({"invalid": r[s]["cause"]})] += 1
+            elif isinstance(r.get(s), dict) and r[s].get("status") == "memory":
+                causes[f"{s}: over the memory bound (--max-memory)"] += 1
             elif isinstance(r.get(s), dict) and r[s].get("status") not in ("ok", None):
                 causes[f"{s}: {r[s].get('cause', r[s].get('status'))}"] += 1
     head = "| folder | configs | imported | (by --no-exec) | refused | not RETURNN's | errors |"
@@ -273,18 +300,24 @@ def main() -> None:
     )
     p.add_argument("--stages", default="import,verify,match", help="of import,verify,match (default all)")
     p.add_argument("--only", action="append", help="only configs whose path contains this (repeatable)")
+    p.add_argument("--list", help="only the configs named in this file (one path a line), in its order")
     p.add_argument("--limit", type=int, default=0, help="only the first N configs")
     p.add_argument("--every", type=int, default=1, help="every N-th config only (a sample spread over the corpus)")
     p.add_argument("--max-memory", type=float, default=0, help="GB a worker may use (default 80%% of memory over -j)")
     p.add_argument("--resume", action="store_true", help="keep the results already in --out, run the rest")
     p.add_argument("--table", action="store_true", help="only write the table of --out's results")
+    p.add_argument(
+        "--merge",
+        action="append",
+        default=[],
+        help="with --table: take the verify and match results of this run's folder too (repeatable; the last wins)",
+    )
     args = p.parse_args()
     args.stages = [s for s in args.stages.split(",") if s]
     if bad := [s for s in args.stages if s not in STAGES]:
         p.error(f"unknown stages {bad}: of {','.join(STAGES)}")
     if args.table:
-        with open(os.path.join(args.out, "results.jsonl")) as f:
-            print(render_table([json.loads(x) for x in f], args.stages))
+        print(render_table(merged_records(args.out, args.merge), args.stages))
         return
     run(args)
 
