@@ -24,6 +24,8 @@ def ctc_prefix_search_lm(
     states = [E.stack_list(s) if isinstance(s, list) else s for s in (lm_state if state_is_tuple else [lm_state])]
     if any(isinstance(a, E.Absent) for a in [logits, *states]):  # searching: computed from a target
         return E.ABSENT, E.ABSENT
+    # after a beam search: rows of its hypotheses (`lm_state` made anew has one row, the batch's)
+    (logits, *states), version = run.align([logits, *states])
     attrs = {"axis": axis.name, "beam": beam, "out_axis": out_axis.name, "lm_weight": lm_weight, "bos": bos, **options}
     vals = [Value(id=0, dims=a.dims, dtype=E._dtype(a.data), sparse_dim=a.sparse_dim) for a in [logits, *states]]
     outs = REGISTRY["ctc_prefix_search"].infer(run.net.dims, vals, attrs)
@@ -45,15 +47,23 @@ def ctc_prefix_search_lm(
             rows.append([logp, *(_as(n, s).data for n, s in zip(new, states))])
         return tuple(torch.cat(parts) for parts in zip(*rows))
 
-    args = (data, torch.tensor([data.shape[1]]), beam, lm_rows, tuple(s.data for s in states), bos, float(lm_weight))
+    args = (
+        data,
+        torch.full((data.shape[0],), data.shape[1]),
+        beam,
+        lm_rows,
+        tuple(s.data for s in states),
+        bos,
+        float(lm_weight),
+    )
     if options["method"] == "flashlight":
         labels, _, score = ctc_flashlight_search_lm(*args, *flashlight_options(options))
     else:
         labels, _, score = ctc_prefix_beam_search_lm(*args)
     run.lengths[out_axis.name] = labels.shape[1]
     return (
-        E.ETensor(labels, outs[0].dims, frames, vocab),
-        E.ETensor(score.to(torch.float32), outs[1].dims, frames),
+        E.ETensor(labels, outs[0].dims, frames, vocab, version),
+        E.ETensor(score.to(torch.float32), outs[1].dims, frames, version=version),
     )
 
 

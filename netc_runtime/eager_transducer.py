@@ -34,6 +34,8 @@ def transducer_search(
     enc = E.stack_list(enc) if isinstance(enc, list) else enc
     state_is_tuple = isinstance(state, (tuple, list))
     states = [E.stack_list(s) if isinstance(s, list) else s for s in (state if state_is_tuple else [state])]
+    # after a beam search: rows of its hypotheses (a `state` made anew has one row, the batch's)
+    (enc, *states), version = run.align([enc, *states])
     label_name = label_dim.name
     attrs = {
         "axis": axis.name,
@@ -74,15 +76,15 @@ def transducer_search(
             rows.append(scores.data)
         return torch.cat(rows)
 
-    lens = torch.tensor([data.shape[1]])
+    lens = torch.full((data.shape[0],), data.shape[1])
     labels, _, scores = _search()(
         data, lens, tuple(s.data for s in states), predict_rows, joint_rows,
         start, blank % (label_dim.size + 1), beam, method, max_sym,
     )  # fmt: skip
     run.lengths[out_axis.name] = labels.shape[1]
     return (
-        E.ETensor(labels, outs[0].dims, frames, label_name),
-        E.ETensor(scores.to(torch.float32), outs[1].dims, frames),
+        E.ETensor(labels, outs[0].dims, frames, label_name, version),
+        E.ETensor(scores.to(torch.float32), outs[1].dims, frames, version=version),
     )
 
 

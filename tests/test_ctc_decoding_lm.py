@@ -258,3 +258,16 @@ def test_conformer_example_with_an_lm_decodes_as_the_reference():
     for b, n in enumerate(eager.lens["labels"]["lm_time"]):
         assert eager.outputs["labels"][b, :n].tolist() == torch_.outputs["labels"][b, :n].tolist()
     assert np.abs(eager.outputs["score"] - torch_.outputs["score"]).max() <= 1e-5
+
+
+def test_searches_with_an_lm_after_a_beam_search_take_its_hypotheses_rows():
+    """After a decoder's beam search, eager mode's values of its last step have a row per
+    hypothesis; a CTC prefix search's (and a transducer search's) LM state made after the loop has
+    the batch's one: both get the hypotheses' rows (a traceback of tests/diffgen seed 7034)."""
+    model = ROOT / "tests" / "models" / "lm_searches_after_a_choice_loop.py"
+    for flags in ([], ["--search"]):
+        proc = run_netc("verify", str(model), "--no-returnn", *flags)
+        assert proc.returncode == 0 and proc.stdout.rstrip().endswith("verify: ok"), proc.stdout + proc.stderr
+        compared = {line.split()[0] for line in proc.stdout.splitlines() if " eager vs torch " in line}
+        want = {"labels", "scores"} if flags else {"labels", "ctc_labels", "ctc_score", "rnnt_labels", "rnnt_score"}
+        assert compared == want, proc.stdout
