@@ -141,6 +141,7 @@ SEARCHED = [
     "two_choices_position_only_in_state.py",  # a position read only by a state its own scores read
     "two_choices_state_broadcast.py",  # a rebeamed state from zeros with a dim its update lacks
     "search_scores_from_prev_state.py",  # one choice scored from attention on the previous state only
+    "state_shift_decoder.py",  # states taking each other's previous values (`e2 = e1_prev`)
 ]
 MODELS += [m for m in SEARCHED if m not in MODELS]
 # RETURNN's loop lowering: values no step changes, the loop's own axis, nested states, inputs with
@@ -209,6 +210,7 @@ NO_HOIST = [
     "choice_after_break.py",
     *GROW,
     "nested_end_zero_state.py",
+    "state_shift_decoder.py",  # the loop's states take their next values at once
     # a chunked loop: what hoisting leaves in it must not change how its chunks are lowered
     "chunked_rnn.py",
     "chunked_window_state.py",

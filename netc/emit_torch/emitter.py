@@ -10,6 +10,7 @@ loop (the `padded_steps` pass decides).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -196,6 +197,19 @@ class TorchEmitter:
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.indent + line)
+
+    def emit_states(self, pairs: list[tuple[str, str]]) -> None:
+        """A loop's states take their next values at once: one assignment of them all where a
+        next value reads a state assigned before it (`e1 = e0` of the previous step's `e0`)."""
+        pairs = [(state, new) for state, new in pairs if state != new]
+        before: list[str] = []
+        for state, new in pairs:
+            if any(re.search(rf"(?<![\w.]){re.escape(b)}\b", new) for b in before):
+                self.emit(f"{', '.join(s for s, _ in pairs)} = {', '.join(n for _, n in pairs)}")
+                return
+            before.append(state)
+        for state, new in pairs:
+            self.emit(f"{state} = {new}")
 
     def define(self, v: Value, hint: str | None = None) -> str:
         self.values[v.id] = v
@@ -452,13 +466,13 @@ class TorchEmitter:
             self.emit(f"{last_vars[ll.out.id]} = torch.where({cond}, {self.var[ll.value]}, {last_vars[ll.out.id]})")
         if ends:
             self._end_loop_tail(n, step, valid, ended)
+        states = []
         for c in n.carries:  # last: stacks, last values and the end may read the previous state
             state, new = self.var[c.inner.id], self.var[c.next]
             if self.low.frozen_state(c):
-                cond = align_code(valid, ("batch",), c.inner.dims)
-                self.emit(f"{state} = torch.where({cond}, {new}, {state})")
-            elif state != new:
-                self.emit(f"{state} = {new}")
+                new = f"torch.where({align_code(valid, ('batch',), c.inner.dims)}, {new}, {state})"
+            states.append((state, new))
+        self.emit_states(states)
         self.indent -= 1
         if ends:
             self.size_var[axis] = self.ns.fresh(f"{axis}_size")

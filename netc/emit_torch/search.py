@@ -200,8 +200,8 @@ class SearchEmitter(TorchEmitter):
         for vid, name in steps.items():
             self.emit(f"{name}.append({self.ref(stacks[vid].value)})")
         self.emit(f"{beam.srcs}.append({self.src})")
-        for c in n.carries:
-            self.emit(f"{carried[c.inner.id]} = {self.ref(c.next)}")
+        nexts = [self.ref(c.next) for c in n.carries]  # re-selected before any state changes
+        self.emit_states([(carried[c.inner.id], new) for c, new in zip(n.carries, nexts)])
         self.emit(f"{beam.step} += 1")
         self.indent -= 1
         self.size_var["batch"] = batch

@@ -305,6 +305,14 @@ def decoder(g: Gen) -> None:
     if g.on("choice_input_type", 0.4):  # scores the model normalised itself (RETURNN's `input_type`)
         kind = r.choice(["log_prob", "prob"])
         scores = f"nc.{'log_softmax' if kind == 'log_prob' else 'softmax'}({scores}, axis={d.cls})"
+    shift = label_read and d.form == "plain" and g.on_own("state_shift", 0.3)
+    if shift:  # label embeddings of the last two steps, states: the older the newer's previous value
+        g.body[step_start - 1 : step_start - 1] = [
+            "    " * (g.ind - 1) + f"{e} = nc.zeros(batch, emb)" for e in ("lab_e1", "lab_e2")
+        ]
+        step_start += 2
+        scores = f"{scores} + nc.Linear({d.cls}, with_bias=False)(nc.concat(lab_e1, lab_e2))"
+        g.emit("lab_e1_prev = lab_e1")
     g.emit(f"scores = {scores}")
     g.emit("logits.append(scores)")
     if label_read and d.form != "rna" and kind != "prob" and g.on("search_only", 0.4):
@@ -321,6 +329,9 @@ def decoder(g: Gen) -> None:
         )
     extra_kw = "" if kind == "logits" else f', input_type="{kind}"'
     g.emit(f"label = nc.choice(scores, target={d.target}, beam={d.beam}{extra_kw})")
+    if shift:  # `lab_e2` takes `lab_e1`'s previous value, assigned after it (as an imported decoder's)
+        g.emit("lab_e1 = nc.tanh(nc.Embedding(emb)(label))")
+        g.emit("lab_e2 = lab_e1_prev")
     if label_read and g.on_own("label_arith", 0.3):
         # arithmetic on labels is plain ints: the largest label (or position) so far, a state; a
         # position's depends on the step's first choice only (carried with the last one's hypotheses)

@@ -68,6 +68,7 @@ FEATURES = frozenset(
         "loop_while",
         "multi_state",
         "tuple_state",  # LstmCell's (h, c)
+        "state_shift",  # a state whose next value is another state's previous one (`e2 = e1_prev`), also in a decoder
         "gru_cell",
         "state_from_value",  # a state whose initial value is not zeros
         "state_dyn_dim",  # accumulated attention weights [batch, enc]

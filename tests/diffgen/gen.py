@@ -203,6 +203,11 @@ class Gen:
         self.emit(f"{v.name} = {expr}")
         return self.add(v)
 
+    def own_name(self, feat: str, prefix: str) -> str:
+        """A name counted on feature `feat`'s own counter (`<prefix><k>`), as `new_own`'s."""
+        self.own_names[feat] = self.own_names.get(feat, 0) + 1
+        return f"{prefix}{self.own_names[feat]}"
+
     def new_own(self, feat: str, expr: str, dims, **kw) -> V:
         """`new` named from a counter of feature `feat`'s own (`<feat>_<k>`): the names after it, and
         so the program where it is pruned away, stay what they were without the feature."""

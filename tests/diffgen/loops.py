@@ -99,6 +99,7 @@ def loop(g: Gen, nested: bool = False) -> None:
             k = "plain"
         kinds.append(k)
     state_specs = []
+    shifts: dict[str, str] = {}  # a plain state -> the state its previous value goes to (`state_shift`)
     if not nested and form != "loop_reversed" and g.on("cum_concat", 0.5):
         # a state grown by a frame per step (over a dim of its own), attended over in the step;
         # only its `cum_concat` reads it (not a visible value)
@@ -141,6 +142,9 @@ def loop(g: Gen, nested: bool = False) -> None:
             g.emit(f"{name} = nc.zeros(batch, {s_dim.code})")
         states.append(V(name, frozenset({"batch", s_dim.name})))
         state_specs.append((k, name, s_dim))
+        if k == "plain" and g.on_own("state_shift", 0.3):  # takes the state's previous value each step
+            shifts[name] = shift = g.own_name("state_shift", "shift")
+            g.emit(f"{shift} = nc.zeros(batch, {s_dim.code})")
     counter = None
     if form == "loop_while" or (end and r.random() < 0.5):
         counter = g.fresh("n")
@@ -244,11 +248,19 @@ def loop(g: Gen, nested: bool = False) -> None:
         else:
             _, h, sd = spec
             old = next(v for v in reversed(g.visible()) if v.name == h)
+            shift = shifts.get(h)
+            if shift:
+                g.emit(f"{shift}_prev = {h}")
+            add = f" + 0.5 * {shift}" if shift else ""
             if step_in:
                 f = step_in[0]
-                g.emit(f"{h} = nc.tanh(nc.Linear({sd.code})({f.name}) + nc.Linear({sd.code}, with_bias=False)({h}))")
+                g.emit(
+                    f"{h} = nc.tanh(nc.Linear({sd.code})({f.name}) + nc.Linear({sd.code}, with_bias=False)({h})){add}"
+                )
             else:
-                g.emit(f"{h} = {g.same_expr(old)}")
+                g.emit(f"{h} = {g.same_expr(old)}{add}")
+            if shift:  # after the update: the state's previous value, not its new one
+                g.emit(f"{shift} = {shift}_prev")
             g.add(V(h, old.dims))
     if nest_after:
         inner_loop(g, states)
