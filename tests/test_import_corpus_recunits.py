@@ -323,22 +323,25 @@ def test_a_layer_entry_that_is_not_options_is_refused_and_returnn_rejects_it_too
 
 def test_corpus_runner_takes_a_list_in_its_order_and_merges_verify_batches_into_one_table(tmp_path):
     corpus = tmp_path / "corpus"
+    long = "ln_lstm." + "pretrain_less2_rep6.mlr50.emit2." * 5 + "config"  # names alike but for the folder
     for folder in ("lm", "asr"):
         (corpus / folder).mkdir(parents=True)
-        (corpus / folder / "ln_lstm.config").write_text(LAYER_NORM_LSTM.lstrip())
+        (corpus / folder / long).write_text(LAYER_NORM_LSTM.lstrip())
     listed = tmp_path / "todo.txt"
-    listed.write_text("lm/ln_lstm.config\nnot/in/the/corpus.config\n")
+    listed.write_text(f"lm/{long}\nnot/in/the/corpus.config\n")
     whole, batch = tmp_path / "whole", tmp_path / "batch"
     runner = [sys.executable, ROOT / "tools" / "import_corpus.py", corpus, "-j", "1"]
     proc = subprocess.run(runner + ["--out", whole, "--stages", "import"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+    models = [r["model"] for r in map(json.loads, (whole / "results.jsonl").read_text().splitlines())]
+    assert len(set(models)) == 2 and all(Path(m).exists() for m in models), models  # one file each
     proc = subprocess.run(
         runner + ["--out", batch, "--stages", "import,verify", "--list", listed], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
     assert "1 net-dict configs, 1 to run" in proc.stderr  # the listed config the corpus has
     (record,) = map(json.loads, (batch / "results.jsonl").read_text().splitlines())
-    assert record["config"] == "lm/ln_lstm.config" and record["verify"]["status"] == "ok", record
+    assert record["config"] == f"lm/{long}" and record["verify"]["status"] == "ok", record
     table = subprocess.run(
         runner + ["--out", whole, "--table", "--stages", "import,verify", "--merge", batch],
         capture_output=True,

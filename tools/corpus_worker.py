@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -15,7 +16,9 @@ _PARTIAL = "@@partial@@ "  # the record so far, before a stage that may run out 
 
 
 def _slug(rel: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", rel)[-150:]
+    """The model's file name: the path's tail, after a hash of the whole path (configs whose long
+    names differ only at the front would share the tail: one worker's model written over another's)."""
+    return hashlib.sha1(rel.encode()).hexdigest()[:8] + "_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", rel)[-140:]
 
 
 def cause_of(message: str) -> str:
