@@ -301,10 +301,6 @@ def decoder(g: Gen) -> None:
         if not label_read and invariant and r.random() < 0.5:  # scores no step reads
             src = g.pick(invariant).name
         scores = f"nc.Linear({d.cls}, weight=dec_emb.weight)(s)" if tied else f"nc.Linear({d.cls})({src})"
-    kind = "logits"
-    if g.on("choice_input_type", 0.4):  # scores the model normalised itself (RETURNN's `input_type`)
-        kind = r.choice(["log_prob", "prob"])
-        scores = f"nc.{'log_softmax' if kind == 'log_prob' else 'softmax'}({scores}, axis={d.cls})"
     shift = label_read and d.form == "plain" and g.on_own("state_shift", 0.3)
     if shift:  # label embeddings of the last two steps, states: the older the newer's previous value
         g.body[step_start - 1 : step_start - 1] = [
@@ -313,6 +309,10 @@ def decoder(g: Gen) -> None:
         step_start += 2
         scores = f"{scores} + nc.Linear({d.cls}, with_bias=False)(nc.concat(lab_e1, lab_e2))"
         g.emit("lab_e1_prev = lab_e1")
+    kind = "logits"
+    if g.on("choice_input_type", 0.4):  # scores the model normalised itself (RETURNN's `input_type`)
+        kind = r.choice(["log_prob", "prob"])
+        scores = f"nc.{'log_softmax' if kind == 'log_prob' else 'softmax'}({scores}, axis={d.cls})"
     g.emit(f"scores = {scores}")
     g.emit("logits.append(scores)")
     if label_read and d.form != "rna" and kind != "prob" and g.on("search_only", 0.4):
