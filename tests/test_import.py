@@ -1054,6 +1054,54 @@ def test_decoder_forms_not_supported_are_refused_at_the_layer(tmp_path, old, new
     _assert_at(proc, path, line, at, message)
 
 
+TRIANGLE = """
+#!rnn.py
+extern_data = {
+    "data": {"dim": 4, "shape": (None, 4)},
+    "classes": {"dim": 5, "shape": (None,), "sparse": True},
+    "trans": {"dim": 6, "shape": (None,), "sparse": True},
+}
+network = {
+    "enc": {"class": "reduce", "mode": "mean", "axes": "T", "from": "data"},
+    "first": {
+        "class": "rec",
+        "from": [],
+        "unit": {
+            "output": {"class": "choice", "target": "trans", "beam_size": 1, "from": ["prob"]},
+            "end": {"class": "compare", "from": ["output"], "value": 0},
+            "emb": {"class": "linear", "with_bias": False, "from": ["output"], "n_out": 3},
+            "prob": {"class": "softmax", "from": ["prev:emb", "base:enc"], "target": "trans", "loss": "ce"},
+        },
+        "target": "trans",
+        "max_seq_len": "max_len_from('base:data')",
+    },
+    "first_states": {"class": "reduce", "mode": "mean", "axes": "T", "from": "first/emb"},
+    "output": {
+        "class": "rec",
+        "from": [],
+        "unit": {
+            "output": {"class": "choice", "target": "classes", "beam_size": 4, "from": ["prob"]},
+            "end": {"class": "compare", "from": ["output"], "value": 0},
+            "emb": {"class": "linear", "with_bias": False, "from": ["output"], "n_out": 3},
+            "prob": {"class": "softmax", "from": ["prev:emb", "base:first_states"], "target": "classes", "loss": "ce"},
+        },
+        "target": "classes",
+        "max_seq_len": "max_len_from('base:data')",
+    },
+}
+"""
+
+
+def test_a_decoder_searched_over_another_decoders_result_is_refused_at_a_decoder(tmp_path):
+    """The speech-translation "triangle" models: a transcript decoded first, a translation decoder
+    reading its states. A netc network searches in one loop: the model would compile for no target."""
+    path, proc = _import_error(tmp_path, TRIANGLE)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    (error,) = [x for x in proc.stderr.splitlines() if ": error: " in x]
+    assert error.endswith(": a netc network searches in one loop"), error
+    assert "layer `first` (rec): a decoder with `choice` besides `output`" in error, error
+
+
 @pytest.mark.parametrize(
     "layer, message",
     [

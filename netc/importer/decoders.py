@@ -49,6 +49,13 @@ def import_decoder(imp, layer, d, scope: Scope, var, full, unit: dict, inner: Sc
 
     if "output" not in choices:
         raise Refused(full, "rec", f"a unit whose `choice` is not its `output` ({choices[0]})")
+    if imp.searched is not None:  # a decoder searched over another's result (a triangle model)
+        raise Refused(
+            full,
+            "rec",
+            f"a decoder with `choice` besides `{imp.searched}`: a netc network searches in one loop",
+        )
+    imp.searched = layer
     ch = unit["output"]
     # several choices (hard attention: a position, then the label): each its own target, all over
     # the loop's dim, one beam (docs/language.md, "Several choices in one step")

@@ -97,6 +97,7 @@ class Importer(
                 if tag is not None:
                     self.dims.prefer(tag, key)
         self.loops: dict[str, Scope] = {}  # rec layer -> its unit's scope
+        self.searched: str | None = None  # the rec layer of the decoder with `choice` (a network searches one)
         self.step_counters: dict[str, str] = {}  # rec layer -> the variable of its step `:i`
         self.sub_stacks: dict[str, Val] = {}  # "<rec>/<sub>" -> the list the loop stacks `sub` into
         self.sub_layers: dict[str, Val] = {}  # "<layer>/<i>" -> a part of a `split` layer
