@@ -29,7 +29,13 @@ pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
 # `transducer_search` and `ctc_prefix_search` with an LM function run their search in Python,
 # which TorchScript cannot script: `netc export` refuses them (tests/test_transducer_search_errors.py,
 # tests/test_ctc_decoding_lm.py)
-PYTHON_ONLY = {"transducer_search.py", "transducer_search_functions.py", "ctc_decoding_lm.py", "stream_transducer.py"}
+PYTHON_ONLY = {
+    "transducer_search.py",
+    "transducer_search_functions.py",
+    "ctc_decoding_lm.py",
+    "stream_transducer.py",
+    "lm_searches_after_a_choice_loop.py",
+}
 MODELS = sorted(EXAMPLES.glob("*.py")) + sorted(
     p for p in (ROOT / "tests" / "models").glob("*.py") if p.name not in PYTHON_ONLY
 )
