@@ -218,6 +218,13 @@ def decoder(g: Gen) -> None:
     g.emit(f"for {'i' if step_read else '_'} in range({d.bound}):")
     g.ind += 1
     step_start = len(g.body)
+
+    def before_loop(*lines: str) -> None:
+        """Lines bound before the loop's header (a state the step's later constructs add)."""
+        nonlocal step_start
+        g.body[step_start - 1 : step_start - 1] = ["    " * (g.ind - 1) + line for line in lines]
+        step_start += len(lines)
+
     g.scopes.append([])
     states = [V("s", frozenset({"batch", "hidden"}))]
     g.loops.append(Loop(None, states, end=True))
@@ -303,10 +310,7 @@ def decoder(g: Gen) -> None:
         scores = f"nc.Linear({d.cls}, weight=dec_emb.weight)(s)" if tied else f"nc.Linear({d.cls})({src})"
     shift = label_read and d.form == "plain" and g.on_own("state_shift", 0.3)
     if shift:  # label embeddings of the last two steps, states: the older the newer's previous value
-        g.body[step_start - 1 : step_start - 1] = [
-            "    " * (g.ind - 1) + f"{e} = nc.zeros(batch, emb)" for e in ("lab_e1", "lab_e2")
-        ]
-        step_start += 2
+        before_loop("lab_e1 = nc.zeros(batch, emb)", "lab_e2 = nc.zeros(batch, emb)")
         scores = f"{scores} + nc.Linear({d.cls}, with_bias=False)(nc.concat(lab_e1, lab_e2))"
         g.emit("lab_e1_prev = lab_e1")
     kind = "logits"
@@ -318,8 +322,7 @@ def decoder(g: Gen) -> None:
     if label_read and d.form != "rna" and kind != "prob" and g.on("search_only", 0.4):
         # shallow fusion: an LM of the labels only in the search (training neither computes nor trains it)
         lm = g.fresh("lm")
-        g.body.insert(step_start - 1, "    " * (g.ind - 1) + f"{lm} = nc.zeros(batch, hidden)")
-        step_start += 1
+        before_loop(f"{lm} = nc.zeros(batch, hidden)")
         g.emit("if nc.searching():")
         g.emit(
             f"    {lm} = nc.tanh(nc.Linear(hidden)(nc.Embedding(emb)(label)) + nc.Linear(hidden, with_bias=False)({lm}))"
@@ -336,12 +339,7 @@ def decoder(g: Gen) -> None:
         # arithmetic on labels is plain ints: the largest label (or position) so far, a state; a
         # position's depends on the step's first choice only (carried with the last one's hypotheses)
         src = "where" if d.second and g.own("label_arith").random() < 0.5 else "label"
-        indent = "    " * (g.ind - 1)
-        g.body[step_start - 1 : step_start - 1] = [
-            f'{indent}ltop = nc.full(batch, value=-1, dtype="int32")',
-            f"{indent}ltops = []",
-        ]
-        step_start += 2
+        before_loop('ltop = nc.full(batch, value=-1, dtype="int32")', "ltops = []")
         g.emit(f"ltop = nc.maximum({src}, ltop)")
         g.emit("ltops.append(ltop + 1)")
         g.decoder_outputs.append("ltops")
