@@ -96,10 +96,7 @@ def run(args: argparse.Namespace) -> list[dict]:
     results_path = os.path.join(args.out, "results.jsonl")
     done: dict[str, dict] = {}
     if args.resume and os.path.exists(results_path):
-        with open(results_path) as f:
-            for line in f:
-                r = json.loads(line)
-                done[r["config"]] = r
+        done = {r["config"]: r for r in read_results(args.out)}
     configs = find_configs(args.corpus)
     if args.only:
         configs = [c for c in configs if any(s in c for s in args.only)]
@@ -220,17 +217,18 @@ def cause_of_invalid(r: dict) -> str:
     return re.sub(r"\b\d+\b", "N", re.sub(r"'[^']*'|\([^)]*line \d+\)", "…", why))[:120]
 
 
+def read_results(folder: str) -> list[dict]:
+    """A run's `results.jsonl`: a record per config."""
+    with open(os.path.join(folder, "results.jsonl")) as f:
+        return [json.loads(x) for x in f if x.strip()]
+
+
 def merged_records(out: str, merge: list[str]) -> list[dict]:
     """`out`'s results, each with the verify and match results of the runs in `merge` (later runs,
     such as verify batches over part of the corpus, win) for a config `out` imported too."""
-
-    def read(folder: str) -> list[dict]:
-        with open(os.path.join(folder, "results.jsonl")) as f:
-            return [json.loads(x) for x in f if x.strip()]
-
-    records = {r["config"]: r for r in read(out)}
+    records = {r["config"]: r for r in read_results(out)}
     for folder in merge:
-        for r in read(folder):
+        for r in read_results(folder):
             base = records.get(r["config"])
             if base is None or base["outcome"] != "imported" or r["outcome"] != "imported":
                 continue
