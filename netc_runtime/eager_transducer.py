@@ -15,6 +15,7 @@ from netc.ir.model import Value
 from netc.ops import REGISTRY
 from netc.ops.transducer_search import helper_source
 from netc_runtime import eager as E
+from netc_runtime.eager_search_calls import StepState, stacked
 
 
 @cache
@@ -31,11 +32,10 @@ def transducer_search(
     enc, axis, predict, joint, state, label_dim, start, out_axis, blank, beam, method, max_sym
 ) -> tuple[E.ETensor, E.ETensor]:
     run = E._run()
-    enc = E.stack_list(enc) if isinstance(enc, list) else enc
-    state_is_tuple = isinstance(state, (tuple, list))
-    states = [E.stack_list(s) if isinstance(s, list) else s for s in (state if state_is_tuple else [state])]
+    enc, step_state = stacked(enc), StepState.of(state)
     # after a beam search: rows of its hypotheses (a `state` made anew has one row, the batch's)
-    (enc, *states), version = run.align([enc, *states])
+    (enc, *step_state.states), version = run.align([enc, *step_state.states])
+    states = step_state.states
     label_name = label_dim.name
     attrs = {
         "axis": axis.name,
@@ -56,16 +56,9 @@ def transducer_search(
     frames = run.frames()
     out_dims: list[tuple[str, ...]] = []  # the prediction output's dims, from its first call
 
-    def predict_rows(labels: torch.Tensor, *st: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        rows = []
-        for r in range(labels.shape[0]):
-            label = E.ETensor(labels[r : r + 1], ("batch",), frames, label_name)
-            row = [E.ETensor(s[r : r + 1], old.dims, frames, old.sparse_dim) for s, old in zip(st, states)]
-            out, new = predict(label, tuple(row) if state_is_tuple else row[0])
-            new = list(new) if state_is_tuple else [new]
-            out_dims[:] = [out.dims]
-            rows.append([out.data, *(_as(n, s).data for n, s in zip(new, states))])
-        return tuple(torch.cat(parts) for parts in zip(*rows))
+    def output(out) -> torch.Tensor:
+        out_dims[:] = [out.dims]
+        return out.data
 
     def joint_rows(frame: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         rows = []
@@ -78,7 +71,8 @@ def transducer_search(
 
     lens = torch.full((data.shape[0],), data.shape[1])
     labels, _, scores = _search()(
-        data, lens, tuple(s.data for s in states), predict_rows, joint_rows,
+        data, lens, tuple(s.data for s in states),
+        step_state.rows(predict, "predict", frames, label_name, output), joint_rows,
         start, blank % (label_dim.size + 1), beam, method, max_sym,
     )  # fmt: skip
     run.lengths[out_axis.name] = labels.shape[1]
@@ -86,9 +80,3 @@ def transducer_search(
         E.ETensor(labels, outs[0].dims, frames, label_name, version),
         E.ETensor(scores.to(torch.float32), outs[1].dims, frames, version=version),
     )
-
-
-def _as(new: Any, old: E.ETensor) -> E.ETensor:
-    if not isinstance(new, E.ETensor) or new.dims != old.dims:
-        raise TypeError(f"`predict` must return a state with the dims of the one given, [{', '.join(old.dims)}]")
-    return new
