@@ -261,10 +261,13 @@ def returnn_session(
             # auxiliary loss, training's `choice` is the target): the model's others are not assigned
             unused = {p.name for p in g.params} - network_params(g, search)
             params = {name: value for name, value in params.items() if name not in unused}
-            for name, value in params.items():
-                if name not in variables:
-                    raise KeyError(f"RETURNN has no variable {name!r}; it has {sorted(variables)}")
-                net.get_var_assigner(variables[name]).assign(np.asarray(value, dtype=np.float32), session=session)
+            missing = [name for name in params if name not in variables]
+            if missing:
+                raise KeyError(f"RETURNN has no variable {missing[0]!r}; it has {sorted(variables)}")
+            # one run feeding every variable's initial value: a run per variable (RETURNN's
+            # `VariableAssigner`) prunes the whole graph each time, minutes for a 12-layer Transformer
+            inits = [variables[name].initializer for name in params]
+            session.run(inits, {i.inputs[1]: np.asarray(v, dtype=np.float32) for i, v in zip(inits, params.values())})
             if g.losses and not search:
                 holders, _, _ = net.get_losses_initialized()
                 for loss in g.losses:
