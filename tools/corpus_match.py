@@ -142,8 +142,9 @@ def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:
                 fetch[f"loss:{n}"] = v
         with tf.compat.v1.Session(graph=graph) as session:
             net.initialize_params(session)
-            for v in net.get_params_list():
-                value = session.run(v)
+            # each read in one run: a run per variable prunes the whole graph each time
+            variables = net.get_params_list()
+            for v, value in zip(variables, session.run(variables)):
                 if value.size > 1 and np.all(value == value.flat[0]):
                     new = (
                         rng.uniform(0.5, 1.5, value.shape)
@@ -153,7 +154,7 @@ def run_original(config, net_dict: dict, batch: dict, seed: int = 3) -> dict:
                     v.load(new.astype(value.dtype), session)
             # the parameters the outputs are computed from (a batch norm with RETURNN's defaults before
             # behavior version 12 moves its statistics outside training too: the run changes them)
-            params = {v.name[:-2]: session.run(v) for v in net.get_params_list()}
+            params = {v.name[:-2]: value for v, value in zip(variables, session.run(variables))}
             out = session.run(fetch, feed_dict=feed)
     return {"fetch": out, "params": params}
 
