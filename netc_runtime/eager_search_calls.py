@@ -1,6 +1,6 @@
 """What eager mode's searches over a user's step function share (`ctc_prefix_search` with an
-`lm`, `transducer_search` with a `predict`): the inputs as one batch of the hypotheses' rows, and
-the function called one row at a time (a batch of one, as every eager op) with its state."""
+`lm`, `transducer_search` with a `predict`): the state as the function takes it (a tensor or a
+tuple), and the function called one row at a time (a batch of one, as every eager op)."""
 
 from __future__ import annotations
 
