@@ -21,8 +21,7 @@ def ctc_prefix_search_lm(
     logits, state = stacked(logits), StepState.of(lm_state)
     if any(isinstance(a, E.Absent) for a in [logits, *state.states]):  # searching: computed from a target
         return E.ABSENT, E.ABSENT
-    # after a beam search: rows of its hypotheses (`lm_state` made anew has one row, the batch's)
-    (logits, *state.states), version = run.align([logits, *state.states])
+    logits, version = state.align(run, logits)
     states = state.states
     attrs = {"axis": axis.name, "beam": beam, "out_axis": out_axis.name, "lm_weight": lm_weight, "bos": bos, **options}
     vals = [Value(id=0, dims=a.dims, dtype=E._dtype(a.data), sparse_dim=a.sparse_dim) for a in [logits, *states]]

@@ -30,6 +30,12 @@ class StepState:
         is_tuple = isinstance(state, (tuple, list))
         return cls([stacked(s) for s in (state if is_tuple else [state])], is_tuple)
 
+    def align(self, run: E._Run, x: E.ETensor) -> tuple[E.ETensor, int]:
+        """After a beam search: `x` and the state with rows of its hypotheses (a state made
+        anew has one row, the batch's); the version they are at."""
+        (x, *self.states), version = run.align([x, *self.states])
+        return x, version
+
     def rows(
         self, fn: Callable, fn_name: str, frames, label_dim: str, output: Callable[[Any], torch.Tensor]
     ) -> Callable[..., tuple[torch.Tensor, ...]]:

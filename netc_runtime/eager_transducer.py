@@ -33,8 +33,7 @@ def transducer_search(
 ) -> tuple[E.ETensor, E.ETensor]:
     run = E._run()
     enc, step_state = stacked(enc), StepState.of(state)
-    # after a beam search: rows of its hypotheses (a `state` made anew has one row, the batch's)
-    (enc, *step_state.states), version = run.align([enc, *step_state.states])
+    enc, version = step_state.align(run, enc)
     states = step_state.states
     label_name = label_dim.name
     attrs = {
