@@ -45,6 +45,17 @@ def _import_file(path: str, prefix: str):
     return mod
 
 
+@contextlib.contextmanager
+def _imported(path: str, prefix: str):
+    """`path` imported for one run, and out of `sys.modules` after it: an eager model file's
+    network holds its parameters (gigabytes for a large model)."""
+    mod = _import_file(path, prefix)
+    try:
+        yield mod
+    finally:
+        sys.modules.pop(mod.__name__, None)
+
+
 def output_dims(g: Graph) -> dict[str, list[str]]:
     values = values_by_id(g)
     dims = {o.name: list(values[o.value].dims) for o in g.outputs}
@@ -79,12 +90,12 @@ def run_eager(model_path: str, g: Graph, inputs, lens, params, search: bool = Fa
     """Eager mode; `train=True` runs it in training mode (dropout, `training()`)."""
     import torch
 
-    mod = _import_file(model_path, "netc_model")
-    net = getattr(mod, g.network).train(train)
-    net.load_returnn_params(params)
-    args = {k: torch.as_tensor(v) for k, v in inputs.items()}
-    args.update({lens_name(d): torch.as_tensor(v) for d, v in lens.items()})
-    outs, out_lens = net.run(**args, search=search)
+    with _imported(model_path, "netc_model") as mod:
+        net = getattr(mod, g.network).train(train)
+        net.load_returnn_params(params)
+        args = {k: torch.as_tensor(v) for k, v in inputs.items()}
+        args.update({lens_name(d): torch.as_tensor(v) for d, v in lens.items()})
+        outs, out_lens = net.run(**args, search=search)
     return Result(
         {k: v.numpy() for k, v in outs.items()},
         search_dims(g) if search else output_dims(g),
@@ -264,10 +275,7 @@ def returnn_session(
             missing = [name for name in params if name not in variables]
             if missing:
                 raise KeyError(f"RETURNN has no variable {missing[0]!r}; it has {sorted(variables)}")
-            # one run feeding every variable's initial value: a run per variable (RETURNN's
-            # `VariableAssigner`) prunes the whole graph each time, minutes for a 12-layer Transformer
-            inits = [variables[name].initializer for name in params]
-            session.run(inits, {i.inputs[1]: np.asarray(v, dtype=np.float32) for i, v in zip(inits, params.values())})
+            _assign(session, [(variables[name], value) for name, value in params.items()])
             if g.losses and not search:
                 holders, _, _ = net.get_losses_initialized()
                 for loss in g.losses:
@@ -278,6 +286,20 @@ def returnn_session(
                     if d is not None:  # None: no loss reads the variable
                         fetch[f"grad:{name}"] = tf.convert_to_tensor(d)  # a sparse gather's is IndexedSlices
             yield ReturnnSession(session, net, fetch, feed, dims, lens)
+
+
+def _assign(session, values: list, piece_bytes: int = 1 << 28) -> None:
+    """Each variable's value fed to its initializer, a run per piece of about `piece_bytes`: a run
+    per variable (RETURNN's `VariableAssigner`) prunes the whole graph each time (minutes for a
+    12-layer Transformer); one run for all holds a copy of every value at once (gigabytes)."""
+    piece: list = []  # (initializer, value)
+    size = 0
+    for k, (var, value) in enumerate(values):
+        piece.append((var.initializer, np.asarray(value, dtype=np.float32)))
+        size += piece[-1][1].nbytes
+        if size >= piece_bytes or k == len(values) - 1:
+            session.run([init for init, _ in piece], {init.inputs[1]: v for init, v in piece})
+            piece, size = [], 0
 
 
 def run_returnn(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -274,10 +275,20 @@ def random_params(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:
         shape = [sizes[d] for d in p.dims]
         if len(shape) >= 2:
             limit = np.sqrt(6.0 / (shape[0] + shape[-1]))
-            params[p.name] = rng.uniform(-limit, limit, size=shape).astype(np.float32)
+            params[p.name] = _drawn(shape, lambda n, limit=limit: rng.uniform(-limit, limit, size=n))
         else:  # around 1 where it starts at 1: a scale, a variance (BatchNorm's, positive)
-            params[p.name] = ((p.init == "ones") + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+            params[p.name] = _drawn(shape, lambda n, p=p: (p.init == "ones") + 0.1 * rng.standard_normal(n))
     return params
+
+
+def _drawn(shape: list[int], draw: Callable[[int], np.ndarray], piece: int = 1 << 20) -> np.ndarray:
+    """float32 values drawn a piece at a time: the numbers of one float64 draw cast to float32,
+    without that whole float64 array (twice the parameter: gigabytes for a 200k-word softmax)."""
+    out = np.empty(shape, np.float32)
+    flat = out.reshape(-1)
+    for i in range(0, flat.size, piece):
+        flat[i : i + piece] = draw(min(piece, flat.size - i))
+    return out
 
 
 @dataclass

@@ -297,3 +297,58 @@ def test_eager_agrees_with_the_torch_module(model, lengths):
     eager, torch_ = run_eager(path, g, inputs, lens, params), run_torch(g, inputs, lens, params)
     comps = compare(g, eager, torch_, "torch")
     assert comps and all(c.ok for c in comps), comps
+
+
+def test_a_run_of_the_oracle_leaves_no_network_behind():
+    """`verify` imports the model file for each eager run: its network (and the parameters it
+    holds, gigabytes for a large model) is freed after the run, not kept in `sys.modules`."""
+    import gc
+    import weakref
+
+    from netc_runtime.backends import run_eager
+    from netc_runtime.verify import random_inputs, random_params
+
+    path = str(EXAMPLES / "elman.py")
+    g = compile_graph(path)
+    rng = np.random.default_rng(0)
+    lens = {"time": np.array([4, 2, 3])}
+    inputs, params = random_inputs(g, lens, rng), random_params(g, rng)
+    before = set(sys.modules)
+    nets = []
+    real = _import_file
+
+    def watched(p: str, prefix: str):
+        mod = real(p, prefix)
+        nets.append(weakref.ref(getattr(mod, g.network)))
+        return mod
+
+    import netc_runtime.backends as backends
+
+    backends._import_file, saved = watched, backends._import_file
+    try:
+        run_eager(path, g, inputs, lens, params)
+    finally:
+        backends._import_file = saved
+    gc.collect()
+    assert len(nets) == 1 and nets[0]() is None
+    assert not [m for m in set(sys.modules) - before if m.startswith("netc_model")]
+
+
+def test_random_params_are_float64_draws_cast_to_float32():
+    """Drawn a piece at a time (no float64 copy of a whole parameter), the numbers are those of
+    one float64 draw per parameter, as every recorded oracle run had them."""
+    from netc_runtime.verify import random_params
+
+    g = compile_graph(str(EXAMPLES / "elman.py"))
+    sizes = {d.name: d.size for d in g.dims}
+    drawn = random_params(g, np.random.default_rng(7))
+    rng = np.random.default_rng(7)
+    for p in g.params:
+        shape = [sizes[d] for d in p.dims]
+        if len(shape) >= 2:
+            limit = np.sqrt(6.0 / (shape[0] + shape[-1]))
+            want = rng.uniform(-limit, limit, size=shape).astype(np.float32)
+        else:
+            want = ((p.init == "ones") + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+        assert drawn[p.name].dtype == np.float32
+        np.testing.assert_array_equal(drawn[p.name], want)
