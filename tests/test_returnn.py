@@ -142,3 +142,20 @@ def test_training_mode_construction_agrees(path):
     for o in g.outputs:
         mask = _valid(g, ref, o.name)
         assert np.abs(ret.outputs[o.name] - ref.outputs[o.name])[mask].max() <= 1e-4, o.name
+
+
+def test_variables_are_assigned_a_piece_at_a_time():
+    """`verify` feeds the parameters to TensorFlow's variables a run per piece of about a quarter
+    gigabyte (a copy of them all at once is gigabytes for a large model): every variable gets its
+    value whichever piece it is in."""
+    import tensorflow as tf
+
+    from netc_runtime.backends import _assign
+
+    shapes = [(3, 4), (5,), (2, 2, 2), (7, 1)]
+    values = [np.arange(np.prod(s), dtype=np.float32).reshape(s) + 100 * k for k, s in enumerate(shapes)]
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        variables = [tf.compat.v1.Variable(tf.zeros(s)) for s in shapes]
+        _assign(session, list(zip(variables, values)), piece_bytes=40)  # 3 pieces: 48 bytes, 20 + 32, 28
+        for var, want in zip(variables, values):
+            np.testing.assert_array_equal(session.run(var), want)
