@@ -25,6 +25,7 @@ from netc.ir.model import Graph
 from netc.ir.search import SCORES, network_params, search_dims, search_plan
 from netc.ir.uses import values_by_id
 from netc.naming import lens_name
+from netc_runtime.checkpoint import assign_in_pieces
 from netc_runtime.scratch import CurrentStdout, prepare_returnn, scratch_file
 
 
@@ -275,7 +276,7 @@ def returnn_session(
             missing = [name for name in params if name not in variables]
             if missing:
                 raise KeyError(f"RETURNN has no variable {missing[0]!r}; it has {sorted(variables)}")
-            _assign(session, [(variables[name], value) for name, value in params.items()])
+            assign_in_pieces(session, [(variables[name], value) for name, value in params.items()])
             if g.losses and not search:
                 holders, _, _ = net.get_losses_initialized()
                 for loss in g.losses:
@@ -286,20 +287,6 @@ def returnn_session(
                     if d is not None:  # None: no loss reads the variable
                         fetch[f"grad:{name}"] = tf.convert_to_tensor(d)  # a sparse gather's is IndexedSlices
             yield ReturnnSession(session, net, fetch, feed, dims, lens)
-
-
-def _assign(session, values: list, piece_bytes: int = 1 << 28) -> None:
-    """Each variable's value fed to its initializer, a run per piece of about `piece_bytes`: a run
-    per variable (RETURNN's `VariableAssigner`) prunes the whole graph each time (minutes for a
-    12-layer Transformer); one run for all holds a copy of every value at once (gigabytes)."""
-    piece: list = []  # (initializer, value)
-    size = 0
-    for k, (var, value) in enumerate(values):
-        piece.append((var.initializer, np.asarray(value, dtype=np.float32)))
-        size += piece[-1][1].nbytes
-        if size >= piece_bytes or k == len(values) - 1:
-            session.run([init for init, _ in piece], {init.inputs[1]: v for init, v in piece})
-            piece, size = [], 0
 
 
 def run_returnn(

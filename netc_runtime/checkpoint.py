@@ -39,6 +39,20 @@ def read_tf_checkpoint(prefix: str) -> dict[str, np.ndarray]:
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map() if name != GLOBAL_STEP}
 
 
+def assign_in_pieces(session, values: list, piece_bytes: int = 1 << 28) -> None:
+    """Each variable's value fed to its initializer, a run per piece of about `piece_bytes`: a run
+    per variable (RETURNN's `VariableAssigner`) prunes the whole graph each time (minutes for a
+    12-layer Transformer); one run for all holds a copy of every value at once (gigabytes)."""
+    piece: list = []  # (initializer, value)
+    size = 0
+    for k, (var, value) in enumerate(values):
+        piece.append((var.initializer, np.asarray(value, dtype=np.float32)))
+        size += piece[-1][1].nbytes
+        if size >= piece_bytes or k == len(values) - 1:
+            session.run([init for init, _ in piece], {init.inputs[1]: v for init, v in piece})
+            piece, size = [], 0
+
+
 def write_tf_checkpoint(params: Mapping[str, np.ndarray], prefix: str, global_step: int = 0) -> None:
     """A TF checkpoint at `prefix` that RETURNN's TF engine loads (`load`, `load_epoch`, `preload_from_files`):
     the variables by RETURNN name as float32, `global_step`, and the `.meta` file RETURNN looks for."""
@@ -46,11 +60,14 @@ def write_tf_checkpoint(params: Mapping[str, np.ndarray], prefix: str, global_st
 
     prepare(prefix)
     with tf.Graph().as_default() as graph:  # graph mode whatever mode the process is in
-        variables = {name: tf.compat.v1.Variable(np.asarray(v, dtype=np.float32)) for name, v in params.items()}
-        variables[GLOBAL_STEP] = tf.compat.v1.Variable(np.int64(global_step))
-        saver = tf.compat.v1.train.Saver(variables)  # saved under these keys, not the variables' own names
+        # zeros, then the values fed: as constants the graph would hold a copy of every value, and
+        # TF refuses a graph over 2 GB (one 200k-word softmax of 4096 units is 3.3 GB)
+        variables = {name: tf.compat.v1.Variable(tf.zeros(np.shape(v), tf.float32)) for name, v in params.items()}
+        step = tf.compat.v1.Variable(np.int64(global_step))
+        saver = tf.compat.v1.train.Saver({**variables, GLOBAL_STEP: step})  # saved under these keys
         with tf.compat.v1.Session(graph=graph) as session:
-            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(step.initializer)
+            assign_in_pieces(session, [(variables[name], v) for name, v in params.items()])
             saver.save(session, prefix, write_state=False)
 
 

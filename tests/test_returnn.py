@@ -150,12 +150,32 @@ def test_variables_are_assigned_a_piece_at_a_time():
     value whichever piece it is in."""
     import tensorflow as tf
 
-    from netc_runtime.backends import _assign
+    from netc_runtime.checkpoint import assign_in_pieces
 
     shapes = [(3, 4), (5,), (2, 2, 2), (7, 1)]
     values = [np.arange(np.prod(s), dtype=np.float32).reshape(s) + 100 * k for k, s in enumerate(shapes)]
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
         variables = [tf.compat.v1.Variable(tf.zeros(s)) for s in shapes]
-        _assign(session, list(zip(variables, values)), piece_bytes=40)  # 3 pieces: 48 bytes, 20 + 32, 28
+        assign_in_pieces(session, list(zip(variables, values)), piece_bytes=40)  # 3 pieces: 48 bytes, 20 + 32, 28
         for var, want in zip(variables, values):
             np.testing.assert_array_equal(session.run(var), want)
+
+
+def test_tf_checkpoint_holds_the_values_once(tmp_path):
+    """`write_tf_checkpoint` feeds the values to its variables: as graph constants they were a
+    second copy in memory and in the `.meta` file, and TF refuses a graph over 2 GB."""
+    import tensorflow as tf
+
+    from netc_runtime.checkpoint import read_tf_checkpoint, write_tf_checkpoint
+
+    rng = np.random.default_rng(0)
+    params = {"big/W": rng.standard_normal((1000, 1000)).astype(np.float32), "out/b": np.arange(3.0)}
+    prefix = tmp_path / "net-model" / "network.004"
+    write_tf_checkpoint(params, str(prefix), global_step=17)
+    back = read_tf_checkpoint(str(prefix))
+    assert back.keys() == params.keys()
+    for name, value in params.items():
+        np.testing.assert_array_equal(back[name], value.astype(np.float32))
+    assert tf.train.load_checkpoint(str(prefix)).get_tensor("global_step") == 17
+    meta = (tmp_path / "net-model" / "network.004.meta").stat().st_size
+    assert meta < 100_000, f"the .meta file holds {meta} bytes: the values are in the graph"
