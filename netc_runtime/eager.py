@@ -9,9 +9,11 @@ it (a batch of one); the results are padded back into a batch. Only parameter id
 from __future__ import annotations
 
 import contextvars
+import functools
 import inspect
 import os
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -568,6 +570,13 @@ class Absent:
 ABSENT = Absent()
 
 
+@functools.lru_cache(maxsize=256)
+def _positions(code: CodeType) -> tuple[tuple[int | None, int | None], ...]:
+    """(line, col) of each instruction of `code`: listed once per function, not once per call
+    (a 96-layer network's function has tens of thousands; listing them per module was minutes)."""
+    return tuple((pos[0], pos[2]) for pos in code.co_positions())
+
+
 def _call_path(net: Network) -> tuple[tuple[int, int], ...]:
     """(line, col) of each user call site from the network function down to this constructor."""
     path = []
@@ -575,8 +584,7 @@ def _call_path(net: Network) -> tuple[tuple[int, int], ...]:
     while f is not None:
         code = f.f_code
         if not os.path.abspath(code.co_filename).startswith(_PKG_DIRS):
-            pos = list(code.co_positions())[f.f_lasti // 2]
-            path.append((pos[0], pos[2]))
+            path.append(_positions(code)[f.f_lasti // 2])
         if code is net.fn.__code__:
             return tuple(reversed(path))
         f = f.f_back
