@@ -1,11 +1,12 @@
 """Transformer layers built from netc's ops where the result is RETURNN's exactly:
 `positional_encoding` (Tensor2Tensor's sinusoids over each sequence's positions) and
-`self_attention` (multi-head, head by head, with RETURNN's `QKV` matrix as the parameter; its
+`self_attention` (multi-head, the heads a dim, with RETURNN's `QKV` matrix as the parameter; its
 `key_shift` of a `relative_positional_encoding`, the learned table of clipped distances)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -31,6 +32,25 @@ KNOWN = {
 }
 # a `relative_positional_encoding` read as `key_shift`: the options it is imported with
 _REL_POS = {"class", "from", "n_out", "out_dim", "clipping", "fixed", "forward_weights_init", "trainable", "L2"}
+
+
+@dataclass(frozen=True)
+class _Heads:
+    """A `self_attention`'s heads: H, the key dim K over all heads, the layer's dim; the dims of
+    the `QKV` projection, of a head's key and value, of the heads and of a head's part of `QKV`."""
+
+    heads: int
+    total_key: int
+    out: str
+    qkv: str
+    key: str
+    val_dim: str
+    heads_dim: str
+    per_head: str
+
+    def merged(self, imp) -> cst.Tuple:
+        """(heads, value): the heads' values in RETURNN's order, head by head."""
+        return cst.Tuple([cst.Element(imp.dim(self.heads_dim)), cst.Element(imp.dim(self.val_dim))])
 
 
 class TransformerLayers:
@@ -90,34 +110,33 @@ class TransformerLayers:
         return Val(name(var), (BATCH, out) if step else (BATCH, dyn[0], out))
 
     def _l_self_attention(self, layer, d, scope, var, full) -> Val:
-        """RETURNN's multi-head self-attention over the time dim, head by head: one `QKV` matrix
+        """RETURNN's multi-head self-attention over the time dim, the heads a dim: one `QKV` matrix
         [in, 2·K + V] (a `Linear` without bias whose `W` is the TF variable `QKV`), each head's
         columns `q, k, v` in turn (RETURNN's per-head layout), the keys and values over a view of
-        time (`replace_dim`); per head `softmax(dot(q · (K/H)^-0.5, k), axis=kv_time)` (padded keys
-        get no weight, as RETURNN's mask; `attention_left_only`: later keys neither), its weighted
-        values, the heads' values concatenated in RETURNN's order into the layer's dim."""
+        time (`replace_dim`); for each head `softmax(dot(q · (K/H)^-0.5, k), axis=kv_time)` (padded
+        keys get no weight, as RETURNN's mask; `attention_left_only`: later keys neither), its
+        weighted values, the heads merged in RETURNN's order into the layer's dim."""
         if scope.rec is not None:
             return self._self_attention_step(layer, d, scope, var, full)
         src = self._source(d, scope, full)
         dyn = [x for x in src.dims if self.dims.is_dynamic(x)]
         if len(dyn) != 1 or BATCH not in src.dims or len(src.dims) != 3 or src.sparse:
             raise Refused(full, "self_attention", "of [batch, time, feature] outside rec units")
-        heads, total_key, out, qkv, key, val_dim, parts = self._heads(layer, d, full)
+        hd = self._heads(layer, d, full)
         time = dyn[0]
         kv_time = self.dims.fresh(f"{identifier(layer)}_kv_time", None)
-        self.imports |= {"Linear", "split", "replace_dim", "softmax", "dot"}
+        self.imports |= {"Linear", "split", "split_dims", "merge_dims", "replace_dim", "softmax", "dot"}
 
         def emit(targets: list[str], value, comment=None, module=None):
             scope.stmts.append(Assign(targets, value, comment=comment, module=module))
 
-        n = self._qkv(emit, layer, d, scope, var, qkv, src)
-        q = [self.fresh(f"{var}_q{h}") for h in range(heads)]
-        emit([t for h in range(heads) for t in (q[h], "_", "_")], call("split", name(n), parts))
+        n = self._qkv(emit, layer, d, scope, var, hd, src)
+        q = self.fresh(f"{var}_q")
+        emit([q, "_", "_"], self._split_qkv(name(n), hd))
         kv = self.fresh(f"{var}_kv")
         emit([kv], call("replace_dim", name(n), axis=self.dim(time), out_axis=self.dim(kv_time)))
-        k = [self.fresh(f"{var}_k{h}") for h in range(heads)]
-        v = [self.fresh(f"{var}_v{h}") for h in range(heads)]
-        emit([t for h in range(heads) for t in ("_", k[h], v[h])], call("split", name(kv), parts))
+        k, v = self.fresh(f"{var}_k"), self.fresh(f"{var}_v")
+        emit(["_", k, v], self._split_qkv(name(kv), hd))
         causal = None
         if d.get("attention_left_only"):
             self.imports |= {"expand", "range_over", "where"}
@@ -127,13 +146,13 @@ class TransformerLayers:
             emit([causal], less, "no key after the query")
         shift = None
         if d.get("key_shift") is not None:
-            shift = self._key_shift(emit, d["key_shift"], scope, full, src, time, kv_time, key)
-        outs = self._attend(emit, var, d, total_key, q, k, v, key, kv_time, causal, shift)
-        return self._merge_heads(scope, var, layer, outs, val_dim, out, (BATCH, time, out))
+            shift = self._key_shift(emit, d["key_shift"], scope, full, src, time, kv_time, hd.key)
+        o = self._attend(emit, var, d, hd, q, k, v, kv_time, causal, shift)
+        self._emit(scope, var, call("merge_dims", name(o), dims=hd.merged(self), out_dim=self.dim(hd.out)), layer)
+        return Val(name(var), (BATCH, time, hd.out))
 
-    def _heads(self, layer: str, d: dict, full: str) -> tuple:
-        """`num_heads`, `total_key_dim`, the layer's dim, and the dims of the `QKV` projection, of
-        a head's key and of its value; the projection's per-head split (RETURNN's layout)."""
+    def _heads(self, layer: str, d: dict, full: str) -> _Heads:
+        """`num_heads`, `total_key_dim`, the layer's dim and the dims of its `QKV` projection."""
         heads, total_key = d.get("num_heads"), d.get("total_key_dim")
         out = self._out_dim(layer, d, full)
         value = self.dims.size(out)
@@ -144,16 +163,25 @@ class TransformerLayers:
         qkv = self.dims.static(2 * total_key + value, f"{base}_qkv")
         key = self.dims.static(total_key // heads, f"{base}_key")
         val_dim = self.dims.static(value // heads, f"{base}_value")
-        parts = cst.List([cst.Element(self.dim(k)) for _ in range(heads) for k in (key, key, val_dim)])
-        return heads, total_key, out, qkv, key, val_dim, parts
+        heads_dim = new_dim(self, heads, f"{base}_heads", {key, val_dim})
+        per_head = new_dim(self, (2 * total_key + value) // heads, f"{base}_qkv_head", {qkv, key, val_dim, heads_dim})
+        return _Heads(heads, total_key, out, qkv, key, val_dim, heads_dim, per_head)
 
-    def _qkv(self, emit, layer: str, d: dict, scope, var: str, qkv, src: Val) -> str:
-        """The one `Linear` without bias whose `W` is RETURNN's `QKV`: its result's name."""
+    def _qkv(self, emit, layer: str, d: dict, scope, var: str, hd: _Heads, src: Val) -> str:
+        """The one `Linear` without bias whose `W` is RETURNN's `QKV`, split into the heads: its
+        result's name ([..., heads, qkv_head])."""
         n = self.fresh(f"{var}_qkv")
         ref = ModuleRef("linear", self._tf_prefix(layer, d, scope), {"W": "QKV"})
-        comment = f"layer {layer!r} (self_attention): per head its query, key and value, RETURNN's `QKV`"
-        emit([n], call(call("Linear", self.dim(qkv), with_bias=literal(False)), src.tensor()), comment, ref)
+        comment = f"layer {layer!r} (self_attention): each head's query, key and value, RETURNN's `QKV`"
+        linear = call(call("Linear", self.dim(hd.qkv), with_bias=literal(False)), src.tensor())
+        pair = cst.Tuple([cst.Element(self.dim(hd.heads_dim)), cst.Element(self.dim(hd.per_head))])
+        emit([n], call("split_dims", linear, axis=self.dim(hd.qkv), dims=pair), comment, ref)
         return n
+
+    def _split_qkv(self, x, hd: _Heads):
+        """A head's query, key and value, RETURNN's layout of `QKV` within each head."""
+        parts = cst.List([cst.Element(self.dim(k)) for k in (hd.key, hd.key, hd.val_dim)])
+        return call("split", x, parts, axis=self.dim(hd.per_head))
 
     def _key_shift(self, emit, rel: str, scope, full: str, src: Val, time: str, kv_time: str, key: str) -> str:
         """RETURNN's `relative_positional_encoding` read as `key_shift` (Shaw et al.): for query i
@@ -208,47 +236,27 @@ class TransformerLayers:
         return rel_var
 
     def _attend(
-        self, emit, var: str, d: dict, total_key: int, q, k, v, key, over, causal=None, shift=None
-    ) -> list[str]:
-        """Per head: `softmax(dot(q · (K/H)^-0.5, k), axis=over)` (`causal`: where it holds, else
-        no weight; `shift`: RETURNN's `key_shift`, plus `dot(q · (K/H)^-0.5, shift)`), its dropout,
-        the values weighted by it; the heads' results' names."""
-        heads = len(q)
-        scale = num((total_key // heads) ** -0.5)
+        self, emit, var: str, d: dict, hd: _Heads, q: str, k: str, v: str, over, causal=None, shift=None
+    ) -> str:
+        """All heads at once: `softmax(dot(q · (K/H)^-0.5, k), axis=over)` (`causal`: where it
+        holds, else no weight; `shift`: RETURNN's `key_shift`, plus `dot(q · (K/H)^-0.5, shift)`),
+        its dropout, the values weighted by it: the name of that [..., heads, value]."""
+        scale = num((hd.total_key // hd.heads) ** -0.5)
+        energy = call("dot", binop("*", name(q), scale), name(k), reduce=self.dim(hd.key))
+        if shift is not None:
+            energy = binop("+", energy, call("dot", binop("*", name(q), scale), name(shift), reduce=self.dim(hd.key)))
+        if causal is not None:
+            energy = call("where", name(causal), energy, num(-1e30))  # exp gives 0, as of RETURNN's -inf
+        w = call("softmax", energy, axis=self.dim(over))
         p = d.get("attention_dropout", 0.0)
-        outs = []
-        for h in range(heads):
-            energy = call("dot", binop("*", name(q[h]), scale), name(k[h]), reduce=self.dim(key))
-            if shift is not None:
-                energy = binop(
-                    "+", energy, call("dot", binop("*", name(q[h]), scale), name(shift), reduce=self.dim(key))
-                )
-            if causal is not None:
-                energy = call("where", name(causal), energy, num(-1e30))  # exp gives 0, as of RETURNN's -inf
-            w = call("softmax", energy, axis=self.dim(over))
-            if p:
-                self.imports.add("dropout")
-                w = call("dropout", w, num(float(p)))
-            weights = self.fresh(f"{var}_w{h}")
-            emit([weights], w)
-            outs.append(self.fresh(f"{var}_o{h}"))
-            emit([outs[-1]], call("dot", name(weights), name(v[h]), reduce=self.dim(over)))
-        return outs
-
-    def _merge_heads(self, scope, var: str, layer: str, outs: list[str], val_dim, out, dims) -> Val:
-        """The heads' values concatenated in RETURNN's order into the layer's dim `out`."""
-        if len(outs) == 1:
-            self._emit(scope, var, name(outs[0]), layer)
-            return Val(name(var), dims)
-        heads_dim = new_dim(self, len(outs), f"{identifier(layer)}_heads", {val_dim})
-        self.imports |= {"concat", "split_dims", "merge_dims"}
-        pair = cst.Tuple([cst.Element(self.dim(heads_dim)), cst.Element(self.dim(val_dim))])
-        both = self.dim(val_dim)
-        for _ in range(len(outs) - 1):
-            both = binop("+", both, self.dim(val_dim))
-        joined = call("split_dims", call("concat", *(name(o) for o in outs)), axis=both, dims=pair)
-        self._emit(scope, var, call("merge_dims", joined, dims=pair, out_dim=self.dim(out)), layer)
-        return Val(name(var), dims)
+        if p:
+            self.imports.add("dropout")
+            w = call("dropout", w, num(float(p)))
+        weights = self.fresh(f"{var}_w")
+        emit([weights], w)
+        out = self.fresh(f"{var}_o")
+        emit([out], call("dot", name(weights), name(v), reduce=self.dim(over)))
+        return out
 
     def _self_attention_step(self, layer, d, scope, var, full) -> Val:
         """In a rec unit (RETURNN requires `attention_left_only` there): this step's query over the
@@ -266,28 +274,23 @@ class TransformerLayers:
         src = self._source(d, scope, full)
         if tuple(src.dims) != (BATCH, feature(src, self.dims)) or src.is_list:
             raise Refused(full, "self_attention", "of a [batch, feature] frame in a rec unit")
-        heads, total_key, out, qkv, key, val_dim, parts = self._heads(layer, d, full)
+        hd = self._heads(layer, d, full)
         hist = self.dims.fresh(f"{identifier(layer)}_hist", None)
-        self.imports |= {"Linear", "split", "softmax", "dot", "empty", "cum_concat"}
+        self.imports |= {"Linear", "split", "split_dims", "merge_dims", "softmax", "dot", "empty", "cum_concat"}
         loop = loop_scope(scope)
 
         def emit(targets: list[str], value, comment=None, module=None):
             scope.stmts.append(Assign(targets, value, comment=comment, module=module))
 
-        ks = [self.fresh(f"{var}_k{h}") for h in range(heads)]
-        vs = [self.fresh(f"{var}_v{h}") for h in range(heads)]
-        for h in range(heads):
-            for state, dim in ((ks[h], key), (vs[h], val_dim)):
-                empty = call("empty", name("batch"), self.dim(hist), self.dim(dim))
-                loop.outer.stmts.append(Assign([state], empty, comment="no steps yet"))
-        n = self._qkv(emit, layer, d, scope, var, qkv, src)
-        q = [self.fresh(f"{var}_q{h}") for h in range(heads)]
-        k_new = [self.fresh(f"{var}_k{h}_t") for h in range(heads)]
-        v_new = [self.fresh(f"{var}_v{h}_t") for h in range(heads)]
-        emit([t for h in range(heads) for t in (q[h], k_new[h], v_new[h])], call("split", name(n), parts))
-        for h in range(heads):
-            grow = "the steps so far, this one last" if h == 0 else None
-            emit([ks[h]], call("cum_concat", name(ks[h]), name(k_new[h]), axis=self.dim(hist)), grow)
-            emit([vs[h]], call("cum_concat", name(vs[h]), name(v_new[h]), axis=self.dim(hist)))
-        outs = self._attend(emit, var, d, total_key, q, ks, vs, key, hist)
-        return self._merge_heads(scope, var, layer, outs, val_dim, out, (BATCH, out))
+        k, v = self.fresh(f"{var}_k"), self.fresh(f"{var}_v")
+        for state, dim in ((k, hd.key), (v, hd.val_dim)):
+            empty = call("empty", name("batch"), self.dim(hist), self.dim(hd.heads_dim), self.dim(dim))
+            loop.outer.stmts.append(Assign([state], empty, comment="no steps yet"))
+        n = self._qkv(emit, layer, d, scope, var, hd, src)
+        q, k_new, v_new = self.fresh(f"{var}_q"), self.fresh(f"{var}_k_t"), self.fresh(f"{var}_v_t")
+        emit([q, k_new, v_new], self._split_qkv(name(n), hd))
+        emit([k], call("cum_concat", name(k), name(k_new), axis=self.dim(hist)), "the steps so far, this one last")
+        emit([v], call("cum_concat", name(v), name(v_new), axis=self.dim(hist)))
+        o = self._attend(emit, var, d, hd, q, k, v, hist)
+        self._emit(scope, var, call("merge_dims", name(o), dims=hd.merged(self), out_dim=self.dim(hd.out)), layer)
+        return Val(name(var), (BATCH, hd.out))

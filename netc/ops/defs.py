@@ -10,7 +10,7 @@ import functools
 
 from netc.ir.dims import DimError, DimTable
 from netc.ir.model import Value
-from netc.ops.align import align_tensor
+from netc.ops.align import align_code, align_tensor
 from netc.ops.base import OpDef, OutType, register
 from netc.ops.param_parts import param_part, tied_params
 from netc.ops.param_parts import returnn_helpers as param_returnn_helpers
@@ -478,15 +478,22 @@ class Linear(OpDef):
 
 @register
 class Split(OpDef):
-    """`split(x, n)` into n equal parts of the feature dim, or `split(x, [d1, d2])`."""
+    """`split(x, n)` into n equal parts of the feature dim, or `split(x, [d1, d2])`; with
+    `axis=d` the parts of static dim `d` of a value with several (a per-head projection)."""
 
     name = fn_name = "split"
 
-    def api(self, x, parts):
+    def api(self, x, parts, axis=None):
         pass
 
-    def _part_dims(self, dt: DimTable, x: Value, parts) -> list[str]:
-        feat = dt.feature(x.dims)
+    def _axis(self, dt: DimTable, x: Value, axis) -> str:
+        if axis is None:
+            return dt.feature(x.dims)
+        if not isinstance(axis, str) or axis not in x.dims or dt[axis].kind != "static":
+            raise DimError(f"split's `axis` must be a static dim of [{', '.join(x.dims)}]")
+        return axis
+
+    def _part_dims(self, dt: DimTable, feat: str, parts) -> list[str]:
         if isinstance(parts, int) and not isinstance(parts, bool):
             if parts < 1:
                 raise DimError("split needs a positive number of parts")
@@ -500,35 +507,64 @@ class Split(OpDef):
 
     def infer(self, dt, args, attrs):
         x = args[0]
-        feat = dt.feature(x.dims)
-        parts = self._part_dims(dt, x, attrs["parts"])
+        feat = self._axis(dt, x, attrs.get("axis"))
+        parts = self._part_dims(dt, feat, attrs["parts"])
         rest = [d for d in x.dims if d != feat]
         for p in parts:
             if p in rest:
                 raise DimError(f"split part dim `{p}` is already a dim of the input")
         return [OutType(dt.canonical(rest + [p]), x.dtype) for p in parts]
 
+    @staticmethod
+    def _split_axis(x_dims: tuple[str, ...], outs) -> str:
+        """The dim split: the one input dim no part has."""
+        return [d for d in x_dims if d not in outs[0].dims][0]
+
     def returnn(self, ctx, op):
-        feat = [d for d in ctx.in_dims(0) if d not in op.outs[0].dims][0]
         return {
             "class": "split",
             "from": ctx.src(0),
-            "axis": ctx.dim(feat),
-            "out_dims": [ctx.dim(o.dims[-1]) for o in op.outs],
+            "axis": ctx.dim(self._split_axis(ctx.in_dims(0), op.outs)),
+            "out_dims": [ctx.dim(self._part(o.dims, ctx.in_dims(0))) for o in op.outs],
         }
+
+    @staticmethod
+    def _part(out_dims: tuple[str, ...], x_dims: tuple[str, ...]) -> str:
+        return [d for d in out_dims if d not in x_dims][0]
 
     def returnn_outs(self, layer, op):
         return [f"{layer}/{i}" for i in range(len(op.outs))]
 
+    def _in_place(self, x_dims: tuple[str, ...], outs) -> tuple[int, list[tuple[str, ...]]]:
+        """The split dim's position in x, and each part's dims as `torch.split` leaves them."""
+        k = x_dims.index(self._split_axis(x_dims, outs))
+        return k, [(*x_dims[:k], self._part(o.dims, x_dims), *x_dims[k + 1 :]) for o in outs]
+
     def torch(self, ctx, op):
-        sizes = [ctx.size(o.dims[-1]) for o in op.outs]
-        return f"torch.split({ctx.arg(0)}, [{', '.join(sizes)}], dim=-1)"
+        x_dims = ctx.in_dims(0)
+        k, srcs = self._in_place(x_dims, op.outs)
+        sizes = [ctx.size(self._part(o.dims, x_dims)) for o in op.outs]
+        if all(src == o.dims for src, o in zip(srcs, op.outs)):  # parts in place: the feature dim's split
+            return f"torch.split({ctx.arg(0)}, [{', '.join(sizes)}], dim={k if k < len(x_dims) - 1 else -1})"
+        # a part whose dim sorts elsewhere among the static dims: each part a view, aligned
+        starts = ["0"]
+        for s in sizes[:-1]:
+            last = starts[-1]
+            starts.append(str(int(last) + int(s)) if (last + s).isdigit() else s if last == "0" else f"{last} + {s}")
+        parts = [
+            align_code(f"{ctx.arg(0)}.narrow({k}, {start}, {size})", src, o.dims)
+            for start, size, src, o in zip(starts, sizes, srcs, op.outs)
+        ]
+        return f"({', '.join(parts)})"
 
     def eager(self, ctx, args, attrs, outs):
         import torch
 
-        sizes = [ctx.size(o.dims[-1]) for o in outs]
-        return tuple(torch.split(args[0].data, sizes, dim=-1))
+        x_dims = args[0].dims
+        k, srcs = self._in_place(x_dims, outs)
+        sizes = [ctx.size(self._part(o.dims, x_dims)) for o in outs]
+        pieces = torch.split(args[0].data, sizes, dim=k)
+        return tuple(align_tensor(p, src, o.dims) for p, src, o in zip(pieces, srcs, outs))
 
 
 @register

@@ -23,6 +23,7 @@ FEATURES = frozenset(
         "concat",
         "split",
         "split_dims",
+        "split_axis",  # `split(x, parts, axis=d)` of one of two static dims (after a split_dims)
         "merge_dims",
         "reduce_static",
         "reduce_dyn",
@@ -150,6 +151,7 @@ FEATURES = frozenset(
         "search_stack_free",  # stacks of values that do not depend on `choice` (states, frames, invariants)
         "search_stack_dyn",  # stacks over dynamic dims: attention weights over the encoder or a made dim
         "search_split_dims",  # `split_dims` in the step, its two static dims stacked
+        "search_split_axis",  # with search_split_dims: a `split(..., axis=)` of one of the two, a part stacked
         "search_enc_list",  # a list an earlier loop stacked, read in the decoder's step
         "search_made_enc",  # attention over a dim `max_pool`, a strided conv or a slice made
         "choice_input_type",  # `choice(..., input_type="log_prob"/"prob")` over log_softmax/softmax scores

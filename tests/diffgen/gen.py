@@ -331,6 +331,8 @@ class Gen:
         if kind == "split_dims" and sa.size == 6 and sa.code and self.on("split_dims"):
             pa, pb = self.dim("pa", 2), self.dim("pb", 3)
             sd = f"nc.split_dims({self.ref(a)}, axis={sa.code}, dims=({pa.code}, {pb.code}))"
+            if self.on_own("split_axis", 0.4):
+                return self.split_axis(sd, others, var)
             if self.on("merge_dims"):
                 mix = self.dim("mix", 6)
                 return self.new(
@@ -527,6 +529,17 @@ class Gen:
         if self.on("unused_module_result", 0.2):
             self.emit(f"{inst}({self.ref(a)})")
         return self.new(f"{inst}({self.ref(a)})", (a.dims - {sa.name}) | {out.name}, variant=a.variant)
+
+    def split_axis(self, sd: str, others: list[str], var: str | None) -> V:
+        """`split(..., axis=)` of one of `sd`'s two static dims (pa: 2, pb: 3; as a per-head
+        projection's query, key and value), its parts reduced back to one static dim."""
+        own = self.own("split_axis")
+        axis, keep, sizes = ("pa", "pb", (1, 1)) if own.random() < 0.5 else ("pb", "pa", (1, 2))
+        d1, d2 = self.dim(f"{axis}1", sizes[0]), self.dim(f"{axis}2", sizes[1])
+        x, y = self.own_name("split_axis", "sx"), self.own_name("split_axis", "sy")
+        self.emit(f"{x}, {y} = nc.split({sd}, [{d1.code}, {d2.code}], axis={axis})")
+        both = f"nc.reduce_sum({x}, axis={d1.code}) * nc.reduce_max({y}, axis={d2.code})"
+        return self.new_own("split_axis", both, others + [keep], variant=var)
 
     def same_expr(self, t: V, exclude_split: bool = False) -> str:
         """An expression with exactly `t`'s dims (a state update, an `if` branch)."""
