@@ -437,12 +437,13 @@ def appends(g: Gen, lists: list[str], stack_dyn: list[V], deps: set[str]) -> Non
             g.dim("pa", 2)
             g.dim("pb", 3)
             pool = [g.new("nc.split_dims(nc.tanh(nc.Linear(pab)(s)), axis=pab, dims=(pa, pb))", {"batch", "pa", "pb"})]
-            if g.on_own("search_split_axis", 0.5):  # `split` along pb: parts of sizes 1 and 2, pb's pieces
+            if g.on_own("search_split_axis", 0.5):  # `split` along pb into sizes 1 and 2, both read
                 g.dim("pb1", 1)
                 g.dim("pb2", 2)
                 x, y = g.own_name("search_split_axis", "sx"), g.own_name("search_split_axis", "sy")
                 g.emit(f"{x}, {y} = nc.split({pool[0].name}, [pb1, pb2], axis=pb)")
-                pool = [g.new_own("search_split_axis", f"{y} * nc.reduce_sum({x}, axis=pb1)", {"batch", "pa", "pb2"})]
+                both = f"{pool[0].name} * nc.reduce_sum({x}, axis=pb1) + nc.reduce_mean({y}, axis=pb2)"
+                pool = [g.new_own("search_split_axis", both, {"batch", "pa", "pb"})]  # the dims stacked as before
         elif g.on("search_stack_free", 0.2):  # a loop-invariant value
             inv = [v for v in g.floats() if not v.variant and not v.stacked and not g.dyn(v)]
             pool = inv or pool

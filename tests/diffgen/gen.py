@@ -331,13 +331,13 @@ class Gen:
         if kind == "split_dims" and sa.size == 6 and sa.code and self.on("split_dims"):
             pa, pb = self.dim("pa", 2), self.dim("pb", 3)
             sd = f"nc.split_dims({self.ref(a)}, axis={sa.code}, dims=({pa.code}, {pb.code}))"
-            if self.on_own("split_axis", 0.4):
-                return self.split_axis(sd, others, var)
             if self.on("merge_dims"):
                 mix = self.dim("mix", 6)
                 return self.new(
                     f"nc.merge_dims({sd}, dims=(pb, pa), out_dim={mix.code})", others + ["mix"], variant=var
                 )
+            if self.on_own("split_axis", 0.4):
+                return self.split_axis(sd, others, var)
             return self.new(f"nc.reduce_max({sd}, axis={pb.code})", others + ["pa"], variant=var)
         if kind == "reduce_static" and sa.code and self.on("reduce_static"):
             f = self.r.choice(["reduce_sum", "reduce_mean", "reduce_max"])
@@ -532,14 +532,19 @@ class Gen:
 
     def split_axis(self, sd: str, others: list[str], var: str | None) -> V:
         """`split(..., axis=)` of one of `sd`'s two static dims (pa: 2, pb: 3; as a per-head
-        projection's query, key and value), its parts reduced back to one static dim."""
-        own = self.own("split_axis")
-        axis, keep, sizes = ("pa", "pb", (1, 1)) if own.random() < 0.5 else ("pb", "pa", (1, 2))
-        d1, d2 = self.dim(f"{axis}1", sizes[0]), self.dim(f"{axis}2", sizes[1])
+        projection's query, key and value), both parts read; the value has the dims of the
+        `reduce_max` over pb it stands for, so the program's other choices stay as they were."""
         x, y = self.own_name("split_axis", "sx"), self.own_name("split_axis", "sy")
-        self.emit(f"{x}, {y} = nc.split({sd}, [{d1.code}, {d2.code}], axis={axis})")
-        both = f"nc.reduce_sum({x}, axis={d1.code}) * nc.reduce_max({y}, axis={d2.code})"
-        return self.new_own("split_axis", both, others + [keep], variant=var)
+        if self.own("split_axis").random() < 0.5:  # along pa: parts [pa1, pb] sort pb first (a permute)
+            pa1, pa2 = self.dim("pa1", 1), self.dim("pa2", 1)
+            self.emit(f"{x}, {y} = nc.split({sd}, [{pa1.code}, {pa2.code}], axis=pa)")
+            both = f"nc.reduce_sum({x}, axis={pa1.code}) - nc.reduce_sum({y}, axis={pa2.code})"
+            expr = f"nc.reduce_max({sd}, axis=pb) + nc.reduce_mean({both}, axis=pb)"
+        else:  # along pb, into sizes 1 and 2
+            pb1, pb2 = self.dim("pb1", 1), self.dim("pb2", 2)
+            self.emit(f"{x}, {y} = nc.split({sd}, [{pb1.code}, {pb2.code}], axis=pb)")
+            expr = f"nc.reduce_sum({x}, axis={pb1.code}) * nc.reduce_max({y}, axis={pb2.code})"
+        return self.new_own("split_axis", expr, others + ["pa"], variant=var)
 
     def same_expr(self, t: V, exclude_split: bool = False) -> str:
         """An expression with exactly `t`'s dims (a state update, an `if` branch)."""
