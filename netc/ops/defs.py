@@ -550,7 +550,10 @@ class Split(OpDef):
         starts = ["0"]
         for s in sizes[:-1]:
             last = starts[-1]
-            starts.append(str(int(last) + int(s)) if (last + s).isdigit() else s if last == "0" else f"{last} + {s}")
+            if last.isdigit() and s.isdigit():
+                starts.append(str(int(last) + int(s)))
+            else:
+                starts.append(s if last == "0" else f"{last} + {s}")
         parts = [
             align_code(f"{ctx.arg(0)}.narrow({k}, {start}, {size})", src, o.dims)
             for start, size, src, o in zip(starts, sizes, srcs, op.outs)
